@@ -1,0 +1,258 @@
+//! Parsing a message header: the text between `<|start|>` (or the parser start) and `<|message|>`.
+//!
+//! Follows the reference parser step by step (channel first, then role, then recipient and content type;
+//! see `harmony-reference.md` §2.3), with three deliberate changes, all documented in the README:
+//! - a content type `<|constrain|>json`, `<|constrain|> json` or ` json` is reported as `json`;
+//! - a lone `<|constrain|>json` after the channel is a content type, not a recipient (openai/harmony PR #144);
+//! - instead of stopping at the first problem, every problem is collected and a best-effort header is
+//!   still produced, so lenient mode can recover; strict mode turns the first problem into the
+//!   reference's error.
+
+pub const ROLES: [&str; 5] = ["user", "assistant", "system", "developer", "tool"];
+
+const CHANNEL_MARKER: &str = "<|channel|>";
+const CONSTRAIN_MARKER: &str = "<|constrain|>";
+
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Header {
+    pub role: String,
+    /// The author of a tool message, e.g. `functions.get_weather`.
+    pub name: Option<String>,
+    pub channel: Option<String>,
+    pub recipient: Option<String>,
+    pub content_type: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HeaderProblem {
+    /// `<|channel|>` followed by nothing usable.
+    EmptyChannel,
+    /// No role given and no words in the header.
+    MissingRole,
+    /// A single word that is not a role (several words would make a tool author).
+    UnknownRole(String),
+    /// Words left after role, recipient and content type.
+    ExtraWords(String),
+}
+
+impl HeaderProblem {
+    /// Stable code, shared by diagnostics and errors.
+    pub fn code(&self) -> &'static str {
+        match self {
+            HeaderProblem::EmptyChannel => "empty-channel",
+            HeaderProblem::MissingRole => "missing-role",
+            HeaderProblem::UnknownRole(_) => "unknown-role",
+            HeaderProblem::ExtraWords(_) => "extra-header-words",
+        }
+    }
+
+    /// The reference parser's error text for this problem, verbatim, so users can search for it.
+    pub fn reference_message(&self) -> String {
+        match self {
+            HeaderProblem::EmptyChannel => "channel marker present but no channel value found in header".to_owned(),
+            HeaderProblem::MissingRole => "message header did not contain a role".to_owned(),
+            HeaderProblem::UnknownRole(word) => format!("Unknown role: {word}"),
+            HeaderProblem::ExtraWords(words) => {
+                format!("unexpected tokens remaining in message header: {:?}", Some(words))
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct ParsedHeader {
+    pub header: Header,
+    pub problems: Vec<HeaderProblem>,
+}
+
+/// Takes the first `<|channel|>` marker and its value out of `text`.
+/// The value runs to the first whitespace or `<`; returns (channel, rest of text, problem).
+fn extract_channel(text: &str) -> (Option<String>, String, Option<HeaderProblem>) {
+    let Some(at) = text.find(CHANNEL_MARKER) else {
+        return (None, text.to_owned(), None);
+    };
+    let after = &text[at + CHANNEL_MARKER.len()..];
+    let end = after.find(|c: char| c.is_whitespace() || c == '<').unwrap_or(after.len());
+    let rest = format!("{}{}", &text[..at], &after[end..]);
+    if end == 0 {
+        return (None, rest, Some(HeaderProblem::EmptyChannel));
+    }
+    (Some(after[..end].to_owned()), rest, None)
+}
+
+/// Splits the header into words, keeping `<|constrain|>` attached to the type that follows it,
+/// whether or not the model put a space between them.
+fn split_words(text: &str) -> Vec<String> {
+    let text = text.trim();
+    let spaced;
+    let text = if text.contains(CONSTRAIN_MARKER) {
+        spaced = text.replace(CONSTRAIN_MARKER, " <|constrain|>");
+        spaced.trim()
+    } else {
+        text
+    };
+    let mut words: Vec<String> = Vec::new();
+    let mut glue_next = false;
+    for word in text.split_ascii_whitespace() {
+        if glue_next {
+            words.last_mut().expect("glue follows a word").push_str(word);
+        } else {
+            words.push(word.to_owned());
+        }
+        glue_next = word == CONSTRAIN_MARKER;
+    }
+    words
+}
+
+/// The content type as reported to users: `<|constrain|>` prefix removed, empty means none.
+fn normalize_content_type(raw: String) -> Option<String> {
+    let value = raw.strip_prefix(CONSTRAIN_MARKER).unwrap_or(&raw);
+    (!value.is_empty()).then(|| value.to_owned())
+}
+
+fn strip_to(word: String) -> String {
+    match word.strip_prefix("to=") {
+        Some(rest) => rest.to_owned(),
+        None => word,
+    }
+}
+
+/// Parses a complete header (at `<|message|>`). `given_role` is the role the parser was started with,
+/// used for its first message only, as in the reference.
+pub fn parse_header(text: &str, given_role: Option<&str>) -> ParsedHeader {
+    let mut problems = Vec::new();
+    let (channel, rest, channel_problem) = extract_channel(text);
+    problems.extend(channel_problem);
+    let mut words = split_words(&rest);
+
+    let mut header = Header { channel, ..Header::default() };
+    match given_role {
+        Some(role) => header.role = role.to_owned(),
+        None => match words.first() {
+            None => {
+                problems.push(HeaderProblem::MissingRole);
+                header.role = "assistant".to_owned();
+            }
+            Some(first) if ROLES.contains(&first.as_str()) => {
+                header.role = first.clone();
+                if first == "tool" {
+                    header.name = Some(first.clone());
+                }
+            }
+            Some(first) if words.len() > 1 || first.starts_with("to=") => {
+                header.role = "tool".to_owned();
+                header.name = Some(words.remove(0));
+            }
+            Some(first) => {
+                problems.push(HeaderProblem::UnknownRole(first.clone()));
+                header.role = words.remove(0);
+            }
+        },
+    }
+    if words.first() == Some(&header.role) {
+        words.remove(0);
+    }
+
+    if let Some(last) = words.pop() {
+        if let Some(recipient) = last.strip_prefix("to=") {
+            header.recipient = Some(recipient.to_owned());
+        } else if words.is_empty() && !last.starts_with(CONSTRAIN_MARKER) {
+            header.recipient = Some(last);
+        } else {
+            header.content_type = normalize_content_type(last);
+            header.recipient = words.pop().map(strip_to);
+        }
+    }
+    if !words.is_empty() {
+        problems.push(HeaderProblem::ExtraWords(words.join(" ")));
+    }
+    ParsedHeader { header, problems }
+}
+
+/// A header that ended without `<|message|>` (closed by a stop token, cut by end of stream, or too long):
+/// the channel is kept, a leading role word is taken as the role, and the rest of the text, trimmed but
+/// otherwise untouched, becomes the message content.
+#[derive(Debug)]
+pub struct RecoveredHeader {
+    pub header: Header,
+    pub content: String,
+}
+
+pub fn recover_header(text: &str, given_role: Option<&str>) -> RecoveredHeader {
+    let (channel, rest, _) = extract_channel(text);
+    let rest = rest.trim();
+    let first_word_end = rest.find(|c: char| c.is_ascii_whitespace()).unwrap_or(rest.len());
+    let first_word = &rest[..first_word_end];
+    let (role, content) = match given_role {
+        Some(role) if first_word == role => (role, &rest[first_word_end..]),
+        Some(role) => (role, rest),
+        None if ROLES.contains(&first_word) => (first_word, &rest[first_word_end..]),
+        None => ("assistant", rest),
+    };
+    RecoveredHeader {
+        header: Header { role: role.to_owned(), channel, ..Header::default() },
+        content: content.trim_start().to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str, role: Option<&str>) -> (Header, Vec<HeaderProblem>) {
+        let parsed = parse_header(text, role);
+        (parsed.header, parsed.problems)
+    }
+
+    fn header(role: &str, name: Option<&str>, channel: Option<&str>, recipient: Option<&str>, content_type: Option<&str>) -> Header {
+        let own = |s: Option<&str>| s.map(str::to_owned);
+        Header { role: role.into(), name: own(name), channel: own(channel), recipient: own(recipient), content_type: own(content_type) }
+    }
+
+    #[test]
+    fn reference_header_examples() {
+        let tool_call = header("assistant", None, Some("commentary"), Some("functions.get_weather"), Some("json"));
+        for text in [
+            "assistant to=functions.get_weather<|channel|>commentary <|constrain|>json",
+            "assistant to=functions.get_weather<|channel|>commentary<|constrain|>json",
+            "assistant<|channel|>commentary to=functions.get_weather<|constrain|>json",
+            "assistant to=functions.get_weather<|channel|>commentary json",
+            "assistant to=functions.get_weather<|channel|>commentary <|constrain|> json",
+        ] {
+            assert_eq!(parse(text, None), (tool_call.clone(), vec![]), "{text}");
+        }
+        assert_eq!(parse("<|channel|>analysis", Some("assistant")).0, header("assistant", None, Some("analysis"), None, None));
+        assert_eq!(
+            parse("browser.search to=assistant<|channel|>commentary", None).0,
+            header("tool", Some("browser.search"), Some("commentary"), Some("assistant"), None)
+        );
+        assert_eq!(
+            parse("assistant to=lookup_weather<|channel|>analysis code", None).0,
+            header("assistant", None, Some("analysis"), Some("lookup_weather"), Some("code"))
+        );
+        assert_eq!(parse("final", Some("assistant")).0, header("assistant", None, None, Some("final"), None));
+        assert_eq!(parse("<|channel|>final <|constrain|>json", Some("assistant")).0, header("assistant", None, Some("final"), None, Some("json")));
+    }
+
+    #[test]
+    fn problems_carry_reference_texts() {
+        let (_, problems) = parse("<|channel|>commentary to=functions.x to=functions.x", Some("assistant"));
+        assert_eq!(problems[0].reference_message(), r#"unexpected tokens remaining in message header: Some("to=functions.x")"#);
+        let (header, problems) = parse("final", None);
+        assert_eq!((header.role.as_str(), problems[0].reference_message()), ("final", "Unknown role: final".to_owned()));
+        assert_eq!(parse("<|channel|>", Some("assistant")).1, vec![HeaderProblem::EmptyChannel]);
+        assert_eq!(parse("<|channel|>final", None).1, vec![HeaderProblem::MissingRole]);
+        assert_eq!(
+            parse("<|start|>assistant", None).1[0].reference_message(),
+            "Unknown role: <|start|>assistant"
+        );
+    }
+
+    #[test]
+    fn recovered_headers_keep_text() {
+        let recovered = recover_header("<|channel|>analysis I must\n refuse", Some("assistant"));
+        assert_eq!((recovered.header.channel.as_deref(), recovered.content.as_str()), (Some("analysis"), "I must\n refuse"));
+        let recovered = recover_header("assistant<|channel|>final Hello", None);
+        assert_eq!((recovered.header.role.as_str(), recovered.content.as_str()), ("assistant", "Hello"));
+    }
+}

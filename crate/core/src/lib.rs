@@ -1,0 +1,17 @@
+//! harmony-stream-core: a streaming parser for the Harmony format of OpenAI's gpt-oss models.
+//!
+//! Plain Rust with no binding concerns; `crate/node` exposes it to Node.js. The TypeScript fallback in
+//! `src/fallback/` mirrors these modules one for one: tokens, vocabulary, utf8, header, output, stream_parser.
+
+pub mod header;
+pub mod output;
+pub mod stream_parser;
+pub mod tokens;
+pub mod utf8;
+pub mod vocabulary;
+
+pub use header::Header;
+pub use output::{BatchOutput, Diagnostic, Event, ParseError};
+pub use stream_parser::{ParserOptions, PushError, State, StreamParser, DEFAULT_MAX_HEADER_TOKENS};
+pub use tokens::Terminator;
+pub use vocabulary::{Vocabulary, VocabularyError};

@@ -1,0 +1,110 @@
+//! What one `push` or `finish` produced: the batch text, events that cut it into per-message segments,
+//! the headers of messages opened in the batch, diagnostics, and (strict mode) the error that stopped it.
+//!
+//! The shape is chosen for the N-API boundary: one string plus small integers, with objects only for
+//! the rare parts (headers, diagnostics, errors). The TypeScript implementation produces the same shape.
+
+use crate::header::Header;
+use crate::tokens::Terminator;
+use crate::utf8::TextSink;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// Message `message` started; its header is the next one in `BatchOutput::headers`.
+    Open { message: u32 },
+    /// Text of `message` runs up to `end` (UTF-16 units into the batch text) from the previous event's end.
+    Text { message: u32, end: u32 },
+    /// Message `message` ended, by a stop token or (None) by the end of the stream.
+    Close { message: u32, terminator: Option<Terminator> },
+}
+
+impl Event {
+    /// Event kind codes of the engine protocol shared with TypeScript (`src/engine.ts`).
+    pub const OPEN: u32 = 1;
+    pub const TEXT: u32 = 2;
+    pub const CLOSE: u32 = 3;
+
+    /// `[kind, message, argument]`: the argument is the text end for Text, the terminator code (0 = none) for Close.
+    pub fn encode(&self) -> [u32; 3] {
+        match *self {
+            Event::Open { message } => [Self::OPEN, message, 0],
+            Event::Text { message, end } => [Self::TEXT, message, end],
+            Event::Close { message, terminator } => [Self::CLOSE, message, terminator.map_or(0, |t| t as u32)],
+        }
+    }
+}
+
+/// A recovery made in lenient mode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub code: &'static str,
+    pub message: String,
+    /// Offset in the parser's token stream (counted from 0 over all batches) where it was detected.
+    pub token_offset: u64,
+    /// The raw text involved (ignored tokens, a header that could not be parsed).
+    pub text: Option<String>,
+}
+
+/// A strict-mode error, with the reference's message text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    pub code: &'static str,
+    pub message: String,
+    pub token_offset: u64,
+    /// The decoded header text, for header errors.
+    pub header: Option<String>,
+}
+
+impl std::fmt::Display for ParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+#[derive(Default, Debug)]
+pub struct BatchOutput {
+    pub text: TextSink,
+    pub events: Vec<Event>,
+    pub headers: Vec<Header>,
+    pub diagnostics: Vec<Diagnostic>,
+    /// End of the text already attributed to a message by a Text event.
+    marked: u32,
+}
+
+impl BatchOutput {
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.events.clear();
+        self.headers.clear();
+        self.diagnostics.clear();
+        self.marked = 0;
+    }
+
+    pub(crate) fn open(&mut self, message: u32, header: Header) {
+        self.events.push(Event::Open { message });
+        self.headers.push(header);
+    }
+
+    /// Records that the text appended since the last event belongs to `message`,
+    /// extending the previous segment when it is the same message's.
+    pub(crate) fn mark_text(&mut self, message: u32) {
+        let end = self.text.utf16_len as u32;
+        if end == self.marked {
+            return;
+        }
+        self.marked = end;
+        if let Some(Event::Text { message: last, end: last_end }) = self.events.last_mut() {
+            if *last == message {
+                *last_end = end;
+                return;
+            }
+        }
+        self.events.push(Event::Text { message, end });
+    }
+
+    pub(crate) fn close(&mut self, message: u32, terminator: Option<Terminator>) {
+        self.events.push(Event::Close { message, terminator });
+    }
+}

@@ -1,0 +1,394 @@
+//! The streaming state machine: expect-start → header → content, one token at a time, as the reference
+//! parser does, writing each batch's results into a `BatchOutput`.
+//!
+//! Strict mode reproduces the reference parser's errors (same texts, same state afterwards). Lenient
+//! mode (the default) never fails on anything a model can emit: every reference error becomes a recovery
+//! plus a `Diagnostic`, and no content text is dropped.
+
+use std::sync::Arc;
+
+use crate::header::{parse_header, recover_header, Header};
+use crate::output::{BatchOutput, Diagnostic, ParseError};
+use crate::tokens::{Terminator, CHANNEL, LAST_TOKEN, MESSAGE, START};
+use crate::utf8::{decode_lossy, TextSink, Utf8Assembler};
+use crate::vocabulary::Vocabulary;
+
+/// Headers are a handful of tokens; a header this long means the model never wrote `<|message|>`.
+pub const DEFAULT_MAX_HEADER_TOKENS: usize = 256;
+/// Ignored text between messages is reported in diagnostics of at most this many bytes each.
+pub const MAX_STRAY_BYTES: usize = 4096;
+
+#[derive(Clone, Debug)]
+pub struct ParserOptions {
+    /// Role of the first message, as if `<|start|>{role}` had been consumed; `None` waits for `<|start|>`.
+    pub role: Option<String>,
+    pub strict: bool,
+    pub max_header_tokens: usize,
+}
+
+impl Default for ParserOptions {
+    fn default() -> Self {
+        ParserOptions { role: Some("assistant".to_owned()), strict: false, max_header_tokens: DEFAULT_MAX_HEADER_TOKENS }
+    }
+}
+
+/// The state codes are part of the engine protocol shared with TypeScript.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    ExpectStart = 0,
+    Header = 1,
+    Content = 2,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PushError {
+    /// An id outside the vocabulary; nothing of the batch was consumed.
+    InvalidToken { index: usize, id: u32 },
+    /// `push` after `finish`.
+    Finished,
+    /// Strict mode: the token at `error.token_offset` failed; the tokens before it were consumed and
+    /// their results are in the output, the tokens after it were not.
+    Parse(ParseError),
+}
+
+impl std::fmt::Display for PushError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PushError::InvalidToken { index, id } => {
+                write!(f, "token id {id} at index {index} is outside the vocabulary (0..={LAST_TOKEN})")
+            }
+            PushError::Finished => f.write_str("the parser is finished; create a new parser for a new stream"),
+            PushError::Parse(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for PushError {}
+
+/// Tokens seen between messages (lenient mode), reported as one diagnostic per run.
+#[derive(Default)]
+struct StrayRun {
+    bytes: Vec<u8>,
+    tokens: usize,
+    start: u64,
+}
+
+pub struct StreamParser {
+    vocabulary: Arc<Vocabulary>,
+    strict: bool,
+    max_header_tokens: usize,
+    state: State,
+    /// Role for the next header: the constructor's role (first message only, as in the reference)
+    /// or `assistant` for a message started without `<|start|>`.
+    next_role: Option<String>,
+    header_tokens: Vec<u32>,
+    /// Offset of the `<|start|>` that opened the current header, if one did.
+    header_start: Option<u64>,
+    /// Index of the message whose content is being read.
+    open_message: Option<u32>,
+    next_message_index: u32,
+    utf8: Utf8Assembler,
+    stray: StrayRun,
+    /// Tokens consumed so far over all batches.
+    offset: u64,
+    finished: bool,
+    output: BatchOutput,
+}
+
+impl StreamParser {
+    pub fn new(vocabulary: Arc<Vocabulary>, options: ParserOptions) -> StreamParser {
+        let state = if options.role.is_some() { State::Header } else { State::ExpectStart };
+        StreamParser {
+            vocabulary,
+            strict: options.strict,
+            max_header_tokens: options.max_header_tokens,
+            state,
+            next_role: options.role,
+            header_tokens: Vec::new(),
+            header_start: None,
+            open_message: None,
+            next_message_index: 0,
+            utf8: Utf8Assembler::default(),
+            stray: StrayRun::default(),
+            offset: 0,
+            finished: false,
+            output: BatchOutput::default(),
+        }
+    }
+
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Results of the last `push` or `finish` (also after it returned an error).
+    pub fn output(&self) -> &BatchOutput {
+        &self.output
+    }
+
+    pub fn output_mut(&mut self) -> &mut BatchOutput {
+        &mut self.output
+    }
+
+    pub fn push(&mut self, tokens: &[u32]) -> Result<(), PushError> {
+        self.output.clear();
+        if self.finished {
+            return Err(PushError::Finished);
+        }
+        if let Some(index) = tokens.iter().position(|&id| !self.vocabulary.contains(id)) {
+            return Err(PushError::InvalidToken { index, id: tokens[index] });
+        }
+        for &token in tokens {
+            let offset = self.offset;
+            self.offset += 1;
+            self.process(token, offset).map_err(PushError::Parse)?;
+        }
+        Ok(())
+    }
+
+    /// Ends the stream: closes an open message, recovers (lenient) or rejects (strict) an unfinished header.
+    /// A second call does nothing.
+    pub fn finish(&mut self) -> Result<(), PushError> {
+        self.output.clear();
+        if self.finished {
+            return Ok(());
+        }
+        self.finished = true;
+        match self.state {
+            State::Content => self.close_message(None),
+            State::Header if self.strict => {
+                return Err(PushError::Parse(ParseError {
+                    code: "unexpected-eos-in-header",
+                    message: "Unexpected EOS while waiting for message header to complete".to_owned(),
+                    token_offset: self.offset,
+                    header: Some(self.header_text()),
+                }));
+            }
+            State::Header => {
+                if !self.header_tokens.is_empty() {
+                    self.recover_unfinished_header(None, self.offset, "unterminated-header");
+                } else if self.header_start.is_some() {
+                    self.diagnose("unterminated-header", "the stream ended inside a message header".to_owned(), self.offset, Some(String::new()));
+                }
+                self.state = State::ExpectStart;
+            }
+            State::ExpectStart => self.flush_stray(),
+        }
+        Ok(())
+    }
+
+    fn process(&mut self, token: u32, offset: u64) -> Result<(), ParseError> {
+        match self.state {
+            State::ExpectStart => self.expect_start(token, offset),
+            State::Header => self.header(token, offset),
+            State::Content => {
+                match Terminator::of_token(token) {
+                    Some(terminator) => self.close_message(Some(terminator)),
+                    None => self.append_content(token),
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn expect_start(&mut self, token: u32, offset: u64) -> Result<(), ParseError> {
+        if token == START {
+            self.flush_stray();
+            self.begin_header(Some(offset));
+        } else if self.strict {
+            return Err(ParseError {
+                code: "unexpected-token",
+                message: format!("Unexpected token {token} while expecting start token {START}"),
+                token_offset: offset,
+                header: None,
+            });
+        } else if token == CHANNEL {
+            // The model skipped `<|start|>assistant` between messages (vLLM PR #35901).
+            self.flush_stray();
+            self.diagnose("missing-start", "<|channel|> without <|start|>: started an assistant message".to_owned(), offset, None);
+            self.begin_header(None);
+            self.next_role = Some("assistant".to_owned());
+            self.header_tokens.push(token);
+        } else {
+            self.add_stray(token, offset);
+        }
+        Ok(())
+    }
+
+    fn header(&mut self, token: u32, offset: u64) -> Result<(), ParseError> {
+        if token == MESSAGE {
+            return self.open_from_header(offset);
+        }
+        if !self.strict {
+            if let Some(terminator) = Terminator::of_token(token) {
+                self.recover_unfinished_header(Some(terminator), offset, "header-without-message");
+                return Ok(());
+            }
+        }
+        if self.header_tokens.len() < self.max_header_tokens {
+            // In strict mode stop tokens land here too, as in the reference.
+            self.header_tokens.push(token);
+            return Ok(());
+        }
+        let message = format!("message header exceeded {} tokens without <|message|>", self.max_header_tokens);
+        if self.strict {
+            let header = Some(self.header_text());
+            self.reset_header();
+            return Err(ParseError { code: "header-too-long", message, token_offset: offset, header });
+        }
+        // Bounded memory: the header so far becomes the start of a message and the stream continues as content.
+        let text = self.header_text();
+        self.diagnose("header-too-long", message, offset, Some(text));
+        self.open_recovered_header();
+        self.append_content(token);
+        Ok(())
+    }
+
+    fn begin_header(&mut self, start: Option<u64>) {
+        self.state = State::Header;
+        self.header_tokens.clear();
+        self.header_start = start;
+    }
+
+    /// Leaves the header state as the reference does on a failed header: the tokens are dropped and the
+    /// role given for the first message is kept.
+    fn reset_header(&mut self) {
+        self.header_tokens.clear();
+        self.state = State::ExpectStart;
+    }
+
+    fn header_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        for &token in &self.header_tokens {
+            bytes.extend_from_slice(self.vocabulary.bytes(token).expect("ids are checked in push"));
+        }
+        bytes
+    }
+
+    fn header_text(&self) -> String {
+        decode_lossy(&self.header_bytes())
+    }
+
+    fn open_from_header(&mut self, offset: u64) -> Result<(), ParseError> {
+        let bytes = self.header_bytes();
+        let text = match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(error) => {
+                let text = decode_lossy(error.as_bytes());
+                if self.strict {
+                    self.reset_header();
+                    return Err(ParseError { code: "invalid-header-utf8", message: "could not decode header".to_owned(), token_offset: offset, header: Some(text) });
+                }
+                self.diagnose("invalid-header-utf8", "could not decode header: invalid UTF-8 replaced".to_owned(), offset, Some(text.clone()));
+                text
+            }
+        };
+        let parsed = parse_header(&text, self.next_role.as_deref());
+        if self.strict {
+            if let Some(problem) = parsed.problems.first() {
+                self.reset_header();
+                return Err(ParseError { code: problem.code(), message: problem.reference_message(), token_offset: offset, header: Some(text) });
+            }
+        }
+        for problem in &parsed.problems {
+            self.diagnose(problem.code(), problem.reference_message(), offset, Some(text.clone()));
+        }
+        self.next_role = None;
+        self.header_tokens.clear();
+        self.open(parsed.header);
+        Ok(())
+    }
+
+    /// Lenient recovery of a header that ended without `<|message|>`: a message with the header's channel
+    /// whose content is the rest of the header text, closed by `terminator` if one ended it.
+    fn recover_unfinished_header(&mut self, terminator: Option<Terminator>, offset: u64, code: &'static str) {
+        if self.header_tokens.is_empty() {
+            self.diagnose(code, "a message header ended before any header text".to_owned(), offset, Some(String::new()));
+            self.reset_header();
+            self.next_role = None;
+            return;
+        }
+        let message = match code {
+            "unterminated-header" => "the stream ended inside a message header; its text was kept as content",
+            _ => "a stop token ended a message header before <|message|>; its text was kept as content",
+        };
+        let text = self.header_text();
+        self.diagnose(code, message.to_owned(), offset, Some(text));
+        self.open_recovered_header();
+        self.close_message(terminator);
+    }
+
+    /// Opens a message from the header tokens read so far (see `recover_header`). Bytes of a character
+    /// split at the end of the header stay pending, to be completed by the content that follows.
+    fn open_recovered_header(&mut self) {
+        let mut decoded = TextSink::default();
+        let bytes = self.header_bytes();
+        self.utf8.push(&bytes, &mut decoded);
+        let recovered = recover_header(&decoded.text, self.next_role.as_deref());
+        self.next_role = None;
+        self.header_tokens.clear();
+        let message = self.open(recovered.header);
+        self.output.text.push_str(&recovered.content);
+        self.output.mark_text(message);
+    }
+
+    fn open(&mut self, header: Header) -> u32 {
+        let message = self.next_message_index;
+        self.next_message_index += 1;
+        self.open_message = Some(message);
+        self.state = State::Content;
+        self.output.open(message, header);
+        message
+    }
+
+    fn append_content(&mut self, token: u32) {
+        let message = self.open_message.expect("content state has an open message");
+        match self.vocabulary.text(token) {
+            Some((text, utf16)) if self.utf8.is_empty() => self.output.text.push(text, utf16),
+            _ => {
+                let bytes = self.vocabulary.bytes(token).expect("ids are checked in push");
+                self.utf8.push(bytes, &mut self.output.text);
+            }
+        }
+        self.output.mark_text(message);
+    }
+
+    fn close_message(&mut self, terminator: Option<Terminator>) {
+        let message = self.open_message.take().expect("only an open message is closed");
+        self.utf8.flush(&mut self.output.text);
+        self.output.mark_text(message);
+        self.output.close(message, terminator);
+        self.state = State::ExpectStart;
+    }
+
+    fn diagnose(&mut self, code: &'static str, message: String, token_offset: u64, text: Option<String>) {
+        self.output.diagnostics.push(Diagnostic { code, message, token_offset, text });
+    }
+
+    fn add_stray(&mut self, token: u32, offset: u64) {
+        if self.stray.tokens == 0 {
+            self.stray.start = offset;
+        }
+        self.stray.tokens += 1;
+        let bytes = self.vocabulary.bytes(token).expect("ids are checked in push");
+        self.stray.bytes.extend_from_slice(bytes);
+        if self.stray.bytes.len() >= MAX_STRAY_BYTES {
+            self.flush_stray();
+        }
+    }
+
+    fn flush_stray(&mut self) {
+        if self.stray.tokens == 0 {
+            return;
+        }
+        let text = decode_lossy(&self.stray.bytes);
+        let message = format!("ignored {} token(s) between messages, where <|start|> was expected", self.stray.tokens);
+        let start = self.stray.start;
+        self.stray.bytes.clear();
+        self.stray.tokens = 0;
+        self.diagnose("stray-tokens", message, start, Some(text));
+    }
+}

@@ -1,0 +1,117 @@
+//! The token → bytes table: o200k_base ranks from a `.tiktoken` file plus the Harmony special tokens.
+//!
+//! Built once per process and shared behind an `Arc`. Besides the bytes it records, per token, whether the
+//! bytes are valid UTF-8 on their own, so the hot path can append such tokens without running the UTF-8
+//! assembler, and their length in UTF-16 code units, which is what JavaScript string offsets count.
+
+use base64::Engine as _;
+
+use crate::tokens::{special_token_text, FIRST_SPECIAL, VOCAB_SIZE};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VocabularyError {
+    /// A line is not `base64 SP rank`.
+    Malformed { line: usize },
+    /// A rank is outside 0..FIRST_SPECIAL or appears twice.
+    BadRank { line: usize, rank: u64 },
+    /// Some rank in 0..FIRST_SPECIAL never appeared.
+    MissingRank { rank: u32 },
+}
+
+impl std::fmt::Display for VocabularyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            VocabularyError::Malformed { line } => write!(f, "malformed vocabulary file: line {line} is not `base64 rank`"),
+            VocabularyError::BadRank { line, rank } => write!(f, "malformed vocabulary file: line {line} has rank {rank}, out of range or repeated"),
+            VocabularyError::MissingRank { rank } => write!(f, "malformed vocabulary file: rank {rank} is missing"),
+        }
+    }
+}
+
+impl std::error::Error for VocabularyError {}
+
+pub struct Vocabulary {
+    /// The bytes of every token, concatenated in id order.
+    bytes: Vec<u8>,
+    /// `offsets[id]..offsets[id + 1]` is the range of token `id` in `bytes`.
+    offsets: Vec<u32>,
+    /// UTF-16 length of the token's text when its bytes are valid UTF-8 on their own, else 0
+    /// (no token is empty, so 0 is free to mean "needs the assembler").
+    utf16_len: Vec<u32>,
+}
+
+impl Vocabulary {
+    /// Parses the contents of `o200k_base.tiktoken` (lines of `base64(bytes) rank`).
+    pub fn from_tiktoken(data: &[u8]) -> Result<Vocabulary, VocabularyError> {
+        let ordinary = FIRST_SPECIAL as usize;
+        let mut ranks: Vec<Option<Vec<u8>>> = vec![None; ordinary];
+        for (index, line) in data.split(|&b| b == b'\n').enumerate() {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if line.is_empty() {
+                continue;
+            }
+            let number = index + 1;
+            let space = line.iter().position(|&b| b == b' ').ok_or(VocabularyError::Malformed { line: number })?;
+            let token = base64::engine::general_purpose::STANDARD
+                .decode(&line[..space])
+                .map_err(|_| VocabularyError::Malformed { line: number })?;
+            let rank: u64 = std::str::from_utf8(&line[space + 1..])
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .ok_or(VocabularyError::Malformed { line: number })?;
+            let slot = ranks.get_mut(rank as usize).filter(|slot| slot.is_none() && rank < ordinary as u64);
+            match slot {
+                Some(slot) if !token.is_empty() => *slot = Some(token),
+                _ => return Err(VocabularyError::BadRank { line: number, rank }),
+            }
+        }
+        let mut vocabulary = Vocabulary {
+            bytes: Vec::with_capacity(data.len()),
+            offsets: Vec::with_capacity(VOCAB_SIZE + 1),
+            utf16_len: Vec::with_capacity(VOCAB_SIZE),
+        };
+        for (rank, token) in ranks.into_iter().enumerate() {
+            let token = token.ok_or(VocabularyError::MissingRank { rank: rank as u32 })?;
+            vocabulary.push(&token);
+        }
+        for id in FIRST_SPECIAL..VOCAB_SIZE as u32 {
+            let text = special_token_text(id).expect("every id from FIRST_SPECIAL on is special");
+            vocabulary.push(text.as_bytes());
+        }
+        vocabulary.offsets.push(vocabulary.bytes.len() as u32);
+        Ok(vocabulary)
+    }
+
+    fn push(&mut self, token: &[u8]) {
+        self.offsets.push(self.bytes.len() as u32);
+        self.bytes.extend_from_slice(token);
+        let utf16 = std::str::from_utf8(token).map(crate::utf8::utf16_len).unwrap_or(0);
+        self.utf16_len.push(utf16 as u32);
+    }
+
+    /// The bytes of token `id`, or `None` if the id is outside the vocabulary.
+    #[inline]
+    pub fn bytes(&self, id: u32) -> Option<&[u8]> {
+        let id = id as usize;
+        if id >= VOCAB_SIZE {
+            return None;
+        }
+        Some(&self.bytes[self.offsets[id] as usize..self.offsets[id + 1] as usize])
+    }
+
+    /// The text of token `id` with its UTF-16 length, when its bytes are valid UTF-8 on their own.
+    #[inline]
+    pub fn text(&self, id: u32) -> Option<(&str, usize)> {
+        let utf16 = *self.utf16_len.get(id as usize)?;
+        if utf16 == 0 {
+            return None;
+        }
+        let bytes = self.bytes(id)?;
+        // SAFETY: utf16_len is non-zero only for tokens whose bytes passed `std::str::from_utf8` in `push`.
+        Some((unsafe { std::str::from_utf8_unchecked(bytes) }, utf16 as usize))
+    }
+
+    pub fn contains(&self, id: u32) -> bool {
+        (id as usize) < VOCAB_SIZE
+    }
+}
