@@ -1,0 +1,39 @@
+/** Typed errors. Each has a stable `code` to branch on; messages are for people. */
+import type { HarmonyBatch } from './types'
+
+export class HarmonyError extends Error {
+  readonly code: string
+
+  constructor(code: string, message: string) {
+    super(message)
+    this.name = new.target.name
+    this.code = code
+  }
+}
+
+/**
+ * Strict mode: the stream is not valid Harmony. `message` is the reference parser's error text
+ * (e.g. `Unknown role: final`), so it can be searched for.
+ */
+export class HarmonyParseError extends HarmonyError {
+  /** Offset of the offending token in the parser's token stream (or the stream length, at the end). */
+  readonly tokenOffset: number
+  /** The header text, for errors about a header; otherwise null. */
+  readonly header: string | null
+  /**
+   * Results of the tokens before the failing one in the same batch, which were consumed. The parser is left
+   * as the reference parser would be (usually waiting for `<|start|>`); the batch's tokens after
+   * `tokenOffset` were not consumed.
+   */
+  readonly partial: HarmonyBatch
+
+  constructor(code: string, message: string, tokenOffset: number, header: string | null, partial: HarmonyBatch) {
+    super(code, message)
+    this.tokenOffset = tokenOffset
+    this.header = header
+    this.partial = partial
+  }
+}
+
+/** The parser cannot do this now, e.g. `push()` after `finish()` (code `parser-finished`). */
+export class HarmonyStateError extends HarmonyError {}

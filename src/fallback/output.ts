@@ -1,0 +1,64 @@
+/**
+ * What one `push` or `finish` produced. Mirrors crate/core/src/output.rs: the batch text, events that cut
+ * it into per-message segments (encoded as in the engine protocol, `engine.ts`), the headers of messages
+ * opened in the batch, and diagnostics.
+ */
+import { EVENT_CLOSE, EVENT_OPEN, EVENT_TEXT } from '../engine'
+import type { Header } from './header'
+
+export interface Diagnostic {
+  code: string
+  message: string
+  /** Offset in the parser's token stream (counted from 0 over all batches) where it was detected. */
+  tokenOffset: number
+  /** The raw text involved (ignored tokens, a header that could not be parsed). */
+  text: string | null
+}
+
+export interface ParseError {
+  code: string
+  message: string
+  tokenOffset: number
+  /** The decoded header text, for header errors. */
+  header: string | null
+}
+
+export class BatchOutput {
+  text = ''
+  /** Flat triples: kind, message index, argument. */
+  events: number[] = []
+  headers: Header[] = []
+  diagnostics: Diagnostic[] = []
+  /** End of the text already attributed to a message by a text event. */
+  private marked = 0
+
+  clear(): void {
+    this.text = ''
+    this.events.length = 0
+    this.headers.length = 0
+    this.diagnostics.length = 0
+    this.marked = 0
+  }
+
+  open(message: number, header: Header): void {
+    this.events.push(EVENT_OPEN, message, 0)
+    this.headers.push(header)
+  }
+
+  /** The text appended since the last event belongs to `message`; extends that message's last segment. */
+  markText(message: number): void {
+    const end = this.text.length
+    if (end === this.marked) return
+    this.marked = end
+    const last = this.events.length - 3
+    if (last >= 0 && this.events[last] === EVENT_TEXT && this.events[last + 1] === message) {
+      this.events[last + 2] = end
+      return
+    }
+    this.events.push(EVENT_TEXT, message, end)
+  }
+
+  close(message: number, terminator: number): void {
+    this.events.push(EVENT_CLOSE, message, terminator)
+  }
+}

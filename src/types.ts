@@ -1,0 +1,70 @@
+/** Public types of harmony-stream. */
+
+/** Which implementation runs a parser: the Rust core through N-API, or the pure TypeScript one. */
+export type Implementation = 'native' | 'js'
+
+/** The roles of the reference parser. */
+export type Role = 'user' | 'assistant' | 'system' | 'developer' | 'tool'
+
+/** How a message ended: by `<|end|>`, `<|return|>` or `<|call|>`, or (null) by the end of the stream. */
+export type Terminator = 'end' | 'return' | 'call' | null
+
+/** Where the parser is in the stream: waiting for `<|start|>`, reading a header, or reading content. */
+export type ParserState = 'expect-start' | 'header' | 'content'
+
+export interface HarmonyMessage {
+  /** A role, or in lenient mode an unknown role word as the model wrote it (with a diagnostic). */
+  role: string
+  /** Author of a tool message, e.g. `functions.get_weather` (role `tool`). */
+  name?: string
+  channel?: string
+  /** Who the message is for, e.g. `functions.get_weather`; `to=` removed. */
+  recipient?: string
+  /** Normalized: `json` for `<|constrain|>json`, `<|constrain|> json` and ` json`. */
+  contentType?: string
+  content: string
+  terminator: Terminator
+}
+
+/** A run of content text of one message within one batch. */
+export interface HarmonySegment {
+  /** Index of the message in this parser, counted from 0 in order. */
+  messageIndex: number
+  role: string
+  channel: string | null
+  recipient: string | null
+  contentType: string | null
+  text: string
+}
+
+/** A recovery made in lenient mode (see the README's table of codes). */
+export interface HarmonyDiagnostic {
+  code: string
+  message: string
+  /** Offset in the parser's token stream, counted from 0 over all batches. */
+  tokenOffset: number
+  /** The raw text involved: ignored tokens, or the header that could not be parsed. */
+  text?: string
+}
+
+export interface HarmonyBatch {
+  /** Content text of this batch, in order, one segment per message touched. */
+  segments: HarmonySegment[]
+  /** Messages that ended in this batch. */
+  completed: HarmonyMessage[]
+  diagnostics: HarmonyDiagnostic[]
+}
+
+export interface HarmonyStreamParserOptions {
+  /**
+   * Role of the first message, as if the prompt ended with `<|start|>{role}` (the usual case for a
+   * completion); null waits for `<|start|>`. Default `'assistant'`.
+   */
+  role?: Role | null
+  /** Throw the reference parser's errors as `HarmonyParseError` instead of recovering. Default false. */
+  strict?: boolean
+  /** Longest header, in tokens, before it is treated as content (lenient) or an error (strict). Default 256. */
+  maxHeaderTokens?: number
+  /** Run this parser on a given implementation instead of the process-wide one (`implementation`). */
+  implementation?: Implementation
+}
