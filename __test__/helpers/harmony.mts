@@ -1,0 +1,82 @@
+/**
+ * Test helpers: Harmony text → token ids (ordinary text encoded with gpt-tokenizer's o200k BPE, the seven
+ * markers inserted as special ids; see harmony-reference.md, Appendix A for why not `allowedSpecial`),
+ * batch replay, and a per-message view of results.
+ */
+import { encode } from 'gpt-tokenizer/encoding/o200k_base'
+
+import { type HarmonyBatch, type HarmonyMessage, HarmonyStreamParser, type HarmonyStreamParserOptions, type Implementation } from 'harmony-stream'
+
+export const IMPLEMENTATIONS: Implementation[] = ['native', 'js']
+
+export const SPECIAL: Record<string, number> = {
+  '<|return|>': 200002,
+  '<|constrain|>': 200003,
+  '<|channel|>': 200005,
+  '<|start|>': 200006,
+  '<|end|>': 200007,
+  '<|message|>': 200008,
+  '<|call|>': 200012,
+}
+
+const MARKER = /(<\|(?:return|constrain|channel|start|end|message|call)\|>)/
+
+/** Token ids of Harmony text in which the seven markers are special tokens and all else is ordinary text. */
+export function harmony(text: string): number[] {
+  const tokens: number[] = []
+  for (const part of text.split(MARKER)) {
+    if (part === '') continue
+    if (part in SPECIAL) tokens.push(SPECIAL[part])
+    else tokens.push(...encode(part, { disallowedSpecial: new Set() }))
+  }
+  return tokens
+}
+
+/** Splits `tokens` into batches of `size` (the last may be shorter). */
+export function batches<T>(tokens: readonly T[], size: number): T[][] {
+  const out: T[][] = []
+  for (let i = 0; i < tokens.length; i += size) out.push(tokens.slice(i, i + size))
+  return out
+}
+
+export interface Replay {
+  batches: HarmonyBatch[]
+  messages: HarmonyMessage[]
+  /** Concatenated segment text per message index. */
+  textByMessage: string[]
+}
+
+/** Feeds `chunks` to a new parser, then finishes it. */
+export function replay(chunks: readonly (readonly number[])[], options: HarmonyStreamParserOptions): Replay {
+  const parser = new HarmonyStreamParser(options)
+  const results = chunks.map((chunk) => parser.push(chunk))
+  results.push(parser.finish())
+  const textByMessage: string[] = []
+  for (const batch of results) {
+    for (const segment of batch.segments) textByMessage[segment.messageIndex] = (textByMessage[segment.messageIndex] ?? '') + segment.text
+  }
+  return { batches: results, messages: parser.messages, textByMessage }
+}
+
+/** A deterministic pseudo-random generator (mulberry32), so failures can be replayed from the seed. */
+export function random(seed: number): () => number {
+  let state = seed >>> 0
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0
+    let t = state
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+/** Cuts `tokens` at random places into batches of 1..maxSize. */
+export function randomBatches(tokens: readonly number[], next: () => number, maxSize: number): number[][] {
+  const out: number[][] = []
+  for (let i = 0; i < tokens.length; ) {
+    const size = 1 + Math.floor(next() * maxSize)
+    out.push(tokens.slice(i, i + size))
+    i += size
+  }
+  return out
+}
