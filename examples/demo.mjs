@@ -1,0 +1,39 @@
+// Streams a gpt-oss completion (reasoning, a preamble, a tool call, then after the tool result the final
+// answer) through HarmonyStreamParser at a given stream interval, and prints what a gateway would route
+// at each engine step. Run: npm run demo [-- --interval 20] [--impl js|native]
+import { parseArgs } from 'node:util'
+
+import { encode } from 'gpt-tokenizer/encoding/o200k_base'
+import { HarmonyStreamParser, implementation } from 'harmony-stream'
+
+const { values } = parseArgs({ options: { interval: { type: 'string', default: '20' }, impl: { type: 'string' } } })
+const interval = Number(values.interval)
+
+const SPECIAL = { '<|start|>': 200006, '<|end|>': 200007, '<|message|>': 200008, '<|channel|>': 200005, '<|constrain|>': 200003, '<|return|>': 200002, '<|call|>': 200012 }
+/** Harmony text → token ids: markers as special tokens, everything else o200k BPE. */
+const tokensOf = (text) => text.split(/(<\|[a-z]+\|>)/).filter(Boolean).flatMap((part) => SPECIAL[part] ?? encode(part))
+
+// What the model generates after a prompt ending in <|start|>assistant.
+const completion = tokensOf(
+  '<|channel|>analysis<|message|>The user asks for the weather in Tokyo. I should call get_weather; say so first.<|end|>' +
+    '<|start|>assistant<|channel|>commentary<|message|>Checking the forecast for Tokyo…<|end|>' +
+    '<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"東京","unit":"celsius"}<|call|>',
+)
+
+const colour = { analysis: 35, commentary: 33, final: 32 }
+const paint = (channel, text) => (process.stdout.isTTY ? `\x1b[${colour[channel] ?? 36}m${text}\x1b[0m` : text)
+
+const parser = new HarmonyStreamParser({ role: 'assistant', implementation: values.impl ?? implementation })
+console.log(`harmony-stream on ${parser.implementation}; ${completion.length} tokens at stream interval ${interval}\n`)
+for (let step = 0; step * interval < completion.length; step++) {
+  const closedBefore = parser.messages.length
+  const batch = parser.push(completion.slice(step * interval, (step + 1) * interval))
+  for (const s of batch.segments) {
+    const route = s.recipient?.startsWith('functions.') ? `tool call ${s.recipient}` : s.channel === 'analysis' ? 'reasoning' : 'content'
+    console.log(`step ${String(step).padStart(2)}  #${s.messageIndex} ${paint(s.channel, (s.channel ?? '').padEnd(10))} → ${route.padEnd(34)} ${JSON.stringify(s.text)}`)
+  }
+  batch.completed.forEach((m, i) => console.log(`step ${String(step).padStart(2)}  #${closedBefore + i} closed by <|${m.terminator}|>`))
+}
+parser.finish()
+console.log('\nmessages:')
+console.log(parser.messages)
