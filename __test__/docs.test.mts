@@ -1,0 +1,25 @@
+/** The README's quick start is a real program: it runs, and prints what the README says it prints. */
+import { spawnSync } from 'node:child_process'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+
+import test from 'ava'
+
+const root = join(import.meta.dirname, '..')
+
+test('the README quick start runs and prints what the README describes', (t) => {
+  const readme = readFileSync(join(root, 'README.md'), 'utf8')
+  const section = readme.slice(readme.indexOf('## Quick start'))
+  const code = /```js\n([\s\S]*?)```/.exec(section)?.[1]
+  t.truthy(code, 'the quick start has a js block')
+  // Inside the package folder, so that `import 'harmony-stream'` resolves to this package.
+  const file = join(root, `.readme-quick-start-${process.pid}.mjs`)
+  writeFileSync(file, code!)
+  t.teardown(() => rmSync(file, { force: true }))
+  for (const implementation of ['native', 'js']) {
+    const run = spawnSync(process.execPath, [file], { cwd: root, encoding: 'utf8', env: { ...process.env, HARMONY_STREAM_IMPL: implementation } })
+    t.is(run.status, 0, run.stderr)
+    const lines = run.stdout.split('\n')
+    t.deepEqual(lines.slice(0, 4), ['reasoning Need weather.', 'done: analysis end', 'tool call functions.get_weather {"city":"Paris"}', 'done: commentary call'])
+  }
+})
