@@ -11,7 +11,7 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 
 /** One stream's parser. Methods are called by the TypeScript wrapper only. */
 export declare class NativeEngine {
-  constructor(role: string | undefined | null, strict: boolean, maxHeaderTokens: number)
+  constructor(role: string | undefined | null, strict: boolean, maxHeaderTokens: number, toolNames: Array<string>)
   /** Parses `tokens`; returns the batch text and writes the status and events into `out`. */
   push(tokens: Uint32Array, out: Uint32Array): string
   finish(out: Uint32Array): string

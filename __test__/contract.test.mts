@@ -342,14 +342,19 @@ contractTest('lenient: <|channel|> without <|start|> starts an assistant message
 
 contractTest('lenient: header problems keep the best parse and report the reference text', (t, implementation) => {
   const parser = new HarmonyStreamParser({ implementation })
-  const batch = parser.push(harmony('<|channel|>commentary to=functions.x to=functions.x<|message|>{}<|call|>'))
-  t.deepEqual(batch.completed, [message({ channel: 'commentary', recipient: 'functions.x', content: '{}', terminator: 'call' })])
+  // openai/harmony PR #114: the model wrote words after <|constrain|> in a long conversation.
+  const batch = parser.push(harmony('<|channel|>commentary <|constrain|>response to=functions.x json<|message|>{}<|call|>'))
+  t.deepEqual(batch.completed, [message({ channel: 'commentary', recipient: 'functions.x', contentType: 'json', content: '{}', terminator: 'call' })])
   t.deepEqual(batch.diagnostics.map((d) => [d.code, d.message, d.text]), [
-    ['extra-header-words', 'unexpected tokens remaining in message header: Some("to=functions.x")', '<|channel|>commentary to=functions.x to=functions.x'],
+    [
+      'extra-header-words',
+      'unexpected tokens remaining in message header: Some("<|constrain|>response")',
+      '<|channel|>commentary <|constrain|>response to=functions.x json',
+    ],
   ])
   const unknown = new HarmonyStreamParser({ implementation, role: null })
-  unknown.push(harmony('<|start|>final<|message|>Hi<|end|>'))
-  t.deepEqual(unknown.messages, [{ role: 'final', content: 'Hi', terminator: 'end' }])
+  unknown.push(harmony('<|start|>bash<|message|>Hi<|end|>'))
+  t.deepEqual(unknown.messages, [{ role: 'bash', content: 'Hi', terminator: 'end' }])
 })
 
 contractTest('lenient: finish() inside a header keeps its text', (t, implementation) => {

@@ -8,7 +8,7 @@ import type { Implementation } from './types'
 import { vocabularyPath } from './vocabulary-file'
 
 interface NativeBinding {
-  NativeEngine: new (role: string | null, strict: boolean, maxHeaderTokens: number) => Engine
+  NativeEngine: new (role: string | null, strict: boolean, maxHeaderTokens: number, toolNames: string[]) => Engine
   loadVocabulary(path: string): void
 }
 
@@ -52,8 +52,15 @@ export const implementation: Implementation = choose()
 
 let nativeVocabularyLoaded = false
 
-export function createEngine(which: Implementation, role: string | null, strict: boolean, maxHeaderTokens: number): Engine {
-  if (which === 'js') return new JsEngine({ role, strict, maxHeaderTokens })
+export interface EngineOptions {
+  role: string | null
+  strict: boolean
+  maxHeaderTokens: number
+  toolNames: string[]
+}
+
+export function createEngine(which: Implementation, options: EngineOptions): Engine {
+  if (which === 'js') return new JsEngine(options)
   if (!native) loadNative()
   if (!native) {
     throw new Error(`the native implementation is not available: ${describe(nativeError ?? 'HARMONY_STREAM_IMPL=js')}`)
@@ -62,5 +69,5 @@ export function createEngine(which: Implementation, role: string | null, strict:
     native.loadVocabulary(vocabularyPath())
     nativeVocabularyLoaded = true
   }
-  return new native.NativeEngine(role, strict, maxHeaderTokens)
+  return new native.NativeEngine(options.role, options.strict, options.maxHeaderTokens, options.toolNames)
 }

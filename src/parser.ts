@@ -104,13 +104,16 @@ function diagnosticOf(raw: RawDiagnostic): HarmonyDiagnostic {
 
 function checkOptions(options: HarmonyStreamParserOptions): void {
   if (options === null || typeof options !== 'object') throw new TypeError('options must be an object')
-  const { role, strict, maxHeaderTokens, implementation } = options
+  const { role, strict, maxHeaderTokens, implementation, toolNames } = options
   if (role !== undefined && role !== null && !ROLES.includes(role as string)) {
     throw new TypeError(`role must be one of ${ROLES.join(', ')}, or null; got ${JSON.stringify(role)}`)
   }
   if (strict !== undefined && typeof strict !== 'boolean') throw new TypeError('strict must be a boolean')
   if (maxHeaderTokens !== undefined && (!Number.isInteger(maxHeaderTokens) || maxHeaderTokens < 1 || maxHeaderTokens > 0xffff_ffff)) {
     throw new RangeError(`maxHeaderTokens must be an integer from 1 to ${0xffff_ffff}; got ${String(maxHeaderTokens)}`)
+  }
+  if (toolNames !== undefined && (!Array.isArray(toolNames) || !toolNames.every((name) => typeof name === 'string'))) {
+    throw new TypeError('toolNames must be an array of strings')
   }
   if (implementation !== undefined && implementation !== 'native' && implementation !== 'js') {
     throw new TypeError(`implementation must be 'native' or 'js'; got ${JSON.stringify(implementation)}`)
@@ -133,8 +136,12 @@ export class HarmonyStreamParser {
   constructor(options: HarmonyStreamParserOptions = {}) {
     checkOptions(options)
     this.implementation = options.implementation ?? defaultImplementation
-    const role = options.role === undefined ? 'assistant' : options.role
-    this.engine = createEngine(this.implementation, role, options.strict ?? false, options.maxHeaderTokens ?? DEFAULT_MAX_HEADER_TOKENS)
+    this.engine = createEngine(this.implementation, {
+      role: options.role === undefined ? 'assistant' : options.role,
+      strict: options.strict ?? false,
+      maxHeaderTokens: options.maxHeaderTokens ?? DEFAULT_MAX_HEADER_TOKENS,
+      toolNames: options.toolNames ? [...options.toolNames] : [],
+    })
   }
 
   /**

@@ -65,6 +65,11 @@ export interface HarmonyStreamParserOptions {
   strict?: boolean
   /** Longest header, in tokens, before it is treated as content (lenient) or an error (strict). Default 256. */
   maxHeaderTokens?: number
+  /**
+   * Names of the tools the request offered, e.g. `functions.get_weather`. Lenient mode uses them to split a
+   * content type the model glued to the recipient (`to=functions.get_weatherjson`).
+   */
+  toolNames?: readonly string[]
   /** Run this parser on a given implementation instead of the process-wide one (`implementation`). */
   implementation?: Implementation
 }

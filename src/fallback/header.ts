@@ -8,6 +8,7 @@
  */
 
 export const ROLES: readonly string[] = ['user', 'assistant', 'system', 'developer', 'tool']
+export const CHANNELS: readonly string[] = ['analysis', 'commentary', 'final']
 
 const CHANNEL_MARKER = '<|channel|>'
 const CONSTRAIN_MARKER = '<|constrain|>'
@@ -43,13 +44,23 @@ export type HeaderProblem =
   | { kind: 'missing-role' }
   | { kind: 'unknown-role'; word: string }
   | { kind: 'extra-header-words'; words: string }
+  // Repairs, made in lenient mode only:
+  | { kind: 'repeated-channel'; words: string }
+  | { kind: 'glued-role'; words: string }
+  | { kind: 'missing-channel-marker'; words: string }
+  | { kind: 'leaked-marker'; words: string }
+  | { kind: 'duplicate-recipient'; words: string }
+  | { kind: 'glued-content-type'; words: string }
 
 /** Stable code, shared by diagnostics and errors. */
 export function problemCode(problem: HeaderProblem): string {
   return problem.kind
 }
 
-/** The reference parser's error text for this problem, verbatim, so users can search for it. */
+/**
+ * The reference parser's error text for this problem, verbatim, so users can search for it;
+ * for repairs, what was repaired.
+ */
 export function problemMessage(problem: HeaderProblem): string {
   switch (problem.kind) {
     case 'empty-channel':
@@ -60,6 +71,18 @@ export function problemMessage(problem: HeaderProblem): string {
       return `Unknown role: ${problem.word}`
     case 'extra-header-words':
       return `unexpected tokens remaining in message header: Some(${rustDebugString(problem.words)})`
+    case 'repeated-channel':
+      return `repeated <|channel|> markers; removed: ${problem.words}`
+    case 'glued-role':
+      return `role glued to the next word: ${problem.words}`
+    case 'missing-channel-marker':
+      return `channel without <|channel|>: ${problem.words}`
+    case 'leaked-marker':
+      return `special token text in the recipient, cut: ${problem.words}`
+    case 'duplicate-recipient':
+      return `repeated recipient removed: ${problem.words}`
+    case 'glued-content-type':
+      return `content type glued to the recipient, split: ${problem.words}`
   }
 }
 
@@ -140,15 +163,79 @@ function stripTo(word: string): string {
   return word.startsWith('to=') ? word.slice(3) : word
 }
 
+/** How to parse: `repair` (lenient mode) enables the repairs; `toolNames` are the request's tools. */
+export interface HeaderRules {
+  repair: boolean
+  toolNames: readonly string[]
+}
+
+function isChannel(word: string): boolean {
+  return CHANNELS.includes(word)
+}
+
+/** `assistantfinal` → [`assistant`, `final`]: a role glued to a channel or role word. */
+function splitGluedRole(word: string): [string, string] | null {
+  for (const role of ROLES) {
+    if (!word.startsWith(role)) continue
+    const tail = word.slice(role.length)
+    if (isChannel(tail) || ROLES.includes(tail)) return [role, tail]
+  }
+  return null
+}
+
+/**
+ * Removes every further `<|channel|>` marker; the channel is the first known channel name among all the
+ * values, else the first value.
+ */
+function repairRepeatedChannels(channel: string | null, rest: string): { channel: string | null; rest: string; problem: HeaderProblem | null } {
+  if (!rest.includes(CHANNEL_MARKER)) return { channel, rest, problem: null }
+  const values: string[] = channel === null ? [] : [channel]
+  while (rest.includes(CHANNEL_MARKER)) {
+    const extracted = extractChannel(rest)
+    rest = extracted.rest
+    if (extracted.channel !== null) values.push(extracted.channel)
+  }
+  let chosen = values.findIndex(isChannel)
+  if (chosen < 0) chosen = 0
+  if (chosen < values.length) channel = values.splice(chosen, 1)[0]
+  return { channel, rest, problem: { kind: 'repeated-channel', words: values.join(' ') } }
+}
+
 /** Parses a complete header (at `<|message|>`); `givenRole` applies to a parser's first message only. */
-export function parseHeader(text: string, givenRole: string | null): ParsedHeader {
+export function parseHeader(text: string, givenRole: string | null, rules: HeaderRules): ParsedHeader {
   const problems: HeaderProblem[] = []
-  const { channel, rest, problem } = extractChannel(text)
-  if (problem) problems.push(problem)
+  const extracted = extractChannel(text)
+  let { channel, rest } = extracted
+  if (extracted.problem) problems.push(extracted.problem)
+  if (rules.repair) {
+    const repaired = repairRepeatedChannels(channel, rest)
+    ;({ channel, rest } = repaired)
+    if (repaired.problem) problems.push(repaired.problem)
+  }
   const words = splitWords(rest)
 
+  let role = givenRole
+  if (rules.repair) {
+    const glued = words.length > 0 ? splitGluedRole(words[0]) : null
+    if (glued) {
+      problems.push({ kind: 'glued-role', words: words[0] })
+      if (isChannel(glued[1]) && channel === null) channel = glued[1]
+      words[0] = glued[0]
+    }
+    if (channel === null) {
+      const at = words.findIndex(isChannel)
+      if (at >= 0) {
+        const [word] = words.splice(at, 1)
+        problems.push({ kind: 'missing-channel-marker', words: word })
+        channel = word
+        // The channel stood where the role belongs (`<|start|>final<|message|>`).
+        if (at === 0 && role === null) role = 'assistant'
+      }
+    }
+  }
+
   const header: Header = { role: '', name: null, channel, recipient: null, contentType: null }
-  if (givenRole !== null) header.role = givenRole
+  if (role !== null) header.role = role
   else if (words.length === 0) {
     problems.push({ kind: 'missing-role' })
     header.role = 'assistant'
@@ -174,8 +261,42 @@ export function parseHeader(text: string, givenRole: string | null): ParsedHeade
       header.recipient = recipient === undefined ? null : stripTo(recipient)
     }
   }
+  if (rules.repair) repairRecipient(header, words, rules.toolNames, problems)
   if (words.length > 0) problems.push({ kind: 'extra-header-words', words: words.join(' ') })
   return { header, problems }
+}
+
+/** Lenient repairs of recipient and content type: leaked markers cut, repeats dropped, a glued type split off. */
+function repairRecipient(header: Header, words: string[], toolNames: readonly string[], problems: HeaderProblem[]): void {
+  if (header.contentType !== null) {
+    const at = header.contentType.indexOf('<|')
+    if (at >= 0) {
+      problems.push({ kind: 'leaked-marker', words: header.contentType })
+      header.contentType = at === 0 ? null : header.contentType.slice(0, at)
+    }
+  }
+  if (header.recipient === null) return
+  let recipient = header.recipient
+  const at = recipient.indexOf('<|')
+  if (at >= 0) {
+    problems.push({ kind: 'leaked-marker', words: recipient })
+    recipient = recipient.slice(0, at)
+  }
+  const before = words.length
+  for (let i = words.length - 1; i >= 0; i--) if (stripTo(words[i]) === recipient) words.splice(i, 1)
+  if (words.length < before) problems.push({ kind: 'duplicate-recipient', words: `to=${recipient}` })
+  if (header.contentType === null && !toolNames.includes(recipient)) {
+    let tool: string | null = null
+    for (const name of toolNames) {
+      if (recipient.length > name.length && recipient.startsWith(name) && (tool === null || name.length > tool.length)) tool = name
+    }
+    if (tool !== null) {
+      problems.push({ kind: 'glued-content-type', words: recipient })
+      header.contentType = normalizeContentType(recipient.slice(tool.length))
+      recipient = tool
+    }
+  }
+  header.recipient = recipient === '' ? null : recipient
 }
 
 export interface RecoveredHeader {

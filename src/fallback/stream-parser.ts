@@ -19,6 +19,8 @@ export interface ParserOptions {
   role: string | null
   strict: boolean
   maxHeaderTokens: number
+  /** Tools the request offered (e.g. `functions.get_weather`): lets lenient mode split `to=functions.xjson`. */
+  toolNames: readonly string[]
 }
 
 export type PushError =
@@ -46,6 +48,7 @@ export class StreamParser {
   private readonly vocabulary: Vocabulary
   private readonly strict: boolean
   private readonly maxHeaderTokens: number
+  private readonly toolNames: readonly string[]
   private currentState: number
   /** Role for the next header: the constructor's (first message only) or `assistant` after a missing `<|start|>`. */
   private nextRole: string | null
@@ -67,6 +70,7 @@ export class StreamParser {
     this.vocabulary = vocabulary
     this.strict = options.strict
     this.maxHeaderTokens = options.maxHeaderTokens
+    this.toolNames = options.toolNames
     this.currentState = options.role !== null ? STATE_HEADER : STATE_EXPECT_START
     this.nextRole = options.role
   }
@@ -116,7 +120,7 @@ export class StreamParser {
           }
         }
         if (this.headerTokens.length > 0) {
-          this.recoverUnfinishedHeader(TERMINATOR_NONE, this.offset, 'unterminated-header')
+          this.recoverUnfinishedHeader(TERMINATOR_NONE, this.offset, 'unterminated-header', 'the stream ended inside a message header')
         } else if (this.headerStart !== null) {
           this.diagnose('unterminated-header', 'the stream ended inside a message header', this.offset, '')
         }
@@ -175,7 +179,11 @@ export class StreamParser {
     if (!this.strict) {
       const terminator = terminatorOf(token)
       if (terminator !== TERMINATOR_NONE) {
-        this.recoverUnfinishedHeader(terminator, offset, 'header-without-message')
+        this.recoverUnfinishedHeader(terminator, offset, 'header-without-message', 'a stop token ended a message header')
+        return
+      }
+      if (token === START) {
+        this.restartHeader(offset)
         return
       }
     }
@@ -194,6 +202,26 @@ export class StreamParser {
     this.diagnose('header-too-long', message, offset, this.headerText())
     this.openRecoveredHeader()
     this.appendContent(token)
+  }
+
+  /**
+   * Lenient: `<|start|>` inside a header. Right after `<|start|>` (or at the parser start) it is a doubled
+   * `<|start|>` and ignored; later, the header so far never got `<|message|>`: if it holds text beyond a
+   * role word, that text becomes a message (as for a stop token), and a new header begins.
+   */
+  private restartHeader(offset: number): void {
+    if (this.headerTokens.length === 0) {
+      this.diagnose('repeated-start', '<|start|> repeated; ignored', offset, '')
+      return
+    }
+    const text = this.headerText()
+    if (recoverHeader(text, this.nextRole).content === '') {
+      this.diagnose('repeated-start', '<|start|> inside a header without text; the header was dropped', offset, text)
+    } else {
+      this.recoverUnfinishedHeader(TERMINATOR_NONE, offset, 'header-without-message', '<|start|> ended a message header')
+    }
+    this.nextRole = null
+    this.beginHeader(offset)
   }
 
   private beginHeader(start: number | null): void {
@@ -227,7 +255,7 @@ export class StreamParser {
       }
       this.diagnose('invalid-header-utf8', 'could not decode header: invalid UTF-8 replaced', offset, text)
     }
-    const parsed = parseHeader(text, this.nextRole)
+    const parsed = parseHeader(text, this.nextRole, { repair: !this.strict, toolNames: this.toolNames })
     if (this.strict && parsed.problems.length > 0) {
       const problem = parsed.problems[0]
       this.resetHeader()
@@ -240,18 +268,14 @@ export class StreamParser {
   }
 
   /** Lenient: a header ended without `<|message|>` becomes a message whose content is the header's text. */
-  private recoverUnfinishedHeader(terminator: number, offset: number, code: string): void {
+  private recoverUnfinishedHeader(terminator: number, offset: number, code: string, what: string): void {
     if (this.headerTokens.length === 0) {
-      this.diagnose(code, 'a message header ended before any header text', offset, '')
+      this.diagnose(code, `${what} before any header text`, offset, '')
       this.resetHeader()
       this.nextRole = null
       return
     }
-    const message =
-      code === 'unterminated-header'
-        ? 'the stream ended inside a message header; its text was kept as content'
-        : 'a stop token ended a message header before <|message|>; its text was kept as content'
-    this.diagnose(code, message, offset, this.headerText())
+    this.diagnose(code, `${what} before <|message|>; the header text was kept as content`, offset, this.headerText())
     this.openRecoveredHeader()
     this.closeMessage(terminator)
   }

@@ -7,8 +7,14 @@
 //! - instead of stopping at the first problem, every problem is collected and a best-effort header is
 //!   still produced, so lenient mode can recover; strict mode turns the first problem into the
 //!   reference's error.
+//!
+//! Lenient mode also repairs what models are seen to emit (`peer-parsers-and-failures.md` §4): repeated
+//! `<|channel|>` markers, a role glued to a channel (`assistantfinal`), a channel word without its marker,
+//! markers leaked into the recipient, a duplicated `to=`, and (given the request's tool names) a content
+//! type glued to the recipient (`to=functions.shelljson`). Each repair is reported as a problem too.
 
 pub const ROLES: [&str; 5] = ["user", "assistant", "system", "developer", "tool"];
+pub const CHANNELS: [&str; 3] = ["analysis", "commentary", "final"];
 
 const CHANNEL_MARKER: &str = "<|channel|>";
 const CONSTRAIN_MARKER: &str = "<|constrain|>";
@@ -33,6 +39,19 @@ pub enum HeaderProblem {
     UnknownRole(String),
     /// Words left after role, recipient and content type.
     ExtraWords(String),
+    // Repairs, made in lenient mode only:
+    /// More than one `<|channel|>` marker; the extra ones (listed) were removed.
+    RepeatedChannel(String),
+    /// A role glued to a channel or role word, e.g. `assistantfinal`.
+    GluedRole(String),
+    /// A channel name without `<|channel|>` in front of it.
+    MissingChannelMarker(String),
+    /// A recipient with a leaked `<|…|>` marker, cut before it.
+    LeakedMarker(String),
+    /// `to=` repeated with the same recipient.
+    DuplicateRecipient(String),
+    /// A content type glued to a known tool name, e.g. `functions.shelljson`.
+    GluedContentType(String),
 }
 
 impl HeaderProblem {
@@ -43,11 +62,26 @@ impl HeaderProblem {
             HeaderProblem::MissingRole => "missing-role",
             HeaderProblem::UnknownRole(_) => "unknown-role",
             HeaderProblem::ExtraWords(_) => "extra-header-words",
+            HeaderProblem::RepeatedChannel(_) => "repeated-channel",
+            HeaderProblem::GluedRole(_) => "glued-role",
+            HeaderProblem::MissingChannelMarker(_) => "missing-channel-marker",
+            HeaderProblem::LeakedMarker(_) => "leaked-marker",
+            HeaderProblem::DuplicateRecipient(_) => "duplicate-recipient",
+            HeaderProblem::GluedContentType(_) => "glued-content-type",
         }
     }
 
-    /// The reference parser's error text for this problem, verbatim, so users can search for it.
-    pub fn reference_message(&self) -> String {
+    /// Whether strict mode (the reference) fails on this problem; repairs are lenient-only.
+    pub fn is_reference_error(&self) -> bool {
+        matches!(
+            self,
+            HeaderProblem::EmptyChannel | HeaderProblem::MissingRole | HeaderProblem::UnknownRole(_) | HeaderProblem::ExtraWords(_)
+        )
+    }
+
+    /// The reference parser's error text for this problem, verbatim, so users can search for it;
+    /// for repairs, what was repaired.
+    pub fn message(&self) -> String {
         match self {
             HeaderProblem::EmptyChannel => "channel marker present but no channel value found in header".to_owned(),
             HeaderProblem::MissingRole => "message header did not contain a role".to_owned(),
@@ -55,6 +89,12 @@ impl HeaderProblem {
             HeaderProblem::ExtraWords(words) => {
                 format!("unexpected tokens remaining in message header: {:?}", Some(words))
             }
+            HeaderProblem::RepeatedChannel(extra) => format!("repeated <|channel|> markers; removed: {extra}"),
+            HeaderProblem::GluedRole(word) => format!("role glued to the next word: {word}"),
+            HeaderProblem::MissingChannelMarker(word) => format!("channel without <|channel|>: {word}"),
+            HeaderProblem::LeakedMarker(recipient) => format!("special token text in the recipient, cut: {recipient}"),
+            HeaderProblem::DuplicateRecipient(word) => format!("repeated recipient removed: {word}"),
+            HeaderProblem::GluedContentType(recipient) => format!("content type glued to the recipient, split: {recipient}"),
         }
     }
 }
@@ -117,17 +157,81 @@ fn strip_to(word: String) -> String {
     }
 }
 
+/// How to parse a header: `repair` (lenient mode) enables the repairs listed in the module comment;
+/// `tool_names` are the tools the request offered, used to split a content type glued to a recipient.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HeaderRules<'a> {
+    pub repair: bool,
+    pub tool_names: &'a [String],
+}
+
+fn is_channel(word: &str) -> bool {
+    CHANNELS.contains(&word)
+}
+
+/// `assistantfinal` → (`assistant`, `final`): a role glued to a channel or role word.
+fn split_glued_role(word: &str) -> Option<(&'static str, &str)> {
+    ROLES.iter().find_map(|&role| {
+        let tail = word.strip_prefix(role)?;
+        (is_channel(tail) || ROLES.contains(&tail)).then_some((role, tail))
+    })
+}
+
+/// Removes every further `<|channel|>` marker from `rest`; the channel is the first known channel name
+/// among all the values, else the first value. Returns the extra values removed.
+fn repair_repeated_channels(channel: &mut Option<String>, rest: &mut String) -> Option<HeaderProblem> {
+    if !rest.contains(CHANNEL_MARKER) {
+        return None;
+    }
+    let mut values: Vec<String> = channel.take().into_iter().collect();
+    while rest.contains(CHANNEL_MARKER) {
+        let (value, remaining, _) = extract_channel(rest);
+        *rest = remaining;
+        values.extend(value);
+    }
+    let chosen = values.iter().position(|v| is_channel(v)).unwrap_or(0);
+    if chosen < values.len() {
+        *channel = Some(values.remove(chosen));
+    }
+    Some(HeaderProblem::RepeatedChannel(values.join(" ")))
+}
+
 /// Parses a complete header (at `<|message|>`). `given_role` is the role the parser was started with,
 /// used for its first message only, as in the reference.
-pub fn parse_header(text: &str, given_role: Option<&str>) -> ParsedHeader {
+pub fn parse_header(text: &str, given_role: Option<&str>, rules: HeaderRules) -> ParsedHeader {
     let mut problems = Vec::new();
-    let (channel, rest, channel_problem) = extract_channel(text);
+    let (mut channel, mut rest, channel_problem) = extract_channel(text);
     problems.extend(channel_problem);
+    if rules.repair {
+        problems.extend(repair_repeated_channels(&mut channel, &mut rest));
+    }
     let mut words = split_words(&rest);
 
+    let mut role = given_role.map(str::to_owned);
+    if rules.repair {
+        if let Some((glued_role, tail)) = words.first().and_then(|w| split_glued_role(w)) {
+            problems.push(HeaderProblem::GluedRole(words[0].clone()));
+            if is_channel(tail) && channel.is_none() {
+                channel = Some(tail.to_owned());
+            }
+            words[0] = glued_role.to_owned();
+        }
+        if channel.is_none() {
+            if let Some(at) = words.iter().position(|w| is_channel(w)) {
+                let word = words.remove(at);
+                problems.push(HeaderProblem::MissingChannelMarker(word.clone()));
+                channel = Some(word);
+                if at == 0 && role.is_none() {
+                    // The channel stood where the role belongs (`<|start|>final<|message|>`).
+                    role = Some("assistant".to_owned());
+                }
+            }
+        }
+    }
+
     let mut header = Header { channel, ..Header::default() };
-    match given_role {
-        Some(role) => header.role = role.to_owned(),
+    match role {
+        Some(role) => header.role = role,
         None => match words.first() {
             None => {
                 problems.push(HeaderProblem::MissingRole);
@@ -163,10 +267,47 @@ pub fn parse_header(text: &str, given_role: Option<&str>) -> ParsedHeader {
             header.recipient = words.pop().map(strip_to);
         }
     }
+    if rules.repair {
+        repair_recipient(&mut header, &mut words, rules.tool_names, &mut problems);
+    }
     if !words.is_empty() {
         problems.push(HeaderProblem::ExtraWords(words.join(" ")));
     }
     ParsedHeader { header, problems }
+}
+
+/// Lenient repairs of the recipient and content type: leaked markers cut, repeats dropped, a glued
+/// content type split off.
+fn repair_recipient(header: &mut Header, words: &mut Vec<String>, tool_names: &[String], problems: &mut Vec<HeaderProblem>) {
+    if let Some(content_type) = header.content_type.as_mut() {
+        if let Some(at) = content_type.find("<|") {
+            problems.push(HeaderProblem::LeakedMarker(content_type.clone()));
+            content_type.truncate(at);
+            if content_type.is_empty() {
+                header.content_type = None;
+            }
+        }
+    }
+    let Some(recipient) = header.recipient.clone() else { return };
+    let mut recipient = recipient;
+    if let Some(at) = recipient.find("<|") {
+        problems.push(HeaderProblem::LeakedMarker(recipient.clone()));
+        recipient.truncate(at);
+    }
+    let before = words.len();
+    words.retain(|w| w.strip_prefix("to=").unwrap_or(w) != recipient);
+    if words.len() < before {
+        problems.push(HeaderProblem::DuplicateRecipient(format!("to={recipient}")));
+    }
+    if header.content_type.is_none() && !tool_names.contains(&recipient) {
+        let tool = tool_names.iter().filter(|t| recipient.len() > t.len() && recipient.starts_with(t.as_str())).max_by_key(|t| t.len());
+        if let Some(tool) = tool {
+            problems.push(HeaderProblem::GluedContentType(recipient.clone()));
+            header.content_type = normalize_content_type(recipient[tool.len()..].to_owned());
+            recipient.truncate(tool.len());
+        }
+    }
+    header.recipient = (!recipient.is_empty()).then_some(recipient);
 }
 
 /// A header that ended without `<|message|>` (closed by a stop token, cut by end of stream, or too long):
@@ -200,7 +341,7 @@ mod tests {
     use super::*;
 
     fn parse(text: &str, role: Option<&str>) -> (Header, Vec<HeaderProblem>) {
-        let parsed = parse_header(text, role);
+        let parsed = parse_header(text, role, HeaderRules::default());
         (parsed.header, parsed.problems)
     }
 
@@ -237,15 +378,45 @@ mod tests {
     #[test]
     fn problems_carry_reference_texts() {
         let (_, problems) = parse("<|channel|>commentary to=functions.x to=functions.x", Some("assistant"));
-        assert_eq!(problems[0].reference_message(), r#"unexpected tokens remaining in message header: Some("to=functions.x")"#);
+        assert_eq!(problems[0].message(), r#"unexpected tokens remaining in message header: Some("to=functions.x")"#);
         let (header, problems) = parse("final", None);
-        assert_eq!((header.role.as_str(), problems[0].reference_message()), ("final", "Unknown role: final".to_owned()));
+        assert_eq!((header.role.as_str(), problems[0].message()), ("final", "Unknown role: final".to_owned()));
         assert_eq!(parse("<|channel|>", Some("assistant")).1, vec![HeaderProblem::EmptyChannel]);
         assert_eq!(parse("<|channel|>final", None).1, vec![HeaderProblem::MissingRole]);
         assert_eq!(
-            parse("<|start|>assistant", None).1[0].reference_message(),
+            parse("<|start|>assistant", None).1[0].message(),
             "Unknown role: <|start|>assistant"
         );
+    }
+
+    fn repaired(text: &str, role: Option<&str>, tools: &[&str]) -> (Header, Vec<&'static str>) {
+        let tools: Vec<String> = tools.iter().map(|t| t.to_string()).collect();
+        let parsed = parse_header(text, role, HeaderRules { repair: true, tool_names: &tools });
+        (parsed.header, parsed.problems.iter().map(HeaderProblem::code).collect())
+    }
+
+    #[test]
+    fn lenient_repairs() {
+        let call = header("assistant", None, Some("commentary"), Some("functions.bash"), None);
+        assert_eq!(repaired("<|channel|>commentary to=functions.bash<|channel|>commentary", Some("assistant"), &[]), (call.clone(), vec!["repeated-channel"]));
+        assert_eq!(repaired("assistant<|channel|>bash<|channel|>commentary to=functions.bash", None, &[]), (call.clone(), vec!["repeated-channel"]));
+        assert_eq!(
+            repaired("<|channel|>commentary to=functions.bash to=functions.bash", Some("assistant"), &[]),
+            (call.clone(), vec!["duplicate-recipient"])
+        );
+        let glued = header("assistant", None, Some("commentary"), Some("functions.shell"), Some("json"));
+        assert_eq!(repaired("<|channel|>commentary to=functions.shelljson", Some("assistant"), &["functions.shell"]), (glued, vec!["glued-content-type"]));
+        let final_ = header("assistant", None, Some("final"), None, None);
+        assert_eq!(repaired("assistantfinal", None, &[]), (final_.clone(), vec!["glued-role"]));
+        assert_eq!(repaired("final", None, &[]), (final_.clone(), vec!["missing-channel-marker"]));
+        assert_eq!(repaired("final", Some("assistant"), &[]), (final_.clone(), vec!["missing-channel-marker"]));
+        assert_eq!(repaired("assistantassistant<|channel|>final", None, &[]), (final_, vec!["glued-role"]));
+        assert_eq!(
+            repaired("assistant to=functions.f<|channel|>commentary<|constrain|>json<|end|><|start|>assistant", None, &[]).0.recipient.as_deref(),
+            Some("functions.f")
+        );
+        let leaked = repaired("assistant to=functions.f<|channel|>commentary<|constrain|>json<|endoftext|>", None, &[]);
+        assert_eq!((leaked.0.content_type.as_deref(), leaked.1), (Some("json"), vec!["leaked-marker"]));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use crate::header::{parse_header, recover_header, Header};
+use crate::header::{parse_header, recover_header, Header, HeaderRules};
 use crate::output::{BatchOutput, Diagnostic, ParseError};
 use crate::tokens::{Terminator, CHANNEL, LAST_TOKEN, MESSAGE, START};
 use crate::utf8::{decode_lossy, TextSink, Utf8Assembler};
@@ -24,11 +24,18 @@ pub struct ParserOptions {
     pub role: Option<String>,
     pub strict: bool,
     pub max_header_tokens: usize,
+    /// Tools the request offered (e.g. `functions.get_weather`): lets lenient mode split `to=functions.xjson`.
+    pub tool_names: Vec<String>,
 }
 
 impl Default for ParserOptions {
     fn default() -> Self {
-        ParserOptions { role: Some("assistant".to_owned()), strict: false, max_header_tokens: DEFAULT_MAX_HEADER_TOKENS }
+        ParserOptions {
+            role: Some("assistant".to_owned()),
+            strict: false,
+            max_header_tokens: DEFAULT_MAX_HEADER_TOKENS,
+            tool_names: Vec::new(),
+        }
     }
 }
 
@@ -77,6 +84,7 @@ pub struct StreamParser {
     vocabulary: Arc<Vocabulary>,
     strict: bool,
     max_header_tokens: usize,
+    tool_names: Vec<String>,
     state: State,
     /// Role for the next header: the constructor's role (first message only, as in the reference)
     /// or `assistant` for a message started without `<|start|>`.
@@ -102,6 +110,7 @@ impl StreamParser {
             vocabulary,
             strict: options.strict,
             max_header_tokens: options.max_header_tokens,
+            tool_names: options.tool_names,
             state,
             next_role: options.role,
             header_tokens: Vec::new(),
@@ -169,7 +178,7 @@ impl StreamParser {
             }
             State::Header => {
                 if !self.header_tokens.is_empty() {
-                    self.recover_unfinished_header(None, self.offset, "unterminated-header");
+                    self.recover_unfinished_header(None, self.offset, "unterminated-header", "the stream ended inside a message header");
                 } else if self.header_start.is_some() {
                     self.diagnose("unterminated-header", "the stream ended inside a message header".to_owned(), self.offset, Some(String::new()));
                 }
@@ -224,7 +233,11 @@ impl StreamParser {
         }
         if !self.strict {
             if let Some(terminator) = Terminator::of_token(token) {
-                self.recover_unfinished_header(Some(terminator), offset, "header-without-message");
+                self.recover_unfinished_header(Some(terminator), offset, "header-without-message", "a stop token ended a message header");
+                return Ok(());
+            }
+            if token == START {
+                self.restart_header(offset);
                 return Ok(());
             }
         }
@@ -245,6 +258,25 @@ impl StreamParser {
         self.open_recovered_header();
         self.append_content(token);
         Ok(())
+    }
+
+    /// Lenient: `<|start|>` inside a header. Right after `<|start|>` (or at the parser start) it is a
+    /// doubled `<|start|>` and ignored; later, the header so far never got `<|message|>`: if it holds text
+    /// beyond a role word, that text becomes a message (as for a stop token), and a new header begins.
+    fn restart_header(&mut self, offset: u64) {
+        if self.header_tokens.is_empty() {
+            self.diagnose("repeated-start", "<|start|> repeated; ignored".to_owned(), offset, Some(String::new()));
+            return;
+        }
+        let text = self.header_text();
+        let recovered = recover_header(&text, self.next_role.as_deref());
+        if recovered.content.is_empty() {
+            self.diagnose("repeated-start", "<|start|> inside a header without text; the header was dropped".to_owned(), offset, Some(text));
+        } else {
+            self.recover_unfinished_header(None, offset, "header-without-message", "<|start|> ended a message header");
+        }
+        self.next_role = None;
+        self.begin_header(Some(offset));
     }
 
     fn begin_header(&mut self, start: Option<u64>) {
@@ -286,15 +318,16 @@ impl StreamParser {
                 text
             }
         };
-        let parsed = parse_header(&text, self.next_role.as_deref());
+        let rules = HeaderRules { repair: !self.strict, tool_names: &self.tool_names };
+        let parsed = parse_header(&text, self.next_role.as_deref(), rules);
         if self.strict {
             if let Some(problem) = parsed.problems.first() {
                 self.reset_header();
-                return Err(ParseError { code: problem.code(), message: problem.reference_message(), token_offset: offset, header: Some(text) });
+                return Err(ParseError { code: problem.code(), message: problem.message(), token_offset: offset, header: Some(text) });
             }
         }
         for problem in &parsed.problems {
-            self.diagnose(problem.code(), problem.reference_message(), offset, Some(text.clone()));
+            self.diagnose(problem.code(), problem.message(), offset, Some(text.clone()));
         }
         self.next_role = None;
         self.header_tokens.clear();
@@ -304,19 +337,15 @@ impl StreamParser {
 
     /// Lenient recovery of a header that ended without `<|message|>`: a message with the header's channel
     /// whose content is the rest of the header text, closed by `terminator` if one ended it.
-    fn recover_unfinished_header(&mut self, terminator: Option<Terminator>, offset: u64, code: &'static str) {
+    fn recover_unfinished_header(&mut self, terminator: Option<Terminator>, offset: u64, code: &'static str, what: &str) {
         if self.header_tokens.is_empty() {
-            self.diagnose(code, "a message header ended before any header text".to_owned(), offset, Some(String::new()));
+            self.diagnose(code, format!("{what} before any header text"), offset, Some(String::new()));
             self.reset_header();
             self.next_role = None;
             return;
         }
-        let message = match code {
-            "unterminated-header" => "the stream ended inside a message header; its text was kept as content",
-            _ => "a stop token ended a message header before <|message|>; its text was kept as content",
-        };
         let text = self.header_text();
-        self.diagnose(code, message.to_owned(), offset, Some(text));
+        self.diagnose(code, format!("{what} before <|message|>; the header text was kept as content"), offset, Some(text));
         self.open_recovered_header();
         self.close_message(terminator);
     }

@@ -80,9 +80,9 @@ pub struct NativeEngine {
 #[napi]
 impl NativeEngine {
     #[napi(constructor)]
-    pub fn new(role: Option<String>, strict: bool, max_header_tokens: u32) -> Result<Self> {
+    pub fn new(role: Option<String>, strict: bool, max_header_tokens: u32, tool_names: Vec<String>) -> Result<Self> {
         let vocabulary = shared_vocabulary().ok_or_else(|| Error::from_reason("call loadVocabulary first"))?;
-        let options = ParserOptions { role, strict, max_header_tokens: max_header_tokens as usize };
+        let options = ParserOptions { role, strict, max_header_tokens: max_header_tokens as usize, tool_names };
         Ok(NativeEngine { parser: StreamParser::new(vocabulary, options), error: None, broken: false })
     }
 
