@@ -220,8 +220,11 @@ contractTest('invalid UTF-8 becomes U+FFFD exactly as the reference final conten
 })
 
 contractTest('special tokens inside content are literal text, as in the reference', (t, implementation) => {
-  const tokens = [...harmony('<|channel|>final<|message|>a'), SPECIAL['<|start|>'], 199999, 200018, ...harmony('b<|end|>')]
-  t.is(parseCompletion(tokens, { implementation })[0].content, 'a<|start|><|endoftext|><|reserved_200018|>b')
+  const tokens = [...harmony('<|channel|>final<|message|>a'), SPECIAL['<|constrain|>'], 199999, 200018, ...harmony('b<|end|>')]
+  t.is(parseCompletion(tokens, { implementation })[0].content, 'a<|constrain|><|endoftext|><|reserved_200018|>b')
+  // Strict mode keeps even <|start|> as text; lenient mode takes it as the start of the next message.
+  const start = [...harmony('<|channel|>final<|message|>a'), SPECIAL['<|start|>'], ...harmony('b<|end|>')]
+  t.is(parseCompletion(start, { implementation, strict: true })[0].content, 'a<|start|>b')
 })
 
 contractTest('role null waits for <|start|> and reads the role from the header', (t, implementation) => {

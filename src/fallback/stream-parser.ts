@@ -143,7 +143,13 @@ export class StreamParser {
       default: {
         const terminator = terminatorOf(token)
         if (terminator !== TERMINATOR_NONE) this.closeMessage(terminator)
-        else this.appendContent(token)
+        else if (!this.strict && (token === START || token === CHANNEL)) {
+          // Lenient: the model began a new message without closing this one (no token id can stand for
+          // these as text, so this is never content the model meant).
+          this.diagnose('missing-end', 'a new message began before <|end|>; the open message was closed', offset, null)
+          this.closeMessage(TERMINATOR_NONE)
+          this.expectStart(token, offset)
+        } else this.appendContent(token)
       }
     }
   }

@@ -196,6 +196,13 @@ impl StreamParser {
             State::Content => {
                 match Terminator::of_token(token) {
                     Some(terminator) => self.close_message(Some(terminator)),
+                    // Lenient: the model began a new message without closing this one (no token id can
+                    // stand for these as text, so this is never content the model meant).
+                    None if !self.strict && (token == START || token == CHANNEL) => {
+                        self.diagnose("missing-end", "a new message began before <|end|>; the open message was closed".to_owned(), offset, None);
+                        self.close_message(None);
+                        return self.expect_start(token, offset);
+                    }
                     None => self.append_content(token),
                 }
                 Ok(())
