@@ -19,6 +19,11 @@ export declare class NativeEngine {
   takeHeaders(): Array<NativeHeader>
   takeDiagnostics(): Array<NativeDiagnostic>
   takeError(): NativeParseError | null
+  /**
+   * Panics inside the guard, so tests can check that a panic reaches JavaScript as an error and the
+   * process lives on. Not part of the public API.
+   */
+  debugPanic(out: Uint32Array): string
   get state(): number
 }
 

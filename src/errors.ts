@@ -4,8 +4,8 @@ import type { HarmonyBatch } from './types'
 export class HarmonyError extends Error {
   readonly code: string
 
-  constructor(code: string, message: string) {
-    super(message)
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options)
     this.name = new.target.name
     this.code = code
   }

@@ -25,7 +25,7 @@ import {
   TERMINATOR_RETURN,
   outCapacity,
 } from './engine'
-import { HarmonyParseError, HarmonyStateError } from './errors'
+import { HarmonyError, HarmonyParseError, HarmonyStateError } from './errors'
 import { DEFAULT_MAX_HEADER_TOKENS } from './fallback/stream-parser'
 import { LAST_TOKEN } from './fallback/tokens'
 import { createEngine, implementation as defaultImplementation } from './loader'
@@ -152,7 +152,7 @@ export class HarmonyStreamParser {
     if (this.done) throw new HarmonyStateError('parser-finished', 'push() after finish(): create a new parser for a new stream')
     const ids = tokenArray(tokens)
     const buffer = outFor(ids.length)
-    const text = this.engine.push(ids, buffer)
+    const text = this.call(() => this.engine.push(ids, buffer))
     return this.collect(text, buffer)
   }
 
@@ -161,8 +161,18 @@ export class HarmonyStreamParser {
     if (this.done) return { segments: [], completed: [], diagnostics: [] }
     this.done = true
     const buffer = outFor(0)
-    const text = this.engine.finish(buffer)
+    const text = this.call(() => this.engine.finish(buffer))
     return this.collect(text, buffer)
+  }
+
+  /** Runs an engine call; a failure inside the engine (a bug, never bad input) becomes `internal-error`. */
+  private call(engineCall: () => string): string {
+    try {
+      return engineCall()
+    } catch (cause) {
+      const reason = cause instanceof Error ? cause.message : String(cause)
+      throw new HarmonyError('internal-error', `harmony-stream internal error: ${reason}`, { cause })
+    }
   }
 
   /** Every message completed so far (a copy). */

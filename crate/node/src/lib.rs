@@ -121,6 +121,14 @@ impl NativeEngine {
         })
     }
 
+    /// Panics inside the guard, so tests can check that a panic reaches JavaScript as an error and the
+    /// process lives on. Not part of the public API.
+    #[napi]
+    pub fn debug_panic(&mut self, mut out: Uint32ArraySlice) -> Result<String> {
+        let out = writable(&mut out, &[])?;
+        self.guarded(out, |_| panic!("deliberate panic (debugPanic)"))
+    }
+
     #[napi(getter)]
     pub fn state(&self) -> u32 {
         self.parser.state() as u32
