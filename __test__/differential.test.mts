@@ -28,14 +28,15 @@ const CONSTRAIN = '<|constrain|>'
  * `<|constrain|>` prefix, and a lone `<|constrain|>json` after the channel as a content type, not a recipient.
  */
 function asOurs(message: ReferenceMessage): ReferenceMessage {
-  const out = { ...message }
-  if (out.contentType?.startsWith(CONSTRAIN)) out.contentType = out.contentType.slice(CONSTRAIN.length) || undefined
-  if (out.contentType === undefined && out.recipient?.startsWith(CONSTRAIN)) {
-    out.contentType = out.recipient.slice(CONSTRAIN.length) || undefined
-    delete out.recipient
+  let { recipient, contentType } = message
+  if (contentType?.startsWith(CONSTRAIN)) contentType = contentType.slice(CONSTRAIN.length) || undefined
+  if (contentType === undefined && recipient?.startsWith(CONSTRAIN)) {
+    contentType = recipient.slice(CONSTRAIN.length) || undefined
+    recipient = undefined
   }
-  for (const key of Object.keys(out) as (keyof ReferenceMessage)[]) if (out[key] === undefined) delete out[key]
-  return out
+  // Our key order, absent fields left out, so that outcomes compare as JSON.
+  const { role, name, channel, content } = message
+  return JSON.parse(JSON.stringify({ role, name, channel, recipient, contentType, content })) as ReferenceMessage
 }
 
 function withoutTerminator({ terminator: _terminator, ...message }: HarmonyMessage): ReferenceMessage {
@@ -138,11 +139,12 @@ test('difference: a lone <|constrain|>json after the channel is a content type, 
   t.deepEqual([message.recipient, message.contentType], [undefined, 'json'])
 })
 
-test('difference: <|constrain|> followed by a space is accepted', (t) => {
+test('difference: lenient mode accepts <|constrain|> followed by a space; strict errors like the reference', (t) => {
   const tokens = harmony('<|start|>assistant to=functions.f<|channel|>commentary <|constrain|> json<|message|>{}<|call|>')
   const [ref] = reference([{ tokens, role: null, strict: true }])
   t.is(ref.error, 'unexpected tokens remaining in message header: Some("to=functions.f")')
-  t.like(parseCompletion(tokens, { role: null, strict: true })[0], { recipient: 'functions.f', contentType: 'json' })
+  t.like(parseCompletion(tokens, { role: null })[0], { recipient: 'functions.f', contentType: 'json' })
+  t.throws(() => parseCompletion(tokens, { role: null, strict: true }), { message: ref.error })
 })
 
 test('difference: a later header closed by a stop token is kept (the reference drops it silently)', (t) => {

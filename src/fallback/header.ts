@@ -138,17 +138,20 @@ function extractChannel(text: string): { channel: string | null; rest: string; p
   return { channel: after.slice(0, end), rest, problem: null }
 }
 
-/** Splits into words, keeping `<|constrain|>` attached to the type after it, spaced or not. */
-function splitWords(text: string): string[] {
+/**
+ * Splits into words as the reference does. With `repair` (lenient), a `<|constrain|>` followed by a space
+ * is joined to the type after it (`<|constrain|> json`), and a doubled marker counts once.
+ */
+function splitWords(text: string, repair: boolean): string[] {
   let trimmed = trim(text)
   if (trimmed.includes(CONSTRAIN_MARKER)) trimmed = trim(trimmed.replaceAll(CONSTRAIN_MARKER, ' <|constrain|>'))
   const words: string[] = []
   let glueNext = false
   for (const word of trimmed.split(ASCII_WHITE_SPACE)) {
     if (word === '') continue
-    if (glueNext) words[words.length - 1] += word
+    if (glueNext) words[words.length - 1] = word.startsWith(CONSTRAIN_MARKER) ? word : words[words.length - 1] + word
     else words.push(word)
-    glueNext = word === CONSTRAIN_MARKER
+    glueNext = repair && word === CONSTRAIN_MARKER
   }
   return words
 }
@@ -212,7 +215,7 @@ export function parseHeader(text: string, givenRole: string | null, rules: Heade
     ;({ channel, rest } = repaired)
     if (repaired.problem) problems.push(repaired.problem)
   }
-  const words = splitWords(rest)
+  const words = splitWords(rest, rules.repair)
 
   let role = givenRole
   if (rules.repair) {

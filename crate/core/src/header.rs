@@ -2,7 +2,7 @@
 //!
 //! Follows the reference parser step by step (channel first, then role, then recipient and content type;
 //! see `harmony-reference.md` §2.3), with three deliberate changes, all documented in the README:
-//! - a content type `<|constrain|>json`, `<|constrain|> json` or ` json` is reported as `json`;
+//! - a content type `<|constrain|>json` or ` json` is reported as `json` (and in lenient mode `<|constrain|> json`);
 //! - a lone `<|constrain|>json` after the channel is a content type, not a recipient (openai/harmony PR #144);
 //! - instead of stopping at the first problem, every problem is collected and a best-effort header is
 //!   still produced, so lenient mode can recover; strict mode turns the first problem into the
@@ -120,9 +120,9 @@ fn extract_channel(text: &str) -> (Option<String>, String, Option<HeaderProblem>
     (Some(after[..end].to_owned()), rest, None)
 }
 
-/// Splits the header into words, keeping `<|constrain|>` attached to the type that follows it,
-/// whether or not the model put a space between them.
-fn split_words(text: &str) -> Vec<String> {
+/// Splits the header into words as the reference does. With `repair` (lenient), a `<|constrain|>` followed
+/// by a space is joined to the type after it (`<|constrain|> json`), and a doubled marker counts once.
+fn split_words(text: &str, repair: bool) -> Vec<String> {
     let text = text.trim();
     let spaced;
     let text = if text.contains(CONSTRAIN_MARKER) {
@@ -135,11 +135,15 @@ fn split_words(text: &str) -> Vec<String> {
     let mut glue_next = false;
     for word in text.split_ascii_whitespace() {
         if glue_next {
-            words.last_mut().expect("glue follows a word").push_str(word);
+            let marker = words.last_mut().expect("glue follows a word");
+            if word.starts_with(CONSTRAIN_MARKER) {
+                marker.clear();
+            }
+            marker.push_str(word);
         } else {
             words.push(word.to_owned());
         }
-        glue_next = word == CONSTRAIN_MARKER;
+        glue_next = repair && word == CONSTRAIN_MARKER;
     }
     words
 }
@@ -205,7 +209,7 @@ pub fn parse_header(text: &str, given_role: Option<&str>, rules: HeaderRules) ->
     if rules.repair {
         problems.extend(repair_repeated_channels(&mut channel, &mut rest));
     }
-    let mut words = split_words(&rest);
+    let mut words = split_words(&rest, rules.repair);
 
     let mut role = given_role.map(str::to_owned);
     if rules.repair {
@@ -358,7 +362,6 @@ mod tests {
             "assistant to=functions.get_weather<|channel|>commentary<|constrain|>json",
             "assistant<|channel|>commentary to=functions.get_weather<|constrain|>json",
             "assistant to=functions.get_weather<|channel|>commentary json",
-            "assistant to=functions.get_weather<|channel|>commentary <|constrain|> json",
         ] {
             assert_eq!(parse(text, None), (tool_call.clone(), vec![]), "{text}");
         }
@@ -397,6 +400,11 @@ mod tests {
 
     #[test]
     fn lenient_repairs() {
+        // The reference fails on a space after <|constrain|>; lenient mode joins it, and a doubled marker counts once.
+        let spaced = header("assistant", None, Some("commentary"), Some("functions.f"), Some("json"));
+        assert_eq!(parse("assistant to=functions.f<|channel|>commentary <|constrain|> json", None).1, vec![HeaderProblem::ExtraWords("to=functions.f".into())]);
+        assert_eq!(repaired("assistant to=functions.f<|channel|>commentary <|constrain|> json", None, &[]), (spaced.clone(), vec![]));
+        assert_eq!(repaired("assistant to=functions.f<|channel|>commentary <|constrain|><|constrain|>json", None, &[]), (spaced, vec![]));
         let call = header("assistant", None, Some("commentary"), Some("functions.bash"), None);
         assert_eq!(repaired("<|channel|>commentary to=functions.bash<|channel|>commentary", Some("assistant"), &[]), (call.clone(), vec!["repeated-channel"]));
         assert_eq!(repaired("assistant<|channel|>bash<|channel|>commentary to=functions.bash", None, &[]), (call.clone(), vec!["repeated-channel"]));
