@@ -230,7 +230,7 @@ export const CASES: Case[] = [
       { recipient: 'functions.b', contentType: 'json', terminator: 'call' },
       { recipient: 'functions.c', contentType: undefined, terminator: 'call' },
     ],
-    diagnostics: [],
+    diagnostics: ['spaced-constrain'],
   },
   {
     source: 'F. JSON on the final channel stays final (vLLM #23694)',

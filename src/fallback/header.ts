@@ -45,6 +45,7 @@ export type HeaderProblem =
   | { kind: 'unknown-role'; word: string }
   | { kind: 'extra-header-words'; words: string }
   // Repairs, made in lenient mode only:
+  | { kind: 'spaced-constrain'; words: string }
   | { kind: 'repeated-channel'; words: string }
   | { kind: 'glued-role'; words: string }
   | { kind: 'missing-channel-marker'; words: string }
@@ -71,6 +72,8 @@ export function problemMessage(problem: HeaderProblem): string {
       return `Unknown role: ${problem.word}`
     case 'extra-header-words':
       return `unexpected tokens remaining in message header: Some(${rustDebugString(problem.words)})`
+    case 'spaced-constrain':
+      return `<|constrain|> joined to the type after it: ${problem.words}`
     case 'repeated-channel':
       return `repeated <|channel|> markers; removed: ${problem.words}`
     case 'glued-role':
@@ -142,15 +145,17 @@ function extractChannel(text: string): { channel: string | null; rest: string; p
  * Splits into words as the reference does. With `repair` (lenient), a `<|constrain|>` followed by a space
  * is joined to the type after it (`<|constrain|> json`), and a doubled marker counts once.
  */
-function splitWords(text: string, repair: boolean): string[] {
+function splitWords(text: string, repair: boolean, problems: HeaderProblem[]): string[] {
   let trimmed = trim(text)
   if (trimmed.includes(CONSTRAIN_MARKER)) trimmed = trim(trimmed.replaceAll(CONSTRAIN_MARKER, ' <|constrain|>'))
   const words: string[] = []
   let glueNext = false
   for (const word of trimmed.split(ASCII_WHITE_SPACE)) {
     if (word === '') continue
-    if (glueNext) words[words.length - 1] = word.startsWith(CONSTRAIN_MARKER) ? word : words[words.length - 1] + word
-    else words.push(word)
+    if (glueNext) {
+      words[words.length - 1] = word.startsWith(CONSTRAIN_MARKER) ? word : words[words.length - 1] + word
+      problems.push({ kind: 'spaced-constrain', words: words[words.length - 1] })
+    } else words.push(word)
     glueNext = repair && word === CONSTRAIN_MARKER
   }
   return words
@@ -215,7 +220,7 @@ export function parseHeader(text: string, givenRole: string | null, rules: Heade
     ;({ channel, rest } = repaired)
     if (repaired.problem) problems.push(repaired.problem)
   }
-  const words = splitWords(rest, rules.repair)
+  const words = splitWords(rest, rules.repair, problems)
 
   let role = givenRole
   if (rules.repair) {

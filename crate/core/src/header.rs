@@ -40,6 +40,8 @@ pub enum HeaderProblem {
     /// Words left after role, recipient and content type.
     ExtraWords(String),
     // Repairs, made in lenient mode only:
+    /// `<|constrain|>` followed by a space (`<|constrain|> json`), or doubled; joined to the type after it.
+    SpacedConstrain(String),
     /// More than one `<|channel|>` marker; the extra ones (listed) were removed.
     RepeatedChannel(String),
     /// A role glued to a channel or role word, e.g. `assistantfinal`.
@@ -62,6 +64,7 @@ impl HeaderProblem {
             HeaderProblem::MissingRole => "missing-role",
             HeaderProblem::UnknownRole(_) => "unknown-role",
             HeaderProblem::ExtraWords(_) => "extra-header-words",
+            HeaderProblem::SpacedConstrain(_) => "spaced-constrain",
             HeaderProblem::RepeatedChannel(_) => "repeated-channel",
             HeaderProblem::GluedRole(_) => "glued-role",
             HeaderProblem::MissingChannelMarker(_) => "missing-channel-marker",
@@ -89,6 +92,7 @@ impl HeaderProblem {
             HeaderProblem::ExtraWords(words) => {
                 format!("unexpected tokens remaining in message header: {:?}", Some(words))
             }
+            HeaderProblem::SpacedConstrain(word) => format!("<|constrain|> joined to the type after it: {word}"),
             HeaderProblem::RepeatedChannel(extra) => format!("repeated <|channel|> markers; removed: {extra}"),
             HeaderProblem::GluedRole(word) => format!("role glued to the next word: {word}"),
             HeaderProblem::MissingChannelMarker(word) => format!("channel without <|channel|>: {word}"),
@@ -122,7 +126,7 @@ fn extract_channel(text: &str) -> (Option<String>, String, Option<HeaderProblem>
 
 /// Splits the header into words as the reference does. With `repair` (lenient), a `<|constrain|>` followed
 /// by a space is joined to the type after it (`<|constrain|> json`), and a doubled marker counts once.
-fn split_words(text: &str, repair: bool) -> Vec<String> {
+fn split_words(text: &str, repair: bool, problems: &mut Vec<HeaderProblem>) -> Vec<String> {
     let text = text.trim();
     let spaced;
     let text = if text.contains(CONSTRAIN_MARKER) {
@@ -140,6 +144,7 @@ fn split_words(text: &str, repair: bool) -> Vec<String> {
                 marker.clear();
             }
             marker.push_str(word);
+            problems.push(HeaderProblem::SpacedConstrain(marker.clone()));
         } else {
             words.push(word.to_owned());
         }
@@ -209,7 +214,7 @@ pub fn parse_header(text: &str, given_role: Option<&str>, rules: HeaderRules) ->
     if rules.repair {
         problems.extend(repair_repeated_channels(&mut channel, &mut rest));
     }
-    let mut words = split_words(&rest, rules.repair);
+    let mut words = split_words(&rest, rules.repair, &mut problems);
 
     let mut role = given_role.map(str::to_owned);
     if rules.repair {
@@ -403,8 +408,8 @@ mod tests {
         // The reference fails on a space after <|constrain|>; lenient mode joins it, and a doubled marker counts once.
         let spaced = header("assistant", None, Some("commentary"), Some("functions.f"), Some("json"));
         assert_eq!(parse("assistant to=functions.f<|channel|>commentary <|constrain|> json", None).1, vec![HeaderProblem::ExtraWords("to=functions.f".into())]);
-        assert_eq!(repaired("assistant to=functions.f<|channel|>commentary <|constrain|> json", None, &[]), (spaced.clone(), vec![]));
-        assert_eq!(repaired("assistant to=functions.f<|channel|>commentary <|constrain|><|constrain|>json", None, &[]), (spaced, vec![]));
+        assert_eq!(repaired("assistant to=functions.f<|channel|>commentary <|constrain|> json", None, &[]), (spaced.clone(), vec!["spaced-constrain"]));
+        assert_eq!(repaired("assistant to=functions.f<|channel|>commentary <|constrain|><|constrain|>json", None, &[]), (spaced, vec!["spaced-constrain"]));
         let call = header("assistant", None, Some("commentary"), Some("functions.bash"), None);
         assert_eq!(repaired("<|channel|>commentary to=functions.bash<|channel|>commentary", Some("assistant"), &[]), (call.clone(), vec!["repeated-channel"]));
         assert_eq!(repaired("assistant<|channel|>bash<|channel|>commentary to=functions.bash", None, &[]), (call.clone(), vec!["repeated-channel"]));
