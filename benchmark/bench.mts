@@ -1,0 +1,122 @@
+/**
+ * The benchmark suite (benny): replays a seeded corpus of generated completions (reasoning, preambles,
+ * tool calls, multilingual text; see __test__/helpers/generator.mts) through each parser at several batch
+ * sizes, one case = the whole corpus once. Prints a table of tokens/s and ratios measured in this run, and
+ * saves benny's JSON and chart under benchmark/results/.
+ *
+ *   npm run bench                 all cases
+ *   BENCH_QUICK=1 npm run bench   fewer samples (a smoke run)
+ */
+import { execFileSync } from 'node:child_process'
+import { cpus, totalmem } from 'node:os'
+import { join } from 'node:path'
+
+import b from 'benny'
+import { HarmonyStreamParser, implementation } from 'harmony-stream'
+
+import { generator } from '../__test__/helpers/generator.mjs'
+import { loadReference } from '../__test__/helpers/reference-wasm.mjs'
+import { NaiveParser } from './naive.mjs'
+
+const quick = process.env.BENCH_QUICK === '1'
+const corpus = Array.from({ length: quick ? 50 : 200 }, generator(4)).filter((s) => s.role === 'assistant')
+const corpusTokens = corpus.reduce((n, s) => n + s.tokens.length, 0)
+const BATCHES = [1, 4, 16, 64]
+const options = quick ? { minSamples: 3, maxTime: 0.5 } : { minSamples: 5, maxTime: 3 }
+
+/** The corpus cut into batches of `size`, prepared once so that cases measure parsing only. */
+function batched(size: number, typed: boolean): (number[] | Uint32Array)[][] {
+  return corpus.map((s) => {
+    const out: (number[] | Uint32Array)[] = []
+    for (let i = 0; i < s.tokens.length; i += size) {
+      const chunk = s.tokens.slice(i, i + size)
+      out.push(typed ? Uint32Array.from(chunk) : chunk)
+    }
+    return out
+  })
+}
+
+let sink = 0
+function objectApi(which: 'native' | 'js', size: number): () => void {
+  const streams = batched(size, true)
+  return () => {
+    for (const stream of streams) {
+      const parser = new HarmonyStreamParser({ implementation: which })
+      for (const tokens of stream) sink += parser.push(tokens).segments.length
+      sink += parser.finish().completed.length
+    }
+  }
+}
+
+const reference = await loadReference()
+function referenceCase(): () => void {
+  return () => {
+    for (const stream of corpus) sink += reference.stream(stream.tokens, 'assistant').deltas.length
+  }
+}
+
+function naiveCase(size: number): () => void {
+  const streams = batched(size, false) as number[][][]
+  return () => {
+    for (const stream of streams) {
+      const parser = new NaiveParser()
+      parser.push([200006, 173781]) // the prompt's <|start|>assistant
+      for (const tokens of stream) sink += parser.push(tokens).length
+    }
+  }
+}
+
+const cases: [string, () => void][] = [['reference (openai-harmony WASM), token by token', referenceCase()]]
+for (const size of BATCHES) {
+  cases.push([`native object API, batch ${size}`, objectApi('native', size)])
+  cases.push([`js object API, batch ${size}`, objectApi('js', size)])
+  cases.push([`naive regex baseline, batch ${size}`, naiveCase(size)])
+}
+
+interface Result {
+  name: string
+  ops: number
+  margin: number
+}
+
+const summary = await b.suite(
+  `harmony-stream parsers: ${corpus.length} completions, ${corpusTokens} tokens per run`,
+  ...cases.map(([name, fn]) => b.add(name, fn, options)),
+  b.cycle(),
+  b.complete(),
+  b.save({ file: 'parsers', folder: join(import.meta.dirname, 'results'), version: '1', details: false }),
+  b.save({ file: 'parsers', folder: join(import.meta.dirname, 'results'), format: 'chart.html' }),
+)
+
+const results = summary.results as unknown as Result[]
+const tokensPerSecond = (r: Result) => r.ops * corpusTokens
+const byName = new Map(results.map((r) => [r.name, r]))
+const ref = tokensPerSecond(byName.get('reference (openai-harmony WASM), token by token')!)
+console.log(`\nMachine: ${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}; default implementation: ${implementation}`)
+console.log(`Corpus: ${corpus.length} completions, ${corpusTokens} tokens (seed 4)\n`)
+console.log('| case | M tokens/s | ns/token | × reference | × js (same batch) |')
+console.log('|---|---:|---:|---:|---:|')
+for (const r of results) {
+  const tps = tokensPerSecond(r)
+  const size = /batch (\d+)/.exec(r.name)?.[1]
+  const js = size ? byName.get(`js object API, batch ${size}`) : undefined
+  const vsJs = js && r.name.startsWith('native') ? (tps / tokensPerSecond(js)).toFixed(2) : ''
+  console.log(`| ${r.name} | ${(tps / 1e6).toFixed(2)} | ${(1e9 / tps).toFixed(1)} | ${(tps / ref).toFixed(1)} | ${vsJs} |`)
+}
+
+// Costs outside the hot path, each measured in a fresh process so that nothing is cached.
+const probe = (which: string, code: string) =>
+  execFileSync(process.execPath, ['--expose-gc', '-e', code], { encoding: 'utf8', env: { ...process.env, HARMONY_STREAM_IMPL: which } }).trim()
+for (const which of ['native', 'js']) {
+  const load = probe(which, `const { HarmonyStreamParser } = require('harmony-stream'); const t = performance.now(); new HarmonyStreamParser(); console.log((performance.now() - t).toFixed(1))`)
+  const idle = probe(
+    which,
+    `const { HarmonyStreamParser } = require('harmony-stream'); new HarmonyStreamParser(); global.gc()
+     const before = process.memoryUsage(); const keep = []
+     for (let i = 0; i < 10000; i++) keep.push(new HarmonyStreamParser())
+     global.gc(); const after = process.memoryUsage()
+     console.log(((after.rss - before.rss) / 10000).toFixed(0) + ' ' + ((after.heapUsed - before.heapUsed) / 10000).toFixed(0) + ' ' + (after.rss / 2 ** 20).toFixed(0) + ' ' + keep.length)`,
+  ).split(' ')
+  console.log(`${which}: vocabulary load + first parser ${load} ms; 10,000 idle parsers: ${idle[0]} B rss and ${idle[1]} B JS heap each, process rss ${idle[2]} MiB`)
+}
+if (sink === 42) console.log('')
