@@ -76,6 +76,12 @@ function tokenArray(tokens: unknown): Uint32Array {
   return scratchTokens.subarray(0, list.length)
 }
 
+/** A failure inside an engine call (a bug, never bad input) becomes `internal-error`. */
+function internalError(cause: unknown): HarmonyError {
+  const reason = cause instanceof Error ? cause.message : String(cause)
+  return new HarmonyError('internal-error', `harmony-stream internal error: ${reason}`, { cause })
+}
+
 interface OpenMessage {
   index: number
   header: RawHeader
@@ -152,7 +158,12 @@ export class HarmonyStreamParser {
     if (this.done) throw new HarmonyStateError('parser-finished', 'push() after finish(): create a new parser for a new stream')
     const ids = tokenArray(tokens)
     const buffer = outFor(ids.length)
-    const text = this.call(() => this.engine.push(ids, buffer))
+    let text: string
+    try {
+      text = this.engine.push(ids, buffer)
+    } catch (cause) {
+      throw internalError(cause)
+    }
     return this.collect(text, buffer)
   }
 
@@ -161,18 +172,13 @@ export class HarmonyStreamParser {
     if (this.done) return { segments: [], completed: [], diagnostics: [] }
     this.done = true
     const buffer = outFor(0)
-    const text = this.call(() => this.engine.finish(buffer))
-    return this.collect(text, buffer)
-  }
-
-  /** Runs an engine call; a failure inside the engine (a bug, never bad input) becomes `internal-error`. */
-  private call(engineCall: () => string): string {
+    let text: string
     try {
-      return engineCall()
+      text = this.engine.finish(buffer)
     } catch (cause) {
-      const reason = cause instanceof Error ? cause.message : String(cause)
-      throw new HarmonyError('internal-error', `harmony-stream internal error: ${reason}`, { cause })
+      throw internalError(cause)
     }
+    return this.collect(text, buffer)
   }
 
   /** Every message completed so far (a copy). */

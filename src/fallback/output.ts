@@ -33,10 +33,11 @@ export class BatchOutput {
   private marked = 0
 
   clear(): void {
+    // Setting an array's length is a runtime call in V8; most batches have no headers or diagnostics.
     this.text = ''
-    this.events.length = 0
-    this.headers.length = 0
-    this.diagnostics.length = 0
+    if (this.events.length !== 0) this.events.length = 0
+    if (this.headers.length !== 0) this.headers.length = 0
+    if (this.diagnostics.length !== 0) this.diagnostics.length = 0
     this.marked = 0
   }
 
