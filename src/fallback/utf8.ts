@@ -12,9 +12,32 @@
 const decoder = new TextDecoder('utf-8', { ignoreBOM: true })
 const REPLACEMENT = '\uFFFD'
 
+/** Ranges up to this long are decoded by hand: a TextDecoder call costs more than a few characters. */
+const SHORT = 16
+
 /** Decodes bytes[start, end), which must be valid UTF-8. */
 export function decodeValid(bytes: Uint8Array, start: number, end: number): string {
-  return start === end ? '' : decoder.decode(bytes.subarray(start, end))
+  if (end - start > SHORT) return decoder.decode(bytes.subarray(start, end))
+  let text = ''
+  for (let i = start; i < end; ) {
+    const lead = bytes[i]
+    let point: number
+    if (lead < 0x80) {
+      point = lead
+      i += 1
+    } else if (lead < 0xe0) {
+      point = ((lead & 0x1f) << 6) | (bytes[i + 1] & 0x3f)
+      i += 2
+    } else if (lead < 0xf0) {
+      point = ((lead & 0x0f) << 12) | ((bytes[i + 1] & 0x3f) << 6) | (bytes[i + 2] & 0x3f)
+      i += 3
+    } else {
+      point = ((lead & 0x07) << 18) | ((bytes[i + 1] & 0x3f) << 12) | ((bytes[i + 2] & 0x3f) << 6) | (bytes[i + 3] & 0x3f)
+      i += 4
+    }
+    text += String.fromCodePoint(point)
+  }
+  return text
 }
 
 /**
@@ -86,9 +109,11 @@ export function decodeLossy(bytes: Uint8Array): string {
   return parts.join('')
 }
 
+const NOTHING = new Uint8Array(0)
+
 export class Utf8Assembler {
   /** Bytes of an incomplete (so far valid) sequence: at most 3. */
-  private pending = new Uint8Array(0)
+  private pending = NOTHING
 
   isEmpty(): boolean {
     return this.pending.length === 0
@@ -104,14 +129,14 @@ export class Utf8Assembler {
     }
     const parts: string[] = []
     const rest = decodeInto(input, 0, input.length, parts)
-    this.pending = input.slice(rest)
+    this.pending = rest === input.length ? NOTHING : input.slice(rest)
     return parts.length === 1 ? parts[0] : parts.join('')
   }
 
   /** Ends the stream: an incomplete sequence becomes one U+FFFD. */
   flush(): string {
     if (this.pending.length === 0) return ''
-    this.pending = new Uint8Array(0)
+    this.pending = NOTHING
     return REPLACEMENT
   }
 }
