@@ -13,16 +13,10 @@ import { createRequire } from 'node:module'
 import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 
+import type { ReferenceMessage } from './reference.mjs'
+
 const require = createRequire(import.meta.url)
 
-export interface ReferenceMessage {
-  role: string
-  name?: string
-  channel?: string
-  recipient?: string
-  contentType?: string
-  content: string
-}
 
 export type ReferenceResult = { messages: ReferenceMessage[] } | { error: string }
 

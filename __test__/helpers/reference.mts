@@ -7,17 +7,13 @@ import { spawnSync } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 
+import type { HarmonyMessage } from 'harmony-stream'
+
 const require = createRequire(import.meta.url)
 const root = join(import.meta.dirname, '..', '..')
 
-export interface ReferenceMessage {
-  role: string
-  name?: string
-  channel?: string
-  recipient?: string
-  contentType?: string
-  content: string
-}
+/** A reference message in our shape: the reference records no terminator. */
+export type ReferenceMessage = Omit<HarmonyMessage, 'terminator'>
 
 export interface ReferenceCase {
   tokens: readonly number[]
