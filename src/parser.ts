@@ -164,6 +164,10 @@ export class HarmonyStreamParser {
     } catch (cause) {
       throw internalError(cause)
     }
+    if (buffer[OUT_STATUS] === STATUS_INVALID_TOKEN) {
+      const index = buffer[OUT_BAD_INDEX]
+      throw new RangeError(`token id ${ids[index]} at index ${index} is outside the vocabulary (0..=${LAST_TOKEN})`)
+    }
     return this.collect(text, buffer)
   }
 
@@ -198,10 +202,6 @@ export class HarmonyStreamParser {
 
   private collect(text: string, buffer: Uint32Array): HarmonyBatch {
     const status = buffer[OUT_STATUS]
-    if (status === STATUS_INVALID_TOKEN) {
-      const index = buffer[OUT_BAD_INDEX]
-      throw new RangeError(`token id at index ${index} is outside the vocabulary (0..=${LAST_TOKEN})`)
-    }
     if (status === STATUS_FINISHED) throw new HarmonyStateError('parser-finished', 'the parser is finished')
     const headers = buffer[OUT_HEADERS] > 0 ? this.engine.takeHeaders() : []
     const batch: HarmonyBatch = {
