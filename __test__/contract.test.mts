@@ -369,6 +369,13 @@ contractTest('lenient: finish() inside a header keeps its text', (t, implementat
   t.deepEqual(new HarmonyStreamParser({ implementation }).finish(), { segments: [], completed: [], diagnostics: [] }, 'an empty completion is not an error')
 })
 
+contractTest('a header cut by maxHeaderTokens keeps its whitespace', (t, implementation) => {
+  // "Hello", " ", "world": the cut after two tokens must not drop the space.
+  const tokens = [...harmony('Hello'), ...harmony(' '), ...harmony('world'), SPECIAL['<|end|>']]
+  t.is(tokens.length, 4)
+  t.is(parseCompletion(tokens, { implementation, maxHeaderTokens: 2 })[0].content, 'Hello world')
+})
+
 contractTest('an endless header is capped by maxHeaderTokens', (t, implementation) => {
   const tokens = harmony('word '.repeat(100))
   const lenient = replay(batches(tokens, 9), { implementation, maxHeaderTokens: 16 })
@@ -394,6 +401,13 @@ contractTest('bad arguments throw TypeError or RangeError and consume nothing', 
   t.throws(() => new HarmonyStreamParser({ implementation, role: 'robot' as 'user' }), { instanceOf: TypeError })
   t.throws(() => new HarmonyStreamParser({ implementation, strict: 'yes' as unknown as boolean }), { instanceOf: TypeError })
   t.throws(() => new HarmonyStreamParser({ implementation, maxHeaderTokens: 0 }), { instanceOf: RangeError })
+  for (const toolNames of [[''], ['f\uD800'], [3], 'functions.f']) {
+    t.throws(() => new HarmonyStreamParser({ implementation, toolNames: toolNames as string[] }), { instanceOf: TypeError })
+  }
+  // Tokens in shared memory are copied before parsing, with the same results.
+  const shared = new Uint32Array(new SharedArrayBuffer(4 * 3))
+  shared.set(harmony('<|message|>ok<|end|>'))
+  t.is(parseCompletion(shared, { implementation })[0]?.content, 'ok')
   t.throws(() => new HarmonyStreamParser({ implementation: 'wasm' as Implementation }), { instanceOf: TypeError })
 })
 

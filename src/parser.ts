@@ -57,7 +57,8 @@ function outFor(tokens: number): Uint32Array {
 
 /** Checks and converts the tokens argument; a Uint32Array is passed through (the engine checks its range). */
 function tokenArray(tokens: unknown): Uint32Array {
-  if (tokens instanceof Uint32Array) return tokens
+  // Memory another thread may write to is copied first: the engines validate ids, then read them again.
+  if (tokens instanceof Uint32Array && !(tokens.buffer instanceof SharedArrayBuffer)) return tokens
   if (!Array.isArray(tokens) && !(ArrayBuffer.isView(tokens) && !(tokens instanceof DataView))) {
     throw new TypeError('tokens must be a Uint32Array or an array of token ids')
   }
@@ -118,8 +119,10 @@ function checkOptions(options: HarmonyStreamParserOptions): void {
   if (maxHeaderTokens !== undefined && (!Number.isInteger(maxHeaderTokens) || maxHeaderTokens < 1 || maxHeaderTokens > 0xffff_ffff)) {
     throw new RangeError(`maxHeaderTokens must be an integer from 1 to ${0xffff_ffff}; got ${String(maxHeaderTokens)}`)
   }
-  if (toolNames !== undefined && (!Array.isArray(toolNames) || !toolNames.every((name) => typeof name === 'string'))) {
-    throw new TypeError('toolNames must be an array of strings')
+  // Lone surrogates would reach Rust as U+FFFD but stay as they are in JavaScript: refused, like empty names.
+  const wellFormed = (name: unknown) => typeof name === 'string' && name !== '' && !/\p{Surrogate}/u.test(name)
+  if (toolNames !== undefined && (!Array.isArray(toolNames) || !toolNames.every(wellFormed))) {
+    throw new TypeError('toolNames must be an array of non-empty, well-formed strings')
   }
   if (implementation !== undefined && implementation !== 'native' && implementation !== 'js') {
     throw new TypeError(`implementation must be 'native' or 'js'; got ${JSON.stringify(implementation)}`)

@@ -15,19 +15,44 @@ const CONSTRAIN_MARKER = '<|constrain|>'
 
 /** Rust `char::is_whitespace` (Unicode White_Space). */
 const WHITE_SPACE = '\\t\\n\\v\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000'
-const LEADING_WHITE_SPACE = new RegExp(`^[${WHITE_SPACE}]+`)
-const TRAILING_WHITE_SPACE = new RegExp(`[${WHITE_SPACE}]+$`)
 const CHANNEL_VALUE_END = new RegExp(`[${WHITE_SPACE}<]`)
 /** Rust `u8::is_ascii_whitespace`. */
 const ASCII_WHITE_SPACE = /[ \t\n\f\r]+/
 const ASCII_WHITE_SPACE_CHAR = /[ \t\n\f\r]/
 
+/** The same set as WHITE_SPACE, by code unit (all of it is in the BMP). */
+function isWhiteSpace(code: number): boolean {
+  return (
+    (code >= 0x09 && code <= 0x0d) ||
+    code === 0x20 ||
+    code === 0x85 ||
+    code === 0xa0 ||
+    code === 0x1680 ||
+    (code >= 0x2000 && code <= 0x200a) ||
+    code === 0x2028 ||
+    code === 0x2029 ||
+    code === 0x202f ||
+    code === 0x205f ||
+    code === 0x3000
+  )
+}
+
+// Loops, not regular expressions: `/\s+$/`-style patterns retry at every position of a long inner run of
+// whitespace, which makes a header of many spaces quadratic.
 function trimStart(text: string): string {
-  return text.replace(LEADING_WHITE_SPACE, '')
+  let start = 0
+  while (start < text.length && isWhiteSpace(text.charCodeAt(start))) start++
+  return text.slice(start)
+}
+
+function trimEnd(text: string): string {
+  let end = text.length
+  while (end > 0 && isWhiteSpace(text.charCodeAt(end - 1))) end--
+  return text.slice(0, end)
 }
 
 function trim(text: string): string {
-  return trimStart(text).replace(TRAILING_WHITE_SPACE, '')
+  return trimEnd(trimStart(text))
 }
 
 export interface Header {
@@ -296,7 +321,7 @@ function repairRecipient(header: Header, words: string[], toolNames: readonly st
   if (header.contentType === null && !toolNames.includes(recipient)) {
     let tool: string | null = null
     for (const name of toolNames) {
-      if (recipient.length > name.length && recipient.startsWith(name) && (tool === null || name.length > tool.length)) tool = name
+      if (name !== '' && recipient.length > name.length && recipient.startsWith(name) && (tool === null || name.length > tool.length)) tool = name
     }
     if (tool !== null) {
       problems.push({ kind: 'glued-content-type', words: recipient })
@@ -316,9 +341,13 @@ export interface RecoveredHeader {
  * A header that ended without `<|message|>`: the channel is kept, a leading role word is taken as the
  * role, and the rest of the text, trimmed but otherwise untouched, becomes the message content.
  */
-export function recoverHeader(text: string, givenRole: string | null): RecoveredHeader {
+/**
+ * With `continues`, the message's content goes on after this text (a header cut by `maxHeaderTokens`), so
+ * trailing whitespace is content and is kept.
+ */
+export function recoverHeader(text: string, givenRole: string | null, continues: boolean): RecoveredHeader {
   const extracted = extractChannel(text)
-  const rest = trim(extracted.rest)
+  const rest = continues ? trimStart(extracted.rest) : trim(extracted.rest)
   const found = rest.search(ASCII_WHITE_SPACE_CHAR)
   const firstWordEnd = found < 0 ? rest.length : found
   const firstWord = rest.slice(0, firstWordEnd)

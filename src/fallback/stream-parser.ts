@@ -206,7 +206,7 @@ export class StreamParser {
     }
     // Bounded memory: the header so far becomes the start of a message and the stream continues as content.
     this.diagnose('header-too-long', message, offset, this.headerText())
-    this.openRecoveredHeader()
+    this.openRecoveredHeader(true)
     this.appendContent(token)
   }
 
@@ -221,7 +221,7 @@ export class StreamParser {
       return
     }
     const text = this.headerText()
-    if (recoverHeader(text, this.nextRole).content === '') {
+    if (recoverHeader(text, this.nextRole, false).content === '') {
       this.diagnose('repeated-start', '<|start|> inside a header without text; the header was dropped', offset, text)
     } else {
       this.recoverUnfinishedHeader(TERMINATOR_NONE, offset, 'header-without-message', '<|start|> ended a message header')
@@ -282,14 +282,14 @@ export class StreamParser {
       return
     }
     this.diagnose(code, `${what} before <|message|>; the header text was kept as content`, offset, this.headerText())
-    this.openRecoveredHeader()
+    this.openRecoveredHeader(false)
     this.closeMessage(terminator)
   }
 
   /** Opens a message from the header so far; a character split at its end stays pending for the content. */
-  private openRecoveredHeader(): void {
+  private openRecoveredHeader(continues: boolean): void {
     const decoded = this.utf8.push(this.headerBytes())
-    const recovered = recoverHeader(decoded, this.nextRole)
+    const recovered = recoverHeader(decoded, this.nextRole, continues)
     this.nextRole = null
     this.headerTokens.length = 0
     const message = this.open(recovered.header)

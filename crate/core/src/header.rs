@@ -309,7 +309,7 @@ fn repair_recipient(header: &mut Header, words: &mut Vec<String>, tool_names: &[
         problems.push(HeaderProblem::DuplicateRecipient(format!("to={recipient}")));
     }
     if header.content_type.is_none() && !tool_names.contains(&recipient) {
-        let tool = tool_names.iter().filter(|t| recipient.len() > t.len() && recipient.starts_with(t.as_str())).max_by_key(|t| t.len());
+        let tool = tool_names.iter().filter(|t| !t.is_empty() && recipient.len() > t.len() && recipient.starts_with(t.as_str())).max_by_key(|t| t.len());
         if let Some(tool) = tool {
             problems.push(HeaderProblem::GluedContentType(recipient.clone()));
             header.content_type = normalize_content_type(recipient[tool.len()..].to_owned());
@@ -328,9 +328,11 @@ pub struct RecoveredHeader {
     pub content: String,
 }
 
-pub fn recover_header(text: &str, given_role: Option<&str>) -> RecoveredHeader {
+/// With `continues`, the message's content goes on after this text (a header cut by `maxHeaderTokens`), so
+/// trailing whitespace is content and is kept.
+pub fn recover_header(text: &str, given_role: Option<&str>, continues: bool) -> RecoveredHeader {
     let (channel, rest, _) = extract_channel(text);
-    let rest = rest.trim();
+    let rest = if continues { rest.trim_start() } else { rest.trim() };
     let first_word_end = rest.find(|c: char| c.is_ascii_whitespace()).unwrap_or(rest.len());
     let first_word = &rest[..first_word_end];
     let (role, content) = match given_role {
@@ -434,9 +436,9 @@ mod tests {
 
     #[test]
     fn recovered_headers_keep_text() {
-        let recovered = recover_header("<|channel|>analysis I must\n refuse", Some("assistant"));
+        let recovered = recover_header("<|channel|>analysis I must\n refuse", Some("assistant"), false);
         assert_eq!((recovered.header.channel.as_deref(), recovered.content.as_str()), (Some("analysis"), "I must\n refuse"));
-        let recovered = recover_header("assistant<|channel|>final Hello", None);
+        let recovered = recover_header("assistant<|channel|>final Hello", None, false);
         assert_eq!((recovered.header.role.as_str(), recovered.content.as_str()), ("assistant", "Hello"));
     }
 }

@@ -262,7 +262,7 @@ impl StreamParser {
         // Bounded memory: the header so far becomes the start of a message and the stream continues as content.
         let text = self.header_text();
         self.diagnose("header-too-long", message, offset, Some(text));
-        self.open_recovered_header();
+        self.open_recovered_header(true);
         self.append_content(token);
         Ok(())
     }
@@ -276,7 +276,7 @@ impl StreamParser {
             return;
         }
         let text = self.header_text();
-        let recovered = recover_header(&text, self.next_role.as_deref());
+        let recovered = recover_header(&text, self.next_role.as_deref(), false);
         if recovered.content.is_empty() {
             self.diagnose("repeated-start", "<|start|> inside a header without text; the header was dropped".to_owned(), offset, Some(text));
         } else {
@@ -353,17 +353,17 @@ impl StreamParser {
         }
         let text = self.header_text();
         self.diagnose(code, format!("{what} before <|message|>; the header text was kept as content"), offset, Some(text));
-        self.open_recovered_header();
+        self.open_recovered_header(false);
         self.close_message(terminator);
     }
 
     /// Opens a message from the header tokens read so far (see `recover_header`). Bytes of a character
     /// split at the end of the header stay pending, to be completed by the content that follows.
-    fn open_recovered_header(&mut self) {
+    fn open_recovered_header(&mut self, continues: bool) {
         let mut decoded = TextSink::default();
         let bytes = self.header_bytes();
         self.utf8.push(&bytes, &mut decoded);
-        let recovered = recover_header(&decoded.text, self.next_role.as_deref());
+        let recovered = recover_header(&decoded.text, self.next_role.as_deref(), continues);
         self.next_role = None;
         self.header_tokens.clear();
         let message = self.open(recovered.header);

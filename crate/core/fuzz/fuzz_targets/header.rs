@@ -87,7 +87,11 @@ fuzz_target!(|data: &[u8]| {
     }
 
     // Recovery of a header that never reached `<|message|>`.
-    let recovered = recover_header(&text, given_role);
+    // A header cut by maxHeaderTokens keeps trailing whitespace (its content goes on).
+    let continuing = recover_header(&text, given_role, true);
+    assert_eq!(continuing.content.trim_start(), continuing.content, "continuing content is trimmed at the start only");
+    let recovered = recover_header(&text, given_role, false);
+    assert_eq!(continuing.content.trim_end(), recovered.content, "the two recoveries differ only in trailing whitespace");
     check_channel(&recovered.header.channel, "recovered");
     match given_role {
         Some(role) => assert_eq!(recovered.header.role, role),
