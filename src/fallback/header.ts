@@ -18,7 +18,7 @@ const WHITE_SPACE = '\\t\\n\\v\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028
 const CHANNEL_VALUE_END = new RegExp(`[${WHITE_SPACE}<]`)
 /** Rust `u8::is_ascii_whitespace`. */
 const ASCII_WHITE_SPACE = /[ \t\n\f\r]+/
-const ASCII_WHITE_SPACE_CHAR = /[ \t\n\f\r]/
+const WHITE_SPACE_CHAR = new RegExp(`[${WHITE_SPACE}]`)
 
 /** The same set as WHITE_SPACE, by code unit (all of it is in the BMP). */
 function isWhiteSpace(code: number): boolean {
@@ -348,7 +348,8 @@ export interface RecoveredHeader {
 export function recoverHeader(text: string, givenRole: string | null, continues: boolean): RecoveredHeader {
   const extracted = extractChannel(text)
   const rest = continues ? trimStart(extracted.rest) : trim(extracted.rest)
-  const found = rest.search(ASCII_WHITE_SPACE_CHAR)
+  // The role word ends at any whitespace, the same set `trim` uses, so trimming cannot change the split.
+  const found = rest.search(WHITE_SPACE_CHAR)
   const firstWordEnd = found < 0 ? rest.length : found
   const firstWord = rest.slice(0, firstWordEnd)
   let role: string

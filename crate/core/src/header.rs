@@ -333,7 +333,8 @@ pub struct RecoveredHeader {
 pub fn recover_header(text: &str, given_role: Option<&str>, continues: bool) -> RecoveredHeader {
     let (channel, rest, _) = extract_channel(text);
     let rest = if continues { rest.trim_start() } else { rest.trim() };
-    let first_word_end = rest.find(|c: char| c.is_ascii_whitespace()).unwrap_or(rest.len());
+    // The role word ends at any whitespace, the same set `trim` uses, so trimming cannot change the split.
+    let first_word_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
     let first_word = &rest[..first_word_end];
     let (role, content) = match given_role {
         Some(role) if first_word == role => (role, &rest[first_word_end..]),
