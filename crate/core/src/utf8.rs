@@ -84,11 +84,6 @@ impl Utf8Assembler {
             out.push(REPLACEMENT, 1);
         }
     }
-
-    /// Forgets pending bytes without emitting them.
-    pub fn reset(&mut self) {
-        self.pending.clear();
-    }
 }
 
 /// Appends the lossy decoding of `bytes` to `out`, except a trailing incomplete sequence, which is returned.
