@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::header::{parse_header, recover_header, Header, HeaderRules};
 use crate::output::{BatchOutput, Diagnostic, ParseError};
-use crate::tokens::{Terminator, CHANNEL, LAST_TOKEN, MESSAGE, START};
+use crate::tokens::{Terminator, CHANNEL, FIRST_SPECIAL, LAST_TOKEN, MESSAGE, START};
 use crate::utf8::{decode_lossy, TextSink, Utf8Assembler};
 use crate::vocabulary::Vocabulary;
 
@@ -150,12 +150,44 @@ impl StreamParser {
         if let Some(index) = tokens.iter().position(|&id| !self.vocabulary.contains(id)) {
             return Err(PushError::InvalidToken { index, id: tokens[index] });
         }
-        for &token in tokens {
+        let mut rest = tokens;
+        while let Some((&token, tail)) = rest.split_first() {
+            if self.state == State::Content && self.utf8.is_empty() {
+                let taken = self.append_plain_run(rest);
+                if taken > 0 {
+                    self.offset += taken as u64;
+                    rest = &rest[taken..];
+                    continue;
+                }
+            }
             let offset = self.offset;
             self.offset += 1;
+            rest = tail;
             self.process(token, offset).map_err(PushError::Parse)?;
         }
         Ok(())
+    }
+
+    /// The content hot path: appends the leading run of ordinary tokens whose bytes are whole UTF-8 text,
+    /// with one text event for the run; returns how many tokens it took. Everything else (special tokens,
+    /// pieces of a character) goes through `process`, one token at a time.
+    fn append_plain_run(&mut self, tokens: &[u32]) -> usize {
+        let mut taken = 0;
+        for &token in tokens {
+            if token >= FIRST_SPECIAL {
+                break;
+            }
+            match self.vocabulary.padded_text(token) {
+                Some((text, utf16)) => self.output.text.push_short(text, utf16),
+                None => break,
+            }
+            taken += 1;
+        }
+        if taken > 0 {
+            let message = self.open_message.expect("content state has an open message");
+            self.output.mark_text(message);
+        }
+        taken
     }
 
     /// Ends the stream: closes an open message, recovers (lenient) or rejects (strict) an unfinished header.

@@ -35,10 +35,14 @@ pub struct Vocabulary {
     bytes: Vec<u8>,
     /// `offsets[id]..offsets[id + 1]` is the range of token `id` in `bytes`.
     offsets: Vec<u32>,
-    /// UTF-16 length of the token's text when its bytes are valid UTF-8 on their own, else 0
-    /// (no token is empty, so 0 is free to mean "needs the assembler").
-    utf16_len: Vec<u32>,
+    /// Per id, packed for the content hot path (one 8-byte load per token): offset in `bytes` (bits 0–31),
+    /// byte length (32–47), and the UTF-16 length of the token's text when its bytes are valid UTF-8 on
+    /// their own, else 0 (bits 48–63; no token is empty, so 0 is free to mean "needs the assembler").
+    entries: Vec<u64>,
 }
+
+/// Bytes readable past the last token, so short tokens can be copied with one fixed-size move (`TextSink::push_short`).
+pub(crate) const PADDING: usize = 16;
 
 impl Vocabulary {
     /// Parses the contents of `o200k_base.tiktoken` (lines of `base64(bytes) rank`).
@@ -68,7 +72,7 @@ impl Vocabulary {
         let mut vocabulary = Vocabulary {
             bytes: Vec::with_capacity(data.len()),
             offsets: Vec::with_capacity(VOCAB_SIZE + 1),
-            utf16_len: Vec::with_capacity(VOCAB_SIZE),
+            entries: Vec::with_capacity(VOCAB_SIZE),
         };
         for (rank, token) in ranks.into_iter().enumerate() {
             let token = token.ok_or(VocabularyError::MissingRank { rank: rank as u32 })?;
@@ -79,14 +83,18 @@ impl Vocabulary {
             vocabulary.push(text.as_bytes());
         }
         vocabulary.offsets.push(vocabulary.bytes.len() as u32);
+        vocabulary.bytes.extend_from_slice(&[0; PADDING]);
         Ok(vocabulary)
     }
 
     fn push(&mut self, token: &[u8]) {
-        self.offsets.push(self.bytes.len() as u32);
+        let offset = self.bytes.len() as u64;
+        self.offsets.push(offset as u32);
         self.bytes.extend_from_slice(token);
+        // Token texts are at most a few hundred bytes; a UTF-16 length that does not fit counts as "use the assembler".
         let utf16 = std::str::from_utf8(token).map(crate::utf8::utf16_len).unwrap_or(0);
-        self.utf16_len.push(utf16 as u32);
+        let utf16 = if utf16 > 0xFFFF || token.len() > 0xFFFF { 0 } else { utf16 as u64 };
+        self.entries.push(offset | (token.len() as u64 & 0xFFFF) << 32 | utf16 << 48);
     }
 
     /// The bytes of token `id`, or `None` if the id is outside the vocabulary.
@@ -102,13 +110,23 @@ impl Vocabulary {
     /// The text of token `id` with its UTF-16 length, when its bytes are valid UTF-8 on their own.
     #[inline]
     pub fn text(&self, id: u32) -> Option<(&str, usize)> {
-        let utf16 = *self.utf16_len.get(id as usize)?;
+        let entry = *self.entries.get(id as usize)?;
+        let utf16 = (entry >> 48) as usize;
         if utf16 == 0 {
             return None;
         }
-        let bytes = self.bytes(id)?;
-        // SAFETY: utf16_len is non-zero only for tokens whose bytes passed `std::str::from_utf8` in `push`.
-        Some((unsafe { std::str::from_utf8_unchecked(bytes) }, utf16 as usize))
+        let start = entry as u32 as usize;
+        let bytes = &self.bytes[start..start + (entry >> 32 & 0xFFFF) as usize];
+        // SAFETY: the UTF-16 length is non-zero only for tokens whose bytes passed `std::str::from_utf8` in `push`.
+        Some((unsafe { std::str::from_utf8_unchecked(bytes) }, utf16))
+    }
+
+    /// Like `text`, with the guarantee that `PADDING` bytes can be read from the start of the text:
+    /// what `TextSink::push_short` needs.
+    #[inline]
+    pub(crate) fn padded_text(&self, id: u32) -> Option<(&str, usize)> {
+        // Every token is followed by later tokens' bytes or by the padding, so the guarantee holds for all.
+        self.text(id)
     }
 
     pub fn contains(&self, id: u32) -> bool {
