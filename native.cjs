@@ -835,5 +835,16 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
-module.exports.NativeEngine = nativeBinding.NativeEngine
+module.exports.NativePool = nativeBinding.NativePool
 module.exports.loadVocabulary = nativeBinding.loadVocabulary
+module.exports.parserBind = nativeBinding.parserBind
+module.exports.parserClose = nativeBinding.parserClose
+module.exports.parserDebugPanic = nativeBinding.parserDebugPanic
+module.exports.parserFinish = nativeBinding.parserFinish
+module.exports.parserNames = nativeBinding.parserNames
+module.exports.parserOpen = nativeBinding.parserOpen
+module.exports.parserPush = nativeBinding.parserPush
+module.exports.parserState = nativeBinding.parserState
+module.exports.parserTakeDiagnostics = nativeBinding.parserTakeDiagnostics
+module.exports.parserTakeError = nativeBinding.parserTakeError
+module.exports.parserTakeHeaders = nativeBinding.parserTakeHeaders

@@ -9,22 +9,21 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
-/** One stream's parser. Methods are called by the TypeScript wrapper only. */
-export declare class NativeEngine {
-  constructor(role: string | undefined | null, strict: boolean, maxHeaderTokens: number, toolNames: Array<string>)
-  /** Parses `tokens`; returns the batch text and writes the status and events into `out`. */
-  push(tokens: Uint32Array, out: Uint32Array): string
-  finish(out: Uint32Array): string
-  /** Headers of the messages opened by the last call, in order. */
-  takeHeaders(): Array<NativeHeader>
-  takeDiagnostics(): Array<NativeDiagnostic>
-  takeError(): NativeParseError | null
-  /**
-   * Panics inside the guard, so tests can check that a panic reaches JavaScript as an error and the
-   * process lives on. Not part of the public API.
-   */
-  debugPanic(out: Uint32Array): string
-  get state(): number
+/** A `StreamPool`: many streams, one call per engine step. Methods are called by `HarmonyStreamPool`. */
+export declare class NativePool {
+  constructor()
+  open(role: string | undefined | null, strict: boolean, maxHeaderTokens: number, toolNames: Array<string>): number
+  close(id: number): boolean
+  get size(): number
+  step(streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, out: Uint32Array): string
+  finish(streams: Uint32Array, out: Uint32Array): string
+  takeDiagnostics(id: number): Array<NativeDiagnostic>
+  takeHeaders(id: number): Array<NativeHeader>
+  takeError(id: number): NativeParseError | null
+  state(id: number): number
+  names(from: number): Array<string>
+  /** Test hook, as `parserDebugPanic`. */
+  debugPanic(id: number): number
 }
 
 /** Reads the o200k_base `.tiktoken` file at `path` unless a vocabulary is already loaded. */
@@ -51,3 +50,36 @@ export interface NativeParseError {
   tokenOffset: number
   header?: string
 }
+
+/**
+ * Binds the arrays `parserPush` reads tokens from and writes results to. The wrapper keeps them
+ * private (never resized, transferred or shared), so the memory stays valid while they are bound.
+ */
+export declare function parserBind(input: Uint32Array, output: Uint32Array): void
+
+export declare function parserClose(id: number): boolean
+
+/**
+ * Panics inside the guard of stream `id`, so tests can check that a panic reaches JavaScript as an
+ * error and the process lives on. Not part of the public API. Returns the status.
+ */
+export declare function parserDebugPanic(id: number): number
+
+export declare function parserFinish(id: number): string
+
+/** Names the default pool interned, with ids `from + 1` onwards. */
+export declare function parserNames(from: number): Array<string>
+
+export declare function parserOpen(role: string | undefined | null, strict: boolean, maxHeaderTokens: number, toolNames: Array<string>): number
+
+/** Parses the first `count` tokens of the bound input for stream `id`; results in the bound output. */
+export declare function parserPush(id: number, count: number): string
+
+/** The stream's parser state code, or 0xFFFFFFFF if `id` is not open. */
+export declare function parserState(id: number): number
+
+export declare function parserTakeDiagnostics(id: number): Array<NativeDiagnostic>
+
+export declare function parserTakeError(id: number): NativeParseError | null
+
+export declare function parserTakeHeaders(id: number): Array<NativeHeader>

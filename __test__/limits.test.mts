@@ -8,31 +8,58 @@ import { join } from 'node:path'
 
 import test from 'ava'
 
-import { HarmonyError, HarmonyParseError, HarmonyStreamParser } from 'harmony-stream'
+import {
+  COMPACT_FIRST_RECORD,
+  COMPACT_STATUS_INTERNAL_ERROR,
+  HarmonyError,
+  HarmonyParseError,
+  HarmonyStreamParser,
+  HarmonyStreamPool,
+  RECORD_STREAM,
+  compactCapacity,
+} from 'harmony-stream'
 
 import { IMPLEMENTATIONS, SPECIAL, harmony } from './helpers/harmony.mjs'
 
 const root = join(import.meta.dirname, '..')
 
-interface DebugEngine {
-  debugPanic(out: Uint32Array): string
-  push(tokens: Uint32Array, out: Uint32Array): string
+interface DebugBinding {
+  parserDebugPanic(id: number): number
+  parserTakeError(id: number): { message: string } | null
 }
 
-test('a Rust panic reaches JavaScript as an error and the process lives on', (t) => {
+const streamId = (parser: HarmonyStreamParser) => (parser as unknown as { id: number }).id
+
+test('a Rust panic reaches JavaScript as an error, only its parser is broken, and the process lives on', (t) => {
   const require = createRequire(import.meta.url)
-  const native = require(join(root, 'native.cjs')) as {
-    NativeEngine: new (role: string | null, strict: boolean, max: number, tools: string[]) => DebugEngine
-    loadVocabulary(path: string): void
-  }
-  native.loadVocabulary(require.resolve('gpt-tokenizer/data/o200k_base.tiktoken'))
-  const engine = new native.NativeEngine('assistant', false, 256, [])
-  const out = new Uint32Array(64)
-  t.throws(() => engine.debugPanic(out), { message: /internal error in the native parser \(a Rust panic: deliberate panic/ })
-  t.throws(() => engine.push(Uint32Array.of(1), out), { message: /failed earlier with an internal error/ }, 'a parser that panicked is not used again')
-  const fresh = new native.NativeEngine('assistant', false, 256, [])
-  t.is(typeof fresh.push(Uint32Array.of(200008, 13225), out), 'string', 'other parsers are unaffected')
+  // The same module instance the package loaded (same file), so the same pool of parsers.
+  const native = require(join(root, 'native.cjs')) as DebugBinding
+  const broken = new HarmonyStreamParser({ implementation: 'native' })
+  const healthy = new HarmonyStreamParser({ implementation: 'native' })
+  t.is(native.parserDebugPanic(streamId(broken)), COMPACT_STATUS_INTERNAL_ERROR)
+  t.regex(native.parserTakeError(streamId(broken))?.message ?? '', /internal error in the native parser \(a Rust panic: deliberate panic/)
+  const error = t.throws(() => broken.push(harmony('<|channel|>final')), { instanceOf: HarmonyError })
+  t.is(error?.code, 'internal-error')
+  t.regex(error?.message ?? '', /failed earlier with an internal error/, 'a parser that panicked is not used again')
+  t.is(healthy.push(harmony('<|channel|>final<|message|>ok')).segments[0]?.text, 'ok', 'other parsers are unaffected')
 })
+
+for (const implementation of IMPLEMENTATIONS) {
+  test(`${implementation}: a failing pool stream reports internal-error and the step goes on for the others`, (t) => {
+    const pool = new HarmonyStreamPool({ implementation })
+    const [a, b] = [pool.open(), pool.open()]
+    const backend = (pool as unknown as { backend: { debugPanic(id: number): number } }).backend
+    t.is(backend.debugPanic(a), COMPACT_STATUS_INTERNAL_ERROR)
+    t.is(pool.takeError(a)?.code, 'internal-error')
+    const tokens = Uint32Array.from([...harmony('<|channel|>final<|message|>x'), ...harmony('<|channel|>final<|message|>y')])
+    const half = tokens.length / 2
+    const out = new Uint32Array(compactCapacity(tokens.length, 2))
+    const text = pool.step(Uint32Array.of(a, b), Uint32Array.of(0, half, tokens.length), tokens, out)
+    t.is(text, 'y')
+    t.deepEqual([out[COMPACT_FIRST_RECORD], out[COMPACT_FIRST_RECORD + 1], out[COMPACT_FIRST_RECORD + 2]], [RECORD_STREAM, a, COMPACT_STATUS_INTERNAL_ERROR])
+    t.is(pool.takeError(a)?.code, 'internal-error')
+  })
+}
 
 for (const implementation of IMPLEMENTATIONS) {
   test(`${implementation}: a 10^6-token message is parsed in linear time and memory`, (t) => {
@@ -69,10 +96,11 @@ for (const implementation of IMPLEMENTATIONS) {
       const { HarmonyStreamParser } = require('harmony-stream')
       const tokens = Uint32Array.from(${JSON.stringify(harmony('<|channel|>final<|message|>Hello there, friend.<|return|>'))})
       const round = (n) => { for (let i = 0; i < n; i++) { const p = new HarmonyStreamParser({ implementation: '${implementation}' }); p.push(tokens); p.finish() } }
-      // Native objects are freed by finalizers that run on a later turn of the event loop.
+      // Parsers are released by finalizers that run on a later turn of the event loop; the native heap
+      // reaches its plateau after about 3 rounds (allocator pools), so 4 rounds warm up.
       const settle = async () => { for (let i = 0; i < 6; i++) { global.gc(); await new Promise((r) => setImmediate(r)) } }
       ;(async () => {
-        for (let i = 0; i < 2; i++) { round(10000); await settle() }
+        for (let i = 0; i < 4; i++) { round(10000); await settle() }
         const before = process.memoryUsage()
         for (let i = 0; i < 10; i++) { round(10000); await settle() }
         const after = process.memoryUsage()
@@ -90,7 +118,7 @@ for (const implementation of IMPLEMENTATIONS) {
 test('engine failures surface as HarmonyError internal-error, never as a crash', (t) => {
   // Only a bug can make an engine call fail; simulate one through the public class by breaking its engine.
   const parser = new HarmonyStreamParser({ implementation: 'js' })
-  Object.defineProperty(parser, 'engine', { value: { push: () => { throw new Error('boom') }, finish: () => '' } })
+  Object.defineProperty(parser, 'backend', { value: { push: () => { throw new Error('boom') }, finish: () => '' } })
   const error = t.throws(() => parser.push([SPECIAL['<|start|>']]), { instanceOf: HarmonyError })
   t.is(error?.code, 'internal-error')
   t.true(error?.message.includes('boom'))

@@ -1,34 +1,15 @@
 /**
- * The engine protocol: the small interface both implementations expose (the Rust core through N-API in
- * `crate/node`, the TypeScript one in `fallback/`), on which `parser.ts` builds the public API.
+ * The engine protocol: what both implementations expose (the Rust core through N-API in `crate/node`, the
+ * TypeScript one in `fallback/`), on which the public classes are built.
  *
- * It is shaped for the N-API boundary, where creating JS objects is what costs (see DESIGN.md):
- * a call takes the tokens as a `Uint32Array`, returns the batch text as one string, and writes a status
- * and events into an `out` array the caller owns and reuses. Objects cross only for the rare parts:
- * headers of new messages, diagnostics and errors, fetched when the counts in `out` say there are some.
+ * Streams live in pools. A pool answers in the compact format (`compact.ts`): the text of a call as one
+ * string, everything else as integers in a `Uint32Array` the caller owns. Objects cross only for the rare
+ * parts (diagnostics, errors, headers too long to intern), fetched when the counts say there are some.
  */
 
-/** Layout of `out`. Mirrored in crate/node/src/lib.rs. */
-export const OUT_STATUS = 0
-export const OUT_EVENTS = 1
-export const OUT_HEADERS = 2
-export const OUT_DIAGNOSTICS = 3
-/** With STATUS_INVALID_TOKEN: index of the offending id in the batch. */
-export const OUT_BAD_INDEX = 4
-export const OUT_STATE = 5
-/** Events start here, three slots each: kind, message index, argument. */
-export const OUT_FIRST_EVENT = 8
-
-export const STATUS_OK = 0
-export const STATUS_PARSE_ERROR = 1
-export const STATUS_INVALID_TOKEN = 2
-export const STATUS_FINISHED = 3
-
-/** A message was opened; its header is the next one of `takeHeaders()`. */
+/** Codes of the engines' internal event lists (`fallback/output.ts`, crate/core/src/output.rs). */
 export const EVENT_OPEN = 1
-/** The message's text runs to the argument (UTF-16 offset into the batch text) from the previous text end. */
 export const EVENT_TEXT = 2
-/** The message was closed; the argument is the terminator code. */
 export const EVENT_CLOSE = 3
 
 export const TERMINATOR_NONE = 0
@@ -39,14 +20,6 @@ export const TERMINATOR_CALL = 3
 export const STATE_EXPECT_START = 0
 export const STATE_HEADER = 1
 export const STATE_CONTENT = 2
-
-/** Events one token can cause at most (a header closed by a stop token: open, text, close). */
-const MAX_EVENTS_PER_TOKEN = 3
-
-/** Size of an `out` array that can hold the results of a batch of `tokens` tokens (or of `finish`). */
-export function outCapacity(tokens: number): number {
-  return OUT_FIRST_EVENT + 3 * MAX_EVENTS_PER_TOKEN * (tokens + 1)
-}
 
 /** Absent fields may come as `null` or `undefined`. */
 export interface RawHeader {
@@ -71,11 +44,36 @@ export interface RawParseError {
   header?: string | null
 }
 
-export interface Engine {
-  push(tokens: Uint32Array, out: Uint32Array): string
-  finish(out: Uint32Array): string
-  takeHeaders(): RawHeader[]
-  takeDiagnostics(): RawDiagnostic[]
-  takeError(): RawParseError | null
-  readonly state: number
+/** Rare results of a stream's last call, and its state. */
+interface StreamQueries {
+  takeDiagnostics(id: number): RawDiagnostic[]
+  takeHeaders(id: number): RawHeader[]
+  takeError(id: number): RawParseError | null
+  /** The state code, or 0xFFFFFFFF for an id that is not open. */
+  state(id: number): number
+  /** Interned names with ids `from + 1` onwards. */
+  names(from: number): string[]
+  /** Test hook: makes the stream's next call fail as a bug would. Returns the status. */
+  debugPanic(id: number): number
+}
+
+/** A pool the caller drives (`NativePool` in crate/node, `StreamPool` in fallback/pool.ts). */
+export interface PoolBackend extends StreamQueries {
+  open(role: string | null, strict: boolean, maxHeaderTokens: number, toolNames: string[]): number
+  close(id: number): boolean
+  readonly size: number
+  step(streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, out: Uint32Array): string
+  finish(streams: Uint32Array, out: Uint32Array): string
+}
+
+/**
+ * The pool behind single parsers (one per thread and implementation). `push` and `finish` answer in the
+ * single form of the compact format, written to `out`, which is valid until the next call.
+ */
+export interface ParserBackend extends StreamQueries {
+  open(role: string | null, strict: boolean, maxHeaderTokens: number, toolNames: string[]): number
+  close(id: number): boolean
+  push(id: number, tokens: Uint32Array): string
+  finish(id: number): string
+  readonly out: Uint32Array
 }

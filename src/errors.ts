@@ -23,11 +23,11 @@ export class HarmonyParseError extends HarmonyError {
   /**
    * Results of the tokens before the failing one in the same batch, which were consumed. The parser is left
    * as the reference parser would be (usually waiting for `<|start|>`); the batch's tokens after
-   * `tokenOffset` were not consumed.
+   * `tokenOffset` were not consumed. Null from the compact fast path, whose partial results are in `out`.
    */
-  readonly partial: HarmonyBatch
+  readonly partial: HarmonyBatch | null
 
-  constructor(code: string, message: string, tokenOffset: number, header: string | null, partial: HarmonyBatch) {
+  constructor(code: string, message: string, tokenOffset: number, header: string | null, partial: HarmonyBatch | null) {
     super(code, message)
     this.tokenOffset = tokenOffset
     this.header = header

@@ -9,10 +9,30 @@
 export { HarmonyError, HarmonyParseError, HarmonyStateError } from './errors'
 export { implementation } from './loader'
 export { HarmonyStreamParser, parseCompletion } from './parser'
+export { HarmonyStreamPool, type HarmonyStreamOptions, type HarmonyStreamPoolOptions } from './pool'
+export {
+  COMPACT_DIAGNOSTICS,
+  COMPACT_FIRST_RECORD,
+  COMPACT_RECORDS,
+  COMPACT_RECORD_SLOTS,
+  COMPACT_STATE,
+  COMPACT_STATUS,
+  COMPACT_STATUS_INTERNAL_ERROR,
+  COMPACT_STATUS_OK,
+  COMPACT_STATUS_PARSE_ERROR,
+  NAME_NOT_INTERNED,
+  RECORD_CLOSE,
+  RECORD_FIELDS,
+  RECORD_OPEN,
+  RECORD_STREAM,
+  RECORD_TEXT,
+  compactCapacity,
+} from './compact'
 export { HarmonyTokens, STOP_TOKENS, ASSISTANT_ACTION_STOP_TOKENS } from './special-tokens'
 export type {
   HarmonyBatch,
   HarmonyDiagnostic,
+  HarmonyHeader,
   HarmonyMessage,
   HarmonySegment,
   HarmonyStreamParserOptions,

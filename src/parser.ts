@@ -3,35 +3,41 @@
  * diagnostics, identically for both implementations, and owns argument checking and typed errors.
  */
 import {
-  EVENT_CLOSE,
-  EVENT_OPEN,
-  EVENT_TEXT,
-  type Engine,
-  OUT_BAD_INDEX,
-  OUT_DIAGNOSTICS,
-  OUT_EVENTS,
-  OUT_FIRST_EVENT,
-  OUT_HEADERS,
-  OUT_STATUS,
+  COMPACT_BAD_INDEX,
+  COMPACT_DIAGNOSTICS,
+  COMPACT_FIRST_RECORD,
+  COMPACT_RECORD_SLOTS,
+  COMPACT_RECORDS,
+  COMPACT_STATUS,
+  COMPACT_STATUS_FINISHED,
+  COMPACT_STATUS_INTERNAL_ERROR,
+  COMPACT_STATUS_INVALID_TOKEN,
+  COMPACT_STATUS_PARSE_ERROR,
+  NAME_NOT_INTERNED,
+  RECORD_CLOSE,
+  RECORD_OPEN,
+  RECORD_TEXT,
+  compactCapacity,
+} from './compact'
+import {
+  type ParserBackend,
   type RawDiagnostic,
   type RawHeader,
   STATE_CONTENT,
   STATE_HEADER,
-  STATUS_FINISHED,
-  STATUS_INVALID_TOKEN,
-  STATUS_PARSE_ERROR,
   TERMINATOR_CALL,
   TERMINATOR_END,
   TERMINATOR_RETURN,
-  outCapacity,
 } from './engine'
 import { HarmonyError, HarmonyParseError, HarmonyStateError } from './errors'
 import { DEFAULT_MAX_HEADER_TOKENS } from './fallback/stream-parser'
 import { LAST_TOKEN } from './fallback/tokens'
-import { createEngine, implementation as defaultImplementation } from './loader'
+import { implementation as defaultImplementation, parserBackend } from './loader'
+import type { NameMirror } from './name-mirror'
 import type {
   HarmonyBatch,
   HarmonyDiagnostic,
+  HarmonyHeader,
   HarmonyMessage,
   HarmonyStreamParserOptions,
   Implementation,
@@ -45,18 +51,11 @@ TERMINATORS[TERMINATOR_END] = 'end'
 TERMINATORS[TERMINATOR_RETURN] = 'return'
 TERMINATORS[TERMINATOR_CALL] = 'call'
 
-// Scratch arrays shared by all parsers of this thread: calls are synchronous, so one at a time uses them.
-let out = new Uint32Array(outCapacity(64))
+// Shared by all parsers of this thread: calls are synchronous, so one at a time uses it.
 let scratchTokens = new Uint32Array(64)
 
-function outFor(tokens: number): Uint32Array {
-  const needed = outCapacity(tokens)
-  if (out.length < needed) out = new Uint32Array(Math.max(needed, out.length * 2))
-  return out
-}
-
 /** Checks and converts the tokens argument; a Uint32Array is passed through (the engine checks its range). */
-function tokenArray(tokens: unknown): Uint32Array {
+export function tokenArray(tokens: unknown): Uint32Array {
   // Memory another thread may write to is copied first: the engines validate ids, then read them again.
   if (tokens instanceof Uint32Array && !(tokens.buffer instanceof SharedArrayBuffer)) return tokens
   if (!Array.isArray(tokens) && !(ArrayBuffer.isView(tokens) && !(tokens instanceof DataView))) {
@@ -78,7 +77,7 @@ function tokenArray(tokens: unknown): Uint32Array {
 }
 
 /** A failure inside an engine call (a bug, never bad input) becomes `internal-error`. */
-function internalError(cause: unknown): HarmonyError {
+export function internalError(cause: unknown): HarmonyError {
   const reason = cause instanceof Error ? cause.message : String(cause)
   return new HarmonyError('internal-error', `harmony-stream internal error: ${reason}`, { cause })
 }
@@ -89,27 +88,42 @@ interface OpenMessage {
   content: string
 }
 
-function messageOf(open: OpenMessage, terminator: number): HarmonyMessage {
-  const { header } = open
-  // Absent fields are left out, as in the reference's JSON; the key order is fixed.
+/** A header from interned field ids; null if a field was not interned (then it comes from takeHeaders). */
+export function headerOf(names: NameMirror, out: Uint32Array, at: number): RawHeader | null {
+  const fields = [out[at + 2], out[at + 3], out[at + 5], out[at + 6], out[at + 7]]
+  if (fields.includes(NAME_NOT_INTERNED)) return null
+  return {
+    role: names.nameOf(fields[0])!,
+    name: names.nameOf(fields[1]),
+    channel: names.nameOf(fields[2]),
+    recipient: names.nameOf(fields[3]),
+    contentType: names.nameOf(fields[4]),
+  }
+}
+
+/** The public form of a header: absent fields left out, fixed key order. */
+export function publicHeader(header: RawHeader): HarmonyHeader {
   return {
     role: header.role,
     ...(header.name != null && { name: header.name }),
     ...(header.channel != null && { channel: header.channel }),
     ...(header.recipient != null && { recipient: header.recipient }),
     ...(header.contentType != null && { contentType: header.contentType }),
-    content: open.content,
-    terminator: TERMINATORS[terminator] ?? null,
   }
 }
 
-function diagnosticOf(raw: RawDiagnostic): HarmonyDiagnostic {
+function messageOf(open: OpenMessage, terminator: number): HarmonyMessage {
+  // Absent fields are left out, as in the reference's JSON; the key order is fixed.
+  return { ...publicHeader(open.header), content: open.content, terminator: TERMINATORS[terminator] ?? null }
+}
+
+export function diagnosticOf(raw: RawDiagnostic): HarmonyDiagnostic {
   const diagnostic: HarmonyDiagnostic = { code: raw.code, message: raw.message, tokenOffset: raw.tokenOffset }
   if (raw.text != null) diagnostic.text = raw.text
   return diagnostic
 }
 
-function checkOptions(options: HarmonyStreamParserOptions): void {
+export function checkOptions(options: HarmonyStreamParserOptions): void {
   if (options === null || typeof options !== 'object') throw new TypeError('options must be an object')
   const { role, strict, maxHeaderTokens, implementation, toolNames } = options
   if (role !== undefined && role !== null && !ROLES.includes(role as string)) {
@@ -129,28 +143,46 @@ function checkOptions(options: HarmonyStreamParserOptions): void {
   }
 }
 
+/** Closes a parser's stream in its pool when the parser is collected. */
+const streams = new FinalizationRegistry<{ backend: ParserBackend; id: number }>(({ backend, id }) => backend.close(id))
+
+/** Engine options from public options (checked). */
+export function engineOptions(options: HarmonyStreamParserOptions): [string | null, boolean, number, string[]] {
+  return [
+    options.role === undefined ? 'assistant' : options.role,
+    options.strict ?? false,
+    options.maxHeaderTokens ?? DEFAULT_MAX_HEADER_TOKENS,
+    options.toolNames ? [...options.toolNames] : [],
+  ]
+}
+
 /**
  * A streaming parser for one completion. Feed it token ids as the engine produces them, in batches of any
  * size; each call returns the content text of that batch as segments (never mixing messages or channels),
  * the messages that ended, and diagnostics of what lenient mode recovered from.
+ *
+ * Two ways to feed it, not to be mixed on one parser: `push`/`finish` return objects; `pushCompact`/
+ * `finishCompact` are the fast path, writing integers into an array you own (see `compact.ts`).
  */
 export class HarmonyStreamParser {
   /** The implementation running this parser. */
   readonly implementation: Implementation
-  private readonly engine: Engine
+  private readonly backend: ParserBackend
+  private readonly names: NameMirror
+  private readonly id: number
   private open: OpenMessage | null = null
   private readonly completedMessages: HarmonyMessage[] = []
   private done = false
+  private mode: 'objects' | 'compact' | null = null
 
   constructor(options: HarmonyStreamParserOptions = {}) {
     checkOptions(options)
     this.implementation = options.implementation ?? defaultImplementation
-    this.engine = createEngine(this.implementation, {
-      role: options.role === undefined ? 'assistant' : options.role,
-      strict: options.strict ?? false,
-      maxHeaderTokens: options.maxHeaderTokens ?? DEFAULT_MAX_HEADER_TOKENS,
-      toolNames: options.toolNames ? [...options.toolNames] : [],
-    })
+    const { backend, names } = parserBackend(this.implementation)
+    this.backend = backend
+    this.names = names
+    this.id = backend.open(...engineOptions(options))
+    streams.register(this, { backend, id: this.id })
   }
 
   /**
@@ -158,43 +190,71 @@ export class HarmonyStreamParser {
    * `HarmonyStateError` after `finish()`, and in strict mode `HarmonyParseError`.
    */
   push(tokens: Uint32Array | readonly number[]): HarmonyBatch {
-    if (this.done) throw new HarmonyStateError('parser-finished', 'push() after finish(): create a new parser for a new stream')
+    this.use('objects')
     const ids = tokenArray(tokens)
-    const buffer = outFor(ids.length)
-    let text: string
-    try {
-      text = this.engine.push(ids, buffer)
-    } catch (cause) {
-      throw internalError(cause)
-    }
-    if (buffer[OUT_STATUS] === STATUS_INVALID_TOKEN) {
-      const index = buffer[OUT_BAD_INDEX]
-      throw new RangeError(`token id ${ids[index]} at index ${index} is outside the vocabulary (0..=${LAST_TOKEN})`)
-    }
-    return this.collect(text, buffer)
+    return this.collect(this.call(ids), ids)
   }
 
   /** Ends the stream: flushes an unterminated message. Calling it again returns an empty batch. */
   finish(): HarmonyBatch {
     if (this.done) return { segments: [], completed: [], diagnostics: [] }
+    this.use('objects')
     this.done = true
-    const buffer = outFor(0)
-    let text: string
-    try {
-      text = this.engine.finish(buffer)
-    } catch (cause) {
-      throw internalError(cause)
-    }
-    return this.collect(text, buffer)
+    return this.collect(this.call(null), null)
   }
 
-  /** Every message completed so far (a copy). */
+  /**
+   * The fast path: parses the next tokens and returns the batch's text as one string, with its segments,
+   * the messages opened and closed, and interned header field ids written into `out` (layout in
+   * `compact.ts`; size it with `compactCapacity(batchSize)` and reuse it). Nothing is accumulated: read
+   * diagnostics with `takeDiagnostics()` when `out[COMPACT_DIAGNOSTICS]` says there are some, names with
+   * `nameOf(id)`. Errors as for `push`; a strict-mode `HarmonyParseError` has `partial: null`, the results
+   * before the failing token being in `out`.
+   */
+  pushCompact(tokens: Uint32Array | readonly number[], out: Uint32Array): string {
+    this.use('compact')
+    const ids = tokenArray(tokens)
+    checkOut(out, ids.length)
+    return this.copyCompact(this.call(ids), ids, out)
+  }
+
+  /** `finish` for the fast path: ends the stream, writing the last records into `out`. Again: returns ''. */
+  finishCompact(out: Uint32Array): string {
+    checkOut(out, 0)
+    if (this.done) {
+      out.fill(0, 0, COMPACT_FIRST_RECORD)
+      return ''
+    }
+    this.use('compact')
+    this.done = true
+    return this.copyCompact(this.call(null), null, out)
+  }
+
+  /** Diagnostics of the last `pushCompact`/`finishCompact` (each returned once). */
+  takeDiagnostics(): HarmonyDiagnostic[] {
+    return this.backend.takeDiagnostics(this.id).map(diagnosticOf)
+  }
+
+  /**
+   * Headers of the messages the last `pushCompact`/`finishCompact` opened, in order: for fields that came
+   * back as `NAME_NOT_INTERNED`.
+   */
+  takeHeaders(): HarmonyHeader[] {
+    return this.backend.takeHeaders(this.id).map(publicHeader)
+  }
+
+  /** The string behind a header field id of the compact output; null for 0 (absent). */
+  nameOf(id: number): string | null {
+    return this.names.nameOf(id)
+  }
+
+  /** Every message completed so far by `push`/`finish` (a copy). */
   get messages(): HarmonyMessage[] {
     return this.completedMessages.slice()
   }
 
   get state(): ParserState {
-    const state = this.engine.state
+    const state = this.backend.state(this.id)
     return state === STATE_HEADER ? 'header' : state === STATE_CONTENT ? 'content' : 'expect-start'
   }
 
@@ -203,51 +263,105 @@ export class HarmonyStreamParser {
     return this.done
   }
 
-  private collect(text: string, buffer: Uint32Array): HarmonyBatch {
-    const status = buffer[OUT_STATUS]
-    if (status === STATUS_FINISHED) throw new HarmonyStateError('parser-finished', 'the parser is finished')
-    const headers = buffer[OUT_HEADERS] > 0 ? this.engine.takeHeaders() : []
+  private use(mode: 'objects' | 'compact'): void {
+    if (this.done) throw new HarmonyStateError('parser-finished', 'push() after finish(): create a new parser for a new stream')
+    if (this.mode !== mode) {
+      if (this.mode !== null) {
+        throw new HarmonyStateError('mixed-api', 'this parser is fed through push()/finish() or pushCompact()/finishCompact(), not both')
+      }
+      this.mode = mode
+    }
+  }
+
+  /** One engine call; `tokens` null finishes. The results are in `this.backend.out`. */
+  private call(tokens: Uint32Array | null): string {
+    try {
+      return tokens === null ? this.backend.finish(this.id) : this.backend.push(this.id, tokens)
+    } catch (cause) {
+      throw internalError(cause)
+    }
+  }
+
+  /** Throws for the statuses that are errors whatever the API; the parse error is left to the caller. */
+  private checkStatus(status: number, tokens: Uint32Array | null): void {
+    const out = this.backend.out
+    if (status === COMPACT_STATUS_INVALID_TOKEN) {
+      const index = out[COMPACT_BAD_INDEX]
+      throw new RangeError(`token id ${tokens![index]} at index ${index} is outside the vocabulary (0..=${LAST_TOKEN})`)
+    }
+    if (status === COMPACT_STATUS_FINISHED) throw new HarmonyStateError('parser-finished', 'the parser is finished')
+    if (status === COMPACT_STATUS_INTERNAL_ERROR) {
+      throw internalError(new Error(this.backend.takeError(this.id)?.message ?? 'unknown failure'))
+    }
+  }
+
+  private parseError(partial: HarmonyBatch | null): HarmonyParseError {
+    const error = this.backend.takeError(this.id)!
+    return new HarmonyParseError(error.code, error.message, error.tokenOffset, error.header ?? null, partial)
+  }
+
+  private copyCompact(text: string, tokens: Uint32Array | null, out: Uint32Array): string {
+    const source = this.backend.out
+    const status = source[COMPACT_STATUS]
+    this.checkStatus(status, tokens)
+    out.set(source.subarray(0, COMPACT_FIRST_RECORD + COMPACT_RECORD_SLOTS * source[COMPACT_RECORDS]))
+    if (status === COMPACT_STATUS_PARSE_ERROR) throw this.parseError(null)
+    return text
+  }
+
+  private collect(text: string, tokens: Uint32Array | null): HarmonyBatch {
+    const out = this.backend.out
+    const status = out[COMPACT_STATUS]
+    this.checkStatus(status, tokens)
     const batch: HarmonyBatch = {
       segments: [],
       completed: [],
-      diagnostics: buffer[OUT_DIAGNOSTICS] > 0 ? this.engine.takeDiagnostics().map(diagnosticOf) : [],
+      diagnostics: out[COMPACT_DIAGNOSTICS] > 0 ? this.backend.takeDiagnostics(this.id).map(diagnosticOf) : [],
     }
-    let nextHeader = 0
-    let textStart = 0
-    const end = OUT_FIRST_EVENT + 3 * buffer[OUT_EVENTS]
-    for (let at = OUT_FIRST_EVENT; at < end; at += 3) {
-      const kind = buffer[at]
-      const index = buffer[at + 1]
-      const argument = buffer[at + 2]
-      if (kind === EVENT_OPEN) {
-        this.open = { index, header: headers[nextHeader++], content: '' }
-      } else if (kind === EVENT_TEXT) {
+    let spilled: RawHeader[] | null = null
+    let opened = 0
+    const end = COMPACT_FIRST_RECORD + COMPACT_RECORD_SLOTS * out[COMPACT_RECORDS]
+    for (let at = COMPACT_FIRST_RECORD; at < end; at += COMPACT_RECORD_SLOTS) {
+      const kind = out[at]
+      if (kind === RECORD_OPEN) {
+        let header = headerOf(this.names, out, at)
+        if (header === null) {
+          spilled ??= this.backend.takeHeaders(this.id)
+          header = spilled[opened]
+        }
+        opened++
+        this.open = { index: out[at + 1], header, content: '' }
+        at += COMPACT_RECORD_SLOTS // the FIELDS record was read with it
+      } else if (kind === RECORD_TEXT) {
         const open = this.open!
-        const piece = text.slice(textStart, argument)
-        textStart = argument
+        const piece = text.slice(out[at + 2], out[at + 3])
         open.content += piece
         const { header } = open
         batch.segments.push({
-          messageIndex: index,
+          messageIndex: out[at + 1],
           role: header.role,
           channel: header.channel ?? null,
           recipient: header.recipient ?? null,
           contentType: header.contentType ?? null,
           text: piece,
         })
-      } else if (kind === EVENT_CLOSE) {
-        const message = messageOf(this.open!, argument)
+      } else if (kind === RECORD_CLOSE) {
+        const message = messageOf(this.open!, out[at + 2])
         this.open = null
         batch.completed.push(message)
         this.completedMessages.push(message)
       }
     }
-    if (status === STATUS_PARSE_ERROR) {
-      const error = this.engine.takeError()!
-      throw new HarmonyParseError(error.code, error.message, error.tokenOffset, error.header ?? null, batch)
-    }
+    if (status === COMPACT_STATUS_PARSE_ERROR) throw this.parseError(batch)
     return batch
   }
+}
+
+/** Checks a caller's compact output array before anything is consumed. */
+export function checkOut(out: unknown, tokens: number, streams = 1): asserts out is Uint32Array {
+  if (!(out instanceof Uint32Array)) throw new TypeError('out must be a Uint32Array')
+  const needed = compactCapacity(tokens, streams)
+  if (out.length < needed) throw new RangeError(`out has ${out.length} slots; this call needs ${needed} (compactCapacity)`)
 }
 
 /** Parses a whole completion (the tokens after `<|start|>{role}`) and returns its messages. */

@@ -12,6 +12,19 @@ export type Terminator = 'end' | 'return' | 'call' | null
 /** Where the parser is in the stream: waiting for `<|start|>`, reading a header, or reading content. */
 export type ParserState = 'expect-start' | 'header' | 'content'
 
+/** A message header. Absent fields are left out. */
+export interface HarmonyHeader {
+  /** A role, or in lenient mode an unknown role word as the model wrote it (with a diagnostic). */
+  role: string
+  /** Author of a tool message, e.g. `functions.get_weather` (role `tool`). */
+  name?: string
+  channel?: string
+  /** Who the message is for, e.g. `functions.get_weather`; `to=` removed. */
+  recipient?: string
+  /** Normalized: `json` for `<|constrain|>json`, `<|constrain|> json` and ` json`. */
+  contentType?: string
+}
+
 export interface HarmonyMessage {
   /** A role, or in lenient mode an unknown role word as the model wrote it (with a diagnostic). */
   role: string

@@ -1,10 +1,13 @@
 //! harmony-stream-core: a streaming parser for the Harmony format of OpenAI's gpt-oss models.
 //!
 //! Plain Rust with no binding concerns; `crate/node` exposes it to Node.js. The TypeScript fallback in
-//! `src/fallback/` mirrors these modules one for one: tokens, vocabulary, utf8, header, output, stream_parser.
+//! `src/fallback/` mirrors these modules one for one: tokens, vocabulary, utf8, header, output, stream_parser,
+//! compact (the output format of the fast path) and pool (many streams per call).
 
+pub mod compact;
 pub mod header;
 pub mod output;
+pub mod pool;
 pub mod stream_parser;
 pub mod tokens;
 pub mod utf8;
@@ -12,6 +15,7 @@ pub mod vocabulary;
 
 pub use header::Header;
 pub use output::{BatchOutput, Diagnostic, Event, ParseError};
+pub use pool::{PoolError, StreamPool};
 pub use stream_parser::{ParserOptions, PushError, State, StreamParser, DEFAULT_MAX_HEADER_TOKENS};
 pub use tokens::Terminator;
 pub use vocabulary::{Vocabulary, VocabularyError};

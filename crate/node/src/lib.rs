@@ -1,21 +1,30 @@
-//! Node-API binding of harmony-stream-core. Thin on purpose: it maps options, results and errors and
-//! keeps the per-stream state in Rust. The public API (objects, typed errors) is built in TypeScript
-//! (`src/parser.ts`) on top of the engine protocol described in `src/engine.ts`, which the pure
-//! TypeScript engine implements too.
+//! Node-API binding of harmony-stream-core. Thin on purpose: it maps options, results and errors; the
+//! streams live in Rust, in `StreamPool`s, and answer in the compact format (`compact.rs`). The public
+//! API (objects, typed errors) is built in TypeScript (`src/`), on the same protocol the TypeScript
+//! implementation speaks.
+//!
+//! Two ways in, for two call patterns:
+//! - `parser*` functions: each native `HarmonyStreamParser` is a stream in its thread's default pool.
+//!   They are plain functions taking a stream id and a count, with the tokens and the output in two
+//!   arrays bound once (`parserBind`), because at one token per call the fixed costs of a crossing
+//!   (unwrapping a class instance, reading typed-array arguments) are most of the work.
+//! - `NativePool`: a pool the caller drives, one call per engine step for many streams.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 
-use harmony_stream_core::{Diagnostic, Header, ParseError, ParserOptions, PushError, StreamParser, Vocabulary};
-use napi::bindgen_prelude::Uint32ArraySlice;
+use harmony_stream_core::compact::{AT_STATUS, HEADER_SLOTS, STATUS_INTERNAL_ERROR};
+use harmony_stream_core::{Diagnostic, Header, ParseError, ParserOptions, PoolError, StreamPool, Vocabulary};
+use napi::bindgen_prelude::{Uint32Array, Uint32ArraySlice};
 use napi::{Error, Result};
 use napi_derive::napi;
 
-/// Loaded once per process and shared by every parser (worker threads included: they share this library).
+/// Loaded once per process and shared by every stream (worker threads included: they share this library).
 static VOCABULARY: Mutex<Option<Arc<Vocabulary>>> = Mutex::new(None);
 
-fn shared_vocabulary() -> Option<Arc<Vocabulary>> {
-    VOCABULARY.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+fn shared_vocabulary() -> Result<Arc<Vocabulary>> {
+    let slot = VOCABULARY.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    slot.clone().ok_or_else(|| Error::from_reason("call loadVocabulary first"))
 }
 
 /// Reads the o200k_base `.tiktoken` file at `path` unless a vocabulary is already loaded.
@@ -55,150 +64,237 @@ pub struct NativeParseError {
     pub header: Option<String>,
 }
 
-// Layout of the `out` array, mirrored in src/engine.ts.
-const OUT_STATUS: usize = 0;
-const OUT_EVENTS: usize = 1;
-const OUT_HEADERS: usize = 2;
-const OUT_DIAGNOSTICS: usize = 3;
-const OUT_BAD_INDEX: usize = 4;
-const OUT_STATE: usize = 5;
-const OUT_FIRST_EVENT: usize = 8;
-const STATUS_OK: u32 = 0;
-const STATUS_PARSE_ERROR: u32 = 1;
-const STATUS_INVALID_TOKEN: u32 = 2;
-const STATUS_FINISHED: u32 = 3;
+fn options(role: Option<String>, strict: bool, max_header_tokens: u32, tool_names: Vec<String>) -> ParserOptions {
+    ParserOptions { role, strict, max_header_tokens: max_header_tokens as usize, tool_names }
+}
 
-/// One stream's parser. Methods are called by the TypeScript wrapper only.
+fn pool_error(error: PoolError) -> Error {
+    Error::from_reason(error.to_string())
+}
+
+/// Errors the caller can cause become statuses in `out` (the wrapper throws typed errors); the rest
+/// (an output array too small: the wrapper sizes it) are thrown.
+fn status_or_throw(error: PoolError, out: &mut [u32]) -> Result<String> {
+    if error.write_status(out) {
+        Ok(String::new())
+    } else {
+        Err(pool_error(error))
+    }
+}
+
+// ---- the default pool of this thread, behind HarmonyStreamParser ----
+
+struct ThreadPool {
+    pool: StreamPool,
+    /// Tokens of the next `parserPush`, then the compact output: bound by `parserBind`.
+    input: Option<Uint32Array>,
+    output: Option<Uint32Array>,
+}
+
+thread_local! {
+    static THREAD_POOL: RefCell<Option<ThreadPool>> = const { RefCell::new(None) };
+}
+
+fn with_thread_pool<T>(call: impl FnOnce(&mut ThreadPool) -> Result<T>) -> Result<T> {
+    THREAD_POOL.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(ThreadPool { pool: StreamPool::new(shared_vocabulary()?), input: None, output: None });
+        }
+        call(slot.as_mut().expect("created above"))
+    })
+}
+
+/// Binds the arrays `parserPush` reads tokens from and writes results to. The wrapper keeps them
+/// private (never resized, transferred or shared), so the memory stays valid while they are bound.
 #[napi]
-pub struct NativeEngine {
-    parser: StreamParser,
-    error: Option<ParseError>,
-    /// Set when a call panicked: the state may be inconsistent, so every later call fails.
-    broken: bool,
+pub fn parser_bind(input: Uint32Array, output: Uint32Array) -> Result<()> {
+    let (a, b) = (input.as_ptr() as usize, output.as_ptr() as usize);
+    let (a_end, b_end) = (a + input.len() * 4, b + output.len() * 4);
+    if a < b_end && b < a_end {
+        return Err(Error::from_reason("the input and output arrays must not share memory"));
+    }
+    if output.len() < HEADER_SLOTS {
+        return Err(Error::from_reason("output array too small"));
+    }
+    with_thread_pool(|thread| {
+        thread.input = Some(input);
+        thread.output = Some(output);
+        Ok(())
+    })
 }
 
 #[napi]
-impl NativeEngine {
+pub fn parser_open(role: Option<String>, strict: bool, max_header_tokens: u32, tool_names: Vec<String>) -> Result<u32> {
+    with_thread_pool(|thread| thread.pool.open(options(role, strict, max_header_tokens, tool_names)).map_err(pool_error))
+}
+
+#[napi]
+pub fn parser_close(id: u32) -> Result<bool> {
+    with_thread_pool(|thread| Ok(thread.pool.close(id)))
+}
+
+/// Parses the first `count` tokens of the bound input for stream `id`; results in the bound output.
+#[napi]
+pub fn parser_push(id: u32, count: u32) -> Result<String> {
+    with_thread_pool(|thread| {
+        let (Some(input), Some(output)) = (thread.input.as_ref(), thread.output.as_mut()) else {
+            return Err(Error::from_reason("call parserBind first"));
+        };
+        let tokens = input.get(..count as usize).ok_or_else(|| Error::from_reason("count exceeds the bound input"))?;
+        // SAFETY: the call is synchronous, so JavaScript cannot touch the buffer while Rust holds the
+        // slice, and parserBind refused arrays that overlap.
+        let out = unsafe { output.as_mut() };
+        match thread.pool.call_one(id, Some(tokens), out) {
+            Ok(text) => Ok(text.to_owned()),
+            Err(error) => status_or_throw(error, out),
+        }
+    })
+}
+
+#[napi]
+pub fn parser_finish(id: u32) -> Result<String> {
+    with_thread_pool(|thread| {
+        let Some(output) = thread.output.as_mut() else { return Err(Error::from_reason("call parserBind first")) };
+        // SAFETY: as in parser_push.
+        let out = unsafe { output.as_mut() };
+        match thread.pool.call_one(id, None, out) {
+            Ok(text) => Ok(text.to_owned()),
+            Err(error) => status_or_throw(error, out),
+        }
+    })
+}
+
+#[napi]
+pub fn parser_take_diagnostics(id: u32) -> Result<Vec<NativeDiagnostic>> {
+    with_thread_pool(|thread| Ok(thread.pool.take_diagnostics(id).into_iter().map(diagnostic_to_js).collect()))
+}
+
+#[napi]
+pub fn parser_take_headers(id: u32) -> Result<Vec<NativeHeader>> {
+    with_thread_pool(|thread| Ok(thread.pool.take_headers(id).into_iter().map(header_to_js).collect()))
+}
+
+#[napi]
+pub fn parser_take_error(id: u32) -> Result<Option<NativeParseError>> {
+    with_thread_pool(|thread| Ok(thread.pool.take_error(id).map(error_to_js)))
+}
+
+/// The stream's parser state code, or 0xFFFFFFFF if `id` is not open.
+#[napi]
+pub fn parser_state(id: u32) -> Result<u32> {
+    with_thread_pool(|thread| Ok(thread.pool.state(id).map_or(u32::MAX, |state| state as u32)))
+}
+
+/// Names the default pool interned, with ids `from + 1` onwards.
+#[napi]
+pub fn parser_names(from: u32) -> Result<Vec<String>> {
+    with_thread_pool(|thread| Ok(thread.pool.names_from(from as usize).iter().map(|name| name.to_string()).collect()))
+}
+
+/// Panics inside the guard of stream `id`, so tests can check that a panic reaches JavaScript as an
+/// error and the process lives on. Not part of the public API. Returns the status.
+#[napi]
+pub fn parser_debug_panic(id: u32) -> Result<u32> {
+    with_thread_pool(|thread| Ok(thread.pool.debug_panic(id).unwrap_or(STATUS_INTERNAL_ERROR)))
+}
+
+// ---- pools the caller drives ----
+
+/// A `StreamPool`: many streams, one call per engine step. Methods are called by `HarmonyStreamPool`.
+#[napi]
+pub struct NativePool {
+    pool: StreamPool,
+}
+
+#[napi]
+impl NativePool {
     #[napi(constructor)]
-    pub fn new(role: Option<String>, strict: bool, max_header_tokens: u32, tool_names: Vec<String>) -> Result<Self> {
-        let vocabulary = shared_vocabulary().ok_or_else(|| Error::from_reason("call loadVocabulary first"))?;
-        let options = ParserOptions { role, strict, max_header_tokens: max_header_tokens as usize, tool_names };
-        Ok(NativeEngine { parser: StreamParser::new(vocabulary, options), error: None, broken: false })
-    }
-
-    /// Parses `tokens`; returns the batch text and writes the status and events into `out`.
-    #[napi]
-    pub fn push(&mut self, tokens: Uint32ArraySlice, mut out: Uint32ArraySlice) -> Result<String> {
-        let tokens: &[u32] = &tokens;
-        let out = writable(&mut out, tokens)?;
-        self.guarded(out, |parser| parser.push(tokens))
+    pub fn new() -> Result<Self> {
+        Ok(NativePool { pool: StreamPool::new(shared_vocabulary()?) })
     }
 
     #[napi]
-    pub fn finish(&mut self, mut out: Uint32ArraySlice) -> Result<String> {
-        let out = writable(&mut out, &[])?;
-        self.guarded(out, StreamParser::finish)
-    }
-
-    /// Headers of the messages opened by the last call, in order.
-    #[napi]
-    pub fn take_headers(&mut self) -> Vec<NativeHeader> {
-        self.parser.output_mut().headers.drain(..).map(header_to_js).collect()
+    pub fn open(&mut self, role: Option<String>, strict: bool, max_header_tokens: u32, tool_names: Vec<String>) -> Result<u32> {
+        self.pool.open(options(role, strict, max_header_tokens, tool_names)).map_err(pool_error)
     }
 
     #[napi]
-    pub fn take_diagnostics(&mut self) -> Vec<NativeDiagnostic> {
-        self.parser.output_mut().diagnostics.drain(..).map(diagnostic_to_js).collect()
-    }
-
-    #[napi]
-    pub fn take_error(&mut self) -> Option<NativeParseError> {
-        self.error.take().map(|e| NativeParseError {
-            code: e.code.to_owned(),
-            message: e.message,
-            token_offset: e.token_offset as f64,
-            header: e.header,
-        })
-    }
-
-    /// Panics inside the guard, so tests can check that a panic reaches JavaScript as an error and the
-    /// process lives on. Not part of the public API.
-    #[napi]
-    pub fn debug_panic(&mut self, mut out: Uint32ArraySlice) -> Result<String> {
-        let out = writable(&mut out, &[])?;
-        self.guarded(out, |_| panic!("deliberate panic (debugPanic)"))
+    pub fn close(&mut self, id: u32) -> bool {
+        self.pool.close(id)
     }
 
     #[napi(getter)]
-    pub fn state(&self) -> u32 {
-        self.parser.state() as u32
+    pub fn size(&self) -> u32 {
+        self.pool.len() as u32
+    }
+
+    #[napi]
+    pub fn step(&mut self, streams: Uint32ArraySlice, offsets: Uint32ArraySlice, tokens: Uint32ArraySlice, mut out: Uint32ArraySlice) -> Result<String> {
+        let out = writable(&mut out, &[&streams, &offsets, &tokens])?;
+        match self.pool.step(&streams, &offsets, &tokens, out) {
+            Ok(text) => Ok(text.to_owned()),
+            Err(error) => status_or_throw(error, out),
+        }
+    }
+
+    #[napi]
+    pub fn finish(&mut self, streams: Uint32ArraySlice, mut out: Uint32ArraySlice) -> Result<String> {
+        let out = writable(&mut out, &[&streams])?;
+        match self.pool.finish(&streams, out) {
+            Ok(text) => Ok(text.to_owned()),
+            Err(error) => status_or_throw(error, out),
+        }
+    }
+
+    #[napi]
+    pub fn take_diagnostics(&mut self, id: u32) -> Vec<NativeDiagnostic> {
+        self.pool.take_diagnostics(id).into_iter().map(diagnostic_to_js).collect()
+    }
+
+    #[napi]
+    pub fn take_headers(&mut self, id: u32) -> Vec<NativeHeader> {
+        self.pool.take_headers(id).into_iter().map(header_to_js).collect()
+    }
+
+    #[napi]
+    pub fn take_error(&mut self, id: u32) -> Option<NativeParseError> {
+        self.pool.take_error(id).map(error_to_js)
+    }
+
+    #[napi]
+    pub fn state(&self, id: u32) -> u32 {
+        self.pool.state(id).map_or(u32::MAX, |state| state as u32)
+    }
+
+    #[napi]
+    pub fn names(&self, from: u32) -> Vec<String> {
+        self.pool.names_from(from as usize).iter().map(|name| name.to_string()).collect()
+    }
+
+    /// Test hook, as `parserDebugPanic`.
+    #[napi]
+    pub fn debug_panic(&mut self, id: u32) -> u32 {
+        self.pool.debug_panic(id).unwrap_or(STATUS_INTERNAL_ERROR)
     }
 }
 
-impl NativeEngine {
-    /// Runs `call`, catching a panic so that it reaches JavaScript as an error instead of aborting Node.
-    fn guarded(&mut self, out: &mut [u32], call: impl FnOnce(&mut StreamParser) -> std::result::Result<(), PushError>) -> Result<String> {
-        if self.broken {
-            return Err(Error::from_reason("this parser failed earlier with an internal error and cannot be used"));
-        }
-        if out.len() < OUT_FIRST_EVENT {
-            return Err(Error::from_reason("output array too small"));
-        }
-        let parser = &mut self.parser;
-        let result = catch_unwind(AssertUnwindSafe(|| call(parser))).map_err(|panic| {
-            let reason = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            Error::from_reason(format!("internal error in the native parser (a Rust panic: {reason})"))
-        });
-        let result = match result {
-            Ok(result) => result,
-            Err(error) => {
-                self.broken = true;
-                return Err(error);
-            }
-        };
-        out[OUT_BAD_INDEX] = 0;
-        out[OUT_STATUS] = match result {
-            Ok(()) => STATUS_OK,
-            Err(PushError::Parse(error)) => {
-                self.error = Some(error);
-                STATUS_PARSE_ERROR
-            }
-            Err(PushError::InvalidToken { index, .. }) => {
-                out[OUT_BAD_INDEX] = index as u32;
-                STATUS_INVALID_TOKEN
-            }
-            Err(PushError::Finished) => STATUS_FINISHED,
-        };
-        let output = self.parser.output();
-        let needed = OUT_FIRST_EVENT + 3 * output.events.len();
-        if out.len() < needed {
-            return Err(Error::from_reason(format!("output array too small: {needed} slots needed")));
-        }
-        out[OUT_EVENTS] = output.events.len() as u32;
-        out[OUT_HEADERS] = output.headers.len() as u32;
-        out[OUT_DIAGNOSTICS] = output.diagnostics.len() as u32;
-        out[OUT_STATE] = self.parser.state() as u32;
-        for (slot, event) in out[OUT_FIRST_EVENT..needed].chunks_exact_mut(3).zip(&output.events) {
-            slot.copy_from_slice(&event.encode());
-        }
-        Ok(output.text.text.clone())
-    }
-}
-
-/// The caller's output array as a mutable slice, refusing one that overlaps the input.
-fn writable<'a>(out: &'a mut Uint32ArraySlice, input: &[u32]) -> Result<&'a mut [u32]> {
+/// The caller's output array as a mutable slice, refusing one that overlaps an input.
+fn writable<'a>(out: &'a mut Uint32ArraySlice, inputs: &[&[u32]]) -> Result<&'a mut [u32]> {
     // SAFETY: the call is synchronous, so JavaScript cannot touch the buffer while Rust holds the slice;
-    // the only other view Rust holds is `input`, and overlapping it is refused below.
+    // the only other views Rust holds are `inputs`, and overlapping them is refused below.
     let out = unsafe { out.as_mut() };
     let (out_start, out_end) = (out.as_ptr() as usize, out.as_ptr() as usize + std::mem::size_of_val(out));
-    let (in_start, in_end) = (input.as_ptr() as usize, input.as_ptr() as usize + std::mem::size_of_val(input));
-    if !input.is_empty() && in_start < out_end && out_start < in_end {
-        return Err(Error::from_reason("the output array must not share memory with the tokens"));
+    for input in inputs {
+        let (start, end) = (input.as_ptr() as usize, input.as_ptr() as usize + std::mem::size_of_val(*input));
+        if !input.is_empty() && start < out_end && out_start < end {
+            return Err(Error::from_reason("the output array must not share memory with the inputs"));
+        }
     }
+    if out.len() < HEADER_SLOTS {
+        return Err(Error::from_reason("output array too small"));
+    }
+    out[AT_STATUS] = 0;
     Ok(out)
 }
 
@@ -219,4 +315,8 @@ fn diagnostic_to_js(diagnostic: Diagnostic) -> NativeDiagnostic {
         token_offset: diagnostic.token_offset as f64,
         text: diagnostic.text,
     }
+}
+
+fn error_to_js(error: ParseError) -> NativeParseError {
+    NativeParseError { code: error.code.to_owned(), message: error.message, token_offset: error.token_offset as f64, header: error.header }
 }

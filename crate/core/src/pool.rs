@@ -1,0 +1,344 @@
+//! Many streams behind one object, so that one call can serve an engine step for every running request
+//! (and one call's fixed cost is shared by all of them). Each stream is a `StreamParser` with exactly the
+//! semantics it has alone; results come back in the compact format (`compact.rs`).
+//!
+//! Streams are isolated: a panic in one (a bug) is caught here, reported as that stream's
+//! `STATUS_INTERNAL_ERROR`, and only that stream refuses further use.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use crate::compact::{
+    capacity, write_records, NameTable, AT_BAD_INDEX, AT_DIAGNOSTICS, AT_RECORDS, AT_STATE, AT_STATUS, HEADER_SLOTS,
+    RECORD_SLOTS, STATUS_BAD_OFFSETS, STATUS_FINISHED, STATUS_INTERNAL_ERROR, STATUS_INVALID_TOKEN, STATUS_OK, STATUS_PARSE_ERROR, STATUS_UNKNOWN_STREAM, STREAM,
+};
+use crate::header::Header;
+use crate::output::{Diagnostic, ParseError};
+use crate::stream_parser::{ParserOptions, PushError, State, StreamParser};
+use crate::vocabulary::Vocabulary;
+
+/// Stream ids: the slot index in the low 24 bits, a generation in the high 8, so that an id used after
+/// `close` is refused (unless 256 streams reused the slot since).
+const INDEX_BITS: u32 = 24;
+const INDEX_MASK: u32 = (1 << INDEX_BITS) - 1;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PoolError {
+    /// `streams[index]` is not an open stream of this pool.
+    UnknownStream { index: usize, id: u32 },
+    /// `offsets` must have one entry more than `streams`, never decrease and stay within `tokens`.
+    BadOffsets,
+    /// `tokens[index]` is outside the vocabulary; nothing was consumed.
+    InvalidToken { index: usize, id: u32 },
+    /// The output array has fewer slots than `needed`.
+    OutputTooSmall { needed: usize },
+    /// The pool holds 2^24 streams.
+    Full,
+}
+
+impl std::fmt::Display for PoolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PoolError::UnknownStream { index, id } => write!(f, "stream id {id} at index {index} is not open in this pool"),
+            PoolError::BadOffsets => f.write_str("offsets must hold streams.length + 1 non-decreasing indexes into tokens"),
+            PoolError::InvalidToken { index, id } => {
+                write!(f, "token id {id} at index {index} is outside the vocabulary (0..={})", crate::tokens::LAST_TOKEN)
+            }
+            PoolError::OutputTooSmall { needed } => write!(f, "output array too small: {needed} slots needed"),
+            PoolError::Full => f.write_str("the pool is full"),
+        }
+    }
+}
+
+impl std::error::Error for PoolError {}
+
+impl PoolError {
+    /// Writes the error into the header slots of `out` as a status (errors as data: the binding turns
+    /// them into typed JavaScript errors); `OutputTooSmall` cannot be written there and returns false.
+    pub fn write_status(&self, out: &mut [u32]) -> bool {
+        let (status, index) = match *self {
+            PoolError::UnknownStream { index, .. } => (STATUS_UNKNOWN_STREAM, index),
+            PoolError::BadOffsets => (STATUS_BAD_OFFSETS, 0),
+            PoolError::InvalidToken { index, .. } => (STATUS_INVALID_TOKEN, index),
+            PoolError::OutputTooSmall { .. } | PoolError::Full => return false,
+        };
+        if out.len() < HEADER_SLOTS {
+            return false;
+        }
+        out[..HEADER_SLOTS].fill(0);
+        out[AT_STATUS] = status;
+        out[AT_BAD_INDEX] = index as u32;
+        true
+    }
+}
+
+struct Stream {
+    parser: StreamParser,
+    /// The strict-mode error of the last call, or the report of a panic.
+    error: Option<ParseError>,
+    broken: bool,
+}
+
+struct Slot {
+    generation: u8,
+    stream: Option<Stream>,
+}
+
+pub struct StreamPool {
+    vocabulary: Arc<Vocabulary>,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    open: usize,
+    names: NameTable,
+    /// The text of the last call, reused.
+    text: String,
+}
+
+impl StreamPool {
+    pub fn new(vocabulary: Arc<Vocabulary>) -> StreamPool {
+        StreamPool { vocabulary, slots: Vec::new(), free: Vec::new(), open: 0, names: NameTable::default(), text: String::new() }
+    }
+
+    /// Number of open streams.
+    pub fn len(&self) -> usize {
+        self.open
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.open == 0
+    }
+
+    pub fn open(&mut self, options: ParserOptions) -> Result<u32, PoolError> {
+        let stream = Stream { parser: StreamParser::new(self.vocabulary.clone(), options), error: None, broken: false };
+        let index = match self.free.pop() {
+            Some(index) => index,
+            None if self.slots.len() <= INDEX_MASK as usize => {
+                self.slots.push(Slot { generation: 0, stream: None });
+                self.slots.len() as u32 - 1
+            }
+            None => return Err(PoolError::Full),
+        };
+        let slot = &mut self.slots[index as usize];
+        slot.stream = Some(stream);
+        self.open += 1;
+        Ok(index | (slot.generation as u32) << INDEX_BITS)
+    }
+
+    /// Releases a stream; false if `id` was not open.
+    pub fn close(&mut self, id: u32) -> bool {
+        let Some(slot) = self.slot_mut(id) else { return false };
+        slot.stream = None;
+        slot.generation = slot.generation.wrapping_add(1);
+        self.free.push(id & INDEX_MASK);
+        self.open -= 1;
+        true
+    }
+
+    fn slot_mut(&mut self, id: u32) -> Option<&mut Slot> {
+        let slot = self.slots.get_mut((id & INDEX_MASK) as usize)?;
+        (slot.stream.is_some() && slot.generation as u32 == id >> INDEX_BITS).then_some(slot)
+    }
+
+    fn stream_mut(&mut self, id: u32) -> Option<&mut Stream> {
+        stream_in(&mut self.slots, id)
+    }
+
+    pub fn contains(&self, id: u32) -> bool {
+        let slot = self.slots.get((id & INDEX_MASK) as usize);
+        slot.is_some_and(|slot| slot.stream.is_some() && slot.generation as u32 == id >> INDEX_BITS)
+    }
+
+    /// One engine step: `tokens[offsets[i]..offsets[i + 1]]` are the next tokens of stream `streams[i]`.
+    /// Writes a `STREAM` record and then that stream's records for each stream in order; returns the text
+    /// of all of them, which the records' offsets index. Checks everything before consuming anything.
+    pub fn step(&mut self, streams: &[u32], offsets: &[u32], tokens: &[u32], out: &mut [u32]) -> Result<&str, PoolError> {
+        let (first, last) = match (offsets.first(), offsets.last()) {
+            (Some(&first), Some(&last)) if offsets.len() == streams.len() + 1 => (first as usize, last as usize),
+            _ => return Err(PoolError::BadOffsets),
+        };
+        if offsets.windows(2).any(|w| w[0] > w[1]) || last > tokens.len() {
+            return Err(PoolError::BadOffsets);
+        }
+        self.check_streams(streams)?;
+        if let Some(index) = (first..last).find(|&i| !self.vocabulary.contains(tokens[i])) {
+            return Err(PoolError::InvalidToken { index, id: tokens[index] });
+        }
+        let ranges = offsets.windows(2).map(|w| w[0] as usize..w[1] as usize);
+        let calls = streams.iter().zip(ranges).map(|(&id, range)| (id, Some(&tokens[range])));
+        self.run_streams(calls, last - first, streams.len(), out, false)
+    }
+
+    /// Ends streams (as `StreamParser::finish`) and closes them; results as for `step`.
+    pub fn finish(&mut self, streams: &[u32], out: &mut [u32]) -> Result<&str, PoolError> {
+        self.check_streams(streams)?;
+        let mut seen = std::collections::HashSet::new();
+        if let Some(index) = streams.iter().position(|id| !seen.insert(id)) {
+            // The first finish would close the stream the second one names.
+            return Err(PoolError::UnknownStream { index, id: streams[index] });
+        }
+        let calls = streams.iter().map(|&id| (id, None));
+        self.run_streams(calls, 0, streams.len(), out, true)?;
+        Ok(&self.text)
+    }
+
+    fn check_streams(&self, streams: &[u32]) -> Result<(), PoolError> {
+        match streams.iter().position(|&id| !self.contains(id)) {
+            Some(index) => Err(PoolError::UnknownStream { index, id: streams[index] }),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs each call (`Some(tokens)`: push, `None`: finish) and writes the pool-form output.
+    fn run_streams<'a>(
+        &mut self,
+        calls: impl Iterator<Item = (u32, Option<&'a [u32]>)>,
+        tokens: usize,
+        streams: usize,
+        out: &mut [u32],
+        close: bool,
+    ) -> Result<&str, PoolError> {
+        let needed = capacity(streams, tokens);
+        if out.len() < needed {
+            return Err(PoolError::OutputTooSmall { needed });
+        }
+        self.text.clear();
+        let mut utf16 = 0u32;
+        let mut at = HEADER_SLOTS;
+        for (id, call) in calls {
+            let stream = stream_in(&mut self.slots, id).expect("checked above");
+            let status = run_guarded(stream, call);
+            let output = stream.parser.output();
+            out[at..at + RECORD_SLOTS].copy_from_slice(&[STREAM, id, status, output.diagnostics.len() as u32]);
+            at += RECORD_SLOTS;
+            if status != STATUS_INTERNAL_ERROR {
+                at = write_records(output, &mut self.names, out, at, utf16).expect("capacity checked above");
+                self.text.push_str(&output.text.text);
+                utf16 += output.text.utf16_len as u32;
+            }
+            if close {
+                self.close(id);
+            }
+        }
+        out[..HEADER_SLOTS].fill(0);
+        out[AT_RECORDS] = ((at - HEADER_SLOTS) / RECORD_SLOTS) as u32;
+        Ok(&self.text)
+    }
+
+    /// A single stream's call in the single form (no `STREAM` record; status, diagnostic count and state
+    /// in the header slots): what `HarmonyStreamParser` uses. `tokens: None` finishes the stream (without
+    /// closing it).
+    pub fn call_one(&mut self, id: u32, tokens: Option<&[u32]>, out: &mut [u32]) -> Result<&str, PoolError> {
+        let needed = capacity(1, tokens.map_or(0, <[u32]>::len));
+        if out.len() < needed {
+            return Err(PoolError::OutputTooSmall { needed });
+        }
+        let stream = stream_in(&mut self.slots, id).ok_or(PoolError::UnknownStream { index: 0, id })?;
+        let vocabulary = &self.vocabulary;
+        let bad_index = tokens.and_then(|tokens| tokens.iter().position(|&t| !vocabulary.contains(t)));
+        let status = match bad_index {
+            Some(_) => STATUS_INVALID_TOKEN,
+            None => run_guarded(stream, tokens),
+        };
+        let state = stream.parser.state() as u32;
+        let output = stream.parser.output();
+        let diagnostics = output.diagnostics.len() as u32;
+        out[..HEADER_SLOTS].fill(0);
+        let mut at = HEADER_SLOTS;
+        if status != STATUS_INTERNAL_ERROR && status != STATUS_INVALID_TOKEN {
+            at = write_records(output, &mut self.names, out, at, 0).expect("capacity checked above");
+        }
+        out[AT_RECORDS] = ((at - HEADER_SLOTS) / RECORD_SLOTS) as u32;
+        out[AT_STATUS] = status;
+        out[AT_DIAGNOSTICS] = if status == STATUS_INVALID_TOKEN { 0 } else { diagnostics };
+        out[AT_STATE] = state;
+        out[AT_BAD_INDEX] = bad_index.unwrap_or(0) as u32;
+        self.text.clear();
+        if status != STATUS_INTERNAL_ERROR && status != STATUS_INVALID_TOKEN {
+            self.text.push_str(&output.text.text);
+        }
+        Ok(&self.text)
+    }
+
+    /// Diagnostics of the stream's last call.
+    pub fn take_diagnostics(&mut self, id: u32) -> Vec<Diagnostic> {
+        self.stream_mut(id).map(|s| std::mem::take(&mut s.parser.output_mut().diagnostics)).unwrap_or_default()
+    }
+
+    /// Headers of the messages the stream's last call opened, for fields that came back `NOT_INTERNED`.
+    pub fn take_headers(&mut self, id: u32) -> Vec<Header> {
+        self.stream_mut(id).map(|s| std::mem::take(&mut s.parser.output_mut().headers)).unwrap_or_default()
+    }
+
+    /// The error behind `STATUS_PARSE_ERROR` or `STATUS_INTERNAL_ERROR` of the stream's last call.
+    pub fn take_error(&mut self, id: u32) -> Option<ParseError> {
+        self.stream_mut(id)?.error.take()
+    }
+
+    pub fn state(&self, id: u32) -> Option<State> {
+        let slot = self.slots.get((id & INDEX_MASK) as usize)?;
+        (slot.generation as u32 == id >> INDEX_BITS).then_some(())?;
+        slot.stream.as_ref().map(|s| s.parser.state())
+    }
+
+    /// Interned names with ids above `from` (see `NameTable::names_from`).
+    pub fn names_from(&self, from: usize) -> &[Box<str>] {
+        self.names.names_from(from)
+    }
+
+    /// Test hook: panics inside the guard of stream `id`, as a bug would.
+    pub fn debug_panic(&mut self, id: u32) -> Option<u32> {
+        let stream = self.stream_mut(id)?;
+        Some(guard(stream, |_| panic!("deliberate panic (debugPanic)")))
+    }
+}
+
+fn stream_in(slots: &mut [Slot], id: u32) -> Option<&mut Stream> {
+    let slot = slots.get_mut((id & INDEX_MASK) as usize)?;
+    if slot.generation as u32 != id >> INDEX_BITS {
+        return None;
+    }
+    slot.stream.as_mut()
+}
+
+/// Pushes `tokens` into the stream, or finishes it for `None`; returns the status.
+fn run_guarded(stream: &mut Stream, tokens: Option<&[u32]>) -> u32 {
+    match tokens {
+        Some(tokens) => guard(stream, |parser| parser.push(tokens)),
+        None => guard(stream, StreamParser::finish),
+    }
+}
+
+/// Runs `call` on the stream's parser, turning a panic into `STATUS_INTERNAL_ERROR` (it must never unwind
+/// into the caller: across N-API it would abort Node).
+fn guard(stream: &mut Stream, call: impl FnOnce(&mut StreamParser) -> Result<(), PushError>) -> u32 {
+    if stream.broken {
+        stream.error = Some(internal_error("this parser failed earlier with an internal error and cannot be used".to_owned()));
+        stream.parser.output_mut().clear();
+        return STATUS_INTERNAL_ERROR;
+    }
+    let parser = &mut stream.parser;
+    match catch_unwind(AssertUnwindSafe(|| call(parser))) {
+        Ok(Ok(())) => STATUS_OK,
+        Ok(Err(PushError::Parse(error))) => {
+            stream.error = Some(error);
+            STATUS_PARSE_ERROR
+        }
+        Ok(Err(PushError::Finished)) => STATUS_FINISHED,
+        // The pool checks ids before any call reaches a parser; kept as a status all the same.
+        Ok(Err(PushError::InvalidToken { .. })) => STATUS_INVALID_TOKEN,
+        Err(panic) => {
+            let reason = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            stream.broken = true;
+            stream.error = Some(internal_error(format!("internal error in the native parser (a Rust panic: {reason})")));
+            STATUS_INTERNAL_ERROR
+        }
+    }
+}
+
+fn internal_error(message: String) -> ParseError {
+    ParseError { code: "internal-error", message, token_offset: 0, header: None }
+}
