@@ -296,7 +296,7 @@ contractTest('strict mode throws HarmonyParseError with the reference texts', (t
 contractTest('strict errors keep the results of the tokens before them', (t, implementation) => {
   const parser = new HarmonyStreamParser({ implementation, strict: true })
   const error = t.throws(() => parser.push(harmony('<|channel|>final<|message|>Answer<|end|><|return|>')), { instanceOf: HarmonyParseError })
-  t.deepEqual(error?.partial.completed, [message({ channel: 'final', content: 'Answer', terminator: 'end' })])
+  t.deepEqual(error?.partial?.completed, [message({ channel: 'final', content: 'Answer', terminator: 'end' })])
   t.is(parser.messages.length, 1)
   t.is(parser.state, 'expect-start', 'the parser stays usable, as the reference does')
   t.deepEqual(parser.push(harmony('<|start|>assistant<|channel|>final<|message|>More<|return|>')).completed[0]?.content, 'More')

@@ -23,7 +23,7 @@ export class HarmonyParseError extends HarmonyError {
   /**
    * Results of the tokens before the failing one in the same batch, which were consumed. The parser is left
    * as the reference parser would be (usually waiting for `<|start|>`); the batch's tokens after
-   * `tokenOffset` were not consumed. Null from the compact fast path, whose partial results are in `out`.
+   * `tokenOffset` were not consumed. Null from the compact fast path and pools, whose partial results are in `out`.
    */
   readonly partial: HarmonyBatch | null
 

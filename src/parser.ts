@@ -208,8 +208,9 @@ export class HarmonyStreamParser {
    * the messages opened and closed, and interned header field ids written into `out` (layout in
    * `compact.ts`; size it with `compactCapacity(batchSize)` and reuse it). Nothing is accumulated: read
    * diagnostics with `takeDiagnostics()` when `out[COMPACT_DIAGNOSTICS]` says there are some, names with
-   * `nameOf(id)`. Errors as for `push`; a strict-mode `HarmonyParseError` has `partial: null`, the results
-   * before the failing token being in `out`.
+   * `nameOf(id)`. Bad arguments throw as for `push`. A strict-mode error is data here, not an exception:
+   * `out[COMPACT_STATUS]` is COMPACT_STATUS_PARSE_ERROR, the results of the tokens before the failing one
+   * are in `out` and the returned text, and `takeError()` returns the `HarmonyParseError`.
    */
   pushCompact(tokens: Uint32Array | readonly number[], out: Uint32Array): string {
     this.use('compact')
@@ -228,6 +229,12 @@ export class HarmonyStreamParser {
     this.use('compact')
     this.done = true
     return this.copyCompact(this.call(null), null, out)
+  }
+
+  /** The strict-mode error behind COMPACT_STATUS_PARSE_ERROR of the last compact call (`partial: null`). */
+  takeError(): HarmonyParseError | null {
+    const error = this.backend.takeError(this.id)
+    return error === null ? null : new HarmonyParseError(error.code, error.message, error.tokenOffset, error.header ?? null, null)
   }
 
   /** Diagnostics of the last `pushCompact`/`finishCompact` (each returned once). */
@@ -295,7 +302,7 @@ export class HarmonyStreamParser {
     }
   }
 
-  private parseError(partial: HarmonyBatch | null): HarmonyParseError {
+  private parseError(partial: HarmonyBatch): HarmonyParseError {
     const error = this.backend.takeError(this.id)!
     return new HarmonyParseError(error.code, error.message, error.tokenOffset, error.header ?? null, partial)
   }
@@ -305,7 +312,6 @@ export class HarmonyStreamParser {
     const status = source[COMPACT_STATUS]
     this.checkStatus(status, tokens)
     out.set(source.subarray(0, COMPACT_FIRST_RECORD + COMPACT_RECORD_SLOTS * source[COMPACT_RECORDS]))
-    if (status === COMPACT_STATUS_PARSE_ERROR) throw this.parseError(null)
     return text
   }
 

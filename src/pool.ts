@@ -8,7 +8,7 @@
  *   const out = new Uint32Array(compactCapacity(tokens.length, 2))
  *   const text = pool.step(Uint32Array.of(a, b), Uint32Array.of(0, 1, 3), tokens, out)
  *   // out: a RECORD_STREAM record per stream, each followed by that stream's records (compact.ts)
- *   pool.finish(Uint32Array.of(a, b), out)   // ends both streams and closes them
+ *   pool.finish(Uint32Array.of(a, b), out)   // ends both streams (closed on the pool's next call)
  *
  * Each stream behaves exactly as a `HarmonyStreamParser` with the same options fed the same batches.
  */
@@ -69,7 +69,7 @@ export class HarmonyStreamPool {
     return Number.isInteger(id) && id >= 0 && id <= 0xffff_ffff && this.backend.close(id)
   }
 
-  /** Number of open streams. */
+  /** Number of open streams (finished ones count until the next `open`, `step` or `finish`). */
   get size(): number {
     return this.backend.size
   }
@@ -98,7 +98,11 @@ export class HarmonyStreamPool {
     return text
   }
 
-  /** Ends the given streams (flushing unterminated messages) and closes them; output as for `step`. */
+  /**
+   * Ends the given streams (flushing unterminated messages); output as for `step`. They are closed at the
+   * start of the pool's next `open`, `step` or `finish`: until then `takeDiagnostics`/`takeError` still
+   * answer for them.
+   */
   finish(streams: Uint32Array, out: Uint32Array): string {
     streams = plainUint32Array(streams, 'streams')
     checkOut(out, 0, streams.length)

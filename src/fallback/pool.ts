@@ -47,6 +47,8 @@ export class StreamPool implements PoolBackend {
   private readonly slots: Slot[] = []
   private readonly free: number[] = []
   private streamCount = 0
+  /** Streams ended by `finish`, closed at the start of the next `open`, `step` or `finish` (as in pool.rs). */
+  private readonly finished: number[] = []
   private readonly table = new NameTable()
   /** The texts of a step's streams, joined once at the end. */
   private readonly texts: string[] = []
@@ -56,6 +58,7 @@ export class StreamPool implements PoolBackend {
   }
 
   open(role: string | null, strict: boolean, maxHeaderTokens: number, toolNames: string[]): number {
+    this.closeFinished()
     const stream: Stream = { parser: new StreamParser(this.vocabulary, { role, strict, maxHeaderTokens, toolNames }), error: null, broken: false }
     let index = this.free.pop()
     if (index === undefined) {
@@ -66,6 +69,10 @@ export class StreamPool implements PoolBackend {
     slot.stream = stream
     this.streamCount++
     return (index | (slot.generation << INDEX_BITS)) >>> 0
+  }
+
+  private closeFinished(): void {
+    for (let id = this.finished.pop(); id !== undefined; id = this.finished.pop()) this.close(id)
   }
 
   close(id: number): boolean {
@@ -88,6 +95,7 @@ export class StreamPool implements PoolBackend {
   }
 
   step(streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, out: Uint32Array): string {
+    this.closeFinished()
     const n = streams.length
     if (offsets.length !== n + 1) return failed(out, COMPACT_STATUS_BAD_OFFSETS, 0)
     for (let i = 0; i < n; i++) if (offsets[i] > offsets[i + 1]) return failed(out, COMPACT_STATUS_BAD_OFFSETS, 0)
@@ -104,6 +112,7 @@ export class StreamPool implements PoolBackend {
   }
 
   finish(streams: Uint32Array, out: Uint32Array): string {
+    this.closeFinished()
     const unknown = this.firstUnknown(streams)
     if (unknown >= 0) return failed(out, COMPACT_STATUS_UNKNOWN_STREAM, unknown)
     const seen = new Set<number>()
@@ -141,7 +150,7 @@ export class StreamPool implements PoolBackend {
         if (output.text !== '') texts.push(output.text)
         utf16 += output.text.length
       }
-      if (close) this.close(id)
+      if (close) this.finished.push(id)
     }
     out.fill(0, 0, COMPACT_HEADER_SLOTS)
     out[COMPACT_RECORDS] = (at - COMPACT_HEADER_SLOTS) / COMPACT_RECORD_SLOTS

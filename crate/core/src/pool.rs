@@ -89,6 +89,9 @@ pub struct StreamPool {
     slots: Vec<Slot>,
     free: Vec<u32>,
     open: usize,
+    /// Streams ended by `finish`, closed at the start of the next `open`, `step` or `finish`, so that
+    /// the diagnostics and errors of their last call can still be taken.
+    finished: Vec<u32>,
     names: NameTable,
     /// The text of the last call, reused.
     text: String,
@@ -96,10 +99,10 @@ pub struct StreamPool {
 
 impl StreamPool {
     pub fn new(vocabulary: Arc<Vocabulary>) -> StreamPool {
-        StreamPool { vocabulary, slots: Vec::new(), free: Vec::new(), open: 0, names: NameTable::default(), text: String::new() }
+        StreamPool { vocabulary, slots: Vec::new(), free: Vec::new(), open: 0, finished: Vec::new(), names: NameTable::default(), text: String::new() }
     }
 
-    /// Number of open streams.
+    /// Number of open streams (finished ones count until they are closed).
     pub fn len(&self) -> usize {
         self.open
     }
@@ -109,6 +112,7 @@ impl StreamPool {
     }
 
     pub fn open(&mut self, options: ParserOptions) -> Result<u32, PoolError> {
+        self.close_finished();
         let stream = Stream { parser: StreamParser::new(self.vocabulary.clone(), options), error: None, broken: false };
         let index = match self.free.pop() {
             Some(index) => index,
@@ -122,6 +126,12 @@ impl StreamPool {
         slot.stream = Some(stream);
         self.open += 1;
         Ok(index | (slot.generation as u32) << INDEX_BITS)
+    }
+
+    fn close_finished(&mut self) {
+        while let Some(id) = self.finished.pop() {
+            self.close(id);
+        }
     }
 
     /// Releases a stream; false if `id` was not open.
@@ -152,6 +162,7 @@ impl StreamPool {
     /// Writes a `STREAM` record and then that stream's records for each stream in order; returns the text
     /// of all of them, which the records' offsets index. Checks everything before consuming anything.
     pub fn step(&mut self, streams: &[u32], offsets: &[u32], tokens: &[u32], out: &mut [u32]) -> Result<&str, PoolError> {
+        self.close_finished();
         let (first, last) = match (offsets.first(), offsets.last()) {
             (Some(&first), Some(&last)) if offsets.len() == streams.len() + 1 => (first as usize, last as usize),
             _ => return Err(PoolError::BadOffsets),
@@ -168,8 +179,10 @@ impl StreamPool {
         self.run_streams(calls, last - first, streams.len(), out, false)
     }
 
-    /// Ends streams (as `StreamParser::finish`) and closes them; results as for `step`.
+    /// Ends streams (as `StreamParser::finish`); results as for `step`. The streams are closed at the
+    /// start of the pool's next `open`, `step` or `finish`: until then their diagnostics and errors can be taken.
     pub fn finish(&mut self, streams: &[u32], out: &mut [u32]) -> Result<&str, PoolError> {
+        self.close_finished();
         self.check_streams(streams)?;
         let mut seen = std::collections::HashSet::new();
         if let Some(index) = streams.iter().position(|id| !seen.insert(id)) {
@@ -216,7 +229,7 @@ impl StreamPool {
                 utf16 += output.text.utf16_len as u32;
             }
             if close {
-                self.close(id);
+                self.finished.push(id);
             }
         }
         out[..HEADER_SLOTS].fill(0);
