@@ -12,7 +12,7 @@ import { cpus, totalmem } from 'node:os'
 import { join } from 'node:path'
 
 import b from 'benny'
-import { HarmonyStreamParser, implementation } from 'harmony-stream'
+import { HarmonyStreamParser, HarmonyStreamPool, compactCapacity, implementation } from 'harmony-stream'
 
 import { generator } from '../__test__/helpers/generator.mjs'
 import { loadReference } from '../__test__/helpers/reference-wasm.mjs'
@@ -48,6 +48,67 @@ function objectApi(which: 'native' | 'js', size: number): () => void {
   }
 }
 
+function fastPath(which: 'native' | 'js', size: number): () => void {
+  const streams = batched(size, true) as Uint32Array[][]
+  const out = new Uint32Array(compactCapacity(size))
+  return () => {
+    for (const stream of streams) {
+      const parser = new HarmonyStreamParser({ implementation: which })
+      for (const tokens of stream) sink += parser.pushCompact(tokens, out).length + out[0]
+      sink += parser.finishCompact(out).length
+    }
+  }
+}
+
+/**
+ * `concurrent` requests decoding at once, one token each per engine step: stream i replays completion
+ * i mod the corpus size. The steps are prepared once; a run replays all of them.
+ */
+function concurrentCorpus(concurrent: number) {
+  const streams = Array.from({ length: concurrent }, (_, i) => corpus[i % corpus.length].tokens)
+  const longest = Math.max(...streams.map((s) => s.length))
+  const steps: { live: number[]; ids: Uint32Array; offsets: Uint32Array; tokens: Uint32Array }[] = []
+  for (let t = 0; t < longest; t++) {
+    const live = streams.flatMap((s, i) => (t < s.length ? [i] : []))
+    steps.push({
+      live,
+      ids: Uint32Array.from(live),
+      offsets: Uint32Array.from({ length: live.length + 1 }, (_, k) => k),
+      tokens: Uint32Array.from(live.map((i) => streams[i][t])),
+    })
+  }
+  return { steps, tokens: streams.reduce((n, s) => n + s.length, 0) }
+}
+
+function poolCase(which: 'native' | 'js', concurrent: number): () => void {
+  const { steps } = concurrentCorpus(concurrent)
+  const out = new Uint32Array(compactCapacity(concurrent, concurrent))
+  const all = Uint32Array.from({ length: concurrent }, (_, i) => i)
+  return () => {
+    const pool = new HarmonyStreamPool({ implementation: which })
+    for (let i = 0; i < concurrent; i++) {
+      // A fresh pool numbers its streams 0, 1, 2…, which the prepared steps rely on.
+      if (pool.open() !== i) throw new Error('unexpected stream id')
+    }
+    for (const step of steps) sink += pool.step(step.ids, step.offsets, step.tokens, out).length + out[0]
+    sink += pool.finish(all, out).length
+  }
+}
+
+function separateParsersCase(which: 'native' | 'js', concurrent: number): () => void {
+  const { steps } = concurrentCorpus(concurrent)
+  const one = steps.map((step) => Array.from(step.tokens, (id) => Uint32Array.of(id)))
+  return () => {
+    const parsers = Array.from({ length: concurrent }, () => new HarmonyStreamParser({ implementation: which }))
+    for (let t = 0; t < steps.length; t++) {
+      const { live } = steps[t]
+      const tokens = one[t]
+      for (let k = 0; k < live.length; k++) sink += parsers[live[k]].push(tokens[k]).segments.length
+    }
+    for (const parser of parsers) sink += parser.finish().completed.length
+  }
+}
+
 const reference = await loadReference()
 function referenceCase(): () => void {
   return () => {
@@ -66,12 +127,22 @@ function naiveCase(size: number): () => void {
   }
 }
 
-const cases: [string, () => void][] = [['reference (openai-harmony WASM), token by token', referenceCase()]]
+const cases: [string, () => void, number][] = [['reference (openai-harmony WASM), token by token', referenceCase(), corpusTokens]]
 for (const size of BATCHES) {
-  cases.push([`native object API, batch ${size}`, objectApi('native', size)])
-  cases.push([`js object API, batch ${size}`, objectApi('js', size)])
-  cases.push([`naive regex baseline, batch ${size}`, naiveCase(size)])
+  cases.push([`native object API, batch ${size}`, objectApi('native', size), corpusTokens])
+  cases.push([`js object API, batch ${size}`, objectApi('js', size), corpusTokens])
+  cases.push([`native fast path, batch ${size}`, fastPath('native', size), corpusTokens])
+  cases.push([`js fast path, batch ${size}`, fastPath('js', size), corpusTokens])
+  cases.push([`naive regex baseline, batch ${size}`, naiveCase(size), corpusTokens])
 }
+for (const concurrent of [64, 1024]) {
+  const { tokens } = concurrentCorpus(concurrent)
+  cases.push([`native pool, ${concurrent} streams × 1 token per step`, poolCase('native', concurrent), tokens])
+  cases.push([`js pool, ${concurrent} streams × 1 token per step`, poolCase('js', concurrent), tokens])
+  cases.push([`js, ${concurrent} separate parsers × 1 token per step`, separateParsersCase('js', concurrent), tokens])
+  cases.push([`native, ${concurrent} separate parsers × 1 token per step`, separateParsersCase('native', concurrent), tokens])
+}
+const tokensOf = new Map(cases.map(([name, , tokens]) => [name, tokens]))
 
 interface Result {
   name: string
@@ -89,21 +160,33 @@ const summary = await b.suite(
 )
 
 const results = summary.results as unknown as Result[]
-const tokensPerSecond = (r: Result) => r.ops * corpusTokens
+const tokensPerSecond = (r: Result) => r.ops * tokensOf.get(r.name)!
 const byName = new Map(results.map((r) => [r.name, r]))
 const ref = tokensPerSecond(byName.get('reference (openai-harmony WASM), token by token')!)
 console.log(`\nMachine: ${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}; default implementation: ${implementation}`)
-console.log(`Corpus: ${corpus.length} completions, ${corpusTokens} tokens (seed 4)\n`)
-console.log('| case | M tokens/s | ns/token | × reference | × js (same batch) |')
+console.log(`Corpus: ${corpus.length} completions, ${corpusTokens} tokens (seed 4); pools: stream i replays completion i mod ${corpus.length}\n`)
+console.log('| case | M tokens/s | ns/token | × reference | × js counterpart |')
 console.log('|---|---:|---:|---:|---:|')
+/** The js case a native (or pool) case is compared with, measured in this same run. */
+function counterpart(name: string): string | undefined {
+  if (name.startsWith('native ') && !name.includes('separate')) return name.replace(/^native /, 'js ')
+  const pool = /^js pool, (\d+) streams/.exec(name)
+  if (pool) return `js, ${pool[1]} separate parsers × 1 token per step`
+  if (name.startsWith('native, ')) return name.replace(/^native, /, 'js, ')
+  return undefined
+}
 for (const r of results) {
   const tps = tokensPerSecond(r)
-  const size = /batch (\d+)/.exec(r.name)?.[1]
-  const js = size ? byName.get(`js object API, batch ${size}`) : undefined
-  const vsJs = js && r.name.startsWith('native') ? (tps / tokensPerSecond(js)).toFixed(2) : ''
+  const other = counterpart(r.name)
+  const js = other ? byName.get(other) : undefined
+  const vsJs = js ? (tps / tokensPerSecond(js)).toFixed(2) : ''
   console.log(`| ${r.name} | ${(tps / 1e6).toFixed(2)} | ${(1e9 / tps).toFixed(1)} | ${(tps / ref).toFixed(1)} | ${vsJs} |`)
 }
-
+const nativePool = byName.get('native pool, 1024 streams × 1 token per step')
+const jsSeparate = byName.get('js, 1024 separate parsers × 1 token per step')
+if (nativePool && jsSeparate) {
+  console.log(`\nnative pool (1024 streams) vs js driving 1024 separate parsers: ${(tokensPerSecond(nativePool) / tokensPerSecond(jsSeparate)).toFixed(2)}×`)
+}
 // Costs outside the hot path, each measured in a fresh process so that nothing is cached.
 const probe = (which: string, code: string) =>
   execFileSync(process.execPath, ['--expose-gc', '-e', code], { encoding: 'utf8', env: { ...process.env, HARMONY_STREAM_IMPL: which } }).trim()
