@@ -209,9 +209,7 @@ export class StreamPool implements PoolBackend {
 
   debugPanic(id: number): number {
     const stream = this.streamOf(id)
-    return stream === null ? COMPACT_STATUS_INTERNAL_ERROR : guard(stream, () => {
-      throw new Error('deliberate failure (debugPanic)')
-    })
+    return stream === null ? COMPACT_STATUS_INTERNAL_ERROR : failGuarded(stream)
   }
 }
 
@@ -228,25 +226,40 @@ function checkCapacity(out: Uint32Array, needed: number): void {
   if (out.length < needed) throw new Error(`output array too small: ${needed} slots needed`)
 }
 
+/**
+ * Pushes `tokens` into the stream, or finishes it for null; returns the status. An exception (a bug)
+ * marks the stream broken, as a panic does in Rust. (No closures: this runs once per call.)
+ */
 function runGuarded(stream: Stream, tokens: Uint32Array | null): number {
-  return guard(stream, tokens === null ? () => stream.parser.finish() : () => stream.parser.push(tokens))
-}
-
-/** Runs a call; an exception (a bug) marks the stream broken, as a panic does in Rust. */
-function guard(stream: Stream, call: () => PushError | null): number {
-  if (stream.broken) {
-    stream.error = internalError('this parser failed earlier with an internal error and cannot be used')
-    stream.parser.output.clear()
-    return COMPACT_STATUS_INTERNAL_ERROR
-  }
+  if (stream.broken) return refuseBroken(stream)
   let result: PushError | null
   try {
-    result = call()
+    result = tokens === null ? stream.parser.finish() : stream.parser.push(tokens)
   } catch (cause) {
-    stream.broken = true
-    stream.error = internalError(`internal error in the TypeScript parser: ${cause instanceof Error ? cause.message : String(cause)}`)
-    return COMPACT_STATUS_INTERNAL_ERROR
+    return markBroken(stream, cause)
   }
+  return statusOf(stream, result)
+}
+
+/** Test hook: fails inside the guard, as a bug would. */
+function failGuarded(stream: Stream): number {
+  if (stream.broken) return refuseBroken(stream)
+  return markBroken(stream, new Error('deliberate failure (debugPanic)'))
+}
+
+function refuseBroken(stream: Stream): number {
+  stream.error = internalError('this parser failed earlier with an internal error and cannot be used')
+  stream.parser.output.clear()
+  return COMPACT_STATUS_INTERNAL_ERROR
+}
+
+function markBroken(stream: Stream, cause: unknown): number {
+  stream.broken = true
+  stream.error = internalError(`internal error in the TypeScript parser: ${cause instanceof Error ? cause.message : String(cause)}`)
+  return COMPACT_STATUS_INTERNAL_ERROR
+}
+
+function statusOf(stream: Stream, result: PushError | null): number {
   if (result === null) return COMPACT_STATUS_OK
   if (result.kind === 'parse') {
     stream.error = result.error

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use harmony_stream_core::{ParserOptions, StreamParser, Vocabulary};
+use harmony_stream_core::{compact, ParserOptions, StreamParser, StreamPool, Vocabulary};
 
 fn read_corpus(path: &str) -> Vec<Vec<u32>> {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("read {path}: {e} (run `npm run bench:rust`)"));
@@ -38,6 +38,70 @@ fn replay(vocabulary: &Arc<Vocabulary>, corpus: &[Vec<u32>], batch: usize) -> us
     sink
 }
 
+/// One engine step for `concurrent` streams, prepared before timing (as the Node benchmark does).
+struct Step {
+    ids: Vec<u32>,
+    offsets: Vec<u32>,
+    tokens: Vec<u32>,
+}
+
+/// `concurrent` streams, one token each per step: stream i replays completion i mod the corpus size.
+/// A fresh pool numbers its streams 0, 1, 2…, which the prepared ids rely on.
+fn pool_steps(corpus: &[Vec<u32>], concurrent: usize) -> (Vec<Step>, usize) {
+    let streams: Vec<&[u32]> = (0..concurrent).map(|i| corpus[i % corpus.len()].as_slice()).collect();
+    let longest = streams.iter().map(|s| s.len()).max().unwrap_or(0);
+    let steps = (0..longest)
+        .map(|t| {
+            let live: Vec<usize> = (0..concurrent).filter(|&i| t < streams[i].len()).collect();
+            Step {
+                ids: live.iter().map(|&i| i as u32).collect(),
+                offsets: (0..=live.len() as u32).collect(),
+                tokens: live.iter().map(|&i| streams[i][t]).collect(),
+            }
+        })
+        .collect();
+    (steps, streams.iter().map(|s| s.len()).sum())
+}
+
+/// Replays prepared steps through one `StreamPool`: what the Node pool runs per step, without N-API.
+fn replay_pool(vocabulary: &Arc<Vocabulary>, steps: &[Step], concurrent: usize) -> usize {
+    let mut pool = StreamPool::new(vocabulary.clone());
+    let all: Vec<u32> = (0..concurrent).map(|_| pool.open(ParserOptions::default()).expect("room")).collect();
+    assert!(all.iter().enumerate().all(|(i, &id)| id == i as u32));
+    let mut out = vec![0u32; compact::capacity(concurrent, concurrent)];
+    let mut sink = 0;
+    for step in steps {
+        sink += pool.step(&step.ids, &step.offsets, &step.tokens, &mut out).expect("valid step").len() + out[0] as usize;
+    }
+    sink + pool.finish(&all, &mut out).expect("valid finish").len()
+}
+
+/// Median tokens/s of 7 samples of `run`, each repeated for about 150 ms.
+fn measure(tokens: usize, mut run: impl FnMut() -> usize) -> f64 {
+    let mut rounds = 1;
+    while {
+        let t = Instant::now();
+        for _ in 0..rounds {
+            std::hint::black_box(run());
+        }
+        t.elapsed()
+    } < Duration::from_millis(150)
+    {
+        rounds *= 2;
+    }
+    let mut samples: Vec<f64> = (0..7)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..rounds {
+                std::hint::black_box(run());
+            }
+            (tokens * rounds) as f64 / t.elapsed().as_secs_f64()
+        })
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    samples[3]
+}
+
 fn main() {
     let corpus_path = std::env::var("HARMONY_BENCH_CORPUS").expect("HARMONY_BENCH_CORPUS (run `npm run bench:rust`)");
     let vocabulary_path = std::env::var("HARMONY_STREAM_VOCAB").unwrap_or_else(|_| {
@@ -52,22 +116,13 @@ fn main() {
     println!("| Rust core, batch | M tokens/s | ns/token |");
     println!("|---|---:|---:|");
     for batch in [1, 4, 16, 64, usize::MAX] {
-        let mut rounds = 1;
-        while { let t = Instant::now(); for _ in 0..rounds { std::hint::black_box(replay(&vocabulary, &corpus, batch)); } t.elapsed() } < Duration::from_millis(150) {
-            rounds *= 2;
-        }
-        let mut samples: Vec<f64> = (0..7)
-            .map(|_| {
-                let t = Instant::now();
-                for _ in 0..rounds {
-                    std::hint::black_box(replay(&vocabulary, &corpus, batch));
-                }
-                (tokens * rounds) as f64 / t.elapsed().as_secs_f64()
-            })
-            .collect();
-        samples.sort_by(f64::total_cmp);
-        let median = samples[3];
+        let median = measure(tokens, || replay(&vocabulary, &corpus, batch));
         let label = if batch == usize::MAX { "whole stream".to_owned() } else { batch.to_string() };
         println!("| {label} | {:.1} | {:.2} |", median / 1e6, 1e9 / median);
+    }
+    for concurrent in [64, 1024] {
+        let (steps, tokens) = pool_steps(&corpus, concurrent);
+        let median = measure(tokens, || replay_pool(&vocabulary, &steps, concurrent));
+        println!("| pool, {concurrent} streams × 1 token per step | {:.1} | {:.2} |", median / 1e6, 1e9 / median);
     }
 }
