@@ -60,16 +60,27 @@ function fastPath(which: 'native' | 'js', size: number): () => void {
   }
 }
 
+/** Tokens every pool stream receives: each step serves all streams, as in a full decode batch. */
+const STREAM_LENGTH = 256
+const START_ASSISTANT = [200006, 173781] // <|start|>assistant, between the completions of one stream
+
 /**
- * `concurrent` requests decoding at once, one token each per engine step: stream i replays completion
- * i mod the corpus size. The steps are prepared once; a run replays all of them.
+ * `concurrent` requests decoding at once, one token each per engine step, all busy in every step: stream i
+ * replays completions i, i+1, … of the corpus back to back (a multi-turn conversation), cut to
+ * STREAM_LENGTH tokens. The steps are prepared once; a run replays all of them.
  */
 function concurrentCorpus(concurrent: number) {
-  const streams = Array.from({ length: concurrent }, (_, i) => corpus[i % corpus.length].tokens)
-  const longest = Math.max(...streams.map((s) => s.length))
+  const streams = Array.from({ length: concurrent }, (_, i) => {
+    const tokens: number[] = []
+    for (let k = i; tokens.length < STREAM_LENGTH; k++) {
+      if (k > i) tokens.push(...START_ASSISTANT)
+      tokens.push(...corpus[k % corpus.length].tokens)
+    }
+    return tokens.slice(0, STREAM_LENGTH)
+  })
   const steps: { live: number[]; ids: Uint32Array; offsets: Uint32Array; tokens: Uint32Array }[] = []
-  for (let t = 0; t < longest; t++) {
-    const live = streams.flatMap((s, i) => (t < s.length ? [i] : []))
+  for (let t = 0; t < STREAM_LENGTH; t++) {
+    const live = streams.map((_, i) => i)
     steps.push({
       live,
       ids: Uint32Array.from(live),
@@ -77,7 +88,7 @@ function concurrentCorpus(concurrent: number) {
       tokens: Uint32Array.from(live.map((i) => streams[i][t])),
     })
   }
-  return { steps, tokens: streams.reduce((n, s) => n + s.length, 0) }
+  return { steps, tokens: concurrent * STREAM_LENGTH }
 }
 
 function poolCase(which: 'native' | 'js', concurrent: number): () => void {
@@ -164,7 +175,7 @@ const tokensPerSecond = (r: Result) => r.ops * tokensOf.get(r.name)!
 const byName = new Map(results.map((r) => [r.name, r]))
 const ref = tokensPerSecond(byName.get('reference (openai-harmony WASM), token by token')!)
 console.log(`\nMachine: ${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}; default implementation: ${implementation}`)
-console.log(`Corpus: ${corpus.length} completions, ${corpusTokens} tokens (seed 4); pools: stream i replays completion i mod ${corpus.length}\n`)
+console.log(`Corpus: ${corpus.length} completions, ${corpusTokens} tokens (seed 4); pools: every stream gets a token in every step, ${STREAM_LENGTH} steps (stream i replays completions i, i+1, … back to back)\n`)
 console.log('| case | M tokens/s | ns/token | × reference | × js counterpart |')
 console.log('|---|---:|---:|---:|---:|')
 /** The js case a native (or pool) case is compared with, measured in this same run. */

@@ -45,22 +45,38 @@ struct Step {
     tokens: Vec<u32>,
 }
 
-/// `concurrent` streams, one token each per step: stream i replays completion i mod the corpus size.
-/// A fresh pool numbers its streams 0, 1, 2…, which the prepared ids rely on.
+/// Tokens every pool stream receives (as in benchmark/bench.mts): each step serves all streams.
+const STREAM_LENGTH: usize = 256;
+/// `<|start|>assistant`, between the completions of one stream.
+const START_ASSISTANT: [u32; 2] = [200_006, 173_781];
+
+/// `concurrent` streams, one token each per step, all busy in every step: stream i replays completions
+/// i, i+1, … back to back, cut to STREAM_LENGTH tokens. A fresh pool numbers its streams 0, 1, 2…,
+/// which the prepared ids rely on.
 fn pool_steps(corpus: &[Vec<u32>], concurrent: usize) -> (Vec<Step>, usize) {
-    let streams: Vec<&[u32]> = (0..concurrent).map(|i| corpus[i % corpus.len()].as_slice()).collect();
-    let longest = streams.iter().map(|s| s.len()).max().unwrap_or(0);
-    let steps = (0..longest)
-        .map(|t| {
-            let live: Vec<usize> = (0..concurrent).filter(|&i| t < streams[i].len()).collect();
-            Step {
-                ids: live.iter().map(|&i| i as u32).collect(),
-                offsets: (0..=live.len() as u32).collect(),
-                tokens: live.iter().map(|&i| streams[i][t]).collect(),
+    let streams: Vec<Vec<u32>> = (0..concurrent)
+        .map(|i| {
+            let mut tokens = Vec::new();
+            let mut k = i;
+            while tokens.len() < STREAM_LENGTH {
+                if k > i {
+                    tokens.extend_from_slice(&START_ASSISTANT);
+                }
+                tokens.extend_from_slice(&corpus[k % corpus.len()]);
+                k += 1;
             }
+            tokens.truncate(STREAM_LENGTH);
+            tokens
         })
         .collect();
-    (steps, streams.iter().map(|s| s.len()).sum())
+    let steps = (0..STREAM_LENGTH)
+        .map(|t| Step {
+            ids: (0..concurrent as u32).collect(),
+            offsets: (0..=concurrent as u32).collect(),
+            tokens: streams.iter().map(|s| s[t]).collect(),
+        })
+        .collect();
+    (steps, concurrent * STREAM_LENGTH)
 }
 
 /// Replays prepared steps through one `StreamPool`: what the Node pool runs per step, without N-API.
