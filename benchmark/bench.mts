@@ -198,6 +198,28 @@ const jsSeparate = byName.get('js, 1024 separate parsers × 1 token per step')
 if (nativePool && jsSeparate) {
   console.log(`\nnative pool (1024 streams) vs js driving 1024 separate parsers: ${(tokensPerSecond(nativePool) / tokensPerSecond(jsSeparate)).toFixed(2)}×`)
 }
+// The fixed cost of one call: a parser inside a message fed one content token per call, the median of 5
+// samples of 200,000 calls (the corpus cases above also pay for parser creation and message boundaries).
+const word = Uint32Array.of(13225) // " word"-like ordinary token
+for (const which of ['native', 'js'] as const) {
+  const perCall = (setup: (parser: HarmonyStreamParser) => unknown, run: (parser: HarmonyStreamParser) => number) => {
+    const parser = new HarmonyStreamParser({ implementation: which })
+    setup(parser)
+    const samples: number[] = []
+    for (let s = 0; s < 5; s++) {
+      const t = performance.now()
+      for (let i = 0; i < 200_000; i++) sink += run(parser)
+      samples.push(((performance.now() - t) * 1e6) / 200_000)
+    }
+    return samples.sort((a, b) => a - b)[2].toFixed(0)
+  }
+  const out = new Uint32Array(compactCapacity(4))
+  const start = Uint32Array.of(200005, 17196, 200008) // <|channel|>final<|message|>
+  const fast = perCall((p) => p.pushCompact(start, out), (p) => p.pushCompact(word, out).length)
+  const objects = perCall((p) => p.push(start), (p) => p.push(word).segments.length)
+  console.log(`${which}: one call with one token, inside a message: fast path ${fast} ns, object API ${objects} ns`)
+}
+
 // Costs outside the hot path, each measured in a fresh process so that nothing is cached.
 const probe = (which: string, code: string) =>
   execFileSync(process.execPath, ['--expose-gc', '-e', code], { encoding: 'utf8', env: { ...process.env, HARMONY_STREAM_IMPL: which } }).trim()
