@@ -90,31 +90,39 @@ interface OpenMessage {
 
 /** A header from interned field ids; null if a field was not interned (then it comes from takeHeaders). */
 export function headerOf(names: NameMirror, out: Uint32Array, at: number): RawHeader | null {
-  const fields = [out[at + 2], out[at + 3], out[at + 5], out[at + 6], out[at + 7]]
-  if (fields.includes(NAME_NOT_INTERNED)) return null
+  const role = out[at + 2]
+  const name = out[at + 3]
+  const channel = out[at + 5]
+  const recipient = out[at + 6]
+  const contentType = out[at + 7]
+  const X = NAME_NOT_INTERNED
+  if (role === X || name === X || channel === X || recipient === X || contentType === X) return null
   return {
-    role: names.nameOf(fields[0])!,
-    name: names.nameOf(fields[1]),
-    channel: names.nameOf(fields[2]),
-    recipient: names.nameOf(fields[3]),
-    contentType: names.nameOf(fields[4]),
+    role: names.nameOf(role)!,
+    name: names.nameOf(name),
+    channel: names.nameOf(channel),
+    recipient: names.nameOf(recipient),
+    contentType: names.nameOf(contentType),
   }
 }
 
 /** The public form of a header: absent fields left out, fixed key order. */
 export function publicHeader(header: RawHeader): HarmonyHeader {
-  return {
-    role: header.role,
-    ...(header.name != null && { name: header.name }),
-    ...(header.channel != null && { channel: header.channel }),
-    ...(header.recipient != null && { recipient: header.recipient }),
-    ...(header.contentType != null && { contentType: header.contentType }),
-  }
+  const out: HarmonyHeader = { role: header.role }
+  if (header.name != null) out.name = header.name
+  if (header.channel != null) out.channel = header.channel
+  if (header.recipient != null) out.recipient = header.recipient
+  if (header.contentType != null) out.contentType = header.contentType
+  return out
 }
 
 function messageOf(open: OpenMessage, terminator: number): HarmonyMessage {
-  // Absent fields are left out, as in the reference's JSON; the key order is fixed.
-  return { ...publicHeader(open.header), content: open.content, terminator: TERMINATORS[terminator] ?? null }
+  // Absent fields are left out, as in the reference's JSON; the key order is fixed. Built field by field:
+  // object spread is several times slower in V8, and this runs once per message.
+  const message = publicHeader(open.header) as HarmonyMessage
+  message.content = open.content
+  message.terminator = TERMINATORS[terminator] ?? null
+  return message
 }
 
 export function diagnosticOf(raw: RawDiagnostic): HarmonyDiagnostic {
