@@ -28,7 +28,7 @@ interface DebugBinding {
   parserTakeError(id: number): { message: string } | null
 }
 
-const streamId = (parser: HarmonyStreamParser) => (parser as unknown as { id: number }).id
+const streamId = (parser: HarmonyStreamParser) => (parser as unknown as { engine: { id: number } }).engine.id
 
 test('a Rust panic reaches JavaScript as an error, only its parser is broken, and the process lives on', (t) => {
   const require = createRequire(import.meta.url)
@@ -97,28 +97,34 @@ for (const implementation of IMPLEMENTATIONS) {
       const tokens = Uint32Array.from(${JSON.stringify(harmony('<|channel|>final<|message|>Hello there, friend.<|return|>'))})
       const round = (n) => { for (let i = 0; i < n; i++) { const p = new HarmonyStreamParser({ implementation: '${implementation}' }); p.push(tokens); p.finish() } }
       // Parsers are released by finalizers that run on a later turn of the event loop; the native heap
-      // reaches its plateau after about 3 rounds (allocator pools), so 4 rounds warm up.
+      // reaches its first plateau after about 3 rounds (allocator pools), so 4 rounds warm up.
       const settle = async () => { for (let i = 0; i < 6; i++) { global.gc(); await new Promise((r) => setImmediate(r)) } }
       ;(async () => {
         for (let i = 0; i < 4; i++) { round(10000); await settle() }
-        const before = process.memoryUsage()
-        for (let i = 0; i < 10; i++) { round(10000); await settle() }
-        const after = process.memoryUsage()
-        console.log(JSON.stringify({ rss: after.rss - before.rss, heap: after.heapUsed - before.heapUsed }))
+        const windows = []
+        for (let w = 0; w < 2; w++) {
+          const before = process.memoryUsage()
+          for (let i = 0; i < 5; i++) { round(10000); await settle() }
+          const after = process.memoryUsage()
+          windows.push({ rss: after.rss - before.rss, heap: after.heapUsed - before.heapUsed })
+        }
+        console.log(JSON.stringify(windows))
       })()`
     const output = execFileSync(process.execPath, ['--expose-gc', '-e', script], { cwd: root, encoding: 'utf8' })
-    const growth = JSON.parse(output) as { rss: number; heap: number }
-    t.log(`growth over 10^5 parsers: rss ${(growth.rss / 1e6).toFixed(1)} MB, heap ${(growth.heap / 1e6).toFixed(1)} MB`)
-    // A leak of even 100 bytes per parser would be 10 MB here.
-    t.true(growth.heap < 4e6, `heap grew ${growth.heap} bytes`)
-    t.true(growth.rss < 12e6, `rss grew ${growth.rss} bytes`)
+    const windows = JSON.parse(output) as { rss: number; heap: number }[]
+    t.log(`growth over two windows of 5 × 10^4 parsers: ${windows.map((w) => `rss ${(w.rss / 1e6).toFixed(1)} MB, heap ${(w.heap / 1e6).toFixed(1)} MB`).join('; ')}`)
+    // A leak grows memory in both windows; the allocators' one-time steps (a new plateau when more parsers
+    // happen to be alive before their finalizers run) show in one. A leak of 100 bytes per parser would be
+    // 5 MB in each window.
+    t.true(Math.min(...windows.map((w) => w.heap)) < 2e6, `heap grew ${windows.map((w) => w.heap)} bytes`)
+    t.true(Math.min(...windows.map((w) => w.rss)) < 4e6, `rss grew ${windows.map((w) => w.rss)} bytes`)
   })
 }
 
 test('engine failures surface as HarmonyError internal-error, never as a crash', (t) => {
   // Only a bug can make an engine call fail; simulate one through the public class by breaking its engine.
   const parser = new HarmonyStreamParser({ implementation: 'js' })
-  Object.defineProperty(parser, 'backend', { value: { push: () => { throw new Error('boom') }, finish: () => '' } })
+  Object.defineProperty(parser, 'engine', { value: { push: () => { throw new Error('boom') }, finish: () => '' } })
   const error = t.throws(() => parser.push([SPECIAL['<|start|>']]), { instanceOf: HarmonyError })
   t.is(error?.code, 'internal-error')
   t.true(error?.message.includes('boom'))

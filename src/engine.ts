@@ -2,7 +2,7 @@
  * The engine protocol: what both implementations expose (the Rust core through N-API in `crate/node`, the
  * TypeScript one in `fallback/`), on which the public classes are built.
  *
- * Streams live in pools. A pool answers in the compact format (`compact.ts`): the text of a call as one
+ * A parser's engine, and a pool, answer in the compact format (`compact.ts`): the text of a call as one
  * string, everything else as integers in a `Uint32Array` the caller owns. Objects cross only for the rare
  * parts (diagnostics, errors, headers too long to intern), fetched when the counts say there are some.
  */
@@ -44,8 +44,14 @@ export interface RawParseError {
   header?: string | null
 }
 
-/** Rare results of a stream's last call, and its state. */
-interface StreamQueries {
+/** A pool the caller drives (`NativePool` in crate/node, `StreamPool` in fallback/pool.ts). */
+export interface PoolBackend {
+  open(role: string | null, strict: boolean, maxHeaderTokens: number, toolNames: string[]): number
+  close(id: number): boolean
+  readonly size: number
+  step(streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, out: Uint32Array): string
+  finish(streams: Uint32Array, out: Uint32Array): string
+  /** Rare results of a stream's last call. */
   takeDiagnostics(id: number): RawDiagnostic[]
   takeHeaders(id: number): RawHeader[]
   takeError(id: number): RawParseError | null
@@ -53,27 +59,24 @@ interface StreamQueries {
   state(id: number): number
   /** Interned names with ids `from + 1` onwards. */
   names(from: number): string[]
-  /** Test hook: makes the stream's next call fail as a bug would. Returns the status. */
+  /** Test hook: makes the stream fail as a bug would. Returns the status. */
   debugPanic(id: number): number
 }
 
-/** A pool the caller drives (`NativePool` in crate/node, `StreamPool` in fallback/pool.ts). */
-export interface PoolBackend extends StreamQueries {
-  open(role: string | null, strict: boolean, maxHeaderTokens: number, toolNames: string[]): number
-  close(id: number): boolean
-  readonly size: number
-  step(streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, out: Uint32Array): string
-  finish(streams: Uint32Array, out: Uint32Array): string
-}
-
 /**
- * The pool behind single parsers (one per thread and implementation). `push` and `finish` answer in the
- * single form of the compact format, written to `out`, which is valid until the next call.
+ * One `HarmonyStreamParser`'s stream (`NativeEngine`, `JsEngine`). `push` and `finish` answer in the single
+ * form of the compact format, written to `out`, which is valid until the next call of any engine of the
+ * same implementation in this thread.
  */
-export interface ParserBackend extends StreamQueries {
-  open(role: string | null, strict: boolean, maxHeaderTokens: number, toolNames: string[]): number
-  close(id: number): boolean
-  push(id: number, tokens: Uint32Array): string
-  finish(id: number): string
+export interface Engine {
+  push(tokens: Uint32Array): string
+  finish(): string
   readonly out: Uint32Array
+  takeDiagnostics(): RawDiagnostic[]
+  takeHeaders(): RawHeader[]
+  takeError(): RawParseError | null
+  readonly state: number
+  nameOf(id: number): string | null
+  /** Test hook: makes the stream fail as a bug would. Returns the status. */
+  debugPanic(): number
 }

@@ -2,11 +2,11 @@
  * Chooses the implementation once, at load: the native addon if it loads, the TypeScript one otherwise.
  * `HARMONY_STREAM_IMPL=native|js` forces one; forcing `native` where it cannot load throws, naming why.
  */
-import type { ParserBackend, PoolBackend } from './engine'
-import { JsParserBackend } from './fallback/backend'
+import type { Engine, PoolBackend } from './engine'
+import { JsEngine } from './fallback/engine'
 import { StreamPool } from './fallback/pool'
 import { NameMirror } from './name-mirror'
-import { type NativeBinding, NativeParserBackend } from './native-backend'
+import { type NativeBinding, NativeEngine } from './native-engine'
 import type { Implementation } from './types'
 import { vocabularyPath } from './vocabulary-file'
 
@@ -62,26 +62,21 @@ function nativeBinding(): NativeBinding {
   return native
 }
 
-export interface Backend<B> {
-  backend: B
-  names: NameMirror
+export interface EngineOptions {
+  role: string | null
+  strict: boolean
+  maxHeaderTokens: number
+  toolNames: string[]
 }
 
-const parserBackends: Partial<Record<Implementation, Backend<ParserBackend>>> = {}
-
-/** The pool behind every single parser of an implementation in this thread, created on first use. */
-export function parserBackend(which: Implementation): Backend<ParserBackend> {
-  let entry = parserBackends[which]
-  if (entry === undefined) {
-    const backend = which === 'js' ? new JsParserBackend() : new NativeParserBackend(nativeBinding())
-    entry = { backend, names: new NameMirror((from) => backend.names(from)) }
-    parserBackends[which] = entry
-  }
-  return entry
+/** The engine of one parser. */
+export function createEngine(which: Implementation, { role, strict, maxHeaderTokens, toolNames }: EngineOptions): Engine {
+  if (which === 'js') return new JsEngine(role, strict, maxHeaderTokens, toolNames)
+  return new NativeEngine(nativeBinding(), role, strict, maxHeaderTokens, toolNames)
 }
 
 /** A new pool the caller drives. */
-export function createPool(which: Implementation): Backend<PoolBackend> {
+export function createPool(which: Implementation): { backend: PoolBackend; names: NameMirror } {
   const backend = which === 'js' ? new StreamPool() : new (nativeBinding().NativePool)()
   return { backend, names: new NameMirror((from) => backend.names(from)) }
 }

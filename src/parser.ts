@@ -20,7 +20,7 @@ import {
   compactCapacity,
 } from './compact'
 import {
-  type ParserBackend,
+  type Engine,
   type RawDiagnostic,
   type RawHeader,
   STATE_CONTENT,
@@ -32,8 +32,7 @@ import {
 import { HarmonyError, HarmonyParseError, HarmonyStateError } from './errors'
 import { DEFAULT_MAX_HEADER_TOKENS } from './fallback/stream-parser'
 import { LAST_TOKEN } from './fallback/tokens'
-import { implementation as defaultImplementation, parserBackend } from './loader'
-import type { NameMirror } from './name-mirror'
+import { createEngine, implementation as defaultImplementation } from './loader'
 import type {
   HarmonyBatch,
   HarmonyDiagnostic,
@@ -53,16 +52,33 @@ TERMINATORS[TERMINATOR_CALL] = 'call'
 
 // Shared by all parsers of this thread: calls are synchronous, so one at a time uses it.
 let scratchTokens = new Uint32Array(64)
+/** Views of the scratch array by length (up to 64), so that a call allocates none. */
+let scratchViews: Uint32Array[] = []
 
-/** Checks and converts the tokens argument; a Uint32Array is passed through (the engine checks its range). */
+function scratch(length: number): Uint32Array {
+  if (scratchTokens.length < length) {
+    scratchTokens = new Uint32Array(Math.max(length, scratchTokens.length * 2))
+    scratchViews = []
+  }
+  if (length > 64) return scratchTokens.subarray(0, length)
+  return (scratchViews[length] ??= scratchTokens.subarray(0, length))
+}
+
+/** Checks and converts the tokens argument; the engines check the ids' range. */
 export function tokenArray(tokens: unknown): Uint32Array {
-  // Memory another thread may write to is copied first: the engines validate ids, then read them again.
-  if (tokens instanceof Uint32Array && !(tokens.buffer instanceof SharedArrayBuffer)) return tokens
+  if (tokens instanceof Uint32Array) {
+    // Memory another thread may write to must be copied (the engines validate ids, then read them again).
+    // A short array is copied without asking: asking for its buffer makes V8 create one, which costs more.
+    if (tokens.length > 16 && !(tokens.buffer instanceof SharedArrayBuffer)) return tokens
+    const copy = scratch(tokens.length)
+    for (let i = 0; i < tokens.length; i++) copy[i] = tokens[i]
+    return copy
+  }
   if (!Array.isArray(tokens) && !(ArrayBuffer.isView(tokens) && !(tokens instanceof DataView))) {
     throw new TypeError('tokens must be a Uint32Array or an array of token ids')
   }
   const list = tokens as ArrayLike<unknown>
-  if (scratchTokens.length < list.length) scratchTokens = new Uint32Array(Math.max(list.length, scratchTokens.length * 2))
+  const copy = scratch(list.length)
   for (let i = 0; i < list.length; i++) {
     const id = list[i]
     if (typeof id !== 'number' || !Number.isInteger(id)) {
@@ -71,9 +87,9 @@ export function tokenArray(tokens: unknown): Uint32Array {
     if (id < 0 || id > LAST_TOKEN) {
       throw new RangeError(`token id ${id} at index ${i} is outside the vocabulary (0..=${LAST_TOKEN})`)
     }
-    scratchTokens[i] = id
+    copy[i] = id
   }
-  return scratchTokens.subarray(0, list.length)
+  return copy
 }
 
 /** A failure inside an engine call (a bug, never bad input) becomes `internal-error`. */
@@ -89,7 +105,7 @@ interface OpenMessage {
 }
 
 /** A header from interned field ids; null if a field was not interned (then it comes from takeHeaders). */
-export function headerOf(names: NameMirror, out: Uint32Array, at: number): RawHeader | null {
+export function headerOf(names: { nameOf(id: number): string | null }, out: Uint32Array, at: number): RawHeader | null {
   const role = out[at + 2]
   const name = out[at + 3]
   const channel = out[at + 5]
@@ -151,9 +167,6 @@ export function checkOptions(options: HarmonyStreamParserOptions): void {
   }
 }
 
-/** Closes a parser's stream in its pool when the parser is collected. */
-const streams = new FinalizationRegistry<{ backend: ParserBackend; id: number }>(({ backend, id }) => backend.close(id))
-
 /** Engine options from public options (checked). */
 export function engineOptions(options: HarmonyStreamParserOptions): [string | null, boolean, number, string[]] {
   return [
@@ -175,9 +188,7 @@ export function engineOptions(options: HarmonyStreamParserOptions): [string | nu
 export class HarmonyStreamParser {
   /** The implementation running this parser. */
   readonly implementation: Implementation
-  private readonly backend: ParserBackend
-  private readonly names: NameMirror
-  private readonly id: number
+  private readonly engine: Engine
   private open: OpenMessage | null = null
   private readonly completedMessages: HarmonyMessage[] = []
   private done = false
@@ -186,11 +197,8 @@ export class HarmonyStreamParser {
   constructor(options: HarmonyStreamParserOptions = {}) {
     checkOptions(options)
     this.implementation = options.implementation ?? defaultImplementation
-    const { backend, names } = parserBackend(this.implementation)
-    this.backend = backend
-    this.names = names
-    this.id = backend.open(...engineOptions(options))
-    streams.register(this, { backend, id: this.id })
+    const [role, strict, maxHeaderTokens, toolNames] = engineOptions(options)
+    this.engine = createEngine(this.implementation, { role, strict, maxHeaderTokens, toolNames })
   }
 
   /**
@@ -241,13 +249,13 @@ export class HarmonyStreamParser {
 
   /** The strict-mode error behind COMPACT_STATUS_PARSE_ERROR of the last compact call (`partial: null`). */
   takeError(): HarmonyParseError | null {
-    const error = this.backend.takeError(this.id)
+    const error = this.engine.takeError()
     return error === null ? null : new HarmonyParseError(error.code, error.message, error.tokenOffset, error.header ?? null, null)
   }
 
   /** Diagnostics of the last `pushCompact`/`finishCompact` (each returned once). */
   takeDiagnostics(): HarmonyDiagnostic[] {
-    return this.backend.takeDiagnostics(this.id).map(diagnosticOf)
+    return this.engine.takeDiagnostics().map(diagnosticOf)
   }
 
   /**
@@ -255,12 +263,12 @@ export class HarmonyStreamParser {
    * back as `NAME_NOT_INTERNED`.
    */
   takeHeaders(): HarmonyHeader[] {
-    return this.backend.takeHeaders(this.id).map(publicHeader)
+    return this.engine.takeHeaders().map(publicHeader)
   }
 
   /** The string behind a header field id of the compact output; null for 0 (absent). */
   nameOf(id: number): string | null {
-    return this.names.nameOf(id)
+    return this.engine.nameOf(id)
   }
 
   /** Every message completed so far by `push`/`finish` (a copy). */
@@ -269,7 +277,7 @@ export class HarmonyStreamParser {
   }
 
   get state(): ParserState {
-    const state = this.backend.state(this.id)
+    const state = this.engine.state
     return state === STATE_HEADER ? 'header' : state === STATE_CONTENT ? 'content' : 'expect-start'
   }
 
@@ -288,10 +296,10 @@ export class HarmonyStreamParser {
     }
   }
 
-  /** One engine call; `tokens` null finishes. The results are in `this.backend.out`. */
+  /** One engine call; `tokens` null finishes. The results are in `this.engine.out`. */
   private call(tokens: Uint32Array | null): string {
     try {
-      return tokens === null ? this.backend.finish(this.id) : this.backend.push(this.id, tokens)
+      return tokens === null ? this.engine.finish() : this.engine.push(tokens)
     } catch (cause) {
       throw internalError(cause)
     }
@@ -299,24 +307,24 @@ export class HarmonyStreamParser {
 
   /** Throws for the statuses that are errors whatever the API; the parse error is left to the caller. */
   private checkStatus(status: number, tokens: Uint32Array | null): void {
-    const out = this.backend.out
+    const out = this.engine.out
     if (status === COMPACT_STATUS_INVALID_TOKEN) {
       const index = out[COMPACT_BAD_INDEX]
       throw new RangeError(`token id ${tokens![index]} at index ${index} is outside the vocabulary (0..=${LAST_TOKEN})`)
     }
     if (status === COMPACT_STATUS_FINISHED) throw new HarmonyStateError('parser-finished', 'the parser is finished')
     if (status === COMPACT_STATUS_INTERNAL_ERROR) {
-      throw internalError(new Error(this.backend.takeError(this.id)?.message ?? 'unknown failure'))
+      throw internalError(new Error(this.engine.takeError()?.message ?? 'unknown failure'))
     }
   }
 
   private parseError(partial: HarmonyBatch): HarmonyParseError {
-    const error = this.backend.takeError(this.id)!
+    const error = this.engine.takeError()!
     return new HarmonyParseError(error.code, error.message, error.tokenOffset, error.header ?? null, partial)
   }
 
   private copyCompact(text: string, tokens: Uint32Array | null, out: Uint32Array): string {
-    const source = this.backend.out
+    const source = this.engine.out
     const status = source[COMPACT_STATUS]
     this.checkStatus(status, tokens)
     // A loop: `subarray` would allocate a view per call, which costs more than copying the few slots.
@@ -326,13 +334,13 @@ export class HarmonyStreamParser {
   }
 
   private collect(text: string, tokens: Uint32Array | null): HarmonyBatch {
-    const out = this.backend.out
+    const out = this.engine.out
     const status = out[COMPACT_STATUS]
     this.checkStatus(status, tokens)
     const batch: HarmonyBatch = {
       segments: [],
       completed: [],
-      diagnostics: out[COMPACT_DIAGNOSTICS] > 0 ? this.backend.takeDiagnostics(this.id).map(diagnosticOf) : [],
+      diagnostics: out[COMPACT_DIAGNOSTICS] > 0 ? this.engine.takeDiagnostics().map(diagnosticOf) : [],
     }
     let spilled: RawHeader[] | null = null
     let opened = 0
@@ -340,9 +348,9 @@ export class HarmonyStreamParser {
     for (let at = COMPACT_FIRST_RECORD; at < end; at += COMPACT_RECORD_SLOTS) {
       const kind = out[at]
       if (kind === RECORD_OPEN) {
-        let header = headerOf(this.names, out, at)
+        let header = headerOf(this.engine, out, at)
         if (header === null) {
-          spilled ??= this.backend.takeHeaders(this.id)
+          spilled ??= this.engine.takeHeaders()
           header = spilled[opened]
         }
         opened++

@@ -31,10 +31,38 @@ import { type Vocabulary, sharedVocabulary } from './vocabulary'
 const INDEX_BITS = 24
 const INDEX_MASK = (1 << INDEX_BITS) - 1
 
-interface Stream {
+/** A parser with what the engine protocol adds: its last error, and whether a bug broke it. */
+export interface Stream {
   parser: StreamParser
   error: ParseError | null
   broken: boolean
+}
+
+/**
+ * A single stream's call in the single form of the compact format (status, diagnostic count and state in
+ * the header slots, no STREAM record); `tokens` null finishes. What a `HarmonyStreamParser` runs.
+ */
+export function callStream(stream: Stream, tokens: Uint32Array | null, out: Uint32Array, names: NameTable, vocabulary: Vocabulary): string {
+  checkCapacity(out, compactCapacity(tokens === null ? 0 : tokens.length))
+  let badIndex = -1
+  if (tokens !== null) {
+    for (let i = 0; i < tokens.length; i++) {
+      if (!vocabulary.contains(tokens[i])) {
+        badIndex = i
+        break
+      }
+    }
+  }
+  const status = badIndex >= 0 ? COMPACT_STATUS_INVALID_TOKEN : runGuarded(stream, tokens)
+  const output = stream.parser.output
+  const wrote = status !== COMPACT_STATUS_INTERNAL_ERROR && status !== COMPACT_STATUS_INVALID_TOKEN
+  const at = wrote ? writeRecords(output, names, out, COMPACT_HEADER_SLOTS, 0) : COMPACT_HEADER_SLOTS
+  out[COMPACT_RECORDS] = (at - COMPACT_HEADER_SLOTS) / COMPACT_RECORD_SLOTS
+  out[COMPACT_STATUS] = status
+  out[COMPACT_DIAGNOSTICS] = wrote ? output.diagnostics.length : 0
+  out[COMPACT_STATE] = stream.parser.state
+  out[COMPACT_BAD_INDEX] = badIndex >= 0 ? badIndex : 0
+  return wrote ? output.text : ''
 }
 
 interface Slot {
@@ -157,32 +185,6 @@ export class StreamPool implements PoolBackend {
     return texts.length === 1 ? texts[0] : texts.join('')
   }
 
-  /** A single stream's call in the single form (status, diagnostics and state in the header slots). */
-  callOne(id: number, tokens: Uint32Array | null, out: Uint32Array): string {
-    checkCapacity(out, compactCapacity(tokens === null ? 0 : tokens.length))
-    const stream = this.streamOf(id)
-    if (stream === null) throw new Error(`stream id ${id} is not open`)
-    let badIndex = -1
-    if (tokens !== null) {
-      for (let i = 0; i < tokens.length; i++) {
-        if (!this.vocabulary.contains(tokens[i])) {
-          badIndex = i
-          break
-        }
-      }
-    }
-    const status = badIndex >= 0 ? COMPACT_STATUS_INVALID_TOKEN : runGuarded(stream, tokens)
-    const output = stream.parser.output
-    const wrote = status !== COMPACT_STATUS_INTERNAL_ERROR && status !== COMPACT_STATUS_INVALID_TOKEN
-    const at = wrote ? writeRecords(output, this.table, out, COMPACT_HEADER_SLOTS, 0) : COMPACT_HEADER_SLOTS
-    out[COMPACT_RECORDS] = (at - COMPACT_HEADER_SLOTS) / COMPACT_RECORD_SLOTS
-    out[COMPACT_STATUS] = status
-    out[COMPACT_DIAGNOSTICS] = wrote ? output.diagnostics.length : 0
-    out[COMPACT_STATE] = stream.parser.state
-    out[COMPACT_BAD_INDEX] = badIndex >= 0 ? badIndex : 0
-    return wrote ? output.text : ''
-  }
-
   takeDiagnostics(id: number): RawDiagnostic[] {
     return this.streamOf(id)?.parser.output.diagnostics.splice(0) ?? []
   }
@@ -242,7 +244,7 @@ function runGuarded(stream: Stream, tokens: Uint32Array | null): number {
 }
 
 /** Test hook: fails inside the guard, as a bug would. */
-function failGuarded(stream: Stream): number {
+export function failGuarded(stream: Stream): number {
   if (stream.broken) return refuseBroken(stream)
   return markBroken(stream, new Error('deliberate failure (debugPanic)'))
 }

@@ -1,0 +1,103 @@
+/**
+ * The native implementation behind one `HarmonyStreamParser`: a stream in this thread's Rust pool, driven
+ * by the `parser*` functions of crate/node. Tokens go in and results come out through two arrays bound
+ * once per thread (and again when a batch needs more room), so a call passes only two integers.
+ */
+import { compactCapacity } from './compact'
+import type { Engine, PoolBackend, RawDiagnostic, RawHeader, RawParseError } from './engine'
+import { NameMirror } from './name-mirror'
+
+export interface NativeBinding {
+  loadVocabulary(path: string): void
+  NativePool: new () => PoolBackend
+  parserBind(input: Uint32Array, output: Uint32Array): void
+  parserOpen(role: string | null, strict: boolean, maxHeaderTokens: number, toolNames: string[]): number
+  parserClose(id: number): boolean
+  parserPush(id: number, count: number): string
+  parserFinish(id: number): string
+  parserTakeDiagnostics(id: number): RawDiagnostic[]
+  parserTakeHeaders(id: number): RawHeader[]
+  parserTakeError(id: number): RawParseError | null
+  parserState(id: number): number
+  parserNames(from: number): string[]
+  parserDebugPanic(id: number): number
+}
+
+/** What all native parsers of this thread share: the binding, the bound arrays and the names. */
+class Channel {
+  input = new Uint32Array(64)
+  out = new Uint32Array(compactCapacity(64))
+  readonly names: NameMirror
+  /** Releases a parser's stream in the Rust pool when the parser is collected. */
+  readonly streams: FinalizationRegistry<number>
+
+  constructor(readonly binding: NativeBinding) {
+    binding.parserBind(this.input, this.out)
+    this.names = new NameMirror((from) => binding.parserNames(from))
+    this.streams = new FinalizationRegistry((id) => binding.parserClose(id))
+  }
+
+  grow(count: number): void {
+    const size = Math.max(count, this.input.length * 2)
+    this.input = new Uint32Array(size)
+    this.out = new Uint32Array(compactCapacity(size))
+    this.binding.parserBind(this.input, this.out)
+  }
+}
+
+let channel: Channel | null = null
+
+export class NativeEngine implements Engine {
+  private readonly channel: Channel
+  private readonly id: number
+
+  constructor(binding: NativeBinding, role: string | null, strict: boolean, maxHeaderTokens: number, toolNames: string[]) {
+    channel ??= new Channel(binding)
+    this.channel = channel
+    this.id = binding.parserOpen(role, strict, maxHeaderTokens, toolNames)
+    channel.streams.register(this, this.id)
+  }
+
+  get out(): Uint32Array {
+    return this.channel.out
+  }
+
+  push(tokens: Uint32Array): string {
+    const channel = this.channel
+    const count = tokens.length
+    if (count > channel.input.length) channel.grow(count)
+    const input = channel.input
+    // A loop beats TypedArray#set for the short batches that dominate streaming.
+    if (count <= 16) for (let i = 0; i < count; i++) input[i] = tokens[i]
+    else input.set(tokens)
+    return channel.binding.parserPush(this.id, count)
+  }
+
+  finish(): string {
+    return this.channel.binding.parserFinish(this.id)
+  }
+
+  takeDiagnostics(): RawDiagnostic[] {
+    return this.channel.binding.parserTakeDiagnostics(this.id)
+  }
+
+  takeHeaders(): RawHeader[] {
+    return this.channel.binding.parserTakeHeaders(this.id)
+  }
+
+  takeError(): RawParseError | null {
+    return this.channel.binding.parserTakeError(this.id)
+  }
+
+  get state(): number {
+    return this.channel.binding.parserState(this.id)
+  }
+
+  nameOf(id: number): string | null {
+    return this.channel.names.nameOf(id)
+  }
+
+  debugPanic(): number {
+    return this.channel.binding.parserDebugPanic(this.id)
+  }
+}
