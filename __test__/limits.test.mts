@@ -114,10 +114,11 @@ for (const implementation of IMPLEMENTATIONS) {
     const windows = JSON.parse(output) as { rss: number; heap: number }[]
     t.log(`growth over two windows of 5 × 10^4 parsers: ${windows.map((w) => `rss ${(w.rss / 1e6).toFixed(1)} MB, heap ${(w.heap / 1e6).toFixed(1)} MB`).join('; ')}`)
     // A leak grows memory in both windows; the allocators' one-time steps (a new plateau when more parsers
-    // happen to be alive before their finalizers run) show in one. A leak of 100 bytes per parser would be
-    // 5 MB in each window.
+    // happen to be alive before their finalizers run, more so on a loaded machine) show in one. A leaked
+    // stream (a Rust StreamParser with its buffers is over 400 bytes) would be 20 MB in each window, and a
+    // leaked JS parser object over 2 MB of heap.
     t.true(Math.min(...windows.map((w) => w.heap)) < 2e6, `heap grew ${windows.map((w) => w.heap)} bytes`)
-    t.true(Math.min(...windows.map((w) => w.rss)) < 4e6, `rss grew ${windows.map((w) => w.rss)} bytes`)
+    t.true(Math.min(...windows.map((w) => w.rss)) < 10e6, `rss grew ${windows.map((w) => w.rss)} bytes`)
   })
 }
 
