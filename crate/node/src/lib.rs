@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use harmony_stream_core::compact::{AT_STATUS, HEADER_SLOTS, STATUS_INTERNAL_ERROR};
 use harmony_stream_core::{Diagnostic, Header, ParseError, ParserOptions, PoolError, StreamPool, Vocabulary};
 use napi::bindgen_prelude::{Uint32Array, Uint32ArraySlice};
-use napi::{Error, Result};
+use napi::{Env, Error, JsString, Result};
 use napi_derive::napi;
 
 /// Loaded once per process and shared by every stream (worker threads included: they share this library).
@@ -72,11 +72,11 @@ fn pool_error(error: PoolError) -> Error {
     Error::from_reason(error.to_string())
 }
 
-/// Errors the caller can cause become statuses in `out` (the wrapper throws typed errors); the rest
-/// (an output array too small: the wrapper sizes it) are thrown.
-fn status_or_throw(error: PoolError, out: &mut [u32]) -> Result<String> {
+/// Errors the caller can cause become statuses in `out` (the wrapper throws typed errors) and an empty
+/// text; the rest (an output array too small: the wrapper sizes it) are thrown.
+fn status_or_throw(error: PoolError, out: &mut [u32]) -> Result<&'static str> {
     if error.write_status(out) {
-        Ok(String::new())
+        Ok("")
     } else {
         Err(pool_error(error))
     }
@@ -136,7 +136,7 @@ pub fn parser_close(id: u32) -> Result<bool> {
 
 /// Parses the first `count` tokens of the bound input for stream `id`; results in the bound output.
 #[napi]
-pub fn parser_push(id: u32, count: u32) -> Result<String> {
+pub fn parser_push(env: &Env, id: u32, count: u32) -> Result<JsString<'_>> {
     with_thread_pool(|thread| {
         let (Some(input), Some(output)) = (thread.input.as_ref(), thread.output.as_mut()) else {
             return Err(Error::from_reason("call parserBind first"));
@@ -145,22 +145,23 @@ pub fn parser_push(id: u32, count: u32) -> Result<String> {
         // SAFETY: the call is synchronous, so JavaScript cannot touch the buffer while Rust holds the
         // slice, and parserBind refused arrays that overlap.
         let out = unsafe { output.as_mut() };
+        // The JS string is made straight from the pool's text: no Rust `String` per call.
         match thread.pool.call_one(id, Some(tokens), out) {
-            Ok(text) => Ok(text.to_owned()),
-            Err(error) => status_or_throw(error, out),
+            Ok(text) => env.create_string(text),
+            Err(error) => env.create_string(status_or_throw(error, out)?),
         }
     })
 }
 
 #[napi]
-pub fn parser_finish(id: u32) -> Result<String> {
+pub fn parser_finish(env: &Env, id: u32) -> Result<JsString<'_>> {
     with_thread_pool(|thread| {
         let Some(output) = thread.output.as_mut() else { return Err(Error::from_reason("call parserBind first")) };
         // SAFETY: as in parser_push.
         let out = unsafe { output.as_mut() };
         match thread.pool.call_one(id, None, out) {
-            Ok(text) => Ok(text.to_owned()),
-            Err(error) => status_or_throw(error, out),
+            Ok(text) => env.create_string(text),
+            Err(error) => env.create_string(status_or_throw(error, out)?),
         }
     })
 }
@@ -230,20 +231,27 @@ impl NativePool {
     }
 
     #[napi]
-    pub fn step(&mut self, streams: Uint32ArraySlice, offsets: Uint32ArraySlice, tokens: Uint32ArraySlice, mut out: Uint32ArraySlice) -> Result<String> {
+    pub fn step<'env>(
+        &mut self,
+        env: &'env Env,
+        streams: Uint32ArraySlice,
+        offsets: Uint32ArraySlice,
+        tokens: Uint32ArraySlice,
+        mut out: Uint32ArraySlice,
+    ) -> Result<JsString<'env>> {
         let out = writable(&mut out, &[&streams, &offsets, &tokens])?;
         match self.pool.step(&streams, &offsets, &tokens, out) {
-            Ok(text) => Ok(text.to_owned()),
-            Err(error) => status_or_throw(error, out),
+            Ok(text) => env.create_string(text),
+            Err(error) => env.create_string(status_or_throw(error, out)?),
         }
     }
 
     #[napi]
-    pub fn finish(&mut self, streams: Uint32ArraySlice, mut out: Uint32ArraySlice) -> Result<String> {
+    pub fn finish<'env>(&mut self, env: &'env Env, streams: Uint32ArraySlice, mut out: Uint32ArraySlice) -> Result<JsString<'env>> {
         let out = writable(&mut out, &[&streams])?;
         match self.pool.finish(&streams, out) {
-            Ok(text) => Ok(text.to_owned()),
-            Err(error) => status_or_throw(error, out),
+            Ok(text) => env.create_string(text),
+            Err(error) => env.create_string(status_or_throw(error, out)?),
         }
     }
 
