@@ -93,6 +93,7 @@ function poolLogs(cases: Driven[], implementation: Implementation, order: number
     for (const [k, result] of streamRanges(out).entries()) {
       const i = chosen[k]
       const id = ids[i]
+      if (result.id !== id) throw new Error(`STREAM record ${k} names stream ${result.id}, not ${id}`)
       const batch = decoders[i].decode(text, out, result.from, result.to, (n) => pool.nameOf(n), () => pool.takeHeaders(id))
       if (result.diagnostics > 0) batch.diagnostics = pool.takeDiagnostics(id)
       if (result.status === COMPACT_STATUS_PARSE_ERROR) {
@@ -259,13 +260,22 @@ for (const implementation of IMPLEMENTATIONS) {
     t.false(pool.close(a))
     t.true(pool.close(b))
     t.is(pool.size, 0)
+    const shared = new Uint32Array(compactCapacity(tokens.length, 1) + tokens.length)
+    shared.set(tokens, shared.length - tokens.length)
+    const aliased = () => pool.step(Uint32Array.of(b), Uint32Array.of(0, tokens.length), shared.subarray(shared.length - tokens.length), shared)
+    t.throws(aliased, { instanceOf: TypeError, message: /share memory/ })
+    t.throws(() => pool.takeDiagnostics('x' as never), { instanceOf: TypeError })
     t.throws(() => pool.open({ implementation } as never), { instanceOf: TypeError })
     t.throws(() => pool.open({ role: 'robot' } as never), { instanceOf: TypeError })
   })
 
   test(`${implementation}: the compact path refuses misuse with typed errors`, (t) => {
-    const parser = new HarmonyStreamParser({ implementation })
     const tokens = harmony('<|channel|>final<|message|>hi')
+    // Rejected arguments leave the parser untouched, even which API it is fed through.
+    const untouched = new HarmonyStreamParser({ implementation })
+    t.throws(() => untouched.pushCompact(tokens, new Uint32Array(4)), { instanceOf: RangeError })
+    t.is(untouched.push(tokens).segments[0]?.text, 'hi')
+    const parser = new HarmonyStreamParser({ implementation })
     t.throws(() => parser.pushCompact(tokens, new Uint32Array(4)), { instanceOf: RangeError, message: /compactCapacity/ })
     t.throws(() => parser.pushCompact(tokens, [] as unknown as Uint32Array), { instanceOf: TypeError })
     const out = new Uint32Array(compactCapacity(tokens.length))
@@ -299,3 +309,41 @@ for (const implementation of IMPLEMENTATIONS) {
     t.is(new HarmonyStreamParser({ implementation, maxHeaderTokens: 4096 }).push(tokens).completed[0]?.recipient, recipient)
   })
 }
+
+for (const implementation of IMPLEMENTATIONS) {
+  test(`${implementation}: close() releases a parser early; finish() does it already`, (t) => {
+    const tokens = harmony('<|channel|>final<|message|>hi')
+    const parser = new HarmonyStreamParser({ implementation })
+    const out = new Uint32Array(compactCapacity(tokens.length))
+    parser.pushCompact(tokens, out)
+    parser.close()
+    t.is(parser.state, 'content', 'the state at close is kept')
+    t.true(parser.finished)
+    t.throws(() => parser.takeDiagnostics(), { instanceOf: HarmonyStateError, message: /closed/ })
+    t.throws(() => parser.pushCompact(tokens, out), { instanceOf: HarmonyStateError })
+    parser.close()
+    const finished = new HarmonyStreamParser({ implementation })
+    finished.push(tokens)
+    finished.finish()
+    t.is(finished.state, 'expect-start')
+    t.deepEqual(finished.messages.map((m) => m.content), ['hi'])
+    if (implementation === 'native') {
+      // The Rust stream is gone: its id no longer answers.
+      const engine = (finished as unknown as { engine: { channel: { binding: { parserState(id: number): number } }; id: number } }).engine
+      t.is(engine.channel.binding.parserState(engine.id), 0xffff_ffff)
+    }
+  })
+}
+
+test('the TypeScript name table is bounded like the Rust one', async (t) => {
+  const { NameTable } = (await import('../dist/compact.js')) as { NameTable: new () => { intern(name: string | null): number; nameOf(id: number): string | null } }
+  const names = new NameTable()
+  t.is(names.intern(null), 0)
+  t.is(names.intern('analysis'), 1)
+  t.is(names.intern('analysis'), 1)
+  t.is(names.intern('x'.repeat(257)), NAME_NOT_INTERNED)
+  t.is(names.intern('é'.repeat(129)), NAME_NOT_INTERNED, 'the limit counts UTF-8 bytes, as in Rust')
+  for (let i = 0; names.intern(`to=${i}`) !== NAME_NOT_INTERNED; i++);
+  t.is(names.intern('analysis'), 1, 'known names keep their ids when the table is full')
+  t.is(names.nameOf(65_536)?.startsWith('to='), true)
+})

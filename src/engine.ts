@@ -77,6 +77,8 @@ export interface Engine {
   takeError(): RawParseError | null
   readonly state: number
   nameOf(id: number): string | null
+  /** Releases the stream's resources now (native: its Rust stream); no call may follow. */
+  close(): void
   /** Test hook: makes the stream fail as a bug would. Returns the status. */
   debugPanic(): number
 }

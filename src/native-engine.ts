@@ -38,24 +38,43 @@ class Channel {
   }
 
   grow(count: number): void {
+    // Both arrays first, then bind, then keep them: a failed allocation must leave the old pair bound.
     const size = Math.max(count, this.input.length * 2)
-    this.input = new Uint32Array(size)
-    this.out = new Uint32Array(compactCapacity(size))
-    this.binding.parserBind(this.input, this.out)
+    const input = new Uint32Array(size)
+    const out = new Uint32Array(compactCapacity(size))
+    this.binding.parserBind(input, out)
+    this.input = input
+    this.out = out
   }
 }
 
-let channel: Channel | null = null
+/**
+ * One channel per thread, whatever the number of copies of this module (a cleared require cache, test
+ * runners that reset modules): the Rust side binds one pair of arrays per thread, so a second channel
+ * would silently unbind the first.
+ */
+const CHANNEL = Symbol.for('harmony-stream.native-channel')
+const holder = globalThis as { [CHANNEL]?: Channel }
 
 export class NativeEngine implements Engine {
   private readonly channel: Channel
   private readonly id: number
 
+  private closed = false
+
   constructor(binding: NativeBinding, role: string | null, strict: boolean, maxHeaderTokens: number, toolNames: string[]) {
-    channel ??= new Channel(binding)
+    const channel = (holder[CHANNEL] ??= new Channel(binding))
     this.channel = channel
     this.id = binding.parserOpen(role, strict, maxHeaderTokens, toolNames)
-    channel.streams.register(this, this.id)
+    channel.streams.register(this, this.id, this)
+  }
+
+  /** Releases the Rust stream now rather than at garbage collection. */
+  close(): void {
+    if (this.closed) return
+    this.closed = true
+    this.channel.streams.unregister(this)
+    this.channel.binding.parserClose(this.id)
   }
 
   get out(): Uint32Array {

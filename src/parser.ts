@@ -12,6 +12,7 @@ import {
   COMPACT_STATUS_FINISHED,
   COMPACT_STATUS_INTERNAL_ERROR,
   COMPACT_STATUS_INVALID_TOKEN,
+  COMPACT_STATUS_OK,
   COMPACT_STATUS_PARSE_ERROR,
   NAME_NOT_INTERNED,
   RECORD_CLOSE,
@@ -193,6 +194,8 @@ export class HarmonyStreamParser {
   private readonly completedMessages: HarmonyMessage[] = []
   private done = false
   private mode: 'objects' | 'compact' | null = null
+  /** Set by `close()`: the state when the engine was released. */
+  private closedState: ParserState | null = null
 
   constructor(options: HarmonyStreamParserOptions = {}) {
     checkOptions(options)
@@ -206,17 +209,25 @@ export class HarmonyStreamParser {
    * `HarmonyStateError` after `finish()`, and in strict mode `HarmonyParseError`.
    */
   push(tokens: Uint32Array | readonly number[]): HarmonyBatch {
-    this.use('objects')
+    this.checkOpen()
     const ids = tokenArray(tokens)
+    this.use('objects')
     return this.collect(this.call(ids), ids)
   }
 
-  /** Ends the stream: flushes an unterminated message. Calling it again returns an empty batch. */
+  /**
+   * Ends the stream: flushes an unterminated message, and releases the native stream (everything it
+   * produced has been read). Calling it again returns an empty batch.
+   */
   finish(): HarmonyBatch {
     if (this.done) return { segments: [], completed: [], diagnostics: [] }
     this.use('objects')
     this.done = true
-    return this.collect(this.call(null), null)
+    try {
+      return this.collect(this.call(null), null)
+    } finally {
+      this.close()
+    }
   }
 
   /**
@@ -229,13 +240,18 @@ export class HarmonyStreamParser {
    * are in `out` and the returned text, and `takeError()` returns the `HarmonyParseError`.
    */
   pushCompact(tokens: Uint32Array | readonly number[], out: Uint32Array): string {
-    this.use('compact')
+    this.checkOpen()
     const ids = tokenArray(tokens)
     checkOut(out, ids.length)
+    this.use('compact')
     return this.copyCompact(this.call(ids), ids, out)
   }
 
-  /** `finish` for the fast path: ends the stream, writing the last records into `out`. Again: returns ''. */
+  /**
+   * `finish` for the fast path: ends the stream, writing the last records into `out`. Again: returns ''.
+   * Its diagnostics and error can still be taken; `close()` then releases a native parser's Rust stream at
+   * once instead of at garbage collection.
+   */
   finishCompact(out: Uint32Array): string {
     checkOut(out, 0)
     if (this.done) {
@@ -249,25 +265,30 @@ export class HarmonyStreamParser {
 
   /** The strict-mode error behind COMPACT_STATUS_PARSE_ERROR of the last compact call (`partial: null`). */
   takeError(): HarmonyParseError | null {
+    this.checkLive()
     const error = this.engine.takeError()
     return error === null ? null : new HarmonyParseError(error.code, error.message, error.tokenOffset, error.header ?? null, null)
   }
 
   /** Diagnostics of the last `pushCompact`/`finishCompact` (each returned once). */
   takeDiagnostics(): HarmonyDiagnostic[] {
+    this.checkLive()
     return this.engine.takeDiagnostics().map(diagnosticOf)
   }
 
   /**
-   * Headers of the messages the last `pushCompact`/`finishCompact` opened, in order: for fields that came
-   * back as `NAME_NOT_INTERNED`.
+   * Headers of all the messages the last `pushCompact`/`finishCompact` opened, in the order of their
+   * RECORD_OPEN records (the i-th OPEN is the i-th header), once: for fields that came back as
+   * `NAME_NOT_INTERNED`.
    */
   takeHeaders(): HarmonyHeader[] {
+    this.checkLive()
     return this.engine.takeHeaders().map(publicHeader)
   }
 
   /** The string behind a header field id of the compact output; null for 0 (absent). */
   nameOf(id: number): string | null {
+    this.checkLive()
     return this.engine.nameOf(id)
   }
 
@@ -276,7 +297,20 @@ export class HarmonyStreamParser {
     return this.completedMessages.slice()
   }
 
+  /**
+   * Releases the parser's resources now (for a native parser, its stream in Rust) rather than when it is
+   * garbage-collected; `finish()` does it already. After it the parser answers `messages`, `state` and
+   * `finished`, and any other call throws `HarmonyStateError`.
+   */
+  close(): void {
+    if (this.closedState !== null) return
+    this.closedState = this.state
+    this.done = true
+    this.engine.close()
+  }
+
   get state(): ParserState {
+    if (this.closedState !== null) return this.closedState
     const state = this.engine.state
     return state === STATE_HEADER ? 'header' : state === STATE_CONTENT ? 'content' : 'expect-start'
   }
@@ -286,8 +320,16 @@ export class HarmonyStreamParser {
     return this.done
   }
 
-  private use(mode: 'objects' | 'compact'): void {
+  private checkOpen(): void {
     if (this.done) throw new HarmonyStateError('parser-finished', 'push() after finish(): create a new parser for a new stream')
+  }
+
+  private checkLive(): void {
+    if (this.closedState !== null) throw new HarmonyStateError('parser-closed', 'the parser was closed')
+  }
+
+  private use(mode: 'objects' | 'compact'): void {
+    this.checkOpen()
     if (this.mode !== mode) {
       if (this.mode !== null) {
         throw new HarmonyStateError('mixed-api', 'this parser is fed through push()/finish() or pushCompact()/finishCompact(), not both')
@@ -316,6 +358,7 @@ export class HarmonyStreamParser {
     if (status === COMPACT_STATUS_INTERNAL_ERROR) {
       throw internalError(new Error(this.engine.takeError()?.message ?? 'unknown failure'))
     }
+    if (status !== COMPACT_STATUS_OK && status !== COMPACT_STATUS_PARSE_ERROR) throw internalError(new Error(`unexpected engine status ${status}`))
   }
 
   private parseError(partial: HarmonyBatch): HarmonyParseError {

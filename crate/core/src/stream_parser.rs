@@ -178,7 +178,7 @@ impl StreamParser {
                 break;
             }
             match self.vocabulary.padded_text(token) {
-                Some((text, utf16)) => self.output.text.push_short(text, utf16),
+                Some(text) => self.output.text.push_short(text),
                 None => break,
             }
             taken += 1;

@@ -5,6 +5,8 @@
 //! maximal invalid subpart (the WHATWG / Unicode rule `String::from_utf8_lossy` uses). So the text it emits
 //! for a message is exactly the lossy decoding of all the message's bytes, however they were split.
 
+use crate::vocabulary::{PaddedText, PADDING};
+
 /// Length of `s` in UTF-16 code units, the unit of JavaScript string offsets.
 #[inline]
 pub fn utf16_len(s: &str) -> usize {
@@ -35,25 +37,22 @@ impl TextSink {
     /// `push` for text from `Vocabulary::padded_text`: a short text is copied with one fixed 16-byte move
     /// instead of a `memcpy` call (most tokens are a few bytes, and the call dominated the content path).
     #[inline]
-    pub(crate) fn push_short(&mut self, s: &str, utf16: usize) {
-        let n = s.len();
-        if n > crate::vocabulary::PADDING {
-            return self.push(s, utf16);
+    pub(crate) fn push_short(&mut self, token: PaddedText<'_>) {
+        let n = token.text.len();
+        if n > PADDING {
+            return self.push(token.text, token.utf16);
         }
-        // SAFETY: `reserve` makes room for PADDING bytes past the end; `padded_text` guarantees that
-        // PADDING bytes are readable at `s`; only the first `n` bytes (valid UTF-8: all of `s`) become
-        // part of the string.
+        // SAFETY: `reserve` makes room for PADDING bytes past the end, so the 16-byte write stays inside the
+        // allocation; `window` begins with the bytes of `text` (PaddedText's invariant), so the first `n`
+        // bytes that become part of the string are `text`, valid UTF-8.
         unsafe {
             let bytes = self.text.as_mut_vec();
-            bytes.reserve(crate::vocabulary::PADDING);
+            bytes.reserve(PADDING);
             let end = bytes.len();
-            // One unaligned 16-byte load and store (a `copy_nonoverlapping` here was merged with the long
-            // branch's into a single `memcpy` call).
-            let chunk = std::ptr::read_unaligned(s.as_ptr() as *const [u8; crate::vocabulary::PADDING]);
-            std::ptr::write_unaligned(bytes.as_mut_ptr().add(end) as *mut [u8; crate::vocabulary::PADDING], chunk);
+            std::ptr::write_unaligned(bytes.as_mut_ptr().add(end) as *mut [u8; PADDING], *token.window);
             bytes.set_len(end + n);
         }
-        self.utf16_len += utf16;
+        self.utf16_len += token.utf16;
     }
 
     pub fn push_str(&mut self, s: &str) {

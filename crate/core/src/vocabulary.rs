@@ -44,6 +44,14 @@ pub struct Vocabulary {
 /// Bytes readable past the last token, so short tokens can be copied with one fixed-size move (`TextSink::push_short`).
 pub(crate) const PADDING: usize = 16;
 
+/// A token's text with the `PADDING` bytes that start where it starts. Only the vocabulary makes these,
+/// so `window` always begins with `text`'s bytes (what makes `TextSink::push_short` sound).
+pub(crate) struct PaddedText<'a> {
+    pub(crate) text: &'a str,
+    pub(crate) window: &'a [u8; PADDING],
+    pub(crate) utf16: usize,
+}
+
 impl Vocabulary {
     /// Parses the contents of `o200k_base.tiktoken` (lines of `base64(bytes) rank`).
     pub fn from_tiktoken(data: &[u8]) -> Result<Vocabulary, VocabularyError> {
@@ -121,12 +129,15 @@ impl Vocabulary {
         Some((unsafe { std::str::from_utf8_unchecked(bytes) }, utf16))
     }
 
-    /// Like `text`, with the guarantee that `PADDING` bytes can be read from the start of the text:
-    /// what `TextSink::push_short` needs.
+    /// Like `text`, with the `PADDING` bytes that start at the text (the text, then whatever follows it:
+    /// later tokens or the padding) as one array, for `TextSink::push_short`.
     #[inline]
-    pub(crate) fn padded_text(&self, id: u32) -> Option<(&str, usize)> {
-        // Every token is followed by later tokens' bytes or by the padding, so the guarantee holds for all.
-        self.text(id)
+    pub(crate) fn padded_text(&self, id: u32) -> Option<PaddedText<'_>> {
+        let (text, utf16) = self.text(id)?;
+        let start = (self.entries[id as usize] as u32) as usize;
+        // Every token is followed by at least PADDING bytes (later tokens or the padding), so this slice exists.
+        let window = self.bytes[start..start + PADDING].try_into().expect("PADDING bytes follow every token");
+        Some(PaddedText { text, window, utf16 })
     }
 
     pub fn contains(&self, id: u32) -> bool {
