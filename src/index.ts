@@ -41,3 +41,4 @@ export type {
   Role,
   Terminator,
 } from './types'
+export * from './adapters'

@@ -1,0 +1,186 @@
+/**
+ * The gateway adapters, proven with the official `openai` client against the example gateway
+ * (examples/gateway/server.mjs): at stream intervals 1, 3 and 20, on both implementations, streaming and
+ * not, Chat Completions and Responses must assemble the reasoning, content and tool calls of the transcript,
+ * which this test derives on its own from `parseCompletion` by channel and recipient.
+ */
+import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
+
+import test from 'ava'
+import OpenAI from 'openai'
+
+import { ChatCompletionsStream, type HarmonyMessage, type Implementation, ResponsesStream, parseCompletion } from 'harmony-stream'
+
+import { IMPLEMENTATIONS, harmony } from './helpers/harmony.mjs'
+
+const root = join(import.meta.dirname, '..')
+const { createGateway, loadReplay } = (await import(join(root, 'examples/gateway/server.mjs'))) as {
+  createGateway(options: { replay: number[][]; interval: number; implementation: Implementation; onDiagnostic(d: { code: string }): void }): import('node:http').Server
+  loadReplay(path: string): number[][]
+}
+
+/** The sample replay plus cases where mapping bugs hide: a batch crossing analysis → tool call, two calls, bad JSON, a built-in tool. */
+const replay = [
+  ...loadReplay(join(root, 'examples/gateway/replay.json')),
+  harmony('<|channel|>analysis<|message|>Two calls.<|end|><|start|>assistant<|channel|>commentary to=functions.a <|constrain|>json<|message|>{"x":1}<|call|><|start|>assistant<|channel|>analysis to=functions.b<|message|>{"y":[2,3]}<|call|>'),
+  harmony('<|channel|>analysis<|message|>x<|end|><|start|>assistant<|channel|>commentary to=browser.search<|message|>{"q":"weather"}<|call|><|start|>assistant<|channel|>final<|message|>done<|return|>'),
+  harmony('<|channel|>commentary to=functions.lookup <|constrain|>json<|message|>{not json<|call|>'),
+  harmony('<|channel|>final<|message|>no reasoning at all<|end|>'),
+]
+
+interface Expected {
+  reasoning: string
+  content: string | null
+  toolCalls: { name: string; arguments: string }[]
+  finishReason: 'stop' | 'length' | 'tool_calls'
+}
+
+/** The transcript mapped by channel and recipient, written independently of src/adapters. */
+function expected(tokens: number[]): Expected {
+  const messages: HarmonyMessage[] = parseCompletion(tokens)
+  const pick = (keep: (m: HarmonyMessage) => boolean) => messages.filter(keep).map((m) => m.content)
+  const tool = (m: HarmonyMessage) => m.recipient?.startsWith('functions.') === true
+  const content = pick((m) => !m.recipient && (m.channel === 'final' || m.channel === 'commentary'))
+  const last = messages.at(-1)?.terminator ?? null
+  return {
+    reasoning: pick((m) => m.channel === 'analysis' && !m.recipient).join(''),
+    content: content.length > 0 ? content.join('') : null,
+    toolCalls: messages.filter(tool).map((m) => ({ name: m.recipient!.slice('functions.'.length), arguments: m.content })),
+    finishReason: last === 'call' ? 'tool_calls' : last === null ? 'length' : 'stop',
+  }
+}
+
+async function withGateway(implementation: Implementation, interval: number, run: (client: OpenAI) => Promise<void>): Promise<string[]> {
+  const diagnostics: string[] = []
+  const server = createGateway({ replay, interval, implementation, onDiagnostic: (d) => diagnostics.push(d.code) })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  try {
+    await run(new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'test', maxRetries: 0 }))
+  } finally {
+    server.close()
+  }
+  return diagnostics
+}
+
+const pickReplay = (index: number) => ({ headers: { 'x-harmony-replay': String(index) } })
+
+for (const implementation of IMPLEMENTATIONS) {
+  for (const interval of [1, 3, 20]) {
+    test(`${implementation}, stream interval ${interval}: Chat Completions through the openai client`, async (t) => {
+      const diagnostics = await withGateway(implementation, interval, async (client) => {
+        for (const [index, tokens] of replay.entries()) {
+          const want = expected(tokens)
+          const stream = client.chat.completions.stream({ model: 'gpt-oss', messages: [{ role: 'user', content: 'hi' }], stream_options: { include_usage: true } }, pickReplay(index))
+          // The client's helper keeps only the last delta of fields it does not know, so reasoning is summed here.
+          let reasoning = ''
+          stream.on('chunk', (chunk) => {
+            reasoning += (chunk.choices[0]?.delta as { reasoning_content?: string } | undefined)?.reasoning_content ?? ''
+          })
+          const final = await stream.finalChatCompletion()
+          const choice = final.choices[0]
+          t.is(reasoning, want.reasoning, `replay ${index}: reasoning`)
+          t.is(choice.message.content ?? null, want.content, `replay ${index}: content`)
+          t.deepEqual((choice.message.tool_calls ?? []).map((c) => ({ name: c.type === 'function' ? c.function.name : '', arguments: c.type === 'function' ? c.function.arguments : '' })), want.toolCalls, `replay ${index}: tool calls`)
+          t.true((choice.message.tool_calls ?? []).every((c) => c.id.startsWith('call_') && c.type === 'function'))
+          t.is(choice.finish_reason, want.finishReason, `replay ${index}: finish_reason`)
+          t.is(final.usage?.completion_tokens, tokens.length)
+
+          const whole = await client.chat.completions.create({ model: 'gpt-oss', messages: [{ role: 'user', content: 'hi' }] }, pickReplay(index))
+          const message = whole.choices[0].message as typeof whole.choices[0]['message'] & { reasoning_content?: string }
+          t.is(message.reasoning_content ?? '', want.reasoning)
+          t.is(message.content, want.content)
+          t.deepEqual((message.tool_calls ?? []).map((c) => (c.type === 'function' ? { name: c.function.name, arguments: c.function.arguments } : null)), want.toolCalls)
+          t.is(whole.choices[0].finish_reason, want.finishReason)
+        }
+      })
+      // The replay with a tool body that is not JSON, once streamed and once not.
+      t.deepEqual(diagnostics, ['invalid-tool-arguments', 'invalid-tool-arguments'])
+    })
+
+    test(`${implementation}, stream interval ${interval}: Responses through the openai client`, async (t) => {
+      await withGateway(implementation, interval, async (client) => {
+        for (const [index, tokens] of replay.entries()) {
+          const want = expected(tokens)
+          const stream = client.responses.stream({ model: 'gpt-oss', input: 'hi' }, pickReplay(index))
+          const events: { type: string; sequence_number: number; item?: { id: string }; item_id?: string }[] = []
+          for await (const event of stream) events.push(event as never)
+          const final = await stream.finalResponse()
+          const items = final.output
+          const texts = (type: 'reasoning' | 'message') =>
+            items.filter((i) => i.type === type).map((i) => (i.type === 'message' ? i.content.map((c) => (c.type === 'output_text' ? c.text : '')).join('') : i.type === 'reasoning' ? (i.content ?? []).map((c) => c.text).join('') : ''))
+          t.is(texts('reasoning').join(''), want.reasoning, `replay ${index}: reasoning`)
+          t.is(texts('message').length > 0 ? texts('message').join('') : null, want.content, `replay ${index}: content`)
+          t.deepEqual(items.flatMap((i) => (i.type === 'function_call' ? [{ name: i.name, arguments: i.arguments }] : [])), want.toolCalls, `replay ${index}: tool calls`)
+          // Sequence numbers count up from 0; every item added is done, once, with a stable id.
+          t.deepEqual(events.map((e) => e.sequence_number), events.map((_, i) => i))
+          const added = events.filter((e) => e.type === 'response.output_item.added').map((e) => e.item!.id)
+          const done = events.filter((e) => e.type === 'response.output_item.done').map((e) => e.item!.id)
+          t.deepEqual(done, added)
+          t.is(new Set(added).size, added.length)
+          t.is(events.at(-1)?.type, want.finishReason === 'length' ? 'response.incomplete' : 'response.completed')
+
+          const whole = await client.responses.create({ model: 'gpt-oss', input: 'hi' }, pickReplay(index))
+          t.deepEqual(whole.output.map((i) => i.type), items.map((i) => i.type))
+          t.is(whole.usage?.output_tokens, tokens.length)
+        }
+      })
+    })
+  }
+}
+
+test('adapters: every batch split gives the same assembled result (no text lost or misrouted at boundaries)', (t) => {
+  for (const implementation of IMPLEMENTATIONS) {
+    for (const tokens of replay) {
+      const want = expected(tokens)
+      for (let interval = 1; interval <= tokens.length; interval++) {
+        const chat = new ChatCompletionsStream({ model: 'm', id: 'chatcmpl-x', parser: { implementation } })
+        const responses = new ResponsesStream({ model: 'm', id: 'resp_x', parser: { implementation } })
+        const chunks = []
+        const events = []
+        for (let i = 0; i < tokens.length; i += interval) {
+          chunks.push(...chat.push(tokens.slice(i, i + interval)))
+          events.push(...responses.push(tokens.slice(i, i + interval)))
+        }
+        chunks.push(...chat.finish())
+        events.push(...responses.finish())
+        const reasoning = chunks.map((c) => c.choices[0]?.delta.reasoning_content ?? '').join('')
+        const content = chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')
+        const args = new Map<number, string>()
+        for (const c of chunks) for (const call of c.choices[0]?.delta.tool_calls ?? []) args.set(call.index, (args.get(call.index) ?? '') + call.function.arguments)
+        t.is(reasoning, want.reasoning)
+        t.is(content, want.content ?? '')
+        t.deepEqual([...args.values()], want.toolCalls.map((c) => c.arguments))
+        t.is(chunks.at(-1)?.choices[0]?.finish_reason, want.finishReason)
+        const deltas = events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join('')
+        t.is(deltas, want.content ?? '')
+      }
+    }
+  }
+})
+
+test('adapters: usage counts reasoning tokens exactly, and invalid tool JSON is a diagnostic, not an error', (t) => {
+  const tokens = harmony('<|channel|>analysis<|message|>think<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{oops<|call|>')
+  const chat = new ChatCompletionsStream({ model: 'm', includeUsage: true })
+  const chunks = [...chat.push(tokens), ...chat.finish()]
+  const reasoningTokens = harmony('<|channel|>analysis<|message|>think<|end|>').length
+  t.deepEqual(chunks.at(-1)?.usage, { prompt_tokens: 0, completion_tokens: tokens.length, total_tokens: tokens.length, completion_tokens_details: { reasoning_tokens: reasoningTokens } })
+  t.deepEqual(chat.diagnostics.map((d) => d.code), ['invalid-tool-arguments'])
+  t.is(chat.diagnostics[0].text, '{oops')
+})
+
+test('adapters: routing options (preamble as reasoning, built-in tools surfaced, reasoning field)', (t) => {
+  const tokens = harmony('<|channel|>commentary<|message|>Checking.<|end|><|start|>assistant<|channel|>commentary to=browser.search<|message|>{"q":1}<|call|>')
+  const chunks = (options: object) => {
+    const chat = new ChatCompletionsStream({ model: 'm', ...options })
+    return [...chat.push(tokens), ...chat.finish()].map((c) => c.choices[0]?.delta ?? {})
+  }
+  const defaults = chunks({})
+  t.is(defaults.map((d) => d.content ?? '').join(''), 'Checking.')
+  t.false(defaults.some((d) => d.tool_calls), 'built-in tools are dropped by default')
+  const other = chunks({ preamble: 'reasoning', builtinTools: 'surface', reasoningField: 'reasoning' })
+  t.is(other.map((d) => d.reasoning ?? '').join(''), 'Checking.')
+  t.is(other.map((d) => d.content ?? '').join(''), '')
+  t.is(other.find((d) => d.tool_calls)?.tool_calls?.[0]?.function.name, 'browser.search')
+})

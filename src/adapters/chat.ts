@@ -1,0 +1,302 @@
+/**
+ * Chat Completions: parser output → `chat.completion.chunk` objects (streaming) or one `chat.completion`.
+ *
+ * Mapping (see `routing.ts`): analysis → `reasoning_content` (and/or `reasoning`, option `reasoningField`);
+ * final → `content`; a preamble (commentary, no recipient) → `content` by default; recipient `functions.X`,
+ * on any channel → `tool_calls` (index, id, type and name on the call's first delta, then argument deltas).
+ * `finish_reason`: `tool_calls` after `<|call|>`, `stop` after `<|return|>`/`<|end|>`, `length` when the
+ * stream ends without a stop token. Tool arguments are checked as JSON when the call closes; invalid JSON has
+ * already been streamed raw and gets a diagnostic, never an error.
+ */
+import type { HarmonyDiagnostic, HarmonyStreamParserOptions } from '../types'
+import { type MessageEvent, MessageStream } from './message-stream'
+import { type Route, type RoutingOptions, expectsJson, routeOf, toolName } from './routing'
+
+export interface ChatAdapterOptions extends RoutingOptions {
+  /** `model` of every chunk. */
+  model: string
+  /** Completion id (`chatcmpl-…`); tool call ids derive from it. Default: a random one. */
+  id?: string
+  /** Unix seconds. Default: now. */
+  created?: number
+  /** Field for reasoning text: `reasoning_content` (default, as DeepSeek and SGLang), `reasoning` (vLLM), or both. */
+  reasoningField?: 'reasoning_content' | 'reasoning' | 'both'
+  /** Prompt tokens, for `usage`. Default 0. */
+  promptTokens?: number
+  /** Emit a final chunk with `usage` (as `stream_options.include_usage` asks). Default false. */
+  includeUsage?: boolean
+  /** Options of the underlying parser (role, strict, toolNames, implementation…). */
+  parser?: HarmonyStreamParserOptions
+}
+
+export interface ChatToolCallDelta {
+  index: number
+  id?: string
+  type?: 'function'
+  function: { name?: string; arguments: string }
+}
+
+export interface ChatDelta {
+  role?: 'assistant'
+  content?: string
+  reasoning_content?: string
+  reasoning?: string
+  tool_calls?: ChatToolCallDelta[]
+}
+
+export type FinishReason = 'stop' | 'length' | 'tool_calls'
+
+export interface ChatUsage {
+  prompt_tokens: number
+  completion_tokens: number
+  total_tokens: number
+  completion_tokens_details: { reasoning_tokens: number }
+}
+
+export interface ChatCompletionChunk {
+  id: string
+  object: 'chat.completion.chunk'
+  created: number
+  model: string
+  choices: { index: 0; delta: ChatDelta; finish_reason: FinishReason | null; logprobs: null }[]
+  usage?: ChatUsage | null
+}
+
+export interface ChatToolCall {
+  id: string
+  type: 'function'
+  function: { name: string; arguments: string }
+}
+
+export interface ChatCompletion {
+  id: string
+  object: 'chat.completion'
+  created: number
+  model: string
+  choices: {
+    index: 0
+    message: { role: 'assistant'; content: string | null; reasoning_content?: string; reasoning?: string; tool_calls?: ChatToolCall[] }
+    finish_reason: FinishReason
+    logprobs: null
+  }[]
+  usage: ChatUsage
+}
+
+/** A diagnostic of the adapter itself, e.g. tool arguments that are not valid JSON. */
+export interface AdapterDiagnostic extends HarmonyDiagnostic {
+  /** The tool call concerned, for `invalid-tool-arguments`. */
+  toolCallId?: string
+}
+
+export function randomId(prefix: string): string {
+  return `${prefix}${Math.random().toString(36).slice(2, 14)}${Math.random().toString(36).slice(2, 14)}`
+}
+
+/** Finish reason from the terminator of the completion's last message. */
+export function finishReasonOf(terminator: string | null | undefined): FinishReason {
+  return terminator === 'call' ? 'tool_calls' : terminator === 'return' || terminator === 'end' ? 'stop' : 'length'
+}
+
+interface MessageState {
+  route: Route
+  /** Tool calls: the index in `tool_calls` and whether the chunk with id and name went out. */
+  toolIndex?: number
+  announced?: boolean
+  recipient?: string
+}
+
+/**
+ * The shared bookkeeping of both chat forms: routes each message once, numbers tool calls, counts
+ * reasoning tokens, checks tool arguments at close.
+ */
+class ChatMapper {
+  readonly messages = new Map<number, MessageState>()
+  toolCalls = 0
+  reasoningTokens = 0
+  lastTerminator: string | null | undefined = undefined
+  readonly diagnostics: AdapterDiagnostic[] = []
+
+  constructor(readonly options: ChatAdapterOptions, readonly id: string) {}
+
+  stateOf(index: number, header: { role: string; channel?: string | null; recipient?: string | null }): MessageState {
+    let state = this.messages.get(index)
+    if (state === undefined) {
+      state = { route: routeOf(header, this.options) }
+      if (state.route === 'tool') {
+        state.toolIndex = this.toolCalls++
+        state.recipient = header.recipient!
+      }
+      this.messages.set(index, state)
+    }
+    return state
+  }
+
+  toolCallId(index: number): string {
+    return `call_${this.id.replace(/^chatcmpl-/, '')}_${index}`
+  }
+
+  reasoningDelta(text: string): ChatDelta {
+    const field = this.options.reasoningField ?? 'reasoning_content'
+    if (field === 'both') return { reasoning_content: text, reasoning: text }
+    return field === 'reasoning' ? { reasoning: text } : { reasoning_content: text }
+  }
+
+  /** Bookkeeping at a message's close (`tokenOffset`: tokens read so far); returns its state. */
+  closed(event: Extract<MessageEvent, { kind: 'close' }>, tokenOffset: number): MessageState {
+    const { message } = event
+    const state = this.stateOf(event.index, message)
+    this.messages.delete(event.index)
+    this.lastTerminator = message.terminator
+    if (state.route === 'reasoning') this.reasoningTokens += event.tokens
+    if (state.route === 'tool') {
+      if (expectsJson(message.contentType) && !isJson(message.content)) {
+        this.diagnostics.push({
+          code: 'invalid-tool-arguments',
+          message: `the arguments of tool call ${toolName(state.recipient!)} are not valid JSON; passed through as they are`,
+          tokenOffset,
+          text: message.content,
+          toolCallId: this.toolCallId(state.toolIndex!),
+        })
+      }
+    }
+    return state
+  }
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Streaming Chat Completions for one completion: feed it tokens, send the chunks it returns. */
+export class ChatCompletionsStream {
+  readonly id: string
+  readonly created: number
+  private readonly stream: MessageStream
+  private readonly mapper: ChatMapper
+  private started = false
+  private done = false
+
+  constructor(readonly options: ChatAdapterOptions) {
+    this.id = options.id ?? randomId('chatcmpl-')
+    this.created = options.created ?? Math.floor(Date.now() / 1000)
+    this.stream = new MessageStream(options.parser)
+    this.mapper = new ChatMapper(options, this.id)
+  }
+
+  /** Diagnostics of the parser and of the adapter (invalid tool arguments) so far. */
+  get diagnostics(): AdapterDiagnostic[] {
+    return [...this.stream.diagnostics, ...this.mapper.diagnostics]
+  }
+
+  /** The chunks for the next tokens of the completion. */
+  push(tokens: Uint32Array | readonly number[]): ChatCompletionChunk[] {
+    return this.chunks(this.stream.push(tokens))
+  }
+
+  /** The last chunks: what the end of the stream flushes, the finish reason, and usage if asked for. */
+  finish(): ChatCompletionChunk[] {
+    if (this.done) return []
+    this.done = true
+    const chunks = this.chunks(this.stream.finish())
+    if (!this.started) chunks.push(this.chunk({ role: 'assistant', content: '' }))
+    chunks.push(this.chunk({}, finishReasonOf(this.mapper.lastTerminator)))
+    if (this.options.includeUsage) chunks.push({ ...this.chunk({}), choices: [], usage: this.usage() })
+    return chunks
+  }
+
+  usage(): ChatUsage {
+    const prompt = this.options.promptTokens ?? 0
+    return {
+      prompt_tokens: prompt,
+      completion_tokens: this.stream.tokens,
+      total_tokens: prompt + this.stream.tokens,
+      completion_tokens_details: { reasoning_tokens: this.mapper.reasoningTokens },
+    }
+  }
+
+  private chunk(delta: ChatDelta, finishReason: FinishReason | null = null): ChatCompletionChunk {
+    if (!this.started) {
+      this.started = true
+      delta = { role: 'assistant', ...delta }
+    }
+    return {
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: this.options.model,
+      choices: [{ index: 0, delta, finish_reason: finishReason, logprobs: null }],
+    }
+  }
+
+  private chunks(events: MessageEvent[]): ChatCompletionChunk[] {
+    const chunks: ChatCompletionChunk[] = []
+    const mapper = this.mapper
+    for (const event of events) {
+      if (event.kind === 'text') {
+        const { segment } = event
+        const state = mapper.stateOf(segment.messageIndex, segment)
+        if (state.route === 'reasoning') chunks.push(this.chunk(mapper.reasoningDelta(segment.text)))
+        else if (state.route === 'content') chunks.push(this.chunk({ content: segment.text }))
+        else if (state.route === 'tool') chunks.push(this.chunk({ tool_calls: [this.toolDelta(state, segment.text)] }))
+      } else {
+        const state = mapper.closed(event, this.stream.tokens)
+        // A call whose arguments were empty still has to be announced.
+        if (state.route === 'tool' && !state.announced) chunks.push(this.chunk({ tool_calls: [this.toolDelta(state, '')] }))
+      }
+    }
+    return chunks
+  }
+
+  private toolDelta(state: MessageState, text: string): ChatToolCallDelta {
+    const index = state.toolIndex!
+    if (state.announced) return { index, function: { arguments: text } }
+    state.announced = true
+    return { index, id: this.mapper.toolCallId(index), type: 'function', function: { name: toolName(state.recipient!), arguments: text } }
+  }
+}
+
+/** Non-streaming Chat Completions: a whole completion's tokens → one `chat.completion`. */
+export function chatCompletion(tokens: Uint32Array | readonly number[], options: ChatAdapterOptions): ChatCompletion & { diagnostics: AdapterDiagnostic[] } {
+  const id = options.id ?? randomId('chatcmpl-')
+  const stream = new MessageStream(options.parser)
+  const mapper = new ChatMapper(options, id)
+  const content: string[] = []
+  const reasoning: string[] = []
+  const toolCalls: ChatToolCall[] = []
+  for (const event of [...stream.push(tokens), ...stream.finish()]) {
+    if (event.kind !== 'close') continue
+    const { message } = event
+    const state = mapper.closed(event, stream.tokens)
+    if (state.route === 'content') content.push(message.content)
+    else if (state.route === 'reasoning') reasoning.push(message.content)
+    else if (state.route === 'tool') {
+      toolCalls.push({ id: mapper.toolCallId(state.toolIndex!), type: 'function', function: { name: toolName(state.recipient!), arguments: message.content } })
+    }
+  }
+  const field = options.reasoningField ?? 'reasoning_content'
+  const reasoningText = reasoning.join('')
+  const message: ChatCompletion['choices'][0]['message'] = { role: 'assistant', content: content.length > 0 ? content.join('') : null }
+  if (reasoning.length > 0 && field !== 'reasoning') message.reasoning_content = reasoningText
+  if (reasoning.length > 0 && field !== 'reasoning_content') message.reasoning = reasoningText
+  if (toolCalls.length > 0) message.tool_calls = toolCalls
+  const prompt = options.promptTokens ?? 0
+  return {
+    id,
+    object: 'chat.completion',
+    created: options.created ?? Math.floor(Date.now() / 1000),
+    model: options.model,
+    choices: [{ index: 0, message, finish_reason: finishReasonOf(mapper.lastTerminator), logprobs: null }],
+    usage: {
+      prompt_tokens: prompt,
+      completion_tokens: stream.tokens,
+      total_tokens: prompt + stream.tokens,
+      completion_tokens_details: { reasoning_tokens: mapper.reasoningTokens },
+    },
+    diagnostics: [...stream.diagnostics, ...mapper.diagnostics],
+  }
+}

@@ -1,0 +1,251 @@
+/**
+ * Responses API: parser output → `response.*` stream events (with a monotone `sequence_number` and stable
+ * item ids), or one `response` object.
+ *
+ * Every message becomes one output item, by the same routing as Chat Completions (`routing.ts`): reasoning
+ * → a `reasoning` item (`reasoning_text`), content → a `message` item (`output_text`), a tool call → a
+ * `function_call` item. Each item gets its added/delta/done events at the message's own boundaries, also
+ * when a batch holds the end of one message and the start of the next, and at the end of the stream. The
+ * stream ends with `response.completed`, or `response.incomplete` when it ended without a stop token.
+ */
+import type { HarmonyStreamParserOptions } from '../types'
+import { type AdapterDiagnostic, randomId } from './chat'
+import { type MessageEvent, MessageStream } from './message-stream'
+import { type Route, type RoutingOptions, expectsJson, routeOf, toolName } from './routing'
+
+export interface ResponsesAdapterOptions extends RoutingOptions {
+  model: string
+  /** Response id (`resp_…`); item ids derive from it. Default: a random one. */
+  id?: string
+  /** Unix seconds. Default: now. */
+  createdAt?: number
+  /** Input tokens, for `usage`. Default 0. */
+  inputTokens?: number
+  parser?: HarmonyStreamParserOptions
+}
+
+export type ResponseItem =
+  | { id: string; type: 'reasoning'; summary: []; content: { type: 'reasoning_text'; text: string }[]; status: ItemStatus }
+  | {
+      id: string
+      type: 'message'
+      role: 'assistant'
+      status: ItemStatus
+      content: { type: 'output_text'; text: string; annotations: []; logprobs: [] }[]
+    }
+  | { id: string; type: 'function_call'; call_id: string; name: string; arguments: string; status: ItemStatus }
+
+type ItemStatus = 'in_progress' | 'completed' | 'incomplete'
+
+export interface ResponseUsage {
+  input_tokens: number
+  input_tokens_details: { cached_tokens: number }
+  output_tokens: number
+  output_tokens_details: { reasoning_tokens: number }
+  total_tokens: number
+}
+
+export interface ResponseObject {
+  id: string
+  object: 'response'
+  created_at: number
+  status: 'in_progress' | 'completed' | 'incomplete'
+  model: string
+  output: ResponseItem[]
+  usage: ResponseUsage | null
+  incomplete_details: { reason: 'max_output_tokens' } | null
+  error: null
+  parallel_tool_calls: boolean
+  tool_choice: 'auto'
+  tools: []
+}
+
+/** A `response.*` event; fields as in the OpenAI API reference for each type. */
+export interface ResponseEvent {
+  type: string
+  sequence_number: number
+  [field: string]: unknown
+}
+
+interface OpenItem {
+  route: Route
+  outputIndex: number
+  item: ResponseItem
+  text: string
+}
+
+/** Streaming Responses for one completion: `start()`, then `push(tokens)` per engine step, then `finish()`. */
+export class ResponsesStream {
+  readonly id: string
+  private readonly createdAt: number
+  private readonly stream: MessageStream
+  private readonly open = new Map<number, OpenItem>()
+  private readonly output: ResponseItem[] = []
+  private sequence = 0
+  private reasoningTokens = 0
+  private lastTerminator: string | null | undefined = undefined
+  private started = false
+  private done = false
+  private readonly adapterDiagnostics: AdapterDiagnostic[] = []
+
+  constructor(readonly options: ResponsesAdapterOptions) {
+    this.id = options.id ?? randomId('resp_')
+    this.createdAt = options.createdAt ?? Math.floor(Date.now() / 1000)
+    this.stream = new MessageStream(options.parser)
+  }
+
+  get diagnostics(): AdapterDiagnostic[] {
+    return [...this.stream.diagnostics, ...this.adapterDiagnostics]
+  }
+
+  /** `response.created` and `response.in_progress`. */
+  start(): ResponseEvent[] {
+    if (this.started) return []
+    this.started = true
+    return [this.event('response.created', { response: this.response('in_progress') }), this.event('response.in_progress', { response: this.response('in_progress') })]
+  }
+
+  push(tokens: Uint32Array | readonly number[]): ResponseEvent[] {
+    return [...this.start(), ...this.events(this.stream.push(tokens))]
+  }
+
+  /** The events the end of the stream flushes, then `response.completed` (or `response.incomplete`). */
+  finish(): ResponseEvent[] {
+    if (this.done) return []
+    this.done = true
+    const events = [...this.start(), ...this.events(this.stream.finish())]
+    const complete = this.lastTerminator != null
+    const response = this.response(complete ? 'completed' : 'incomplete')
+    events.push(this.event(complete ? 'response.completed' : 'response.incomplete', { response }))
+    return events
+  }
+
+  /** The response as it stands (complete after `finish()`). */
+  response(status: ResponseObject['status'] = this.done ? (this.lastTerminator != null ? 'completed' : 'incomplete') : 'in_progress'): ResponseObject {
+    const input = this.options.inputTokens ?? 0
+    return {
+      id: this.id,
+      object: 'response',
+      created_at: this.createdAt,
+      status,
+      model: this.options.model,
+      output: status === 'in_progress' ? [] : structuredClone(this.output),
+      usage:
+        status === 'in_progress'
+          ? null
+          : {
+              input_tokens: input,
+              input_tokens_details: { cached_tokens: 0 },
+              output_tokens: this.stream.tokens,
+              output_tokens_details: { reasoning_tokens: this.reasoningTokens },
+              total_tokens: input + this.stream.tokens,
+            },
+      incomplete_details: status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
+      error: null,
+      parallel_tool_calls: true,
+      tool_choice: 'auto',
+      tools: [],
+    }
+  }
+
+  private event(type: string, fields: Record<string, unknown>): ResponseEvent {
+    return { type, sequence_number: this.sequence++, ...fields }
+  }
+
+  private events(messageEvents: MessageEvent[]): ResponseEvent[] {
+    const events: ResponseEvent[] = []
+    for (const event of messageEvents) {
+      if (event.kind === 'text') {
+        const { segment } = event
+        const item = this.itemOf(segment.messageIndex, segment, events)
+        if (item !== null) this.delta(item, segment.text, events)
+      } else {
+        const item = this.itemOf(event.index, event.message, events)
+        this.lastTerminator = event.message.terminator
+        if (item === null) continue
+        if (item.route === 'reasoning') this.reasoningTokens += event.tokens
+        this.close(item, event.message.terminator === null ? 'incomplete' : 'completed', events)
+        this.open.delete(event.index)
+        if (item.item.type === 'function_call' && expectsJson(event.message.contentType) && !isJson(item.text)) {
+          this.adapterDiagnostics.push({
+            code: 'invalid-tool-arguments',
+            message: `the arguments of tool call ${item.item.name} are not valid JSON; passed through as they are`,
+            tokenOffset: this.stream.tokens,
+            text: item.text,
+            toolCallId: item.item.call_id,
+          })
+        }
+      }
+    }
+    return events
+  }
+
+  /** The item of message `index`, added (with its events) on first sight; null for ignored messages. */
+  private itemOf(index: number, header: { role: string; channel?: string | null; recipient?: string | null }, events: ResponseEvent[]): OpenItem | null {
+    const known = this.open.get(index)
+    if (known) return known
+    const route = routeOf(header, this.options)
+    if (route === 'ignore') return null
+    const base = `${this.id.replace(/^resp_/, '')}_${index}`
+    let item: ResponseItem
+    if (route === 'reasoning') item = { id: `rs_${base}`, type: 'reasoning', summary: [], content: [], status: 'in_progress' }
+    else if (route === 'content') item = { id: `msg_${base}`, type: 'message', role: 'assistant', status: 'in_progress', content: [] }
+    else item = { id: `fc_${base}`, type: 'function_call', call_id: `call_${base}`, name: toolName(header.recipient!), arguments: '', status: 'in_progress' }
+    const open: OpenItem = { route, outputIndex: this.output.length, item, text: '' }
+    this.output.push(item)
+    this.open.set(index, open)
+    events.push(this.event('response.output_item.added', { output_index: open.outputIndex, item: structuredClone(item) }))
+    if (item.type === 'reasoning') {
+      events.push(this.event('response.content_part.added', { item_id: item.id, output_index: open.outputIndex, content_index: 0, part: { type: 'reasoning_text', text: '' } }))
+    } else if (item.type === 'message') {
+      events.push(this.event('response.content_part.added', { item_id: item.id, output_index: open.outputIndex, content_index: 0, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } }))
+    }
+    return open
+  }
+
+  private delta(open: OpenItem, delta: string, events: ResponseEvent[]): void {
+    open.text += delta
+    const where = { item_id: open.item.id, output_index: open.outputIndex }
+    if (open.item.type === 'reasoning') events.push(this.event('response.reasoning_text.delta', { ...where, content_index: 0, delta }))
+    else if (open.item.type === 'message') events.push(this.event('response.output_text.delta', { ...where, content_index: 0, delta, logprobs: [] }))
+    else events.push(this.event('response.function_call_arguments.delta', { ...where, delta }))
+  }
+
+  private close(open: OpenItem, status: ItemStatus, events: ResponseEvent[]): void {
+    const { item, text } = open
+    const where = { item_id: item.id, output_index: open.outputIndex }
+    if (item.type === 'reasoning') {
+      const part = { type: 'reasoning_text' as const, text }
+      item.content = [part]
+      events.push(this.event('response.reasoning_text.done', { ...where, content_index: 0, text }))
+      events.push(this.event('response.content_part.done', { ...where, content_index: 0, part }))
+    } else if (item.type === 'message') {
+      const part = { type: 'output_text' as const, text, annotations: [] as [], logprobs: [] as [] }
+      item.content = [part]
+      events.push(this.event('response.output_text.done', { ...where, content_index: 0, text, logprobs: [] }))
+      events.push(this.event('response.content_part.done', { ...where, content_index: 0, part }))
+    } else {
+      item.arguments = text
+      events.push(this.event('response.function_call_arguments.done', { ...where, name: item.name, arguments: text }))
+    }
+    item.status = status
+    events.push(this.event('response.output_item.done', { output_index: open.outputIndex, item: structuredClone(item) }))
+  }
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Non-streaming Responses: a whole completion's tokens → one `response` object (the streamed one, complete). */
+export function responseObject(tokens: Uint32Array | readonly number[], options: ResponsesAdapterOptions): ResponseObject & { diagnostics: AdapterDiagnostic[] } {
+  const stream = new ResponsesStream(options)
+  stream.push(tokens)
+  stream.finish()
+  return { ...stream.response(), diagnostics: stream.diagnostics }
+}
