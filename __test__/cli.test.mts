@@ -1,0 +1,69 @@
+/** `harmony-stream inspect`: the command a gateway engineer points at a captured completion. */
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+import test from 'ava'
+
+import { harmony } from './helpers/harmony.mjs'
+
+const root = join(import.meta.dirname, '..')
+const bin = join(root, 'bin', 'harmony-stream.cjs')
+const dir = mkdtempSync(join(tmpdir(), 'harmony-cli-'))
+const completion = harmony('<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{"a":1}<|call|>')
+
+function cli(args: string[], input?: string) {
+  return spawnSync(process.execPath, [bin, ...args], { cwd: root, encoding: 'utf8', input, env: { ...process.env, NO_COLOR: '' } })
+}
+
+test('inspect prints each message with its header, plain when not a terminal', (t) => {
+  const file = join(dir, 'one.json')
+  writeFileSync(file, JSON.stringify(completion))
+  const run = cli(['inspect', file])
+  t.is(run.status, 0, run.stderr)
+  t.is(run.stdout, 'assistant [analysis] (end)\n  Think.\nassistant [commentary] to=functions.f <json> (call)\n  {"a":1}\n')
+  t.false(run.stdout.includes('\x1b['), 'no colour codes when piped')
+  // Whitespace-separated ids on stdin give the same.
+  t.is(cli(['inspect'], completion.join(' ')).stdout, run.stdout)
+})
+
+test('inspect reads replay files, highlights diagnostics, and colours channels on a terminal', async (t) => {
+  const file = join(dir, 'replay.json')
+  writeFileSync(file, JSON.stringify([{ tokens: completion }, { tokens: harmony('<|channel|>final<|message|>cut') }]))
+  const run = cli(['inspect', file])
+  t.regex(run.stdout, /── completion 0 \(\d+ tokens\)/)
+  t.regex(run.stdout, /assistant \[final\] \(end of stream\)\n {2}cut/)
+  const { run: runCli } = (await import(join(root, 'dist', 'cli.js'))) as { run: (args: string[], io: object) => number }
+  let out = ''
+  const status = runCli(['inspect'], { stdout: { isTTY: true, write: (s: string) => (out += s) }, stdin: () => harmony('<|channel|>final<|message|>x<|end|>junk').join(' '), env: {} })
+  t.is(status, 0)
+  t.true(out.includes('\x1b[32massistant [final]'), 'final in green')
+  t.regex(out, /\x1b\[1;33m! stray-tokens at token \d+/)
+})
+
+test('inspect --events chat|responses prints the wire events as JSON lines', (t) => {
+  const file = join(dir, 'events.json')
+  writeFileSync(file, JSON.stringify(completion))
+  const chat = cli(['inspect', '--events', 'chat', file]).stdout.trim().split('\n').map((line) => JSON.parse(line))
+  t.is(chat.at(-2).choices[0].finish_reason, 'tool_calls')
+  t.is(chat.find((c) => c.choices[0]?.delta.tool_calls)?.choices[0].delta.tool_calls[0].function.name, 'f')
+  const events = cli(['inspect', '--events', 'responses', file]).stdout.trim().split('\n').map((line) => JSON.parse(line))
+  t.is(events[0].type, 'response.created')
+  t.is(events.at(-1).type, 'response.completed')
+})
+
+test('inspect: help, bad input and strict errors have their exit codes', (t) => {
+  const help = cli(['--help'])
+  t.is(help.status, 0)
+  t.regex(help.stdout, /Usage: harmony-stream inspect/)
+  t.is(cli(['inspect', '--events', 'xml']).status, 2)
+  t.is(cli(['frobnicate']).status, 2)
+  const bad = cli(['inspect'], '[1, 2, 999999]')
+  t.is(bad.status, 2)
+  t.regex(bad.stdout, /token ids must be integers from 0 to 201088/)
+  t.is(cli(['inspect', join(dir, 'missing.json')]).status, 2)
+  const strict = cli(['inspect', '--strict'], harmony('<|channel|>final').join(' '))
+  t.is(strict.status, 1)
+  t.regex(strict.stdout, /unexpected-eos-in-header/)
+})

@@ -1,0 +1,168 @@
+/**
+ * `harmony-stream inspect [file]`: reads token ids (a JSON array, whitespace-separated numbers, or a
+ * replay file `[{ "tokens": [...] }, …]`) from a file or stdin and prints the parsed messages, each
+ * channel in its own colour (plain when the output is not a terminal or NO_COLOR is set), diagnostics
+ * highlighted; with `--events chat|responses`, the wire events a gateway would send instead.
+ */
+import { readFileSync } from 'node:fs'
+
+import { ChatCompletionsStream } from './adapters/chat'
+import { ResponsesStream } from './adapters/responses'
+import { HarmonyParseError } from './errors'
+import { HarmonyStreamParser } from './parser'
+import type { HarmonyDiagnostic, HarmonyMessage, Implementation, Role } from './types'
+
+export const HELP = `Usage: harmony-stream inspect [file] [options]
+
+Parses Harmony token ids and prints the messages. Reads the file, or stdin when no file is given.
+Input: a JSON array of token ids, token ids separated by whitespace or commas, or a replay file
+[{ "tokens": [...] }, ...] (each completion is parsed on its own). The ids are the completion after
+<|start|>assistant, as an engine returns them (use --role none if they start with <|start|>).
+
+Options:
+  --events chat|responses   print the Chat Completions chunks or Responses events instead (one JSON per line)
+  --strict                  report the reference parser's errors instead of recovering
+  --role <role>|none        role of the first message (default assistant)
+  --implementation native|js
+  --no-color                plain output even on a terminal (also: NO_COLOR=1)
+  -h, --help                this text
+
+Exit status: 0 when parsed, 1 on a strict-mode error, 2 on bad input or usage.`
+
+interface CliOptions {
+  file: string | null
+  events: 'chat' | 'responses' | null
+  strict: boolean
+  role: Role | null
+  implementation: Implementation | undefined
+  color: boolean
+}
+
+export class UsageError extends Error {}
+
+export function parseArguments(args: string[], isTty: boolean, env: NodeJS.ProcessEnv): CliOptions | 'help' {
+  const options: CliOptions = { file: null, events: null, strict: false, role: 'assistant', implementation: undefined, color: isTty && !env.NO_COLOR }
+  const rest = [...args]
+  if (rest[0] === 'inspect') rest.shift()
+  else if (rest.length === 0 || (rest[0] !== '-h' && rest[0] !== '--help')) throw new UsageError(`unknown command ${rest[0] ?? '(none)'}; try: harmony-stream inspect --help`)
+  while (rest.length > 0) {
+    const arg = rest.shift()!
+    const value = () => {
+      const v = rest.shift()
+      if (v === undefined) throw new UsageError(`${arg} needs a value`)
+      return v
+    }
+    if (arg === '-h' || arg === '--help') return 'help'
+    else if (arg === '--events') {
+      const v = value()
+      if (v !== 'chat' && v !== 'responses') throw new UsageError('--events takes chat or responses')
+      options.events = v
+    } else if (arg === '--strict') options.strict = true
+    else if (arg === '--role') {
+      const v = value()
+      options.role = v === 'none' ? null : (v as Role)
+    } else if (arg === '--implementation') {
+      const v = value()
+      if (v !== 'native' && v !== 'js') throw new UsageError('--implementation takes native or js')
+      options.implementation = v
+    } else if (arg === '--no-color') options.color = false
+    else if (arg.startsWith('-')) throw new UsageError(`unknown option ${arg}`)
+    else if (options.file === null) options.file = arg
+    else throw new UsageError(`one file at most (got ${options.file} and ${arg})`)
+  }
+  return options
+}
+
+/** The completions in the input: one, or several from a replay file. */
+export function readCompletions(text: string): number[][] {
+  const trimmed = text.trim()
+  let value: unknown
+  if (trimmed.startsWith('[')) {
+    try {
+      value = JSON.parse(trimmed)
+    } catch (error) {
+      throw new UsageError(`the input is not valid JSON: ${(error as Error).message}`)
+    }
+  } else {
+    value = trimmed === '' ? [] : trimmed.split(/[\s,]+/).map(Number)
+  }
+  if (!Array.isArray(value)) throw new UsageError('expected an array of token ids or of { "tokens": [...] }')
+  const completions = value.length > 0 && typeof value[0] === 'object' && value[0] !== null ? value.map((entry) => (entry as { tokens?: unknown }).tokens) : [value]
+  return completions.map((tokens, n) => {
+    if (!Array.isArray(tokens) || !tokens.every((id) => Number.isInteger(id) && id >= 0 && id <= 201_088)) {
+      throw new UsageError(`completion ${n}: token ids must be integers from 0 to 201088`)
+    }
+    return tokens as number[]
+  })
+}
+
+const COLORS: Record<string, string> = { analysis: '\x1b[2;36m', commentary: '\x1b[35m', final: '\x1b[32m' }
+const TOOL = '\x1b[33m'
+const WARN = '\x1b[1;33m'
+const ERROR = '\x1b[1;31m'
+const RESET = '\x1b[0m'
+
+function paint(color: boolean, code: string, text: string): string {
+  return color ? `${code}${text}${RESET}` : text
+}
+
+function describe(message: HarmonyMessage): string {
+  const parts = [message.role, message.channel ? `[${message.channel}]` : '[no channel]']
+  if (message.recipient) parts.push(`to=${message.recipient}`)
+  if (message.contentType) parts.push(`<${message.contentType}>`)
+  parts.push(`(${message.terminator ?? 'end of stream'})`)
+  return parts.join(' ')
+}
+
+/** Runs the command; returns the exit status. */
+export function run(args: string[], io: { stdout: NodeJS.WriteStream | { write(s: string): unknown; isTTY?: boolean }; stdin: () => string; env: NodeJS.ProcessEnv }): number {
+  const write = (line: string) => io.stdout.write(`${line}\n`)
+  let options: CliOptions | 'help'
+  let completions: number[][]
+  try {
+    options = parseArguments(args, io.stdout.isTTY === true, io.env)
+    if (options === 'help') {
+      write(HELP)
+      return 0
+    }
+    completions = readCompletions(options.file === null ? io.stdin() : readFileSync(options.file, 'utf8'))
+  } catch (error) {
+    if (!(error instanceof UsageError) && !(error as NodeJS.ErrnoException).code) throw error
+    write(`harmony-stream: ${(error as Error).message}`)
+    return 2
+  }
+  const { color } = options
+  const parserOptions = { role: options.role, strict: options.strict, implementation: options.implementation }
+  let status = 0
+  for (const [n, tokens] of completions.entries()) {
+    if (completions.length > 1) write(paint(color, '\x1b[1m', `── completion ${n} (${tokens.length} tokens)`))
+    if (options.events === 'chat') {
+      const stream = new ChatCompletionsStream({ model: 'harmony-stream-inspect', id: `chatcmpl-inspect${n}`, created: 0, includeUsage: true, parser: parserOptions })
+      for (const chunk of [...stream.push(tokens), ...stream.finish()]) write(JSON.stringify(chunk))
+      for (const d of stream.diagnostics) write(paint(color, WARN, `! ${d.code}: ${d.message}`))
+      continue
+    }
+    if (options.events === 'responses') {
+      const stream = new ResponsesStream({ model: 'harmony-stream-inspect', id: `resp_inspect${n}`, createdAt: 0, parser: parserOptions })
+      for (const event of [...stream.push(tokens), ...stream.finish()]) write(JSON.stringify(event))
+      for (const d of stream.diagnostics) write(paint(color, WARN, `! ${d.code}: ${d.message}`))
+      continue
+    }
+    const parser = new HarmonyStreamParser(parserOptions)
+    const diagnostics: HarmonyDiagnostic[] = []
+    try {
+      diagnostics.push(...parser.push(tokens).diagnostics, ...parser.finish().diagnostics)
+    } catch (error) {
+      if (!(error instanceof HarmonyParseError)) throw error
+      write(paint(color, ERROR, `✖ ${error.code} at token ${error.tokenOffset}: ${error.message}`))
+      status = 1
+    }
+    for (const message of parser.messages) {
+      const tint = message.recipient ? TOOL : (COLORS[message.channel ?? ''] ?? '')
+      write(paint(color, tint, describe(message)))
+      write(paint(color, tint, message.content.replace(/^/gm, '  ')))
+    }
+    for (const d of diagnostics) write(paint(color, WARN, `! ${d.code} at token ${d.tokenOffset}: ${d.message}`))
+  }
+  return status
+}
