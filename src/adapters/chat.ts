@@ -10,7 +10,7 @@
  */
 import type { HarmonyDiagnostic, HarmonyStreamParserOptions } from '../types'
 import { type MessageEvent, MessageStream } from './message-stream'
-import { type Route, type RoutingOptions, expectsJson, routeOf, toolName } from './routing'
+import { type Route, type RoutingOptions, expectsJson, isJson, routeOf, toolName } from './routing'
 
 export interface ChatAdapterOptions extends RoutingOptions {
   /** `model` of every chunk. */
@@ -160,15 +160,6 @@ class ChatMapper {
       }
     }
     return state
-  }
-}
-
-function isJson(text: string): boolean {
-  try {
-    JSON.parse(text)
-    return true
-  } catch {
-    return false
   }
 }
 

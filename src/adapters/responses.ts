@@ -11,7 +11,7 @@
 import type { HarmonyStreamParserOptions } from '../types'
 import { type AdapterDiagnostic, randomId } from './chat'
 import { type MessageEvent, MessageStream } from './message-stream'
-import { type Route, type RoutingOptions, expectsJson, routeOf, toolName } from './routing'
+import { type Route, type RoutingOptions, expectsJson, isJson, routeOf, toolName } from './routing'
 
 export interface ResponsesAdapterOptions extends RoutingOptions {
   model: string
@@ -230,15 +230,6 @@ export class ResponsesStream {
     }
     item.status = status
     events.push(this.event('response.output_item.done', { output_index: open.outputIndex, item: structuredClone(item) }))
-  }
-}
-
-function isJson(text: string): boolean {
-  try {
-    JSON.parse(text)
-    return true
-  } catch {
-    return false
   }
 }
 

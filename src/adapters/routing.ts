@@ -50,3 +50,12 @@ export function toolName(recipient: string): string {
 export function expectsJson(contentType: string | null | undefined): boolean {
   return contentType == null || contentType.includes('json')
 }
+
+export function isJson(text: string): boolean {
+  try {
+    JSON.parse(text)
+    return true
+  } catch {
+    return false
+  }
+}
