@@ -12,7 +12,8 @@ import OpenAI from 'openai'
 
 import { ChatCompletionsStream, type HarmonyMessage, type Implementation, ResponsesStream, parseCompletion } from 'harmony-stream'
 
-import { IMPLEMENTATIONS, harmony } from './helpers/harmony.mjs'
+import { IMPLEMENTATIONS, harmony, random } from './helpers/harmony.mjs'
+import { decodeTokens } from './helpers/token-bytes.mjs'
 
 const root = join(import.meta.dirname, '..')
 const { createGateway, loadReplay } = (await import(join(root, 'examples/gateway/server.mjs'))) as {
@@ -183,4 +184,36 @@ test('adapters: routing options (preamble as reasoning, built-in tools surfaced,
   t.is(other.map((d) => d.reasoning ?? '').join(''), 'Checking.')
   t.is(other.map((d) => d.content ?? '').join(''), '')
   t.is(other.find((d) => d.tool_calls)?.tool_calls?.[0]?.function.name, 'browser.search')
+})
+
+test('adapters take text whose markers arrive as text, cut anywhere (input: text)', (t) => {
+  const next = random(5)
+  for (const implementation of IMPLEMENTATIONS) {
+    for (const tokens of replay) {
+      const want = expected(tokens)
+      const text = decodeTokens(tokens)
+      for (let round = 0; round < 5; round++) {
+        const chat = new ChatCompletionsStream({ model: 'm', input: 'text', includeUsage: true, parser: { implementation } })
+        const responses = new ResponsesStream({ model: 'm', input: 'text', parser: { implementation } })
+        const chunks = []
+        const events = []
+        for (let i = 0; i < text.length; ) {
+          const size = 1 + Math.floor(next() * 12)
+          chunks.push(...chat.push(text.slice(i, i + size)))
+          events.push(...responses.push(text.slice(i, i + size)))
+          i += size
+        }
+        chunks.push(...chat.finish())
+        events.push(...responses.finish())
+        t.is(chunks.map((c) => c.choices[0]?.delta.reasoning_content ?? '').join(''), want.reasoning)
+        t.is(chunks.map((c) => c.choices[0]?.delta.content ?? '').join(''), want.content ?? '')
+        t.is(chunks.at(-2)?.choices[0]?.finish_reason, want.finishReason)
+        // The text re-encodes to the model's tokens, so usage is exact here.
+        t.is(chunks.at(-1)?.usage?.completion_tokens, tokens.length)
+        t.is(events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join(''), want.content ?? '')
+      }
+    }
+  }
+  t.throws(() => new ChatCompletionsStream({ model: 'm' }).push('text'), { instanceOf: TypeError })
+  t.throws(() => new ChatCompletionsStream({ model: 'm', input: 'text' }).push([1]), { instanceOf: TypeError })
 })

@@ -12,10 +12,11 @@ import { cpus, totalmem } from 'node:os'
 import { join } from 'node:path'
 
 import b from 'benny'
-import { HarmonyStreamParser, HarmonyStreamPool, compactCapacity, implementation } from 'harmony-stream'
+import { HarmonyStreamParser, HarmonyStreamPool, HarmonyTextParser, compactCapacity, implementation } from 'harmony-stream'
 
 import { generator } from '../__test__/helpers/generator.mjs'
 import { loadReference } from '../__test__/helpers/reference-wasm.mjs'
+import { decodeTokens } from '../__test__/helpers/token-bytes.mjs'
 import { NaiveParser } from './naive.mjs'
 
 const quick = process.env.BENCH_QUICK === '1'
@@ -120,6 +121,23 @@ function separateParsersCase(which: 'native' | 'js', concurrent: number): () => 
   }
 }
 
+/** The corpus as text (markers as text, as llama.cpp and Ollama stream it), cut into chunks of `size` characters. */
+function textCase(which: 'native' | 'js', size: number): () => void {
+  const streams = corpus.map((s) => {
+    const text = decodeTokens(s.tokens)
+    const chunks: string[] = []
+    for (let i = 0; i < text.length; i += size) chunks.push(text.slice(i, i + size))
+    return chunks
+  })
+  return () => {
+    for (const chunks of streams) {
+      const parser = new HarmonyTextParser({ implementation: which })
+      for (const chunk of chunks) sink += parser.push(chunk).segments.length
+      sink += parser.finish().completed.length
+    }
+  }
+}
+
 const reference = await loadReference()
 function referenceCase(): () => void {
   return () => {
@@ -145,6 +163,10 @@ for (const size of BATCHES) {
   cases.push([`native fast path, batch ${size}`, fastPath('native', size), corpusTokens])
   cases.push([`js fast path, batch ${size}`, fastPath('js', size), corpusTokens])
   cases.push([`naive regex baseline, batch ${size}`, naiveCase(size), corpusTokens])
+}
+for (const size of [1, 8, 64]) {
+  cases.push([`native text parser, chunks of ${size} chars`, textCase('native', size), corpusTokens])
+  cases.push([`js text parser, chunks of ${size} chars`, textCase('js', size), corpusTokens])
 }
 for (const concurrent of [64, 1024]) {
   const { tokens } = concurrentCorpus(concurrent)

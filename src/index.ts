@@ -42,3 +42,4 @@ export type {
   Terminator,
 } from './types'
 export * from './adapters'
+export { DEFAULT_MAX_HEADER_BYTES, HarmonyTextParser, type HarmonyTextParserOptions } from './text-parser'

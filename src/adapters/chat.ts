@@ -9,7 +9,7 @@
  * already been streamed raw and gets a diagnostic, never an error.
  */
 import type { HarmonyDiagnostic, HarmonyStreamParserOptions } from '../types'
-import { type MessageEvent, MessageStream } from './message-stream'
+import { type InputKind, type MessageEvent, MessageStream } from './message-stream'
 import { type Route, type RoutingOptions, expectsJson, isJson, routeOf, toolName } from './routing'
 
 export interface ChatAdapterOptions extends RoutingOptions {
@@ -27,6 +27,8 @@ export interface ChatAdapterOptions extends RoutingOptions {
   includeUsage?: boolean
   /** Options of the underlying parser (role, strict, toolNames, implementation…). */
   parser?: HarmonyStreamParserOptions
+  /** `'text'` to feed text whose markers arrive as text (llama.cpp, Ollama) instead of token ids. */
+  input?: InputKind
 }
 
 export interface ChatToolCallDelta {
@@ -175,7 +177,7 @@ export class ChatCompletionsStream {
   constructor(readonly options: ChatAdapterOptions) {
     this.id = options.id ?? randomId('chatcmpl-')
     this.created = options.created ?? Math.floor(Date.now() / 1000)
-    this.stream = new MessageStream(options.parser)
+    this.stream = new MessageStream(options.parser, options.input)
     this.mapper = new ChatMapper(options, this.id)
   }
 
@@ -185,8 +187,8 @@ export class ChatCompletionsStream {
   }
 
   /** The chunks for the next tokens of the completion. */
-  push(tokens: Uint32Array | readonly number[]): ChatCompletionChunk[] {
-    return this.chunks(this.stream.push(tokens))
+  push(input: Uint32Array | readonly number[] | string): ChatCompletionChunk[] {
+    return this.chunks(this.stream.pushInput(input))
   }
 
   /** The last chunks: what the end of the stream flushes, the finish reason, and usage if asked for. */
@@ -252,14 +254,14 @@ export class ChatCompletionsStream {
 }
 
 /** Non-streaming Chat Completions: a whole completion's tokens → one `chat.completion`. */
-export function chatCompletion(tokens: Uint32Array | readonly number[], options: ChatAdapterOptions): ChatCompletion & { diagnostics: AdapterDiagnostic[] } {
+export function chatCompletion(tokens: Uint32Array | readonly number[] | string, options: ChatAdapterOptions): ChatCompletion & { diagnostics: AdapterDiagnostic[] } {
   const id = options.id ?? randomId('chatcmpl-')
-  const stream = new MessageStream(options.parser)
+  const stream = new MessageStream(options.parser, options.input)
   const mapper = new ChatMapper(options, id)
   const content: string[] = []
   const reasoning: string[] = []
   const toolCalls: ChatToolCall[] = []
-  for (const event of [...stream.push(tokens), ...stream.finish()]) {
+  for (const event of [...stream.pushInput(tokens), ...stream.finish()]) {
     if (event.kind !== 'close') continue
     const { message } = event
     const state = mapper.closed(event, stream.tokens)

@@ -12,7 +12,7 @@ export {
   type FinishReason,
   chatCompletion,
 } from './chat'
-export { type MessageEvent, MessageStream } from './message-stream'
+export { type InputKind, type MessageEvent, MessageStream } from './message-stream'
 export {
   type ResponseEvent,
   type ResponseItem,

@@ -8,6 +8,9 @@
  * its close, and its close before the next message's text.
  */
 import { HarmonyStreamParser } from '../parser'
+import { DEFAULT_MAX_HEADER_BYTES } from '../text-parser'
+import { byteTokens } from '../text/byte-tokens'
+import { MarkerScanner, type Piece } from '../text/marker-scanner'
 import type { HarmonyDiagnostic, HarmonyMessage, HarmonySegment, HarmonyStreamParserOptions } from '../types'
 
 /** First id of the special tokens: a message can only open or close at one of them. */
@@ -19,9 +22,36 @@ export type MessageEvent =
   | { kind: 'text'; segment: HarmonySegment }
   | { kind: 'close'; index: number; message: HarmonyMessage; tokens: number }
 
+/** What the adapters are fed: token ids (the default) or text whose markers arrive as text (see `HarmonyTextParser`). */
+export type InputKind = 'tokens' | 'text'
+
+let encoder: ((text: string) => number) | null = null
+
+/**
+ * Tokens of `text`: `<|constrain|>` (text to the scanner) is one token, other special-token strings are
+ * text. The tokenizer loads on first use, for text input only.
+ */
+function tokenCount(text: string): number {
+  const parts = text.split('<|constrain|>')
+  return parts.length - 1 + parts.reduce((n, part) => n + (part === '' ? 0 : encodeCount(part)), 0)
+}
+
+function encodeCount(text: string): number {
+  if (encoder === null) {
+    // The package's default encoding is o200k_base, the one gpt-oss uses.
+    const { encode } = require('gpt-tokenizer') as typeof import('gpt-tokenizer')
+    const options = { disallowedSpecial: new Set<string>() }
+    encoder = (t) => encode(t, options).length
+  }
+  return encoder(text)
+}
+
 export class MessageStream {
   readonly parser: HarmonyStreamParser
-  /** Tokens pushed so far. */
+  /**
+   * Tokens pushed so far. For text input, counted by encoding the text with the o200k tokenizer (markers
+   * count one each): exact when the text is the decoding of the model's tokens, as servers send it.
+   */
   tokens = 0
   /** Messages closed so far. */
   closed = 0
@@ -30,8 +60,54 @@ export class MessageStream {
   /** Tokens since the last close: the header, content and terminator of the message being read. */
   private pending = 0
 
-  constructor(options: HarmonyStreamParserOptions = {}) {
-    this.parser = new HarmonyStreamParser(options)
+  private readonly scanner: MarkerScanner | null
+  /** Text input: the text since the last marker, not yet counted in tokens. */
+  private unweighed = ''
+
+  constructor(options: HarmonyStreamParserOptions = {}, readonly input: InputKind = 'tokens') {
+    // For text, the parser reads single-byte tokens: its header limit counts bytes (as HarmonyTextParser's).
+    this.parser = new HarmonyStreamParser(input === 'text' ? { maxHeaderTokens: DEFAULT_MAX_HEADER_BYTES, ...options } : options)
+    this.scanner = input === 'text' ? new MarkerScanner() : null
+  }
+
+  /** Feeds token ids, or a chunk of text when made for text input. */
+  pushInput(input: Uint32Array | readonly number[] | string): MessageEvent[] {
+    if (typeof input === 'string') {
+      if (this.scanner === null) throw new TypeError('this adapter reads token ids; make it with input: \'text\' for text')
+      return this.pushPieces(this.scanner.push(input))
+    }
+    if (this.scanner !== null) throw new TypeError('this adapter reads text (input: \'text\'); pass strings')
+    return this.push(input)
+  }
+
+  /**
+   * Text pieces, fed in groups that end at a marker (like the special-token split of `push`). The text
+   * between two markers is counted in tokens once it is whole (at the marker or the end): encoding it
+   * chunk by chunk would count more tokens than the model produced.
+   */
+  private pushPieces(pieces: Piece[]): MessageEvent[] {
+    const events: MessageEvent[] = []
+    const bytes = byteTokens()
+    let group: number[] = []
+    for (const piece of pieces) {
+      if ('marker' in piece) {
+        group.push(piece.marker)
+        this.feed(group, events, this.weighText() + 1)
+        group = []
+      } else {
+        for (const byte of Buffer.from(piece.text, 'utf8')) group.push(bytes[byte])
+        this.unweighed += piece.text
+      }
+    }
+    if (group.length > 0) this.feed(group, events, 0)
+    return events
+  }
+
+  /** Tokens of the text since the last marker, which is then forgotten. */
+  private weighText(): number {
+    const tokens = this.unweighed === '' ? 0 : tokenCount(this.unweighed)
+    this.unweighed = ''
+    return tokens
   }
 
   /**
@@ -53,14 +129,18 @@ export class MessageStream {
 
   /** Ends the stream; an unterminated message closes with `terminator: null`. */
   finish(): MessageEvent[] {
-    const events: MessageEvent[] = []
+    const events = this.scanner === null ? [] : this.pushPieces(this.scanner.finish())
+    const rest = this.weighText()
+    this.tokens += rest
+    this.pending += rest
     this.collect(this.parser.finish(), events, null)
     return events
   }
 
-  private feed(piece: Uint32Array | readonly number[], events: MessageEvent[]): void {
-    this.tokens += piece.length
-    this.pending += piece.length
+  /** Parses `piece`, which stands for `weight` tokens of the completion (its length, for token input). */
+  private feed(piece: Uint32Array | readonly number[], events: MessageEvent[], weight = piece.length): void {
+    this.tokens += weight
+    this.pending += weight
     this.collect(this.parser.push(piece), events, piece[piece.length - 1])
   }
 

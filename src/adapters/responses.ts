@@ -10,7 +10,7 @@
  */
 import type { HarmonyStreamParserOptions } from '../types'
 import { type AdapterDiagnostic, randomId } from './chat'
-import { type MessageEvent, MessageStream } from './message-stream'
+import { type InputKind, type MessageEvent, MessageStream } from './message-stream'
 import { type Route, type RoutingOptions, expectsJson, isJson, routeOf, toolName } from './routing'
 
 export interface ResponsesAdapterOptions extends RoutingOptions {
@@ -22,6 +22,8 @@ export interface ResponsesAdapterOptions extends RoutingOptions {
   /** Input tokens, for `usage`. Default 0. */
   inputTokens?: number
   parser?: HarmonyStreamParserOptions
+  /** `'text'` to feed text whose markers arrive as text (llama.cpp, Ollama) instead of token ids. */
+  input?: InputKind
 }
 
 export type ResponseItem =
@@ -91,7 +93,7 @@ export class ResponsesStream {
   constructor(readonly options: ResponsesAdapterOptions) {
     this.id = options.id ?? randomId('resp_')
     this.createdAt = options.createdAt ?? Math.floor(Date.now() / 1000)
-    this.stream = new MessageStream(options.parser)
+    this.stream = new MessageStream(options.parser, options.input)
   }
 
   get diagnostics(): AdapterDiagnostic[] {
@@ -105,8 +107,8 @@ export class ResponsesStream {
     return [this.event('response.created', { response: this.response('in_progress') }), this.event('response.in_progress', { response: this.response('in_progress') })]
   }
 
-  push(tokens: Uint32Array | readonly number[]): ResponseEvent[] {
-    return [...this.start(), ...this.events(this.stream.push(tokens))]
+  push(input: Uint32Array | readonly number[] | string): ResponseEvent[] {
+    return [...this.start(), ...this.events(this.stream.pushInput(input))]
   }
 
   /** The events the end of the stream flushes, then `response.completed` (or `response.incomplete`). */
@@ -234,7 +236,7 @@ export class ResponsesStream {
 }
 
 /** Non-streaming Responses: a whole completion's tokens → one `response` object (the streamed one, complete). */
-export function responseObject(tokens: Uint32Array | readonly number[], options: ResponsesAdapterOptions): ResponseObject & { diagnostics: AdapterDiagnostic[] } {
+export function responseObject(tokens: Uint32Array | readonly number[] | string, options: ResponsesAdapterOptions): ResponseObject & { diagnostics: AdapterDiagnostic[] } {
   const stream = new ResponsesStream(options)
   stream.push(tokens)
   stream.finish()

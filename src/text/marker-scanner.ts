@@ -1,0 +1,74 @@
+/**
+ * Finds Harmony markers in text that arrives in chunks cut anywhere (`"<|chan"` + `"nel|>analysis"`).
+ *
+ * Only the markers that steer the parser are recognised: `<|start|>`, `<|channel|>`, `<|message|>`, `<|end|>`,
+ * `<|return|>`, `<|call|>`. Everything else is text — `<|constrain|>` too, which the header rules read as
+ * text, exactly as they read the `<|constrain|>` token's bytes. The scanner holds back only a suffix of a
+ * chunk that could still become a marker (or the first half of a surrogate pair), and releases it as text as soon as it cannot; a lone `<|` or
+ * `<|example|>` is text. Each character is looked at a bounded number of times: linear in the input.
+ */
+
+/** Marker strings and their token ids (o200k_harmony). */
+export const MARKERS: ReadonlyMap<string, number> = new Map([
+  ['<|start|>', 200_006],
+  ['<|channel|>', 200_005],
+  ['<|message|>', 200_008],
+  ['<|end|>', 200_007],
+  ['<|return|>', 200_002],
+  ['<|call|>', 200_012],
+])
+
+const LONGEST = Math.max(...[...MARKERS.keys()].map((m) => m.length))
+
+export type Piece = { marker: number } | { text: string }
+
+/** Whether `s` (starting with `<|`) is a proper prefix of some marker. */
+function couldBecomeMarker(s: string): boolean {
+  for (const marker of MARKERS.keys()) if (marker.length > s.length && marker.startsWith(s)) return true
+  return false
+}
+
+export class MarkerScanner {
+  /** A suffix held back from the last chunk: a proper prefix of a marker. */
+  private held = ''
+
+  push(chunk: string): Piece[] {
+    const text = this.held + chunk
+    this.held = ''
+    const pieces: Piece[] = []
+    let from = 0 // start of the text not yet emitted
+    let at = text.indexOf('<|')
+    while (at >= 0) {
+      const end = text.indexOf('|>', at + 2)
+      const candidate = end >= 0 && end + 2 - at <= LONGEST ? text.slice(at, end + 2) : null
+      const id = candidate === null ? undefined : MARKERS.get(candidate)
+      if (id !== undefined) {
+        if (at > from) pieces.push({ text: text.slice(from, at) })
+        pieces.push({ marker: id })
+        from = end + 2
+        at = text.indexOf('<|', from)
+        continue
+      }
+      // Not a marker here. At the end of the chunk it may still become one: hold it back.
+      if (text.length - at < LONGEST && couldBecomeMarker(text.slice(at))) {
+        if (at > from) pieces.push({ text: text.slice(from, at) })
+        this.held = text.slice(at)
+        return pieces
+      }
+      at = text.indexOf('<|', at + 1)
+    }
+    // A chunk ending in `<` may be cut inside `<|`; one ending in a high surrogate, inside a character.
+    const last = text.charCodeAt(text.length - 1)
+    const tailStart = last === 0x3c || (last >= 0xd800 && last <= 0xdbff) ? text.length - 1 : text.length
+    if (tailStart > from) pieces.push({ text: text.slice(from, tailStart) })
+    this.held = text.slice(tailStart)
+    return pieces
+  }
+
+  /** The end of the input: whatever was held back is text. */
+  finish(): Piece[] {
+    const held = this.held
+    this.held = ''
+    return held === '' ? [] : [{ text: held }]
+  }
+}
