@@ -19,8 +19,6 @@ export type HarmonyTextParserOptions = HarmonyStreamParserOptions
 /** Default header limit in bytes: the token parser's 256 tokens are about this much text. */
 export const DEFAULT_MAX_HEADER_BYTES = 1024
 
-const encoder = new TextEncoder()
-
 export class HarmonyTextParser {
   readonly implementation: Implementation
   private readonly parser: HarmonyStreamParser
@@ -65,21 +63,53 @@ export class HarmonyTextParser {
 
   /** The token sequence the pieces stand for. */
   private tokensOf(pieces: Piece[]): Uint32Array {
-    let length = 0
-    const encoded = pieces.map((piece) => {
-      const bytes = 'marker' in piece ? null : encoder.encode(piece.text)
-      length += bytes === null ? 1 : bytes.length
-      return bytes
-    })
-    const tokens = new Uint32Array(length)
-    let at = 0
-    for (const [i, piece] of pieces.entries()) {
-      const bytes = encoded[i]
-      if (bytes === null) tokens[at++] = (piece as { marker: number }).marker
-      else for (const byte of bytes) tokens[at++] = this.bytes[byte]
-    }
-    return tokens
+    return tokensOfPieces(pieces, this.bytes)
   }
+}
+
+/**
+ * Markers as their ids, text as the single-byte tokens of its UTF-8 bytes, encoded here by hand: most
+ * chunks are a few characters, where a TextEncoder call per piece cost more than the parsing.
+ */
+export function tokensOfPieces(pieces: Piece[], bytes: Uint32Array): Uint32Array {
+  let length = 0
+  for (const piece of pieces) length += 'marker' in piece ? 1 : 3 * piece.text.length // UTF-8 needs at most 3 bytes per UTF-16 unit
+  const tokens = new Uint32Array(length)
+  let at = 0
+  for (const piece of pieces) {
+    if ('marker' in piece) {
+      tokens[at++] = piece.marker
+      continue
+    }
+    const text = piece.text
+    for (let i = 0; i < text.length; i++) {
+      let c = text.charCodeAt(i)
+      if (c < 0x80) {
+        tokens[at++] = bytes[c]
+        continue
+      }
+      if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+        const low = text.charCodeAt(i + 1)
+        if (low >= 0xdc00 && low <= 0xdfff) {
+          c = 0x10000 + ((c - 0xd800) << 10) + (low - 0xdc00)
+          i++
+        }
+      }
+      if (c >= 0xd800 && c <= 0xdfff) c = 0xfffd // a lone surrogate, as TextEncoder encodes it
+      if (c < 0x800) {
+        tokens[at++] = bytes[0xc0 | (c >> 6)]
+      } else if (c < 0x10000) {
+        tokens[at++] = bytes[0xe0 | (c >> 12)]
+        tokens[at++] = bytes[0x80 | ((c >> 6) & 0x3f)]
+      } else {
+        tokens[at++] = bytes[0xf0 | (c >> 18)]
+        tokens[at++] = bytes[0x80 | ((c >> 12) & 0x3f)]
+        tokens[at++] = bytes[0x80 | ((c >> 6) & 0x3f)]
+      }
+      tokens[at++] = bytes[0x80 | (c & 0x3f)]
+    }
+  }
+  return tokens.subarray(0, at)
 }
 
 /** Adjacent segments of the same message are one segment, as within one token batch. */

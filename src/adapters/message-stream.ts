@@ -8,7 +8,7 @@
  * its close, and its close before the next message's text.
  */
 import { HarmonyStreamParser } from '../parser'
-import { DEFAULT_MAX_HEADER_BYTES } from '../text-parser'
+import { DEFAULT_MAX_HEADER_BYTES, tokensOfPieces } from '../text-parser'
 import { byteTokens } from '../text/byte-tokens'
 import { MarkerScanner, type Piece } from '../text/marker-scanner'
 import type { HarmonyDiagnostic, HarmonyMessage, HarmonySegment, HarmonyStreamParserOptions } from '../types'
@@ -87,19 +87,17 @@ export class MessageStream {
    */
   private pushPieces(pieces: Piece[]): MessageEvent[] {
     const events: MessageEvent[] = []
-    const bytes = byteTokens()
-    let group: number[] = []
+    let group: Piece[] = []
     for (const piece of pieces) {
+      group.push(piece)
       if ('marker' in piece) {
-        group.push(piece.marker)
-        this.feed(group, events, this.weighText() + 1)
+        this.feed(tokensOfPieces(group, byteTokens()), events, this.weighText() + 1)
         group = []
       } else {
-        for (const byte of Buffer.from(piece.text, 'utf8')) group.push(bytes[byte])
         this.unweighed += piece.text
       }
     }
-    if (group.length > 0) this.feed(group, events, 0)
+    if (group.length > 0) this.feed(tokensOfPieces(group, byteTokens()), events, 0)
     return events
   }
 
