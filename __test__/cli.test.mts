@@ -67,3 +67,11 @@ test('inspect: help, bad input and strict errors have their exit codes', (t) => 
   t.is(strict.status, 1)
   t.regex(strict.stdout, /unexpected-eos-in-header/)
 })
+
+test('inspect --text reads Harmony text whose markers are text', (t) => {
+  const run = cli(['inspect', '--text'], '<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{"a":1}<|call|>')
+  t.is(run.status, 0, run.stderr)
+  t.is(run.stdout, 'assistant [analysis] (end)\n  Think.\nassistant [commentary] to=functions.f <json> (call)\n  {"a":1}\n')
+  const events = cli(['inspect', '--text', '--events', 'chat'], '<|channel|>final<|message|>hi<|return|>').stdout.trim().split('\n').map((l) => JSON.parse(l))
+  t.is(events[0].choices[0].delta.content, 'hi')
+})

@@ -10,6 +10,7 @@ import { ChatCompletionsStream } from './adapters/chat'
 import { ResponsesStream } from './adapters/responses'
 import { HarmonyParseError } from './errors'
 import { HarmonyStreamParser } from './parser'
+import { HarmonyTextParser } from './text-parser'
 import type { HarmonyDiagnostic, HarmonyMessage, Implementation, Role } from './types'
 
 export const HELP = `Usage: harmony-stream inspect [file] [options]
@@ -18,9 +19,12 @@ Parses Harmony token ids and prints the messages. Reads the file, or stdin when 
 Input: a JSON array of token ids, token ids separated by whitespace or commas, or a replay file
 [{ "tokens": [...] }, ...] (each completion is parsed on its own). The ids are the completion after
 <|start|>assistant, as an engine returns them (use --role none if they start with <|start|>).
+With --text, the input is Harmony text whose markers are text (<|channel|>final<|message|>…), as
+llama.cpp or Ollama stream it.
 
 Options:
   --events chat|responses   print the Chat Completions chunks or Responses events instead (one JSON per line)
+  --text                    the input is Harmony text, not token ids
   --strict                  report the reference parser's errors instead of recovering
   --role <role>|none        role of the first message (default assistant)
   --implementation native|js
@@ -31,6 +35,7 @@ Exit status: 0 when parsed, 1 on a strict-mode error, 2 on bad input or usage.`
 
 interface CliOptions {
   file: string | null
+  text: boolean
   events: 'chat' | 'responses' | null
   strict: boolean
   role: Role | null
@@ -41,7 +46,7 @@ interface CliOptions {
 export class UsageError extends Error {}
 
 export function parseArguments(args: string[], isTty: boolean, env: NodeJS.ProcessEnv): CliOptions | 'help' {
-  const options: CliOptions = { file: null, events: null, strict: false, role: 'assistant', implementation: undefined, color: isTty && !env.NO_COLOR }
+  const options: CliOptions = { file: null, text: false, events: null, strict: false, role: 'assistant', implementation: undefined, color: isTty && !env.NO_COLOR }
   const rest = [...args]
   if (rest[0] === 'inspect') rest.shift()
   else if (rest.length === 0 || (rest[0] !== '-h' && rest[0] !== '--help')) throw new UsageError(`unknown command ${rest[0] ?? '(none)'}; try: harmony-stream inspect --help`)
@@ -58,6 +63,7 @@ export function parseArguments(args: string[], isTty: boolean, env: NodeJS.Proce
       if (v !== 'chat' && v !== 'responses') throw new UsageError('--events takes chat or responses')
       options.events = v
     } else if (arg === '--strict') options.strict = true
+    else if (arg === '--text') options.text = true
     else if (arg === '--role') {
       const v = value()
       options.role = v === 'none' ? null : (v as Role)
@@ -118,14 +124,15 @@ function describe(message: HarmonyMessage): string {
 export function run(args: string[], io: { stdout: NodeJS.WriteStream | { write(s: string): unknown; isTTY?: boolean }; stdin: () => string; env: NodeJS.ProcessEnv }): number {
   const write = (line: string) => io.stdout.write(`${line}\n`)
   let options: CliOptions | 'help'
-  let completions: number[][]
+  let completions: (number[] | string)[]
   try {
     options = parseArguments(args, io.stdout.isTTY === true, io.env)
     if (options === 'help') {
       write(HELP)
       return 0
     }
-    completions = readCompletions(options.file === null ? io.stdin() : readFileSync(options.file, 'utf8'))
+    const input = options.file === null ? io.stdin() : readFileSync(options.file, 'utf8')
+    completions = options.text ? [input] : readCompletions(input)
   } catch (error) {
     if (!(error instanceof UsageError) && !(error as NodeJS.ErrnoException).code) throw error
     write(`harmony-stream: ${(error as Error).message}`)
@@ -136,22 +143,24 @@ export function run(args: string[], io: { stdout: NodeJS.WriteStream | { write(s
   let status = 0
   for (const [n, tokens] of completions.entries()) {
     if (completions.length > 1) write(paint(color, '\x1b[1m', `── completion ${n} (${tokens.length} tokens)`))
+    const input = typeof tokens === 'string' ? ('text' as const) : ('tokens' as const)
     if (options.events === 'chat') {
-      const stream = new ChatCompletionsStream({ model: 'harmony-stream-inspect', id: `chatcmpl-inspect${n}`, created: 0, includeUsage: true, parser: parserOptions })
+      const stream = new ChatCompletionsStream({ model: 'harmony-stream-inspect', id: `chatcmpl-inspect${n}`, created: 0, includeUsage: true, parser: parserOptions, input })
       for (const chunk of [...stream.push(tokens), ...stream.finish()]) write(JSON.stringify(chunk))
       for (const d of stream.diagnostics) write(paint(color, WARN, `! ${d.code}: ${d.message}`))
       continue
     }
     if (options.events === 'responses') {
-      const stream = new ResponsesStream({ model: 'harmony-stream-inspect', id: `resp_inspect${n}`, createdAt: 0, parser: parserOptions })
+      const stream = new ResponsesStream({ model: 'harmony-stream-inspect', id: `resp_inspect${n}`, createdAt: 0, parser: parserOptions, input })
       for (const event of [...stream.push(tokens), ...stream.finish()]) write(JSON.stringify(event))
       for (const d of stream.diagnostics) write(paint(color, WARN, `! ${d.code}: ${d.message}`))
       continue
     }
-    const parser = new HarmonyStreamParser(parserOptions)
+    const parser = typeof tokens === 'string' ? new HarmonyTextParser(parserOptions) : new HarmonyStreamParser(parserOptions)
     const diagnostics: HarmonyDiagnostic[] = []
     try {
-      diagnostics.push(...parser.push(tokens).diagnostics, ...parser.finish().diagnostics)
+      const first = parser instanceof HarmonyTextParser ? parser.push(tokens as string) : parser.push(tokens as number[])
+      diagnostics.push(...first.diagnostics, ...parser.finish().diagnostics)
     } catch (error) {
       if (!(error instanceof HarmonyParseError)) throw error
       write(paint(color, ERROR, `✖ ${error.code} at token ${error.tokenOffset}: ${error.message}`))
