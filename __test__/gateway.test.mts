@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import test from 'ava'
 import OpenAI from 'openai'
 
-import { ChatCompletionsStream, type HarmonyMessage, type Implementation, ResponsesStream, parseCompletion } from 'harmony-stream'
+import { ChatCompletionsStream, type HarmonyMessage, type Implementation, ResponsesStream, chatCompletion, parseCompletion } from 'harmony-stream'
 
 import { IMPLEMENTATIONS, harmony, random } from './helpers/harmony.mjs'
 import { decodeTokens } from './helpers/token-bytes.mjs'
@@ -216,4 +216,57 @@ test('adapters take text whose markers arrive as text, cut anywhere (input: text
   }
   t.throws(() => new ChatCompletionsStream({ model: 'm' }).push('text'), { instanceOf: TypeError })
   t.throws(() => new ChatCompletionsStream({ model: 'm', input: 'text' }).push([1]), { instanceOf: TypeError })
+})
+
+test('adapters: a completion ending in a dropped built-in call finishes with stop; truncated finishes with length', (t) => {
+  const builtin = harmony('<|channel|>analysis<|message|>search<|end|><|start|>assistant<|channel|>commentary to=browser.search<|message|>{"q":1}<|call|>')
+  const chat = new ChatCompletionsStream({ model: 'm' })
+  const chunks = [...chat.push(builtin), ...chat.finish()]
+  t.is(chunks.at(-1)?.choices[0]?.finish_reason, 'stop')
+  t.false(chunks.some((c) => c.choices[0]?.delta.tool_calls))
+  t.is(chatCompletion(builtin, { model: 'm' }).choices[0].finish_reason, 'stop')
+  const surfaced = new ChatCompletionsStream({ model: 'm', builtinTools: 'surface' })
+  t.is([...surfaced.push(builtin), ...surfaced.finish()].at(-1)?.choices[0]?.finish_reason, 'tool_calls')
+  // The engine hit its token limit right after a stop token: only it knows.
+  const ended = harmony('<|channel|>final<|message|>ok<|end|>')
+  const cut = new ChatCompletionsStream({ model: 'm' })
+  t.is([...cut.push(ended), ...cut.finish({ truncated: true })].at(-1)?.choices[0]?.finish_reason, 'length')
+  const responses = new ResponsesStream({ model: 'm' })
+  t.is([...responses.push(ended), ...responses.finish({ truncated: true })].at(-1)?.type, 'response.incomplete')
+})
+
+test('adapters: reasoning tokens of a message closed by <|start|> without <|end|> (lenient recovery)', (t) => {
+  const tokens = harmony('<|channel|>analysis<|message|>think more<|start|>assistant<|channel|>final<|message|>x<|return|>')
+  const chat = new ChatCompletionsStream({ model: 'm', includeUsage: true })
+  const chunks = [...chat.push(tokens), ...chat.finish()]
+  // The analysis message is everything before that <|start|>, which opens the next message.
+  t.is(chunks.at(-1)?.usage?.completion_tokens_details.reasoning_tokens, harmony('<|channel|>analysis<|message|>think more').length)
+  t.is(chunks.at(-1)?.usage?.completion_tokens, tokens.length)
+  t.deepEqual(chat.diagnostics.map((d) => d.code), ['missing-end'])
+})
+
+test('the gateway sends an error frame when a stream fails midway, and the openai client raises it', async (t) => {
+  const errors: unknown[] = []
+  const server = createGateway({ replay: [[...harmony('<|channel|>final<|message|>hello'), 999_999_999]], interval: 1, implementation: 'js', onDiagnostic: () => {}, onError: (e: unknown) => errors.push(e) } as never)
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'test', maxRetries: 0 })
+  try {
+    const chat = await client.chat.completions.create({ model: 'm', messages: [], stream: true })
+    await t.throwsAsync(async () => {
+      for await (const chunk of chat) void chunk
+    }, { message: /outside the vocabulary/ })
+    const responses = client.responses.stream({ model: 'm', input: 'hi' })
+    // openai-node rejects with the `error` event itself here, not an Error instance.
+    const failure = await responses.finalResponse().then(() => null, (error: unknown) => error as { type?: string; message?: string })
+    t.is(failure?.type, 'error')
+    t.regex(failure?.message ?? '', /outside the vocabulary/)
+    t.is(errors.length, 2)
+    const bad = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, { method: 'POST', body: 'null' })
+    t.is(bad.status, 400)
+    const header = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, { method: 'POST', body: '{}', headers: { 'x-harmony-replay': '' } })
+    t.is(header.status, 400)
+  } finally {
+    server.close()
+  }
 })

@@ -120,3 +120,13 @@ for (const implementation of IMPLEMENTATIONS) {
     t.throws(() => lenient.push('more'), { code: 'parser-finished' })
   })
 }
+
+test('marker scanning is linear: a million characters of near-markers parse at once (a rescan per <| would not finish)', (t) => {
+  for (const implementation of IMPLEMENTATIONS) {
+    const parser = new HarmonyTextParser({ implementation })
+    parser.push('<|channel|>final<|message|>')
+    const text = ' <|a'.repeat(250_000)
+    const batch = parser.push(text)
+    t.is(batch.segments.map((s) => s.text).join('').length + parser.finish().segments.map((s) => s.text).join('').length, text.length)
+  }
+})

@@ -45,6 +45,8 @@ interface CliOptions {
 
 export class UsageError extends Error {}
 
+const ROLES = ['user', 'assistant', 'system', 'developer', 'tool']
+
 export function parseArguments(args: string[], isTty: boolean, env: NodeJS.ProcessEnv): CliOptions | 'help' {
   const options: CliOptions = { file: null, text: false, events: null, strict: false, role: 'assistant', implementation: undefined, color: isTty && !env.NO_COLOR }
   const rest = [...args]
@@ -66,6 +68,7 @@ export function parseArguments(args: string[], isTty: boolean, env: NodeJS.Proce
     else if (arg === '--text') options.text = true
     else if (arg === '--role') {
       const v = value()
+      if (v !== 'none' && !ROLES.includes(v)) throw new UsageError(`--role takes one of ${ROLES.join(', ')} or none`)
       options.role = v === 'none' ? null : (v as Role)
     } else if (arg === '--implementation') {
       const v = value()
@@ -90,7 +93,7 @@ export function readCompletions(text: string): number[][] {
       throw new UsageError(`the input is not valid JSON: ${(error as Error).message}`)
     }
   } else {
-    value = trimmed === '' ? [] : trimmed.split(/[\s,]+/).map(Number)
+    value = trimmed.split(/[\s,]+/).filter((word) => word !== '').map(Number)
   }
   if (!Array.isArray(value)) throw new UsageError('expected an array of token ids or of { "tokens": [...] }')
   const completions = value.length > 0 && typeof value[0] === 'object' && value[0] !== null ? value.map((entry) => (entry as { tokens?: unknown }).tokens) : [value]
@@ -120,9 +123,25 @@ function describe(message: HarmonyMessage): string {
   return parts.join(' ')
 }
 
-/** Runs the command; returns the exit status. */
-export function run(args: string[], io: { stdout: NodeJS.WriteStream | { write(s: string): unknown; isTTY?: boolean }; stdin: () => string; env: NodeJS.ProcessEnv }): number {
+/** Control characters of model text made visible on a terminal, where they would act (escape sequences). */
+function visible(text: string, color: boolean): string {
+  if (!color) return text
+  return text.replace(/[\x00-\x08\x0b-\x1f\x7f\x9b]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
+}
+
+interface Output {
+  write(s: string): unknown
+  isTTY?: boolean
+}
+
+/**
+ * Runs the command; returns the exit status. Results go to stdout; with `--events` (JSON lines, for tools
+ * such as jq) diagnostics, errors and completion headings go to stderr.
+ */
+export function run(args: string[], io: { stdout: Output; stderr?: Output; stdin: () => string; env: NodeJS.ProcessEnv }): number {
   const write = (line: string) => io.stdout.write(`${line}\n`)
+  const stderr = io.stderr ?? io.stdout
+  const note = (line: string) => stderr.write(`${line}\n`)
   let options: CliOptions | 'help'
   let completions: (number[] | string)[]
   try {
@@ -135,25 +154,30 @@ export function run(args: string[], io: { stdout: NodeJS.WriteStream | { write(s
     completions = options.text ? [input] : readCompletions(input)
   } catch (error) {
     if (!(error instanceof UsageError) && !(error as NodeJS.ErrnoException).code) throw error
-    write(`harmony-stream: ${(error as Error).message}`)
+    note(`harmony-stream: ${(error as Error).message}`)
     return 2
   }
   const { color } = options
   const parserOptions = { role: options.role, strict: options.strict, implementation: options.implementation }
   let status = 0
   for (const [n, tokens] of completions.entries()) {
-    if (completions.length > 1) write(paint(color, '\x1b[1m', `── completion ${n} (${tokens.length} tokens)`))
+    const events = options.events
+    const heading = paint(color, '\x1b[1m', `── completion ${n} (${typeof tokens === 'string' ? `${tokens.length} characters` : `${tokens.length} tokens`})`)
+    if (completions.length > 1) (events ? note : write)(heading)
     const input = typeof tokens === 'string' ? ('text' as const) : ('tokens' as const)
-    if (options.events === 'chat') {
-      const stream = new ChatCompletionsStream({ model: 'harmony-stream-inspect', id: `chatcmpl-inspect${n}`, created: 0, includeUsage: true, parser: parserOptions, input })
-      for (const chunk of [...stream.push(tokens), ...stream.finish()]) write(JSON.stringify(chunk))
-      for (const d of stream.diagnostics) write(paint(color, WARN, `! ${d.code}: ${d.message}`))
-      continue
-    }
-    if (options.events === 'responses') {
-      const stream = new ResponsesStream({ model: 'harmony-stream-inspect', id: `resp_inspect${n}`, createdAt: 0, parser: parserOptions, input })
-      for (const event of [...stream.push(tokens), ...stream.finish()]) write(JSON.stringify(event))
-      for (const d of stream.diagnostics) write(paint(color, WARN, `! ${d.code}: ${d.message}`))
+    if (events !== null) {
+      const stream =
+        events === 'chat'
+          ? new ChatCompletionsStream({ model: 'harmony-stream-inspect', id: `chatcmpl-inspect${n}`, created: 0, includeUsage: true, parser: parserOptions, input })
+          : new ResponsesStream({ model: 'harmony-stream-inspect', id: `resp_inspect${n}`, createdAt: 0, parser: parserOptions, input })
+      try {
+        for (const event of [...stream.push(tokens), ...stream.finish()]) write(JSON.stringify(event))
+      } catch (error) {
+        if (!(error instanceof HarmonyParseError)) throw error
+        note(paint(color, ERROR, `✖ ${error.code} at token ${error.tokenOffset}: ${error.message}`))
+        status = 1
+      }
+      for (const d of stream.diagnostics) note(paint(color, WARN, `! ${d.code}: ${d.message}`))
       continue
     }
     const parser = typeof tokens === 'string' ? new HarmonyTextParser(parserOptions) : new HarmonyStreamParser(parserOptions)
@@ -168,8 +192,8 @@ export function run(args: string[], io: { stdout: NodeJS.WriteStream | { write(s
     }
     for (const message of parser.messages) {
       const tint = message.recipient ? TOOL : (COLORS[message.channel ?? ''] ?? '')
-      write(paint(color, tint, describe(message)))
-      write(paint(color, tint, message.content.replace(/^/gm, '  ')))
+      write(paint(color, tint, visible(describe(message), color)))
+      write(paint(color, tint, visible(message.content, color).replace(/^/gm, '  ')))
     }
     for (const d of diagnostics) write(paint(color, WARN, `! ${d.code} at token ${d.tokenOffset}: ${d.message}`))
   }

@@ -34,11 +34,14 @@ async function* engineSteps(tokens, interval) {
 async function readJson(request) {
   const chunks = []
   for await (const chunk of request) chunks.push(chunk)
+  let body
   try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}')
+    body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}')
   } catch {
     throw new HttpError(400, 'the request body is not JSON')
   }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new HttpError(400, 'the request body must be a JSON object')
+  return body
 }
 
 /** Tool names the request offered, for the parser's `toolNames` (Chat: {function: {name}}; Responses: {name}). */
@@ -60,15 +63,15 @@ function startSse(response) {
  * Creates (does not start) the gateway. `replay`: completions as token arrays; `interval`: tokens per engine
  * step; `implementation`: the parser implementation for every request.
  */
-export function createGateway({ replay, interval = 1, implementation = defaultImplementation, model = 'gpt-oss-replay', onDiagnostic = logDiagnostic }) {
+export function createGateway({ replay, interval = 1, implementation = defaultImplementation, model = 'gpt-oss-replay', onDiagnostic = logDiagnostic, onError = logError }) {
   if (!Array.isArray(replay) || replay.length === 0) throw new Error('the replay needs at least one completion')
   if (!Number.isInteger(interval) || interval < 1) throw new Error('STREAM_INTERVAL must be a positive integer')
   let next = 0
   const pick = (request) => {
     const header = request.headers['x-harmony-replay']
     if (header === undefined) return replay[next++ % replay.length]
-    const index = Number(header)
-    if (!Number.isInteger(index) || index < 0 || index >= replay.length) {
+    const index = /^\d+$/.test(header) ? Number(header) : -1
+    if (index < 0 || index >= replay.length) {
       throw new HttpError(400, `x-harmony-replay must be an index from 0 to ${replay.length - 1}`)
     }
     return replay[index]
@@ -80,11 +83,18 @@ export function createGateway({ replay, interval = 1, implementation = defaultIm
     if (!body.stream) return sendJson(response, 200, withoutDiagnostics(chatCompletion(tokens, options), onDiagnostic))
     const stream = new ChatCompletionsStream({ ...options, includeUsage: body.stream_options?.include_usage === true })
     startSse(response)
-    for await (const step of engineSteps(tokens, interval)) {
-      if (response.destroyed) return
-      for (const chunk of stream.push(step)) response.write(`data: ${JSON.stringify(chunk)}\n\n`)
+    try {
+      for await (const step of engineSteps(tokens, interval)) {
+        if (response.destroyed) return
+        for (const chunk of stream.push(step)) response.write(`data: ${JSON.stringify(chunk)}\n\n`)
+      }
+      for (const chunk of stream.finish()) response.write(`data: ${JSON.stringify(chunk)}\n\n`)
+    } catch (error) {
+      // Mid-stream, the status line is gone: an error frame, which OpenAI clients raise as an APIError.
+      onError(error)
+      response.end(`data: ${JSON.stringify({ error: { message: error.message, type: 'server_error', code: error.code ?? null } })}\n\n`)
+      return
     }
-    for (const chunk of stream.finish()) response.write(`data: ${JSON.stringify(chunk)}\n\n`)
     response.end('data: [DONE]\n\n')
     stream.diagnostics.forEach(onDiagnostic)
   }
@@ -99,11 +109,19 @@ export function createGateway({ replay, interval = 1, implementation = defaultIm
       for (const event of events) response.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`)
     }
     send(stream.start())
-    for await (const step of engineSteps(tokens, interval)) {
-      if (response.destroyed) return
-      send(stream.push(step))
+    try {
+      for await (const step of engineSteps(tokens, interval)) {
+        if (response.destroyed) return
+        send(stream.push(step))
+      }
+      send(stream.finish())
+    } catch (error) {
+      // Mid-stream: the Responses API's `error` event, which OpenAI clients raise.
+      onError(error)
+      send([stream.error(error.message, error.code)])
+      response.end()
+      return
     }
-    send(stream.finish())
     response.end()
     stream.diagnostics.forEach(onDiagnostic)
   }
@@ -118,10 +136,15 @@ export function createGateway({ replay, interval = 1, implementation = defaultIm
       await (path === '/v1/chat/completions' ? chat : responses)(request, response, body)
     } catch (error) {
       const status = error instanceof HttpError ? error.status : 500
+      if (status === 500) onError(error)
       if (!response.headersSent) sendJson(response, status, { error: { message: error.message, type: status === 500 ? 'server_error' : 'invalid_request_error' } })
       else response.end()
     }
   })
+}
+
+function logError(error) {
+  console.error(`harmony-stream gateway: ${error.stack ?? error}`)
 }
 
 /** What the parser recovered from, and tool arguments that are not JSON: worth a log line, not a failure. */

@@ -94,9 +94,20 @@ export function randomId(prefix: string): string {
   return `${prefix}${Math.random().toString(36).slice(2, 14)}${Math.random().toString(36).slice(2, 14)}`
 }
 
-/** Finish reason from the terminator of the completion's last message. */
-export function finishReasonOf(terminator: string | null | undefined): FinishReason {
-  return terminator === 'call' ? 'tool_calls' : terminator === 'return' || terminator === 'end' ? 'stop' : 'length'
+/**
+ * Finish reason from the terminator of the completion's last message: `length` when the stream ended
+ * without one (or the engine says it was cut: `truncated`), `tool_calls` after `<|call|>` if tool calls were
+ * sent (a call to a built-in tool the gateway dropped is a plain `stop`), `stop` otherwise.
+ */
+export function finishReasonOf(terminator: string | null | undefined, toolCalls: number, truncated = false): FinishReason {
+  if (truncated || terminator == null) return 'length'
+  return terminator === 'call' && toolCalls > 0 ? 'tool_calls' : 'stop'
+}
+
+/** How the engine ended the stream, when it knows more than the tokens show. */
+export interface FinishOptions {
+  /** The engine stopped at its token limit (even right after a stop token): report `length`/`incomplete`. */
+  truncated?: boolean
 }
 
 interface MessageState {
@@ -192,12 +203,12 @@ export class ChatCompletionsStream {
   }
 
   /** The last chunks: what the end of the stream flushes, the finish reason, and usage if asked for. */
-  finish(): ChatCompletionChunk[] {
+  finish(options: FinishOptions = {}): ChatCompletionChunk[] {
     if (this.done) return []
     this.done = true
     const chunks = this.chunks(this.stream.finish())
     if (!this.started) chunks.push(this.chunk({ role: 'assistant', content: '' }))
-    chunks.push(this.chunk({}, finishReasonOf(this.mapper.lastTerminator)))
+    chunks.push(this.chunk({}, finishReasonOf(this.mapper.lastTerminator, this.mapper.toolCalls, options.truncated)))
     if (this.options.includeUsage) chunks.push({ ...this.chunk({}), choices: [], usage: this.usage() })
     return chunks
   }
@@ -254,7 +265,7 @@ export class ChatCompletionsStream {
 }
 
 /** Non-streaming Chat Completions: a whole completion's tokens → one `chat.completion`. */
-export function chatCompletion(tokens: Uint32Array | readonly number[] | string, options: ChatAdapterOptions): ChatCompletion & { diagnostics: AdapterDiagnostic[] } {
+export function chatCompletion(tokens: Uint32Array | readonly number[] | string, options: ChatAdapterOptions & FinishOptions): ChatCompletion & { diagnostics: AdapterDiagnostic[] } {
   const id = options.id ?? randomId('chatcmpl-')
   const stream = new MessageStream(options.parser, options.input)
   const mapper = new ChatMapper(options, id)
@@ -283,7 +294,7 @@ export function chatCompletion(tokens: Uint32Array | readonly number[] | string,
     object: 'chat.completion',
     created: options.created ?? Math.floor(Date.now() / 1000),
     model: options.model,
-    choices: [{ index: 0, message, finish_reason: finishReasonOf(mapper.lastTerminator), logprobs: null }],
+    choices: [{ index: 0, message, finish_reason: finishReasonOf(mapper.lastTerminator, mapper.toolCalls, options.truncated), logprobs: null }],
     usage: {
       prompt_tokens: prompt,
       completion_tokens: stream.tokens,

@@ -9,6 +9,7 @@ export {
   type ChatToolCallDelta,
   type ChatUsage,
   ChatCompletionsStream,
+  type FinishOptions,
   type FinishReason,
   chatCompletion,
 } from './chat'

@@ -9,7 +9,7 @@
  * stream ends with `response.completed`, or `response.incomplete` when it ended without a stop token.
  */
 import type { HarmonyStreamParserOptions } from '../types'
-import { type AdapterDiagnostic, randomId } from './chat'
+import { type AdapterDiagnostic, type FinishOptions, randomId } from './chat'
 import { type InputKind, type MessageEvent, MessageStream } from './message-stream'
 import { type Route, type RoutingOptions, expectsJson, isJson, routeOf, toolName } from './routing'
 
@@ -57,6 +57,10 @@ export interface ResponseObject {
   usage: ResponseUsage | null
   incomplete_details: { reason: 'max_output_tokens' } | null
   error: null
+  instructions: null
+  metadata: Record<string, string>
+  temperature: null
+  top_p: null
   parallel_tool_calls: boolean
   tool_choice: 'auto'
   tools: []
@@ -88,6 +92,7 @@ export class ResponsesStream {
   private lastTerminator: string | null | undefined = undefined
   private started = false
   private done = false
+  private truncated = false
   private readonly adapterDiagnostics: AdapterDiagnostic[] = []
 
   constructor(readonly options: ResponsesAdapterOptions) {
@@ -112,18 +117,25 @@ export class ResponsesStream {
   }
 
   /** The events the end of the stream flushes, then `response.completed` (or `response.incomplete`). */
-  finish(): ResponseEvent[] {
+  finish(options: FinishOptions = {}): ResponseEvent[] {
     if (this.done) return []
     this.done = true
+    this.truncated = options.truncated === true
     const events = [...this.start(), ...this.events(this.stream.finish())]
-    const complete = this.lastTerminator != null
+    const complete = this.lastTerminator != null && !this.truncated
     const response = this.response(complete ? 'completed' : 'incomplete')
     events.push(this.event(complete ? 'response.completed' : 'response.incomplete', { response }))
     return events
   }
 
+  /** The `error` event to send when the stream cannot go on (the engine failed, a strict parse error). */
+  error(message: string, code = 'server_error'): ResponseEvent {
+    this.done = true
+    return this.event('error', { code, message, param: null })
+  }
+
   /** The response as it stands (complete after `finish()`). */
-  response(status: ResponseObject['status'] = this.done ? (this.lastTerminator != null ? 'completed' : 'incomplete') : 'in_progress'): ResponseObject {
+  response(status: ResponseObject['status'] = this.done ? (this.lastTerminator != null && !this.truncated ? 'completed' : 'incomplete') : 'in_progress'): ResponseObject {
     const input = this.options.inputTokens ?? 0
     return {
       id: this.id,
@@ -144,6 +156,10 @@ export class ResponsesStream {
             },
       incomplete_details: status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
       error: null,
+      instructions: null,
+      metadata: {},
+      temperature: null,
+      top_p: null,
       parallel_tool_calls: true,
       tool_choice: 'auto',
       tools: [],
@@ -236,9 +252,12 @@ export class ResponsesStream {
 }
 
 /** Non-streaming Responses: a whole completion's tokens → one `response` object (the streamed one, complete). */
-export function responseObject(tokens: Uint32Array | readonly number[] | string, options: ResponsesAdapterOptions): ResponseObject & { diagnostics: AdapterDiagnostic[] } {
+export function responseObject(
+  tokens: Uint32Array | readonly number[] | string,
+  options: ResponsesAdapterOptions & FinishOptions,
+): ResponseObject & { diagnostics: AdapterDiagnostic[] } {
   const stream = new ResponsesStream(options)
   stream.push(tokens)
-  stream.finish()
+  stream.finish(options)
   return { ...stream.response(), diagnostics: stream.diagnostics }
 }

@@ -19,6 +19,13 @@ export const MARKERS: ReadonlyMap<string, number> = new Map([
 ])
 
 const LONGEST = Math.max(...[...MARKERS.keys()].map((m) => m.length))
+const MARKER_LENGTH: ReadonlyMap<number, number> = new Map([...MARKERS].map(([marker, id]) => [id, marker.length]))
+
+/** The id of the marker that starts at `at`, if one does. */
+function markerAt(text: string, at: number): number | undefined {
+  for (const [marker, id] of MARKERS) if (text.startsWith(marker, at)) return id
+  return undefined
+}
 
 export type Piece = { marker: number } | { text: string }
 
@@ -39,13 +46,14 @@ export class MarkerScanner {
     let from = 0 // start of the text not yet emitted
     let at = text.indexOf('<|')
     while (at >= 0) {
-      const end = text.indexOf('|>', at + 2)
-      const candidate = end >= 0 && end + 2 - at <= LONGEST ? text.slice(at, end + 2) : null
-      const id = candidate === null ? undefined : MARKERS.get(candidate)
+      // Compare the few marker strings at this position: bounded work per `<|`, so linear overall
+      // (searching for the closing `|>` instead would scan to the end of the chunk each time).
+      const id = markerAt(text, at)
       if (id !== undefined) {
+        const end = at + MARKER_LENGTH.get(id)!
         if (at > from) pieces.push({ text: text.slice(from, at) })
         pieces.push({ marker: id })
-        from = end + 2
+        from = end
         at = text.indexOf('<|', from)
         continue
       }
