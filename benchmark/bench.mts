@@ -57,6 +57,7 @@ function fastPath(which: 'native' | 'js', size: number): () => void {
       const parser = new HarmonyStreamParser({ implementation: which })
       for (const tokens of stream) sink += parser.pushCompact(tokens, out).length + out[0]
       sink += parser.finishCompact(out).length
+      parser.close() // as a gateway would once it has read the last results: frees the native stream now
     }
   }
 }
