@@ -130,3 +130,31 @@ test('marker scanning is linear: a million characters of near-markers parse at o
     t.is(batch.segments.map((s) => s.text).join('').length + parser.finish().segments.map((s) => s.text).join('').length, text.length)
   }
 })
+
+for (const implementation of IMPLEMENTATIONS) {
+  test(`${implementation}: detectStripped reads analysis…assistantfinal… as messages, split anywhere`, (t) => {
+    const text = 'analysisThe user greets; an assistant should answer.assistantcommentaryChecking.assistantfinalHello! I am an assistant'
+    const next = random(31)
+    for (let round = 0; round < 50; round++) {
+      const parser = new HarmonyTextParser({ implementation, detectStripped: true })
+      const diagnostics = []
+      for (const chunk of cut(text, next, 7)) diagnostics.push(...parser.push(chunk).diagnostics)
+      diagnostics.push(...parser.finish().diagnostics)
+      t.deepEqual(parser.messages.map((m) => [m.channel, m.content, m.terminator]), [
+        ['analysis', 'The user greets; an assistant should answer.', 'end'],
+        ['commentary', 'Checking.', 'end'],
+        ['final', 'Hello! I am an assistant', null],
+      ])
+      t.deepEqual(diagnostics.map((d) => d.code), ['stripped-markers'])
+    }
+    // Not stripped: marker text, and text that does not start with a channel name, are left alone.
+    const plain = new HarmonyTextParser({ implementation, detectStripped: true })
+    plain.push('<|channel|>final<|message|>analysis of assistantfinal')
+    plain.finish()
+    t.deepEqual(plain.messages.map((m) => m.content), ['analysis of assistantfinal'])
+    const off = new HarmonyTextParser({ implementation })
+    off.push('analysisThink.assistantfinalHi')
+    off.finish()
+    t.is(off.messages.length, 1, 'off by default')
+  })
+}

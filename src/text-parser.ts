@@ -12,9 +12,17 @@
 import { HarmonyStreamParser } from './parser'
 import { byteTokens } from './text/byte-tokens'
 import { MarkerScanner, type Piece } from './text/marker-scanner'
+import { StrippedRewriter } from './text/stripped'
 import type { HarmonyBatch, HarmonyMessage, HarmonyStreamParserOptions, Implementation, ParserState } from './types'
 
-export type HarmonyTextParserOptions = HarmonyStreamParserOptions
+export interface HarmonyTextParserOptions extends HarmonyStreamParserOptions {
+  /**
+   * Recognise the stripped form some servers produce (`analysis…assistantfinal…`: the special tokens
+   * removed) when a stream starts with a channel name and no marker, with a `stripped-markers` diagnostic.
+   * Tool calls cannot be recovered from that form. Default false.
+   */
+  detectStripped?: boolean
+}
 
 /** Default header limit in bytes: the token parser's 256 tokens are about this much text. */
 export const DEFAULT_MAX_HEADER_BYTES = 1024
@@ -24,23 +32,42 @@ export class HarmonyTextParser {
   private readonly parser: HarmonyStreamParser
   private readonly scanner = new MarkerScanner()
   private readonly bytes = byteTokens()
+  private readonly stripped: StrippedRewriter | null
+  private strippedReported = false
 
   constructor(options: HarmonyTextParserOptions = {}) {
-    this.parser = new HarmonyStreamParser({ maxHeaderTokens: DEFAULT_MAX_HEADER_BYTES, ...options })
+    const { detectStripped, ...parserOptions } = options
+    if (detectStripped !== undefined && typeof detectStripped !== 'boolean') throw new TypeError('detectStripped must be a boolean')
+    this.parser = new HarmonyStreamParser({ maxHeaderTokens: DEFAULT_MAX_HEADER_BYTES, ...parserOptions })
     this.implementation = this.parser.implementation
+    this.stripped = detectStripped ? new StrippedRewriter() : null
   }
 
   /** Parses the next chunk of text. Errors as for `HarmonyStreamParser#push`; `TypeError` for a non-string. */
   push(chunk: string): HarmonyBatch {
     if (typeof chunk !== 'string') throw new TypeError('a chunk is a string')
     if (this.parser.finished) return this.parser.push([]) // throws the state error
-    return this.parser.push(this.tokensOf(this.scanner.push(chunk)))
+    const text = this.stripped === null ? chunk : this.stripped.push(chunk)
+    return this.reportStripped(this.parser.push(this.tokensOf(this.scanner.push(text))))
+  }
+
+  /** Adds the `stripped-markers` diagnostic to the batch in which the stripped form was recognised. */
+  private reportStripped(batch: HarmonyBatch): HarmonyBatch {
+    if (this.strippedReported || !this.stripped?.stripped) return batch
+    this.strippedReported = true
+    batch.diagnostics.unshift({
+      code: 'stripped-markers',
+      message: 'the text starts with a channel name and has no markers: read as the stripped form (analysis…assistantfinal…)',
+      tokenOffset: 0,
+    })
+    return batch
   }
 
   /** Ends the stream: releases held-back text, flushes an unterminated message. */
   finish(): HarmonyBatch {
     if (this.parser.finished) return this.parser.finish()
-    const rest = this.parser.push(this.tokensOf(this.scanner.finish()))
+    const tail = this.stripped === null ? [] : this.scanner.push(this.stripped.finish())
+    const rest = this.reportStripped(this.parser.push(this.tokensOf([...tail, ...this.scanner.finish()])))
     const last = this.parser.finish()
     return {
       segments: mergeSegments([...rest.segments, ...last.segments]),
