@@ -6,18 +6,17 @@ import { NAME_NOT_INTERNED, NameTable, compactCapacity } from '../compact'
 import type { Engine, RawDiagnostic, RawHeader, RawParseError } from '../engine'
 import { type Stream, callStream, failGuarded } from './pool'
 import { StreamParser } from './stream-parser'
-import { type Vocabulary, sharedVocabulary } from './vocabulary'
+import { sharedVocabulary } from './vocabulary'
 
 // Shared by all TypeScript parsers of this thread: calls are synchronous, so one at a time writes `out`.
 const names = new NameTable()
 let out = new Uint32Array(compactCapacity(64))
 
 export class JsEngine implements Engine {
-  private readonly vocabulary: Vocabulary = sharedVocabulary()
   private readonly stream: Stream
 
   constructor(role: string | null, strict: boolean, maxHeaderTokens: number, toolNames: string[]) {
-    this.stream = { parser: new StreamParser(this.vocabulary, { role, strict, maxHeaderTokens, toolNames }), error: null, broken: false }
+    this.stream = { parser: new StreamParser(sharedVocabulary(), { role, strict, maxHeaderTokens, toolNames }), error: null, badIndex: 0, broken: false }
   }
 
   get out(): Uint32Array {
@@ -27,11 +26,11 @@ export class JsEngine implements Engine {
   push(tokens: Uint32Array): string {
     const needed = compactCapacity(tokens.length)
     if (out.length < needed) out = new Uint32Array(Math.max(needed, out.length * 2))
-    return callStream(this.stream, tokens, out, names, this.vocabulary)
+    return callStream(this.stream, tokens, out, names)
   }
 
   finish(): string {
-    return callStream(this.stream, null, out, names, this.vocabulary)
+    return callStream(this.stream, null, out, names)
   }
 
   takeDiagnostics(): RawDiagnostic[] {

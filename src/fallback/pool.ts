@@ -35,6 +35,8 @@ const INDEX_MASK = (1 << INDEX_BITS) - 1
 export interface Stream {
   parser: StreamParser
   error: ParseError | null
+  /** With COMPACT_STATUS_INVALID_TOKEN: the index of the offending id in the last call's batch. */
+  badIndex: number
   broken: boolean
 }
 
@@ -42,18 +44,10 @@ export interface Stream {
  * A single stream's call in the single form of the compact format (status, diagnostic count and state in
  * the header slots, no STREAM record); `tokens` null finishes. What a `HarmonyStreamParser` runs.
  */
-export function callStream(stream: Stream, tokens: Uint32Array | null, out: Uint32Array, names: NameTable, vocabulary: Vocabulary): string {
+export function callStream(stream: Stream, tokens: Uint32Array | null, out: Uint32Array, names: NameTable): string {
   checkCapacity(out, compactCapacity(tokens === null ? 0 : tokens.length))
-  let badIndex = -1
-  if (tokens !== null) {
-    for (let i = 0; i < tokens.length; i++) {
-      if (!vocabulary.contains(tokens[i])) {
-        badIndex = i
-        break
-      }
-    }
-  }
-  const status = badIndex >= 0 ? COMPACT_STATUS_INVALID_TOKEN : runGuarded(stream, tokens)
+  // The parser checks the ids itself (nothing is consumed if one is bad).
+  const status = runGuarded(stream, tokens)
   const output = stream.parser.output
   const wrote = status !== COMPACT_STATUS_INTERNAL_ERROR && status !== COMPACT_STATUS_INVALID_TOKEN
   const at = wrote ? writeRecords(output, names, out, COMPACT_HEADER_SLOTS, 0) : COMPACT_HEADER_SLOTS
@@ -61,7 +55,7 @@ export function callStream(stream: Stream, tokens: Uint32Array | null, out: Uint
   out[COMPACT_STATUS] = status
   out[COMPACT_DIAGNOSTICS] = wrote ? output.diagnostics.length : 0
   out[COMPACT_STATE] = stream.parser.state
-  out[COMPACT_BAD_INDEX] = badIndex >= 0 ? badIndex : 0
+  out[COMPACT_BAD_INDEX] = status === COMPACT_STATUS_INVALID_TOKEN ? stream.badIndex : 0
   return wrote ? output.text : ''
 }
 
@@ -87,7 +81,7 @@ export class StreamPool implements PoolBackend {
 
   open(role: string | null, strict: boolean, maxHeaderTokens: number, toolNames: string[]): number {
     this.closeFinished()
-    const stream: Stream = { parser: new StreamParser(this.vocabulary, { role, strict, maxHeaderTokens, toolNames }), error: null, broken: false }
+    const stream: Stream = { parser: new StreamParser(this.vocabulary, { role, strict, maxHeaderTokens, toolNames }), error: null, badIndex: 0, broken: false }
     let index = this.free.pop()
     if (index === undefined) {
       if (this.slots.length > INDEX_MASK) throw new Error('the pool is full')
@@ -267,7 +261,9 @@ function statusOf(stream: Stream, result: PushError | null): number {
     stream.error = result.error
     return COMPACT_STATUS_PARSE_ERROR
   }
-  return result.kind === 'finished' ? COMPACT_STATUS_FINISHED : COMPACT_STATUS_INVALID_TOKEN
+  if (result.kind === 'finished') return COMPACT_STATUS_FINISHED
+  stream.badIndex = result.index
+  return COMPACT_STATUS_INVALID_TOKEN
 }
 
 function internalError(message: string): ParseError {

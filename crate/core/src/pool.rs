@@ -76,6 +76,8 @@ struct Stream {
     parser: StreamParser,
     /// The strict-mode error of the last call, or the report of a panic.
     error: Option<ParseError>,
+    /// With `STATUS_INVALID_TOKEN`: the index of the offending id in the last call's batch.
+    bad_index: usize,
     broken: bool,
 }
 
@@ -114,7 +116,7 @@ impl StreamPool {
 
     pub fn open(&mut self, options: ParserOptions) -> Result<u32, PoolError> {
         self.close_finished();
-        let stream = Stream { parser: StreamParser::new(self.vocabulary.clone(), options), error: None, broken: false };
+        let stream = Stream { parser: StreamParser::new(self.vocabulary.clone(), options), error: None, bad_index: 0, broken: false };
         let index = match self.free.pop() {
             Some(index) => index,
             None if self.slots.len() <= INDEX_MASK as usize => {
@@ -247,27 +249,24 @@ impl StreamPool {
             return Err(PoolError::OutputTooSmall { needed });
         }
         let stream = stream_in(&mut self.slots, id).ok_or(PoolError::UnknownStream { index: 0, id })?;
-        let vocabulary = &self.vocabulary;
-        let bad_index = tokens.and_then(|tokens| tokens.iter().position(|&t| !vocabulary.contains(t)));
-        let status = match bad_index {
-            Some(_) => STATUS_INVALID_TOKEN,
-            None => run_guarded(stream, tokens),
-        };
+        // The parser checks the ids itself (nothing is consumed if one is bad).
+        let status = run_guarded(stream, tokens);
+        let bad_index = if status == STATUS_INVALID_TOKEN { stream.bad_index as u32 } else { 0 };
         let state = stream.parser.state() as u32;
         let output = stream.parser.output();
-        let diagnostics = output.diagnostics.len() as u32;
+        let wrote = status != STATUS_INTERNAL_ERROR && status != STATUS_INVALID_TOKEN;
         out[..HEADER_SLOTS].fill(0);
         let mut at = HEADER_SLOTS;
-        if status != STATUS_INTERNAL_ERROR && status != STATUS_INVALID_TOKEN {
+        if wrote {
             at = write_records(output, &mut self.names, out, at, 0).expect("capacity checked above");
         }
         out[AT_RECORDS] = ((at - HEADER_SLOTS) / RECORD_SLOTS) as u32;
         out[AT_STATUS] = status;
-        out[AT_DIAGNOSTICS] = if status == STATUS_INVALID_TOKEN { 0 } else { diagnostics };
+        out[AT_DIAGNOSTICS] = if wrote { output.diagnostics.len() as u32 } else { 0 };
         out[AT_STATE] = state;
-        out[AT_BAD_INDEX] = bad_index.unwrap_or(0) as u32;
+        out[AT_BAD_INDEX] = bad_index;
         self.text.clear();
-        if status != STATUS_INTERNAL_ERROR && status != STATUS_INVALID_TOKEN {
+        if wrote {
             self.text.push_str(&output.text.text);
         }
         Ok(&self.text)
@@ -338,8 +337,10 @@ fn guard(stream: &mut Stream, call: impl FnOnce(&mut StreamParser) -> Result<(),
             STATUS_PARSE_ERROR
         }
         Ok(Err(PushError::Finished)) => STATUS_FINISHED,
-        // The pool checks ids before any call reaches a parser; kept as a status all the same.
-        Ok(Err(PushError::InvalidToken { .. })) => STATUS_INVALID_TOKEN,
+        Ok(Err(PushError::InvalidToken { index, .. })) => {
+            stream.bad_index = index;
+            STATUS_INVALID_TOKEN
+        }
         Err(panic) => {
             let reason = panic
                 .downcast_ref::<&str>()
