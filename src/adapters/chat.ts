@@ -10,7 +10,7 @@
  */
 import type { HarmonyDiagnostic, HarmonyStreamParserOptions } from '../types'
 import { type InputKind, type MessageEvent, MessageStream } from './message-stream'
-import { type Route, type RoutingOptions, expectsJson, isJson, routeOf, toolName } from './routing'
+import { type Route, type RoutingOptions, routeOf, toolArgumentsDiagnostic, toolName } from './routing'
 
 export interface ChatAdapterOptions extends RoutingOptions {
   /** `model` of every chunk. */
@@ -162,15 +162,9 @@ class ChatMapper {
     this.lastTerminator = message.terminator
     if (state.route === 'reasoning') this.reasoningTokens += event.tokens
     if (state.route === 'tool') {
-      if (expectsJson(message.contentType) && !isJson(message.content)) {
-        this.diagnostics.push({
-          code: 'invalid-tool-arguments',
-          message: `the arguments of tool call ${toolName(state.recipient!)} are not valid JSON; passed through as they are`,
-          tokenOffset,
-          text: message.content,
-          toolCallId: this.toolCallId(state.toolIndex!),
-        })
-      }
+      const call = { name: toolName(state.recipient!), id: this.toolCallId(state.toolIndex!), arguments: message.content, contentType: message.contentType }
+      const diagnostic = toolArgumentsDiagnostic(call, tokenOffset)
+      if (diagnostic !== null) this.diagnostics.push(diagnostic)
     }
     return state
   }

@@ -11,7 +11,7 @@
 import type { HarmonyStreamParserOptions } from '../types'
 import { type AdapterDiagnostic, type FinishOptions, randomId } from './chat'
 import { type InputKind, type MessageEvent, MessageStream } from './message-stream'
-import { type Route, type RoutingOptions, expectsJson, isJson, routeOf, toolName } from './routing'
+import { type Route, type RoutingOptions, routeOf, toolArgumentsDiagnostic, toolName } from './routing'
 
 export interface ResponsesAdapterOptions extends RoutingOptions {
   model: string
@@ -184,14 +184,10 @@ export class ResponsesStream {
         if (item.route === 'reasoning') this.reasoningTokens += event.tokens
         this.close(item, event.message.terminator === null ? 'incomplete' : 'completed', events)
         this.open.delete(event.index)
-        if (item.item.type === 'function_call' && expectsJson(event.message.contentType) && !isJson(item.text)) {
-          this.adapterDiagnostics.push({
-            code: 'invalid-tool-arguments',
-            message: `the arguments of tool call ${item.item.name} are not valid JSON; passed through as they are`,
-            tokenOffset: this.stream.tokens,
-            text: item.text,
-            toolCallId: item.item.call_id,
-          })
+        if (item.item.type === 'function_call') {
+          const call = { name: item.item.name, id: item.item.call_id, arguments: item.text, contentType: event.message.contentType }
+          const diagnostic = toolArgumentsDiagnostic(call, this.stream.tokens)
+          if (diagnostic !== null) this.adapterDiagnostics.push(diagnostic)
         }
       }
     }

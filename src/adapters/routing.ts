@@ -3,6 +3,8 @@
  * its position in the completion), the same way for Chat Completions and Responses, streaming or not.
  */
 
+import type { HarmonyDiagnostic } from '../types'
+
 /** What the gateway does with a message. */
 export type Route = 'reasoning' | 'content' | 'tool' | 'ignore'
 
@@ -44,6 +46,24 @@ export function routeOf(header: RouteFields, options: RoutingOptions = {}): Rout
 /** The function name of a tool message: `functions.get_weather` → `get_weather`; a built-in keeps its recipient. */
 export function toolName(recipient: string): string {
   return recipient.startsWith(FUNCTIONS) ? recipient.slice(FUNCTIONS.length) : recipient
+}
+
+/**
+ * The `invalid-tool-arguments` diagnostic for a closed tool call whose arguments should be JSON and are not
+ * (they were streamed as they are), or null.
+ */
+export function toolArgumentsDiagnostic(
+  call: { name: string; id: string; arguments: string; contentType: string | null | undefined },
+  tokenOffset: number,
+): (HarmonyDiagnostic & { toolCallId: string }) | null {
+  if (!expectsJson(call.contentType) || isJson(call.arguments)) return null
+  return {
+    code: 'invalid-tool-arguments',
+    message: `the arguments of tool call ${call.name} are not valid JSON; passed through as they are`,
+    tokenOffset,
+    text: call.arguments,
+    toolCallId: call.id,
+  }
 }
 
 /** Whether a tool call's arguments should be JSON: content type absent or mentioning json (as vLLM decides). */
