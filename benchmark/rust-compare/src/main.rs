@@ -6,65 +6,14 @@
 //! TIKTOKEN_ENCODINGS_BASE (a folder holding gpt-tokenizer's `o200k_base.tiktoken`, so nothing is downloaded).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use harmony_stream_core::{ParserOptions, StreamParser, Vocabulary};
+use harmony_stream_core::Vocabulary;
 use openai_harmony::chat::Role;
 use openai_harmony::{load_harmony_encoding, HarmonyEncoding, HarmonyEncodingName, StreamableParser};
 
-fn read_corpus(path: &str) -> Vec<Vec<u32>> {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("read {path}: {e}"));
-    let words: Vec<u32> = bytes.chunks_exact(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect();
-    let (&count, mut rest) = words.split_first().expect("a corpus");
-    (0..count)
-        .map(|_| {
-            let (&len, tail) = rest.split_first().expect("a stream length");
-            let (stream, tail) = tail.split_at(len as usize);
-            rest = tail;
-            stream.to_vec()
-        })
-        .collect()
-}
-
-/// Median tokens/s of 5 samples of `run`, each repeated for about 200 ms.
-fn measure(tokens: usize, mut run: impl FnMut() -> usize) -> f64 {
-    let mut rounds = 1;
-    while {
-        let t = Instant::now();
-        for _ in 0..rounds {
-            std::hint::black_box(run());
-        }
-        t.elapsed()
-    } < Duration::from_millis(200)
-    {
-        rounds *= 2;
-    }
-    let mut samples: Vec<f64> = (0..5)
-        .map(|_| {
-            let t = Instant::now();
-            for _ in 0..rounds {
-                std::hint::black_box(run());
-            }
-            (tokens * rounds) as f64 / t.elapsed().as_secs_f64()
-        })
-        .collect();
-    samples.sort_by(f64::total_cmp);
-    samples[2]
-}
-
-fn core(vocabulary: &Arc<Vocabulary>, corpus: &[Vec<u32>], batch: usize) -> usize {
-    let mut sink = 0;
-    for stream in corpus {
-        let mut parser = StreamParser::new(vocabulary.clone(), ParserOptions::default());
-        for chunk in stream.chunks(batch) {
-            parser.push(chunk).expect("lenient parsing does not fail");
-            sink += parser.output().text.utf16_len;
-        }
-        parser.finish().expect("finish");
-        sink += parser.output().events.len();
-    }
-    sink
-}
+#[path = "../../../crate/core/benches/support/mod.rs"]
+mod support;
+use support::{measure, read_corpus, replay};
 
 /// The reference as gateways drive it: one `process` per token and the content delta read after each.
 fn reference(encoding: &HarmonyEncoding, corpus: &[Vec<u32>]) -> usize {
@@ -96,7 +45,7 @@ fn main() {
     println!("|---|---:|---:|---:|");
     println!("| openai-harmony 0.0.8 StreamableParser, token by token | {:.2} | {:.1} | 1.0 |", reference_tps / 1e6, 1e9 / reference_tps);
     for (label, batch) in [("batch 1", 1), ("batch 16", 16), ("whole stream", usize::MAX)] {
-        let tps = measure(tokens, || core(&vocabulary, &corpus, batch));
+        let tps = measure(tokens, || replay(&vocabulary, &corpus, batch));
         println!("| harmony-stream core, {label} | {:.1} | {:.1} | {:.1} |", tps / 1e6, 1e9 / tps, tps / reference_tps);
     }
 }
