@@ -1,0 +1,22 @@
+import { HarmonyError } from '../errors'
+
+/**
+ * An inference engine failed: it answered with an HTTP error, the connection broke or timed out, or its stream
+ * was not what its wire format promises. `status` is the engine's HTTP status when it sent one (else null);
+ * `engineMessage` is the engine's own error text when it sent one.
+ *
+ * Codes: `engine-http-error`, `engine-connect-timeout`, `engine-read-timeout`, `engine-connection-error`,
+ * `engine-protocol-error`, `engine-stream-error` (an error reported inside a running stream).
+ */
+export class EngineError extends HarmonyError {
+  readonly engine: string
+  readonly status: number | null
+  readonly engineMessage: string | null
+
+  constructor(code: string, message: string, details: { engine: string; status?: number | null; engineMessage?: string | null; cause?: unknown }) {
+    super(code, message, { cause: details.cause })
+    this.engine = details.engine
+    this.status = details.status ?? null
+    this.engineMessage = details.engineMessage ?? null
+  }
+}

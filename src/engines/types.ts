@@ -1,0 +1,49 @@
+/**
+ * One interface for every token-level inference server: a prompt as token ids in, each decode step's new
+ * token ids out. Render and engines know nothing of adapters or HTTP (see DESIGN.md, "the direction of arrows").
+ */
+
+/** Why generation ended: a stop token (`<|return|>`/`<|call|>`), the token limit, or an abort. */
+export type EngineFinishReason = 'stop' | 'length' | 'abort'
+
+export interface EngineUsage {
+  promptTokens: number
+  completionTokens: number
+}
+
+/** One engine step: the ids generated since the previous step (possibly none), and how generation ended. */
+export interface EngineStep {
+  tokens: Uint32Array
+  /** Present on the last step only. */
+  finishReason?: EngineFinishReason
+  /** As reported by the engine, when it reports it (usually on the last step). */
+  usage?: EngineUsage
+}
+
+export interface GenerateRequest {
+  /** The whole prompt, e.g. from `renderChatCompletionRequest(...).tokens` (ends with `<|start|>assistant`). */
+  tokens: Uint32Array | readonly number[]
+  /** Upper bound on generated tokens; the engine's own default when absent. */
+  maxTokens?: number
+  temperature?: number
+  topP?: number
+  seed?: number
+  /**
+   * Ids that end generation. Default `ASSISTANT_ACTION_STOP_TOKENS` (`<|return|>`, `<|call|>`); `<|end|>` must
+   * never be among them (it only separates messages within one completion).
+   */
+  stopTokens?: readonly number[]
+  /** Aborting it aborts the HTTP request to the engine, so the engine frees the sequence. */
+  signal?: AbortSignal
+}
+
+export interface Engine {
+  /** e.g. `'vllm'`, `'sglang'`, `'llamacpp'`, `'replay'`. */
+  readonly name: string
+  /**
+   * Streams one generation. The iterator pulls from the engine only as fast as it is consumed (no unbounded
+   * buffering); breaking out of the loop or aborting `signal` ends the engine request. Failures throw
+   * `EngineError`.
+   */
+  generate(request: GenerateRequest): AsyncIterable<EngineStep>
+}
