@@ -37,3 +37,24 @@ export class HarmonyParseError extends HarmonyError {
 
 /** The parser cannot do this now, e.g. `push()` after `finish()` (code `parser-finished`). */
 export class HarmonyStateError extends HarmonyError {}
+
+/**
+ * A request cannot be rendered into a prompt: a bad field, a part gpt-oss cannot read (images, audio), a tool
+ * result with no matching call, server-side state this package does not keep. `param` is the JSON path of
+ * the field (`messages[3].tool_call_id`); `toOpenAIError()` is the body of the HTTP 400 to answer with.
+ */
+export class HarmonyRequestError extends HarmonyError {
+  readonly param: string | null
+  readonly status = 400
+  readonly type = 'invalid_request_error'
+
+  constructor(message: string, param: string | null) {
+    super('invalid-request', message)
+    this.param = param
+  }
+
+  /** `{ error: { message, type: 'invalid_request_error', param, code: null } }`, OpenAI's error shape. */
+  toOpenAIError(): { error: { message: string; type: string; param: string | null; code: null } } {
+    return { error: { message: this.message, type: this.type, param: this.param, code: null } }
+  }
+}

@@ -6,7 +6,7 @@
  *   for await (const tokens of engine) handle(parser.push(tokens))
  *   handle(parser.finish())
  */
-export { HarmonyError, HarmonyParseError, HarmonyStateError } from './errors'
+export { HarmonyError, HarmonyParseError, HarmonyRequestError, HarmonyStateError } from './errors'
 export { implementation } from './loader'
 export { HarmonyStreamParser, parseCompletion } from './parser'
 export { HarmonyStreamPool, type HarmonyStreamOptions, type HarmonyStreamPoolOptions } from './pool'
@@ -43,3 +43,28 @@ export type {
 } from './types'
 export * from './adapters'
 export { DEFAULT_MAX_HEADER_BYTES, HarmonyTextParser, type HarmonyTextParserOptions } from './text-parser'
+export {
+  DEFAULT_RENDER_CACHE_BYTES,
+  RenderCache,
+  defaultRenderCache,
+  renderChatCompletionRequest,
+  renderConversation,
+  renderForTraining,
+  renderResponsesRequest,
+  type ConversationMessage,
+  type DeveloperContent,
+  type DeveloperMessage,
+  type FunctionTool,
+  type ReasoningEffort,
+  type RenderCacheOptions,
+  type RenderCacheStats,
+  type RenderConversationOptions,
+  type RenderEngineOptions,
+  type RenderForTrainingOptions,
+  type RenderRequestOptions,
+  type RenderedPrompt,
+  type SystemContent,
+  type SystemMessage,
+  type TextMessage,
+  type TrainingRender,
+} from './render'

@@ -21,6 +21,7 @@ export interface NativeBinding {
   parserState(id: number): number
   parserNames(from: number): string[]
   parserDebugPanic(id: number): number
+  encodeOrdinary(text: string): Uint32Array
 }
 
 /** What all native parsers of this thread share: the binding, the bound arrays and the names. */

@@ -1,0 +1,29 @@
+"""The reference renderer (PyPI openai-harmony, the official build of openai/harmony) as a test oracle.
+
+Reads {"cases": [{"conversation": {"messages": [...]}, "mode": "completion" | "training", "autoDrop": bool}]}
+from stdin, the conversation in the reference's own JSON shape (serde: role/name flattened, content parts
+"text" / "system_content" / "developer_content"), and writes [{"tokens": [...]} | {"error": "..."}, ...].
+The JSON goes straight to the Rust renderer, so nothing in Python re-orders keys or re-formats numbers.
+The vocabulary is read from TIKTOKEN_ENCODINGS_BASE; nothing is downloaded.
+"""
+import json
+import sys
+
+from openai_harmony import HarmonyEncodingName, load_harmony_encoding
+
+inner = load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)._inner
+
+
+def run(case):
+    conversation = json.dumps(case["conversation"], ensure_ascii=False)
+    config = {"auto_drop_analysis": case["autoDrop"]}
+    try:
+        if case["mode"] == "training":
+            return {"tokens": inner.render_conversation_for_training(conversation_json=conversation, config=config)}
+        return {"tokens": inner.render_conversation_for_completion(conversation_json=conversation, next_turn_role="assistant", config=config)}
+    except Exception as error:
+        return {"error": str(error)}
+
+
+request = json.load(sys.stdin)
+json.dump([run(case) for case in request["cases"]], sys.stdout)

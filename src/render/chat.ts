@@ -1,0 +1,128 @@
+/**
+ * A Chat Completions request → the Harmony conversation (README "Rendering" has the table):
+ * system/developer messages → the developer message's instructions; user → user; assistant → analysis
+ * (from `reasoning` or `reasoning_content`), then a commentary preamble and one tool call message per call, or
+ * a final message; tool → a message from `functions.NAME` to the assistant, NAME found by `tool_call_id`.
+ */
+import type { TextMessage } from './conversation'
+import type { FunctionTool } from './developer'
+import {
+  type JsonObject,
+  TEXT_PARTS,
+  array,
+  fail,
+  functionName,
+  functionTools,
+  object,
+  optionalString,
+  reasoningEffort,
+  string,
+  textContent,
+  toolArguments,
+} from './request-fields'
+import type { ReasoningEffort } from './system'
+
+/** What a request contributes to a prompt, in the reference's terms. */
+export interface RequestConversation {
+  /** Texts of the system and developer messages, in order (the developer message's `# Instructions`). */
+  instructions: string[]
+  tools: FunctionTool[]
+  messages: TextMessage[]
+  reasoningEffort: ReasoningEffort | undefined
+}
+
+export function toolCallMessage(name: string, args: string): TextMessage {
+  return { role: 'assistant', recipient: `functions.${name}`, channel: 'commentary', contentType: '<|constrain|>json', content: args }
+}
+
+export function toolResultMessage(name: string, output: string): TextMessage {
+  return { role: 'tool', name: `functions.${name}`, recipient: 'assistant', channel: 'commentary', content: output }
+}
+
+/** `tool_choice` cannot be enforced by a prompt beyond offering the tools or not. */
+export function offersTools(toolChoice: unknown, param: string): boolean {
+  if (toolChoice === undefined || toolChoice === null || toolChoice === 'auto') return true
+  if (toolChoice === 'none') return false
+  fail(`${param} ${JSON.stringify(toolChoice).slice(0, 60)} cannot be enforced for gpt-oss; use 'auto' or 'none'`, param)
+}
+
+export function chatConversation(body: unknown): RequestConversation {
+  const request = object(body, 'body')
+  const rawMessages = array(request.messages, 'messages')
+  if (rawMessages.length === 0) fail('messages must hold at least one message', 'messages')
+  const declared = functionTools(request.tools, 'tools', 'chat')
+  const tools = offersTools(request.tool_choice, 'tool_choice') ? declared : []
+  const conversation: RequestConversation = {
+    instructions: [],
+    tools,
+    messages: [],
+    reasoningEffort: reasoningEffort(request.reasoning_effort, 'reasoning_effort'),
+  }
+  /** tool_call_id → function name, from the assistant messages seen so far. */
+  const calls = new Map<string, string>()
+  rawMessages.forEach((raw, i) => {
+    const at = `messages[${i}]`
+    const message = object(raw, at)
+    const role = string(message.role, `${at}.role`)
+    switch (role) {
+      case 'system':
+      case 'developer':
+        conversation.instructions.push(textContent(message.content, `${at}.content`, TEXT_PARTS.chat))
+        break
+      case 'user': {
+        const name = optionalString(message.name, `${at}.name`)
+        conversation.messages.push({ role: 'user', ...(name === undefined ? {} : { name }), content: textContent(message.content, `${at}.content`, TEXT_PARTS.chat) })
+        break
+      }
+      case 'assistant':
+        conversation.messages.push(...assistantMessages(message, at, calls))
+        break
+      case 'tool': {
+        const id = string(message.tool_call_id, `${at}.tool_call_id`)
+        const name = calls.get(id)
+        if (name === undefined) fail(`${at}.tool_call_id '${id}' matches no tool call of an earlier assistant message`, `${at}.tool_call_id`)
+        conversation.messages.push(toolResultMessage(name, textContent(message.content, `${at}.content`, TEXT_PARTS.chat)))
+        break
+      }
+      default:
+        fail(`${at}.role must be 'system', 'developer', 'user', 'assistant' or 'tool', not ${JSON.stringify(role).slice(0, 40)}`, `${at}.role`)
+    }
+  })
+  return conversation
+}
+
+/** The chain of thought a client sent back: vLLM and most clients use `reasoning_content`, others `reasoning`. */
+function reasoningText(message: JsonObject, at: string): string | undefined {
+  const content = optionalString(message.reasoning_content, `${at}.reasoning_content`)
+  const reasoning = optionalString(message.reasoning, `${at}.reasoning`)
+  if (content !== undefined && reasoning !== undefined && content !== reasoning) {
+    fail(`${at} has both reasoning and reasoning_content, and they differ; send one`, `${at}.reasoning`)
+  }
+  return content ?? reasoning
+}
+
+function assistantMessages(message: JsonObject, at: string, calls: Map<string, string>): TextMessage[] {
+  const out: TextMessage[] = []
+  const reasoning = reasoningText(message, at)
+  if (reasoning !== undefined && reasoning !== '') out.push({ role: 'assistant', channel: 'analysis', content: reasoning })
+  const content = message.content === undefined || message.content === null ? undefined : textContent(message.content, `${at}.content`, TEXT_PARTS.chat)
+  const toolCalls = message.tool_calls === undefined || message.tool_calls === null ? [] : array(message.tool_calls, `${at}.tool_calls`)
+  if (toolCalls.length === 0) {
+    if (content !== undefined) out.push({ role: 'assistant', channel: 'final', content })
+    else if (out.length === 0) fail(`${at} has no content, reasoning or tool_calls`, `${at}.content`)
+    return out
+  }
+  // Text beside tool calls is what the model said before calling: a preamble on the commentary channel.
+  if (content !== undefined && content !== '') out.push({ role: 'assistant', channel: 'commentary', content })
+  toolCalls.forEach((raw, j) => {
+    const callAt = `${at}.tool_calls[${j}]`
+    const call = object(raw, callAt)
+    if (call.type !== undefined && call.type !== 'function') fail(`${callAt}.type must be 'function'`, `${callAt}.type`)
+    const id = string(call.id, `${callAt}.id`)
+    const fn = object(call.function, `${callAt}.function`)
+    const name = functionName(fn.name, `${callAt}.function.name`)
+    calls.set(id, name)
+    out.push(toolCallMessage(name, toolArguments(fn.arguments, `${callAt}.function.arguments`)))
+  })
+  return out
+}

@@ -1,0 +1,195 @@
+/**
+ * Request rendering: OpenAI requests (Chat Completions, Responses) or the reference's conversation model →
+ * Harmony prompt tokens ending with `<|start|>assistant`, token for token what the reference renderer
+ * (openai/harmony) makes of the same conversation; and training renders with an assistant mask.
+ */
+import { implementation as defaultImplementation } from '../loader'
+import type { Implementation } from '../types'
+import { RenderCache } from './cache'
+import { chatConversation, type RequestConversation } from './chat'
+import { type ConversationMessage, MessageRenderer, RETURN, concat, nextTurnTokens } from './conversation'
+import { dropFinishedAnalysis, referenceAutoDropAnalysis } from './drop'
+import { ordinaryEncoder } from './encoder'
+import { responsesConversation } from './responses'
+import { DEFAULT_KNOWLEDGE_CUTOFF, DEFAULT_MODEL_IDENTITY, REASONING_EFFORTS, type ReasoningEffort } from './system'
+import { validateConversation } from './validate'
+
+export interface RenderEngineOptions {
+  /** BPE on this implementation instead of the process-wide one. Both give identical tokens. */
+  implementation?: Implementation
+  /** The per-message token cache; default: one per implementation per process (64 MiB); null: no cache. */
+  cache?: RenderCache | null
+}
+
+export interface RenderRequestOptions extends RenderEngineOptions {
+  /** `Current date: …` in the system message, 'YYYY-MM-DD'; default today (UTC); null: no date line. */
+  currentDate?: string | null
+  /** Used when the request sets none (`reasoning_effort`, `reasoning.effort`). Default 'medium'. */
+  reasoningEffort?: ReasoningEffort
+  /** Default "You are ChatGPT, a large language model trained by OpenAI." */
+  modelIdentity?: string
+  /** Default '2024-06'. */
+  knowledgeCutoff?: string
+  /** Keep the analysis of finished turns too (default false: dropped, see README "Rendering"). */
+  keepAnalysis?: boolean
+}
+
+export interface RenderedPrompt {
+  /** The whole prompt, ending with `<|start|>assistant`. */
+  tokens: Uint32Array
+  /** The offered functions as the parser's `toolNames` expects them (`functions.get_weather`). */
+  toolNames: string[]
+  /** `tokens.length`, for usage. */
+  promptTokens: number
+}
+
+export interface RenderConversationOptions extends RenderEngineOptions {
+  /** Keep every analysis message (default false: analysis of finished turns dropped, as for requests). */
+  keepAnalysis?: boolean
+  /** End with `<|start|>{nextRole}`; default 'assistant'; null: end after the last message. */
+  nextRole?: string | null
+}
+
+export interface RenderForTrainingOptions extends RenderEngineOptions {
+  /**
+   * Every assistant message keeps its analysis and ends as it would in a longer conversation (`<|end|>`),
+   * so rendering the first k messages gives a prefix of rendering them all. Default false: the reference's
+   * training render (earlier analysis dropped by its rule, the last final message ends with `<|return|>`).
+   */
+  prefixPreserving?: boolean
+}
+
+export interface TrainingRender {
+  tokens: Uint32Array
+  /** 1 for the tokens a trainer learns: each assistant message after its author (`<|start|>assistant`). */
+  assistantMask: Uint8Array
+}
+
+const OPTION_KEYS = {
+  request: new Set(['implementation', 'cache', 'currentDate', 'reasoningEffort', 'modelIdentity', 'knowledgeCutoff', 'keepAnalysis']),
+  conversation: new Set(['implementation', 'cache', 'keepAnalysis', 'nextRole']),
+  training: new Set(['implementation', 'cache', 'prefixPreserving']),
+}
+
+function checkOptions(options: unknown, kind: keyof typeof OPTION_KEYS, fn: string): Record<string, unknown> {
+  if (options === undefined) return {}
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new TypeError(`${fn}: options must be an object`)
+  for (const key of Object.keys(options)) {
+    if (!OPTION_KEYS[kind].has(key)) throw new TypeError(`${fn}: unknown option '${key}' (known: ${[...OPTION_KEYS[kind]].join(', ')})`)
+  }
+  const o = options as Record<string, unknown>
+  if (o.implementation !== undefined && o.implementation !== 'native' && o.implementation !== 'js') {
+    throw new TypeError(`${fn}: implementation must be 'native' or 'js'`)
+  }
+  if (o.cache !== undefined && o.cache !== null && !(o.cache instanceof RenderCache)) throw new TypeError(`${fn}: cache must be a RenderCache or null`)
+  for (const key of ['keepAnalysis', 'prefixPreserving']) {
+    if (o[key] !== undefined && typeof o[key] !== 'boolean') throw new TypeError(`${fn}: ${key} must be a boolean`)
+  }
+  for (const key of ['modelIdentity', 'knowledgeCutoff']) {
+    if (o[key] !== undefined && typeof o[key] !== 'string') throw new TypeError(`${fn}: ${key} must be a string`)
+  }
+  if (o.currentDate !== undefined && o.currentDate !== null && (typeof o.currentDate !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(o.currentDate))) {
+    throw new TypeError(`${fn}: currentDate must be 'YYYY-MM-DD' or null`)
+  }
+  if (o.reasoningEffort !== undefined && !REASONING_EFFORTS.includes(o.reasoningEffort as ReasoningEffort)) {
+    throw new TypeError(`${fn}: reasoningEffort must be 'low', 'medium' or 'high'`)
+  }
+  if (o.nextRole !== undefined && o.nextRole !== null && typeof o.nextRole !== 'string') throw new TypeError(`${fn}: nextRole must be a string or null`)
+  return o
+}
+
+const defaultCaches: Partial<Record<Implementation, RenderCache>> = {}
+const renderers = new WeakMap<RenderCache, Partial<Record<Implementation, MessageRenderer>>>()
+const uncachedRenderers: Partial<Record<Implementation, MessageRenderer>> = {}
+
+/** One renderer per (cache, implementation): it holds the memo of header pieces. */
+function rendererFor(options: RenderEngineOptions): MessageRenderer {
+  const which = options.implementation ?? defaultImplementation
+  const cache = options.cache === undefined ? (defaultCaches[which] ??= new RenderCache()) : options.cache
+  let byImplementation = cache === null ? uncachedRenderers : renderers.get(cache)
+  if (byImplementation === undefined) {
+    byImplementation = {}
+    renderers.set(cache as RenderCache, byImplementation)
+  }
+  return (byImplementation[which] ??= new MessageRenderer(ordinaryEncoder(which), cache))
+}
+
+/** The cache requests render through by default on `implementation`, e.g. to read its `stats`. */
+export function defaultRenderCache(which: Implementation = defaultImplementation): RenderCache {
+  return (defaultCaches[which] ??= new RenderCache())
+}
+
+function today(): string {
+  return new Date().toISOString().slice(0, 10)
+}
+
+function requestPrompt(conversation: RequestConversation, options: RenderRequestOptions): RenderedPrompt {
+  const messages: ConversationMessage[] = [
+    {
+      role: 'system',
+      content: {
+        modelIdentity: options.modelIdentity ?? DEFAULT_MODEL_IDENTITY,
+        knowledgeCutoff: options.knowledgeCutoff ?? DEFAULT_KNOWLEDGE_CUTOFF,
+        currentDate: options.currentDate === undefined ? today() : options.currentDate,
+        reasoningEffort: conversation.reasoningEffort ?? options.reasoningEffort ?? 'medium',
+      },
+    },
+  ]
+  if (conversation.instructions.length > 0 || conversation.tools.length > 0) {
+    const instructions = conversation.instructions.length > 0 ? conversation.instructions.join('\n\n') : null
+    messages.push({ role: 'developer', content: { instructions, tools: conversation.tools } })
+  }
+  messages.push(...(options.keepAnalysis ? conversation.messages : dropFinishedAnalysis(conversation.messages)))
+  const renderer = rendererFor(options)
+  const tokens = concat([...renderer.render(messages).perMessage, ...nextTurnTokens(renderer, 'assistant')])
+  return { tokens, toolNames: conversation.tools.map((tool) => `functions.${tool.name}`), promptTokens: tokens.length }
+}
+
+/** A Chat Completions request body → the prompt. Bad requests throw `HarmonyRequestError` (HTTP 400). */
+export function renderChatCompletionRequest(body: unknown, options?: RenderRequestOptions): RenderedPrompt {
+  const checked = checkOptions(options, 'request', 'renderChatCompletionRequest') as RenderRequestOptions
+  return requestPrompt(chatConversation(body), checked)
+}
+
+/** A Responses request body → the prompt. Bad requests throw `HarmonyRequestError` (HTTP 400). */
+export function renderResponsesRequest(body: unknown, options?: RenderRequestOptions): RenderedPrompt {
+  const checked = checkOptions(options, 'request', 'renderResponsesRequest') as RenderRequestOptions
+  return requestPrompt(responsesConversation(body), checked)
+}
+
+/** Messages of the reference's conversation model → tokens (for completion: ending with `<|start|>assistant`). */
+export function renderConversation(messages: readonly ConversationMessage[], options?: RenderConversationOptions): { tokens: Uint32Array; promptTokens: number } {
+  const checked = checkOptions(options, 'conversation', 'renderConversation') as RenderConversationOptions
+  validateConversation(messages, 'renderConversation')
+  const renderer = rendererFor(checked)
+  const kept = checked.keepAnalysis ? messages : dropFinishedAnalysis(messages)
+  const pieces: ArrayLike<number>[] = renderer.render(kept).perMessage
+  const nextRole = checked.nextRole === undefined ? 'assistant' : checked.nextRole
+  if (nextRole !== null) pieces.push(...nextTurnTokens(renderer, nextRole))
+  const tokens = concat(pieces)
+  return { tokens, promptTokens: tokens.length }
+}
+
+/** A conversation → the tokens a trainer sees, with the mask of the tokens it learns (see the options). */
+export function renderForTraining(messages: readonly ConversationMessage[], options?: RenderForTrainingOptions): TrainingRender {
+  const checked = checkOptions(options, 'training', 'renderForTraining') as RenderForTrainingOptions
+  validateConversation(messages, 'renderForTraining')
+  const kept = checked.prefixPreserving ? [...messages] : referenceAutoDropAnalysis(messages)
+  const { perMessage, authorLengths } = rendererFor(checked).render(kept)
+  const tokens = concat(perMessage)
+  const assistantMask = new Uint8Array(tokens.length)
+  let at = 0
+  kept.forEach((message, i) => {
+    if (message.role === 'assistant') assistantMask.fill(1, at + authorLengths[i], at + perMessage[i].length)
+    at += perMessage[i].length
+  })
+  const last = kept[kept.length - 1]
+  // The reference: a conversation that ends with the assistant's final answer ends with <|return|>.
+  if (!checked.prefixPreserving && last !== undefined && last.role === 'assistant' && last.channel === 'final') tokens[tokens.length - 1] = RETURN
+  return { tokens, assistantMask }
+}
+
+export { RenderCache, type RenderCacheOptions, type RenderCacheStats, DEFAULT_RENDER_CACHE_BYTES } from './cache'
+export type { ConversationMessage, DeveloperMessage, SystemMessage, TextMessage } from './conversation'
+export type { DeveloperContent, FunctionTool } from './developer'
+export type { ReasoningEffort, SystemContent } from './system'

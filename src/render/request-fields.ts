@@ -1,0 +1,114 @@
+/**
+ * Reading untrusted request JSON: each helper returns the value with its type, or throws a
+ * `HarmonyRequestError` naming the field by its JSON path (`messages[2].content[0].text`).
+ */
+import { HarmonyRequestError } from '../errors'
+import type { FunctionTool } from './developer'
+import { REASONING_EFFORTS, type ReasoningEffort } from './system'
+
+export type JsonObject = Record<string, unknown>
+
+export function fail(message: string, param: string | null): never {
+  throw new HarmonyRequestError(message, param)
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'an array'
+  return typeof value === 'object' ? 'an object' : `${typeof value} ${JSON.stringify(value)?.slice(0, 40)}`
+}
+
+export function isObject(value: unknown): value is JsonObject {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+}
+
+export function object(value: unknown, param: string): JsonObject {
+  if (!isObject(value)) fail(`${param} must be an object, not ${describe(value)}`, param)
+  return value
+}
+
+export function string(value: unknown, param: string): string {
+  if (typeof value !== 'string') fail(`${param} must be a string, not ${describe(value)}`, param)
+  return value
+}
+
+/** Absent and null are the same in OpenAI requests. */
+export function optionalString(value: unknown, param: string): string | undefined {
+  return value === undefined || value === null ? undefined : string(value, param)
+}
+
+export function array(value: unknown, param: string): unknown[] {
+  if (!Array.isArray(value)) fail(`${param} must be an array, not ${describe(value)}`, param)
+  return value
+}
+
+/** Content part types that carry text, per API; anything else (images, audio, files) gpt-oss cannot read. */
+export const TEXT_PARTS = {
+  chat: new Set(['text', 'refusal']),
+  responses: new Set(['input_text', 'output_text', 'text', 'refusal', 'reasoning_text', 'summary_text']),
+}
+
+/** A message's content: a string, or an array of text parts joined without separator. */
+export function textContent(value: unknown, param: string, textParts: ReadonlySet<string>): string {
+  if (typeof value === 'string') return value
+  const parts = array(value, param)
+  let text = ''
+  parts.forEach((raw, i) => {
+    const part = object(raw, `${param}[${i}]`)
+    const type = string(part.type, `${param}[${i}].type`)
+    if (!textParts.has(type)) {
+      fail(`${param}[${i}] is a '${type}' part; gpt-oss reads text only (parts of type ${[...textParts].map((t) => `'${t}'`).join(', ')})`, `${param}[${i}].type`)
+    }
+    // A refusal part carries its text in `refusal`.
+    text += string(type === 'refusal' ? part.refusal : part.text, `${param}[${i}].${type === 'refusal' ? 'refusal' : 'text'}`)
+  })
+  return text
+}
+
+export function reasoningEffort(value: unknown, param: string): ReasoningEffort | undefined {
+  if (value === undefined || value === null) return undefined
+  if (!REASONING_EFFORTS.includes(value as ReasoningEffort)) {
+    fail(`${param} must be 'low', 'medium' or 'high' for gpt-oss, not ${describe(value)}`, param)
+  }
+  return value as ReasoningEffort
+}
+
+/** A function name as it appears after `functions.` in the prompt and in the model's recipients. */
+export function functionName(value: unknown, param: string): string {
+  const name = string(value, param)
+  if (!/^[A-Za-z0-9_.-]{1,128}$/.test(name)) {
+    fail(`${param} must be 1 to 128 letters, digits, '_', '-' or '.', not ${JSON.stringify(name).slice(0, 80)}`, param)
+  }
+  return name
+}
+
+/**
+ * The request's function tools. Chat: `{ type: 'function', function: { name, description, parameters } }`;
+ * Responses: `{ type: 'function', name, description, parameters }`. Other tool types (built-in tools such as
+ * web search) have no rendering here and are refused rather than silently dropped.
+ */
+export function functionTools(value: unknown, param: string, shape: 'chat' | 'responses'): FunctionTool[] {
+  if (value === undefined || value === null) return []
+  const seen = new Set<string>()
+  return array(value, param).map((raw, i) => {
+    const at = `${param}[${i}]`
+    const tool = object(raw, at)
+    if (tool.type !== 'function') fail(`${at}.type must be 'function' (the only tool type rendered for gpt-oss), not ${describe(tool.type)}`, `${at}.type`)
+    const fields = shape === 'chat' ? object(tool.function, `${at}.function`) : tool
+    const prefix = shape === 'chat' ? `${at}.function` : at
+    const name = functionName(fields.name, `${prefix}.name`)
+    if (seen.has(name)) fail(`${prefix}.name '${name}' is declared twice`, `${prefix}.name`)
+    seen.add(name)
+    const description = optionalString(fields.description, `${prefix}.description`)
+    const parameters = fields.parameters
+    if (parameters !== undefined && parameters !== null) object(parameters, `${prefix}.parameters`)
+    return { name, description, parameters: parameters ?? undefined }
+  })
+}
+
+/** Tool call arguments: JSON text as the client sent it; an object is accepted and serialized. */
+export function toolArguments(value: unknown, param: string): string {
+  if (typeof value === 'string') return value
+  if (isObject(value)) return JSON.stringify(value)
+  fail(`${param} must be a string of JSON, not ${describe(value)}`, param)
+}

@@ -1,0 +1,142 @@
+/**
+ * A Responses request → the Harmony conversation. Each input item becomes its own Harmony message (as the
+ * model wrote them): `message` items by role as in Chat, `reasoning` → analysis, `function_call` → a tool
+ * call, `function_call_output` → a tool result named through its `call_id`. `instructions` come first among
+ * the developer message's instructions. No server-side state is kept, so `previous_response_id`,
+ * `conversation` and `item_reference` are refused with a clear error instead of being ignored.
+ *
+ * Unlike vLLM's merging of Responses items into one chat turn for non-Harmony models (vLLM PR #42189), nothing
+ * is merged: Harmony has one message per channel and recipient, which is exactly one item each.
+ */
+import type { TextMessage } from './conversation'
+import { type RequestConversation, offersTools, toolCallMessage, toolResultMessage } from './chat'
+import {
+  type JsonObject,
+  TEXT_PARTS,
+  array,
+  fail,
+  functionName,
+  functionTools,
+  isObject,
+  object,
+  optionalString,
+  reasoningEffort,
+  string,
+  textContent,
+  toolArguments,
+} from './request-fields'
+
+/** Request fields that name state kept by OpenAI's servers. */
+const SERVER_STATE = ['previous_response_id', 'conversation', 'prompt'] as const
+
+export function responsesConversation(body: unknown): RequestConversation {
+  const request = object(body, 'body')
+  for (const field of SERVER_STATE) {
+    if (request[field] !== undefined && request[field] !== null) {
+      fail(`${field} is not supported: this gateway keeps no server-side state; send the whole conversation in input`, field)
+    }
+  }
+  const declared = functionTools(request.tools, 'tools', 'responses')
+  const reasoning = request.reasoning === undefined || request.reasoning === null ? undefined : object(request.reasoning, 'reasoning')
+  const conversation: RequestConversation = {
+    instructions: [],
+    tools: offersTools(request.tool_choice, 'tool_choice') ? declared : [],
+    messages: [],
+    reasoningEffort: reasoningEffort(reasoning?.effort, 'reasoning.effort'),
+  }
+  const instructions = optionalString(request.instructions, 'instructions')
+  if (instructions !== undefined) conversation.instructions.push(instructions)
+
+  if (typeof request.input === 'string') {
+    conversation.messages.push({ role: 'user', content: request.input })
+    return conversation
+  }
+  const items = array(request.input, 'input')
+  if (items.length === 0) fail('input must hold at least one item', 'input')
+  const calls = new Map<string, string>()
+  items.forEach((raw, i) => {
+    const at = `input[${i}]`
+    const item = object(raw, at)
+    // Easy input messages (`{ role, content }`) have no type.
+    const type = item.type === undefined ? 'message' : string(item.type, `${at}.type`)
+    switch (type) {
+      case 'message':
+        messageItem(item, at, isPreamble(items, i), conversation)
+        break
+      case 'reasoning': {
+        const text = reasoningItemText(item, at)
+        if (text !== '') conversation.messages.push({ role: 'assistant', channel: 'analysis', content: text })
+        break
+      }
+      case 'function_call': {
+        const name = functionName(item.name, `${at}.name`)
+        calls.set(string(item.call_id, `${at}.call_id`), name)
+        conversation.messages.push(toolCallMessage(name, toolArguments(item.arguments, `${at}.arguments`)))
+        break
+      }
+      case 'function_call_output': {
+        const id = string(item.call_id, `${at}.call_id`)
+        const name = calls.get(id)
+        if (name === undefined) fail(`${at}.call_id '${id}' matches no earlier function_call item`, `${at}.call_id`)
+        conversation.messages.push(toolResultMessage(name, textContent(item.output, `${at}.output`, TEXT_PARTS.responses)))
+        break
+      }
+      case 'item_reference':
+        fail(`${at} is an item_reference: this gateway keeps no server-side state; send the item itself`, `${at}.type`)
+      // falls through: fail() never returns
+      default:
+        fail(`${at}.type '${type}' is not supported (message, reasoning, function_call, function_call_output)`, `${at}.type`)
+    }
+  })
+  return conversation
+}
+
+function messageItem(item: JsonObject, at: string, preamble: boolean, conversation: RequestConversation): void {
+  const role = string(item.role, `${at}.role`)
+  const content = textContent(item.content, `${at}.content`, TEXT_PARTS.responses)
+  switch (role) {
+    case 'system':
+    case 'developer':
+      conversation.instructions.push(content)
+      return
+    case 'user':
+      conversation.messages.push({ role: 'user', content })
+      return
+    case 'assistant': {
+      const message: TextMessage = { role: 'assistant', channel: preamble ? 'commentary' : 'final', content }
+      conversation.messages.push(message)
+      return
+    }
+    default:
+      fail(`${at}.role must be 'user', 'assistant', 'system' or 'developer', not ${JSON.stringify(role).slice(0, 40)}`, `${at}.role`)
+  }
+}
+
+/**
+ * Whether the assistant message item at `index` is a preamble (commentary) rather than an answer (final): its
+ * `phase` says so when present; otherwise it is one when a function_call follows it within the same turn
+ * (before the next message from someone else), as text beside tool calls is in Chat.
+ */
+function isPreamble(items: readonly unknown[], index: number): boolean {
+  const item = items[index] as JsonObject
+  if (item.role !== 'assistant') return false
+  if (item.phase === 'commentary') return true
+  if (item.phase === 'final_answer') return false
+  for (let i = index + 1; i < items.length; i++) {
+    const next = items[i]
+    if (!isObject(next)) return false
+    const type = next.type ?? 'message'
+    if (type === 'function_call') return true
+    if (type === 'message' && next.role !== 'assistant') return false
+  }
+  return false
+}
+
+/** The chain of thought of a reasoning item: its `reasoning_text` content when sent, else its summary. */
+function reasoningItemText(item: JsonObject, at: string): string {
+  const content = item.content === undefined || item.content === null ? [] : array(item.content, `${at}.content`)
+  if (content.length > 0) return textContent(content, `${at}.content`, new Set(['reasoning_text']))
+  const summary = item.summary === undefined || item.summary === null ? [] : array(item.summary, `${at}.summary`)
+  // Summary parts are separate paragraphs.
+  return summary.map((part, j) => textContent([part], `${at}.summary[${j}]`, new Set(['summary_text']))).join('\n\n')
+}

@@ -1,0 +1,46 @@
+/** Checks messages of the conversation model before rendering: a TypeError naming the field, never a bad prompt. */
+import type { ConversationMessage } from './conversation'
+import { REASONING_EFFORTS } from './system'
+
+function check(ok: boolean, fn: string, message: string): void {
+  if (!ok) throw new TypeError(`${fn}: ${message}`)
+}
+
+const optionalString = (value: unknown) => value === undefined || typeof value === 'string'
+const optionalText = (value: unknown) => value === undefined || value === null || typeof value === 'string'
+
+export function validateConversation(messages: readonly ConversationMessage[], fn: string): void {
+  check(Array.isArray(messages), fn, 'messages must be an array')
+  messages.forEach((message: ConversationMessage, i) => {
+    const at = `messages[${i}]`
+    check(message !== null && typeof message === 'object', fn, `${at} must be an object`)
+    const { role, content } = message
+    if (role === 'system') {
+      if (typeof content === 'string') return
+      check(content !== null && typeof content === 'object', fn, `${at}.content must be a string or SystemContent`)
+      for (const key of ['modelIdentity', 'knowledgeCutoff', 'currentDate'] as const) {
+        check(optionalText(content[key]), fn, `${at}.content.${key} must be a string or null`)
+      }
+      const effort = content.reasoningEffort
+      check(effort === undefined || effort === null || REASONING_EFFORTS.includes(effort), fn, `${at}.content.reasoningEffort must be 'low', 'medium' or 'high'`)
+      return
+    }
+    if (role === 'developer') {
+      if (typeof content === 'string') return
+      check(content !== null && typeof content === 'object', fn, `${at}.content must be a string or DeveloperContent`)
+      check(optionalText(content.instructions), fn, `${at}.content.instructions must be a string or null`)
+      check(content.tools === undefined || Array.isArray(content.tools), fn, `${at}.content.tools must be an array`)
+      content.tools?.forEach((tool, j) => {
+        check(tool !== null && typeof tool === 'object' && typeof tool.name === 'string' && tool.name !== '', fn, `${at}.content.tools[${j}].name must be a non-empty string`)
+        check(optionalString(tool.description), fn, `${at}.content.tools[${j}].description must be a string`)
+      })
+      return
+    }
+    check(role === 'user' || role === 'assistant' || role === 'tool', fn, `${at}.role must be 'system', 'developer', 'user', 'assistant' or 'tool'`)
+    check(typeof content === 'string', fn, `${at}.content must be a string`)
+    for (const key of ['name', 'recipient', 'channel', 'contentType'] as const) {
+      check(optionalString(message[key]), fn, `${at}.${key} must be a string`)
+    }
+    check(role !== 'tool' || (typeof message.name === 'string' && message.name !== ''), fn, `${at}: a tool message needs its name (e.g. 'functions.get_weather')`)
+  })
+}
