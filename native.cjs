@@ -836,6 +836,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.NativePool = nativeBinding.NativePool
+module.exports.encodeOrdinary = nativeBinding.encodeOrdinary
 module.exports.loadVocabulary = nativeBinding.loadVocabulary
 module.exports.parserBind = nativeBinding.parserBind
 module.exports.parserClose = nativeBinding.parserClose

@@ -26,6 +26,9 @@ export declare class NativePool {
   debugPanic(id: number): number
 }
 
+/** The o200k tokens of `text` as ordinary text (special-token spellings stay text). */
+export declare function encodeOrdinary(text: string): Uint32Array
+
 /** Reads the o200k_base `.tiktoken` file at `path` unless a vocabulary is already loaded. */
 export declare function loadVocabulary(path: string): void
 
