@@ -15,7 +15,8 @@ inner = load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)._inner
 
 
 def run(case):
-    conversation = json.dumps(case["conversation"], ensure_ascii=False)
+    # "conversationJson": the JSON text itself, for tests of what JavaScript's JSON.parse changes.
+    conversation = case.get("conversationJson") or json.dumps(case["conversation"], ensure_ascii=False)
     config = {"auto_drop_analysis": case["autoDrop"]}
     try:
         if case["mode"] == "training":
