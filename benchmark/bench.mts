@@ -6,6 +6,7 @@
  *
  *   npm run bench                 all cases
  *   BENCH_QUICK=1 npm run bench   fewer samples (a smoke run)
+ *   npm run bench:render          only the rendering part (benchmark/render.mts)
  */
 import { execFileSync } from 'node:child_process'
 import { cpus, totalmem } from 'node:os'
@@ -18,6 +19,7 @@ import { generator } from '../__test__/helpers/generator.mjs'
 import { loadReference } from '../__test__/helpers/reference-wasm.mjs'
 import { decodeTokens } from '../__test__/helpers/token-bytes.mjs'
 import { NaiveParser } from './naive.mjs'
+import { runRenderBenchmark } from './render.mjs'
 
 const quick = process.env.BENCH_QUICK === '1'
 const corpus = Array.from({ length: quick ? 50 : 200 }, generator(4)).filter((s) => s.role === 'assistant')
@@ -258,4 +260,5 @@ for (const which of ['native', 'js']) {
   ).split(' ')
   console.log(`${which}: vocabulary load + first parser ${load} ms; 10,000 idle parsers: ${idle[0]} B rss and ${idle[1]} B JS heap each, process rss ${idle[2]} MiB`)
 }
+runRenderBenchmark(quick ? 3 : 9)
 if (sink === 42) console.log('')
