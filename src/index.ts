@@ -68,3 +68,22 @@ export {
   type TextMessage,
   type TrainingRender,
 } from './render'
+export {
+  DEFAULT_BODY_LIMIT,
+  HttpError,
+  SSE_HEADERS,
+  chatFrames,
+  chatGenerationParameters,
+  errorResponse,
+  pipeSse,
+  readJsonBody,
+  responsesFrames,
+  responsesGenerationParameters,
+  sendError,
+  type GenerationParameters,
+  type OpenAIErrorBody,
+  type PipeSseOptions,
+  type PipeSseResult,
+  type ReadJsonOptions,
+  type SseStep,
+} from './http'

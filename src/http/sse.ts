@@ -1,0 +1,95 @@
+/**
+ * Streaming an adapter's events to an HTTP response as server-sent events, with what a gateway must not get
+ * wrong: one `write` per engine step; backpressure (when the socket's buffer is full, stop pulling engine steps
+ * until it drains, so a client that stops reading holds the engine back instead of filling memory); a client
+ * that disconnects aborts the engine request (through `abort`, and by ending the iteration); a failure
+ * mid-stream becomes the API's error frame, since the status line is long gone; Chat ends with `[DONE]`.
+ */
+import type { ServerResponse } from 'node:http'
+
+import { ChatCompletionsStream } from '../adapters/chat'
+import type { ChatCompletionChunk } from '../adapters/chat'
+import type { ResponseEvent, ResponsesStream } from '../adapters/responses'
+import { HttpError, errorResponse } from './errors'
+
+/** An engine step (`harmony-stream/engines`), or just its token ids. */
+export type SseStep = Uint32Array | readonly number[] | { tokens: Uint32Array | readonly number[]; finishReason?: 'stop' | 'length' | 'abort' }
+
+export interface PipeSseOptions {
+  /** Aborted when the client disconnects: pass the controller whose signal the engine request uses. */
+  abort?: AbortController
+  /** Extra response headers (the SSE ones are set unless the head was already sent). */
+  headers?: Record<string, string>
+}
+
+export interface PipeSseResult {
+  /** `completed`: every event and the end were written; `client-closed`: the client left first; `failed`: an error frame ended the stream. */
+  outcome: 'completed' | 'client-closed' | 'failed'
+  /** What failed, for `failed` (log it: the client only got the error frame). */
+  error?: unknown
+}
+
+export const SSE_HEADERS = Object.freeze({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' })
+
+export function chatFrames(chunks: readonly ChatCompletionChunk[]): string {
+  let out = ''
+  for (const chunk of chunks) out += `data: ${JSON.stringify(chunk)}\n\n`
+  return out
+}
+
+export function responsesFrames(events: readonly ResponseEvent[]): string {
+  let out = ''
+  for (const event of events) out += `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`
+  return out
+}
+
+function tokensOf(step: SseStep): { tokens: Uint32Array | readonly number[]; finishReason?: string } {
+  return ArrayBuffer.isView(step) || Array.isArray(step) ? { tokens: step as Uint32Array } : (step as { tokens: Uint32Array })
+}
+
+export async function pipeSse(response: ServerResponse, adapter: ChatCompletionsStream | ResponsesStream, steps: AsyncIterable<SseStep>, options: PipeSseOptions = {}): Promise<PipeSseResult> {
+  const chat = adapter instanceof ChatCompletionsStream
+  const frames = chat ? (items: ChatCompletionChunk[]) => chatFrames(items) : (items: ResponseEvent[]) => responsesFrames(items)
+  let clientClosed = response.destroyed
+  let wake: (() => void) | null = null
+  const onClose = () => {
+    if (response.writableFinished) return
+    clientClosed = true
+    options.abort?.abort()
+    wake?.()
+  }
+  const onDrain = () => wake?.()
+  response.on('close', onClose).on('drain', onDrain)
+  /** Writes, then waits while the socket's buffer is full (or until the client is gone). */
+  const send = async (text: string) => {
+    if (text === '' || clientClosed) return
+    if (!response.write(text)) await new Promise<void>((resolve) => (wake = resolve))
+    wake = null
+  }
+  try {
+    if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
+    if (!chat) await send(frames((adapter as ResponsesStream).start() as never))
+    let finishReason: string | undefined
+    for await (const step of steps) {
+      if (clientClosed) break // ends the iteration: the engine client closes its request
+      const { tokens, finishReason: reason } = tokensOf(step)
+      finishReason = reason ?? finishReason
+      await send(frames(adapter.push(tokens) as never))
+      if (clientClosed) break
+    }
+    if (clientClosed) return { outcome: 'client-closed' }
+    if (finishReason === 'abort') throw new HttpError(502, 'the inference engine aborted the request', { code: 'engine-aborted' })
+    const last = frames(adapter.finish({ truncated: finishReason === 'length' }) as never)
+    response.end(chat ? `${last}data: [DONE]\n\n` : last)
+    return { outcome: 'completed' }
+  } catch (error) {
+    if (clientClosed) return { outcome: 'client-closed', error }
+    const { body } = errorResponse(error)
+    if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
+    // Chat: the error object OpenAI clients raise from a stream; Responses: its `error` event.
+    response.end(chat ? `data: ${JSON.stringify(body)}\n\n` : responsesFrames([(adapter as ResponsesStream).error(body.error.message, body.error.code ?? 'server_error')]))
+    return { outcome: 'failed', error }
+  } finally {
+    response.off('close', onClose).off('drain', onDrain)
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * The fields of a Chat Completions or Responses request that steer generation (the conversation itself is
+ * checked by the renderer): each must have the type and range OpenAI documents, else 400 naming it.
+ */
+import { HttpError } from './errors'
+
+export interface GenerationParameters {
+  model: string
+  stream: boolean
+  /** Chat `stream_options.include_usage`. */
+  includeUsage: boolean
+  maxTokens: number | undefined
+  temperature: number | undefined
+  topP: number | undefined
+  seed: number | undefined
+}
+
+function bad(param: string, message: string): never {
+  throw new HttpError(400, `${param} ${message}`, { param, code: 'invalid-parameter' })
+}
+
+function optionalNumber(body: Record<string, unknown>, param: string, min: number, max: number): number | undefined {
+  const value = body[param]
+  if (value === undefined || value === null) return undefined
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) bad(param, `must be a number from ${min} to ${max}`)
+  return value
+}
+
+function optionalInteger(body: Record<string, unknown>, param: string, min: number): number | undefined {
+  const value = body[param]
+  if (value === undefined || value === null) return undefined
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) bad(param, `must be an integer of at least ${min}`)
+  return value
+}
+
+function common(body: Record<string, unknown>): Omit<GenerationParameters, 'maxTokens' | 'includeUsage'> {
+  if (typeof body.model !== 'string' || body.model === '') bad('model', 'must be a non-empty string')
+  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') bad('stream', 'must be a boolean')
+  const seed = body.seed === undefined || body.seed === null ? undefined : body.seed
+  if (seed !== undefined && (typeof seed !== 'number' || !Number.isSafeInteger(seed))) bad('seed', 'must be an integer')
+  return {
+    model: body.model,
+    stream: body.stream === true,
+    temperature: optionalNumber(body, 'temperature', 0, 2),
+    topP: optionalNumber(body, 'top_p', 0, 1),
+    seed: seed as number | undefined,
+  }
+}
+
+export function chatGenerationParameters(body: Record<string, unknown>): GenerationParameters {
+  const base = common(body)
+  const n = optionalInteger(body, 'n', 1)
+  if (n !== undefined && n !== 1) bad('n', 'must be 1: one completion per request is supported')
+  const maxTokens = optionalInteger(body, 'max_completion_tokens', 1) ?? optionalInteger(body, 'max_tokens', 1)
+  const streamOptions = body.stream_options
+  if (streamOptions !== undefined && streamOptions !== null && (typeof streamOptions !== 'object' || Array.isArray(streamOptions))) bad('stream_options', 'must be an object')
+  const includeUsage = (streamOptions as Record<string, unknown> | null | undefined)?.include_usage
+  if (includeUsage !== undefined && typeof includeUsage !== 'boolean') bad('stream_options.include_usage', 'must be a boolean')
+  return { ...base, maxTokens, includeUsage: includeUsage === true }
+}
+
+export function responsesGenerationParameters(body: Record<string, unknown>): GenerationParameters {
+  return { ...common(body), maxTokens: optionalInteger(body, 'max_output_tokens', 1), includeUsage: true }
+}
