@@ -154,7 +154,23 @@ contractTest('several messages in one batch, counted by messageIndex', (t, imple
   const batch = parser.push(harmony(text))
   t.deepEqual(batch.segments.map((s) => [s.messageIndex, s.channel]), [[0, 'analysis'], [1, 'commentary'], [2, 'final']])
   t.deepEqual(batch.completed.map((m) => m.terminator), ['end', 'call', 'return'])
-  t.deepEqual(parser.finish(), { segments: [], completed: [], diagnostics: [] })
+  t.deepEqual(parser.finish(), { opened: [], segments: [], completed: [], diagnostics: [] })
+})
+
+contractTest('headers are reported in the batch where they complete, once, before any content', (t, implementation) => {
+  const tokens = harmony(ANALYSIS_TO_TOOL)
+  const call = tokens.indexOf(200008, tokens.indexOf(200006)) // the tool call's <|message|>
+  const parser = new HarmonyStreamParser({ implementation })
+  const first = parser.push(tokens.slice(0, call))
+  t.deepEqual(first.opened, [{ role: 'assistant', channel: 'analysis', messageIndex: 0 }], 'the analysis header (role from the prompt)')
+  const second = parser.push(tokens.slice(call, call + 1))
+  t.deepEqual(second.opened, [{ role: 'assistant', channel: 'commentary', recipient: 'functions.get_weather', contentType: 'json', messageIndex: 1 }])
+  t.deepEqual(second.segments, [], 'announced before any argument token')
+  t.deepEqual(parser.push(tokens.slice(call + 1)).opened, [])
+  // A header the model mangled is reported as it was recovered.
+  const recovered = new HarmonyStreamParser({ implementation }).push(harmony('<|channel|>final<|message|>x<|end|><|start|>final<|message|>y<|end|>'))
+  t.is(recovered.opened.length, 2)
+  t.is(recovered.opened[1].messageIndex, 1)
 })
 
 contractTest('emoji and CJK split across tokens and across batches', (t, implementation) => {
@@ -204,7 +220,7 @@ contractTest('finish() mid-message flushes it without a terminator', (t, impleme
   t.deepEqual(batch.completed, [message({ channel: 'final', content: 'The answer is \uFFFD', terminator: null })])
   t.deepEqual(batch.segments.map((s) => s.text), ['\uFFFD'], 'the space came with its token; the dangling bytes at the end')
   t.true(parser.finished)
-  t.deepEqual(parser.finish(), { segments: [], completed: [], diagnostics: [] }, 'finish() twice is harmless')
+  t.deepEqual(parser.finish(), { opened: [], segments: [], completed: [], diagnostics: [] }, 'finish() twice is harmless')
   const error = t.throws(() => parser.push([1]), { instanceOf: HarmonyStateError })
   t.is(error?.code, 'parser-finished')
 })
@@ -366,7 +382,7 @@ contractTest('lenient: finish() inside a header keeps its text', (t, implementat
   const batch = parser.finish()
   t.deepEqual(batch.completed, [message({ channel: 'final', content: 'Partial answer', terminator: null })])
   t.deepEqual(batch.diagnostics.map((d) => d.code), ['unterminated-header'])
-  t.deepEqual(new HarmonyStreamParser({ implementation }).finish(), { segments: [], completed: [], diagnostics: [] }, 'an empty completion is not an error')
+  t.deepEqual(new HarmonyStreamParser({ implementation }).finish(), { opened: [], segments: [], completed: [], diagnostics: [] }, 'an empty completion is not an error')
 })
 
 contractTest('a header cut by maxHeaderTokens keeps its whitespace', (t, implementation) => {

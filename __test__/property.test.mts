@@ -69,6 +69,13 @@ for (const implementation of IMPLEMENTATIONS) {
         t.deepEqual(parts.textByMessage, whole.textByMessage)
         t.deepEqual(parts.batches.flatMap((b) => b.diagnostics), whole.batches.flatMap((b) => b.diagnostics))
         whole.messages.forEach((m, i) => t.is(whole.textByMessage[i] ?? '', m.content, 'segments add up to the content'))
+        // Every message is opened once, in order, with its header, no later than its first text and its end.
+        const opened = parts.batches.flatMap((b) => b.opened)
+        t.deepEqual(opened.map(({ messageIndex, ...header }) => [messageIndex, header]), parts.messages.map(({ content: _, terminator: __, ...header }, i) => [i, header]))
+        parts.batches.forEach((batch, b) => {
+          const seen = new Set(parts.batches.slice(0, b + 1).flatMap((x) => x.opened.map((o) => o.messageIndex)))
+          t.true(batch.segments.every((s) => seen.has(s.messageIndex)), 'text only of opened messages')
+        })
       }),
       { numRuns: RUNS },
     )
@@ -110,7 +117,7 @@ for (const implementation of IMPLEMENTATIONS) {
         parser.push(tokens)
         const first = parser.finish()
         const messages = parser.messages
-        t.deepEqual(parser.finish(), { segments: [], completed: [], diagnostics: [] })
+        t.deepEqual(parser.finish(), { opened: [], segments: [], completed: [], diagnostics: [] })
         t.deepEqual(parser.messages, messages)
         t.true(first.completed.every((m) => messages.includes(m)))
         t.throws(() => parser.push([1]), { code: 'parser-finished' } as never)

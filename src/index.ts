@@ -34,6 +34,7 @@ export type {
   HarmonyDiagnostic,
   HarmonyHeader,
   HarmonyMessage,
+  HarmonyOpened,
   HarmonySegment,
   HarmonyStreamParserOptions,
   Implementation,

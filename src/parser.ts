@@ -39,6 +39,7 @@ import type {
   HarmonyDiagnostic,
   HarmonyHeader,
   HarmonyMessage,
+  HarmonyOpened,
   HarmonyStreamParserOptions,
   Implementation,
   ParserState,
@@ -133,6 +134,12 @@ export function publicHeader(header: RawHeader): HarmonyHeader {
   return out
 }
 
+function openedOf(messageIndex: number, header: RawHeader): HarmonyOpened {
+  const opened = publicHeader(header) as HarmonyOpened
+  opened.messageIndex = messageIndex
+  return opened
+}
+
 function messageOf(open: OpenMessage, terminator: number): HarmonyMessage {
   // Absent fields are left out, as in the reference's JSON; the key order is fixed. Built field by field:
   // object spread is several times slower in V8, and this runs once per message.
@@ -220,7 +227,7 @@ export class HarmonyStreamParser {
    * produced has been read). Calling it again returns an empty batch.
    */
   finish(): HarmonyBatch {
-    if (this.done) return { segments: [], completed: [], diagnostics: [] }
+    if (this.done) return { opened: [], segments: [], completed: [], diagnostics: [] }
     this.use('objects')
     this.done = true
     try {
@@ -381,6 +388,7 @@ export class HarmonyStreamParser {
     const status = out[COMPACT_STATUS]
     this.checkStatus(status, tokens)
     const batch: HarmonyBatch = {
+      opened: [],
       segments: [],
       completed: [],
       diagnostics: out[COMPACT_DIAGNOSTICS] > 0 ? this.engine.takeDiagnostics().map(diagnosticOf) : [],
@@ -398,6 +406,7 @@ export class HarmonyStreamParser {
         }
         opened++
         this.open = { index: out[at + 1], header, content: '' }
+        batch.opened.push(openedOf(out[at + 1], header))
         at += COMPACT_RECORD_SLOTS // the FIELDS record was read with it
       } else if (kind === RECORD_TEXT) {
         const open = this.open!

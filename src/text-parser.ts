@@ -70,6 +70,7 @@ export class HarmonyTextParser {
     const rest = this.reportStripped(this.parser.push(this.tokensOf([...tail, ...this.scanner.finish()])))
     const last = this.parser.finish()
     return {
+      opened: [...rest.opened, ...last.opened],
       segments: mergeSegments([...rest.segments, ...last.segments]),
       completed: [...rest.completed, ...last.completed],
       diagnostics: [...rest.diagnostics, ...last.diagnostics],

@@ -60,7 +60,18 @@ export interface HarmonyDiagnostic {
   text?: string
 }
 
+/** A message whose header completed (`<|message|>` arrived) in a batch: known before any of its content. */
+export interface HarmonyOpened extends HarmonyHeader {
+  /** Index of the message in this parser, as in segments and completed messages. */
+  messageIndex: number
+}
+
 export interface HarmonyBatch {
+  /**
+   * Messages whose header completed in this batch, in order: an adapter can announce a tool call (or open a
+   * Responses item) as soon as the model has chosen it, before any argument token.
+   */
+  opened: HarmonyOpened[]
   /** Content text of this batch, in order, one segment per message touched. */
   segments: HarmonySegment[]
   /** Messages that ended in this batch. */

@@ -30,7 +30,7 @@ export class StreamDecoder {
    * `takeHeaders` is called once if a field was not interned.
    */
   decode(text: string, out: Uint32Array, from: number, to: number, nameOf: (id: number) => string | null, takeHeaders: () => HarmonyHeader[]): HarmonyBatch {
-    const batch: HarmonyBatch = { segments: [], completed: [], diagnostics: [] }
+    const batch: HarmonyBatch = { opened: [], segments: [], completed: [], diagnostics: [] }
     let spilled: HarmonyHeader[] | null = null
     let opened = 0
     for (let at = from; at < to; at += COMPACT_RECORD_SLOTS) {
@@ -52,6 +52,7 @@ export class StreamDecoder {
         }
         opened++
         this.open = { header, content: '' }
+        batch.opened.push({ ...header, messageIndex: out[at + 1] })
         at += COMPACT_RECORD_SLOTS
       } else if (kind === RECORD_TEXT) {
         const piece = text.slice(out[at + 2], out[at + 3])
