@@ -235,7 +235,11 @@ export class ChatCompletionsStream {
     const chunks: ChatCompletionChunk[] = []
     const mapper = this.mapper
     for (const event of events) {
-      if (event.kind === 'text') {
+      if (event.kind === 'open') {
+        // The model chose a tool: announce the call (id, type, name) now, arguments follow as they come.
+        const state = mapper.stateOf(event.opened.messageIndex, event.opened)
+        if (state.route === 'tool') chunks.push(this.chunk({ tool_calls: [this.toolDelta(state, '')] }))
+      } else if (event.kind === 'text') {
         const { segment } = event
         const state = mapper.stateOf(segment.messageIndex, segment)
         if (state.route === 'reasoning') chunks.push(this.chunk(mapper.reasoningDelta(segment.text)))
@@ -243,7 +247,7 @@ export class ChatCompletionsStream {
         else if (state.route === 'tool') chunks.push(this.chunk({ tool_calls: [this.toolDelta(state, segment.text)] }))
       } else {
         const state = mapper.closed(event, this.stream.tokens)
-        // A call whose arguments were empty still has to be announced.
+        // A call whose header was never reported (recovered at the end of the stream) is announced at its close.
         if (state.route === 'tool' && !state.announced) chunks.push(this.chunk({ tool_calls: [this.toolDelta(state, '')] }))
       }
     }

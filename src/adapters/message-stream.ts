@@ -11,7 +11,7 @@ import { HarmonyStreamParser } from '../parser'
 import { DEFAULT_MAX_HEADER_BYTES, tokensOfPieces } from '../text-parser'
 import { byteTokens } from '../text/byte-tokens'
 import { MarkerScanner, type Piece } from '../text/marker-scanner'
-import type { HarmonyDiagnostic, HarmonyMessage, HarmonySegment, HarmonyStreamParserOptions } from '../types'
+import type { HarmonyBatch, HarmonyDiagnostic, HarmonyMessage, HarmonyOpened, HarmonySegment, HarmonyStreamParserOptions } from '../types'
 
 /** First id of the special tokens: a message can only open or close at one of them. */
 const FIRST_SPECIAL = 199_998
@@ -19,6 +19,8 @@ const START = 200_006
 const CHANNEL = 200_005
 
 export type MessageEvent =
+  /** A header completed: the message's route is known before any of its text. */
+  | { kind: 'open'; opened: HarmonyOpened }
   | { kind: 'text'; segment: HarmonySegment }
   | { kind: 'close'; index: number; message: HarmonyMessage; tokens: number }
 
@@ -142,17 +144,25 @@ export class MessageStream {
     this.collect(this.parser.push(piece), events, piece[piece.length - 1])
   }
 
-  private collect(batch: { segments: HarmonySegment[]; completed: HarmonyMessage[]; diagnostics: HarmonyDiagnostic[] }, events: MessageEvent[], last: number | null): void {
+  /**
+   * The batch's events in message order: for each message its open, its text, then its close (the i-th
+   * completed message is message `this.closed`). A message closed without an open in this batch was opened
+   * earlier (or, lenient, never: the adapters then route it at its close).
+   */
+  private collect(batch: HarmonyBatch, events: MessageEvent[], last: number | null): void {
     this.diagnostics.push(...batch.diagnostics)
-    let next = 0
-    const closeUpTo = (index: number) => {
-      while (next < batch.completed.length && this.closed < index) this.close(batch.completed[next++], events, last)
+    const { opened, segments, completed } = batch
+    let o = 0
+    let s = 0
+    let c = 0
+    while (o < opened.length || s < segments.length || c < completed.length) {
+      const openIndex = o < opened.length ? opened[o].messageIndex : Number.POSITIVE_INFINITY
+      const textIndex = s < segments.length ? segments[s].messageIndex : Number.POSITIVE_INFINITY
+      const closeIndex = c < completed.length ? this.closed : Number.POSITIVE_INFINITY
+      if (openIndex <= textIndex && openIndex <= closeIndex) events.push({ kind: 'open', opened: opened[o++] })
+      else if (textIndex <= closeIndex) events.push({ kind: 'text', segment: segments[s++] })
+      else this.close(completed[c++], events, last)
     }
-    for (const segment of batch.segments) {
-      closeUpTo(segment.messageIndex)
-      events.push({ kind: 'text', segment })
-    }
-    closeUpTo(Number.POSITIVE_INFINITY)
   }
 
   private close(message: HarmonyMessage, events: MessageEvent[], last: number | null): void {

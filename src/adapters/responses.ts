@@ -173,7 +173,10 @@ export class ResponsesStream {
   private events(messageEvents: MessageEvent[]): ResponseEvent[] {
     const events: ResponseEvent[] = []
     for (const event of messageEvents) {
-      if (event.kind === 'text') {
+      if (event.kind === 'open') {
+        // Every item is added when its header completes, before any delta.
+        this.itemOf(event.opened.messageIndex, event.opened, events)
+      } else if (event.kind === 'text') {
         const { segment } = event
         const item = this.itemOf(segment.messageIndex, segment, events)
         if (item !== null) this.delta(item, segment.text, events)

@@ -1,0 +1,69 @@
+/**
+ * The adapters announce what the model chose as soon as a header completes (a tool call's id and name, a
+ * Responses item), before any delta, on both implementations and at every step size.
+ */
+import test from 'ava'
+
+import { ChatCompletionsStream, ResponsesStream } from 'harmony-stream'
+
+import { IMPLEMENTATIONS, batches, harmony } from './helpers/harmony.mjs'
+
+const COMPLETION = harmony(
+  '<|channel|>analysis<|message|>Need the weather.<|end|>' +
+    '<|start|>assistant<|channel|>commentary<|message|>Checking.<|end|>' +
+    '<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris"}<|call|>',
+)
+const CALL_HEADER_END = COMPLETION.lastIndexOf(200008) // the tool call's <|message|>
+
+for (const implementation of IMPLEMENTATIONS) {
+  test(`${implementation}: Chat announces a tool call (id, type, name, empty arguments) in the step its header completes, once`, (t) => {
+    for (const size of [1, 2, 3, 7, COMPLETION.length]) {
+      const chat = new ChatCompletionsStream({ model: 'm', id: 'chatcmpl-x', parser: { implementation } })
+      const steps = batches(COMPLETION, size)
+      let consumed = 0
+      const announcements: { step: number; delta: unknown }[] = []
+      const argumentsText: string[] = []
+      steps.forEach((step, i) => {
+        const chunks = chat.push(step)
+        consumed += step.length
+        for (const chunk of chunks) {
+          for (const call of chunk.choices[0]?.delta.tool_calls ?? []) {
+            if (call.id !== undefined) announcements.push({ step: i, delta: call })
+            argumentsText.push(call.function.arguments)
+          }
+        }
+        if (consumed > CALL_HEADER_END && consumed - step.length <= CALL_HEADER_END) {
+          t.is(announcements.length, 1, `size ${size}: announced in the step holding the header's end`)
+        }
+      })
+      chat.finish()
+      t.deepEqual(announcements.map((a) => a.delta), [{ index: 0, id: 'call_x_0', type: 'function', function: { name: 'get_weather', arguments: '' } }], `size ${size}`)
+      t.is(argumentsText.join(''), '{"city":"Paris"}', `size ${size}`)
+    }
+  })
+
+  test(`${implementation}: Responses adds every item when its header completes, before any delta`, (t) => {
+    for (const size of [1, 4, COMPLETION.length]) {
+      const stream = new ResponsesStream({ model: 'm', parser: { implementation } })
+      const events = [...stream.start(), ...batches(COMPLETION, size).flatMap((step) => stream.push(step)), ...stream.finish()]
+      const types = events.map((e) => e.type)
+      for (const itemType of ['reasoning', 'message', 'function_call']) {
+        const added = events.findIndex((e) => e.type === 'response.output_item.added' && (e.item as { type: string }).type === itemType)
+        t.true(added >= 0, `${itemType} added`)
+        const id = (events[added].item as { id: string }).id
+        const firstDelta = events.findIndex((e) => e.type.endsWith('.delta') && e.item_id === id)
+        t.true(added < firstDelta, `size ${size}: ${itemType} added before its first delta`)
+      }
+      // With one token per step, the call's item is added in the step of its <|message|>, with no argument yet.
+      if (size === 1) {
+        const stream1 = new ResponsesStream({ model: 'm', parser: { implementation } })
+        stream1.start()
+        COMPLETION.slice(0, CALL_HEADER_END).forEach((id) => stream1.push([id]))
+        const atHeader = stream1.push([COMPLETION[CALL_HEADER_END]])
+        t.deepEqual(atHeader.map((e) => e.type), ['response.output_item.added'])
+        t.like(atHeader[0].item as object, { type: 'function_call', name: 'get_weather', arguments: '', status: 'in_progress' })
+      }
+      t.is(types.filter((x) => x === 'response.output_item.added').length, 3)
+    }
+  })
+}
