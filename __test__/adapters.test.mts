@@ -67,3 +67,40 @@ for (const implementation of IMPLEMENTATIONS) {
     }
   })
 }
+
+test('options are checked: a TypeError naming the option', (t) => {
+  t.throws(() => new ChatCompletionsStream({} as never), { instanceOf: TypeError, message: /option 'model' is required/ })
+  t.throws(() => new ChatCompletionsStream({ model: 'm', reasoningField: 'nope' as 'both' }), { instanceOf: TypeError, message: /reasoningField/ })
+  t.throws(() => new ChatCompletionsStream({ model: 'm', preamble: 'x' as 'content' }), { instanceOf: TypeError, message: /preamble/ })
+  t.throws(() => new ChatCompletionsStream({ model: 'm', includeUsage: 'yes' as never }), { instanceOf: TypeError, message: /includeUsage/ })
+  t.throws(() => new ChatCompletionsStream({ model: 'm', promptTokens: -1 }), { instanceOf: TypeError, message: /promptTokens/ })
+  t.throws(() => new ChatCompletionsStream({ model: 'm', includeUsge: true } as never), { instanceOf: TypeError, message: /unknown option 'includeUsge'/ })
+  t.throws(() => new ChatCompletionsStream({ model: 'm', parser: { strict: 'no' as never } }), { instanceOf: TypeError, message: /option 'parser': strict/ })
+  t.throws(() => new ResponsesStream({ model: 'm', builtinTools: 'all' as 'surface' }), { instanceOf: TypeError, message: /builtinTools/ })
+  t.throws(() => new ResponsesStream({ model: 'm', tools: {} as never }), { instanceOf: TypeError, message: /tools/ })
+})
+
+test('tools: the request\'s tools array (Chat or Responses shape) and bare names become the parser\'s toolNames', (t) => {
+  // The model glued the content type to the recipient; lenient mode splits it only for a known tool name.
+  const glued = harmony('<|channel|>commentary to=functions.get_weatherjson<|message|>{}<|call|>')
+  const name = (chunks: ReturnType<ChatCompletionsStream['finish']>) => chunks.flatMap((c) => c.choices[0]?.delta.tool_calls ?? []).find((c) => c.function.name)?.function.name
+  const run = (options: Partial<ConstructorParameters<typeof ChatCompletionsStream>[0]>) => {
+    const chat = new ChatCompletionsStream({ model: 'm', ...options })
+    return name([...chat.push(glued), ...chat.finish()])
+  }
+  t.is(run({}), 'get_weatherjson', 'unknown: the name stays glued')
+  t.is(run({ tools: [{ type: 'function', function: { name: 'get_weather' } }] }), 'get_weather')
+  t.is(run({ tools: [{ type: 'function', name: 'get_weather' }] }), 'get_weather')
+  t.is(run({ parser: { toolNames: ['get_weather'] } }), 'get_weather')
+  t.is(run({ parser: { toolNames: ['functions.get_weather'] } }), 'get_weather')
+})
+
+test('close(): releases the parser, builds nothing; push after it throws', (t) => {
+  for (const Adapter of [ChatCompletionsStream, ResponsesStream]) {
+    const adapter = new Adapter({ model: 'm' })
+    adapter.push(COMPLETION.slice(0, 5))
+    adapter.close()
+    t.deepEqual(adapter.finish(), [])
+    t.throws(() => adapter.push([1]), { code: 'adapter-finished' } as never)
+  }
+})

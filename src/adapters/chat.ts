@@ -8,8 +8,10 @@
  * stream ends without a stop token. Tool arguments are checked as JSON when the call closes; invalid JSON has
  * already been streamed raw and gets a diagnostic, never an error.
  */
+import { HarmonyStateError } from '../errors'
 import type { HarmonyDiagnostic, HarmonyStreamParserOptions } from '../types'
 import { type InputKind, type MessageEvent, MessageStream } from './message-stream'
+import { CHAT_OPTIONS, checkAdapterOptions, parserOptionsOf } from './options'
 import { type Route, type RoutingOptions, routeOf, toolArgumentsDiagnostic, toolName } from './routing'
 
 export interface ChatAdapterOptions extends RoutingOptions {
@@ -25,8 +27,13 @@ export interface ChatAdapterOptions extends RoutingOptions {
   promptTokens?: number
   /** Emit a final chunk with `usage` (as `stream_options.include_usage` asks). Default false. */
   includeUsage?: boolean
-  /** Options of the underlying parser (role, strict, toolNames, implementation…). */
+  /**
+   * Options of the underlying parser (role, strict, toolNames, implementation…). Tool names may be bare
+   * (`get_weather`): names without a namespace get `functions.`.
+   */
   parser?: HarmonyStreamParserOptions
+  /** The request's `tools` array as it came (Chat or Responses shape): its functions become the parser's `toolNames`. */
+  tools?: readonly unknown[] | null
   /** `'text'` to feed text whose markers arrive as text (llama.cpp, Ollama) instead of token ids. */
   input?: InputKind
 }
@@ -180,9 +187,10 @@ export class ChatCompletionsStream {
   private done = false
 
   constructor(readonly options: ChatAdapterOptions) {
+    checkAdapterOptions(options, CHAT_OPTIONS, 'ChatCompletionsStream')
     this.id = options.id ?? randomId('chatcmpl-')
     this.created = options.created ?? Math.floor(Date.now() / 1000)
-    this.stream = new MessageStream(options.parser, options.input)
+    this.stream = new MessageStream(parserOptionsOf(options as never, 'ChatCompletionsStream'), options.input)
     this.mapper = new ChatMapper(options, this.id)
   }
 
@@ -193,6 +201,7 @@ export class ChatCompletionsStream {
 
   /** The chunks for the next tokens of the completion. */
   push(input: Uint32Array | readonly number[] | string): ChatCompletionChunk[] {
+    if (this.done) throw new HarmonyStateError('adapter-finished', 'push() after finish() or close(): create a new adapter for a new completion')
     return this.chunks(this.stream.pushInput(input))
   }
 
@@ -205,6 +214,20 @@ export class ChatCompletionsStream {
     chunks.push(this.chunk({}, finishReasonOf(this.mapper.lastTerminator, this.mapper.toolCalls, options.truncated)))
     if (this.options.includeUsage) chunks.push({ ...this.chunk({}), choices: [], usage: this.usage() })
     return chunks
+  }
+
+  /**
+   * Abandons the completion (the client went away): releases the parser at once and builds no events.
+   * `push` then throws; `finish` returns nothing.
+   */
+  close(): void {
+    this.done = true
+    this.stream.close()
+  }
+
+  /** `close()`, under the name an abort handler looks for. */
+  abort(): void {
+    this.close()
   }
 
   usage(): ChatUsage {
@@ -264,8 +287,9 @@ export class ChatCompletionsStream {
 
 /** Non-streaming Chat Completions: a whole completion's tokens → one `chat.completion`. */
 export function chatCompletion(tokens: Uint32Array | readonly number[] | string, options: ChatAdapterOptions & FinishOptions): ChatCompletion & { diagnostics: AdapterDiagnostic[] } {
+  checkAdapterOptions(options, CHAT_OPTIONS, 'chatCompletion')
   const id = options.id ?? randomId('chatcmpl-')
-  const stream = new MessageStream(options.parser, options.input)
+  const stream = new MessageStream(parserOptionsOf(options as never, 'chatCompletion'), options.input)
   const mapper = new ChatMapper(options, id)
   const content: string[] = []
   const reasoning: string[] = []

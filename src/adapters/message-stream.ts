@@ -127,6 +127,11 @@ export class MessageStream {
     return events
   }
 
+  /** Releases the parser without reading the rest (an abandoned completion). */
+  close(): void {
+    this.parser.close()
+  }
+
   /** Ends the stream; an unterminated message closes with `terminator: null`. */
   finish(): MessageEvent[] {
     const events = this.scanner === null ? [] : this.pushPieces(this.scanner.finish())
@@ -161,11 +166,11 @@ export class MessageStream {
       const closeIndex = c < completed.length ? this.closed : Number.POSITIVE_INFINITY
       if (openIndex <= textIndex && openIndex <= closeIndex) events.push({ kind: 'open', opened: opened[o++] })
       else if (textIndex <= closeIndex) events.push({ kind: 'text', segment: segments[s++] })
-      else this.close(completed[c++], events, last)
+      else this.closeMessage(completed[c++], events, last)
     }
   }
 
-  private close(message: HarmonyMessage, events: MessageEvent[], last: number | null): void {
+  private closeMessage(message: HarmonyMessage, events: MessageEvent[], last: number | null): void {
     let tokens = this.pending
     // Lenient mode closes a message left open when the next one starts: that <|start|> or <|channel|>
     // belongs to the next message.

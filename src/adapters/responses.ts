@@ -8,9 +8,11 @@
  * when a batch holds the end of one message and the start of the next, and at the end of the stream. The
  * stream ends with `response.completed`, or `response.incomplete` when it ended without a stop token.
  */
+import { HarmonyStateError } from '../errors'
 import type { HarmonyStreamParserOptions } from '../types'
 import { type AdapterDiagnostic, type FinishOptions, randomId } from './chat'
 import { type InputKind, type MessageEvent, MessageStream } from './message-stream'
+import { RESPONSES_OPTIONS, checkAdapterOptions, parserOptionsOf } from './options'
 import { type Route, type RoutingOptions, routeOf, toolArgumentsDiagnostic, toolName } from './routing'
 
 export interface ResponsesAdapterOptions extends RoutingOptions {
@@ -21,7 +23,10 @@ export interface ResponsesAdapterOptions extends RoutingOptions {
   createdAt?: number
   /** Input tokens, for `usage`. Default 0. */
   inputTokens?: number
+  /** As for Chat: bare tool names get `functions.`. */
   parser?: HarmonyStreamParserOptions
+  /** The request's `tools` array as it came: its functions become the parser's `toolNames`. */
+  tools?: readonly unknown[] | null
   /** `'text'` to feed text whose markers arrive as text (llama.cpp, Ollama) instead of token ids. */
   input?: InputKind
 }
@@ -96,9 +101,21 @@ export class ResponsesStream {
   private readonly adapterDiagnostics: AdapterDiagnostic[] = []
 
   constructor(readonly options: ResponsesAdapterOptions) {
+    checkAdapterOptions(options, RESPONSES_OPTIONS, 'ResponsesStream')
     this.id = options.id ?? randomId('resp_')
     this.createdAt = options.createdAt ?? Math.floor(Date.now() / 1000)
-    this.stream = new MessageStream(options.parser, options.input)
+    this.stream = new MessageStream(parserOptionsOf(options as never, 'ResponsesStream'), options.input)
+  }
+
+  /** Abandons the response (the client went away): releases the parser at once and builds no events. */
+  close(): void {
+    this.done = true
+    this.stream.close()
+  }
+
+  /** `close()`, under the name an abort handler looks for. */
+  abort(): void {
+    this.close()
   }
 
   get diagnostics(): AdapterDiagnostic[] {
@@ -113,6 +130,7 @@ export class ResponsesStream {
   }
 
   push(input: Uint32Array | readonly number[] | string): ResponseEvent[] {
+    if (this.done) throw new HarmonyStateError('adapter-finished', 'push() after finish(), error() or close(): create a new adapter for a new response')
     return [...this.start(), ...this.events(this.stream.pushInput(input))]
   }
 
@@ -185,7 +203,7 @@ export class ResponsesStream {
         this.lastTerminator = event.message.terminator
         if (item === null) continue
         if (item.route === 'reasoning') this.reasoningTokens += event.tokens
-        this.close(item, event.message.terminator === null ? 'incomplete' : 'completed', events)
+        this.closeItem(item, event.message.terminator === null ? 'incomplete' : 'completed', events)
         this.open.delete(event.index)
         if (item.item.type === 'function_call') {
           const call = { name: item.item.name, id: item.item.call_id, arguments: item.text, contentType: event.message.contentType }
@@ -228,7 +246,7 @@ export class ResponsesStream {
     else events.push(this.event('response.function_call_arguments.delta', { ...where, delta }))
   }
 
-  private close(open: OpenItem, status: ItemStatus, events: ResponseEvent[]): void {
+  private closeItem(open: OpenItem, status: ItemStatus, events: ResponseEvent[]): void {
     const { item, text } = open
     const where = { item_id: item.id, output_index: open.outputIndex }
     if (item.type === 'reasoning') {
