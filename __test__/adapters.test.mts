@@ -104,3 +104,21 @@ test('close(): releases the parser, builds nothing; push after it throws', (t) =
     t.throws(() => adapter.push([1]), { code: 'adapter-finished' } as never)
   }
 })
+
+test('messages the adapters do not send leave a dropped-message diagnostic; to=assistant is routed by channel', (t) => {
+  const tokens = harmony(
+    '<|channel|>commentary to=browser.search<|message|>{"q":"x"}<|call|>' +
+      '<|start|>functions.lookup to=assistant<|channel|>commentary<|message|>hallucinated result<|end|>' +
+      '<|start|>assistant<|channel|>commentary to=assistant<|message|>Note to self.<|end|>',
+  )
+  for (const Adapter of [ChatCompletionsStream, ResponsesStream]) {
+    const adapter = new Adapter({ model: 'm' })
+    adapter.push(tokens)
+    adapter.finish()
+    const dropped = adapter.diagnostics.filter((d) => d.code === 'dropped-message')
+    t.deepEqual(dropped.map((d) => d.text), ['{"q":"x"}', 'hallucinated result'], Adapter.name)
+  }
+  const chat = new ChatCompletionsStream({ model: 'm' })
+  const content = [...chat.push(tokens), ...chat.finish()].map((c) => c.choices[0]?.delta.content ?? '').join('')
+  t.is(content, 'Note to self.', 'a message to the assistant or the user is not a tool call: routed by its channel')
+})

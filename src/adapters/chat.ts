@@ -12,7 +12,9 @@ import { HarmonyStateError } from '../errors'
 import type { HarmonyDiagnostic, HarmonyStreamParserOptions } from '../types'
 import { type InputKind, type MessageEvent, MessageStream } from './message-stream'
 import { CHAT_OPTIONS, checkAdapterOptions, parserOptionsOf } from './options'
-import { type Route, type RoutingOptions, routeOf, toolArgumentsDiagnostic, toolName } from './routing'
+import { TextCallRecovery, recoveredDiagnostic } from './recovery'
+import type { HeldOutput, RecoveredCall } from './text-tool-calls'
+import { type Route, type RoutingOptions, droppedDiagnostic, routeOf, toolArgumentsDiagnostic, toolName } from './routing'
 
 export interface ChatAdapterOptions extends RoutingOptions {
   /** `model` of every chunk. */
@@ -34,6 +36,11 @@ export interface ChatAdapterOptions extends RoutingOptions {
   parser?: HarmonyStreamParserOptions
   /** The request's `tools` array as it came (Chat or Responses shape): its functions become the parser's `toolNames`. */
   tools?: readonly unknown[] | null
+  /**
+   * `'recover'`: a call of a declared tool that the model wrote as JSON in its final text becomes a real tool
+   * call (README "Tool calls written as text"). Default `'off'`.
+   */
+  textToolCalls?: 'off' | 'recover'
   /** `'text'` to feed text whose markers arrive as text (llama.cpp, Ollama) instead of token ids. */
   input?: InputKind
 }
@@ -106,8 +113,10 @@ export function randomId(prefix: string): string {
  * without one (or the engine says it was cut: `truncated`), `tool_calls` after `<|call|>` if tool calls were
  * sent (a call to a built-in tool the gateway dropped is a plain `stop`), `stop` otherwise.
  */
-export function finishReasonOf(terminator: string | null | undefined, toolCalls: number, truncated = false): FinishReason {
+export function finishReasonOf(terminator: string | null | undefined, toolCalls: number, truncated = false, recoveredCalls = 0): FinishReason {
   if (truncated || terminator == null) return 'length'
+  // A call recovered from final text ends the turn like a Harmony tool call.
+  if (recoveredCalls > 0) return 'tool_calls'
   return terminator === 'call' && toolCalls > 0 ? 'tool_calls' : 'stop'
 }
 
@@ -132,11 +141,25 @@ interface MessageState {
 class ChatMapper {
   readonly messages = new Map<number, MessageState>()
   toolCalls = 0
+  /** Calls recovered from final text (`textToolCalls: 'recover'`). */
+  recoveredCalls = 0
+  readonly recovery: TextCallRecovery
   reasoningTokens = 0
   lastTerminator: string | null | undefined = undefined
   readonly diagnostics: AdapterDiagnostic[] = []
 
-  constructor(readonly options: ChatAdapterOptions, readonly id: string) {}
+  constructor(readonly options: ChatAdapterOptions, readonly id: string, toolNames: readonly string[]) {
+    this.recovery = new TextCallRecovery(options, toolNames)
+  }
+
+  /** A call recovered from text: the next tool index, announced whole in one delta. */
+  recoveredCall(call: RecoveredCall, tokenOffset: number): ChatToolCallDelta {
+    const index = this.toolCalls++
+    this.recoveredCalls++
+    const id = this.toolCallId(index)
+    this.diagnostics.push(recoveredDiagnostic(call, id, tokenOffset))
+    return { index, id, type: 'function', function: { name: call.name, arguments: call.arguments } }
+  }
 
   stateOf(index: number, header: { role: string; channel?: string | null; recipient?: string | null }): MessageState {
     let state = this.messages.get(index)
@@ -168,6 +191,7 @@ class ChatMapper {
     this.messages.delete(event.index)
     this.lastTerminator = message.terminator
     if (state.route === 'reasoning') this.reasoningTokens += event.tokens
+    if (state.route === 'ignore') this.diagnostics.push(droppedDiagnostic(message, tokenOffset))
     if (state.route === 'tool') {
       const call = { name: toolName(state.recipient!), id: this.toolCallId(state.toolIndex!), arguments: message.content, contentType: message.contentType }
       const diagnostic = toolArgumentsDiagnostic(call, tokenOffset)
@@ -190,8 +214,9 @@ export class ChatCompletionsStream {
     checkAdapterOptions(options, CHAT_OPTIONS, 'ChatCompletionsStream')
     this.id = options.id ?? randomId('chatcmpl-')
     this.created = options.created ?? Math.floor(Date.now() / 1000)
-    this.stream = new MessageStream(parserOptionsOf(options as never, 'ChatCompletionsStream'), options.input)
-    this.mapper = new ChatMapper(options, this.id)
+    const parserOptions = parserOptionsOf(options as never, 'ChatCompletionsStream')
+    this.stream = new MessageStream(parserOptions, options.input)
+    this.mapper = new ChatMapper(options, this.id, parserOptions.toolNames ?? [])
   }
 
   /** Diagnostics of the parser and of the adapter (invalid tool arguments) so far. */
@@ -211,7 +236,7 @@ export class ChatCompletionsStream {
     this.done = true
     const chunks = this.chunks(this.stream.finish())
     if (!this.started) chunks.push(this.chunk({ role: 'assistant', content: '' }))
-    chunks.push(this.chunk({}, finishReasonOf(this.mapper.lastTerminator, this.mapper.toolCalls, options.truncated)))
+    chunks.push(this.chunk({}, finishReasonOf(this.mapper.lastTerminator, this.mapper.toolCalls, options.truncated, this.mapper.recoveredCalls)))
     if (this.options.includeUsage) chunks.push({ ...this.chunk({}), choices: [], usage: this.usage() })
     return chunks
   }
@@ -266,15 +291,25 @@ export class ChatCompletionsStream {
         const { segment } = event
         const state = mapper.stateOf(segment.messageIndex, segment)
         if (state.route === 'reasoning') chunks.push(this.chunk(mapper.reasoningDelta(segment.text)))
+        else if (state.route === 'content' && mapper.recovery.applies(segment)) this.held(mapper.recovery.feed(segment.messageIndex, segment.text), chunks)
         else if (state.route === 'content') chunks.push(this.chunk({ content: segment.text }))
         else if (state.route === 'tool') chunks.push(this.chunk({ tool_calls: [this.toolDelta(state, segment.text)] }))
       } else {
+        if (mapper.recovery.holds(event.index)) this.held(mapper.recovery.end(event.index), chunks)
         const state = mapper.closed(event, this.stream.tokens)
         // A call whose header was never reported (recovered at the end of the stream) is announced at its close.
         if (state.route === 'tool' && !state.announced) chunks.push(this.chunk({ tool_calls: [this.toolDelta(state, '')] }))
       }
     }
     return chunks
+  }
+
+  /** What the text-call holder released: content, or recovered calls. */
+  private held(outputs: HeldOutput[], chunks: ChatCompletionChunk[]): void {
+    for (const output of outputs) {
+      if ('text' in output) chunks.push(this.chunk({ content: output.text }))
+      else chunks.push(this.chunk({ tool_calls: [this.mapper.recoveredCall(output.call, this.stream.tokens)] }))
+    }
   }
 
   private toolDelta(state: MessageState, text: string): ChatToolCallDelta {
@@ -289,8 +324,9 @@ export class ChatCompletionsStream {
 export function chatCompletion(tokens: Uint32Array | readonly number[] | string, options: ChatAdapterOptions & FinishOptions): ChatCompletion & { diagnostics: AdapterDiagnostic[] } {
   checkAdapterOptions(options, CHAT_OPTIONS, 'chatCompletion')
   const id = options.id ?? randomId('chatcmpl-')
-  const stream = new MessageStream(parserOptionsOf(options as never, 'chatCompletion'), options.input)
-  const mapper = new ChatMapper(options, id)
+  const parserOptions = parserOptionsOf(options as never, 'chatCompletion')
+  const stream = new MessageStream(parserOptions, options.input)
+  const mapper = new ChatMapper(options, id, parserOptions.toolNames ?? [])
   const content: string[] = []
   const reasoning: string[] = []
   const toolCalls: ChatToolCall[] = []
@@ -298,7 +334,15 @@ export function chatCompletion(tokens: Uint32Array | readonly number[] | string,
     if (event.kind !== 'close') continue
     const { message } = event
     const state = mapper.closed(event, stream.tokens)
-    if (state.route === 'content') content.push(message.content)
+    if (state.route === 'content' && mapper.recovery.applies(message)) {
+      for (const output of [...mapper.recovery.feed(event.index, message.content), ...mapper.recovery.end(event.index)]) {
+        if ('text' in output) content.push(output.text)
+        else {
+          const call = mapper.recoveredCall(output.call, stream.tokens)
+          toolCalls.push({ id: call.id!, type: 'function', function: { name: call.function.name!, arguments: call.function.arguments } })
+        }
+      }
+    } else if (state.route === 'content') content.push(message.content)
     else if (state.route === 'reasoning') reasoning.push(message.content)
     else if (state.route === 'tool') {
       toolCalls.push({ id: mapper.toolCallId(state.toolIndex!), type: 'function', function: { name: toolName(state.recipient!), arguments: message.content } })
@@ -316,7 +360,7 @@ export function chatCompletion(tokens: Uint32Array | readonly number[] | string,
     object: 'chat.completion',
     created: options.created ?? Math.floor(Date.now() / 1000),
     model: options.model,
-    choices: [{ index: 0, message, finish_reason: finishReasonOf(mapper.lastTerminator, mapper.toolCalls, options.truncated), logprobs: null }],
+    choices: [{ index: 0, message, finish_reason: finishReasonOf(mapper.lastTerminator, mapper.toolCalls, options.truncated, mapper.recoveredCalls), logprobs: null }],
     usage: {
       prompt_tokens: prompt,
       completion_tokens: stream.tokens,

@@ -13,7 +13,9 @@ import type { HarmonyStreamParserOptions } from '../types'
 import { type AdapterDiagnostic, type FinishOptions, randomId } from './chat'
 import { type InputKind, type MessageEvent, MessageStream } from './message-stream'
 import { RESPONSES_OPTIONS, checkAdapterOptions, parserOptionsOf } from './options'
-import { type Route, type RoutingOptions, routeOf, toolArgumentsDiagnostic, toolName } from './routing'
+import { TextCallRecovery, recoveredDiagnostic } from './recovery'
+import type { HeldOutput } from './text-tool-calls'
+import { type Route, type RoutingOptions, droppedDiagnostic, routeOf, toolArgumentsDiagnostic, toolName } from './routing'
 
 export interface ResponsesAdapterOptions extends RoutingOptions {
   model: string
@@ -27,6 +29,8 @@ export interface ResponsesAdapterOptions extends RoutingOptions {
   parser?: HarmonyStreamParserOptions
   /** The request's `tools` array as it came: its functions become the parser's `toolNames`. */
   tools?: readonly unknown[] | null
+  /** As for Chat: `'recover'` turns calls written as JSON in final text into `function_call` items. */
+  textToolCalls?: 'off' | 'recover'
   /** `'text'` to feed text whose markers arrive as text (llama.cpp, Ollama) instead of token ids. */
   input?: InputKind
 }
@@ -99,12 +103,16 @@ export class ResponsesStream {
   private done = false
   private truncated = false
   private readonly adapterDiagnostics: AdapterDiagnostic[] = []
+  private readonly recovery: TextCallRecovery
+  private recoveredCalls = 0
 
   constructor(readonly options: ResponsesAdapterOptions) {
     checkAdapterOptions(options, RESPONSES_OPTIONS, 'ResponsesStream')
     this.id = options.id ?? randomId('resp_')
     this.createdAt = options.createdAt ?? Math.floor(Date.now() / 1000)
-    this.stream = new MessageStream(parserOptionsOf(options as never, 'ResponsesStream'), options.input)
+    const parserOptions = parserOptionsOf(options as never, 'ResponsesStream')
+    this.stream = new MessageStream(parserOptions, options.input)
+    this.recovery = new TextCallRecovery(options, parserOptions.toolNames ?? [])
   }
 
   /** Abandons the response (the client went away): releases the parser at once and builds no events. */
@@ -192,16 +200,26 @@ export class ResponsesStream {
     const events: ResponseEvent[] = []
     for (const event of messageEvents) {
       if (event.kind === 'open') {
-        // Every item is added when its header completes, before any delta.
-        this.itemOf(event.opened.messageIndex, event.opened, events)
+        // Every item is added when its header completes, before any delta; final text that may still turn
+        // out to be a tool call (textToolCalls: 'recover') gets its item with the first text released.
+        if (!this.readsForCalls(event.opened)) this.itemOf(event.opened.messageIndex, event.opened, events)
       } else if (event.kind === 'text') {
         const { segment } = event
-        const item = this.itemOf(segment.messageIndex, segment, events)
-        if (item !== null) this.delta(item, segment.text, events)
+        if (this.readsForCalls(segment)) this.held(segment.messageIndex, segment, this.recovery.feed(segment.messageIndex, segment.text), events)
+        else {
+          const item = this.itemOf(segment.messageIndex, segment, events)
+          if (item !== null) this.delta(item, segment.text, events)
+        }
       } else {
-        const item = this.itemOf(event.index, event.message, events)
+        const recovering = this.readsForCalls(event.message)
+        if (recovering) this.held(event.index, event.message, this.recovery.end(event.index), events)
+        // A message whose text all became tool calls has no item of its own.
+        const item = recovering ? (this.open.get(event.index) ?? null) : this.itemOf(event.index, event.message, events)
         this.lastTerminator = event.message.terminator
-        if (item === null) continue
+        if (item === null) {
+          if (routeOf(event.message, this.options) === 'ignore') this.adapterDiagnostics.push(droppedDiagnostic(event.message, this.stream.tokens))
+          continue
+        }
         if (item.route === 'reasoning') this.reasoningTokens += event.tokens
         this.closeItem(item, event.message.terminator === null ? 'incomplete' : 'completed', events)
         this.open.delete(event.index)
@@ -213,6 +231,31 @@ export class ResponsesStream {
       }
     }
     return events
+  }
+
+  /** Whether a message's text goes through the text-call holder: content routed, and recovery on for it. */
+  private readsForCalls(header: { role: string; channel?: string | null; recipient?: string | null }): boolean {
+    return routeOf(header, this.options) === 'content' && this.recovery.applies(header)
+  }
+
+  /** What the holder released: text into the message's item, recovered calls as whole function_call items. */
+  private held(index: number, header: { role: string; channel?: string | null; recipient?: string | null }, outputs: HeldOutput[], events: ResponseEvent[]): void {
+    for (const output of outputs) {
+      if ('text' in output) {
+        const item = this.itemOf(index, header, events)
+        if (item !== null) this.delta(item, output.text, events)
+        continue
+      }
+      const { call } = output
+      const base = `${this.id.replace(/^resp_/, '')}_${index}_t${this.recoveredCalls++}`
+      const item: ResponseItem = { id: `fc_${base}`, type: 'function_call', call_id: `call_${base}`, name: call.name, arguments: '', status: 'in_progress' }
+      const open: OpenItem = { route: 'tool', outputIndex: this.output.length, item, text: '' }
+      this.output.push(item)
+      events.push(this.event('response.output_item.added', { output_index: open.outputIndex, item: structuredClone(item) }))
+      this.delta(open, call.arguments, events)
+      this.closeItem(open, 'completed', events)
+      this.adapterDiagnostics.push(recoveredDiagnostic(call, item.call_id, this.stream.tokens))
+    }
   }
 
   /** The item of message `index`, added (with its events) on first sight; null for ignored messages. */
