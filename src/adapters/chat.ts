@@ -201,7 +201,11 @@ class ChatMapper {
   }
 }
 
-/** Streaming Chat Completions for one completion: feed it tokens, send the chunks it returns. */
+/**
+ * Streaming Chat Completions for one completion: feed it tokens, send the chunks it returns. Two faces of one
+ * mapping: `push`/`finish` return chunk objects; `pushSse`/`finishSse` return the SSE bytes of the same
+ * chunks (`data: JSON\n\n` each) as one string, built from per-stream templates without chunk objects.
+ */
 export class ChatCompletionsStream {
   readonly id: string
   readonly created: number
@@ -209,6 +213,11 @@ export class ChatCompletionsStream {
   private readonly mapper: ChatMapper
   private started = false
   private done = false
+  /** Where `emit` puts chunks: objects for `push`/`finish`, else SSE text into `sse`. */
+  private objects: ChatCompletionChunk[] | null = null
+  private sse = ''
+  /** `data: {"id":…,"choices":[{"index":0,"delta":`: every frame's start, made once. */
+  private frameHead: string | null = null
 
   constructor(readonly options: ChatAdapterOptions) {
     checkAdapterOptions(options, CHAT_OPTIONS, 'ChatCompletionsStream')
@@ -226,19 +235,34 @@ export class ChatCompletionsStream {
 
   /** The chunks for the next tokens of the completion. */
   push(input: Uint32Array | readonly number[] | string): ChatCompletionChunk[] {
-    if (this.done) throw new HarmonyStateError('adapter-finished', 'push() after finish() or close(): create a new adapter for a new completion')
-    return this.chunks(this.stream.pushInput(input))
+    const chunks: ChatCompletionChunk[] = []
+    this.objects = chunks
+    this.pushInto(input)
+    return chunks
+  }
+
+  /** `push`, as the SSE bytes of its chunks: what to write to the socket. */
+  pushSse(input: Uint32Array | readonly number[] | string): string {
+    this.objects = null
+    this.sse = ''
+    this.pushInto(input)
+    return this.sse
   }
 
   /** The last chunks: what the end of the stream flushes, the finish reason, and usage if asked for. */
   finish(options: FinishOptions = {}): ChatCompletionChunk[] {
-    if (this.done) return []
-    this.done = true
-    const chunks = this.chunks(this.stream.finish())
-    if (!this.started) chunks.push(this.chunk({ role: 'assistant', content: '' }))
-    chunks.push(this.chunk({}, finishReasonOf(this.mapper.lastTerminator, this.mapper.toolCalls, options.truncated, this.mapper.recoveredCalls)))
-    if (this.options.includeUsage) chunks.push({ ...this.chunk({}), choices: [], usage: this.usage() })
+    const chunks: ChatCompletionChunk[] = []
+    this.objects = chunks
+    this.finishInto(options)
     return chunks
+  }
+
+  /** `finish`, as SSE bytes; `[DONE]` is not included (`pipeSse` adds it). */
+  finishSse(options: FinishOptions = {}): string {
+    this.objects = null
+    this.sse = ''
+    this.finishInto(options)
+    return this.sse
   }
 
   /**
@@ -265,11 +289,25 @@ export class ChatCompletionsStream {
     }
   }
 
-  private chunk(delta: ChatDelta, finishReason: FinishReason | null = null): ChatCompletionChunk {
-    if (!this.started) {
-      this.started = true
-      delta = { role: 'assistant', ...delta }
+  private pushInto(input: Uint32Array | readonly number[] | string): void {
+    if (this.done) throw new HarmonyStateError('adapter-finished', 'push() after finish() or close(): create a new adapter for a new completion')
+    this.chunks(this.stream.pushInput(input))
+  }
+
+  private finishInto(options: FinishOptions): void {
+    if (this.done) return
+    this.done = true
+    this.chunks(this.stream.finish())
+    if (!this.started) this.emit({ role: 'assistant', content: '' })
+    this.emit({}, finishReasonOf(this.mapper.lastTerminator, this.mapper.toolCalls, options.truncated, this.mapper.recoveredCalls))
+    if (this.options.includeUsage) {
+      const chunk: ChatCompletionChunk = { ...this.chunkOf({}, null), choices: [], usage: this.usage() }
+      if (this.objects !== null) this.objects.push(chunk)
+      else this.sse += `data: ${JSON.stringify(chunk)}\n\n`
     }
+  }
+
+  private chunkOf(delta: ChatDelta, finishReason: FinishReason | null): ChatCompletionChunk {
     return {
       id: this.id,
       object: 'chat.completion.chunk',
@@ -279,36 +317,68 @@ export class ChatCompletionsStream {
     }
   }
 
-  private chunks(events: MessageEvent[]): ChatCompletionChunk[] {
-    const chunks: ChatCompletionChunk[] = []
+  /** One chunk, as an object or as its SSE frame (byte for byte `data: ${JSON.stringify(chunk)}\n\n`). */
+  private emit(delta: ChatDelta, finishReason: FinishReason | null = null): void {
+    if (!this.started) {
+      this.started = true
+      delta = { role: 'assistant', ...delta }
+    }
+    if (this.objects !== null) {
+      this.objects.push(this.chunkOf(delta, finishReason))
+      return
+    }
+    this.sse += `${this.head()}${JSON.stringify(delta)},"finish_reason":${finishReason === null ? 'null' : JSON.stringify(finishReason)},"logprobs":null}]}\n\n`
+  }
+
+  /** A text delta (the hot path): as `emit({ [field]: text })`, without the delta object when writing SSE. */
+  private emitText(field: 'content' | 'reasoning', text: string): void {
+    if (this.objects !== null || !this.started) {
+      this.emit(field === 'content' ? { content: text } : this.mapper.reasoningDelta(text))
+      return
+    }
+    const json = JSON.stringify(text)
+    let delta: string
+    if (field === 'content') delta = `{"content":${json}}`
+    else {
+      const which = this.options.reasoningField ?? 'reasoning_content'
+      delta = which === 'both' ? `{"reasoning_content":${json},"reasoning":${json}}` : `{"${which}":${json}}`
+    }
+    this.sse += `${this.head()}${delta},"finish_reason":null,"logprobs":null}]}\n\n`
+  }
+
+  private head(): string {
+    this.frameHead ??= `data: {"id":${JSON.stringify(this.id)},"object":"chat.completion.chunk","created":${JSON.stringify(this.created)},"model":${JSON.stringify(this.options.model)},"choices":[{"index":0,"delta":`
+    return this.frameHead
+  }
+
+  private chunks(events: MessageEvent[]): void {
     const mapper = this.mapper
     for (const event of events) {
       if (event.kind === 'open') {
         // The model chose a tool: announce the call (id, type, name) now, arguments follow as they come.
         const state = mapper.stateOf(event.opened.messageIndex, event.opened)
-        if (state.route === 'tool') chunks.push(this.chunk({ tool_calls: [this.toolDelta(state, '')] }))
+        if (state.route === 'tool') this.emit({ tool_calls: [this.toolDelta(state, '')] })
       } else if (event.kind === 'text') {
         const { segment } = event
         const state = mapper.stateOf(segment.messageIndex, segment)
-        if (state.route === 'reasoning') chunks.push(this.chunk(mapper.reasoningDelta(segment.text)))
-        else if (state.route === 'content' && mapper.recovery.applies(segment)) this.held(mapper.recovery.feed(segment.messageIndex, segment.text), chunks)
-        else if (state.route === 'content') chunks.push(this.chunk({ content: segment.text }))
-        else if (state.route === 'tool') chunks.push(this.chunk({ tool_calls: [this.toolDelta(state, segment.text)] }))
+        if (state.route === 'reasoning') this.emitText('reasoning', segment.text)
+        else if (state.route === 'content' && mapper.recovery.applies(segment)) this.held(mapper.recovery.feed(segment.messageIndex, segment.text))
+        else if (state.route === 'content') this.emitText('content', segment.text)
+        else if (state.route === 'tool') this.emit({ tool_calls: [this.toolDelta(state, segment.text)] })
       } else {
-        if (mapper.recovery.holds(event.index)) this.held(mapper.recovery.end(event.index), chunks)
+        if (mapper.recovery.holds(event.index)) this.held(mapper.recovery.end(event.index))
         const state = mapper.closed(event, this.stream.tokens)
         // A call whose header was never reported (recovered at the end of the stream) is announced at its close.
-        if (state.route === 'tool' && !state.announced) chunks.push(this.chunk({ tool_calls: [this.toolDelta(state, '')] }))
+        if (state.route === 'tool' && !state.announced) this.emit({ tool_calls: [this.toolDelta(state, '')] })
       }
     }
-    return chunks
   }
 
   /** What the text-call holder released: content, or recovered calls. */
-  private held(outputs: HeldOutput[], chunks: ChatCompletionChunk[]): void {
+  private held(outputs: HeldOutput[]): void {
     for (const output of outputs) {
-      if ('text' in output) chunks.push(this.chunk({ content: output.text }))
-      else chunks.push(this.chunk({ tool_calls: [this.mapper.recoveredCall(output.call, this.stream.tokens)] }))
+      if ('text' in output) this.emitText('content', output.text)
+      else this.emit({ tool_calls: [this.mapper.recoveredCall(output.call, this.stream.tokens)] })
     }
   }
 

@@ -87,7 +87,12 @@ interface OpenItem {
   outputIndex: number
   item: ResponseItem
   text: string
+  /** SSE: the delta frame's text around its sequence number and delta, made on the item's first delta. */
+  frame?: [head: string, middle: string, tail: string]
 }
+
+/** Events as built: objects, or (when writing SSE) delta frames already serialized. */
+type Built = ResponseEvent | string
 
 /** Streaming Responses for one completion: `start()`, then `push(tokens)` per engine step, then `finish()`. */
 export class ResponsesStream {
@@ -105,6 +110,8 @@ export class ResponsesStream {
   private readonly adapterDiagnostics: AdapterDiagnostic[] = []
   private readonly recovery: TextCallRecovery
   private recoveredCalls = 0
+  /** Set by the SSE methods: deltas are then built as frames. */
+  private sseMode = false
 
   constructor(readonly options: ResponsesAdapterOptions) {
     checkAdapterOptions(options, RESPONSES_OPTIONS, 'ResponsesStream')
@@ -132,22 +139,62 @@ export class ResponsesStream {
 
   /** `response.created` and `response.in_progress`. */
   start(): ResponseEvent[] {
+    return this.objects(() => this.startInto())
+  }
+
+  push(input: Uint32Array | readonly number[] | string): ResponseEvent[] {
+    return this.objects(() => this.pushInto(input))
+  }
+
+  /** The events the end of the stream flushes, then `response.completed` (or `response.incomplete`). */
+  finish(options: FinishOptions = {}): ResponseEvent[] {
+    return this.objects(() => this.finishInto(options))
+  }
+
+  /** `start`, as SSE bytes (`event: TYPE\ndata: JSON\n\n` per event). */
+  startSse(): string {
+    return this.frames(() => this.startInto())
+  }
+
+  /** `push`, as the SSE bytes of its events; deltas are written from per-item templates, not objects. */
+  pushSse(input: Uint32Array | readonly number[] | string): string {
+    return this.frames(() => this.pushInto(input))
+  }
+
+  finishSse(options: FinishOptions = {}): string {
+    return this.frames(() => this.finishInto(options))
+  }
+
+  private objects(build: () => Built[]): ResponseEvent[] {
+    this.sseMode = false
+    return build() as ResponseEvent[]
+  }
+
+  private frames(build: () => Built[]): string {
+    this.sseMode = true
+    let out = ''
+    for (const event of build()) out += typeof event === 'string' ? event : `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`
+    return out
+  }
+
+  private startInto(): Built[] {
     if (this.started) return []
     this.started = true
     return [this.event('response.created', { response: this.response('in_progress') }), this.event('response.in_progress', { response: this.response('in_progress') })]
   }
 
-  push(input: Uint32Array | readonly number[] | string): ResponseEvent[] {
+  private pushInto(input: Uint32Array | readonly number[] | string): Built[] {
     if (this.done) throw new HarmonyStateError('adapter-finished', 'push() after finish(), error() or close(): create a new adapter for a new response')
-    return [...this.start(), ...this.events(this.stream.pushInput(input))]
+    const started = this.startInto()
+    const events = this.events(this.stream.pushInput(input))
+    return started.length === 0 ? events : [...started, ...events]
   }
 
-  /** The events the end of the stream flushes, then `response.completed` (or `response.incomplete`). */
-  finish(options: FinishOptions = {}): ResponseEvent[] {
+  private finishInto(options: FinishOptions): Built[] {
     if (this.done) return []
     this.done = true
     this.truncated = options.truncated === true
-    const events = [...this.start(), ...this.events(this.stream.finish())]
+    const events = [...this.startInto(), ...this.events(this.stream.finish())]
     const complete = this.lastTerminator != null && !this.truncated
     const response = this.response(complete ? 'completed' : 'incomplete')
     events.push(this.event(complete ? 'response.completed' : 'response.incomplete', { response }))
@@ -196,8 +243,8 @@ export class ResponsesStream {
     return { type, sequence_number: this.sequence++, ...fields }
   }
 
-  private events(messageEvents: MessageEvent[]): ResponseEvent[] {
-    const events: ResponseEvent[] = []
+  private events(messageEvents: MessageEvent[]): Built[] {
+    const events: Built[] = []
     for (const event of messageEvents) {
       if (event.kind === 'open') {
         // Every item is added when its header completes, before any delta; final text that may still turn
@@ -239,7 +286,7 @@ export class ResponsesStream {
   }
 
   /** What the holder released: text into the message's item, recovered calls as whole function_call items. */
-  private held(index: number, header: { role: string; channel?: string | null; recipient?: string | null }, outputs: HeldOutput[], events: ResponseEvent[]): void {
+  private held(index: number, header: { role: string; channel?: string | null; recipient?: string | null }, outputs: HeldOutput[], events: Built[]): void {
     for (const output of outputs) {
       if ('text' in output) {
         const item = this.itemOf(index, header, events)
@@ -259,7 +306,7 @@ export class ResponsesStream {
   }
 
   /** The item of message `index`, added (with its events) on first sight; null for ignored messages. */
-  private itemOf(index: number, header: { role: string; channel?: string | null; recipient?: string | null }, events: ResponseEvent[]): OpenItem | null {
+  private itemOf(index: number, header: { role: string; channel?: string | null; recipient?: string | null }, events: Built[]): OpenItem | null {
     const known = this.open.get(index)
     if (known) return known
     const route = routeOf(header, this.options)
@@ -281,15 +328,21 @@ export class ResponsesStream {
     return open
   }
 
-  private delta(open: OpenItem, delta: string, events: ResponseEvent[]): void {
+  private delta(open: OpenItem, delta: string, events: Built[]): void {
     open.text += delta
+    if (this.sseMode) {
+      // Byte for byte the frame of the event object below, without making it.
+      const [head, middle, tail] = (open.frame ??= deltaFrame(open))
+      events.push(`${head}${this.sequence++}${middle}${JSON.stringify(delta)}${tail}`)
+      return
+    }
     const where = { item_id: open.item.id, output_index: open.outputIndex }
     if (open.item.type === 'reasoning') events.push(this.event('response.reasoning_text.delta', { ...where, content_index: 0, delta }))
     else if (open.item.type === 'message') events.push(this.event('response.output_text.delta', { ...where, content_index: 0, delta, logprobs: [] }))
     else events.push(this.event('response.function_call_arguments.delta', { ...where, delta }))
   }
 
-  private closeItem(open: OpenItem, status: ItemStatus, events: ResponseEvent[]): void {
+  private closeItem(open: OpenItem, status: ItemStatus, events: Built[]): void {
     const { item, text } = open
     const where = { item_id: item.id, output_index: open.outputIndex }
     if (item.type === 'reasoning') {
@@ -309,6 +362,15 @@ export class ResponsesStream {
     item.status = status
     events.push(this.event('response.output_item.done', { output_index: open.outputIndex, item: structuredClone(item) }))
   }
+}
+
+/** The text of an item's delta frames around the sequence number and the delta, as the event objects serialize. */
+function deltaFrame(open: OpenItem): [string, string, string] {
+  const type = open.item.type === 'reasoning' ? 'response.reasoning_text.delta' : open.item.type === 'message' ? 'response.output_text.delta' : 'response.function_call_arguments.delta'
+  const where = `,"item_id":${JSON.stringify(open.item.id)},"output_index":${open.outputIndex}`
+  const middle = open.item.type === 'function_call' ? `${where},"delta":` : `${where},"content_index":0,"delta":`
+  const tail = open.item.type === 'message' ? ',"logprobs":[]}\n\n' : '}\n\n'
+  return [`event: ${type}\ndata: {"type":"${type}","sequence_number":`, middle, tail]
 }
 
 /** Non-streaming Responses: a whole completion's tokens → one `response` object (the streamed one, complete). */

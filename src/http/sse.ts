@@ -49,7 +49,6 @@ function tokensOf(step: SseStep): { tokens: Uint32Array | readonly number[]; fin
 
 export async function pipeSse(response: ServerResponse, adapter: ChatCompletionsStream | ResponsesStream, steps: AsyncIterable<SseStep>, options: PipeSseOptions = {}): Promise<PipeSseResult> {
   const chat = adapter instanceof ChatCompletionsStream
-  const frames = chat ? (items: ChatCompletionChunk[]) => chatFrames(items) : (items: ResponseEvent[]) => responsesFrames(items)
   let clientClosed = response.destroyed
   let wake: (() => void) | null = null
   const onClose = () => {
@@ -68,18 +67,19 @@ export async function pipeSse(response: ServerResponse, adapter: ChatCompletions
   }
   try {
     if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
-    if (!chat) await send(frames((adapter as ResponsesStream).start() as never))
+    // The adapters' SSE faces: the bytes of their events, built without event objects.
+    if (!chat) await send((adapter as ResponsesStream).startSse())
     let finishReason: string | undefined
     for await (const step of steps) {
       if (clientClosed) break // ends the iteration: the engine client closes its request
       const { tokens, finishReason: reason } = tokensOf(step)
       finishReason = reason ?? finishReason
-      await send(frames(adapter.push(tokens) as never))
+      await send(adapter.pushSse(tokens))
       if (clientClosed) break
     }
     if (clientClosed) return { outcome: 'client-closed' }
     if (finishReason === 'abort') throw new HttpError(502, 'the inference engine aborted the request', { code: 'engine-aborted' })
-    const last = frames(adapter.finish({ truncated: finishReason === 'length' }) as never)
+    const last = adapter.finishSse({ truncated: finishReason === 'length' })
     response.end(chat ? `${last}data: [DONE]\n\n` : last)
     return { outcome: 'completed' }
   } catch (error) {

@@ -1,0 +1,70 @@
+/**
+ * The SSE faces of the adapters (`pushSse`, `finishSse`, `startSse`) write byte for byte what serializing
+ * their object faces gives, on generated completions cut at random, both implementations, every option that
+ * changes the wire.
+ */
+import test from 'ava'
+
+import { ChatCompletionsStream, type Implementation, ResponsesStream, chatFrames, responsesFrames } from 'harmony-stream'
+
+import { generator } from './helpers/generator.mjs'
+import { IMPLEMENTATIONS, random, randomBatches } from './helpers/harmony.mjs'
+
+const STREAMS = Array.from({ length: 150 }, generator(31)).filter((s) => s.role === 'assistant')
+const TOOLS = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { location: { type: 'string' } } } } }]
+const VARIANTS = [
+  {},
+  { includeUsage: true, reasoningField: 'both' as const },
+  { reasoningField: 'reasoning' as const, preamble: 'reasoning' as const, builtinTools: 'surface' as const },
+  { tools: TOOLS, textToolCalls: 'recover' as const },
+]
+
+for (const implementation of IMPLEMENTATIONS) {
+  test(`${implementation}: Chat pushSse/finishSse equal the serialized chunks of push/finish`, (t) => {
+    const next = random(7)
+    let compared = 0
+    for (const [n, stream] of STREAMS.entries()) {
+      const variant = VARIANTS[n % VARIANTS.length]
+      const steps = randomBatches(stream.tokens, next, 1 + (n % 9))
+      const options = { model: 'gpt-oss', id: `chatcmpl-${n}`, created: 1_700_000_000 + n, parser: { implementation: implementation as Implementation }, ...variant }
+      const objects = new ChatCompletionsStream(options)
+      const frames = new ChatCompletionsStream(options)
+      const truncated = n % 5 === 0
+      const expected = steps.map((step) => chatFrames(objects.push(step))).join('') + chatFrames(objects.finish({ truncated }))
+      const actual = steps.map((step) => frames.pushSse(step)).join('') + frames.finishSse({ truncated })
+      if (actual !== expected) return t.fail(`stream ${n}: ${JSON.stringify(actual.slice(0, 300))}\nvs ${JSON.stringify(expected.slice(0, 300))}`)
+      compared++
+    }
+    t.is(compared, STREAMS.length)
+  })
+
+  test(`${implementation}: Responses startSse/pushSse/finishSse equal the serialized events of start/push/finish`, (t) => {
+    const next = random(8)
+    for (const [n, stream] of STREAMS.entries()) {
+      const variant = VARIANTS[n % VARIANTS.length]
+      const { includeUsage: _, reasoningField: __, ...responsesVariant } = variant as Record<string, unknown>
+      const steps = randomBatches(stream.tokens, next, 1 + (n % 9))
+      const options = { model: 'gpt-oss', id: `resp_${n}`, createdAt: 1_700_000_000, parser: { implementation: implementation as Implementation }, ...responsesVariant }
+      const objects = new ResponsesStream(options)
+      const frames = new ResponsesStream(options)
+      const expected = responsesFrames(objects.start()) + steps.map((step) => responsesFrames(objects.push(step))).join('') + responsesFrames(objects.finish())
+      const actual = frames.startSse() + steps.map((step) => frames.pushSse(step)).join('') + frames.finishSse()
+      if (actual !== expected) {
+        const at = [...actual].findIndex((c, i) => c !== expected[i])
+        return t.fail(`stream ${n} differs at ${at}: ${JSON.stringify(actual.slice(at - 100, at + 100))}\nvs ${JSON.stringify(expected.slice(at - 100, at + 100))}`)
+      }
+    }
+    t.pass()
+  })
+}
+
+test('mixing the faces on one adapter keeps one stream of events', (t) => {
+  const stream = STREAMS[0]
+  const options = { model: 'm', id: 'chatcmpl-mix', created: 1 }
+  const a = new ChatCompletionsStream(options)
+  const b = new ChatCompletionsStream(options)
+  const half = Math.floor(stream.tokens.length / 2)
+  const expected = chatFrames(a.push(stream.tokens.slice(0, half))) + chatFrames(a.push(stream.tokens.slice(half))) + chatFrames(a.finish())
+  const actual = chatFrames(b.push(stream.tokens.slice(0, half))) + b.pushSse(stream.tokens.slice(half)) + b.finishSse()
+  t.is(actual, expected)
+})
