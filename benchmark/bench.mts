@@ -13,7 +13,7 @@ import { cpus, totalmem } from 'node:os'
 import { join } from 'node:path'
 
 import b from 'benny'
-import { HarmonyStreamParser, HarmonyStreamPool, HarmonyTextParser, compactCapacity, implementation } from 'harmony-stream'
+import { ChatCompletionsStream, HarmonyStreamParser, HarmonyStreamPool, HarmonyTextParser, ResponsesStream, chatFrames, compactCapacity, implementation, responsesFrames } from 'harmony-stream'
 
 import { generator } from '../__test__/helpers/generator.mjs'
 import { loadReference } from '../__test__/helpers/reference-wasm.mjs'
@@ -141,6 +141,40 @@ function textCase(which: 'native' | 'js', size: number): () => void {
   }
 }
 
+/**
+ * What a gateway's hot path does per engine step: tokens → wire bytes. `sse`: the adapters' SSE face
+ * (templates, no event objects); otherwise the object API's events serialized as a gateway would.
+ */
+function wireCase(api: 'chat' | 'responses', which: 'native' | 'js', size: number, sse: boolean): () => void {
+  const streams = batched(size, true) as Uint32Array[][]
+  const options = { model: 'gpt-oss', parser: { implementation: which } }
+  return () => {
+    for (const stream of streams) {
+      if (api === 'chat') {
+        const chat = new ChatCompletionsStream(options)
+        if (sse) {
+          for (const tokens of stream) sink += chat.pushSse(tokens).length
+          sink += chat.finishSse().length
+        } else {
+          for (const tokens of stream) sink += chatFrames(chat.push(tokens)).length
+          sink += chatFrames(chat.finish()).length
+        }
+      } else {
+        const responses = new ResponsesStream(options)
+        if (sse) {
+          sink += responses.startSse().length
+          for (const tokens of stream) sink += responses.pushSse(tokens).length
+          sink += responses.finishSse().length
+        } else {
+          sink += responsesFrames(responses.start()).length
+          for (const tokens of stream) sink += responsesFrames(responses.push(tokens)).length
+          sink += responsesFrames(responses.finish()).length
+        }
+      }
+    }
+  }
+}
+
 const reference = await loadReference()
 function referenceCase(): () => void {
   return () => {
@@ -166,6 +200,14 @@ for (const size of BATCHES) {
   cases.push([`native fast path, batch ${size}`, fastPath('native', size), corpusTokens])
   cases.push([`js fast path, batch ${size}`, fastPath('js', size), corpusTokens])
   cases.push([`naive regex baseline, batch ${size}`, naiveCase(size), corpusTokens])
+}
+for (const size of [1, 16]) {
+  for (const api of ['chat', 'responses'] as const) {
+    for (const which of ['native', 'js'] as const) {
+      cases.push([`${which} ${api} SSE bytes (pushSse), batch ${size}`, wireCase(api, which, size, true), corpusTokens])
+      cases.push([`${which} ${api} events + JSON.stringify, batch ${size}`, wireCase(api, which, size, false), corpusTokens])
+    }
+  }
 }
 for (const size of [1, 8, 64]) {
   cases.push([`native text parser, chunks of ${size} chars`, textCase('native', size), corpusTokens])

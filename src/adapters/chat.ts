@@ -346,6 +346,15 @@ export class ChatCompletionsStream {
     this.sse += `${this.head()}${delta},"finish_reason":null,"logprobs":null}]}\n\n`
   }
 
+  /** An argument delta of an announced call (the hot path of tool calls), as `emit` would write it. */
+  private emitArguments(state: MessageState, text: string): void {
+    if (this.objects !== null || !state.announced || !this.started) {
+      this.emit({ tool_calls: [this.toolDelta(state, text)] })
+      return
+    }
+    this.sse += `${this.head()}{"tool_calls":[{"index":${state.toolIndex},"function":{"arguments":${JSON.stringify(text)}}}]},"finish_reason":null,"logprobs":null}]}\n\n`
+  }
+
   private head(): string {
     this.frameHead ??= `data: {"id":${JSON.stringify(this.id)},"object":"chat.completion.chunk","created":${JSON.stringify(this.created)},"model":${JSON.stringify(this.options.model)},"choices":[{"index":0,"delta":`
     return this.frameHead
@@ -364,7 +373,7 @@ export class ChatCompletionsStream {
         if (state.route === 'reasoning') this.emitText('reasoning', segment.text)
         else if (state.route === 'content' && mapper.recovery.applies(segment)) this.held(mapper.recovery.feed(segment.messageIndex, segment.text))
         else if (state.route === 'content') this.emitText('content', segment.text)
-        else if (state.route === 'tool') this.emit({ tool_calls: [this.toolDelta(state, segment.text)] })
+        else if (state.route === 'tool') this.emitArguments(state, segment.text)
       } else {
         if (mapper.recovery.holds(event.index)) this.held(mapper.recovery.end(event.index))
         const state = mapper.closed(event, this.stream.tokens)
