@@ -3,7 +3,7 @@
  * rendering to tokens: each message as `Render<Message>` does it (encoding.rs), piece by piece, every piece
  * of text encoded on its own (so BPE never merges across a piece), special tokens inserted between them.
  */
-import { CALL, CHANNEL, CONSTRAIN, END, MESSAGE, RETURN, START } from '../fallback/tokens'
+import { CALL, CHANNEL, CONSTRAIN, END, MESSAGE, START } from '../fallback/tokens'
 import { type Implementation } from '../types'
 import { type RenderCache } from './cache'
 import { type DeveloperContent, developerMessageText } from './developer'
@@ -175,4 +175,3 @@ export function nextTurnTokens(renderer: MessageRenderer, role: string): ArrayLi
   return [[START], renderer.encoder.encode(role)]
 }
 
-export { RETURN }
