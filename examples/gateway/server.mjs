@@ -1,53 +1,174 @@
 /**
- * An example gateway: an OpenAI-compatible HTTP server (Chat Completions and Responses, streaming over SSE
- * or not) in front of a replay engine that stands in for an inference server. Start it with
- * `npm run gateway`; point any OpenAI client at http://127.0.0.1:8787/v1.
+ * An example gateway: an OpenAI-compatible HTTP server (Chat Completions and Responses, streaming over SSE or
+ * not) in front of a token-level inference engine. Each request follows one line:
  *
- *   HARMONY_REPLAY   JSON file [{ "tokens": number[] }, …]: completion token streams (each following
- *                    <|start|>assistant), served in order, round-robin; default: replay.json beside this file
+ *   request → renderChatCompletionRequest / renderResponsesRequest → engine.generate → adapter → pipeSse
+ *
+ * Start it with `npm run gateway`; point any OpenAI client at http://127.0.0.1:8787/v1.
+ *
+ *   HARMONY_ENGINE   replay (default) | vllm | sglang | llamacpp
+ *   ENGINE_URL       the engine's base URL, e.g. http://127.0.0.1:8000 (vllm, sglang, llamacpp)
+ *   ENGINE_MODEL     the model name the engine serves (vllm)
+ *   HARMONY_REPLAY   replay engine: JSON file [{ "tokens": number[] }, …] of completions, served round-robin;
+ *                    default replay.json beside this file; header x-harmony-replay: <index> picks one
+ *   STREAM_INTERVAL  replay engine: tokens per engine step, default 1
  *   PORT             default 8787
- *   STREAM_INTERVAL  tokens per engine step, default 1
- *   header x-harmony-replay: <index> picks a completion for one request
+ *   BODY_LIMIT       largest request body in bytes, default 4 MiB
+ *   MODEL            the model id /v1/models lists, default gpt-oss
+ *   GATEWAY_WORKERS  processes serving the port (node:cluster), default 1: one per core uses them all
  */
+import cluster from 'node:cluster'
 import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
-import { ChatCompletionsStream, ResponsesStream, chatCompletion, implementation as defaultImplementation, responseObject } from 'harmony-stream'
+import {
+  ChatCompletionsStream,
+  DEFAULT_BODY_LIMIT,
+  HttpError,
+  ResponsesStream,
+  chatCompletion,
+  chatGenerationParameters,
+  implementation as defaultImplementation,
+  pipeSse,
+  readJsonBody,
+  renderChatCompletionRequest,
+  renderResponsesRequest,
+  responseObject,
+  responsesGenerationParameters,
+  sendError,
+} from 'harmony-stream'
+import { ReplayEngine, createEngine } from 'harmony-stream/engines'
 
-class HttpError extends Error {
-  constructor(status, message) {
-    super(message)
-    this.status = status
+/**
+ * Creates (does not start) the gateway. `engine`: any `Engine` of harmony-stream/engines (or pass `replay`,
+ * completions as token arrays, and `interval` for the replay engine); `implementation`: the parser's.
+ */
+export function createGateway({
+  engine,
+  replay,
+  interval = 1,
+  implementation = defaultImplementation,
+  model = 'gpt-oss',
+  bodyLimit = DEFAULT_BODY_LIMIT,
+  renderOptions = {},
+  onDiagnostic = logDiagnostic,
+  onError = logError,
+}) {
+  engine ??= new ReplayEngine({ completions: replay, interval })
+  const created = Math.floor(Date.now() / 1000)
+
+  /** Steps of one generation; the first is awaited here, so an engine that fails at once gets a 502, not a stream. */
+  async function generate(request, prompt, params, signal) {
+    const header = request.headers['x-harmony-replay']
+    const replayIndex = header === undefined ? undefined : /^\d+$/.test(header) ? Number(header) : -1
+    if (replayIndex !== undefined && !(engine instanceof ReplayEngine)) throw new HttpError(400, 'x-harmony-replay applies to the replay engine only')
+    const steps = engine.generate({
+      tokens: prompt.tokens,
+      maxTokens: params.maxTokens,
+      temperature: params.temperature,
+      topP: params.topP,
+      seed: params.seed,
+      signal,
+      ...(replayIndex !== undefined ? { replayIndex } : {}),
+    })
+    const iterator = steps[Symbol.asyncIterator]()
+    const first = await iterator.next()
+    return {
+      async *[Symbol.asyncIterator]() {
+        try {
+          if (first.done) return
+          yield first.value
+          for (let next = await iterator.next(); !next.done; next = await iterator.next()) yield next.value
+        } finally {
+          await iterator.return?.()
+        }
+      },
+    }
   }
+
+  /** Not streaming: the whole completion, then one object (the engine's own limits bound its length). */
+  async function collect(steps) {
+    const tokens = []
+    let finishReason
+    for await (const step of steps) {
+      for (const id of step.tokens) tokens.push(id)
+      finishReason = step.finishReason ?? finishReason
+    }
+    if (finishReason === 'abort') throw new HttpError(502, 'the inference engine aborted the request', { code: 'engine-aborted' })
+    return { tokens, truncated: finishReason === 'length' }
+  }
+
+  async function chat(request, response, body) {
+    const params = chatGenerationParameters(body)
+    const prompt = renderChatCompletionRequest(body, renderOptions)
+    const abort = abortOnClose(response)
+    const steps = await generate(request, prompt, params, abort.signal)
+    const options = { model: params.model, promptTokens: prompt.promptTokens, parser: { implementation, toolNames: prompt.toolNames } }
+    if (!params.stream) {
+      const { tokens, truncated } = await collect(steps)
+      return sendJson(response, 200, withoutDiagnostics(chatCompletion(tokens, { ...options, truncated }), onDiagnostic))
+    }
+    const adapter = new ChatCompletionsStream({ ...options, includeUsage: params.includeUsage })
+    report(await pipeSse(response, adapter, steps, { abort }), adapter)
+  }
+
+  async function responses(request, response, body) {
+    const params = responsesGenerationParameters(body)
+    const prompt = renderResponsesRequest(body, renderOptions)
+    const abort = abortOnClose(response)
+    const steps = await generate(request, prompt, params, abort.signal)
+    const options = { model: params.model, inputTokens: prompt.promptTokens, parser: { implementation, toolNames: prompt.toolNames } }
+    if (!params.stream) {
+      const { tokens, truncated } = await collect(steps)
+      return sendJson(response, 200, withoutDiagnostics(responseObject(tokens, { ...options, truncated }), onDiagnostic))
+    }
+    const adapter = new ResponsesStream(options)
+    report(await pipeSse(response, adapter, steps, { abort }), adapter)
+  }
+
+  function report(result, adapter) {
+    if (result.outcome === 'failed') onError(result.error)
+    adapter.diagnostics.forEach(onDiagnostic)
+  }
+
+  const routes = {
+    '/v1/chat/completions': { POST: (request, response) => withBody(request, response, chat) },
+    '/v1/responses': { POST: (request, response) => withBody(request, response, responses) },
+    '/v1/models': { GET: (_request, response) => sendJson(response, 200, { object: 'list', data: [{ id: model, object: 'model', created, owned_by: 'harmony-stream' }] }) },
+    '/health': { GET: (_request, response) => sendJson(response, 200, { status: 'ok', engine: engine.name, implementation }) },
+  }
+
+  async function withBody(request, response, handle) {
+    const body = await readJsonBody(request, { limit: bodyLimit })
+    await handle(request, response, body)
+  }
+
+  return createServer(async (request, response) => {
+    try {
+      const path = new URL(request.url ?? '/', 'http://localhost').pathname
+      const route = routes[path]
+      if (route === undefined) throw new HttpError(404, `no route for ${request.method} ${path}`, { code: 'not-found' })
+      const handle = route[request.method]
+      if (handle === undefined) {
+        response.setHeader('allow', Object.keys(route).join(', '))
+        throw new HttpError(405, `${path} accepts ${Object.keys(route).join(', ')}, not ${request.method}`, { code: 'method-not-allowed' })
+      }
+      await handle(request, response)
+    } catch (error) {
+      if (sendError(response, error) >= 500) onError(error)
+    }
+  })
 }
 
-/** The replay engine: yields a completion's tokens `interval` at a time, one engine step per event-loop turn. */
-async function* engineSteps(tokens, interval) {
-  for (let i = 0; i < tokens.length; i += interval) {
-    await new Promise((resolve) => setImmediate(resolve))
-    yield tokens.slice(i, i + interval)
-  }
-}
-
-async function readJson(request) {
-  const chunks = []
-  for await (const chunk of request) chunks.push(chunk)
-  let body
-  try {
-    body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}')
-  } catch {
-    throw new HttpError(400, 'the request body is not JSON')
-  }
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new HttpError(400, 'the request body must be a JSON object')
-  return body
-}
-
-/** Tool names the request offered, for the parser's `toolNames` (Chat: {function: {name}}; Responses: {name}). */
-function toolNames(body) {
-  const tools = Array.isArray(body.tools) ? body.tools : []
-  return tools.map((tool) => tool?.function?.name ?? tool?.name).filter((name) => typeof name === 'string' && name !== '').map((name) => `functions.${name}`)
+/** An AbortController aborted when the client goes away before the response is complete. */
+function abortOnClose(response) {
+  const abort = new AbortController()
+  response.once('close', () => {
+    if (!response.writableFinished) abort.abort()
+  })
+  return abort
 }
 
 function sendJson(response, status, body) {
@@ -55,96 +176,8 @@ function sendJson(response, status, body) {
   response.end(JSON.stringify(body))
 }
 
-function startSse(response) {
-  response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' })
-}
-
-/**
- * Creates (does not start) the gateway. `replay`: completions as token arrays; `interval`: tokens per engine
- * step; `implementation`: the parser implementation for every request.
- */
-export function createGateway({ replay, interval = 1, implementation = defaultImplementation, model = 'gpt-oss-replay', onDiagnostic = logDiagnostic, onError = logError }) {
-  if (!Array.isArray(replay) || replay.length === 0) throw new Error('the replay needs at least one completion')
-  if (!Number.isInteger(interval) || interval < 1) throw new Error('STREAM_INTERVAL must be a positive integer')
-  let next = 0
-  const pick = (request) => {
-    const header = request.headers['x-harmony-replay']
-    if (header === undefined) return replay[next++ % replay.length]
-    const index = /^\d+$/.test(header) ? Number(header) : -1
-    if (index < 0 || index >= replay.length) {
-      throw new HttpError(400, `x-harmony-replay must be an index from 0 to ${replay.length - 1}`)
-    }
-    return replay[index]
-  }
-
-  async function chat(request, response, body) {
-    const tokens = pick(request)
-    const options = { model: body.model ?? model, parser: { implementation, toolNames: toolNames(body) } }
-    if (!body.stream) return sendJson(response, 200, withoutDiagnostics(chatCompletion(tokens, options), onDiagnostic))
-    const stream = new ChatCompletionsStream({ ...options, includeUsage: body.stream_options?.include_usage === true })
-    startSse(response)
-    try {
-      for await (const step of engineSteps(tokens, interval)) {
-        if (response.destroyed) return
-        for (const chunk of stream.push(step)) response.write(`data: ${JSON.stringify(chunk)}\n\n`)
-      }
-      for (const chunk of stream.finish()) response.write(`data: ${JSON.stringify(chunk)}\n\n`)
-    } catch (error) {
-      // Mid-stream, the status line is gone: an error frame, which OpenAI clients raise as an APIError.
-      onError(error)
-      response.end(`data: ${JSON.stringify({ error: { message: error.message, type: 'server_error', code: error.code ?? null } })}\n\n`)
-      return
-    }
-    response.end('data: [DONE]\n\n')
-    stream.diagnostics.forEach(onDiagnostic)
-  }
-
-  async function responses(request, response, body) {
-    const tokens = pick(request)
-    const options = { model: body.model ?? model, parser: { implementation, toolNames: toolNames(body) } }
-    if (!body.stream) return sendJson(response, 200, withoutDiagnostics(responseObject(tokens, options), onDiagnostic))
-    const stream = new ResponsesStream(options)
-    startSse(response)
-    const send = (events) => {
-      for (const event of events) response.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`)
-    }
-    send(stream.start())
-    try {
-      for await (const step of engineSteps(tokens, interval)) {
-        if (response.destroyed) return
-        send(stream.push(step))
-      }
-      send(stream.finish())
-    } catch (error) {
-      // Mid-stream: the Responses API's `error` event, which OpenAI clients raise.
-      onError(error)
-      send([stream.error(error.message, error.code)])
-      response.end()
-      return
-    }
-    response.end()
-    stream.diagnostics.forEach(onDiagnostic)
-  }
-
-  return createServer(async (request, response) => {
-    try {
-      const path = new URL(request.url ?? '/', 'http://localhost').pathname
-      if (request.method !== 'POST' || (path !== '/v1/chat/completions' && path !== '/v1/responses')) {
-        throw new HttpError(404, `no route for ${request.method} ${path}`)
-      }
-      const body = await readJson(request)
-      await (path === '/v1/chat/completions' ? chat : responses)(request, response, body)
-    } catch (error) {
-      const status = error instanceof HttpError ? error.status : 500
-      if (status === 500) onError(error)
-      if (!response.headersSent) sendJson(response, status, { error: { message: error.message, type: status === 500 ? 'server_error' : 'invalid_request_error' } })
-      else response.end()
-    }
-  })
-}
-
 function logError(error) {
-  console.error(`harmony-stream gateway: ${error.stack ?? error}`)
+  console.error(`harmony-stream gateway: ${error?.stack ?? error}`)
 }
 
 /** What the parser recovered from, and tool arguments that are not JSON: worth a log line, not a failure. */
@@ -166,15 +199,42 @@ export function loadReplay(path) {
   return replay.map((entry) => entry.tokens)
 }
 
+/** The engine the environment asks for (see the top of this file). */
+export function engineFromEnvironment(env = process.env) {
+  const name = env.HARMONY_ENGINE ?? 'replay'
+  if (name === 'replay') {
+    const here = dirname(fileURLToPath(import.meta.url))
+    const completions = loadReplay(env.HARMONY_REPLAY ?? join(here, 'replay.json'))
+    return createEngine('replay', { completions, interval: Number(env.STREAM_INTERVAL ?? 1) })
+  }
+  if (!env.ENGINE_URL) throw new Error(`HARMONY_ENGINE=${name} needs ENGINE_URL (e.g. http://127.0.0.1:8000)`)
+  return createEngine(name, { url: env.ENGINE_URL, ...(env.ENGINE_MODEL ? { model: env.ENGINE_MODEL } : {}) })
+}
+
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const here = dirname(fileURLToPath(import.meta.url))
-  const replayPath = process.env.HARMONY_REPLAY ?? join(here, 'replay.json')
-  const replay = loadReplay(replayPath)
+  const workers = Number(process.env.GATEWAY_WORKERS ?? 1)
+  if (!Number.isInteger(workers) || workers < 1) throw new Error('GATEWAY_WORKERS must be a positive integer')
+  if (workers > 1 && cluster.isPrimary) {
+    // The workers share the listening socket; the primary only keeps them running.
+    for (let i = 0; i < workers; i++) cluster.fork()
+    cluster.on('exit', (worker, code, signal) => {
+      if (code !== 0 && signal !== 'SIGTERM' && signal !== 'SIGINT') {
+        console.error(`harmony-stream gateway: worker ${worker.process.pid} exited (${signal ?? code}); starting another`)
+        cluster.fork()
+      }
+    })
+  } else {
+    serveFromEnvironment(workers > 1 ? ` [worker ${process.pid}]` : '')
+  }
+}
+
+function serveFromEnvironment(label) {
+  const engine = engineFromEnvironment()
   const port = Number(process.env.PORT ?? 8787)
-  const interval = Number(process.env.STREAM_INTERVAL ?? 1)
-  const server = createGateway({ replay, interval })
+  const bodyLimit = Number(process.env.BODY_LIMIT ?? DEFAULT_BODY_LIMIT)
+  const server = createGateway({ engine, bodyLimit, model: process.env.MODEL ?? 'gpt-oss' })
   server.listen(port, '127.0.0.1', () => {
     const { port: bound } = server.address()
-    console.log(`harmony-stream gateway on http://127.0.0.1:${bound}/v1 (${defaultImplementation} parser, ${replay.length} completions from ${replayPath}, ${interval} token(s) per step)`)
+    console.log(`harmony-stream gateway on http://127.0.0.1:${bound}/v1 (${defaultImplementation} parser, ${engine.name} engine)${label}`)
   })
 }
