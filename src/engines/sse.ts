@@ -1,0 +1,70 @@
+/**
+ * A reader of `text/event-stream` bodies as engines write them: events separated by a blank line, `data:`
+ * lines (joined by "\n" when an event has several), `\r\n` or `\n` line ends, comments (`:`) ignored, and
+ * bytes split anywhere, even inside a character. Also llama.cpp's `error: {…}` lines, which some of its
+ * versions send for a failure mid-stream. Bounded: an event larger than `maxEventBytes` is an error.
+ */
+export interface SseEvent {
+  /** `message` (plain `data:` events) or the `event:` field; `error` for llama.cpp's `error:` lines. */
+  event: string
+  data: string
+}
+
+export class SseReader {
+  private pending = ''
+  private readonly decoder = new TextDecoder('utf-8')
+  private data: string[] = []
+  private event = 'message'
+  private size = 0
+
+  constructor(private readonly maxEventBytes: number) {}
+
+  push(chunk: Uint8Array): SseEvent[] {
+    this.pending += this.decoder.decode(chunk, { stream: true })
+    const events: SseEvent[] = []
+    let start = 0
+    for (;;) {
+      const newline = this.pending.indexOf('\n', start)
+      if (newline < 0) break
+      const end = newline > start && this.pending[newline - 1] === '\r' ? newline - 1 : newline
+      this.line(this.pending.slice(start, end), events)
+      start = newline + 1
+    }
+    this.pending = this.pending.slice(start)
+    if (this.size + this.pending.length > this.maxEventBytes) throw new Error(`an event is larger than ${this.maxEventBytes} bytes`)
+    return events
+  }
+
+  /** The end of the body: a last event not followed by a blank line still counts. */
+  end(): SseEvent[] {
+    const events: SseEvent[] = []
+    this.pending += this.decoder.decode()
+    if (this.pending !== '') this.line(this.pending.replace(/\r$/, ''), events)
+    this.pending = ''
+    this.line('', events)
+    return events
+  }
+
+  private line(line: string, events: SseEvent[]): void {
+    if (line === '') {
+      if (this.data.length > 0) events.push({ event: this.event, data: this.data.join('\n') })
+      this.data = []
+      this.event = 'message'
+      this.size = 0
+      return
+    }
+    if (line.startsWith(':')) return
+    const colon = line.indexOf(':')
+    const field = colon < 0 ? line : line.slice(0, colon)
+    let value = colon < 0 ? '' : line.slice(colon + 1)
+    if (value.startsWith(' ')) value = value.slice(1)
+    this.size += value.length
+    if (this.size > this.maxEventBytes) throw new Error(`an event is larger than ${this.maxEventBytes} bytes`)
+    if (field === 'data') this.data.push(value)
+    else if (field === 'event') this.event = value
+    else if (field === 'error') {
+      this.event = 'error'
+      this.data.push(value)
+    }
+  }
+}

@@ -1,0 +1,61 @@
+/** What the engine clients share after the HTTP layer: JSON events, stop-id repair, and finish reasons. */
+import { EngineError } from './errors'
+import type { SseEvent } from './sse'
+import type { EngineFinishReason, EngineStep, EngineUsage } from './types'
+
+export function parseEvent(engine: string, event: SseEvent): unknown {
+  try {
+    return JSON.parse(event.data)
+  } catch (error) {
+    throw new EngineError('engine-protocol-error', `${engine} sent an event that is not JSON: ${event.data.slice(0, 200)}`, { engine, cause: error })
+  }
+}
+
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+}
+
+/** Token ids from an event field, checked: an engine that sends anything else is broken, not trusted. */
+export function tokenIds(engine: string, value: unknown, field: string): number[] {
+  if (value === undefined || value === null) return []
+  if (!Array.isArray(value) || !value.every((id) => Number.isInteger(id) && id >= 0 && id <= 201_088)) {
+    throw new EngineError('engine-protocol-error', `${engine} sent ${field} that are not token ids`, { engine })
+  }
+  return value as number[]
+}
+
+/**
+ * An engine that reports the stop token only in its stop reason (vLLM's `stop_reason`, SGLang's `matched`)
+ * leaves it out of the ids: it is appended, so the parser sees the terminator and the finish reason is right.
+ */
+export function withStopToken(tokens: number[], lastSeen: number | undefined, matched: unknown, stops: readonly number[]): number[] {
+  if (typeof matched !== 'number' || !stops.includes(matched)) return tokens
+  const last = tokens.length > 0 ? tokens[tokens.length - 1] : lastSeen
+  return last === matched ? tokens : [...tokens, matched]
+}
+
+export function step(tokens: number[], finishReason?: EngineFinishReason, usage?: EngineUsage): EngineStep {
+  const out: EngineStep = { tokens: Uint32Array.from(tokens) }
+  if (finishReason !== undefined) out.finishReason = finishReason
+  if (usage !== undefined) out.usage = usage
+  return out
+}
+
+/** The engine's message from an OpenAI-style error body: `{error: {message}}`, `{object: 'error', message}`, `{error: 'text'}`. */
+export function openAIStyleMessage(json: unknown): string | null {
+  if (!isObject(json)) return null
+  const error = json.error
+  if (typeof error === 'string') return error
+  if (isObject(error) && typeof error.message === 'string') return error.message
+  if (typeof json.message === 'string') return json.message
+  if (typeof json.detail === 'string') return json.detail
+  return null
+}
+
+/** The stream reported an error in an event (after a 200): what failed, as an EngineError. */
+export function streamError(engine: string, json: unknown): EngineError | null {
+  if (!isObject(json)) return null
+  if (json.error === undefined && json.object !== 'error') return null
+  const message = openAIStyleMessage(json) ?? 'unknown error'
+  return new EngineError('engine-stream-error', `${engine} failed mid-stream: ${message}`, { engine, engineMessage: message })
+}
