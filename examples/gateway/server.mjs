@@ -16,10 +16,15 @@
  *   BODY_LIMIT       largest request body in bytes, default 4 MiB
  *   MODEL            the model id /v1/models lists, default gpt-oss
  *   GATEWAY_WORKERS  processes serving the port (node:cluster), default 1: one per core uses them all
+ *   GATEWAY_FRAMES   sse (default): SSE bytes straight from the adapters; objects: events serialized (to compare)
+ *   GATEWAY_STATS    1: GET /stats answers this process's CPU time, GC time and heap (for benchmarks)
+ *   SSE_COALESCE_MS  collect each stream's frames for this many ms per write (default 0: write every step)
+ *   LOG_DIAGNOSTICS  0: do not log what the parser recovered from (default 1: one line each on stderr)
  */
 import cluster from 'node:cluster'
 import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
+import { PerformanceObserver } from 'node:perf_hooks'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
@@ -55,6 +60,9 @@ export function createGateway({
   renderOptions = {},
   onDiagnostic = logDiagnostic,
   onError = logError,
+  frames = 'sse',
+  coalesceMs = 0,
+  stats = null,
 }) {
   engine ??= new ReplayEngine({ completions: replay, interval })
   const created = Math.floor(Date.now() / 1000)
@@ -111,7 +119,7 @@ export function createGateway({
       return sendJson(response, 200, withoutDiagnostics(chatCompletion(tokens, { ...options, truncated }), onDiagnostic))
     }
     const adapter = new ChatCompletionsStream({ ...options, includeUsage: params.includeUsage })
-    report(await pipeSse(response, adapter, steps, { abort }), adapter)
+    report(await pipeSse(response, adapter, steps, { abort, frames, coalesceMs }), adapter)
   }
 
   async function responses(request, response, body) {
@@ -125,7 +133,7 @@ export function createGateway({
       return sendJson(response, 200, withoutDiagnostics(responseObject(tokens, { ...options, truncated }), onDiagnostic))
     }
     const adapter = new ResponsesStream(options)
-    report(await pipeSse(response, adapter, steps, { abort }), adapter)
+    report(await pipeSse(response, adapter, steps, { abort, frames, coalesceMs }), adapter)
   }
 
   function report(result, adapter) {
@@ -139,6 +147,7 @@ export function createGateway({
     '/v1/models': { GET: (_request, response) => sendJson(response, 200, { object: 'list', data: [{ id: model, object: 'model', created, owned_by: 'harmony-stream' }] }) },
     '/health': { GET: (_request, response) => sendJson(response, 200, { status: 'ok', engine: engine.name, implementation }) },
   }
+  if (stats !== null) routes['/stats'] = { GET: (_request, response) => sendJson(response, 200, stats()) }
 
   async function withBody(request, response, handle) {
     const body = await readJsonBody(request, { limit: bodyLimit })
@@ -160,6 +169,18 @@ export function createGateway({
       if (sendError(response, error) >= 500) onError(error)
     }
   })
+}
+
+/** CPU, GC and heap of this process, for benchmarks (GATEWAY_STATS=1). */
+function processStats() {
+  let gcMs = 0
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) gcMs += entry.duration
+  }).observe({ entryTypes: ['gc'] })
+  return () => {
+    const cpu = process.cpuUsage()
+    return { pid: process.pid, cpuMs: (cpu.user + cpu.system) / 1000, gcMs, heapUsed: process.memoryUsage().heapUsed, rss: process.memoryUsage().rss }
+  }
 }
 
 /** An AbortController aborted when the client goes away before the response is complete. */
@@ -232,9 +253,16 @@ function serveFromEnvironment(label) {
   const engine = engineFromEnvironment()
   const port = Number(process.env.PORT ?? 8787)
   const bodyLimit = Number(process.env.BODY_LIMIT ?? DEFAULT_BODY_LIMIT)
-  const server = createGateway({ engine, bodyLimit, model: process.env.MODEL ?? 'gpt-oss' })
+  const frames = process.env.GATEWAY_FRAMES ?? 'sse'
+  if (frames !== 'sse' && frames !== 'objects') throw new Error('GATEWAY_FRAMES must be sse or objects')
+  const stats = process.env.GATEWAY_STATS === '1' ? processStats() : null
+  const onDiagnostic = process.env.LOG_DIAGNOSTICS === '0' ? () => {} : logDiagnostic
+  const coalesceMs = Number(process.env.SSE_COALESCE_MS ?? 0)
+  const server = createGateway({ engine, bodyLimit, frames, coalesceMs, stats, onDiagnostic, model: process.env.MODEL ?? 'gpt-oss' })
   server.listen(port, '127.0.0.1', () => {
     const { port: bound } = server.address()
     console.log(`harmony-stream gateway on http://127.0.0.1:${bound}/v1 (${defaultImplementation} parser, ${engine.name} engine)${label}`)
   })
+  // A clean exit (open streams are cut): lets Node write what it must, e.g. a --cpu-prof profile.
+  for (const signal of ['SIGTERM', 'SIGINT']) process.once(signal, () => process.exit(0))
 }

@@ -1,0 +1,206 @@
+/**
+ * The gateway end to end over HTTP, as a user feels it: the example gateway on 127.0.0.1 with the replay
+ * engine, N concurrent streaming Chat Completions clients (64 and 512) at stream intervals 1 and 4; tokens/s
+ * delivered, time to first byte, the gap between chunks (p50/p99), and the gateway's CPU and GC per 1M tokens;
+ * native vs js parser, SSE bytes from the adapters vs events serialized, 1 and 2 worker processes, and the
+ * example gateway as it was before this work (commit 75dfbe6's server.mjs, run on this build) as the baseline.
+ * Bounded: every client makes a fixed number of requests; the whole run stops by itself.
+ *
+ *   npm run bench:gateway                 all cases (a few minutes)
+ *   BENCH_QUICK=1 npm run bench:gateway   fewer cases
+ */
+import { execFileSync, spawn } from 'node:child_process'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { request } from 'node:http'
+import { join } from 'node:path'
+
+import { generator } from '../__test__/helpers/generator.mjs'
+
+const root = join(import.meta.dirname, '..')
+const quick = process.env.BENCH_QUICK === '1'
+
+/** Completions of about 1,000 tokens: several generated completions joined. */
+function replayFile(): string {
+  const streams = Array.from({ length: 400 }, generator(9)).filter((s) => s.role === 'assistant')
+  const completions: number[][] = []
+  let current: number[] = []
+  for (const s of streams) {
+    current.push(...(current.length > 0 ? [200006, 173781] : []), ...s.tokens)
+    if (current.length >= 1000) {
+      completions.push(current)
+      current = []
+    }
+  }
+  const path = join(root, 'target', 'bench-replay.json')
+  writeFileSync(path, JSON.stringify(completions.map((tokens) => ({ tokens }))))
+  return path
+}
+
+/** The example gateway before this work, extracted from git, to run on the current build (same library). */
+function baselineServer(): string | null {
+  try {
+    const source = execFileSync('git', ['show', '75dfbe6:examples/gateway/server.mjs'], { cwd: root, encoding: 'utf8' })
+    const path = join(root, 'examples', 'gateway', '.baseline-server.mjs')
+    writeFileSync(path, source)
+    return path
+  } catch {
+    return null
+  }
+}
+
+interface Case {
+  name: string
+  server: string
+  env: Record<string, string>
+  concurrency: number
+  interval: number
+}
+
+interface Result {
+  tokensPerSecond: number
+  ttfbP50: number
+  gapP50: number
+  gapP99: number
+  cpuMsPerMillion: number
+  gcMsPerMillion: number | null
+}
+
+function percentile(values: number[], p: number): number {
+  if (values.length === 0) return 0
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
+}
+
+/** CPU ms (user + system) of a process and its children, from /proc. */
+function cpuMs(pid: number): number {
+  let children = ''
+  try {
+    children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' })
+  } catch {
+    // ps exits 1 when there are none
+  }
+  const pids = [pid, ...children.split('\n').map(Number).filter((n) => n > 0)]
+  let ticks = 0
+  for (const p of pids) {
+    try {
+      const fields = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ')
+      ticks += Number(fields[11]) + Number(fields[12])
+    } catch {
+      // gone
+    }
+  }
+  return (ticks * 1000) / 100 // USER_HZ is 100 on Linux
+}
+
+function get(port: number, path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    request({ host: '127.0.0.1', port, path }, (res) => {
+      let text = ''
+      res.setEncoding('utf8').on('data', (c) => (text += c)).on('end', () => resolve(text))
+    }).on('error', reject).end()
+  })
+}
+
+/** One streaming request: resolves with its token count (from usage), TTFB and chunk gaps. */
+function stream(port: number): Promise<{ tokens: number; ttfb: number; gaps: number[] }> {
+  const body = JSON.stringify({ model: 'gpt-oss', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } })
+  return new Promise((resolve, reject) => {
+    const started = performance.now()
+    let last = 0
+    let ttfb = 0
+    const gaps: number[] = []
+    let tail = ''
+    const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', headers: { 'content-type': 'application/json' } }, (res) => {
+      res.setEncoding('utf8')
+      res.on('data', (chunk: string) => {
+        const now = performance.now()
+        if (ttfb === 0) ttfb = now - started
+        else gaps.push(now - last)
+        last = now
+        tail = (tail + chunk).slice(-4000)
+      })
+      res.on('end', () => {
+        const usage = /"completion_tokens":(\d+)/.exec(tail)
+        resolve({ tokens: usage ? Number(usage[1]) : 0, ttfb, gaps })
+      })
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+async function run(c: Case, replay: string): Promise<Result> {
+  const child = spawn(process.execPath, [c.server], {
+    cwd: root,
+    env: { ...process.env, PORT: '0', HARMONY_REPLAY: replay, STREAM_INTERVAL: String(c.interval), GATEWAY_STATS: '1', LOG_DIAGNOSTICS: '0', ...c.env },
+    stdio: ['ignore', 'pipe', 'ignore'],
+  })
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      let out = ''
+      child.stdout!.on('data', (d) => {
+        out += d
+        const match = /127\.0\.0\.1:(\d+)/.exec(out)
+        if (match) resolve(Number(match[1]))
+      })
+      child.on('exit', (code) => reject(new Error(`gateway exited (${code})`)))
+    })
+    // Workers each print a line; give them a moment, then warm up.
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    await Promise.all(Array.from({ length: 8 }, () => stream(port)))
+    const stats = async () => (c.env.GATEWAY_WORKERS === '2' || c.server.includes('baseline') ? null : JSON.parse(await get(port, '/stats')))
+    const before = await stats()
+    const cpuBefore = cpuMs(child.pid!)
+    const requestsPerClient = quick ? 2 : 3
+    const started = performance.now()
+    const results = await Promise.all(
+      Array.from({ length: c.concurrency }, async () => {
+        const mine = []
+        for (let i = 0; i < requestsPerClient; i++) mine.push(await stream(port))
+        return mine
+      }),
+    )
+    const seconds = (performance.now() - started) / 1000
+    const cpu = cpuMs(child.pid!) - cpuBefore
+    const after = await stats()
+    const flat = results.flat()
+    const tokens = flat.reduce((n, r) => n + r.tokens, 0)
+    return {
+      tokensPerSecond: tokens / seconds,
+      ttfbP50: percentile(flat.map((r) => r.ttfb), 50),
+      gapP50: percentile(flat.flatMap((r) => r.gaps), 50),
+      gapP99: percentile(flat.flatMap((r) => r.gaps), 99),
+      cpuMsPerMillion: (cpu / tokens) * 1e6,
+      gcMsPerMillion: before && after ? ((after.gcMs - before.gcMs) / tokens) * 1e6 : null,
+    }
+  } finally {
+    child.kill('SIGTERM')
+  }
+}
+
+const replay = replayFile()
+const server = join(root, 'examples', 'gateway', 'server.mjs')
+const baseline = baselineServer()
+const cases: Case[] = []
+for (const concurrency of quick ? [64] : [64, 512]) {
+  for (const interval of quick ? [1] : [1, 4]) {
+    if (baseline) cases.push({ name: 'before this work (75dfbe6 gateway), native', server: baseline, env: { HARMONY_STREAM_IMPL: 'native' }, concurrency, interval })
+    for (const impl of ['native', 'js']) {
+      cases.push({ name: `${impl}, SSE bytes from the adapters`, server, env: { HARMONY_STREAM_IMPL: impl }, concurrency, interval })
+      cases.push({ name: `${impl}, events + JSON.stringify`, server, env: { HARMONY_STREAM_IMPL: impl, GATEWAY_FRAMES: 'objects' }, concurrency, interval })
+    }
+    cases.push({ name: 'native, SSE bytes, writes coalesced 5 ms', server, env: { HARMONY_STREAM_IMPL: 'native', SSE_COALESCE_MS: '5' }, concurrency, interval })
+    cases.push({ name: 'js, SSE bytes, writes coalesced 5 ms', server, env: { HARMONY_STREAM_IMPL: 'js', SSE_COALESCE_MS: '5' }, concurrency, interval })
+    cases.push({ name: 'native, SSE bytes, 2 workers', server, env: { HARMONY_STREAM_IMPL: 'native', GATEWAY_WORKERS: '2' }, concurrency, interval })
+    cases.push({ name: 'native, SSE bytes, 2 workers, coalesced 5 ms', server, env: { HARMONY_STREAM_IMPL: 'native', GATEWAY_WORKERS: '2', SSE_COALESCE_MS: '5' }, concurrency, interval })
+  }
+}
+
+console.log(`Gateway over HTTP on 127.0.0.1: replay engine, completions of ~1,000 tokens, Chat Completions streaming; one run, cases side by side\n`)
+console.log('| clients | interval | case | k tokens/s | TTFB p50 ms | chunk gap p50 / p99 ms | CPU ms per 1M tokens | GC ms per 1M tokens |')
+console.log('|---:|---:|---|---:|---:|---:|---:|---:|')
+for (const c of cases) {
+  const r = await run(c, replay)
+  console.log(`| ${c.concurrency} | ${c.interval} | ${c.name} | ${(r.tokensPerSecond / 1000).toFixed(1)} | ${r.ttfbP50.toFixed(1)} | ${r.gapP50.toFixed(2)} / ${r.gapP99.toFixed(2)} | ${r.cpuMsPerMillion.toFixed(0)} | ${r.gcMsPerMillion === null ? '' : r.gcMsPerMillion.toFixed(0)} |`)
+}
+if (baseline) execFileSync('rm', ['-f', baseline])
