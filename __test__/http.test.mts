@@ -227,3 +227,50 @@ test('pipeSse: an engine failure mid-stream becomes an error frame (Chat) or err
   })
   t.regex(responsesText.trim().split('\n\n').at(-1)!, /^event: error\n/)
 })
+
+test('pipeSse coalesceMs: the same bytes in fewer writes, and a client that stops reading still holds the engine back', async (t) => {
+  let writes = 0
+  const { port, close } = await serve(async (request, response) => {
+    const write = response.write.bind(response)
+    response.write = ((...args: Parameters<typeof write>) => (writes++, write(...args))) as typeof response.write
+    const adapter = new ChatCompletionsStream({ model: 'm', id: 'chatcmpl-x', created: 1, parser: { implementation: 'js' } })
+    await pipeSse(response, adapter, steps(COMPLETION), { coalesceMs: request.url === '/coalesced' ? 50 : 0 })
+  })
+  t.teardown(close)
+  const fetchText = (path: string) =>
+    new Promise<string>((resolve) => {
+      httpRequest({ host: '127.0.0.1', port, path }, (res) => {
+        let text = ''
+        res.setEncoding('utf8').on('data', (c) => (text += c)).on('end', () => resolve(text))
+      }).end()
+    })
+  const plain = await fetchText('/')
+  const plainWrites = writes
+  writes = 0
+  t.is(await fetchText('/coalesced'), plain)
+  t.true(writes < plainWrites / 2, `${writes} writes coalesced vs ${plainWrites}`)
+
+  let pulled = 0
+  const endless = async function* () {
+    for (;;) {
+      pulled++
+      await new Promise((resolve) => setImmediate(resolve))
+      yield { tokens: Array.from({ length: 64 }, () => 13225) }
+    }
+  }
+  const { port: stalledPort, close: closeStalled } = await serve(async (_request, response) => {
+    const adapter = new ChatCompletionsStream({ model: 'm', parser: { implementation: 'js' } })
+    adapter.push(harmony('<|channel|>final<|message|>'))
+    await pipeSse(response, adapter, endless(), { coalesceMs: 5 })
+  })
+  t.teardown(closeStalled)
+  const socket = connect(stalledPort, '127.0.0.1')
+  await once(socket, 'connect')
+  socket.write('GET / HTTP/1.1\r\nhost: x\r\n\r\n')
+  socket.pause()
+  await new Promise((resolve) => setTimeout(resolve, 1500))
+  const stalled = pulled
+  await new Promise((resolve) => setTimeout(resolve, 500))
+  t.true(pulled - stalled <= 1, `no steps pulled while the client does not read (${stalled} then ${pulled})`)
+  socket.destroy()
+})
