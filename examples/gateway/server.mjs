@@ -9,6 +9,7 @@
  *   HARMONY_ENGINE   replay (default) | vllm | sglang | llamacpp
  *   ENGINE_URL       the engine's base URL, e.g. http://127.0.0.1:8000 (vllm, sglang, llamacpp)
  *   ENGINE_MODEL     the model name the engine serves (vllm)
+ *   ENGINE_API       vllm: completions (default) or generate (the tokens-only /inference/v1/generate)
  *   HARMONY_REPLAY   replay engine: JSON file [{ "tokens": number[] }, …] of completions, served round-robin;
  *                    default replay.json beside this file; header x-harmony-replay: <index> picks one
  *   STREAM_INTERVAL  replay engine: tokens per engine step, default 1
@@ -229,7 +230,8 @@ export function engineFromEnvironment(env = process.env) {
     return createEngine('replay', { completions, interval: Number(env.STREAM_INTERVAL ?? 1) })
   }
   if (!env.ENGINE_URL) throw new Error(`HARMONY_ENGINE=${name} needs ENGINE_URL (e.g. http://127.0.0.1:8000)`)
-  return createEngine(name, { url: env.ENGINE_URL, ...(env.ENGINE_MODEL ? { model: env.ENGINE_MODEL } : {}) })
+  if (name !== 'vllm' && (env.ENGINE_MODEL || env.ENGINE_API)) throw new Error('ENGINE_MODEL and ENGINE_API apply to HARMONY_ENGINE=vllm only')
+  return createEngine(name, { url: env.ENGINE_URL, ...(env.ENGINE_MODEL ? { model: env.ENGINE_MODEL } : {}), ...(env.ENGINE_API ? { api: env.ENGINE_API } : {}) })
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
