@@ -5,6 +5,8 @@ import { join } from 'node:path'
 
 import test from 'ava'
 
+import { IMPLEMENTATIONS } from './helpers/harmony.mjs'
+
 const root = join(import.meta.dirname, '..')
 
 test('the README quick start runs and prints what the README describes', (t) => {
@@ -16,7 +18,7 @@ test('the README quick start runs and prints what the README describes', (t) => 
   const file = join(root, `.readme-quick-start-${process.pid}.mjs`)
   writeFileSync(file, code!)
   t.teardown(() => rmSync(file, { force: true }))
-  for (const implementation of ['native', 'js']) {
+  for (const implementation of IMPLEMENTATIONS) {
     const run = spawnSync(process.execPath, [file], { cwd: root, encoding: 'utf8', env: { ...process.env, HARMONY_STREAM_IMPL: implementation } })
     t.is(run.status, 0, run.stderr)
     const lines = run.stdout.split('\n')
@@ -34,7 +36,7 @@ test('the README pool example runs and prints what the README shows, on both imp
   const file = join(root, `.readme-pool-${process.pid}.mjs`)
   writeFileSync(file, code!)
   t.teardown(() => rmSync(file, { force: true }))
-  for (const implementation of ['native', 'js']) {
+  for (const implementation of IMPLEMENTATIONS) {
     const run = spawnSync(process.execPath, [file], { cwd: root, encoding: 'utf8', env: { ...process.env, HARMONY_STREAM_IMPL: implementation } })
     t.is(run.status, 0, run.stderr)
     t.is(run.stdout, expected!)
@@ -51,7 +53,7 @@ test('the README rendering example runs and prints what the README shows, on bot
   const file = join(root, `.readme-render-${process.pid}.mjs`)
   writeFileSync(file, code!)
   t.teardown(() => rmSync(file, { force: true }))
-  for (const implementation of ['native', 'js']) {
+  for (const implementation of IMPLEMENTATIONS) {
     const run = spawnSync(process.execPath, [file], { cwd: root, encoding: 'utf8', env: { ...process.env, HARMONY_STREAM_IMPL: implementation } })
     t.is(run.status, 0, run.stderr)
     t.is(run.stdout, expected!)

@@ -7,7 +7,7 @@ import test from 'ava'
 
 import { HarmonyParseError, HarmonyStreamParser, type HarmonyStreamParserOptions } from 'harmony-stream'
 
-import { SPECIAL, harmony, random, randomBatches } from './helpers/harmony.mjs'
+import { IMPLEMENTATIONS, SPECIAL, harmony, nativeTest, random, randomBatches } from './helpers/harmony.mjs'
 import { transcript } from './helpers/transcript.mjs'
 
 /** Tokens models put in headers and between messages, to make malformed streams likely. */
@@ -46,7 +46,7 @@ const OPTIONS: HarmonyStreamParserOptions[] = [
   { role: 'user', strict: true, maxHeaderTokens: 12 },
 ]
 
-test('native and js agree on random streams at random batch splits', (t) => {
+nativeTest(test)('native and js agree on random streams at random batch splits', (t) => {
   const next = random(20261121)
   let streams = 0
   for (let i = 0; i < 400; i++) {
@@ -66,7 +66,7 @@ test('lenient results do not depend on the batch split', (t) => {
   const next = random(7)
   for (let i = 0; i < 300; i++) {
     const tokens = randomStream(next)
-    for (const implementation of ['native', 'js'] as const) {
+    for (const implementation of IMPLEMENTATIONS) {
       const whole = transcript([tokens], {}, implementation)
       const split = transcript(randomBatches(tokens, next, 1 + Math.floor(next() * 16)), {}, implementation)
       const messagesOf = (log: unknown[]) => log[log.length - 2]
@@ -78,7 +78,7 @@ test('lenient results do not depend on the batch split', (t) => {
   }
 })
 
-test('both implementations decode every token id identically', (t) => {
+nativeTest(test)('both implementations decode every token id identically', (t) => {
   // One message holding every id except the stop tokens, in batches of 4096: byte-level tokens that do
   // not form valid UTF-8 on their own exercise the assembler as well.
   const stops = new Set([SPECIAL['<|end|>'], SPECIAL['<|return|>'], SPECIAL['<|call|>']])
@@ -95,7 +95,7 @@ test('both implementations decode every token id identically', (t) => {
   t.is(texts[0], texts[1])
 })
 
-test("header error texts escape characters exactly as Rust's {:?} does", (t) => {
+nativeTest(test)("header error texts escape characters exactly as Rust's {:?} does", (t) => {
   // Every code point in leftover header words, so each implementation formats it in the error message.
   const mismatches: string[] = []
   for (let base = 0; base < 0x110000; base += 0x800) {

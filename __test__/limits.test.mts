@@ -19,7 +19,7 @@ import {
   compactCapacity,
 } from 'harmony-stream'
 
-import { IMPLEMENTATIONS, SPECIAL, harmony } from './helpers/harmony.mjs'
+import { IMPLEMENTATIONS, SPECIAL, harmony, nativeTest } from './helpers/harmony.mjs'
 
 const root = join(import.meta.dirname, '..')
 
@@ -30,7 +30,7 @@ interface DebugBinding {
 
 const streamId = (parser: HarmonyStreamParser) => (parser as unknown as { engine: { id: number } }).engine.id
 
-test('a Rust panic reaches JavaScript as an error, only its parser is broken, and the process lives on', (t) => {
+nativeTest(test)('a Rust panic reaches JavaScript as an error, only its parser is broken, and the process lives on', (t) => {
   const require = createRequire(import.meta.url)
   // The same module instance the package loaded (same file), so the same pool of parsers.
   const native = require(join(root, 'native.cjs')) as DebugBinding

@@ -13,6 +13,8 @@ import ts from 'typescript'
 
 import * as esm from 'harmony-stream'
 
+import { nativeTest } from './helpers/harmony.mjs'
+
 const require = createRequire(import.meta.url)
 const root = join(import.meta.dirname, '..')
 
@@ -56,7 +58,7 @@ function load(env: Record<string, string | undefined>, cwd = root): ReturnType<t
   return spawnSync(process.execPath, ['-e', script], { cwd, env: { ...process.env, ...env }, encoding: 'utf8' })
 }
 
-test('HARMONY_STREAM_IMPL forces an implementation', (t) => {
+nativeTest(test)('HARMONY_STREAM_IMPL forces an implementation', (t) => {
   t.is(load({ HARMONY_STREAM_IMPL: 'js' }).stdout, 'js Hello\n')
   t.is(load({ HARMONY_STREAM_IMPL: 'native' }).stdout, 'native Hello\n')
   t.is(load({ HARMONY_STREAM_IMPL: undefined }).stdout, 'native Hello\n', 'native is preferred where it loads')
@@ -77,10 +79,12 @@ test('where no native binary fits, the package runs on TypeScript; forcing nativ
   t.is(quiet.stderr, '', 'no warning on start')
   const forced = load({ HARMONY_STREAM_IMPL: 'native' }, dir)
   t.not(forced.status, 0)
-  t.regex(String(forced.stderr), /HARMONY_STREAM_IMPL=native, but the native addon could not be loaded: .+/)
+  t.regex(String(forced.stderr), /HARMONY_STREAM_IMPL=native, but the native addon could not be loaded: there is no native binary for this platform \(linux-x64\)/)
+  t.regex(String(forced.stderr), /npm run build:native/)
+  t.notRegex(String(forced.stderr).split('\n')[0] ?? '', /optional dependencies/, 'not napi-rs\'s npm advice')
 })
 
-test('the native parser works from worker threads', (t) => {
+nativeTest(test)('the native parser works from worker threads', (t) => {
   const script = `
     const { Worker } = require('node:worker_threads')
     const code = "const m = require('harmony-stream'); require('node:worker_threads').parentPort.postMessage(m.implementation + ' ' + m.parseCompletion([200005, 17196, 200008, 13225]).at(-1).content)"

@@ -24,7 +24,7 @@ import {
 } from 'harmony-stream'
 
 import { StreamDecoder, singleRange, streamRanges } from './helpers/compact-decoder.mjs'
-import { IMPLEMENTATIONS, SPECIAL, harmony } from './helpers/harmony.mjs'
+import { IMPLEMENTATIONS, SPECIAL, harmony, nativeTest } from './helpers/harmony.mjs'
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 200)
 const ALL_SPECIALS = [...Object.values(SPECIAL), 199998, 200018, 201088]
@@ -218,7 +218,7 @@ for (const implementation of IMPLEMENTATIONS) {
   })
 }
 
-test('native and js pools write identical compact output', (t) => {
+nativeTest(test)('native and js pools write identical compact output', (t) => {
   fc.assert(
     fc.property(fc.array(streamCase, { minLength: 1, maxLength: 5 }), fc.array(fc.nat(), { maxLength: 30 }), (streams, order) => {
       const cases = streams.map((s) => ({ chunks: cut(s.tokens, s.cuts), options: s.options }))

@@ -13,7 +13,7 @@ import fc from 'fast-check'
 
 import { HarmonyStreamParser } from 'harmony-stream'
 
-import { IMPLEMENTATIONS, SPECIAL, harmony, replay } from './helpers/harmony.mjs'
+import { IMPLEMENTATIONS, SPECIAL, harmony, replay, nativeTest } from './helpers/harmony.mjs'
 import { decodeTokens } from './helpers/token-bytes.mjs'
 import { transcript } from './helpers/transcript.mjs'
 
@@ -49,7 +49,7 @@ const options = fc.record({
   maxHeaderTokens: fc.integer({ min: 1, max: 40 }),
 })
 
-test('native ≡ js on random streams, strict and lenient, at random splits', (t) => {
+nativeTest(test)('native ≡ js on random streams, strict and lenient, at random splits', (t) => {
   fc.assert(
     fc.property(stream, cuts, options, (tokens, at, opts) => {
       const chunks = split(tokens, at)

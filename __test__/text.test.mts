@@ -9,7 +9,7 @@ import test from 'ava'
 import { HarmonyStreamParser, HarmonyTextParser, type Implementation } from 'harmony-stream'
 
 import { generator } from './helpers/generator.mjs'
-import { IMPLEMENTATIONS, random } from './helpers/harmony.mjs'
+import { IMPLEMENTATIONS, random, nativeTest } from './helpers/harmony.mjs'
 import { decodeTokens } from './helpers/token-bytes.mjs'
 
 const STREAMS = Number(process.env.TEXT_STREAMS ?? 300)
@@ -57,7 +57,7 @@ for (const implementation of IMPLEMENTATIONS) {
   })
 }
 
-test('native and js text parsers agree chunk by chunk', (t) => {
+nativeTest(test)('native and js text parsers agree chunk by chunk', (t) => {
   const streams = generator(21)
   const next = random(22)
   for (let n = 0; n < 100; n++) {

@@ -1,13 +1,25 @@
-// Streams a gpt-oss completion (reasoning, a preamble, a tool call, then after the tool result the final
-// answer) through HarmonyStreamParser at a given stream interval, and prints what a gateway would route
-// at each engine step. Run: npm run demo [-- --interval 20] [--impl js|native]
+// Streams a gpt-oss completion (reasoning, a preamble, then a tool call that ends the completion with
+// <|call|>, where a gateway would run the tool) through HarmonyStreamParser at a given stream interval, and
+// prints what a gateway would route at each engine step. Run: npm run demo [-- --interval 20] [--impl js|native]
 import { parseArgs } from 'node:util'
 
 import { encode } from 'gpt-tokenizer/encoding/o200k_base'
 import { HarmonyStreamParser, implementation } from 'harmony-stream'
 
-const { values } = parseArgs({ options: { interval: { type: 'string', default: '20' }, impl: { type: 'string' } } })
+function usage(problem) {
+  console.error(`demo: ${problem}\nusage: npm run demo [-- --interval N] [--impl js|native]   (N: tokens per engine step, a positive integer)`)
+  process.exit(2)
+}
+
+let values
+try {
+  ;({ values } = parseArgs({ options: { interval: { type: 'string', default: '20' }, impl: { type: 'string' } } }))
+} catch (error) {
+  usage(error.message)
+}
 const interval = Number(values.interval)
+if (!/^\d+$/.test(values.interval) || !Number.isSafeInteger(interval) || interval < 1) usage(`--interval must be a positive integer, not ${JSON.stringify(values.interval)}`)
+if (values.impl !== undefined && values.impl !== 'js' && values.impl !== 'native') usage(`--impl must be js or native, not ${JSON.stringify(values.impl)}`)
 
 const SPECIAL = { '<|start|>': 200006, '<|end|>': 200007, '<|message|>': 200008, '<|channel|>': 200005, '<|constrain|>': 200003, '<|return|>': 200002, '<|call|>': 200012 }
 /** Harmony text → token ids: markers as special tokens, everything else o200k BPE. */

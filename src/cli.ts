@@ -82,9 +82,13 @@ export function parseArguments(args: string[], isTty: boolean, env: NodeJS.Proce
   return options
 }
 
+/** Harmony markers or words: input that is text, for `--text`, not token ids. */
+const LOOKS_LIKE_TEXT = /<\||[A-Za-z]{2,}/
+
 /** The completions in the input: one, or several from a replay file. */
 export function readCompletions(text: string): number[][] {
   const trimmed = text.trim()
+  if (trimmed === '') throw new UsageError('the input is empty: give token ids (a JSON array or numbers separated by spaces), a replay file, or text with --text')
   let value: unknown
   if (trimmed.startsWith('[')) {
     try {
@@ -93,13 +97,18 @@ export function readCompletions(text: string): number[][] {
       throw new UsageError(`the input is not valid JSON: ${(error as Error).message}`)
     }
   } else {
-    value = trimmed.split(/[\s,]+/).filter((word) => word !== '').map(Number)
+    value = trimmed.split(/[\s,]+/).filter((word) => word !== '').map((word) => (/^\d+$/.test(word) ? Number(word) : word))
   }
   if (!Array.isArray(value)) throw new UsageError('expected an array of token ids or of { "tokens": [...] }')
   const completions = value.length > 0 && typeof value[0] === 'object' && value[0] !== null ? value.map((entry) => (entry as { tokens?: unknown }).tokens) : [value]
   return completions.map((tokens, n) => {
-    if (!Array.isArray(tokens) || !tokens.every((id) => Number.isInteger(id) && id >= 0 && id <= 201_088)) {
-      throw new UsageError(`completion ${n}: token ids must be integers from 0 to 201088`)
+    const where = completions.length > 1 ? `completion ${n}, ` : ''
+    if (!Array.isArray(tokens)) throw new UsageError(`${where.replace(/, $/, '')}: expected an array of token ids`)
+    const bad = tokens.findIndex((id) => !Number.isInteger(id) || id < 0 || id > 201_088)
+    if (bad >= 0) {
+      const hint = LOOKS_LIKE_TEXT.test(trimmed) ? '; this looks like text: add --text to read Harmony text' : ''
+      const shown = JSON.stringify(tokens[bad]) ?? String(tokens[bad])
+      throw new UsageError(`${where}token ${bad} is ${shown.length > 40 ? `${shown.slice(0, 40)}…` : shown}, not a token id (an integer from 0 to 201088)${hint}`)
     }
     return tokens as number[]
   })
@@ -138,7 +147,7 @@ interface Output {
  * Runs the command; returns the exit status. Results go to stdout; with `--events` (JSON lines, for tools
  * such as jq) diagnostics, errors and completion headings go to stderr.
  */
-export function run(args: string[], io: { stdout: Output; stderr?: Output; stdin: () => string; env: NodeJS.ProcessEnv }): number {
+export function run(args: string[], io: { stdout: Output; stderr?: Output; stdin: () => string; stdinIsTTY?: boolean; env: NodeJS.ProcessEnv }): number {
   const write = (line: string) => io.stdout.write(`${line}\n`)
   const stderr = io.stderr ?? io.stdout
   const note = (line: string) => stderr.write(`${line}\n`)
@@ -150,6 +159,8 @@ export function run(args: string[], io: { stdout: Output; stderr?: Output; stdin
       write(HELP)
       return 0
     }
+    // Reading a terminal waits for typed input: say so, or it looks like a hang.
+    if (options.file === null && io.stdinIsTTY) note('harmony-stream: reading token ids from the terminal; end with Ctrl-D (or give a file)')
     const input = options.file === null ? io.stdin() : readFileSync(options.file, 'utf8')
     completions = options.text ? [input] : readCompletions(input)
   } catch (error) {

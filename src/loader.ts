@@ -27,8 +27,19 @@ function loadNative(): void {
   }
 }
 
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error)
+/**
+ * Why native is not here, in words a user can act on. napi-rs's own message (advice about npm and optional
+ * dependencies) does not apply: the addon is built at install, and is missing when cargo was absent then or
+ * the build failed. The original error stays as `cause`.
+ */
+function nativeMissing(prefix: string): Error {
+  const platform = `${process.platform}-${process.arch}`
+  return new Error(
+    `${prefix}: there is no native binary for this platform (${platform}). It is built when the package is installed, ` +
+      'if cargo (Rust) is present then; the install went on without it (cargo absent, or the build failed). ' +
+      'Build it with `npm run build:native` in the package folder, or use the TypeScript implementation (HARMONY_STREAM_IMPL=js).',
+    { cause: nativeError },
+  )
 }
 
 function choose(): Implementation {
@@ -40,7 +51,7 @@ function choose(): Implementation {
   loadNative()
   if (native) return 'native'
   if (forced === 'native') {
-    throw new Error(`HARMONY_STREAM_IMPL=native, but the native addon could not be loaded: ${describe(nativeError)}`)
+    throw nativeMissing('HARMONY_STREAM_IMPL=native, but the native addon could not be loaded')
   }
   return 'js'
 }
@@ -54,7 +65,7 @@ let nativeVocabularyLoaded = false
 export function nativeBinding(): NativeBinding {
   if (!native) loadNative()
   if (!native) {
-    throw new Error(`the native implementation is not available: ${describe(nativeError ?? 'HARMONY_STREAM_IMPL=js')}`)
+    throw nativeError === null ? new Error('the native implementation is not available: HARMONY_STREAM_IMPL=js') : nativeMissing('the native implementation is not available')
   }
   if (!nativeVocabularyLoaded) {
     native.loadVocabulary(vocabularyPath())
