@@ -26,36 +26,25 @@ test('the README quick start runs and prints what the README describes', (t) => 
   }
 })
 
-test('the README pool example runs and prints what the README shows, on both implementations', (t) => {
-  const readme = readFileSync(join(root, 'README.md'), 'utf8')
-  const section = readme.slice(readme.indexOf('### Fast path and pools'))
-  const code = /```js\n([\s\S]*?)```/.exec(section)?.[1]
-  const expected = /prints\n\n```\n([\s\S]*?)```/.exec(section)?.[1]
-  t.truthy(code, 'the section has a js block')
-  t.truthy(expected, 'the section shows its output')
-  const file = join(root, `.readme-pool-${process.pid}.mjs`)
-  writeFileSync(file, code!)
-  t.teardown(() => rmSync(file, { force: true }))
-  for (const implementation of IMPLEMENTATIONS) {
-    const run = spawnSync(process.execPath, [file], { cwd: root, encoding: 'utf8', env: { ...process.env, HARMONY_STREAM_IMPL: implementation } })
-    t.is(run.status, 0, run.stderr)
-    t.is(run.stdout, expected!)
-  }
-})
+/** Runs the first js block of a README section on both implementations; it must print the block after "prints". */
+function readmeExampleTest(title: string, heading: string, stem: string): void {
+  test(title, (t) => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8')
+    const section = readme.slice(readme.indexOf(heading))
+    const code = /```js\n([\s\S]*?)```/.exec(section)?.[1]
+    const expected = /prints\n\n```\n([\s\S]*?)```/.exec(section)?.[1]
+    t.truthy(code, 'the section has a js block')
+    t.truthy(expected, 'the section shows its output')
+    const file = join(root, `.readme-${stem}-${process.pid}.mjs`)
+    writeFileSync(file, code!)
+    t.teardown(() => rmSync(file, { force: true }))
+    for (const implementation of IMPLEMENTATIONS) {
+      const run = spawnSync(process.execPath, [file], { cwd: root, encoding: 'utf8', env: { ...process.env, HARMONY_STREAM_IMPL: implementation } })
+      t.is(run.status, 0, run.stderr)
+      t.is(run.stdout, expected!)
+    }
+  })
+}
 
-test('the README rendering example runs and prints what the README shows, on both implementations', (t) => {
-  const readme = readFileSync(join(root, 'README.md'), 'utf8')
-  const section = readme.slice(readme.indexOf('## Rendering requests'))
-  const code = /```js\n([\s\S]*?)```/.exec(section)?.[1]
-  const expected = /prints\n\n```\n([\s\S]*?)```/.exec(section)?.[1]
-  t.truthy(code, 'the section has a js block')
-  t.truthy(expected, 'the section shows its output')
-  const file = join(root, `.readme-render-${process.pid}.mjs`)
-  writeFileSync(file, code!)
-  t.teardown(() => rmSync(file, { force: true }))
-  for (const implementation of IMPLEMENTATIONS) {
-    const run = spawnSync(process.execPath, [file], { cwd: root, encoding: 'utf8', env: { ...process.env, HARMONY_STREAM_IMPL: implementation } })
-    t.is(run.status, 0, run.stderr)
-    t.is(run.stdout, expected!)
-  }
-})
+readmeExampleTest('the README pool example runs and prints what the README shows, on both implementations', '### Fast path and pools', 'pool')
+readmeExampleTest('the README rendering example runs and prints what the README shows, on both implementations', '## Rendering requests', 'render')

@@ -109,31 +109,36 @@ export function createGateway({
     return { tokens, truncated: finishReason === 'length' }
   }
 
-  async function chat(request, response, body) {
-    const params = chatGenerationParameters(body)
-    const prompt = renderChatCompletionRequest(body, renderOptions)
-    const abort = abortOnClose(response)
-    const steps = await generate(request, prompt, params, abort.signal)
-    const options = { model: params.model, promptTokens: prompt.promptTokens, parser: { implementation, toolNames: prompt.toolNames } }
-    if (!params.stream) {
-      const { tokens, truncated } = await collect(steps)
-      return sendJson(response, 200, withoutDiagnostics(chatCompletion(tokens, { ...options, truncated }), onDiagnostic))
-    }
-    const adapter = new ChatCompletionsStream({ ...options, includeUsage: params.includeUsage })
-    report(await pipeSse(response, adapter, steps, { abort, frames, coalesceMs }), adapter)
+  /** What differs between the two APIs; the path through them is the same (`serve`). */
+  const apis = {
+    chat: {
+      parameters: chatGenerationParameters,
+      render: renderChatCompletionRequest,
+      adapterOptions: (params, prompt) => ({ model: params.model, promptTokens: prompt.promptTokens }),
+      whole: chatCompletion,
+      stream: (options, params) => new ChatCompletionsStream({ ...options, includeUsage: params.includeUsage }),
+    },
+    responses: {
+      parameters: responsesGenerationParameters,
+      render: renderResponsesRequest,
+      adapterOptions: (params, prompt) => ({ model: params.model, inputTokens: prompt.promptTokens }),
+      whole: responseObject,
+      stream: (options) => new ResponsesStream(options),
+    },
   }
 
-  async function responses(request, response, body) {
-    const params = responsesGenerationParameters(body)
-    const prompt = renderResponsesRequest(body, renderOptions)
+  /** request → render → engine → adapter → SSE (or one JSON object). */
+  async function serve(api, request, response, body) {
+    const params = api.parameters(body)
+    const prompt = api.render(body, renderOptions)
     const abort = abortOnClose(response)
     const steps = await generate(request, prompt, params, abort.signal)
-    const options = { model: params.model, inputTokens: prompt.promptTokens, parser: { implementation, toolNames: prompt.toolNames } }
+    const options = { ...api.adapterOptions(params, prompt), parser: { implementation, toolNames: prompt.toolNames } }
     if (!params.stream) {
       const { tokens, truncated } = await collect(steps)
-      return sendJson(response, 200, withoutDiagnostics(responseObject(tokens, { ...options, truncated }), onDiagnostic))
+      return sendJson(response, 200, withoutDiagnostics(api.whole(tokens, { ...options, truncated }), onDiagnostic))
     }
-    const adapter = new ResponsesStream(options)
+    const adapter = api.stream(options, params)
     report(await pipeSse(response, adapter, steps, { abort, frames, coalesceMs }), adapter)
   }
 
@@ -143,16 +148,16 @@ export function createGateway({
   }
 
   const routes = {
-    '/v1/chat/completions': { POST: (request, response) => withBody(request, response, chat) },
-    '/v1/responses': { POST: (request, response) => withBody(request, response, responses) },
+    '/v1/chat/completions': { POST: (request, response) => withBody(request, response, apis.chat) },
+    '/v1/responses': { POST: (request, response) => withBody(request, response, apis.responses) },
     '/v1/models': { GET: (_request, response) => sendJson(response, 200, { object: 'list', data: [{ id: model, object: 'model', created, owned_by: 'harmony-stream' }] }) },
     '/health': { GET: (_request, response) => sendJson(response, 200, { status: 'ok', engine: engine.name, implementation }) },
   }
   if (stats !== null) routes['/stats'] = { GET: (_request, response) => sendJson(response, 200, stats()) }
 
-  async function withBody(request, response, handle) {
+  async function withBody(request, response, api) {
     const body = await readJsonBody(request, { limit: bodyLimit })
-    await handle(request, response, body)
+    await serve(api, request, response, body)
   }
 
   return createServer(async (request, response) => {
