@@ -62,6 +62,8 @@ function tokensOf(step: SseStep): { tokens: Uint32Array | readonly number[]; fin
 }
 
 export async function pipeSse(response: ServerResponse, adapter: ChatCompletionsStream | ResponsesStream, steps: AsyncIterable<SseStep>, options: PipeSseOptions = {}): Promise<PipeSseResult> {
+  const coalesceMs = options.coalesceMs ?? 0
+  if (typeof coalesceMs !== 'number' || !Number.isFinite(coalesceMs) || coalesceMs < 0) throw new TypeError('pipeSse: coalesceMs must be a non-negative number')
   const chat = adapter instanceof ChatCompletionsStream
   const viaObjects = options.frames === 'objects'
   const start = () => (viaObjects ? responsesFrames((adapter as ResponsesStream).start()) : (adapter as ResponsesStream).startSse())
@@ -85,8 +87,6 @@ export async function pipeSse(response: ServerResponse, adapter: ChatCompletions
     wake?.()
   }
   response.on('close', onClose).on('drain', onDrain)
-  const coalesceMs = options.coalesceMs ?? 0
-  if (!Number.isFinite(coalesceMs) || coalesceMs < 0) throw new TypeError('pipeSse: coalesceMs must be a non-negative number')
   let pending = ''
   let timer: NodeJS.Timeout | null = null
   /** Writes what was collected; `full` if the socket's buffer is full (wait for 'drain' before pulling more). */
