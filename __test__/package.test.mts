@@ -18,16 +18,28 @@ import { nativeTest } from './helpers/harmony.mjs'
 const require = createRequire(import.meta.url)
 const root = join(import.meta.dirname, '..')
 
-test('import and require expose the same objects', (t) => {
+const runtimeNames = (module: object) => Object.keys(module).filter((name) => name !== '__esModule' && name !== 'default').sort()
+
+test('import and require expose the same objects', async (t) => {
   const cjs = require('harmony-stream') as typeof esm
-  const runtimeNames = (module: object) => Object.keys(module).filter((name) => name !== '__esModule' && name !== 'default').sort()
   t.deepEqual(runtimeNames(esm), runtimeNames(cjs))
   t.is(esm.HarmonyStreamParser, cjs.HarmonyStreamParser, 'one class identity, so instanceof works across both')
   t.is(esm.HarmonyParseError, cjs.HarmonyParseError)
+  const enginesEsm = await import('harmony-stream/engines')
+  const enginesCjs = require('harmony-stream/engines') as typeof enginesEsm
+  t.deepEqual(runtimeNames(enginesEsm), runtimeNames(enginesCjs))
+  t.is(enginesEsm.EngineError, enginesCjs.EngineError)
+  t.true(new enginesCjs.EngineError('x', 'y', { engine: 'e' }) instanceof esm.HarmonyError, 'engine errors are HarmonyErrors of the same class')
 })
 
-test('the shipped typings declare exactly the runtime exports', (t) => {
-  for (const entry of ['dist/index.d.ts', 'dist/index.d.mts']) {
+test('the shipped typings declare exactly the runtime exports', async (t) => {
+  const engines = runtimeNames(await import('harmony-stream/engines'))
+  for (const [entry, runtime] of [
+    ['dist/index.d.ts', runtimeNames(esm)],
+    ['dist/index.d.mts', runtimeNames(esm)],
+    ['dist/engines/index.d.ts', engines],
+    ['dist/engines/index.d.mts', engines],
+  ] as const) {
     const program = ts.createProgram([join(root, entry)], { strict: true, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext })
     const checker = program.getTypeChecker()
     const source = program.getSourceFile(join(root, entry))!
@@ -39,7 +51,7 @@ test('the shipped typings declare exactly the runtime exports', (t) => {
       })
       .map((symbol) => symbol.name)
       .sort()
-    t.deepEqual(values, Object.keys(esm).sort(), entry)
+    t.deepEqual(values, runtime, entry)
   }
 })
 
