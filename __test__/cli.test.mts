@@ -73,12 +73,21 @@ test('inspect: help, bad input and strict errors have their exit codes', (t) => 
   t.regex(bad.stderr, /token 2 is 999999, not a token id \(an integer from 0 to 201088\)/)
   const replayBad = cli(['inspect'], JSON.stringify([{ tokens: [1] }, { tokens: [1, -3] }]))
   t.regex(replayBad.stderr, /completion 1, token 1 is -3/)
+  t.notRegex(replayBad.stderr, /--text/, 'the "tokens" keys of a replay file are not text')
+  t.regex(cli(['inspect'], JSON.stringify([{ tokens: [1] }, { ids: [2] }])).stderr, /completion 1: expected \{ "tokens": \[\.\.\.\] \}/)
+  const words = cli(['inspect'], '200005 hello world')
+  t.is(words.status, 2)
+  t.regex(words.stderr, /token 1 is "hello", not a token id \(an integer from 0 to 201088\); this looks like text: add --text/)
+  t.notRegex(cli(['inspect'], '[1, 2.5]').stderr, /--text/, 'a number is not text')
   const text = cli(['inspect'], '<|channel|>final<|message|>Hello<|return|>')
   t.is(text.status, 2)
   t.regex(text.stderr, /token 0 is "<\|channel\|>final<\|message\|>Hello<\|retur…, not a token id.*add --text/)
-  const empty = cli(['inspect'], '  \n')
-  t.is(empty.status, 2)
-  t.regex(empty.stderr, /the input is empty/)
+  for (const args of [['inspect'], ['inspect', '--text']]) {
+    const empty = cli(args, '  \n')
+    t.is(empty.status, 2, args.join(' '))
+    t.regex(empty.stderr, /^harmony-stream: the input is empty: give token ids/, args.join(' '))
+    t.is(empty.stdout, '', args.join(' '))
+  }
   t.is(cli(['inspect', join(dir, 'missing.json')]).status, 2)
   const strict = cli(['inspect', '--strict'], harmony('<|channel|>final').join(' '))
   t.is(strict.status, 1)
@@ -91,4 +100,30 @@ test('inspect --text reads Harmony text whose markers are text', (t) => {
   t.is(run.stdout, 'assistant [analysis] (end)\n  Think.\nassistant [commentary] to=functions.f <json> (call)\n  {"a":1}\n')
   const events = cli(['inspect', '--text', '--events', 'chat'], '<|channel|>final<|message|>hi<|return|>').stdout.trim().split('\n').map((l) => JSON.parse(l))
   t.is(events[0].choices[0].delta.content, 'hi')
+})
+
+test('inspect on a terminal with no file says on stderr that it waits for input on stdin, and how to end it', async (t) => {
+  const { run: runCli } = (await import(join(root, 'dist', 'cli.js'))) as { run: (args: string[], io: object) => number }
+  const inspect = (args: string[], stdinIsTTY: boolean) => {
+    const out = { stdout: '', stderr: '' }
+    const status = runCli(args, {
+      stdout: { write: (s: string) => (out.stdout += s) },
+      stderr: { write: (s: string) => (out.stderr += s) },
+      stdin: () => harmony('<|channel|>final<|message|>Hi<|return|>').join(' '),
+      stdinIsTTY,
+      env: {},
+    })
+    return { status, ...out }
+  }
+  const typed = inspect(['inspect'], true)
+  t.is(typed.status, 0)
+  const endKey = process.platform === 'win32' ? 'Ctrl-Z then Enter' : 'Ctrl-D'
+  t.is(typed.stderr, `harmony-stream: waiting for token ids on stdin; end with ${endKey} (or give a file: harmony-stream inspect <file>)\n`)
+  t.is(typed.stdout, 'assistant [final] (return)\n  Hi\n', 'the note stays off stdout')
+  t.regex(inspect(['inspect', '--text'], true).stderr, /waiting for Harmony text on stdin/)
+  t.is(inspect(['inspect'], false).stderr, '', 'no note when stdin is piped')
+  const file = join(dir, 'tty.json')
+  writeFileSync(file, JSON.stringify(completion))
+  t.is(inspect(['inspect', file], true).stderr, '', 'no note when a file is given')
+  t.regex(cli(['--help']).stdout, /when stdin is a terminal, it says so on stderr and waits for ids typed or pasted there, up to Ctrl-D/)
 })

@@ -3,12 +3,12 @@
  * loader's choice of implementation (HARMONY_STREAM_IMPL, and a machine where no native binary fits).
  */
 import { execFileSync, spawnSync } from 'node:child_process'
-import { cpSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
+import { cpSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
-import test from 'ava'
+import test, { type ExecutionContext } from 'ava'
 import ts from 'typescript'
 
 import * as esm from 'harmony-stream'
@@ -70,30 +70,69 @@ function load(env: Record<string, string | undefined>, cwd = root): ReturnType<t
   return spawnSync(process.execPath, ['-e', script], { cwd, env: { ...process.env, ...env }, encoding: 'utf8' })
 }
 
-nativeTest(test)('HARMONY_STREAM_IMPL forces an implementation', (t) => {
+/** The error of loading the package in `cwd` with native forced, as `{ message, cause }`. */
+function forceNative(cwd: string, nativeLibraryPath?: string): { message: string; cause: string } {
+  const script = "try { require('harmony-stream') } catch (e) { console.log(JSON.stringify({ message: e.message, cause: String(e.cause?.message) })) }"
+  const env = { ...process.env, HARMONY_STREAM_IMPL: 'native', NAPI_RS_NATIVE_LIBRARY_PATH: nativeLibraryPath }
+  const run = spawnSync(process.execPath, ['-e', script], { cwd, env, encoding: 'utf8' })
+  return JSON.parse(run.stdout || 'null') ?? { message: `no error: ${run.stdout}${run.stderr}`, cause: '' }
+}
+
+test('HARMONY_STREAM_IMPL=js forces js, and other values are refused', (t) => {
   t.is(load({ HARMONY_STREAM_IMPL: 'js' }).stdout, 'js Hello\n')
-  t.is(load({ HARMONY_STREAM_IMPL: 'native' }).stdout, 'native Hello\n')
-  t.is(load({ HARMONY_STREAM_IMPL: undefined }).stdout, 'native Hello\n', 'native is preferred where it loads')
   const bad = load({ HARMONY_STREAM_IMPL: 'wasm' })
   t.not(bad.status, 0)
   t.regex(String(bad.stderr), /HARMONY_STREAM_IMPL must be 'native' or 'js', not 'wasm'/)
 })
 
-test('where no native binary fits, the package runs on TypeScript; forcing native says why not', (t) => {
-  // A copy of the package without any .node file, as on a platform with no prebuilt binary and no cargo.
+nativeTest(test)('HARMONY_STREAM_IMPL=native forces native, which is also the default where it loads', (t) => {
+  t.is(load({ HARMONY_STREAM_IMPL: 'native' }).stdout, 'native Hello\n')
+  t.is(load({ HARMONY_STREAM_IMPL: undefined }).stdout, 'native Hello\n', 'native is preferred where it loads')
+})
+
+/** A copy of the package without any .node file, as on a machine where the install had no cargo; `node_modules` holds it. */
+function packageWithoutAddon(t: ExecutionContext): { dir: string; pkg: string } {
   const dir = mkdtempSync(join(tmpdir(), 'harmony-stream-nonative-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const pkg = join(dir, 'node_modules', 'harmony-stream')
   for (const file of ['package.json', 'native.cjs', 'native.d.ts', 'dist']) cpSync(join(root, file), join(pkg, file), { recursive: true })
   symlinkSync(join(root, 'node_modules', 'gpt-tokenizer'), join(dir, 'node_modules', 'gpt-tokenizer'))
-  const quiet = load({ HARMONY_STREAM_IMPL: undefined }, dir)
+  return { dir, pkg }
+}
+
+const platform = `${process.platform}-${process.arch}`
+
+test('where no native binary fits, the package runs on TypeScript; forcing native says what is missing and how to build it', (t) => {
+  const { dir } = packageWithoutAddon(t)
+  const quiet = load({ HARMONY_STREAM_IMPL: undefined, NAPI_RS_NATIVE_LIBRARY_PATH: undefined }, dir)
   t.is(quiet.stdout, 'js Hello\n')
   t.is(quiet.stderr, '', 'no warning on start')
-  const forced = load({ HARMONY_STREAM_IMPL: 'native' }, dir)
+  const forced = load({ HARMONY_STREAM_IMPL: 'native', NAPI_RS_NATIVE_LIBRARY_PATH: undefined }, dir)
   t.not(forced.status, 0)
-  t.regex(String(forced.stderr), /HARMONY_STREAM_IMPL=native, but the native addon could not be loaded: there is no native binary for this platform \(linux-x64\)/)
-  t.regex(String(forced.stderr), /npm run build:native/)
-  t.notRegex(String(forced.stderr).split('\n')[0] ?? '', /optional dependencies/, 'not napi-rs\'s npm advice')
+  t.true(String(forced.stderr).includes(`HARMONY_STREAM_IMPL=native, but the native addon could not be loaded: there is no native binary for this platform (${platform})`), String(forced.stderr))
+  const { message, cause } = forceNative(dir)
+  t.regex(message, /cargo \(Rust\)/)
+  t.regex(message, /`npm run build:native`/)
+  t.notRegex(message, /optional dependencies/, "not napi-rs's npm advice")
+  t.regex(cause, /^Cannot find native binding/, "napi-rs's error is kept as the cause")
+})
+
+test('a native binary that is there but does not load is named, not called missing', (t) => {
+  const { dir, pkg } = packageWithoutAddon(t)
+  // The file name napi-rs's loader looks for here (linux: gnu or musl libc, as it tells them apart).
+  const libc = process.platform === 'linux' ? ((process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime ? '-gnu' : '-musl') : ''
+  const abi = process.platform === 'win32' ? '-msvc' : libc
+  const file = `harmony-stream.${platform}${abi}.node`
+  writeFileSync(join(pkg, file), 'not a shared library')
+  const { message, cause } = forceNative(dir)
+  t.true(message.includes(`the native binary ${file} is there but did not load`), message)
+  t.regex(message, /`npm run build:native`/)
+  t.regex(cause, /^Cannot find native binding/)
+})
+
+test("napi-rs's NAPI_RS_NATIVE_LIBRARY_PATH naming a file that does not load is what the message names", (t) => {
+  const { message } = forceNative(root, '/nonexistent/harmony-stream.node')
+  t.true(message.includes('NAPI_RS_NATIVE_LIBRARY_PATH names /nonexistent/harmony-stream.node, which did not load'), message)
 })
 
 nativeTest(test)('the native parser works from worker threads', (t) => {

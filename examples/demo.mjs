@@ -35,7 +35,14 @@ const completion = tokensOf(
 const colour = { analysis: 35, commentary: 33, final: 32 }
 const paint = (channel, text) => (process.stdout.isTTY ? `\x1b[${colour[channel] ?? 36}m${text}\x1b[0m` : text)
 
-const parser = new HarmonyStreamParser({ role: 'assistant', implementation: values.impl ?? implementation })
+let parser
+try {
+  parser = new HarmonyStreamParser({ role: 'assistant', implementation: values.impl ?? implementation })
+} catch (error) {
+  // --impl native where the addon is not built: the loader's message says what is missing and how to build it.
+  console.error(`demo: ${error.message}`)
+  process.exit(1)
+}
 console.log(`harmony-stream on ${parser.implementation}; ${completion.length} tokens at stream interval ${interval}\n`)
 for (let step = 0; step * interval < completion.length; step++) {
   const closedBefore = parser.messages.length

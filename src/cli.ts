@@ -15,7 +15,9 @@ import type { HarmonyDiagnostic, HarmonyMessage, Implementation, Role } from './
 
 export const HELP = `Usage: harmony-stream inspect [file] [options]
 
-Parses Harmony token ids and prints the messages. Reads the file, or stdin when no file is given.
+Parses Harmony token ids and prints the messages. Reads the file, or stdin when no file is given;
+when stdin is a terminal, it says so on stderr and waits for ids typed or pasted there, up to Ctrl-D
+(Ctrl-Z then Enter on Windows).
 Input: a JSON array of token ids, token ids separated by whitespace or commas, or a replay file
 [{ "tokens": [...] }, ...] (each completion is parsed on its own). The ids are the completion after
 <|start|>assistant, as an engine returns them (use --role none if they start with <|start|>).
@@ -84,34 +86,49 @@ export function parseArguments(args: string[], isTty: boolean, env: NodeJS.Proce
 
 /** Harmony markers or words: input that is text, for `--text`, not token ids. */
 const LOOKS_LIKE_TEXT = /<\||[A-Za-z]{2,}/
+const TEXT_HINT = '; this looks like text: add --text to read Harmony text'
+
+/** The key that ends typed input on this platform's terminals. */
+const END_OF_INPUT = process.platform === 'win32' ? 'Ctrl-Z then Enter' : 'Ctrl-D'
+
+const EMPTY_INPUT = 'the input is empty: give token ids (a JSON array or numbers separated by spaces), a replay file, or text with --text'
+
+/** The input of `--text`: any text but none. */
+export function readText(text: string): string {
+  if (text.trim() === '') throw new UsageError(EMPTY_INPUT)
+  return text
+}
 
 /** The completions in the input: one, or several from a replay file. */
 export function readCompletions(text: string): number[][] {
   const trimmed = text.trim()
-  if (trimmed === '') throw new UsageError('the input is empty: give token ids (a JSON array or numbers separated by spaces), a replay file, or text with --text')
+  if (trimmed === '') throw new UsageError(EMPTY_INPUT)
   let value: unknown
   if (trimmed.startsWith('[')) {
     try {
       value = JSON.parse(trimmed)
     } catch (error) {
-      throw new UsageError(`the input is not valid JSON: ${(error as Error).message}`)
+      throw new UsageError(`the input is not valid JSON: ${(error as Error).message}${LOOKS_LIKE_TEXT.test(trimmed) ? TEXT_HINT : ''}`)
     }
   } else {
     value = trimmed.split(/[\s,]+/).filter((word) => word !== '').map((word) => (/^\d+$/.test(word) ? Number(word) : word))
   }
   if (!Array.isArray(value)) throw new UsageError('expected an array of token ids or of { "tokens": [...] }')
-  const completions = value.length > 0 && typeof value[0] === 'object' && value[0] !== null ? value.map((entry) => (entry as { tokens?: unknown }).tokens) : [value]
+  const isReplay = value.length > 0 && typeof value[0] === 'object' && value[0] !== null
+  const completions = isReplay ? value.map((entry) => (entry as { tokens?: unknown } | null)?.tokens) : [value]
   return completions.map((tokens, n) => {
-    const where = completions.length > 1 ? `completion ${n}, ` : ''
-    if (!Array.isArray(tokens)) throw new UsageError(`${where.replace(/, $/, '')}: expected an array of token ids`)
+    if (!Array.isArray(tokens)) throw new UsageError(`completion ${n}: expected { "tokens": [...] } with an array of token ids`)
     const bad = tokens.findIndex((id) => !Number.isInteger(id) || id < 0 || id > 201_088)
-    if (bad >= 0) {
-      const hint = LOOKS_LIKE_TEXT.test(trimmed) ? '; this looks like text: add --text to read Harmony text' : ''
-      const shown = JSON.stringify(tokens[bad]) ?? String(tokens[bad])
-      throw new UsageError(`${where}token ${bad} is ${shown.length > 40 ? `${shown.slice(0, 40)}…` : shown}, not a token id (an integer from 0 to 201088)${hint}`)
-    }
+    if (bad >= 0) throw new UsageError(`${isReplay ? `completion ${n}, ` : ''}${badTokenId(bad, tokens[bad])}`)
     return tokens as number[]
   })
+}
+
+/** The first bad id, by position and value; words (or markers) there mean the input was text. */
+function badTokenId(position: number, value: unknown): string {
+  const shown = JSON.stringify(value) ?? String(value)
+  const hint = typeof value === 'string' && LOOKS_LIKE_TEXT.test(value) ? TEXT_HINT : ''
+  return `token ${position} is ${shown.length > 40 ? `${shown.slice(0, 40)}…` : shown}, not a token id (an integer from 0 to 201088)${hint}`
 }
 
 const COLORS: Record<string, string> = { analysis: '\x1b[2;36m', commentary: '\x1b[35m', final: '\x1b[32m' }
@@ -160,9 +177,9 @@ export function run(args: string[], io: { stdout: Output; stderr?: Output; stdin
       return 0
     }
     // Reading a terminal waits for typed input: say so, or it looks like a hang.
-    if (options.file === null && io.stdinIsTTY) note('harmony-stream: reading token ids from the terminal; end with Ctrl-D (or give a file)')
+    if (options.file === null && io.stdinIsTTY) note(`harmony-stream: waiting for ${options.text ? 'Harmony text' : 'token ids'} on stdin; end with ${END_OF_INPUT} (or give a file: harmony-stream inspect <file>)`)
     const input = options.file === null ? io.stdin() : readFileSync(options.file, 'utf8')
-    completions = options.text ? [input] : readCompletions(input)
+    completions = options.text ? [readText(input)] : readCompletions(input)
   } catch (error) {
     if (!(error instanceof UsageError) && !(error as NodeJS.ErrnoException).code) throw error
     note(`harmony-stream: ${(error as Error).message}`)

@@ -2,6 +2,9 @@
  * Chooses the implementation once, at load: the native addon if it loads, the TypeScript one otherwise.
  * `HARMONY_STREAM_IMPL=native|js` forces one; forcing `native` where it cannot load throws, naming why.
  */
+import { readdirSync } from 'node:fs'
+import { join } from 'node:path'
+
 import type { Engine, PoolBackend } from './engine'
 import { JsEngine } from './fallback/engine'
 import { StreamPool } from './fallback/pool'
@@ -34,12 +37,27 @@ function loadNative(): void {
  */
 function nativeMissing(prefix: string): Error {
   const platform = `${process.platform}-${process.arch}`
-  return new Error(
-    `${prefix}: there is no native binary for this platform (${platform}). It is built when the package is installed, ` +
-      'if cargo (Rust) is present then; the install went on without it (cargo absent, or the build failed). ' +
-      'Build it with `npm run build:native` in the package folder, or use the TypeScript implementation (HARMONY_STREAM_IMPL=js).',
-    { cause: nativeError },
-  )
+  // napi-rs's loader then tries that file only.
+  const override = process.env.NAPI_RS_NATIVE_LIBRARY_PATH
+  const binaries = nativeBinariesFor(platform)
+  const what = override
+    ? `NAPI_RS_NATIVE_LIBRARY_PATH names ${override}, which did not load (the cause says why).`
+    : binaries.length === 0
+      ? `there is no native binary for this platform (${platform}). It is built when the package is installed, ` +
+        'if cargo (Rust) is present then; the install went on without it (cargo absent, or the build failed).'
+      : `the native binary ${binaries.join(', ')} is there but did not load (the cause says why: an old build, or one for another system).`
+  return new Error(`${prefix}: ${what} Build it with \`npm run build:native\` in the package folder, or use the TypeScript implementation (HARMONY_STREAM_IMPL=js).`, {
+    cause: nativeError,
+  })
+}
+
+/** The addon files for `platform` in the package folder (where `npm run build:native` puts them). */
+function nativeBinariesFor(platform: string): string[] {
+  try {
+    return readdirSync(join(__dirname, '..')).filter((file) => file.startsWith(`harmony-stream.${platform}`) && file.endsWith('.node'))
+  } catch {
+    return []
+  }
 }
 
 function choose(): Implementation {

@@ -3,7 +3,10 @@
  * markers inserted as special ids; see harmony-reference.md, Appendix A for why not `allowedSpecial`),
  * batch replay, and a per-message view of results.
  */
+import { statSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 
 import type test from 'ava'
 import { encode } from 'gpt-tokenizer/encoding/o200k_base'
@@ -12,8 +15,9 @@ import { type HarmonyBatch, type HarmonyMessage, HarmonyStreamParser, type Harmo
 
 /**
  * Whether the native addon loads. An install without cargo (or whose build failed) runs on js, so then the
- * tests do too: native cases are skipped with a note. Not in CI, which must test native
- * (`HARMONY_TEST_NO_NATIVE=1` pretends the addon is missing, to check this path).
+ * tests do too: native cases are skipped with a note. Not in CI, which must test native. To try this path
+ * where the addon is built: `HARMONY_TEST_NO_NATIVE=1` skips native cases only, while
+ * `NAPI_RS_NATIVE_LIBRARY_PATH=/nonexistent` hides the addon from the package too, as on a machine without it.
  */
 export const NATIVE = nativeLoads()
 
@@ -28,9 +32,44 @@ function nativeLoads(): boolean {
     }
   }
   if (error === null) return true
-  if (process.env.CI) throw new Error(`the native addon does not load, and CI must test it: ${(error as Error).message}`)
-  console.warn(`harmony-stream tests: the native addon is not built here (${(error as Error).message.split('\n')[0]}); native cases are skipped. Build it with: npm run build:native`)
+  if (process.env.CI) throw new Error(`the native addon does not load, and CI must test it: ${whyNativeFails(error)}`, { cause: error })
+  noteOncePerRun(`harmony-stream tests: the native addon is not built here (${whyNativeFails(error)}); native test cases are skipped, the js ones run. Build it with: npm run build:native`)
   return false
+}
+
+/** napi-rs's "Cannot find native binding" comes with advice about npm that does not apply here: name what is missing instead. */
+function whyNativeFails(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error)
+  if (message.startsWith('Cannot find native binding')) return `no native binary for ${process.platform}-${process.arch}`
+  return message.split('\n')[0]!
+}
+
+/**
+ * ava runs each test file in its own process, all children of one ava process: a marker file named after
+ * that parent keeps the note to one per run instead of one per file. A marker older than an hour is from an
+ * earlier run whose pid came round again. Any failure with the marker only costs a repeated note.
+ */
+function noteOncePerRun(note: string): void {
+  const marker = join(tmpdir(), `harmony-stream-tests-native-note-${process.ppid}`)
+  try {
+    writeFileSync(marker, '', { flag: 'wx' })
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST' && writtenWithinAnHour(marker)) return
+    try {
+      writeFileSync(marker, '')
+    } catch {
+      // Not ours to write (another user's file): print anyway.
+    }
+  }
+  console.warn(note)
+}
+
+function writtenWithinAnHour(file: string): boolean {
+  try {
+    return Date.now() - statSync(file).mtimeMs < 3_600_000
+  } catch {
+    return false
+  }
 }
 
 export const IMPLEMENTATIONS: Implementation[] = NATIVE ? ['native', 'js'] : ['js']
