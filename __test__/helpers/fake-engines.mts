@@ -1,73 +1,124 @@
 /**
  * Local stand-ins for inference servers, on 127.0.0.1, speaking each engine's wire format as its source does
  * (see the comments in src/engines/*.ts for the files followed): vLLM `/v1/completions` and
- * `/inference/v1/generate`, SGLang `/generate` (cumulative or incremental `output_ids`, the stop token trimmed
- * and named in `matched`), llama.cpp `/completion`. Each records the request bodies it received and whether
- * the client closed the connection before the stream ended, and can fail in the ways engines fail.
+ * `/inference/v1/generate`, SGLang `/generate` (cumulative or incremental `output_ids`, the stop token kept or
+ * trimmed and named in `matched`), llama.cpp `/completion` (`error:` lines or `data: {"error"}`). Each records
+ * the request bodies it received and whether (after how many chunks, how long after the request) the client
+ * closed the connection before the stream ended, and can fail in the ways engines fail: an HTTP error with the
+ * engine's error body, an error mid-stream, a dropped connection, a stall, a slow head, a slow stream.
  */
 import { once } from 'node:events'
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
 export interface FakeBehaviour {
-  /** The ids the "model" generates (a stop token at the end, or not). */
+  /** The ids the "model" generates (a stop token at the end, or not); the fake stops at the first stop id. */
   completion: number[]
   /** Ids per streamed chunk. Default 1. */
   chunk?: number
-  /** Put the stop token into the ids (vLLM does; SGLang trims it unless no_stop_trim). */
+  /** Put the stop token into the ids too (it is always named in the stop reason where the engine has one). */
   stopInIds?: boolean
   /** SGLang: stream only the new ids (`--incremental-streaming-output`). */
   incremental?: boolean
   /** Answer this HTTP status with the engine's error body instead of streaming. */
   httpError?: number
+  /** With `httpError`: a body that is not JSON. */
+  httpErrorText?: string
   /** After this many chunks: an error event (the engine's own shape). */
   failAfter?: number
+  /** llama.cpp: how its error mid-stream is framed: `data: {"error": …}` (current) or `error: {…}` (older). */
+  errorFraming?: 'data' | 'line'
   /** After this many chunks: drop the connection. */
   dropAfter?: number
   /** After this many chunks: stop sending anything (a stalled engine). */
   stallAfter?: number
+  /** Wait this long before the response head (llama.cpp sends it after the prefill). -1: never. */
+  headDelayMs?: number
   /** Wait this long between chunks. */
   delayMs?: number
   /** Pad each chunk's JSON (bytes), to make a big stream. */
   padding?: number
+  /** Frame as loosely as SSE allows: `\r\n`, comment lines, data split over several lines, a few bytes per write. */
+  looseFraming?: boolean
+  /** llama.cpp: keep generating past stop ids (a stop id the server does not treat as end-of-generation). */
+  ignoreStops?: boolean
+  /** vLLM generate: no finish reason, as when the finishing output brings no new ids (the server skips it). */
+  omitFinish?: boolean
 }
 
 export interface FakeEngine {
   url: string
   bodies: Record<string, unknown>[]
-  /** Set when a client closed its connection before the stream's end. */
+  /** Request headers as received. */
+  headers: IncomingMessage['headers'][]
+  /** Connections the client closed before the stream's end. */
   clientClosed: number
+  /** For each such close: the chunks written before it, and the ms since the request arrived. */
+  closes: { chunks: number; ms: number }[]
   /** The largest number of bytes the server had waiting in its socket buffer (writes not yet taken by TCP). */
   maxBuffered: number
   /** Writes that returned false (the client was not reading). */
   blockedWrites: number
+  /** Bytes handed to the socket so far (all requests). */
+  bytesSent: number
   close(): Promise<void>
 }
 
-const STOPS = [200002, 200012]
+export const STOPS = [200002, 200012]
 
-type Writer = (res: ServerResponse, body: Record<string, unknown>, behaviour: FakeBehaviour, engine: FakeEngine) => Promise<void>
+type Writer = (res: ServerResponse, body: Record<string, unknown>, behaviour: FakeBehaviour, send: Sender) => Promise<void>
+type Sender = (frame: string) => Promise<boolean>
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 async function fake(path: string, behaviour: FakeBehaviour, write: Writer, httpErrorBody: (message: string, status: number) => unknown): Promise<FakeEngine> {
-  const engine: FakeEngine = { url: '', bodies: [], clientClosed: 0, maxBuffered: 0, blockedWrites: 0, close: async () => {} }
+  const engine: FakeEngine = { url: '', bodies: [], headers: [], clientClosed: 0, closes: [], maxBuffered: 0, blockedWrites: 0, bytesSent: 0, close: async () => {} }
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+    const started = Date.now()
     let text = ''
     for await (const chunk of req) text += chunk
     const body = JSON.parse(text) as Record<string, unknown>
     engine.bodies.push(body)
+    engine.headers.push(req.headers)
     if (req.url !== path || req.method !== 'POST') {
       res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify(httpErrorBody(`no route ${req.url}`, 404)))
       return
     }
     if (behaviour.httpError !== undefined) {
-      res.writeHead(behaviour.httpError, { 'content-type': 'application/json' }).end(JSON.stringify(httpErrorBody('the prompt is too long for this model', behaviour.httpError)))
+      const errorBody = behaviour.httpErrorText ?? JSON.stringify(httpErrorBody('the prompt is too long for this model', behaviour.httpError))
+      res.writeHead(behaviour.httpError, { 'content-type': behaviour.httpErrorText ? 'text/plain' : 'application/json' }).end(errorBody)
       return
     }
+    let chunks = 0
     res.on('close', () => {
-      if (!res.writableFinished) engine.clientClosed++
+      if (!res.writableFinished) {
+        engine.clientClosed++
+        engine.closes.push({ chunks, ms: Date.now() - started })
+      }
     })
-    res.writeHead(200, { 'content-type': 'text/event-stream' })
-    await write(res, body, behaviour, engine)
+    if (behaviour.headDelayMs === -1) return // never answers: the client's read timeout must
+    if (behaviour.headDelayMs) await sleep(behaviour.headDelayMs)
+    if (res.destroyed) return
+    res.socket?.setNoDelay(true)
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
+    const send: Sender = async (frame) => {
+      if (res.destroyed) return false
+      chunks++
+      const pieces = behaviour.looseFraming ? loosen(frame) : [frame]
+      for (const piece of pieces) {
+        if (res.destroyed) return false
+        const ok = res.write(piece)
+        engine.bytesSent += Buffer.byteLength(piece)
+        engine.maxBuffered = Math.max(engine.maxBuffered, res.writableLength)
+        if (!ok) {
+          engine.blockedWrites++
+          await Promise.race([once(res, 'drain'), once(res, 'close')])
+        }
+        if (pieces.length > 1) await sleep(1)
+      }
+      return !res.destroyed
+    }
+    await write(res, body, behaviour, send)
   })
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
@@ -76,132 +127,175 @@ async function fake(path: string, behaviour: FakeBehaviour, write: Writer, httpE
   return engine
 }
 
-/** Writes a frame, recording backpressure; resolves when it may write again (or the client left). */
-async function send(res: ServerResponse, frame: string, engine: FakeEngine): Promise<boolean> {
-  if (res.destroyed) return false
-  const ok = res.write(frame)
-  engine.maxBuffered = Math.max(engine.maxBuffered, res.writableLength)
-  if (!ok) {
-    engine.blockedWrites++
-    await Promise.race([once(res, 'drain'), once(res, 'close')])
-  }
-  return !res.destroyed
+/**
+ * The same events framed as loosely as the SSE format allows: a comment line first, `\r\n` line ends, the
+ * JSON's data split over two `data:` lines (joined by "\n", still the same JSON), and the bytes cut into
+ * pieces of 7 (inside a multi-byte character too, when there is one).
+ */
+function loosen(frame: string): Buffer[] {
+  const events = frame.split('\n\n').filter((e) => e !== '')
+  const text = events
+    .map((event) => {
+      const [field, ...rest] = event.split(': ')
+      const value = rest.join(': ')
+      const lines = field === 'data' && value.startsWith('{') && value.includes(',') ? [value.slice(0, value.indexOf(',') + 1), value.slice(value.indexOf(',') + 1)] : [value]
+      return `: keep-alive\r\n${lines.map((line) => `${field}:${line}`).join('\r\n')}\r\n\r\n`
+    })
+    .join('')
+  const bytes = Buffer.from(text)
+  const pieces: Buffer[] = []
+  for (let at = 0; at < bytes.length; at += 7) pieces.push(bytes.subarray(at, at + 7))
+  return pieces
 }
 
-/**
- * The generation loop all fakes share: `frames(ids, index, final)` makes one chunk's frame; the behaviour's
- * failures and delays happen between chunks.
- */
-async function stream(res: ServerResponse, behaviour: FakeBehaviour, engine: FakeEngine, maxTokens: number | undefined, frames: {
+interface Frames {
   chunk(ids: number[], sent: number[]): string
   final(ids: number[], sent: number[], reason: 'stop' | 'length', stop: number | undefined): string
   error(message: string): string
   end?: string
-}): Promise<void> {
-  const limit = Math.min(behaviour.completion.length, maxTokens ?? Infinity)
-  const generated = behaviour.completion.slice(0, limit)
+}
+
+/**
+ * The generation loop all fakes share: the completion up to its first stop id (or all of it, `ignoreStops`)
+ * and the request's token limit, `chunk` ids per frame; the behaviour's failures and delays happen between
+ * frames. The stop id goes into the last frame's ids only with `stopInIds`.
+ */
+async function stream(res: ServerResponse, behaviour: FakeBehaviour, send: Sender, maxTokens: number | undefined, frames: Frames): Promise<void> {
+  const stopAt = behaviour.ignoreStops ? -1 : behaviour.completion.findIndex((id) => STOPS.includes(id))
+  const natural = stopAt < 0 ? behaviour.completion : behaviour.completion.slice(0, stopAt + 1)
+  const generated = natural.slice(0, Math.min(natural.length, maxTokens ?? Infinity))
   const last = generated[generated.length - 1]
-  const stopped = generated.length === behaviour.completion.length && STOPS.includes(last)
+  const stopped = generated.length === natural.length && !behaviour.ignoreStops && STOPS.includes(last)
   const sent: number[] = []
   const size = behaviour.chunk ?? 1
   let index = 0
   for (let at = 0; at < generated.length; at += size, index++) {
-    if (behaviour.delayMs) await new Promise((resolve) => setTimeout(resolve, behaviour.delayMs))
+    if (behaviour.delayMs) await sleep(behaviour.delayMs)
     if (behaviour.failAfter === index) {
-      await send(res, frames.error('CUDA out of memory'), engine)
-      if (frames.end) res.write(frames.end)
+      await send(frames.error('CUDA out of memory'))
+      if (frames.end) await send(frames.end)
       res.end()
       return
     }
     if (behaviour.dropAfter === index) {
+      // What was written goes out first (a crash after those frames), then the connection drops.
+      await sleep(50)
       res.socket?.destroy()
       return
     }
     if (behaviour.stallAfter === index) return // never ends: the client's read timeout must
     const ids = generated.slice(at, at + size)
-    const isLast = at + size >= generated.length
-    if (isLast) {
+    if (at + size >= generated.length) {
       const reason = stopped ? 'stop' : 'length'
       const visible = reason === 'stop' && !behaviour.stopInIds ? ids.slice(0, -1) : ids
-      if (!(await send(res, frames.final(visible, sent, reason, reason === 'stop' ? last : undefined), engine))) return
+      if (!(await send(frames.final(visible, sent, reason, reason === 'stop' ? last : undefined)))) return
       sent.push(...visible)
     } else {
-      if (!(await send(res, frames.chunk(ids, sent), engine))) return
+      if (!(await send(frames.chunk(ids, sent)))) return
       sent.push(...ids)
     }
   }
-  if (generated.length === 0) await send(res, frames.final([], sent, 'length', undefined), engine)
-  if (frames.end) await send(res, frames.end, engine)
+  if (generated.length === 0 && !(await send(frames.final([], sent, 'length', undefined)))) return
+  if (frames.end && !(await send(frames.end))) return
   res.end()
 }
 
 const pad = (behaviour: FakeBehaviour) => (behaviour.padding ? { padding: 'x'.repeat(behaviour.padding) } : {})
 
-/** vLLM `/v1/completions` (vllm/entrypoints/openai/completion/protocol.py, CompletionStreamResponse). */
+/** vLLM's error object (vllm/entrypoints/openai/engine/protocol.py, ErrorResponse), for HTTP errors and mid-stream. */
+const vllmError = (message: string, code: number) => ({ error: { message, type: 'BadRequestError', param: null, code } })
+
+/** vLLM `/v1/completions` (vllm/entrypoints/openai/completion/serving.py, completion_stream_generator). */
 export function fakeVllm(behaviour: FakeBehaviour): Promise<FakeEngine> {
-  const errorBody = (message: string, code: number) => ({ error: { message, type: 'BadRequestError', param: null, code } })
-  return fake('/v1/completions', behaviour, async (res, body, b, engine) => {
-    const frame = (choice: Record<string, unknown>, usage: unknown = null) =>
-      `data: ${JSON.stringify({ id: 'cmpl-1', object: 'text_completion', created: 1, model: body.model ?? 'gpt-oss', choices: [choice], usage, ...pad(b) })}\n\n`
-    await stream(res, b, engine, body.max_tokens as number, {
-      chunk: (ids, sent) => frame({ index: 0, text: '', logprobs: null, finish_reason: null, stop_reason: null, token_ids: ids, ...(sent.length === 0 ? { prompt_token_ids: body.prompt } : {}) }),
-      final: (ids, sent, reason, stop) =>
-        frame({ index: 0, text: '', logprobs: null, finish_reason: reason, stop_reason: stop ?? null, token_ids: ids }) +
-        `data: ${JSON.stringify({ id: 'cmpl-1', object: 'text_completion', created: 1, model: 'gpt-oss', choices: [], usage: { prompt_tokens: (body.prompt as number[]).length, completion_tokens: sent.length + ids.length + (stop !== undefined && !b.stopInIds ? 1 : 0), total_tokens: 0 } })}\n\n`,
-      error: (message) => `data: ${JSON.stringify(errorBody(message, 500))}\n\n`,
-      end: 'data: [DONE]\n\n',
-    })
-  }, errorBody)
+  return fake(
+    '/v1/completions',
+    behaviour,
+    async (res, body, b, send) => {
+      const frame = (choice: Record<string, unknown>) => `data: ${JSON.stringify({ id: 'cmpl-1', object: 'text_completion', created: 1, model: body.model ?? 'gpt-oss', choices: [choice], ...pad(b) })}\n\n`
+      await stream(res, b, send, body.max_tokens as number, {
+        chunk: (ids, sent) => frame({ index: 0, text: '', logprobs: null, finish_reason: null, stop_reason: null, token_ids: ids, ...(sent.length === 0 ? { prompt_token_ids: body.prompt } : {}) }),
+        final: (ids, sent, reason, stop) =>
+          frame({ index: 0, text: '', logprobs: null, finish_reason: reason, stop_reason: stop ?? null, token_ids: ids }) +
+          `data: ${JSON.stringify({ id: 'cmpl-1', object: 'text_completion', created: 1, model: 'gpt-oss', choices: [], usage: { prompt_tokens: (body.prompt as number[]).length, completion_tokens: sent.length + ids.length, total_tokens: 0 } })}\n\n`,
+        error: (message) => `data: ${JSON.stringify(vllmError(message, 500))}\n\n`,
+        end: 'data: [DONE]\n\n',
+      })
+    },
+    vllmError,
+  )
 }
 
 /** vLLM `/inference/v1/generate` (vllm/entrypoints/serve/disagg/serving.py, serve_tokens_stream_generator). */
 export function fakeVllmGenerate(behaviour: FakeBehaviour): Promise<FakeEngine> {
-  const errorBody = (message: string, code: number) => ({ error: { message, type: 'BadRequestError', param: null, code } })
-  return fake('/inference/v1/generate', behaviour, async (res, body, b, engine) => {
-    const sampling = body.sampling_params as Record<string, unknown>
-    const frame = (ids: number[], reason: string | null) => `data: ${JSON.stringify({ request_id: 'generate-tokens-1', choices: [{ index: 0, logprobs: null, finish_reason: reason, token_ids: ids }], usage: null })}\n\n`
-    await stream(res, b, engine, sampling.max_tokens as number | undefined, {
-      chunk: (ids) => frame(ids, null),
-      final: (ids, sent, reason) => frame(ids, reason) + `data: ${JSON.stringify({ request_id: 'generate-tokens-1', choices: [], usage: { prompt_tokens: (body.token_ids as number[]).length, completion_tokens: sent.length + ids.length, total_tokens: 0 } })}\n\n`,
-      error: (message) => `data: ${JSON.stringify(errorBody(message, 500))}\n\n`,
-      end: 'data: [DONE]\n\n',
-    })
-  }, errorBody)
+  return fake(
+    '/inference/v1/generate',
+    behaviour,
+    async (res, body, b, send) => {
+      const sampling = body.sampling_params as Record<string, unknown>
+      const frame = (ids: number[], reason: string | null) => `data: ${JSON.stringify({ request_id: 'generate-tokens-1', choices: [{ index: 0, logprobs: null, finish_reason: reason, token_ids: ids }], usage: null, ...pad(b) })}\n\n`
+      const usage = (count: number) => `data: ${JSON.stringify({ request_id: 'generate-tokens-1', choices: [], usage: { prompt_tokens: (body.token_ids as number[]).length, completion_tokens: count, total_tokens: 0 } })}\n\n`
+      // vLLM keeps the stop id in the ids, and this endpoint has no stop reason to name it otherwise.
+      await stream(res, { ...b, stopInIds: true }, send, sampling.max_tokens as number | undefined, {
+        chunk: (ids) => frame(ids, null),
+        // The server skips an output without new ids, finish reason and all.
+        final: (ids, sent, reason) => {
+          const count = usage(sent.length + ids.length)
+          if (ids.length === 0) return count
+          // `omitFinish`: the last ids came in an output of their own, the finishing output after them had none.
+          return (b.omitFinish ? frame(ids, null) : frame(ids, reason)) + count
+        },
+        error: (message) => `data: ${JSON.stringify(vllmError(message, 500))}\n\n`,
+        end: 'data: [DONE]\n\n',
+      })
+    },
+    vllmError,
+  )
 }
 
-/** SGLang `/generate` (python/sglang/srt/entrypoints/http_server.py; detokenizer_manager.py trims the matched stop token). */
+/** SGLang `/generate` (python/sglang/srt/entrypoints/http_server.py; tokenizer_manager.py's outputs). */
 export function fakeSglang(behaviour: FakeBehaviour): Promise<FakeEngine> {
   const errorBody = (message: string) => ({ error: { message } })
-  return fake('/generate', behaviour, async (res, body, b, engine) => {
-    const sampling = body.sampling_params as Record<string, unknown>
-    const prompt = (body.input_ids as number[]).length
-    const frame = (ids: number[], sent: number[], finish: unknown, completion: number) =>
-      `data: ${JSON.stringify({ text: '', output_ids: b.incremental ? ids : [...sent, ...ids], meta_info: { id: 'req-1', finish_reason: finish, prompt_tokens: prompt, completion_tokens: completion, cached_tokens: 0 }, ...pad(b) })}\n\n`
-    await stream(res, b, engine, sampling.max_new_tokens as number, {
-      chunk: (ids, sent) => frame(ids, sent, null, sent.length + ids.length),
-      final: (ids, sent, reason, stop) =>
-        frame(ids, sent, reason === 'stop' ? { type: 'stop', matched: stop } : { type: 'length', length: sent.length + ids.length }, sent.length + ids.length + (stop !== undefined && !b.stopInIds ? 1 : 0)),
-      error: (message) => `data: ${JSON.stringify(errorBody(message))}\n\n`,
-      end: 'data: [DONE]\n\n',
-    })
-  }, errorBody)
+  return fake(
+    '/generate',
+    behaviour,
+    async (res, body, b, send) => {
+      const sampling = body.sampling_params as Record<string, unknown>
+      const prompt = (body.input_ids as number[]).length
+      const frame = (ids: number[], sent: number[], finish: unknown, completion: number) =>
+        `data: ${JSON.stringify({ text: '', output_ids: b.incremental ? ids : [...sent, ...ids], meta_info: { id: 'req-1', finish_reason: finish, prompt_tokens: prompt, completion_tokens: completion, cached_tokens: 0 }, ...pad(b) })}\n\n`
+      await stream(res, b, send, (sampling.max_new_tokens as number | null) ?? undefined, {
+        chunk: (ids, sent) => frame(ids, sent, null, sent.length + ids.length),
+        // completion_tokens counts the stop id whether or not the ids show it.
+        final: (ids, sent, reason, stop) =>
+          frame(ids, sent, reason === 'stop' ? { type: 'stop', matched: stop } : { type: 'length', length: sent.length + ids.length }, sent.length + ids.length + (stop !== undefined && !b.stopInIds ? 1 : 0)),
+        error: (message) => `data: ${JSON.stringify(errorBody(message))}\n\n`,
+        end: 'data: [DONE]\n\n',
+      })
+    },
+    errorBody,
+  )
 }
 
-/** llama.cpp `/completion` (tools/server/server-task.cpp, to_json_non_oaicompat); errors mid-stream as `error:` lines. */
+/** llama.cpp `/completion` (tools/server/server-task.cpp, to_json_non_oaicompat; server-context.cpp). */
 export function fakeLlamaCpp(behaviour: FakeBehaviour): Promise<FakeEngine> {
-  const errorBody = (message: string, code: number) => ({ error: { code, message, type: 'invalid_request_error' } })
-  return fake('/completion', behaviour, async (res, body, b, engine) => {
-    const prompt = (body.prompt as number[]).length
-    const nPredict = body.n_predict as number
-    const partial = (ids: number[], sent: number[]) =>
-      `data: ${JSON.stringify({ index: 0, content: '', tokens: ids, stop: false, id_slot: 0, tokens_predicted: sent.length + ids.length, tokens_evaluated: prompt, ...pad(b) })}\n\n`
-    await stream(res, { ...b, stopInIds: true }, engine, nPredict < 0 ? undefined : nPredict, {
-      chunk: partial,
-      // In stream mode the last chunk carries no tokens: they went out in the partial chunks before it.
-      final: (ids, sent, reason) =>
-        (ids.length > 0 ? partial(ids, sent) : '') +
-        `data: ${JSON.stringify({ index: 0, content: '', tokens: [], id_slot: 0, stop: true, model: 'gpt-oss', tokens_predicted: sent.length + ids.length, tokens_evaluated: prompt, stop_type: reason === 'stop' ? 'eos' : 'limit', stopping_word: '', timings: {} })}\n\n`,
-      error: (message) => `error: ${JSON.stringify({ code: 500, message, type: 'server_error' })}\n\n`,
-    })
-  }, errorBody)
+  const errorObject = (message: string, code: number) => ({ code, message, type: code === 400 ? 'invalid_request_error' : 'server_error' })
+  return fake(
+    '/completion',
+    behaviour,
+    async (res, body, b, send) => {
+      const prompt = (body.prompt as number[]).length
+      const nPredict = body.n_predict as number
+      const partial = (ids: number[], sent: number[]) => `data: ${JSON.stringify({ index: 0, content: '', tokens: ids, stop: false, id_slot: 0, tokens_predicted: sent.length + ids.length, tokens_evaluated: prompt, ...pad(b) })}\n\n`
+      // llama.cpp sends every sampled id, the end-of-generation one included.
+      await stream(res, { ...b, stopInIds: true }, send, nPredict < 0 ? undefined : nPredict, {
+        chunk: partial,
+        // In stream mode the last chunk carries no tokens: they went out in the partial chunks before it.
+        final: (ids, sent, reason) =>
+          (ids.length > 0 ? partial(ids, sent) : '') +
+          `data: ${JSON.stringify({ index: 0, content: '', tokens: [], id_slot: 0, stop: true, model: 'gpt-oss', tokens_predicted: sent.length + ids.length, tokens_evaluated: prompt, truncated: false, stop_type: reason === 'stop' ? 'eos' : 'limit', stopping_word: '', tokens_cached: 0, timings: {} })}\n\n`,
+        error: (message) => (b.errorFraming === 'line' ? `error: ${JSON.stringify(errorObject(message, 500))}\n\n` : `data: ${JSON.stringify({ error: errorObject(message, 500) })}\n\n`),
+      })
+    },
+    (message, code) => ({ error: errorObject(message, code) }),
+  )
 }

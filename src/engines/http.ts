@@ -7,29 +7,40 @@
  */
 import { type ClientRequest, type IncomingMessage, request as httpRequest } from 'node:http'
 import { request as httpsRequest } from 'node:https'
+import type { Socket } from 'node:net'
 
 import { EngineError } from './errors'
 import { type SseEvent, SseReader } from './sse'
 
 export interface HttpOptions {
-  /** Time to get a connection and the response head. Default 10 s. */
+  /**
+   * Time to open the connection (TCP, and TLS for https). Default 10 s. The wait for the response head is
+   * not part of it: llama.cpp answers only once the first token exists, after the whole prefill.
+   */
   connectTimeoutMs?: number
-  /** Longest silence while reading the stream. Default 120 s (a long prompt can take a while to prefill). */
+  /**
+   * Longest silence from the engine: before the response head, and between bytes of the stream. Default
+   * 120 s (a long prompt can take a while to prefill).
+   */
   readTimeoutMs?: number
   /** Extra request headers, e.g. `authorization`. */
   headers?: Record<string, string>
-  /** Largest single event accepted (bytes). Default 1 MiB. */
+  /** Largest single event accepted (see `SseReader`). Default 1 MiB. */
   maxEventBytes?: number
 }
 
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000
 export const DEFAULT_READ_TIMEOUT_MS = 120_000
-/** How much of an error body is read to find the engine's message. */
+export const DEFAULT_MAX_EVENT_BYTES = 1 << 20
+/** How much of an error body is read to find the engine's message, and how much of it a message keeps. */
 const MAX_ERROR_BODY = 64 * 1024
+const MAX_ERROR_TEXT = 1000
 
 /**
- * POSTs `body` to `url` and yields the response's events. `engineMessage` extracts the engine's own error
- * text from a JSON error body. Breaking out of the loop, or aborting `signal`, closes the connection.
+ * POSTs `body` (as JSON) to `url` and yields the events of the answer. `engineMessage` extracts the engine's
+ * own error text from a JSON error body (null when it is not in the engine's shape: the raw text is kept
+ * then). Nothing is sent until the first `next()`; breaking out of the loop, or aborting `signal`, closes the
+ * connection at once.
  */
 export async function* postEvents(
   engine: string,
@@ -39,25 +50,17 @@ export async function* postEvents(
   signal: AbortSignal | undefined,
   engineMessage: (json: unknown) => string | null,
 ): AsyncGenerator<SseEvent> {
-  if (signal?.aborted) throw new EngineError('engine-aborted', `${engine}: the request was aborted before it was sent`, { engine })
-  const response = await open(engine, url, body, options, signal)
+  if (signal?.aborted) throw aborted(engine, 'before it was sent')
+  const readTimeout = options.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS
+  const response = await open(engine, url, body, options, readTimeout, signal)
+  // From here on an abort destroys the response at once, even while the consumer is busy elsewhere and no
+  // read is waiting: the engine must not keep generating for a caller that left.
+  const onAbort = () => response.destroy()
+  signal?.addEventListener('abort', onAbort, { once: true })
   try {
-    if (response.statusCode === undefined || response.statusCode < 200 || response.statusCode >= 300) {
-      const text = await readSome(response, MAX_ERROR_BODY)
-      let message: string | null = null
-      try {
-        message = engineMessage(JSON.parse(text))
-      } catch {
-        message = text.trim() === '' ? null : text.trim().slice(0, 1000)
-      }
-      throw new EngineError('engine-http-error', `${engine} answered HTTP ${response.statusCode}${message ? `: ${message}` : ''}`, {
-        engine,
-        status: response.statusCode ?? null,
-        engineMessage: message,
-      })
-    }
-    const reader = new SseReader(options.maxEventBytes ?? 1 << 20)
-    const readTimeout = options.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS
+    const status = response.statusCode ?? 0
+    if (status < 200 || status >= 300) throw await httpError(engine, response, status, readTimeout, signal, engineMessage)
+    const reader = new SseReader(options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES)
     for (;;) {
       const chunk = await nextChunk(engine, response, readTimeout, signal)
       if (chunk === null) break
@@ -67,52 +70,92 @@ export async function* postEvents(
       } catch (error) {
         throw new EngineError('engine-protocol-error', `${engine}: ${(error as Error).message}`, { engine, cause: error })
       }
-      for (const event of events) yield event
+      for (const event of events) {
+        // Nothing more once aborted, not even what one chunk already held.
+        if (signal?.aborted) throw aborted(engine)
+        yield event
+      }
     }
     for (const event of reader.end()) yield event
   } finally {
     // Whatever ended the loop (done, break, error, abort): the connection goes, and with it the sequence.
+    signal?.removeEventListener('abort', onAbort)
     response.destroy()
   }
 }
 
-function open(engine: string, url: URL, body: unknown, options: HttpOptions, signal: AbortSignal | undefined): Promise<IncomingMessage> {
+function aborted(engine: string, when = ''): EngineError {
+  return new EngineError('engine-aborted', `${engine}: the request was aborted${when ? ` ${when}` : ''}`, { engine })
+}
+
+/**
+ * Sends the request and resolves with the response head. Two clocks: `connectTimeoutMs` until the socket is
+ * connected (and TLS done), then `readTimeout` until the head arrives.
+ */
+function open(engine: string, url: URL, body: unknown, options: HttpOptions, readTimeout: number, signal: AbortSignal | undefined): Promise<IncomingMessage> {
   const payload = Buffer.from(JSON.stringify(body))
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest
+  const connectTimeout = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS
   return new Promise((resolve, reject) => {
-    let request: ClientRequest
-    const timer = setTimeout(() => {
-      request.destroy()
-      reject(new EngineError('engine-connect-timeout', `${engine}: no answer from ${url.origin} within ${options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS} ms`, { engine }))
-    }, options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS)
-    const onAbort = () => {
-      request.destroy()
-      reject(new EngineError('engine-aborted', `${engine}: the request was aborted`, { engine }))
+    let timer: NodeJS.Timeout | undefined
+    let settled = false
+    const settle = (error: EngineError | null, response?: IncomingMessage) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', onAbort)
+      if (error !== null) {
+        request.destroy()
+        reject(error)
+      } else resolve(response!)
     }
+    const waitForHead = () => {
+      clearTimeout(timer)
+      timer = setTimeout(() => settle(new EngineError('engine-read-timeout', `${engine}: no response from ${url.origin} within ${readTimeout} ms of sending the request`, { engine })), readTimeout)
+    }
+    const onAbort = () => settle(aborted(engine))
+    const request: ClientRequest = send(
+      url,
+      {
+        method: 'POST',
+        // The engine's own framing needs these; the caller's headers come first so they cannot break it.
+        headers: { accept: 'text/event-stream', ...options.headers, 'content-type': 'application/json', 'content-length': payload.length },
+        // A connection per generation, never a kept-alive one: a stream cut short takes its socket anyway, and
+        // a reused idle socket can be one the engine is closing at that moment (uvicorn drops idle connections
+        // after 5 s), which would fail a request the engine never saw.
+        agent: false,
+      },
+      (response) => {
+        // Paused: bytes are read only when `nextChunk` asks, so TCP holds the engine back.
+        response.pause()
+        settle(null, response)
+      },
+    )
+    timer = setTimeout(() => settle(new EngineError('engine-connect-timeout', `${engine}: could not connect to ${url.origin} within ${connectTimeout} ms`, { engine })), connectTimeout)
+    request.on('socket', (socket: Socket) => {
+      // The socket is still connecting here and reports `connect` (plain) or `secureConnect` (TLS, after the
+      // handshake); were it ever connected already, the wait for the head starts now.
+      if (socket.connecting) socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', waitForHead)
+      else waitForHead()
+    })
+    request.on('error', (error) => settle(new EngineError('engine-connection-error', `${engine}: cannot reach ${url.origin}: ${error.message}`, { engine, cause: error })))
     signal?.addEventListener('abort', onAbort, { once: true })
-    request = send(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'content-length': payload.length, ...options.headers } }, (response) => {
-      clearTimeout(timer)
-      signal?.removeEventListener('abort', onAbort)
-      // Paused: bytes are read only when `nextChunk` asks, so TCP holds the engine back.
-      response.pause()
-      resolve(response)
-    })
-    request.on('error', (error) => {
-      clearTimeout(timer)
-      signal?.removeEventListener('abort', onAbort)
-      reject(new EngineError('engine-connection-error', `${engine}: cannot reach ${url.origin}: ${error.message}`, { engine, cause: error }))
-    })
     request.end(payload)
   })
 }
 
-/** The next chunk of the body (null at its end), waiting at most `timeoutMs` for it. */
+/**
+ * The next chunk of the body (null at its end), waiting at most `timeoutMs` for it. The stream is in paused
+ * mode: `read()` takes what is buffered, and only an empty buffer makes Node read more from the socket.
+ */
 function nextChunk(engine: string, response: IncomingMessage, timeoutMs: number, signal: AbortSignal | undefined): Promise<Buffer | null> {
-  // Aborted while the caller was busy with the last events (no listener was waiting then).
-  if (signal?.aborted) return Promise.reject(new EngineError('engine-aborted', `${engine}: the request was aborted`, { engine }))
+  // Aborted while the caller was busy with the last events (the abort destroyed the response then).
+  if (signal?.aborted) return Promise.reject(aborted(engine))
   const ready = response.read() as Buffer | null
   if (ready !== null) return Promise.resolve(ready)
   if (response.readableEnded) return Promise.resolve(null)
+  // The connection broke while nobody was waiting: its `close` event has come and gone.
+  if (response.destroyed) return Promise.reject(broken(engine))
   return new Promise((resolve, reject) => {
     const done = () => {
       clearTimeout(timer)
@@ -135,12 +178,12 @@ function nextChunk(engine: string, response: IncomingMessage, timeoutMs: number,
     }
     const onClose = () => {
       done()
-      if (response.complete) resolve(null)
-      else reject(new EngineError('engine-connection-error', `${engine}: the connection closed before the stream ended`, { engine }))
+      if (response.readableEnded) resolve(null)
+      else reject(signal?.aborted ? aborted(engine) : broken(engine))
     }
     const onAbort = () => {
       done()
-      reject(new EngineError('engine-aborted', `${engine}: the request was aborted`, { engine }))
+      reject(aborted(engine))
     }
     const timer = setTimeout(() => {
       done()
@@ -151,15 +194,40 @@ function nextChunk(engine: string, response: IncomingMessage, timeoutMs: number,
   })
 }
 
-/** At most `limit` bytes of a (small, error) body, as text. */
-async function readSome(response: IncomingMessage, limit: number): Promise<string> {
+function broken(engine: string): EngineError {
+  return new EngineError('engine-connection-error', `${engine}: the connection closed before the stream ended`, { engine })
+}
+
+/**
+ * A non-2xx answer as an EngineError: the engine's message from its JSON error body when it has one in the
+ * engine's shape, else the start of the raw text. The body is read bounded and under the read timeout.
+ */
+async function httpError(
+  engine: string,
+  response: IncomingMessage,
+  status: number,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+  engineMessage: (json: unknown) => string | null,
+): Promise<EngineError> {
   const chunks: Buffer[] = []
   let size = 0
-  response.resume()
-  for await (const chunk of response as AsyncIterable<Buffer>) {
-    chunks.push(chunk)
-    size += chunk.length
-    if (size >= limit) break
+  try {
+    for (let chunk = await nextChunk(engine, response, timeoutMs, signal); chunk !== null && size < MAX_ERROR_BODY; chunk = await nextChunk(engine, response, timeoutMs, signal)) {
+      chunks.push(chunk)
+      size += chunk.length
+    }
+  } catch (error) {
+    // An abort stays an abort; a body cut short still says what status the engine answered.
+    if ((error as EngineError).code === 'engine-aborted') return error as EngineError
   }
-  return Buffer.concat(chunks).toString('utf8').slice(0, limit)
+  const text = Buffer.concat(chunks).toString('utf8').slice(0, MAX_ERROR_BODY).trim()
+  let message: string | null = null
+  try {
+    message = engineMessage(JSON.parse(text))
+  } catch {
+    // Not JSON: the raw text below.
+  }
+  message ??= text === '' ? null : text.slice(0, MAX_ERROR_TEXT)
+  return new EngineError('engine-http-error', `${engine} answered HTTP ${status}${message ? `: ${message}` : ''}`, { engine, status, engineMessage: message })
 }

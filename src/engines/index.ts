@@ -3,34 +3,50 @@
  * engine, behind one interface (`Engine.generate`).
  */
 export { EngineError } from './errors'
-export { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_READ_TIMEOUT_MS, type HttpOptions } from './http'
+export { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_MAX_EVENT_BYTES, DEFAULT_READ_TIMEOUT_MS, type HttpOptions } from './http'
 export { LlamaCppEngine, type LlamaCppEngineOptions } from './llamacpp'
 export { ReplayEngine, type ReplayEngineOptions, type ReplayGenerateRequest } from './replay'
 export { checkGenerateRequest } from './request'
 export { SglangEngine, type SglangEngineOptions } from './sglang'
 export type { Engine, EngineFinishReason, EngineStep, EngineUsage, GenerateRequest } from './types'
-export { VllmEngine, type VllmEngineOptions } from './vllm'
+export { VLLM_DEFAULT_MAX_TOKENS, VllmEngine, type VllmEngineOptions } from './vllm'
 
-import { LlamaCppEngine } from './llamacpp'
-import { ReplayEngine } from './replay'
-import { SglangEngine } from './sglang'
+import { LlamaCppEngine, type LlamaCppEngineOptions } from './llamacpp'
+import { ReplayEngine, type ReplayEngineOptions } from './replay'
+import { SglangEngine, type SglangEngineOptions } from './sglang'
 import type { Engine } from './types'
-import { VllmEngine } from './vllm'
+import { VllmEngine, type VllmEngineOptions } from './vllm'
 
 export type EngineName = 'replay' | 'vllm' | 'sglang' | 'llamacpp'
 
-/** An engine by name, e.g. from configuration; the options are those of its class. */
-export function createEngine(name: EngineName, options: object): Engine {
-  switch (name) {
-    case 'replay':
-      return new ReplayEngine(options as never)
-    case 'vllm':
-      return new VllmEngine(options as never)
-    case 'sglang':
-      return new SglangEngine(options as never)
-    case 'llamacpp':
-      return new LlamaCppEngine(options as never)
-    default:
-      throw new TypeError(`createEngine: unknown engine ${JSON.stringify(name)} (replay, vllm, sglang, llamacpp)`)
+/** The options of each engine, by name. */
+export interface EngineOptionsByName {
+  replay: ReplayEngineOptions
+  vllm: VllmEngineOptions
+  sglang: SglangEngineOptions
+  llamacpp: LlamaCppEngineOptions
+}
+
+const ENGINES: { [N in EngineName]: new (options: EngineOptionsByName[N]) => Engine } = {
+  replay: ReplayEngine,
+  vllm: VllmEngine,
+  sglang: SglangEngine,
+  llamacpp: LlamaCppEngine,
+}
+
+/**
+ * An engine by name, e.g. from configuration. The options are those of its class and are checked as its
+ * constructor checks them: a TypeError naming the option (an unknown one included).
+ */
+export function createEngine(name: 'replay', options: ReplayEngineOptions): ReplayEngine
+export function createEngine(name: 'vllm', options: VllmEngineOptions): VllmEngine
+export function createEngine(name: 'sglang', options: SglangEngineOptions): SglangEngine
+export function createEngine(name: 'llamacpp', options: LlamaCppEngineOptions): LlamaCppEngine
+export function createEngine(name: EngineName, options: EngineOptionsByName[EngineName]): Engine
+export function createEngine(name: EngineName, options: EngineOptionsByName[EngineName]): Engine {
+  if (typeof name !== 'string' || !Object.hasOwn(ENGINES, name)) {
+    throw new TypeError(`createEngine: unknown engine ${JSON.stringify(name)} (${Object.keys(ENGINES).join(', ')})`)
   }
+  const Class = ENGINES[name] as new (options: EngineOptionsByName[EngineName]) => Engine
+  return new Class(options)
 }

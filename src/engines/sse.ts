@@ -1,8 +1,13 @@
 /**
- * A reader of `text/event-stream` bodies as engines write them: events separated by a blank line, `data:`
- * lines (joined by "\n" when an event has several), `\r\n` or `\n` line ends, comments (`:`) ignored, and
- * bytes split anywhere, even inside a character. Also llama.cpp's `error: {…}` lines, which some of its
- * versions send for a failure mid-stream. Bounded: an event larger than `maxEventBytes` is an error.
+ * A reader of `text/event-stream` bodies as the engines write them (vLLM, SGLang and llama.cpp all write
+ * `data: <json>\n\n`; see the engine files): events separated by a blank line, `data:` lines joined by "\n"
+ * when an event has several, `\r\n` or `\n` line ends, comments (`:`) and unknown fields ignored, bytes split
+ * anywhere, even inside a UTF-8 character. Also `error: {…}` lines, which llama.cpp servers before the
+ * `data: {"error": …}` framing wrote for a failure mid-stream (reported as an event named `error`).
+ *
+ * Bounded: an event whose text grows past `maxEventBytes` throws as soon as it does, however it is split, so a
+ * broken or hostile engine cannot make the reader buffer without limit. (The count is in UTF-16 code units of
+ * the decoded text, never more than the UTF-8 bytes it came from.)
  */
 export interface SseEvent {
   /** `message` (plain `data:` events) or the `event:` field; `error` for llama.cpp's `error:` lines. */

@@ -1,5 +1,6 @@
 /** What the engine clients share after the HTTP layer: JSON events, stop-id repair, and finish reasons. */
 import { EngineError } from './errors'
+import { isTokenId } from './request'
 import type { SseEvent } from './sse'
 import type { EngineFinishReason, EngineStep, EngineUsage } from './types'
 
@@ -18,15 +19,17 @@ export function isObject(value: unknown): value is Record<string, unknown> {
 /** Token ids from an event field, checked: an engine that sends anything else is broken, not trusted. */
 export function tokenIds(engine: string, value: unknown, field: string): number[] {
   if (value === undefined || value === null) return []
-  if (!Array.isArray(value) || !value.every((id) => Number.isInteger(id) && id >= 0 && id <= 201_088)) {
+  if (!Array.isArray(value) || !value.every(isTokenId)) {
     throw new EngineError('engine-protocol-error', `${engine} sent ${field} that are not token ids`, { engine })
   }
   return value as number[]
 }
 
 /**
- * An engine that reports the stop token only in its stop reason (vLLM's `stop_reason`, SGLang's `matched`)
- * leaves it out of the ids: it is appended, so the parser sees the terminator and the finish reason is right.
+ * The stop-id rule of vLLM and SGLang, which name the stop token that ended generation in their stop reason
+ * (vLLM `stop_reason`, SGLang `finish_reason.matched`): when that is one of the request's stop ids and the ids
+ * (these, or the last seen before them when these are empty) do not already end with it, it is appended, so
+ * the parser sees its terminator. Never twice: an engine that keeps it in the ids is left as it is.
  */
 export function withStopToken(tokens: number[], lastSeen: number | undefined, matched: unknown, stops: readonly number[]): number[] {
   if (typeof matched !== 'number' || !stops.includes(matched)) return tokens
@@ -41,7 +44,11 @@ export function step(tokens: number[], finishReason?: EngineFinishReason, usage?
   return out
 }
 
-/** The engine's message from an OpenAI-style error body: `{error: {message}}`, `{object: 'error', message}`, `{error: 'text'}`. */
+/**
+ * The engine's message from its error body: vLLM `{error: {message, type, param, code}}` (older versions
+ * `{object: 'error', message}`), SGLang `{error: {message}}`, llama.cpp `{error: {code, message, type}}`,
+ * FastAPI's `{detail: '…'}`; null for any other shape (the caller keeps the raw text then).
+ */
 export function openAIStyleMessage(json: unknown): string | null {
   if (!isObject(json)) return null
   const error = json.error
