@@ -103,11 +103,10 @@ export class MessageRenderer {
     return this.encoder.implementation
   }
 
-  /** Each message's tokens, in order. `authorLengths[i]`: tokens of `<|start|>` and the author of message i. */
-  render(messages: readonly ConversationMessage[]): { perMessage: Uint32Array[]; authorLengths: number[] } {
+  /** Each message's tokens, in order. */
+  render(messages: readonly ConversationMessage[]): Uint32Array[] {
     const functionTools = hasFunctionTools(messages)
     const perMessage: Uint32Array[] = []
-    const authorLengths: number[] = []
     for (const message of messages) {
       const parts = messageParts(message, functionTools)
       const key = this.cache === null ? '' : cacheKey(parts)
@@ -117,9 +116,14 @@ export class MessageRenderer {
         this.cache?.set(key, tokens)
       }
       perMessage.push(tokens)
-      authorLengths.push(1 + this.#piece(parts.author).length + (parts.name === undefined ? 0 : this.#piece(`:${parts.name}`).length))
     }
-    return { perMessage, authorLengths }
+    return perMessage
+  }
+
+  /** How many of a text message's tokens are `<|start|>` and its author (`assistant`, `:name`): the training mask's prompt part. */
+  authorLength(message: TextMessage): number {
+    const parts = messageParts(message, false)
+    return 1 + this.#piece(parts.author).length + (parts.name === undefined ? 0 : this.#piece(`:${parts.name}`).length)
   }
 
   #piece(text: string): ArrayLike<number> {

@@ -142,7 +142,7 @@ function requestPrompt(conversation: RequestConversation, options: RenderRequest
   }
   messages.push(...(options.keepAnalysis ? conversation.messages : dropFinishedAnalysis(conversation.messages)))
   const renderer = rendererFor(options)
-  const tokens = concat([...renderer.render(messages).perMessage, ...nextTurnTokens(renderer, 'assistant')])
+  const tokens = concat([...renderer.render(messages), ...nextTurnTokens(renderer, 'assistant')])
   return { tokens, toolNames: conversation.tools.map((tool) => `functions.${tool.name}`), promptTokens: tokens.length }
 }
 
@@ -164,7 +164,7 @@ export function renderConversation(messages: readonly ConversationMessage[], opt
   validateConversation(messages, 'renderConversation')
   const renderer = rendererFor(checked)
   const kept = checked.keepAnalysis ? messages : dropFinishedAnalysis(messages)
-  const pieces: ArrayLike<number>[] = renderer.render(kept).perMessage
+  const pieces: ArrayLike<number>[] = renderer.render(kept)
   const nextRole = checked.nextRole === undefined ? 'assistant' : checked.nextRole
   if (nextRole !== null) pieces.push(...nextTurnTokens(renderer, nextRole))
   const tokens = concat(pieces)
@@ -176,12 +176,13 @@ export function renderForTraining(messages: readonly ConversationMessage[], opti
   const checked = checkOptions(options, 'training', 'renderForTraining') as RenderForTrainingOptions
   validateConversation(messages, 'renderForTraining')
   const kept = checked.prefixPreserving ? [...messages] : referenceAutoDropAnalysis(messages)
-  const { perMessage, authorLengths } = rendererFor(checked).render(kept)
+  const renderer = rendererFor(checked)
+  const perMessage = renderer.render(kept)
   const tokens = concat(perMessage)
   const assistantMask = new Uint8Array(tokens.length)
   let at = 0
   kept.forEach((message, i) => {
-    if (message.role === 'assistant') assistantMask.fill(1, at + authorLengths[i], at + perMessage[i].length)
+    if (message.role === 'assistant') assistantMask.fill(1, at + renderer.authorLength(message), at + perMessage[i].length)
     at += perMessage[i].length
   })
   const last = kept[kept.length - 1]
