@@ -24,7 +24,7 @@ import { EngineError } from './errors'
 import { type HttpOptions, postEvents } from './http'
 import { checkEngineOptions } from './options'
 import { checkGenerateRequest } from './request'
-import { isObject, openAIStyleMessage, parseEvent, step, streamError, tokenIds } from './steps'
+import { isObject, openAIStyleMessage, parseEvent, samplingFields, step, streamError, tokenIds } from './steps'
 import type { Engine, EngineFinishReason, EngineStep, GenerateRequest } from './types'
 
 export interface LlamaCppEngineOptions extends HttpOptions {
@@ -54,11 +54,7 @@ export class LlamaCppEngine implements Engine {
   /** The request body, in the README's `/completion` fields (see the top of this file). */
   private body(request: GenerateRequest): Record<string, unknown> {
     // n_predict -1: until an end-of-generation token or the context is full.
-    const body: Record<string, unknown> = { prompt: Array.from(request.tokens), n_predict: request.maxTokens ?? -1, stream: true, return_tokens: true, cache_prompt: true }
-    if (request.temperature !== undefined) body.temperature = request.temperature
-    if (request.topP !== undefined) body.top_p = request.topP
-    if (request.seed !== undefined) body.seed = request.seed
-    return body
+    return { prompt: Array.from(request.tokens), n_predict: request.maxTokens ?? -1, stream: true, return_tokens: true, cache_prompt: true, ...samplingFields(request, 'seed') }
   }
 
   private async *run(request: GenerateRequest): AsyncGenerator<EngineStep> {

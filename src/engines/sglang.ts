@@ -32,7 +32,7 @@ import { EngineError } from './errors'
 import { type HttpOptions, postEvents } from './http'
 import { checkEngineOptions, positiveInteger } from './options'
 import { checkGenerateRequest } from './request'
-import { isObject, openAIStyleMessage, parseEvent, step, streamError, tokenIds, withStopToken } from './steps'
+import { isObject, openAIStyleMessage, parseEvent, samplingFields, step, streamError, tokenIds, withStopToken } from './steps'
 import type { Engine, EngineFinishReason, EngineStep, GenerateRequest } from './types'
 
 export interface SglangEngineOptions extends HttpOptions {
@@ -76,10 +76,8 @@ export class SglangEngine implements Engine {
       max_new_tokens: request.maxTokens ?? this.options.defaultMaxTokens ?? null,
       stop_token_ids: [...(request.stopTokens ?? ASSISTANT_ACTION_STOP_TOKENS)],
       skip_special_tokens: false,
+      ...samplingFields(request, 'sampling_seed'),
     }
-    if (request.temperature !== undefined) sampling.temperature = request.temperature
-    if (request.topP !== undefined) sampling.top_p = request.topP
-    if (request.seed !== undefined) sampling.sampling_seed = request.seed
     return { input_ids: Array.from(request.tokens), sampling_params: sampling, stream: true }
   }
 

@@ -2,7 +2,7 @@
 import { EngineError } from './errors'
 import { isTokenId } from './request'
 import type { SseEvent } from './sse'
-import type { EngineFinishReason, EngineStep, EngineUsage } from './types'
+import type { EngineFinishReason, EngineStep, EngineUsage, GenerateRequest } from './types'
 
 export function parseEvent(engine: string, event: SseEvent): unknown {
   try {
@@ -35,6 +35,19 @@ export function withStopToken(tokens: number[], lastSeen: number | undefined, ma
   if (typeof matched !== 'number' || !stops.includes(matched)) return tokens
   const last = tokens.length > 0 ? tokens[tokens.length - 1] : lastSeen
   return last === matched ? tokens : [...tokens, matched]
+}
+
+/**
+ * The request's sampling settings under the names the engines share (`temperature`, `top_p`) and the one they
+ * do not (`seedField`: vLLM and llama.cpp `seed`, SGLang `sampling_seed`); unset ones are left out, so the
+ * engine's defaults apply.
+ */
+export function samplingFields(request: GenerateRequest, seedField: 'seed' | 'sampling_seed'): Record<string, number> {
+  const fields: Record<string, number> = {}
+  if (request.temperature !== undefined) fields.temperature = request.temperature
+  if (request.topP !== undefined) fields.top_p = request.topP
+  if (request.seed !== undefined) fields[seedField] = request.seed
+  return fields
 }
 
 export function step(tokens: number[], finishReason?: EngineFinishReason, usage?: EngineUsage): EngineStep {

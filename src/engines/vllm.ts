@@ -30,7 +30,7 @@ import { EngineError } from './errors'
 import { type HttpOptions, postEvents } from './http'
 import { checkEngineOptions, positiveInteger } from './options'
 import { checkGenerateRequest } from './request'
-import { isObject, openAIStyleMessage, parseEvent, step, streamError, tokenIds, withStopToken } from './steps'
+import { isObject, openAIStyleMessage, parseEvent, samplingFields, step, streamError, tokenIds, withStopToken } from './steps'
 import type { Engine, EngineFinishReason, EngineStep, EngineUsage, GenerateRequest } from './types'
 
 export interface VllmEngineOptions extends HttpOptions {
@@ -74,10 +74,7 @@ export class VllmEngine implements Engine {
   /** The request body, in the fields of the endpoint's protocol.py (see the top of this file). */
   private body(request: GenerateRequest): Record<string, unknown> {
     const stops = request.stopTokens ?? ASSISTANT_ACTION_STOP_TOKENS
-    const sampling: Record<string, unknown> = { stop_token_ids: [...stops], skip_special_tokens: false }
-    if (request.temperature !== undefined) sampling.temperature = request.temperature
-    if (request.topP !== undefined) sampling.top_p = request.topP
-    if (request.seed !== undefined) sampling.seed = request.seed
+    const sampling: Record<string, unknown> = { stop_token_ids: [...stops], skip_special_tokens: false, ...samplingFields(request, 'seed') }
     const model = this.options.model === undefined ? {} : { model: this.options.model }
     const stream = { stream: true, stream_options: { include_usage: true } }
     if (this.options.api === 'generate') {
