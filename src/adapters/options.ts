@@ -59,12 +59,22 @@ export function functionNamesOf(tools: unknown, where: string): string[] {
   if (tools === undefined || tools === null) return []
   return (tools as unknown[]).flatMap((tool, i) => {
     if (tool === null || typeof tool !== 'object') fail(where, `tools[${i}] must be an object`)
-    const t = tool as { type?: unknown; name?: unknown; function?: { name?: unknown } }
-    if (t.type !== 'function') return []
-    const name = t.function?.name ?? t.name
+    const fields = functionFields(tool)
+    if (fields === null) return []
+    const name = fields.name ?? (tool as { name?: unknown }).name
     if (typeof name !== 'string' || name === '') fail(where, `tools[${i}] has no function name`)
     return [name]
   })
+}
+
+/**
+ * The fields (`name`, `description`, `parameters`) of a function tool in either API's shape: Chat nests them
+ * under `function`, Responses has them on the tool; null for other tool types.
+ */
+export function functionFields(tool: unknown): Record<string, unknown> | null {
+  if (tool === null || typeof tool !== 'object' || (tool as { type?: unknown }).type !== 'function') return null
+  const nested = (tool as { function?: unknown }).function
+  return nested !== null && typeof nested === 'object' && !Array.isArray(nested) ? (nested as Record<string, unknown>) : (tool as Record<string, unknown>)
 }
 
 /** A tool name as the parser wants it: bare names (as requests spell them) get the `functions.` namespace. */

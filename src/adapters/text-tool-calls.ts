@@ -12,6 +12,9 @@
  * releases it the moment it cannot; text that is not a call is released unchanged.
  */
 
+import { functionFields } from './options'
+import { toolName } from './routing'
+
 export interface DeclaredTool {
   name: string
   /** The schema's property names; null when only the name is known (no mapping, no required check). */
@@ -50,13 +53,12 @@ const isObject = (value: unknown): value is Json => value !== null && typeof val
 export function declaredTools(tools: readonly unknown[] | null | undefined, toolNames: readonly string[]): Map<string, DeclaredTool> {
   const declared = new Map<string, DeclaredTool>()
   for (const name of toolNames) {
-    const bare = name.startsWith('functions.') ? name.slice('functions.'.length) : name
-    if (!name.includes('.') || name.startsWith('functions.')) declared.set(bare, { name: bare, properties: null, required: [] })
+    const bare = toolName(name)
+    if (!name.includes('.') || bare !== name) declared.set(bare, { name: bare, properties: null, required: [] })
   }
   for (const tool of tools ?? []) {
-    if (!isObject(tool) || tool.type !== 'function') continue
-    const fields = isObject(tool.function) ? tool.function : tool
-    if (typeof fields.name !== 'string') continue
+    const fields = functionFields(tool)
+    if (fields === null || typeof fields.name !== 'string') continue
     const schema = isObject(fields.parameters) ? fields.parameters : {}
     const properties = isObject(schema.properties) ? Object.keys(schema.properties) : []
     const required = Array.isArray(schema.required) ? schema.required.filter((r): r is string => typeof r === 'string') : []
@@ -90,7 +92,7 @@ export function callOf(value: unknown, declared: ReadonlyMap<string, DeclaredToo
   if (!isObject(value)) return null
   const rawName = typeof value.tool === 'string' ? value.tool : typeof value.name === 'string' ? value.name : null
   if (rawName === null) return null
-  const tool = declared.get(rawName.startsWith('functions.') ? rawName.slice('functions.'.length) : rawName)
+  const tool = declared.get(toolName(rawName))
   if (tool === undefined) return null
   let args: unknown = value.arguments ?? value.parameters ?? {}
   if (typeof args === 'string') {
