@@ -147,9 +147,13 @@ class ChatMapper {
   reasoningTokens = 0
   lastTerminator: string | null | undefined = undefined
   readonly diagnostics: AdapterDiagnostic[] = []
+  /** The fields reasoning text goes in, in order (option `reasoningField`); every face of the adapter uses these. */
+  readonly reasoningFields: readonly ('reasoning_content' | 'reasoning')[]
 
   constructor(readonly options: ChatAdapterOptions, readonly id: string, toolNames: readonly string[]) {
     this.recovery = new TextCallRecovery(options, toolNames)
+    const field = options.reasoningField ?? 'reasoning_content'
+    this.reasoningFields = field === 'both' ? ['reasoning_content', 'reasoning'] : [field]
   }
 
   /** A call recovered from text: the next tool index, announced whole in one delta. */
@@ -179,9 +183,9 @@ class ChatMapper {
   }
 
   reasoningDelta(text: string): ChatDelta {
-    const field = this.options.reasoningField ?? 'reasoning_content'
-    if (field === 'both') return { reasoning_content: text, reasoning: text }
-    return field === 'reasoning' ? { reasoning: text } : { reasoning_content: text }
+    const delta: ChatDelta = {}
+    for (const field of this.reasoningFields) delta[field] = text
+    return delta
   }
 
   /** Bookkeeping at a message's close (`tokenOffset`: tokens read so far); returns its state. */
@@ -337,12 +341,8 @@ export class ChatCompletionsStream {
       return
     }
     const json = JSON.stringify(text)
-    let delta: string
-    if (field === 'content') delta = `{"content":${json}}`
-    else {
-      const which = this.options.reasoningField ?? 'reasoning_content'
-      delta = which === 'both' ? `{"reasoning_content":${json},"reasoning":${json}}` : `{"${which}":${json}}`
-    }
+    const names = this.mapper.reasoningFields
+    const delta = field === 'content' ? `{"content":${json}}` : names.length === 1 ? `{"${names[0]}":${json}}` : `{${names.map((name) => `"${name}":${json}`).join(',')}}`
     this.sse += `${this.head()}${delta},"finish_reason":null,"logprobs":null}]}\n\n`
   }
 
@@ -427,11 +427,9 @@ export function chatCompletion(tokens: Uint32Array | readonly number[] | string,
       toolCalls.push({ id: mapper.toolCallId(state.toolIndex!), type: 'function', function: { name: toolName(state.recipient!), arguments: message.content } })
     }
   }
-  const field = options.reasoningField ?? 'reasoning_content'
-  const reasoningText = reasoning.join('')
   const message: ChatCompletion['choices'][0]['message'] = { role: 'assistant', content: content.length > 0 ? content.join('') : null }
-  if (reasoning.length > 0 && field !== 'reasoning') message.reasoning_content = reasoningText
-  if (reasoning.length > 0 && field !== 'reasoning_content') message.reasoning = reasoningText
+  const reasoningText = reasoning.join('')
+  if (reasoning.length > 0) for (const field of mapper.reasoningFields) message[field] = reasoningText
   if (toolCalls.length > 0) message.tool_calls = toolCalls
   const prompt = options.promptTokens ?? 0
   return {
