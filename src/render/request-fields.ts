@@ -46,14 +46,18 @@ export function array(value: unknown, param: string): unknown[] {
 export const TEXT_PARTS = {
   chat: new Set(['text', 'refusal']),
   responses: new Set(['input_text', 'output_text', 'text', 'refusal', 'reasoning_text', 'summary_text']),
+  /** A Responses reasoning item: its content, and its summary. */
+  reasoning: new Set(['reasoning_text']),
+  summary: new Set(['summary_text']),
 }
 
-/** A message's content: a string, or an array of text parts joined without separator. */
-export function textContent(value: unknown, param: string, textParts: ReadonlySet<string>): string {
+/** A message's content: a string, or an array of text parts joined by `separator` (default none). */
+export function textContent(value: unknown, param: string, textParts: ReadonlySet<string>, separator = ''): string {
   if (typeof value === 'string') return value
   const parts = array(value, param)
   let text = ''
   parts.forEach((raw, i) => {
+    if (i > 0) text += separator
     const part = object(raw, `${param}[${i}]`)
     const type = string(part.type, `${param}[${i}].type`)
     if (!textParts.has(type)) {

@@ -135,8 +135,8 @@ function isPreamble(items: readonly unknown[], index: number): boolean {
 /** The chain of thought of a reasoning item: its `reasoning_text` content when sent, else its summary. */
 function reasoningItemText(item: JsonObject, at: string): string {
   const content = item.content === undefined || item.content === null ? [] : array(item.content, `${at}.content`)
-  if (content.length > 0) return textContent(content, `${at}.content`, new Set(['reasoning_text']))
+  if (content.length > 0) return textContent(content, `${at}.content`, TEXT_PARTS.reasoning)
   const summary = item.summary === undefined || item.summary === null ? [] : array(item.summary, `${at}.summary`)
   // Summary parts are separate paragraphs.
-  return summary.map((part, j) => textContent([part], `${at}.summary[${j}]`, new Set(['summary_text']))).join('\n\n')
+  return textContent(summary, `${at}.summary`, TEXT_PARTS.summary, '\n\n')
 }
