@@ -282,7 +282,8 @@ export class ResponsesStream {
 
   /** Whether a message's text goes through the text-call holder: content routed, and recovery on for it. */
   private readsForCalls(header: { role: string; channel?: string | null; recipient?: string | null }): boolean {
-    return routeOf(header, this.options) === 'content' && this.recovery.applies(header)
+    // applies() first: with recovery off (the default) no route is worked out per text segment.
+    return this.recovery.applies(header) && routeOf(header, this.options) === 'content'
   }
 
   /** What the holder released: text into the message's item, recovered calls as whole function_call items. */
