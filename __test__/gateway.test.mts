@@ -279,3 +279,15 @@ test('the gateway sends an error frame when the engine fails midway, and the ope
     server.close()
   }
 })
+
+test('x-harmony-replay outside the replay file is a 400 naming the header', async (t) => {
+  const server = createGateway({ replay, interval: 1, implementation: 'js', onDiagnostic: () => {} })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => server.close())
+  const { port } = server.address() as AddressInfo
+  for (const header of ['99', 'x', '']) {
+    const answer = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-harmony-replay': header }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }) })
+    t.is(answer.status, 400, header)
+    t.is(((await answer.json()) as { error: { param: string } }).error.param, 'x-harmony-replay')
+  }
+})

@@ -71,8 +71,11 @@ export function createGateway({
   /** Steps of one generation; the first is awaited here, so an engine that fails at once gets a 502, not a stream. */
   async function generate(request, prompt, params, signal) {
     const header = request.headers['x-harmony-replay']
-    const replayIndex = header === undefined ? undefined : /^\d+$/.test(header) ? Number(header) : -1
+    const replayIndex = header === undefined ? undefined : Number(header)
     if (replayIndex !== undefined && !(engine instanceof ReplayEngine)) throw new HttpError(400, 'x-harmony-replay applies to the replay engine only')
+    if (replayIndex !== undefined && !(/^\d+$/.test(header) && engine.size > replayIndex)) {
+      throw new HttpError(400, `x-harmony-replay must be an index from 0 to ${engine.size - 1}`, { param: 'x-harmony-replay' })
+    }
     const steps = engine.generate({
       tokens: prompt.tokens,
       maxTokens: params.maxTokens,
@@ -83,17 +86,18 @@ export function createGateway({
       ...(replayIndex !== undefined ? { replayIndex } : {}),
     })
     const iterator = steps[Symbol.asyncIterator]()
-    const first = await iterator.next()
+    // The engine's own iterator, with its first result already in hand (no extra generator per step).
+    let first = await iterator.next()
     return {
-      async *[Symbol.asyncIterator]() {
-        try {
-          if (first.done) return
-          yield first.value
-          for (let next = await iterator.next(); !next.done; next = await iterator.next()) yield next.value
-        } finally {
-          await iterator.return?.()
-        }
-      },
+      [Symbol.asyncIterator]: () => ({
+        next: () => {
+          if (first === null) return iterator.next()
+          const result = first
+          first = null
+          return Promise.resolve(result)
+        },
+        return: (value) => iterator.return?.(value) ?? Promise.resolve({ done: true, value }),
+      }),
     }
   }
 

@@ -53,6 +53,11 @@ export class ReplayEngine implements Engine {
     this.pick = pick
   }
 
+  /** How many completions it replays (valid `replayIndex` values are 0 to size - 1). */
+  get size(): number {
+    return this.completions.length
+  }
+
   generate(request: ReplayGenerateRequest): AsyncIterable<EngineStep> {
     checkGenerateRequest(request, 'ReplayEngine.generate')
     let index = request.replayIndex
