@@ -61,16 +61,29 @@ function tokensOf(step: SseStep): { tokens: Uint32Array | readonly number[]; fin
   return ArrayBuffer.isView(step) || Array.isArray(step) ? { tokens: step as Uint32Array } : (step as { tokens: Uint32Array })
 }
 
+/** What pipeSse writes from: an adapter's SSE face, or its object face serialized (`frames: 'objects'`). */
+interface SseFace {
+  startSse?(): string
+  pushSse(tokens: Uint32Array | readonly number[]): string
+  finishSse(options: { truncated: boolean }): string
+}
+
+function serializedObjects(adapter: ChatCompletionsStream | ResponsesStream): SseFace {
+  if (adapter instanceof ChatCompletionsStream) {
+    return { pushSse: (tokens) => chatFrames(adapter.push(tokens)), finishSse: (options) => chatFrames(adapter.finish(options)) }
+  }
+  return {
+    startSse: () => responsesFrames(adapter.start()),
+    pushSse: (tokens) => responsesFrames(adapter.push(tokens)),
+    finishSse: (options) => responsesFrames(adapter.finish(options)),
+  }
+}
+
 export async function pipeSse(response: ServerResponse, adapter: ChatCompletionsStream | ResponsesStream, steps: AsyncIterable<SseStep>, options: PipeSseOptions = {}): Promise<PipeSseResult> {
   const coalesceMs = options.coalesceMs ?? 0
   if (typeof coalesceMs !== 'number' || !Number.isFinite(coalesceMs) || coalesceMs < 0) throw new TypeError('pipeSse: coalesceMs must be a non-negative number')
   const chat = adapter instanceof ChatCompletionsStream
-  const viaObjects = options.frames === 'objects'
-  const start = () => (viaObjects ? responsesFrames((adapter as ResponsesStream).start()) : (adapter as ResponsesStream).startSse())
-  const push = (tokens: Uint32Array | readonly number[]) =>
-    viaObjects ? (chat ? chatFrames((adapter as ChatCompletionsStream).push(tokens)) : responsesFrames((adapter as ResponsesStream).push(tokens))) : adapter.pushSse(tokens)
-  const finish = (truncated: boolean) =>
-    viaObjects ? (chat ? chatFrames((adapter as ChatCompletionsStream).finish({ truncated })) : responsesFrames((adapter as ResponsesStream).finish({ truncated }))) : adapter.finishSse({ truncated })
+  const face: SseFace = options.frames === 'objects' ? serializedObjects(adapter) : adapter
   let clientClosed = response.destroyed
   let wake: (() => void) | null = null
   /** The socket's buffer is full: pull no engine step until it drains. */
@@ -110,18 +123,19 @@ export async function pipeSse(response: ServerResponse, adapter: ChatCompletions
   try {
     if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
     // The adapters' SSE faces: the bytes of their events, built without event objects.
-    if (!chat) await send(start())
+    // Responses opens with response.created / in_progress; Chat has no opening events.
+    if (face.startSse !== undefined) await send(face.startSse())
     let finishReason: string | undefined
     for await (const step of steps) {
       if (clientClosed) break // ends the iteration: the engine client closes its request
       const { tokens, finishReason: reason } = tokensOf(step)
       finishReason = reason ?? finishReason
-      await send(push(tokens))
+      await send(face.pushSse(tokens))
       if (clientClosed) break
     }
     if (clientClosed) return { outcome: 'client-closed' }
     if (finishReason === 'abort') throw new HttpError(502, 'the inference engine aborted the request', { code: 'engine-aborted' })
-    const last = pending + finish(finishReason === 'length')
+    const last = pending + face.finishSse({ truncated: finishReason === 'length' })
     pending = ''
     response.end(chat ? `${last}data: [DONE]\n\n` : last)
     return { outcome: 'completed' }
