@@ -234,7 +234,7 @@ test('pipeSse coalesceMs: the same bytes in fewer writes, and a client that stop
     const write = response.write.bind(response)
     response.write = ((...args: Parameters<typeof write>) => (writes++, write(...args))) as typeof response.write
     const adapter = new ChatCompletionsStream({ model: 'm', id: 'chatcmpl-x', created: 1, parser: { implementation: 'js' } })
-    await pipeSse(response, adapter, steps(COMPLETION), { coalesceMs: request.url === '/coalesced' ? 50 : 0 })
+    await pipeSse(response, adapter, steps(COMPLETION), { coalesceMs: request.url === '/coalesced' ? 50 : 0, frames: request.url === '/objects' ? 'objects' : 'sse' })
   })
   t.teardown(close)
   const fetchText = (path: string) =>
@@ -249,6 +249,7 @@ test('pipeSse coalesceMs: the same bytes in fewer writes, and a client that stop
   writes = 0
   t.is(await fetchText('/coalesced'), plain)
   t.true(writes < plainWrites / 2, `${writes} writes coalesced vs ${plainWrites}`)
+  t.is(await fetchText('/objects'), plain, "frames: 'objects' writes the same bytes from the object face")
 
   let pulled = 0
   const endless = async function* () {
