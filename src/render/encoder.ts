@@ -20,9 +20,11 @@ let nativeEncoder: OrdinaryEncoder | null = null
 
 export function ordinaryEncoder(which: Implementation): OrdinaryEncoder {
   if (which === 'js') {
-    // Loaded on first use: gpt-tokenizer's ranks module is large, and a parser-only user never needs it.
-    const { encode } = require('gpt-tokenizer/cjs/encoding/o200k_base') as typeof import('gpt-tokenizer/cjs/encoding/o200k_base')
-    jsEncoder ??= { implementation: 'js', encode: (text) => encode(text, ORDINARY) }
+    if (jsEncoder === null) {
+      // Loaded on first use: gpt-tokenizer's ranks module is large, and a parser-only user never needs it.
+      const { encode } = require('gpt-tokenizer/cjs/encoding/o200k_base') as typeof import('gpt-tokenizer/cjs/encoding/o200k_base')
+      jsEncoder = { implementation: 'js', encode: (text) => encode(text, ORDINARY) }
+    }
     return jsEncoder
   }
   if (nativeEncoder === null) {
