@@ -8,6 +8,7 @@
  * its close, and its close before the next message's text.
  */
 import { HarmonyStreamParser } from '../parser'
+import { ordinaryEncoder } from '../render/encoder'
 import { DEFAULT_MAX_HEADER_BYTES, tokensOfPieces } from '../text-parser'
 import { byteTokens } from '../text/byte-tokens'
 import { MarkerScanner, type Piece } from '../text/marker-scanner'
@@ -27,8 +28,6 @@ export type MessageEvent =
 /** What the adapters are fed: token ids (the default) or text whose markers arrive as text (see `HarmonyTextParser`). */
 export type InputKind = 'tokens' | 'text'
 
-let encoder: ((text: string) => number) | null = null
-
 /**
  * Tokens of `text`: `<|constrain|>` (text to the scanner) is one token, other special-token strings are
  * text. The tokenizer loads on first use, for text input only.
@@ -38,14 +37,9 @@ function tokenCount(text: string): number {
   return parts.length - 1 + parts.reduce((n, part) => n + (part === '' ? 0 : encodeCount(part)), 0)
 }
 
+/** o200k tokens of ordinary text: the renderer's js encoder (gpt-tokenizer, loaded on first use). */
 function encodeCount(text: string): number {
-  if (encoder === null) {
-    // The package's default encoding is o200k_base, the one gpt-oss uses.
-    const { encode } = require('gpt-tokenizer') as typeof import('gpt-tokenizer')
-    const options = { disallowedSpecial: new Set<string>() }
-    encoder = (t) => encode(t, options).length
-  }
-  return encoder(text)
+  return ordinaryEncoder('js').encode(text).length
 }
 
 export class MessageStream {
