@@ -31,16 +31,24 @@ export interface ReferenceResult {
 
 export const PYTHON = join(root, '.venv', 'bin', 'python')
 
-/** Runs the cases through the reference in one Python process. */
-export function reference(cases: readonly ReferenceCase[]): ReferenceResult[] {
-  const run = spawnSync(PYTHON, [join(import.meta.dirname, 'reference.py')], {
+/**
+ * Runs `{ cases }` through a Python script of this folder in the project's `.venv`, in one process, with the
+ * reference reading gpt-tokenizer's vocabulary; `what` names the oracle in the error when it cannot run.
+ */
+export function runReference<T>(script: string, cases: readonly unknown[], what: string): T[] {
+  const run = spawnSync(PYTHON, [join(import.meta.dirname, script)], {
     input: JSON.stringify({ cases }),
     encoding: 'utf8',
     maxBuffer: 1 << 30,
     env: { ...process.env, TIKTOKEN_ENCODINGS_BASE: dirname(require.resolve('gpt-tokenizer/data/o200k_base.tiktoken')) },
   })
   if (run.error || run.status !== 0) {
-    throw new Error(`the reference parser did not run (${run.error?.message ?? run.stderr}); run: node scripts/setup-reference.mjs`)
+    throw new Error(`the reference ${what} did not run (${run.error?.message ?? run.stderr}); run: node scripts/setup-reference.mjs`)
   }
-  return JSON.parse(run.stdout) as ReferenceResult[]
+  return JSON.parse(run.stdout) as T[]
+}
+
+/** Runs the cases through the reference in one Python process. */
+export function reference(cases: readonly ReferenceCase[]): ReferenceResult[] {
+  return runReference<ReferenceResult>('reference.py', cases, 'parser')
 }
