@@ -47,6 +47,12 @@ export interface NativeHeader {
   contentType?: string
 }
 
+export interface NativeLaneProgress {
+  text: string
+  tokens: number
+  counter: number
+}
+
 export interface NativeParseError {
   code: string
   message: string
@@ -59,6 +65,12 @@ export interface NativeParseError {
  * private (never resized, transferred or shared), so the memory stays valid while they are bound.
  */
 export declare function parserBind(input: Uint32Array, output: Uint32Array): void
+
+/**
+ * Lets frame stepper `owner` (non-zero) serve parser `id` in `parserStepFrames`; false if `id` is not open
+ * or another stepper has it.
+ */
+export declare function parserClaim(id: number, owner: number): boolean
 
 export declare function parserClose(id: number): boolean
 
@@ -78,11 +90,28 @@ export declare function parserOpen(role: string | undefined | null, strict: bool
 /** Parses the first `count` tokens of the bound input for stream `id`; results in the bound output. */
 export declare function parserPush(id: number, count: number): string
 
+/**
+ * Sets the fast lane of parser `id`: its frames are `literals` with, between two of them, the text
+ * (slot 0) or the counter (slot 1); `literals` null removes it. False if `id` is not open.
+ */
+export declare function parserSetLane(id: number, literals: Array<string> | undefined | null, slots: Array<number>, counter: number): boolean
+
 /** The stream's parser state code, or 0xFFFFFFFF if `id` is not open. */
 export declare function parserState(id: number): number
+
+/**
+ * One engine step for many of this thread's parsers, those `owner` claimed (`StreamPool::step_frames`): returns the frames
+ * the fast lane wrote, as one buffer that JavaScript owns from then on (it is not reused: a socket may
+ * still hold a part of it), and the layout above in `ends` (3 + 2 × streams slots). A panic outside the
+ * streams' own guards becomes a JavaScript error (`catch_unwind`), never an abort.
+ */
+export declare function parserStepFrames(owner: number, streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): Buffer
 
 export declare function parserTakeDiagnostics(id: number): Array<NativeDiagnostic>
 
 export declare function parserTakeError(id: number): NativeParseError | null
 
 export declare function parserTakeHeaders(id: number): Array<NativeHeader>
+
+/** What parser `id`'s fast lane did since it was last asked; null without a lane. */
+export declare function parserTakeLane(id: number): NativeLaneProgress | null

@@ -49,6 +49,8 @@ pub const STATUS_INTERNAL_ERROR: u32 = 4;
 pub const STATUS_UNKNOWN_STREAM: u32 = 5;
 /// Pool calls only: `offsets` does not fit `streams` and `tokens`.
 pub const STATUS_BAD_OFFSETS: u32 = 6;
+/// Internal to `StreamPool::step_frames`: a stream named twice in one step.
+pub const STATUS_REPEATED_STREAM: u32 = 7;
 
 /// A header field too long to intern, or one met after the table filled: read it from `take_headers`.
 pub const NOT_INTERNED: u32 = u32::MAX;

@@ -10,11 +10,14 @@ use std::sync::Arc;
 
 use crate::compact::{
     capacity, write_records, NameTable, AT_BAD_INDEX, AT_DIAGNOSTICS, AT_RECORDS, AT_STATE, AT_STATUS, HEADER_SLOTS,
-    RECORD_SLOTS, STATUS_BAD_OFFSETS, STATUS_FINISHED, STATUS_INTERNAL_ERROR, STATUS_INVALID_TOKEN, STATUS_OK, STATUS_PARSE_ERROR, STATUS_UNKNOWN_STREAM, STREAM,
+    RECORD_SLOTS, STATUS_BAD_OFFSETS, STATUS_FINISHED, STATUS_INTERNAL_ERROR, STATUS_INVALID_TOKEN, STATUS_OK, STATUS_PARSE_ERROR,
+    STATUS_REPEATED_STREAM, STATUS_UNKNOWN_STREAM, STREAM,
 };
+use crate::frames::{FrameTemplate, Lane, LaneProgress};
 use crate::header::Header;
 use crate::output::{Diagnostic, ParseError};
 use crate::stream_parser::{ParserOptions, PushError, State, StreamParser};
+use crate::tokens::FIRST_SPECIAL;
 use crate::vocabulary::Vocabulary;
 
 /// Stream ids: the slot index in the low 24 bits, a generation in the high 8, so that an id used after
@@ -28,6 +31,8 @@ pub enum PoolError {
     UnknownStream { index: usize, id: u32 },
     /// `offsets` must have one entry more than `streams`, never decrease and stay within `tokens`.
     BadOffsets,
+    /// `streams[index]` was named earlier in the same `step_frames` call.
+    RepeatedStream { index: usize, id: u32 },
     /// `tokens[index]` is outside the vocabulary; nothing was consumed.
     InvalidToken { index: usize, id: u32 },
     /// The output array has fewer slots than `needed`.
@@ -40,6 +45,7 @@ impl std::fmt::Display for PoolError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             PoolError::UnknownStream { index, id } => write!(f, "stream id {id} at index {index} is not open in this pool"),
+            PoolError::RepeatedStream { index, id } => write!(f, "stream id {id} at index {index} is named twice in one step"),
             PoolError::BadOffsets => f.write_str("offsets must hold streams.length + 1 non-decreasing indexes into tokens"),
             PoolError::InvalidToken { index, id } => {
                 write!(f, "token id {id} at index {index} is outside the vocabulary (0..={})", crate::tokens::LAST_TOKEN)
@@ -58,6 +64,7 @@ impl PoolError {
     pub fn write_status(&self, out: &mut [u32]) -> bool {
         let (status, index) = match *self {
             PoolError::UnknownStream { index, .. } => (STATUS_UNKNOWN_STREAM, index),
+            PoolError::RepeatedStream { index, .. } => (STATUS_REPEATED_STREAM, index),
             PoolError::BadOffsets => (STATUS_BAD_OFFSETS, 0),
             PoolError::InvalidToken { index, .. } => (STATUS_INVALID_TOKEN, index),
             PoolError::OutputTooSmall { .. } | PoolError::Full => return false,
@@ -79,6 +86,12 @@ struct Stream {
     /// With `STATUS_INVALID_TOKEN`: the index of the offending id in the last call's batch.
     bad_index: usize,
     broken: bool,
+    /// The fast lane of `step_frames`, while the adapter has one for the open message.
+    lane: Option<Box<Lane>>,
+    /// The `step_frames` call that last served this stream (a stream may appear once per call).
+    served_in: u32,
+    /// Who may name this stream in `step_frames` (0: nobody); see `claim`.
+    owner: u32,
 }
 
 struct Slot {
@@ -98,11 +111,13 @@ pub struct StreamPool {
     names: NameTable,
     /// The text of the last call, reused.
     text: String,
+    /// Counts `step_frames` calls, to refuse a stream named twice in one.
+    frame_steps: u32,
 }
 
 impl StreamPool {
     pub fn new(vocabulary: Arc<Vocabulary>) -> StreamPool {
-        StreamPool { vocabulary, slots: Vec::new(), free: Vec::new(), open: 0, finished: Vec::new(), names: NameTable::default(), text: String::new() }
+        StreamPool { vocabulary, slots: Vec::new(), free: Vec::new(), open: 0, finished: Vec::new(), names: NameTable::default(), text: String::new(), frame_steps: 0 }
     }
 
     /// Number of open streams (finished ones count until they are closed).
@@ -116,7 +131,8 @@ impl StreamPool {
 
     pub fn open(&mut self, options: ParserOptions) -> Result<u32, PoolError> {
         self.close_finished();
-        let stream = Stream { parser: StreamParser::new(self.vocabulary.clone(), options), error: None, bad_index: 0, broken: false };
+        let parser = StreamParser::new(self.vocabulary.clone(), options);
+        let stream = Stream { parser, error: None, bad_index: 0, broken: false, lane: None, served_in: 0, owner: 0 };
         let index = match self.free.pop() {
             Some(index) => index,
             None if self.slots.len() <= INDEX_MASK as usize => {
@@ -166,6 +182,14 @@ impl StreamPool {
     /// of all of them, which the records' offsets index. Checks everything before consuming anything.
     pub fn step(&mut self, streams: &[u32], offsets: &[u32], tokens: &[u32], out: &mut [u32]) -> Result<&str, PoolError> {
         self.close_finished();
+        let count = self.check_step(streams, offsets, tokens)?;
+        let ranges = offsets.windows(2).map(|w| w[0] as usize..w[1] as usize);
+        let calls = streams.iter().zip(ranges).map(|(&id, range)| (id, Some(&tokens[range])));
+        self.run_streams(calls, count, streams.len(), out, false)
+    }
+
+    /// Checks a step's arguments (see `step`); returns how many tokens it carries.
+    fn check_step(&self, streams: &[u32], offsets: &[u32], tokens: &[u32]) -> Result<usize, PoolError> {
         let (first, last) = match (offsets.first(), offsets.last()) {
             (Some(&first), Some(&last)) if offsets.len() == streams.len() + 1 => (first as usize, last as usize),
             _ => return Err(PoolError::BadOffsets),
@@ -177,9 +201,79 @@ impl StreamPool {
         if let Some(index) = (first..last).find(|&i| !self.vocabulary.contains(tokens[i])) {
             return Err(PoolError::InvalidToken { index, id: tokens[index] });
         }
-        let ranges = offsets.windows(2).map(|w| w[0] as usize..w[1] as usize);
-        let calls = streams.iter().zip(ranges).map(|(&id, range)| (id, Some(&tokens[range])));
-        self.run_streams(calls, last - first, streams.len(), out, false)
+        Ok(last - first)
+    }
+
+    /// Lets `owner` (a non-zero number the caller chose) name stream `id` in `step_frames`; false if `id` is
+    /// not open or another owner has it. Several frame steppers can share one pool's streams (a thread's
+    /// parsers), and none may serve a stream it was not given.
+    pub fn claim(&mut self, id: u32, owner: u32) -> bool {
+        match self.stream_mut(id) {
+            Some(stream) if owner != 0 && (stream.owner == 0 || stream.owner == owner) => {
+                stream.owner = owner;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Sets (or with None, removes) the fast lane of stream `id`, its counter starting at `counter`; false
+    /// if `id` is not open. A lane set here is used by `step_frames` while the stream reads content; the
+    /// caller sets it again after each step it served itself.
+    pub fn set_lane(&mut self, id: u32, template: Option<FrameTemplate>, counter: u32) -> bool {
+        let Some(stream) = self.stream_mut(id) else { return false };
+        stream.lane = template.map(|template| Box::new(Lane { template, counter, text: String::new(), tokens: 0 }));
+        true
+    }
+
+    /// What the fast lane of stream `id` did since the last call (text, tokens, the counter now), which
+    /// starts afresh; None if `id` is not open or has no lane.
+    pub fn take_lane(&mut self, id: u32) -> Option<LaneProgress> {
+        let lane = self.stream_mut(id)?.lane.as_mut()?;
+        Some(LaneProgress { text: std::mem::take(&mut lane.text), tokens: std::mem::replace(&mut lane.tokens, 0), counter: lane.counter })
+    }
+
+    /// One engine step with wire frames out: as `step`, but a stream inside a message whose lane is set,
+    /// given only ordinary tokens, is served here: its text becomes one frame of its template, appended to
+    /// `bytes`. The others are not touched: their indexes in `streams` are appended to `slow`, for the
+    /// caller to serve on the same streams (its adapters). `ends[i]` is where stream i's frame ends in
+    /// `bytes` (`ends` has one entry per stream). Checks everything before consuming anything: a stream
+    /// `owner` has not claimed is unknown, and one named twice is refused (its second batch could not be
+    /// served in order).
+    pub fn step_frames(
+        &mut self,
+        owner: u32,
+        streams: &[u32],
+        offsets: &[u32],
+        tokens: &[u32],
+        bytes: &mut Vec<u8>,
+        ends: &mut [u32],
+        slow: &mut Vec<u32>,
+    ) -> Result<(), PoolError> {
+        self.close_finished();
+        self.check_step(streams, offsets, tokens)?;
+        assert!(ends.len() >= streams.len(), "one end per stream");
+        self.frame_steps = self.frame_steps.wrapping_add(1).max(1);
+        let step = self.frame_steps;
+        for (index, &id) in streams.iter().enumerate() {
+            let stream = stream_in(&mut self.slots, id).expect("checked above");
+            if stream.owner != owner {
+                return Err(PoolError::UnknownStream { index, id });
+            }
+            if stream.served_in == step {
+                return Err(PoolError::RepeatedStream { index, id });
+            }
+            stream.served_in = step;
+        }
+        for (index, (&id, range)) in streams.iter().zip(offsets.windows(2)).enumerate() {
+            let batch = &tokens[range[0] as usize..range[1] as usize];
+            let stream = stream_in(&mut self.slots, id).expect("checked above");
+            if !serve_in_lane(stream, batch, bytes) {
+                slow.push(index as u32);
+            }
+            ends[index] = bytes.len() as u32;
+        }
+        Ok(())
     }
 
     /// Ends streams (as `StreamParser::finish`); results as for `step`. The streams are closed at the
@@ -313,6 +407,34 @@ fn stream_in(slots: &mut [Slot], id: u32) -> Option<&mut Stream> {
     slot.stream.as_deref_mut()
 }
 
+/// The fast lane: serves a batch of ordinary tokens to a stream reading content whose lane is set, writing
+/// its text as one frame (none for no text: a character still incomplete). In that state such tokens can
+/// only add text to the open message (no event, diagnostic or error), which is what makes the lane exact.
+/// False, with nothing consumed, when the batch is not for the lane.
+fn serve_in_lane(stream: &mut Stream, batch: &[u32], bytes: &mut Vec<u8>) -> bool {
+    let parser = &stream.parser;
+    let for_lane = stream.lane.is_some() && !stream.broken && !parser.is_finished() && parser.state() == State::Content;
+    if !for_lane || batch.iter().any(|&token| token >= FIRST_SPECIAL) {
+        return false;
+    }
+    if batch.is_empty() {
+        return true;
+    }
+    if run_guarded(stream, Some(batch)) != STATUS_OK {
+        // Not expected (see above); the adapter's own call will report the stream's error.
+        return false;
+    }
+    let lane = stream.lane.as_mut().expect("checked above");
+    let text = &stream.parser.output().text.text;
+    lane.tokens += batch.len() as u64;
+    lane.text.push_str(text);
+    if !text.is_empty() && !lane.template.is_silent() {
+        lane.template.write(text, lane.counter, bytes);
+        lane.counter = lane.counter.wrapping_add(1);
+    }
+    true
+}
+
 /// Pushes `tokens` into the stream, or finishes it for `None`; returns the status.
 fn run_guarded(stream: &mut Stream, tokens: Option<&[u32]>) -> u32 {
     match tokens {
@@ -417,5 +539,37 @@ mod tests {
         let text = pool.step(&[a, a], &[0, 2, 4], &tokens, &mut out).unwrap().to_owned();
         assert_eq!(pool.state(a), Some(State::ExpectStart));
         assert_eq!(text, vocabulary.text(1).unwrap().0, "the second batch of `a` continued the first");
+    }
+
+    #[test]
+    fn the_fast_lane_writes_frames_for_text_and_leaves_everything_else_to_the_caller() {
+        use crate::frames::{FrameSlot, FrameTemplate};
+        let vocabulary = vocabulary();
+        let mut pool = StreamPool::new(vocabulary.clone());
+        let a = pool.open(ParserOptions::default()).unwrap();
+        let b = pool.open(ParserOptions::default()).unwrap();
+        let mut out = vec![0; capacity(2, 4)];
+        pool.step(&[a, b], &[0, 2, 4], &[CHANNEL, MESSAGE, CHANNEL, MESSAGE], &mut out).unwrap();
+        let template = FrameTemplate::new(vec!["<".into(), ":".into(), ">".into()], vec![FrameSlot::Counter, FrameSlot::Text]).unwrap();
+        assert!(pool.set_lane(a, Some(template), 7));
+        assert!(pool.claim(a, 1) && pool.claim(b, 1) && !pool.claim(b, 2));
+        let (mut bytes, mut ends, mut slow) = (Vec::new(), [0u32; 2], Vec::new());
+        // `a` reads text in its lane; `b` has none, so it is the caller's.
+        pool.step_frames(1, &[a, b], &[0, 2, 3], &[1, 2, 3], &mut bytes, &mut ends, &mut slow).unwrap();
+        let text = format!("{}{}", vocabulary.text(1).unwrap().0, vocabulary.text(2).unwrap().0);
+        let mut expected = Vec::new();
+        crate::frames::write_json_string(&text, &mut expected);
+        assert_eq!(bytes, [b"<7:".as_slice(), &expected, b">"].concat());
+        assert_eq!((ends, slow.as_slice()), ([bytes.len() as u32; 2], [1].as_slice()));
+        assert_eq!(pool.state(b), Some(State::Content), "the slow stream consumed nothing");
+        // A special token is never the lane's; a stream named twice is refused before anything is consumed.
+        slow.clear();
+        assert_eq!(pool.step_frames(2, &[a], &[0, 1], &[END], &mut bytes, &mut ends, &mut slow), Err(PoolError::UnknownStream { index: 0, id: a }));
+        pool.step_frames(1, &[a], &[0, 1], &[END], &mut bytes, &mut ends, &mut slow).unwrap();
+        assert_eq!(slow, [0]);
+        assert_eq!(pool.step_frames(1, &[a, a], &[0, 1, 2], &[1, 2], &mut bytes, &mut ends, &mut slow), Err(PoolError::RepeatedStream { index: 1, id: a }));
+        assert_eq!(pool.take_lane(a), Some(LaneProgress { text, tokens: 2, counter: 8 }));
+        assert_eq!(pool.take_lane(a), Some(LaneProgress { text: String::new(), tokens: 0, counter: 8 }), "taken once");
+        assert_eq!(pool.take_lane(b), None);
     }
 }

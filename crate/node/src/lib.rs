@@ -13,9 +13,9 @@
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 
-use harmony_stream_core::compact::{AT_STATUS, HEADER_SLOTS, STATUS_INTERNAL_ERROR};
-use harmony_stream_core::{Diagnostic, Encoder, Header, ParseError, ParserOptions, PoolError, StreamPool, Vocabulary};
-use napi::bindgen_prelude::{Uint32Array, Uint32ArraySlice};
+use harmony_stream_core::compact::{AT_BAD_INDEX, AT_STATUS, HEADER_SLOTS, STATUS_INTERNAL_ERROR};
+use harmony_stream_core::{Diagnostic, Encoder, FrameSlot, FrameTemplate, Header, ParseError, ParserOptions, PoolError, StreamPool, Vocabulary};
+use napi::bindgen_prelude::{Buffer, Uint32Array, Uint32ArraySlice};
 use napi::{Env, Error, JsString, Result};
 use napi_derive::napi;
 
@@ -111,6 +111,9 @@ struct ThreadPool {
     /// Tokens of the next `parserPush`, then the compact output: bound by `parserBind`.
     input: Option<Uint32Array>,
     output: Option<Uint32Array>,
+    /// `parserStepFrames`: the streams left to the caller (reused), and the last step's size in bytes.
+    slow: Vec<u32>,
+    frames_capacity: usize,
 }
 
 thread_local! {
@@ -121,7 +124,7 @@ fn with_thread_pool<T>(call: impl FnOnce(&mut ThreadPool) -> Result<T>) -> Resul
     THREAD_POOL.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
-            *slot = Some(ThreadPool { pool: StreamPool::new(shared_vocabulary()?), input: None, output: None });
+            *slot = Some(ThreadPool { pool: StreamPool::new(shared_vocabulary()?), input: None, output: None, slow: Vec::new(), frames_capacity: 0 });
         }
         call(slot.as_mut().expect("created above"))
     })
@@ -220,6 +223,99 @@ pub fn parser_names(from: u32) -> Result<Vec<String>> {
 #[napi]
 pub fn parser_debug_panic(id: u32) -> Result<u32> {
     with_thread_pool(|thread| Ok(thread.pool.debug_panic(id).unwrap_or(STATUS_INTERNAL_ERROR)))
+}
+
+// ---- the fast lane of many adapters per engine step (SsePool), on this thread's parsers ----
+
+/// Sets the fast lane of parser `id`: its frames are `literals` with, between two of them, the text
+/// (slot 0) or the counter (slot 1); `literals` null removes it. False if `id` is not open.
+#[napi]
+pub fn parser_set_lane(id: u32, literals: Option<Vec<String>>, slots: Vec<u32>, counter: u32) -> Result<bool> {
+    let template = match literals {
+        None => None,
+        Some(literals) => {
+            let slots = slots
+                .iter()
+                .map(|&slot| match slot {
+                    0 => Ok(FrameSlot::Text),
+                    1 => Ok(FrameSlot::Counter),
+                    _ => Err(Error::from_reason(format!("unknown frame slot {slot}"))),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let literals = literals.into_iter().map(String::into_boxed_str).collect();
+            Some(FrameTemplate::new(literals, slots).ok_or_else(|| Error::from_reason("a frame template has one literal more than slots"))?)
+        }
+    };
+    with_thread_pool(|thread| Ok(thread.pool.set_lane(id, template, counter)))
+}
+
+#[napi(object)]
+pub struct NativeLaneProgress {
+    pub text: String,
+    pub tokens: f64,
+    pub counter: u32,
+}
+
+/// Lets frame stepper `owner` (non-zero) serve parser `id` in `parserStepFrames`; false if `id` is not open
+/// or another stepper has it.
+#[napi]
+pub fn parser_claim(id: u32, owner: u32) -> Result<bool> {
+    with_thread_pool(|thread| Ok(thread.pool.claim(id, owner)))
+}
+
+/// What parser `id`'s fast lane did since it was last asked; null without a lane.
+#[napi]
+pub fn parser_take_lane(id: u32) -> Result<Option<NativeLaneProgress>> {
+    with_thread_pool(|thread| {
+        Ok(thread.pool.take_lane(id).map(|progress| NativeLaneProgress { text: progress.text, tokens: progress.tokens as f64, counter: progress.counter }))
+    })
+}
+
+/// Where `parserStepFrames` writes into its `ends` argument: a status (a `COMPACT_STATUS_*`), the index
+/// it concerns, how many streams the lane left to the caller, then one end per stream and the indexes
+/// of the streams left to the caller.
+const FRAMES_STATUS: usize = 0;
+const FRAMES_BAD_INDEX: usize = 1;
+const FRAMES_SLOW: usize = 2;
+const FRAMES_ENDS: usize = 3;
+
+/// One engine step for many of this thread's parsers, those `owner` claimed (`StreamPool::step_frames`): returns the frames
+/// the fast lane wrote, as one buffer that JavaScript owns from then on (it is not reused: a socket may
+/// still hold a part of it), and the layout above in `ends` (3 + 2 × streams slots). A panic outside the
+/// streams' own guards becomes a JavaScript error (`catch_unwind`), never an abort.
+#[napi(catch_unwind)]
+pub fn parser_step_frames(owner: u32, streams: Uint32ArraySlice, offsets: Uint32ArraySlice, tokens: Uint32ArraySlice, mut ends: Uint32ArraySlice) -> Result<Buffer> {
+    let ends = writable(&mut ends, &[&streams, &offsets, &tokens])?;
+    let count = streams.len();
+    if ends.len() < FRAMES_ENDS + 2 * count {
+        return Err(Error::from_reason("ends array too small"));
+    }
+    with_thread_pool(|thread| {
+        let mut bytes = Vec::with_capacity(thread.frames_capacity);
+        let mut slow = std::mem::take(&mut thread.slow);
+        slow.clear();
+        let (head, rest) = ends.split_at_mut(FRAMES_ENDS);
+        let result = thread.pool.step_frames(owner, &streams, &offsets, &tokens, &mut bytes, &mut rest[..count], &mut slow);
+        head.fill(0);
+        match result {
+            Ok(()) => {
+                head[FRAMES_SLOW] = slow.len() as u32;
+                rest[count..count + slow.len()].copy_from_slice(&slow);
+            }
+            Err(error) => {
+                let mut status = [0u32; HEADER_SLOTS];
+                if !error.write_status(&mut status) {
+                    return Err(pool_error(error));
+                }
+                head[FRAMES_STATUS] = status[AT_STATUS];
+                head[FRAMES_BAD_INDEX] = status[AT_BAD_INDEX];
+            }
+        }
+        thread.slow = slow;
+        // The next step likely writes as much: one allocation per step, none per stream.
+        thread.frames_capacity = bytes.len().max(64);
+        Ok(Buffer::from(bytes))
+    })
 }
 
 // ---- pools the caller drives ----
