@@ -51,6 +51,8 @@ export const COMPACT_STATUS_INTERNAL_ERROR = 4
 /** Internal to pool calls; the public calls throw a RangeError instead. */
 export const COMPACT_STATUS_UNKNOWN_STREAM = 5
 export const COMPACT_STATUS_BAD_OFFSETS = 6
+/** Internal to `SsePool` steps: a stream named twice in one step. */
+export const COMPACT_STATUS_REPEATED_STREAM = 7
 
 export const NAME_NOT_INTERNED = 0xffff_ffff
 

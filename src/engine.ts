@@ -7,6 +7,8 @@
  * parts (diagnostics, errors, headers too long to intern), fetched when the counts say there are some.
  */
 
+import type { FrameTemplate, LaneProgress } from './fallback/frames'
+
 /** Codes of the engines' internal event lists (`fallback/output.ts`, crate/core/src/output.rs). */
 export const EVENT_OPEN = 1
 export const EVENT_TEXT = 2
@@ -79,6 +81,23 @@ export interface Engine {
   nameOf(id: number): string | null
   /** Releases the stream's resources now (native: its Rust stream); no call may follow. */
   close(): void
+  /** Sets or removes the fast lane of `SsePool` steps on this stream (fallback/frames.ts, frames.rs). */
+  setLane(template: FrameTemplate | null, counter: number): void
+  /** What the fast lane did since the last call; null without a lane. */
+  takeLane(): LaneProgress | null
   /** Test hook: makes the stream fail as a bug would. Returns the status. */
   debugPanic(): number
+}
+
+/**
+ * Steps the fast lanes of many engines of one implementation at once, one call per engine step
+ * (`parserStepFrames` in crate/node, `stepFrames` in fallback/frames.ts). `ends` gets the layout of
+ * fallback/frames.ts (FRAMES_*); the frames come back as bytes (native) or a string (js).
+ */
+export interface LaneStepper {
+  /** The id under which `step` knows the engine's stream. */
+  add(engine: Engine): number
+  /** Forgets an id of `add` (the engine itself is closed by its owner). */
+  remove(id: number): void
+  step(ids: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): Uint8Array | string
 }

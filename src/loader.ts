@@ -5,11 +5,11 @@
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 
-import type { Engine, PoolBackend } from './engine'
-import { JsEngine } from './fallback/engine'
+import type { Engine, LaneStepper, PoolBackend } from './engine'
+import { JsEngine, JsLaneStepper } from './fallback/engine'
 import { StreamPool } from './fallback/pool'
 import { NameMirror } from './name-mirror'
-import { type NativeBinding, NativeEngine } from './native-engine'
+import { type NativeBinding, NativeEngine, NativeLaneStepper } from './native-engine'
 import type { Implementation } from './types'
 import { vocabularyPath } from './vocabulary-file'
 
@@ -109,4 +109,9 @@ export function createEngine(which: Implementation, { role, strict, maxHeaderTok
 export function createPool(which: Implementation): { backend: PoolBackend; names: NameMirror } {
   const backend = which === 'js' ? new StreamPool() : new (nativeBinding().NativePool)()
   return { backend, names: new NameMirror((from) => backend.names(from)) }
+}
+
+/** The lanes of `SsePool` steps over this implementation's parsers. */
+export function createLaneStepper(which: Implementation): LaneStepper {
+  return which === 'js' ? new JsLaneStepper() : new NativeLaneStepper(nativeBinding())
 }

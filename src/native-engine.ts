@@ -4,7 +4,8 @@
  * once per thread (and again when a batch needs more room), so a call passes only two integers.
  */
 import { compactCapacity } from './compact'
-import type { Engine, PoolBackend, RawDiagnostic, RawHeader, RawParseError } from './engine'
+import type { Engine, LaneStepper, PoolBackend, RawDiagnostic, RawHeader, RawParseError } from './engine'
+import type { FrameTemplate, LaneProgress } from './fallback/frames'
 import { NameMirror } from './name-mirror'
 
 export interface NativeBinding {
@@ -22,6 +23,10 @@ export interface NativeBinding {
   parserNames(from: number): string[]
   parserDebugPanic(id: number): number
   encodeOrdinary(text: string): Uint32Array
+  parserSetLane(id: number, literals: string[] | null, slots: number[], counter: number): boolean
+  parserTakeLane(id: number): LaneProgress | null
+  parserClaim(id: number, owner: number): boolean
+  parserStepFrames(owner: number, streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): Uint8Array
 }
 
 /** What all native parsers of this thread share: the binding, the bound arrays and the names. */
@@ -59,7 +64,8 @@ const holder = globalThis as { [CHANNEL]?: Channel }
 
 export class NativeEngine implements Engine {
   private readonly channel: Channel
-  private readonly id: number
+  /** The stream's id in this thread's Rust pool. */
+  readonly id: number
 
   private closed = false
 
@@ -119,5 +125,37 @@ export class NativeEngine implements Engine {
 
   debugPanic(): number {
     return this.channel.binding.parserDebugPanic(this.id)
+  }
+
+  setLane(template: FrameTemplate | null, counter: number): void {
+    this.channel.binding.parserSetLane(this.id, template === null ? null : (template.literals as string[]), template === null ? [] : (template.slots as number[]), counter)
+  }
+
+  takeLane(): LaneProgress | null {
+    return this.channel.binding.parserTakeLane(this.id)
+  }
+}
+
+/** Owner numbers of this thread's native lane steppers (a stepper serves only the streams it claimed). */
+let lastOwner = 0
+
+/** The native lanes: every native parser of this thread is a stream of one Rust pool, known by its id. */
+export class NativeLaneStepper implements LaneStepper {
+  private readonly owner = ++lastOwner
+
+  constructor(private readonly binding: NativeBinding) {}
+
+  add(engine: Engine): number {
+    if (!(engine instanceof NativeEngine)) throw new TypeError('this pool runs on the native implementation; the adapter\'s parser does not')
+    const { id } = engine
+    if (!this.binding.parserClaim(id, this.owner)) throw new TypeError('this adapter\'s parser is closed or served by another pool')
+    return id
+  }
+
+  /** Nothing to do: the stream is released with its parser, which no other stepper may claim meanwhile. */
+  remove(): void {}
+
+  step(ids: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): Uint8Array {
+    return this.binding.parserStepFrames(this.owner, ids, offsets, tokens, ends)
   }
 }

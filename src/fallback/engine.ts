@@ -3,9 +3,9 @@
  * garbage collector frees it with the parser), answering in the single form of the compact format.
  */
 import { NAME_NOT_INTERNED, NameTable, compactCapacity } from '../compact'
-import type { Engine, RawDiagnostic, RawHeader, RawParseError } from '../engine'
-import { type Stream, callStream, failGuarded } from './pool'
-import { StreamParser } from './stream-parser'
+import type { Engine, LaneStepper, RawDiagnostic, RawHeader, RawParseError } from '../engine'
+import { type FrameTemplate, type LaneProgress, claimLane, releaseLane, setLane, stepFrames, takeLane } from './frames'
+import { type Stream, callStream, failGuarded, newStream } from './pool'
 import { sharedVocabulary } from './vocabulary'
 
 // Shared by all TypeScript parsers of this thread: calls are synchronous, so one at a time writes `out`.
@@ -13,10 +13,10 @@ const names = new NameTable()
 let out = new Uint32Array(compactCapacity(64))
 
 export class JsEngine implements Engine {
-  private readonly stream: Stream
+  readonly stream: Stream
 
   constructor(role: string | null, strict: boolean, maxHeaderTokens: number, toolNames: string[]) {
-    this.stream = { parser: new StreamParser(sharedVocabulary(), { role, strict, maxHeaderTokens, toolNames }), error: null, badIndex: 0, broken: false }
+    this.stream = newStream(sharedVocabulary(), { role, strict, maxHeaderTokens, toolNames })
   }
 
   get out(): Uint32Array {
@@ -61,5 +61,36 @@ export class JsEngine implements Engine {
 
   debugPanic(): number {
     return failGuarded(this.stream)
+  }
+
+  setLane(template: FrameTemplate | null, counter: number): void {
+    setLane(this.stream, template, counter)
+  }
+
+  takeLane(): LaneProgress | null {
+    return takeLane(this.stream)
+  }
+}
+
+/** Owner numbers of this thread's TypeScript lane steppers (a stepper serves only the streams it claimed). */
+let lastOwner = 0
+
+/** The TypeScript lanes: the streams of the engines added, known by their ids in this thread's lane table. */
+export class JsLaneStepper implements LaneStepper {
+  private readonly owner = ++lastOwner
+
+  add(engine: Engine): number {
+    if (!(engine instanceof JsEngine)) throw new TypeError('this pool runs on the js implementation; the adapter\'s parser does not')
+    const id = claimLane(engine.stream, this.owner)
+    if (id === null) throw new TypeError('this adapter\'s parser is served by another pool')
+    return id
+  }
+
+  remove(id: number): void {
+    releaseLane(id, this.owner)
+  }
+
+  step(ids: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): string {
+    return stepFrames(this.owner, ids, offsets, tokens, ends)
   }
 }

@@ -24,7 +24,8 @@ import {
 import type { PoolBackend, RawDiagnostic, RawHeader, RawParseError } from '../engine'
 import { writeRecords } from './compact'
 import type { ParseError } from './output'
-import { type PushError, StreamParser } from './stream-parser'
+import type { Lane } from './frames'
+import { type ParserOptions, type PushError, StreamParser } from './stream-parser'
 import { type Vocabulary, sharedVocabulary } from './vocabulary'
 
 /** Stream ids: the slot index in the low 24 bits, a generation in the high 8 (as in pool.rs). */
@@ -38,6 +39,17 @@ export interface Stream {
   /** With COMPACT_STATUS_INVALID_TOKEN: the index of the offending id in the last call's batch. */
   badIndex: number
   broken: boolean
+  /** The fast lane of `stepFrames` (frames.ts), while the adapter has one for the open message. */
+  lane: Lane | null
+  /** The `stepFrames` call that last served this stream (a stream may appear once per call). */
+  servedIn: number
+  /** Who may name this stream in `stepFrames` (0: nobody); see `claimLane`. */
+  owner: number
+}
+
+/** A stream over a new parser with these options. */
+export function newStream(vocabulary: Vocabulary, options: ParserOptions): Stream {
+  return { parser: new StreamParser(vocabulary, options), error: null, badIndex: 0, broken: false, lane: null, servedIn: 0, owner: 0 }
 }
 
 /**
@@ -81,7 +93,7 @@ export class StreamPool implements PoolBackend {
 
   open(role: string | null, strict: boolean, maxHeaderTokens: number, toolNames: string[]): number {
     this.closeFinished()
-    const stream: Stream = { parser: new StreamParser(this.vocabulary, { role, strict, maxHeaderTokens, toolNames }), error: null, badIndex: 0, broken: false }
+    const stream = newStream(this.vocabulary, { role, strict, maxHeaderTokens, toolNames })
     let index = this.free.pop()
     if (index === undefined) {
       if (this.slots.length > INDEX_MASK) throw new Error('the pool is full')
@@ -226,7 +238,7 @@ function checkCapacity(out: Uint32Array, needed: number): void {
  * Pushes `tokens` into the stream, or finishes it for null; returns the status. An exception (a bug)
  * marks the stream broken, as a panic does in Rust. (No closures: this runs once per call.)
  */
-function runGuarded(stream: Stream, tokens: Uint32Array | null): number {
+export function runGuarded(stream: Stream, tokens: Uint32Array | null): number {
   if (stream.broken) return refuseBroken(stream)
   let result: PushError | null
   try {

@@ -1,0 +1,173 @@
+/**
+ * Wire frames written straight from a stream's text: the fast lane of many streams per engine step (the
+ * TypeScript side of crate/core/src/frames.rs, and of `StreamPool::step_frames` in pool.rs).
+ *
+ * A text delta's SSE frame is, apart from the text (and the Responses API's sequence number), the same
+ * for every delta of a message, so the adapters describe it once per message as a `FrameTemplate`. Their
+ * SSE face writes every delta with `writeFrame`; while a stream stays inside that message and receives
+ * only ordinary tokens, `stepFrames` writes the same frame without going through the adapter. Everything
+ * else (headers, closes, diagnostics, errors) is left to the adapter itself, on the same parser.
+ */
+import { COMPACT_STATUS_BAD_OFFSETS, COMPACT_STATUS_INVALID_TOKEN, COMPACT_STATUS_OK, COMPACT_STATUS_REPEATED_STREAM, COMPACT_STATUS_UNKNOWN_STREAM } from '../compact'
+import { STATE_CONTENT } from '../engine'
+import { type Stream, runGuarded } from './pool'
+import { FIRST_SPECIAL } from './tokens'
+import { sharedVocabulary } from './vocabulary'
+
+/**
+ * What goes between two literals: the text as a JSON string, or the lane's counter in decimal (it
+ * advances by one per frame the lane writes). A template without slots is silent: no frame at all.
+ */
+export const FRAME_TEXT = 0
+export const FRAME_COUNTER = 1
+
+/** A frame: `literals[0] slots[0] literals[1] … literals[n]` (one literal more than slots). */
+export interface FrameTemplate {
+  readonly literals: readonly string[]
+  readonly slots: readonly number[]
+}
+
+/** The frame for `text`, with `counter` in its counter slots. */
+export function writeFrame(template: FrameTemplate, text: string, counter: number): string {
+  const { literals, slots } = template
+  const json = JSON.stringify(text)
+  let frame = literals[0]
+  for (let i = 0; i < slots.length; i++) frame += (slots[i] === FRAME_TEXT ? json : counter) + literals[i + 1]
+  return frame
+}
+
+/** A stream's fast lane, and what it did since the adapter last looked (`takeLane`). */
+export interface Lane {
+  template: FrameTemplate
+  counter: number
+  text: string
+  tokens: number
+}
+
+export interface LaneProgress {
+  text: string
+  tokens: number
+  counter: number
+}
+
+export function setLane(stream: Stream, template: FrameTemplate | null, counter: number): void {
+  stream.lane = template === null ? null : { template, counter, text: '', tokens: 0 }
+}
+
+export function takeLane(stream: Stream): LaneProgress | null {
+  const lane = stream.lane
+  if (lane === null) return null
+  const progress = { text: lane.text, tokens: lane.tokens, counter: lane.counter }
+  lane.text = ''
+  lane.tokens = 0
+  return progress
+}
+
+/** Where `stepFrames` writes into `ends`: as `parserStepFrames` in crate/node (status, index, slow count, ends, slow indexes). */
+export const FRAMES_STATUS = 0
+export const FRAMES_BAD_INDEX = 1
+export const FRAMES_SLOW = 2
+export const FRAMES_ENDS = 3
+
+/**
+ * The streams lane steppers were given, by id (slot and generation, as pool.ts numbers streams): the
+ * TypeScript side of a thread's Rust pool, where every native parser is a stream. One table per thread,
+ * so that an id names one stream whichever stepper is asked, and `owner` says which stepper may serve it.
+ */
+const laneSlots: { generation: number; stream: Stream | null }[] = []
+const freeLaneSlots: number[] = []
+
+/** Lets stepper `owner` serve `stream`; its id, or null if another stepper has it. */
+export function claimLane(stream: Stream, owner: number): number | null {
+  if (stream.owner !== 0 && stream.owner !== owner) return null
+  stream.owner = owner
+  let index = freeLaneSlots.pop()
+  if (index === undefined) index = laneSlots.push({ generation: 0, stream: null }) - 1
+  const slot = laneSlots[index]
+  slot.stream = stream
+  return (index | (slot.generation << 24)) >>> 0
+}
+
+/** Forgets stream `id` of stepper `owner` (a finished or abandoned stream). */
+export function releaseLane(id: number, owner: number): void {
+  const stream = laneStream(id)
+  if (stream === null || stream.owner !== owner) return
+  stream.owner = 0
+  stream.lane = null
+  const slot = laneSlots[id & 0xff_ffff]
+  slot.stream = null
+  slot.generation = (slot.generation + 1) & 0xff
+  freeLaneSlots.push(id & 0xff_ffff)
+}
+
+function laneStream(id: number): Stream | null {
+  const slot = laneSlots[id & 0xff_ffff]
+  return slot !== undefined && slot.generation === id >>> 24 ? slot.stream : null
+}
+
+let step = 0
+
+/**
+ * One engine step with wire frames out (`StreamPool::step_frames`) for the streams `owner` claimed: a stream inside a message whose lane
+ * is set, given only ordinary tokens, is served here, its text written as one frame; the indexes of the
+ * others go to the caller. Returns the frames of the whole step as one string; `ends` holds where each
+ * stream's frame ends (UTF-16 offsets). Checks everything before consuming anything.
+ */
+export function stepFrames(owner: number, streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): string {
+  const n = streams.length
+  ends[FRAMES_SLOW] = 0
+  const status = checkStep(owner, streams, offsets, tokens, ends)
+  ends[FRAMES_STATUS] = status
+  if (status !== COMPACT_STATUS_OK) return ''
+  let frames = ''
+  let slow = 0
+  for (let i = 0; i < n; i++) {
+    const stream = laneStream(streams[i])!
+    const served = serveInLane(stream, tokens, offsets[i], offsets[i + 1])
+    if (served === null) ends[FRAMES_ENDS + n + slow++] = i
+    else frames += served
+    ends[FRAMES_ENDS + i] = frames.length
+  }
+  ends[FRAMES_SLOW] = slow
+  return frames
+}
+
+function checkStep(owner: number, streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): number {
+  const n = streams.length
+  const fail = (status: number, index: number) => {
+    ends[FRAMES_BAD_INDEX] = index
+    return status
+  }
+  ends[FRAMES_BAD_INDEX] = 0
+  if (offsets.length !== n + 1 || offsets[n] > tokens.length) return fail(COMPACT_STATUS_BAD_OFFSETS, 0)
+  for (let i = 0; i < n; i++) if (offsets[i] > offsets[i + 1]) return fail(COMPACT_STATUS_BAD_OFFSETS, 0)
+  for (let i = 0; i < n; i++) if (laneStream(streams[i]) === null) return fail(COMPACT_STATUS_UNKNOWN_STREAM, i)
+  const vocabulary = sharedVocabulary()
+  for (let i = offsets[0]; i < offsets[n]; i++) if (!vocabulary.contains(tokens[i])) return fail(COMPACT_STATUS_INVALID_TOKEN, i)
+  step++
+  for (let i = 0; i < n; i++) {
+    const stream = laneStream(streams[i])!
+    if (stream.owner !== owner) return fail(COMPACT_STATUS_UNKNOWN_STREAM, i)
+    if (stream.servedIn === step) return fail(COMPACT_STATUS_REPEATED_STREAM, i)
+    stream.servedIn = step
+  }
+  return COMPACT_STATUS_OK
+}
+
+/**
+ * The fast lane (`serve_in_lane` in pool.rs): in content state, ordinary tokens can only add text to the
+ * open message, so the frame is exact. Null, with nothing consumed, when the batch is not for the lane.
+ */
+function serveInLane(stream: Stream, tokens: Uint32Array, from: number, to: number): string | null {
+  const { lane, parser } = stream
+  if (lane === null || stream.broken || parser.isFinished() || parser.state !== STATE_CONTENT) return null
+  for (let i = from; i < to; i++) if (tokens[i] >= FIRST_SPECIAL) return null
+  if (from === to) return ''
+  if (runGuarded(stream, tokens.subarray(from, to)) !== COMPACT_STATUS_OK) return null
+  lane.tokens += to - from
+  const text = parser.output.text
+  lane.text += text
+  // A template without slots is silent (text the adapter drops): no frame, and the counter stays.
+  if (text === '' || lane.template.slots.length === 0) return ''
+  return writeFrame(lane.template, text, lane.counter++)
+}
