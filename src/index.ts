@@ -10,6 +10,7 @@ export { HarmonyError, HarmonyParseError, HarmonyRequestError, HarmonyStateError
 export { implementation } from './loader'
 export { HarmonyStreamParser, parseCompletion } from './parser'
 export { HarmonyStreamPool, type HarmonyStreamOptions, type HarmonyStreamPoolOptions } from './pool'
+export { SseFrames, SsePool, type SsePoolOptions, type SseStreamError } from './sse-pool'
 export {
   COMPACT_DIAGNOSTICS,
   COMPACT_FIRST_RECORD,

@@ -327,6 +327,22 @@ export class HarmonyStreamParser {
     return this.done
   }
 
+  /** @internal The engine under this parser, for `SsePool`'s fast lane. */
+  laneEngine(): Engine {
+    this.checkLive()
+    return this.engine
+  }
+
+  /** @internal The message being read (index and header), if any. */
+  openMessage(): { index: number; header: RawHeader } | null {
+    return this.open
+  }
+
+  /** @internal Text that `SsePool`'s fast lane gave the open message on this parser's engine. */
+  absorbLaneText(text: string): void {
+    if (this.open !== null) this.open.content += text
+  }
+
   private checkOpen(): void {
     if (this.done) throw new HarmonyStateError('parser-finished', 'push() after finish(): create a new parser for a new stream')
   }

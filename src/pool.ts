@@ -17,6 +17,7 @@ import {
   COMPACT_STATUS,
   COMPACT_STATUS_BAD_OFFSETS,
   COMPACT_STATUS_INVALID_TOKEN,
+  COMPACT_STATUS_REPEATED_STREAM,
   COMPACT_STATUS_UNKNOWN_STREAM,
 } from './compact'
 import type { PoolBackend } from './engine'
@@ -49,10 +50,24 @@ function streamId(id: unknown): number {
   return id as number
 }
 
-function plainUint32Array(value: unknown, what: string): Uint32Array {
+export function plainUint32Array(value: unknown, what: string): Uint32Array {
   if (!(value instanceof Uint32Array)) throw new TypeError(`${what} must be a Uint32Array`)
   // Memory another thread may write to is copied: the engines validate, then read again.
   return value.buffer instanceof SharedArrayBuffer ? value.slice() : value
+}
+
+/** The RangeError of a step's status about its arguments (nothing was consumed); nothing for the others. */
+export function throwForStepStatus(status: number, index: number, streams: Uint32Array, tokens: Uint32Array | null): void {
+  if (status === COMPACT_STATUS_UNKNOWN_STREAM) {
+    throw new RangeError(`stream id ${streams[index]} at index ${index} is not open in this pool (or is repeated in finish)`)
+  }
+  if (status === COMPACT_STATUS_REPEATED_STREAM) throw new RangeError(`stream id ${streams[index]} at index ${index} is named twice in one step`)
+  if (status === COMPACT_STATUS_BAD_OFFSETS) {
+    throw new RangeError('offsets must hold streams.length + 1 non-decreasing indexes into tokens')
+  }
+  if (status === COMPACT_STATUS_INVALID_TOKEN) {
+    throw new RangeError(`token id ${tokens![index]} at index ${index} is outside the vocabulary (0..=${LAST_TOKEN})`)
+  }
 }
 
 export class HarmonyStreamPool {
@@ -138,17 +153,7 @@ export class HarmonyStreamPool {
   }
 
   private checkStatus(out: Uint32Array, streams: Uint32Array, tokens: Uint32Array | null): void {
-    const status = out[COMPACT_STATUS]
-    const index = out[COMPACT_BAD_INDEX]
-    if (status === COMPACT_STATUS_UNKNOWN_STREAM) {
-      throw new RangeError(`stream id ${streams[index]} at index ${index} is not open in this pool (or is repeated in finish)`)
-    }
-    if (status === COMPACT_STATUS_BAD_OFFSETS) {
-      throw new RangeError('offsets must hold streams.length + 1 non-decreasing indexes into tokens')
-    }
-    if (status === COMPACT_STATUS_INVALID_TOKEN) {
-      throw new RangeError(`token id ${tokens![index]} at index ${index} is outside the vocabulary (0..=${LAST_TOKEN})`)
-    }
+    throwForStepStatus(out[COMPACT_STATUS], out[COMPACT_BAD_INDEX], streams, tokens)
   }
 
   /** Diagnostics of the stream's last step (each returned once). */

@@ -8,8 +8,11 @@
  * stream ends without a stop token. Tool arguments are checked as JSON when the call closes; invalid JSON has
  * already been streamed raw and gets a diagnostic, never an error.
  */
+import type { Engine } from '../engine'
 import { HarmonyStateError } from '../errors'
+import { FRAME_TEXT, type FrameTemplate, type LaneProgress, writeFrame } from '../fallback/frames'
 import type { HarmonyDiagnostic, HarmonyStreamParserOptions } from '../types'
+import { type LaneTemplate, SILENT_FRAME } from './lane'
 import { type InputKind, type MessageEvent, MessageStream } from './message-stream'
 import { CHAT_OPTIONS, checkAdapterOptions, parserOptionsOf } from './options'
 import { TextCallRecovery, recoveredDiagnostic } from './recovery'
@@ -132,6 +135,8 @@ interface MessageState {
   toolIndex?: number
   announced?: boolean
   recipient?: string
+  /** SSE: the frame of the call's argument deltas, made on first use. */
+  frame?: FrameTemplate
 }
 
 /**
@@ -222,6 +227,9 @@ export class ChatCompletionsStream {
   private sse = ''
   /** `data: {"id":…,"choices":[{"index":0,"delta":`: every frame's start, made once. */
   private frameHead: string | null = null
+  /** The frames of content and reasoning deltas, made once (`textFrame`). */
+  private contentFrame: FrameTemplate | null = null
+  private reasoningFrame: FrameTemplate | null = null
 
   constructor(readonly options: ChatAdapterOptions) {
     checkAdapterOptions(options, CHAT_OPTIONS, 'ChatCompletionsStream')
@@ -340,10 +348,7 @@ export class ChatCompletionsStream {
       this.emit(field === 'content' ? { content: text } : this.mapper.reasoningDelta(text))
       return
     }
-    const json = JSON.stringify(text)
-    const names = this.mapper.reasoningFields
-    const delta = field === 'content' ? `{"content":${json}}` : names.length === 1 ? `{"${names[0]}":${json}}` : `{${names.map((name) => `"${name}":${json}`).join(',')}}`
-    this.sse += `${this.head()}${delta},"finish_reason":null,"logprobs":null}]}\n\n`
+    this.sse += writeFrame(this.textFrame(field), text, 0)
   }
 
   /** An argument delta of an announced call (the hot path of tool calls), as `emit` would write it. */
@@ -352,12 +357,61 @@ export class ChatCompletionsStream {
       this.emit({ tool_calls: [this.toolDelta(state, text)] })
       return
     }
-    this.sse += `${this.head()}{"tool_calls":[{"index":${state.toolIndex},"function":{"arguments":${JSON.stringify(text)}}}]},"finish_reason":null,"logprobs":null}]}\n\n`
+    this.sse += writeFrame(this.argumentsFrame(state), text, 0)
+  }
+
+  /** The frame of a content or reasoning delta once the first chunk went out: `emit`'s bytes around the text. */
+  private textFrame(field: 'content' | 'reasoning'): FrameTemplate {
+    if (field === 'content') return (this.contentFrame ??= this.deltaFrame(['{"content":', '}'], [FRAME_TEXT]))
+    const names = this.mapper.reasoningFields
+    // One field, or both with the text twice: {"reasoning_content":T,"reasoning":T}.
+    this.reasoningFrame ??= this.deltaFrame([`{"${names[0]}":`, ...names.slice(1).map((name) => `,"${name}":`), '}'], names.map(() => FRAME_TEXT))
+    return this.reasoningFrame
+  }
+
+  /** The frame of an argument delta of an announced call. */
+  private argumentsFrame(state: MessageState): FrameTemplate {
+    state.frame ??= this.deltaFrame([`{"tool_calls":[{"index":${state.toolIndex},"function":{"arguments":`, '}}]}'], [FRAME_TEXT])
+    return state.frame
+  }
+
+  /** A chunk's frame around a delta whose JSON is `delta` (literals and slots of the delta object alone). */
+  private deltaFrame(delta: string[], slots: number[]): FrameTemplate {
+    const literals = [this.head() + delta[0], ...delta.slice(1)]
+    literals[literals.length - 1] += ',"finish_reason":null,"logprobs":null}]}\n\n'
+    return { literals, slots }
   }
 
   private head(): string {
     this.frameHead ??= `data: {"id":${JSON.stringify(this.id)},"object":"chat.completion.chunk","created":${JSON.stringify(this.created)},"model":${JSON.stringify(this.options.model)},"choices":[{"index":0,"delta":`
     return this.frameHead
+  }
+
+  /** @internal `SsePool`: the engine under this adapter's parser. */
+  laneEngine(): Engine | null {
+    return this.done ? null : this.stream.parser.laneEngine()
+  }
+
+  /** @internal `SsePool`: the frame every text delta of the open message gets from `pushSse` now. */
+  laneTemplate(): LaneTemplate | null {
+    const open = this.stream.parser.openMessage()
+    if (!this.started || this.done || open === null) return null
+    const state = this.mapper.stateOf(open.index, open.header)
+    switch (state.route) {
+      case 'reasoning':
+        return { template: this.textFrame('reasoning'), counter: 0 }
+      case 'content':
+        return this.mapper.recovery.applies(open.header) ? null : { template: this.textFrame('content'), counter: 0 }
+      case 'tool':
+        return state.announced ? { template: this.argumentsFrame(state), counter: 0 } : null
+      default:
+        return { template: SILENT_FRAME, counter: 0 }
+    }
+  }
+
+  /** @internal `SsePool`: what the fast lane sent of the open message. */
+  absorbLane(progress: LaneProgress): void {
+    this.stream.absorbLane(progress.text, progress.tokens)
   }
 
   private chunks(events: MessageEvent[]): void {

@@ -121,6 +121,13 @@ export class MessageStream {
     return events
   }
 
+  /** Adds what `SsePool`'s fast lane did on this stream's parser: `tokens` tokens of the open message's `text`. */
+  absorbLane(text: string, tokens: number): void {
+    this.tokens += tokens
+    this.pending += tokens
+    this.parser.absorbLaneText(text)
+  }
+
   /** Releases the parser without reading the rest (an abandoned completion). */
   close(): void {
     this.parser.close()

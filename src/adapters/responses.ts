@@ -8,9 +8,12 @@
  * when a batch holds the end of one message and the start of the next, and at the end of the stream. The
  * stream ends with `response.completed`, or `response.incomplete` when it ended without a stop token.
  */
+import type { Engine } from '../engine'
 import { HarmonyStateError } from '../errors'
+import { FRAME_COUNTER, FRAME_TEXT, type FrameTemplate, type LaneProgress, writeFrame } from '../fallback/frames'
 import type { HarmonyStreamParserOptions } from '../types'
 import { type AdapterDiagnostic, type FinishOptions, randomId } from './chat'
+import { type LaneTemplate, SILENT_FRAME } from './lane'
 import { type InputKind, type MessageEvent, MessageStream } from './message-stream'
 import { RESPONSES_OPTIONS, checkAdapterOptions, parserOptionsOf } from './options'
 import { TextCallRecovery, recoveredDiagnostic } from './recovery'
@@ -87,8 +90,8 @@ interface OpenItem {
   outputIndex: number
   item: ResponseItem
   text: string
-  /** SSE: the delta frame's text around its sequence number and delta, made on the item's first delta. */
-  frame?: [head: string, middle: string, tail: string]
+  /** SSE: the delta frame around its sequence number and delta, made on the item's first delta. */
+  frame?: FrameTemplate
 }
 
 /** Events as built: objects, or (when writing SSE) delta frames already serialized. */
@@ -163,6 +166,29 @@ export class ResponsesStream {
 
   finishSse(options: FinishOptions = {}): string {
     return this.frames(() => this.finishInto(options))
+  }
+
+  /** @internal `SsePool`: the engine under this adapter's parser. */
+  laneEngine(): Engine | null {
+    return this.done ? null : this.stream.parser.laneEngine()
+  }
+
+  /** @internal `SsePool`: the frame every text delta of the open message gets from `pushSse` now. */
+  laneTemplate(): LaneTemplate | null {
+    const open = this.stream.parser.openMessage()
+    if (!this.started || !this.sseMode || this.done || open === null || this.readsForCalls(open.header)) return null
+    if (routeOf(open.header, this.options) === 'ignore') return { template: SILENT_FRAME, counter: this.sequence }
+    const item = this.open.get(open.index)
+    return item === undefined ? null : { template: (item.frame ??= deltaFrame(item)), counter: this.sequence }
+  }
+
+  /** @internal `SsePool`: what the fast lane sent of the open message (its frames used sequence numbers up to `counter`). */
+  absorbLane(progress: LaneProgress): void {
+    const open = this.stream.parser.openMessage()
+    const item = open === null ? undefined : this.open.get(open.index)
+    if (item !== undefined) item.text += progress.text
+    this.stream.absorbLane(progress.text, progress.tokens)
+    this.sequence = progress.counter
   }
 
   private objects(build: () => Built[]): ResponseEvent[] {
@@ -333,8 +359,7 @@ export class ResponsesStream {
     open.text += delta
     if (this.sseMode) {
       // Byte for byte the frame of the event object below, without making it.
-      const [head, middle, tail] = (open.frame ??= deltaFrame(open))
-      events.push(`${head}${this.sequence++}${middle}${JSON.stringify(delta)}${tail}`)
+      events.push(writeFrame((open.frame ??= deltaFrame(open)), delta, this.sequence++))
       return
     }
     const where = { item_id: open.item.id, output_index: open.outputIndex }
@@ -365,13 +390,13 @@ export class ResponsesStream {
   }
 }
 
-/** The text of an item's delta frames around the sequence number and the delta, as the event objects serialize. */
-function deltaFrame(open: OpenItem): [string, string, string] {
+/** An item's delta frame around the sequence number and the delta, as the event objects serialize. */
+function deltaFrame(open: OpenItem): FrameTemplate {
   const type = open.item.type === 'reasoning' ? 'response.reasoning_text.delta' : open.item.type === 'message' ? 'response.output_text.delta' : 'response.function_call_arguments.delta'
   const where = `,"item_id":${JSON.stringify(open.item.id)},"output_index":${open.outputIndex}`
   const middle = open.item.type === 'function_call' ? `${where},"delta":` : `${where},"content_index":0,"delta":`
   const tail = open.item.type === 'message' ? ',"logprobs":[]}\n\n' : '}\n\n'
-  return [`event: ${type}\ndata: {"type":"${type}","sequence_number":`, middle, tail]
+  return { literals: [`event: ${type}\ndata: {"type":"${type}","sequence_number":`, middle, tail], slots: [FRAME_COUNTER, FRAME_TEXT] }
 }
 
 /** Non-streaming Responses: a whole completion's tokens → one `response` object (the streamed one, complete). */

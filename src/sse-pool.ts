@@ -1,0 +1,218 @@
+/**
+ * Many adapters, one call per engine step, SSE bytes out: the shape of a gateway's decode loop when one
+ * engine step yields a token or a few for every running request.
+ *
+ *   const pool = new SsePool()
+ *   const a = pool.add(new ChatCompletionsStream({ model, tools: body.tools }))
+ *   const b = pool.add(new ResponsesStream({ model }))
+ *   const frames = pool.step(Uint32Array.of(a, b), Uint32Array.of(0, 1, 2), tokens)   // one token each
+ *   for (let i = 0; i < frames.length; i++) sockets[i].write(frames.frame(i))
+ *   sockets[0].end(pool.finish(a) + 'data: [DONE]\n\n')
+ *
+ * Each stream's bytes are exactly what its adapter's `pushSse` would have returned for the same tokens
+ * (and `finish` returns its `finishSse`). Most steps of a stream only add text to the message being read;
+ * those are served in one call for all streams (in Rust on the native implementation: no event objects, no
+ * crossing per stream), from a frame template the adapter gave for that message. The rest (a header, a
+ * stop token, anything unusual) is handed to the adapter itself.
+ */
+import type { ChatCompletionsStream, FinishOptions } from './adapters/chat'
+import type { PooledAdapter } from './adapters/lane'
+import type { ResponsesStream } from './adapters/responses'
+import type { Engine, LaneStepper } from './engine'
+import { FRAMES_BAD_INDEX, FRAMES_ENDS, FRAMES_SLOW, FRAMES_STATUS } from './fallback/frames'
+import { createLaneStepper, implementation as defaultImplementation } from './loader'
+import { internalError } from './parser'
+import { plainUint32Array, throwForStepStatus } from './pool'
+import type { Implementation } from './types'
+
+export interface SsePoolOptions {
+  /** Run on a given implementation instead of the process-wide one; adapters added must use the same. */
+  implementation?: Implementation
+}
+
+/** A stream whose adapter threw in a step (e.g. a strict-mode parse error): send an error frame and remove it. */
+export interface SseStreamError {
+  /** Its index in the step's `streams`. */
+  index: number
+  id: number
+  error: Error
+}
+
+/**
+ * The bytes of one step, per stream: `frame(i)` for `streams[i]`, a `Uint8Array` (UTF-8, a view into one
+ * buffer for the whole step) or a string, `''` when the step made nothing to send. Either can be passed to
+ * `socket.write` as it is; the buffer is never reused, so a write still pending keeps its bytes.
+ */
+export class SseFrames {
+  constructor(
+    private readonly frames: Uint8Array | string,
+    /** Where each stream's part of `frames` ends. */
+    private readonly ends: Uint32Array,
+    /** What the adapters wrote themselves, by index; null when they wrote nothing this step. */
+    private readonly served: (string | undefined)[] | null,
+    /** Streams whose adapter threw: their frame is ''. */
+    readonly errors: readonly SseStreamError[],
+  ) {}
+
+  /** The number of streams in the step. */
+  get length(): number {
+    return this.ends.length
+  }
+
+  frame(index: number): Uint8Array | string {
+    if (!(Number.isInteger(index) && index >= 0 && index < this.ends.length)) throw new RangeError(`no stream at index ${index} in this step`)
+    const served = this.served?.[index]
+    if (served !== undefined) return served
+    const start = index === 0 ? 0 : this.ends[index - 1]
+    const end = this.ends[index]
+    if (start === end) return ''
+    return typeof this.frames === 'string' ? this.frames.slice(start, end) : this.frames.subarray(start, end)
+  }
+}
+
+interface Entry {
+  adapter: PooledAdapter
+  engine: Engine
+}
+
+type SseAdapter = ChatCompletionsStream | ResponsesStream
+
+/** Adapters in some pool: one adapter, one pool, or two decode loops would feed one completion. */
+const pooled = new WeakSet<object>()
+
+const NO_ERRORS: readonly SseStreamError[] = Object.freeze([])
+
+export class SsePool {
+  readonly implementation: Implementation
+  private readonly stepper: LaneStepper
+  private readonly entries = new Map<number, Entry>()
+  private ends = new Uint32Array(FRAMES_ENDS + 2 * 64)
+
+  constructor(options: SsePoolOptions = {}) {
+    if (options === null || typeof options !== 'object') throw new TypeError('options must be an object')
+    const { implementation } = options
+    if (implementation !== undefined && implementation !== 'native' && implementation !== 'js') {
+      throw new TypeError(`implementation must be 'native' or 'js'; got ${JSON.stringify(implementation)}`)
+    }
+    this.implementation = implementation ?? defaultImplementation
+    this.stepper = createLaneStepper(this.implementation)
+  }
+
+  /** Streams in the pool. */
+  get size(): number {
+    return this.entries.size
+  }
+
+  /**
+   * Takes over a new or running adapter (`ChatCompletionsStream` or `ResponsesStream` reading token ids, on
+   * this pool's implementation); returns the id that names it in `step`, `finish` and `remove`. From now on
+   * feed it only through the pool.
+   */
+  add(adapter: SseAdapter): number {
+    const candidate = adapter as unknown as Partial<PooledAdapter> & { options?: { input?: string } }
+    if (candidate === null || typeof candidate !== 'object' || typeof candidate.laneTemplate !== 'function') {
+      throw new TypeError('add() takes a ChatCompletionsStream or a ResponsesStream')
+    }
+    if (candidate.options?.input === 'text') throw new TypeError('the pool feeds token ids: this adapter reads text (input: \'text\')')
+    if (pooled.has(adapter)) throw new TypeError('this adapter is already in a pool')
+    const engine = candidate.laneEngine!()
+    if (engine === null) throw new TypeError('this adapter is finished or closed')
+    // The stepper refuses an engine of the other implementation.
+    const id = this.stepper.add(engine)
+    pooled.add(adapter)
+    const entry = { adapter: adapter as unknown as PooledAdapter, engine }
+    this.entries.set(id, entry)
+    this.setLane(entry)
+    return id
+  }
+
+  /**
+   * One engine step: `tokens.subarray(offsets[i], offsets[i + 1])` are the next tokens of stream
+   * `streams[i]` (`offsets` has one entry more than `streams`; a stream at most once). Returns every
+   * stream's SSE bytes. Bad arguments (an id not in this pool, bad offsets, a token id outside the
+   * vocabulary) throw a RangeError before anything is consumed; an adapter that throws (strict mode) is
+   * reported in `errors` and does not stop the others.
+   */
+  step(streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array): SseFrames {
+    streams = plainUint32Array(streams, 'streams')
+    offsets = plainUint32Array(offsets, 'offsets')
+    tokens = plainUint32Array(tokens, 'tokens')
+    const count = streams.length
+    if (this.ends.length < FRAMES_ENDS + 2 * count) this.ends = new Uint32Array(FRAMES_ENDS + 2 * Math.max(count, this.ends.length))
+    const ends = this.ends
+    let frames: Uint8Array | string
+    try {
+      frames = this.stepper.step(streams, offsets, tokens, ends)
+    } catch (cause) {
+      throw internalError(cause)
+    }
+    throwForStepStatus(ends[FRAMES_STATUS], ends[FRAMES_BAD_INDEX], streams, tokens)
+    const slow = ends[FRAMES_SLOW]
+    let served: (string | undefined)[] | null = null
+    let errors: SseStreamError[] | null = null
+    for (let k = 0; k < slow; k++) {
+      const index = ends[FRAMES_ENDS + count + k]
+      const id = streams[index]
+      try {
+        const text = this.serve(this.entries.get(id)!, tokens.subarray(offsets[index], offsets[index + 1]))
+        if (text !== '') (served ??= [])[index] = text
+      } catch (error) {
+        ;(errors ??= []).push({ index, id, error: error as Error })
+      }
+    }
+    return new SseFrames(frames, ends.slice(FRAMES_ENDS, FRAMES_ENDS + count), served, errors ?? NO_ERRORS)
+  }
+
+  /** Ends stream `id` (its adapter's `finishSse(options)`: no `[DONE]`) and removes it from the pool. */
+  finish(id: number, options: FinishOptions = {}): string {
+    const entry = this.entryOf(id)
+    this.absorb(entry)
+    this.forget(id)
+    return entry.adapter.finishSse(options)
+  }
+
+  /** Abandons stream `id` (the client went away): closes its adapter. False if it is not in the pool. */
+  remove(id: number): boolean {
+    const entry = this.entries.get(id)
+    if (entry === undefined) return false
+    this.forget(id)
+    entry.adapter.close()
+    return true
+  }
+
+  /** A step the lane left to the adapter: what the lane did first, then the adapter, then its new lane. */
+  private serve(entry: Entry, tokens: Uint32Array): string {
+    this.absorb(entry)
+    let frames: string
+    try {
+      frames = entry.adapter.pushSse(tokens)
+    } catch (error) {
+      // Whatever state the adapter is left in, the lane must not go on without it.
+      entry.engine.setLane(null, 0)
+      throw error
+    }
+    this.setLane(entry)
+    return frames
+  }
+
+  private absorb(entry: Entry): void {
+    const progress = entry.engine.takeLane()
+    if (progress !== null) entry.adapter.absorbLane(progress)
+  }
+
+  private setLane(entry: Entry): void {
+    const lane = entry.adapter.laneTemplate()
+    entry.engine.setLane(lane === null ? null : lane.template, lane === null ? 0 : lane.counter)
+  }
+
+  private entryOf(id: number): Entry {
+    const entry = this.entries.get(id)
+    if (entry === undefined) throw new RangeError(`stream id ${String(id)} is not in this pool`)
+    return entry
+  }
+
+  private forget(id: number): void {
+    this.entries.delete(id)
+    this.stepper.remove(id)
+  }
+}
