@@ -130,6 +130,52 @@ nativeTest(test)('native and js pools write the same bytes', (t) => {
   t.deepEqual(runPool('native', TOKENS, steps), runPool('js', TOKENS, steps))
 })
 
+/**
+ * Token soup: markers, stop tokens, header words and text in random order, strict and lenient, batches of 0
+ * to 3 tokens. Whatever the lane takes without the adapter must be what the adapter would have taken
+ * silently: the same bytes, the same errors, and in the end the same diagnostics.
+ */
+const SOUP = [...harmony('<|start|><|channel|><|message|><|constrain|><|end|><|return|><|call|>'), ...harmony('assistant analysis final to=functions.get json Hello 東京')]
+
+function soup(implementation: Implementation, pooled: boolean, seed: number): { bytes: string[]; diagnostics: string } {
+  const next = random(seed)
+  const parser = { implementation, strict: seed % 3 === 0, maxHeaderTokens: 2 + (seed % 4) }
+  const adapter = seed % 2 === 0 ? new ChatCompletionsStream({ model: 'm', id: 'chatcmpl-soup', created: 1, parser }) : new ResponsesStream({ model: 'm', id: 'resp_soup', createdAt: 1, parser })
+  const pool = new SsePool({ implementation })
+  const id = pooled ? pool.add(adapter) : -1
+  const bytes: string[] = []
+  for (let step = 0; step < 30; step++) {
+    const batch = Array.from({ length: Math.floor(next() * 4) }, () => SOUP[Math.floor(next() * SOUP.length)])
+    if (!pooled) {
+      try {
+        bytes.push(adapter.pushSse(batch))
+      } catch (error) {
+        bytes.push(`error: ${(error as Error).message}`)
+      }
+      continue
+    }
+    const frames = pool.step(Uint32Array.of(id), Uint32Array.of(0, batch.length), Uint32Array.from(batch))
+    bytes.push(frames.errors.length > 0 ? `error: ${frames.errors[0].error.message}` : Buffer.from(frames.frame(0)).toString())
+  }
+  try {
+    bytes.push(pooled ? pool.finish(id) : adapter.finishSse())
+  } catch (error) {
+    bytes.push(`error: ${(error as Error).message}`)
+  }
+  return { bytes, diagnostics: JSON.stringify(adapter.diagnostics) }
+}
+
+for (const implementation of IMPLEMENTATIONS) {
+  test(`${implementation}: on token soup the pool writes, fails and diagnoses as the adapter alone`, (t) => {
+    for (let seed = 1; seed <= 300; seed++) {
+      const pooled = soup(implementation, true, seed)
+      const alone = soup(implementation, false, seed)
+      if (JSON.stringify(pooled) !== JSON.stringify(alone)) return t.deepEqual(pooled, alone, `seed ${seed}`)
+    }
+    t.pass()
+  })
+}
+
 /** A completion with reasoning and final text, in tokens. */
 const COMPLETION = harmony('<|channel|>analysis<|message|>Think about it first.<|end|><|start|>assistant<|channel|>final<|message|>The answer is 42, of course.<|return|>')
 

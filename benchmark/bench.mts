@@ -6,6 +6,7 @@
  *
  *   npm run bench                 all cases
  *   BENCH_QUICK=1 npm run bench   fewer samples (a smoke run)
+ *   BENCH_FILTER=SsePool npm run bench   only the cases whose name contains the text (and the reference)
  *   npm run bench:render          only the rendering part (benchmark/render.mts)
  */
 import { execFileSync } from 'node:child_process'
@@ -15,7 +16,18 @@ import { cpus, totalmem } from 'node:os'
 import { join } from 'node:path'
 
 import b from 'benny'
-import { ChatCompletionsStream, HarmonyStreamParser, HarmonyStreamPool, HarmonyTextParser, ResponsesStream, chatFrames, compactCapacity, implementation, responsesFrames } from 'harmony-stream'
+import {
+  ChatCompletionsStream,
+  HarmonyStreamParser,
+  HarmonyStreamPool,
+  HarmonyTextParser,
+  ResponsesStream,
+  SsePool,
+  chatFrames,
+  compactCapacity,
+  implementation,
+  responsesFrames,
+} from 'harmony-stream'
 
 import { generator } from '../__test__/helpers/generator.mjs'
 import { harmony } from '../__test__/helpers/harmony.mjs'
@@ -135,6 +147,36 @@ function poolCase(which: 'native' | 'js', concurrent: number): () => void {
   }
 }
 
+/**
+ * A gateway's decode loop, wire bytes out: `concurrent` completions, one token each per engine step, each
+ * step's SSE bytes for every stream (the frame of each stream is taken, as a gateway writes it). `pool`:
+ * one `SsePool` call per step; otherwise one adapter `pushSse` call per stream and step.
+ */
+function sseStepCase(api: 'chat' | 'responses', which: 'native' | 'js', concurrent: number, pool: boolean): () => void {
+  const { steps } = concurrentCorpus(concurrent)
+  const one = steps.map((step) => Array.from(step.tokens, (id) => Uint32Array.of(id)))
+  const adapter = () => (api === 'chat' ? new ChatCompletionsStream({ model: 'gpt-oss', parser: { implementation: which } }) : new ResponsesStream({ model: 'gpt-oss', parser: { implementation: which } }))
+  return () => {
+    if (pool) {
+      const sse = new SsePool({ implementation: which })
+      const ids = Array.from({ length: concurrent }, () => sse.add(adapter()))
+      const streams = Uint32Array.from(ids)
+      for (const step of steps) {
+        const frames = sse.step(streams, step.offsets, step.tokens)
+        for (let i = 0; i < concurrent; i++) sink += frames.frame(i).length
+      }
+      for (const id of ids) sink += sse.finish(id).length
+      return
+    }
+    const adapters = Array.from({ length: concurrent }, adapter)
+    for (let t = 0; t < steps.length; t++) {
+      const tokens = one[t]
+      for (let i = 0; i < concurrent; i++) sink += adapters[i].pushSse(tokens[i]).length
+    }
+    for (const a of adapters) sink += a.finishSse().length
+  }
+}
+
 function separateParsersCase(which: 'native' | 'js', concurrent: number): () => void {
   const { steps } = concurrentCorpus(concurrent)
   const one = steps.map((step) => Array.from(step.tokens, (id) => Uint32Array.of(id)))
@@ -249,6 +291,18 @@ for (const concurrent of [64, 1024]) {
   cases.push([`js, ${concurrent} separate parsers × 1 token per step`, separateParsersCase('js', concurrent), tokens])
   cases.push([`native, ${concurrent} separate parsers × 1 token per step`, separateParsersCase('native', concurrent), tokens])
 }
+for (const concurrent of [64, 1024]) {
+  const { tokens } = concurrentCorpus(concurrent)
+  for (const api of ['chat', 'responses'] as const) {
+    cases.push([`native SsePool, ${api} SSE, ${concurrent} streams × 1 token per step`, sseStepCase(api, 'native', concurrent, true), tokens])
+    cases.push([`js SsePool, ${api} SSE, ${concurrent} streams × 1 token per step`, sseStepCase(api, 'js', concurrent, true), tokens])
+    cases.push([`js, ${concurrent} separate ${api} adapters (pushSse) × 1 token per step`, sseStepCase(api, 'js', concurrent, false), tokens])
+    cases.push([`native, ${concurrent} separate ${api} adapters (pushSse) × 1 token per step`, sseStepCase(api, 'native', concurrent, false), tokens])
+  }
+}
+// BENCH_FILTER=text: only the cases whose name contains it (the reference always runs: ratios need it).
+const filter = process.env.BENCH_FILTER
+if (filter) cases.splice(0, cases.length, ...cases.filter(([name], i) => i === 0 || name.includes(filter)))
 const tokensOf = new Map(cases.map(([name, , tokens]) => [name, tokens]))
 
 interface Result {
@@ -280,6 +334,8 @@ function counterpart(name: string): string | undefined {
   if (name.startsWith('native ') && !name.includes('separate')) return name.replace(/^native /, 'js ')
   const pool = /^js pool, (\d+) streams/.exec(name)
   if (pool) return `js, ${pool[1]} separate parsers × 1 token per step`
+  const ssePool = /^js SsePool, (\w+) SSE, (\d+) streams/.exec(name)
+  if (ssePool) return `js, ${ssePool[2]} separate ${ssePool[1]} adapters (pushSse) × 1 token per step`
   if (name.startsWith('native, ')) return name.replace(/^native, /, 'js, ')
   return undefined
 }
@@ -295,6 +351,13 @@ const jsSeparate = byName.get('js, 1024 separate parsers × 1 token per step')
 if (nativePool && jsSeparate) {
   console.log(`\nnative pool (1024 streams) vs js driving 1024 separate parsers: ${(tokensPerSecond(nativePool) / tokensPerSecond(jsSeparate)).toFixed(2)}×`)
 }
+const ssePool = byName.get('native SsePool, chat SSE, 1024 streams × 1 token per step')
+const jsAdapters = byName.get('js, 1024 separate chat adapters (pushSse) × 1 token per step')
+if (ssePool && jsAdapters) {
+  console.log(`native SsePool (1024 chat streams) vs js driving 1024 separate adapters: ${(tokensPerSecond(ssePool) / tokensPerSecond(jsAdapters)).toFixed(2)}×`)
+}
+// A filtered run ends here: what follows measures fixed costs outside the cases.
+if (filter) process.exit(0)
 // The fixed cost of one call: a parser inside a message fed one content token per call, the median of 5
 // samples of 200,000 calls (the corpus cases above also pay for parser creation and message boundaries).
 const word = Uint32Array.of(13225) // " word"-like ordinary token

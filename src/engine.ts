@@ -81,8 +81,11 @@ export interface Engine {
   nameOf(id: number): string | null
   /** Releases the stream's resources now (native: its Rust stream); no call may follow. */
   close(): void
-  /** Sets or removes the fast lane of `SsePool` steps on this stream (fallback/frames.ts, frames.rs). */
-  setLane(template: FrameTemplate | null, counter: number): void
+  /**
+   * Opens the fast lane of `SsePool` steps on this stream, claimed by a stepper, or changes its frame
+   * template (fallback/frames.ts, frames.rs); false if no stepper claimed it.
+   */
+  setLane(template: FrameTemplate | null, counter: number): boolean
   /** What the fast lane did since the last call; null without a lane. */
   takeLane(): LaneProgress | null
   /** Test hook: makes the stream fail as a bug would. Returns the status. */

@@ -127,8 +127,8 @@ export class NativeEngine implements Engine {
     return this.channel.binding.parserDebugPanic(this.id)
   }
 
-  setLane(template: FrameTemplate | null, counter: number): void {
-    this.channel.binding.parserSetLane(this.id, template === null ? null : (template.literals as string[]), template === null ? [] : (template.slots as number[]), counter)
+  setLane(template: FrameTemplate | null, counter: number): boolean {
+    return this.channel.binding.parserSetLane(this.id, template === null ? null : (template.literals as string[]), template === null ? [] : (template.slots as number[]), counter)
   }
 
   takeLane(): LaneProgress | null {

@@ -19,7 +19,7 @@ import type { ChatCompletionsStream, FinishOptions } from './adapters/chat'
 import type { PooledAdapter } from './adapters/lane'
 import type { ResponsesStream } from './adapters/responses'
 import type { Engine, LaneStepper } from './engine'
-import { FRAMES_BAD_INDEX, FRAMES_ENDS, FRAMES_SLOW, FRAMES_STATUS } from './fallback/frames'
+import { FRAMES_BAD_INDEX, FRAMES_ENDS, FRAMES_SLOW, FRAMES_STATUS, type FrameTemplate, LANE_TEXT } from './fallback/frames'
 import { createLaneStepper, implementation as defaultImplementation } from './loader'
 import { internalError } from './parser'
 import { plainUint32Array, throwForStepStatus } from './pool'
@@ -44,15 +44,20 @@ export interface SseStreamError {
  * `socket.write` as it is; the buffer is never reused, so a write still pending keeps its bytes.
  */
 export class SseFrames {
+  /** The lane's bytes as a plain `Uint8Array` (a view of one is made several times faster than a Buffer's `subarray`). */
+  private readonly frames: Uint8Array | string
+
   constructor(
-    private readonly frames: Uint8Array | string,
+    frames: Uint8Array | string,
     /** Where each stream's part of `frames` ends. */
     private readonly ends: Uint32Array,
     /** What the adapters wrote themselves, by index; null when they wrote nothing this step. */
     private readonly served: (string | undefined)[] | null,
     /** Streams whose adapter threw: their frame is ''. */
     readonly errors: readonly SseStreamError[],
-  ) {}
+  ) {
+    this.frames = typeof frames === 'string' ? frames : new Uint8Array(frames.buffer, frames.byteOffset, frames.byteLength)
+  }
 
   /** The number of streams in the step. */
   get length(): number {
@@ -66,13 +71,18 @@ export class SseFrames {
     const start = index === 0 ? 0 : this.ends[index - 1]
     const end = this.ends[index]
     if (start === end) return ''
-    return typeof this.frames === 'string' ? this.frames.slice(start, end) : this.frames.subarray(start, end)
+    const frames = this.frames
+    return typeof frames === 'string' ? frames.slice(start, end) : new Uint8Array(frames.buffer, frames.byteOffset + start, end - start)
   }
 }
 
 interface Entry {
   adapter: PooledAdapter
   engine: Engine
+  /** The lane as last set (the engine is asked again only when it changes): open, its template and counter. */
+  laneOpen: boolean
+  template: FrameTemplate | null
+  counter: number
 }
 
 type SseAdapter = ChatCompletionsStream | ResponsesStream
@@ -120,7 +130,7 @@ export class SsePool {
     // The stepper refuses an engine of the other implementation.
     const id = this.stepper.add(engine)
     pooled.add(adapter)
-    const entry = { adapter: adapter as unknown as PooledAdapter, engine }
+    const entry: Entry = { adapter: adapter as unknown as PooledAdapter, engine, laneOpen: false, template: null, counter: 0 }
     this.entries.set(id, entry)
     this.setLane(entry)
     return id
@@ -138,7 +148,7 @@ export class SsePool {
     offsets = plainUint32Array(offsets, 'offsets')
     tokens = plainUint32Array(tokens, 'tokens')
     const count = streams.length
-    if (this.ends.length < FRAMES_ENDS + 2 * count) this.ends = new Uint32Array(FRAMES_ENDS + 2 * Math.max(count, this.ends.length))
+    if (this.ends.length < FRAMES_ENDS + 3 * count) this.ends = new Uint32Array(FRAMES_ENDS + 3 * Math.max(count, this.ends.length))
     const ends = this.ends
     let frames: Uint8Array | string
     try {
@@ -151,10 +161,11 @@ export class SsePool {
     let served: (string | undefined)[] | null = null
     let errors: SseStreamError[] | null = null
     for (let k = 0; k < slow; k++) {
-      const index = ends[FRAMES_ENDS + count + k]
+      const index = ends[FRAMES_ENDS + count + 2 * k]
+      const report = ends[FRAMES_ENDS + count + 2 * k + 1]
       const id = streams[index]
       try {
-        const text = this.serve(this.entries.get(id)!, tokens.subarray(offsets[index], offsets[index + 1]))
+        const text = this.serve(this.entries.get(id)!, report, tokens.subarray(offsets[index], offsets[index + 1]))
         if (text !== '') (served ??= [])[index] = text
       } catch (error) {
         ;(errors ??= []).push({ index, id, error: error as Error })
@@ -180,29 +191,45 @@ export class SsePool {
     return true
   }
 
-  /** A step the lane left to the adapter: what the lane did first, then the adapter, then its new lane. */
-  private serve(entry: Entry, tokens: Uint32Array): string {
-    this.absorb(entry)
+  /**
+   * A step the lane left to the adapter: first what the lane did (its report: tokens taken, and whether it
+   * holds text), then the adapter, then the adapter's lane for what follows.
+   */
+  private serve(entry: Entry, report: number, tokens: Uint32Array): string {
+    const tokensTaken = report % LANE_TEXT
+    if (report >= LANE_TEXT) this.absorb(entry, tokensTaken)
+    else if (tokensTaken > 0) entry.adapter.absorbLane({ text: '', tokens: tokensTaken, counter: 0 })
     let frames: string
     try {
       frames = entry.adapter.pushSse(tokens)
     } catch (error) {
-      // Whatever state the adapter is left in, the lane must not go on without it.
-      entry.engine.setLane(null, 0)
+      // Whatever state the adapter is left in, the lane writes nothing more for it.
+      this.setLane(entry, null)
       throw error
     }
     this.setLane(entry)
     return frames
   }
 
-  private absorb(entry: Entry): void {
+  /** Everything the lane did that the adapter has not seen (`extraTokens`: reported already). */
+  private absorb(entry: Entry, extraTokens = 0): void {
     const progress = entry.engine.takeLane()
-    if (progress !== null) entry.adapter.absorbLane(progress)
+    if (progress === null) return
+    progress.tokens += extraTokens
+    entry.counter = progress.counter
+    entry.adapter.absorbLane(progress)
   }
 
-  private setLane(entry: Entry): void {
-    const lane = entry.adapter.laneTemplate()
-    entry.engine.setLane(lane === null ? null : lane.template, lane === null ? 0 : lane.counter)
+  /** Gives the engine the adapter's lane (or `lane`), unless it has it already. */
+  private setLane(entry: Entry, lane = entry.adapter.laneTemplate()): void {
+    if (!entry.laneOpen && !entry.adapter.laneReady()) return
+    const template = lane === null ? null : lane.template
+    const counter = lane === null ? 0 : lane.counter
+    if (entry.laneOpen && template === entry.template && counter === entry.counter) return
+    if (!entry.engine.setLane(template, counter)) throw internalError(new Error('the lane of a stream in the pool could not be set'))
+    entry.laneOpen = true
+    entry.template = template
+    entry.counter = counter
   }
 
   private entryOf(id: number): Entry {

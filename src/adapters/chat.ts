@@ -392,20 +392,27 @@ export class ChatCompletionsStream {
     return this.done ? null : this.stream.parser.laneEngine()
   }
 
+  /** @internal `SsePool`: a chat stream has nothing to send before its first text or call. */
+  laneReady(): boolean {
+    return !this.done
+  }
+
   /** @internal `SsePool`: the frame every text delta of the open message gets from `pushSse` now. */
   laneTemplate(): LaneTemplate | null {
     const open = this.stream.parser.openMessage()
     if (!this.started || this.done || open === null) return null
-    const state = this.mapper.stateOf(open.index, open.header)
-    switch (state.route) {
+    const state = this.mapper.messages.get(open.index)
+    switch (state?.route) {
       case 'reasoning':
         return { template: this.textFrame('reasoning'), counter: 0 }
       case 'content':
         return this.mapper.recovery.applies(open.header) ? null : { template: this.textFrame('content'), counter: 0 }
       case 'tool':
-        return state.announced ? { template: this.argumentsFrame(state), counter: 0 } : null
-      default:
+        return state!.announced ? { template: this.argumentsFrame(state!), counter: 0 } : null
+      case 'ignore':
         return { template: SILENT_FRAME, counter: 0 }
+      default:
+        return null
     }
   }
 

@@ -19,11 +19,19 @@ export interface PooledAdapter {
   /** The engine under the adapter's parser; null once the parser is released. */
   laneEngine(): Engine | null
   /**
+   * Whether the lane may take steps that write nothing (header tokens): false while the adapter still
+   * owes frames to its first step (the Responses API's `response.created`).
+   */
+  laneReady(): boolean
+  /**
    * The frame the SSE face would write for each text delta of the open message from now on, or null when
    * it would do something else (nothing sent yet, text held back for tool-call recovery, no open message).
    */
   laneTemplate(): LaneTemplate | null
-  /** Takes in what the lane did since the adapter last ran, as if the adapter had written those frames. */
+  /**
+   * Takes in what the lane did since the adapter last ran, as if the adapter had written those frames:
+   * tokens taken, text of the open message, and (when there is text) the counter after its frames.
+   */
   absorbLane(progress: LaneProgress): void
   pushSse(input: Uint32Array): string
   finishSse(options?: FinishOptions): string

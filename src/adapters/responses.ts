@@ -173,6 +173,11 @@ export class ResponsesStream {
     return this.done ? null : this.stream.parser.laneEngine()
   }
 
+  /** @internal `SsePool`: `response.created` and `response.in_progress` go out with the first step. */
+  laneReady(): boolean {
+    return this.started && !this.done
+  }
+
   /** @internal `SsePool`: the frame every text delta of the open message gets from `pushSse` now. */
   laneTemplate(): LaneTemplate | null {
     const open = this.stream.parser.openMessage()
@@ -188,7 +193,8 @@ export class ResponsesStream {
     const item = open === null ? undefined : this.open.get(open.index)
     if (item !== undefined) item.text += progress.text
     this.stream.absorbLane(progress.text, progress.tokens)
-    this.sequence = progress.counter
+    // Frames were written only for text; without text the counter says nothing.
+    if (progress.text !== '') this.sequence = progress.counter
   }
 
   private objects(build: () => Built[]): ResponseEvent[] {

@@ -63,8 +63,8 @@ export class JsEngine implements Engine {
     return failGuarded(this.stream)
   }
 
-  setLane(template: FrameTemplate | null, counter: number): void {
-    setLane(this.stream, template, counter)
+  setLane(template: FrameTemplate | null, counter: number): boolean {
+    return setLane(this.stream, template, counter)
   }
 
   takeLane(): LaneProgress | null {

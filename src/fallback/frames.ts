@@ -36,9 +36,12 @@ export function writeFrame(template: FrameTemplate, text: string, counter: numbe
   return frame
 }
 
-/** A stream's fast lane, and what it did since the adapter last looked (`takeLane`). */
+/**
+ * A stream's fast lane: the template of the open message's frames if the adapter gave one, and what the
+ * lane did since the adapter last looked (`takeLane`). Without a template it still takes silent tokens.
+ */
 export interface Lane {
-  template: FrameTemplate
+  template: FrameTemplate | null
   counter: number
   text: string
   tokens: number
@@ -50,8 +53,26 @@ export interface LaneProgress {
   counter: number
 }
 
-export function setLane(stream: Stream, template: FrameTemplate | null, counter: number): void {
-  stream.lane = template === null ? null : { template, counter, text: '', tokens: 0 }
+/** Opens the lane of a claimed stream or changes its template (`set_lane` in pool.rs); false if not claimed. */
+export function setLane(stream: Stream, template: FrameTemplate | null, counter: number): boolean {
+  if (stream.owner === 0) return false
+  if (stream.lane === null) stream.lane = { template, counter, text: '', tokens: 0 }
+  else {
+    stream.lane.template = template
+    stream.lane.counter = counter
+  }
+  return true
+}
+
+/** The top bit of a lane report: the lane holds text to take (`LaneReport` in pool.rs). */
+export const LANE_TEXT = 2 ** 31
+
+/** What the caller learns of a lane before a step it serves itself: its tokens (which start afresh) and LANE_TEXT. */
+function laneReport(lane: Lane | null): number {
+  if (lane === null) return 0
+  const tokens = lane.tokens
+  lane.tokens = 0
+  return (tokens % LANE_TEXT) + (lane.text === '' ? 0 : LANE_TEXT)
 }
 
 export function takeLane(stream: Stream): LaneProgress | null {
@@ -63,7 +84,11 @@ export function takeLane(stream: Stream): LaneProgress | null {
   return progress
 }
 
-/** Where `stepFrames` writes into `ends`: as `parserStepFrames` in crate/node (status, index, slow count, ends, slow indexes). */
+/**
+ * Where `stepFrames` writes into `ends` (3 + 3 × streams slots), as `parserStepFrames` in crate/node: a
+ * status, the index it concerns, how many streams are left to the caller, one end per stream, then for
+ * each stream left to the caller its index and its lane report.
+ */
 export const FRAMES_STATUS = 0
 export const FRAMES_BAD_INDEX = 1
 export const FRAMES_SLOW = 2
@@ -124,8 +149,11 @@ export function stepFrames(owner: number, streams: Uint32Array, offsets: Uint32A
   for (let i = 0; i < n; i++) {
     const stream = laneStream(streams[i])!
     const served = serveInLane(stream, tokens, offsets[i], offsets[i + 1])
-    if (served === null) ends[FRAMES_ENDS + n + slow++] = i
-    else frames += served
+    if (served === null) {
+      ends[FRAMES_ENDS + n + 2 * slow] = i
+      ends[FRAMES_ENDS + n + 2 * slow + 1] = laneReport(stream.lane)
+      slow++
+    } else frames += served
     ends[FRAMES_ENDS + i] = frames.length
   }
   ends[FRAMES_SLOW] = slow
@@ -156,18 +184,26 @@ function checkStep(owner: number, streams: Uint32Array, offsets: Uint32Array, to
 
 /**
  * The fast lane (`serve_in_lane` in pool.rs): in content state, ordinary tokens can only add text to the
- * open message, so the frame is exact. Null, with nothing consumed, when the batch is not for the lane.
+ * open message, so the frame is exact; a batch the parser takes silently is taken too, with no frame. Null,
+ * with nothing consumed, when the batch is not for the lane.
  */
 function serveInLane(stream: Stream, tokens: Uint32Array, from: number, to: number): string | null {
   const { lane, parser } = stream
-  if (lane === null || stream.broken || parser.isFinished() || parser.state !== STATE_CONTENT) return null
-  for (let i = from; i < to; i++) if (tokens[i] >= FIRST_SPECIAL) return null
+  if (lane === null || stream.broken) return null
+  const writesText = lane.template !== null && !parser.isFinished() && parser.state === STATE_CONTENT && ordinary(tokens, from, to)
+  if (!writesText && !parser.takesSilently(tokens, from, to)) return null
   if (from === to) return ''
   if (runGuarded(stream, tokens.subarray(from, to)) !== COMPACT_STATUS_OK) return null
   lane.tokens += to - from
   const text = parser.output.text
+  if (lane.template === null || text === '') return ''
   lane.text += text
   // A template without slots is silent (text the adapter drops): no frame, and the counter stays.
-  if (text === '' || lane.template.slots.length === 0) return ''
+  if (lane.template.slots.length === 0) return ''
   return writeFrame(lane.template, text, lane.counter++)
+}
+
+function ordinary(tokens: Uint32Array, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) if (tokens[i] >= FIRST_SPECIAL) return false
+  return true
 }

@@ -83,6 +83,26 @@ export class StreamParser {
     return this.finished
   }
 
+  /**
+   * Whether pushing `tokens[from..to)` would produce nothing at all (as `takes_silently` in
+   * stream_parser.rs): a `<|start|>` that opens a header with no stray tokens to report, and header tokens
+   * other than `<|message|>` while the header has room (lenient: nor a stop token or `<|start|>`).
+   */
+  takesSilently(tokens: Uint32Array, from: number, to: number): boolean {
+    let state = this.currentState
+    let header = this.headerTokens.length
+    for (let i = from; i < to; i++) {
+      const token = tokens[i]
+      if (state === STATE_EXPECT_START && token === START && this.strayTokens === 0) {
+        state = STATE_HEADER
+        header = 0
+      } else if (state === STATE_HEADER && token !== MESSAGE && header < this.maxHeaderTokens && (this.strict || (token !== START && terminatorOf(token) === TERMINATOR_NONE))) {
+        header++
+      } else return false
+    }
+    return !this.finished
+  }
+
   push(tokens: Uint32Array): PushError | null {
     this.output.clear()
     if (this.finished) return { kind: 'finished' }

@@ -49,11 +49,12 @@ impl FrameTemplate {
     }
 }
 
-/// A stream's fast lane: its template, and what the fast lane did since the adapter last looked
-/// (`StreamPool::take_lane`), which the adapter adds to its own bookkeeping before it goes on.
-#[derive(Debug)]
+/// A stream's fast lane: the template of the open message's frames if the adapter gave one, and what the
+/// lane did since the adapter last looked (`StreamPool::take_lane`), which the adapter adds to its own
+/// bookkeeping before it goes on. Without a template the lane still takes tokens that produce nothing.
+#[derive(Debug, Default)]
 pub struct Lane {
-    pub template: FrameTemplate,
+    pub template: Option<FrameTemplate>,
     pub counter: u32,
     /// The text written since the adapter last looked: the open message's content goes on from it.
     pub text: String,

@@ -217,12 +217,15 @@ impl StreamPool {
         }
     }
 
-    /// Sets (or with None, removes) the fast lane of stream `id`, its counter starting at `counter`; false
-    /// if `id` is not open. A lane set here is used by `step_frames` while the stream reads content; the
+    /// Opens the lane of claimed stream `id` (until then `step_frames` leaves all its steps to the caller)
+    /// or changes its frame template (None: none), the counter going on from `counter`; false if `id` is not
+    /// open or not claimed. `step_frames` writes the template's frames while the stream reads content; the
     /// caller sets it again after each step it served itself.
     pub fn set_lane(&mut self, id: u32, template: Option<FrameTemplate>, counter: u32) -> bool {
-        let Some(stream) = self.stream_mut(id) else { return false };
-        stream.lane = template.map(|template| Box::new(Lane { template, counter, text: String::new(), tokens: 0 }));
+        let Some(stream) = self.stream_mut(id).filter(|stream| stream.owner != 0) else { return false };
+        let lane = stream.lane.get_or_insert_with(Box::default);
+        lane.template = template;
+        lane.counter = counter;
         true
     }
 
@@ -233,10 +236,11 @@ impl StreamPool {
         Some(LaneProgress { text: std::mem::take(&mut lane.text), tokens: std::mem::replace(&mut lane.tokens, 0), counter: lane.counter })
     }
 
-    /// One engine step with wire frames out: as `step`, but a stream inside a message whose lane is set,
-    /// given only ordinary tokens, is served here: its text becomes one frame of its template, appended to
-    /// `bytes`. The others are not touched: their indexes in `streams` are appended to `slow`, for the
-    /// caller to serve on the same streams (its adapters). `ends[i]` is where stream i's frame ends in
+    /// One engine step with wire frames out: as `step`, but a stream inside a message whose lane has a
+    /// template, given only ordinary tokens, is served here: its text becomes one frame of its template,
+    /// appended to `bytes`; so is a batch the parser takes silently (header tokens). The others are not
+    /// touched: for each, its index in `streams` and `LaneReport::of` its lane are appended to `slow`, for
+    /// the caller to serve on the same streams (its adapters). `ends[i]` is where stream i's frame ends in
     /// `bytes` (`ends` has one entry per stream). Checks everything before consuming anything: a stream
     /// `owner` has not claimed is unknown, and one named twice is refused (its second batch could not be
     /// served in order).
@@ -269,7 +273,7 @@ impl StreamPool {
             let batch = &tokens[range[0] as usize..range[1] as usize];
             let stream = stream_in(&mut self.slots, id).expect("checked above");
             if !serve_in_lane(stream, batch, bytes) {
-                slow.push(index as u32);
+                slow.extend([index as u32, stream.lane.as_deref_mut().map_or(0, LaneReport::of)]);
             }
             ends[index] = bytes.len() as u32;
         }
@@ -407,14 +411,32 @@ fn stream_in(slots: &mut [Slot], id: u32) -> Option<&mut Stream> {
     slot.stream.as_deref_mut()
 }
 
-/// The fast lane: serves a batch of ordinary tokens to a stream reading content whose lane is set, writing
-/// its text as one frame (none for no text: a character still incomplete). In that state such tokens can
-/// only add text to the open message (no event, diagnostic or error), which is what makes the lane exact.
-/// False, with nothing consumed, when the batch is not for the lane.
+/// How the caller learns what a lane did before a step it serves itself: the lane's tokens since it last
+/// looked (which start afresh), and the top bit set when the lane also holds text to take (`take_lane`).
+pub struct LaneReport;
+
+impl LaneReport {
+    pub const TEXT: u32 = 1 << 31;
+
+    fn of(lane: &mut Lane) -> u32 {
+        let tokens = std::mem::replace(&mut lane.tokens, 0) as u32 & !Self::TEXT;
+        tokens | if lane.text.is_empty() { 0 } else { Self::TEXT }
+    }
+}
+
+/// The fast lane. A stream reading content whose lane has a template, given only ordinary tokens, gets
+/// its text written as one frame (none for no text: a character still incomplete): in that state such
+/// tokens can only add text to the open message (no event, diagnostic or error), which is what makes the
+/// lane exact. A batch the parser takes silently is taken too, with no frame. False, with nothing
+/// consumed, when the batch is not for the lane.
 fn serve_in_lane(stream: &mut Stream, batch: &[u32], bytes: &mut Vec<u8>) -> bool {
     let parser = &stream.parser;
-    let for_lane = stream.lane.is_some() && !stream.broken && !parser.is_finished() && parser.state() == State::Content;
-    if !for_lane || batch.iter().any(|&token| token >= FIRST_SPECIAL) {
+    let Some(lane) = stream.lane.as_deref() else { return false };
+    let writes_text = lane.template.is_some()
+        && !parser.is_finished()
+        && parser.state() == State::Content
+        && batch.iter().all(|&token| token < FIRST_SPECIAL);
+    if stream.broken || !(writes_text || parser.takes_silently(batch)) {
         return false;
     }
     if batch.is_empty() {
@@ -427,10 +449,12 @@ fn serve_in_lane(stream: &mut Stream, batch: &[u32], bytes: &mut Vec<u8>) -> boo
     let lane = stream.lane.as_mut().expect("checked above");
     let text = &stream.parser.output().text.text;
     lane.tokens += batch.len() as u64;
-    lane.text.push_str(text);
-    if !text.is_empty() && !lane.template.is_silent() {
-        lane.template.write(text, lane.counter, bytes);
-        lane.counter = lane.counter.wrapping_add(1);
+    if let (Some(template), false) = (&lane.template, text.is_empty()) {
+        lane.text.push_str(text);
+        if !template.is_silent() {
+            template.write(text, lane.counter, bytes);
+            lane.counter = lane.counter.wrapping_add(1);
+        }
     }
     true
 }
@@ -551,8 +575,9 @@ mod tests {
         let mut out = vec![0; capacity(2, 4)];
         pool.step(&[a, b], &[0, 2, 4], &[CHANNEL, MESSAGE, CHANNEL, MESSAGE], &mut out).unwrap();
         let template = FrameTemplate::new(vec!["<".into(), ":".into(), ">".into()], vec![FrameSlot::Counter, FrameSlot::Text]).unwrap();
-        assert!(pool.set_lane(a, Some(template), 7));
+        assert!(!pool.set_lane(a, Some(template.clone()), 7), "not claimed");
         assert!(pool.claim(a, 1) && pool.claim(b, 1) && !pool.claim(b, 2));
+        assert!(pool.set_lane(a, Some(template), 7));
         let (mut bytes, mut ends, mut slow) = (Vec::new(), [0u32; 2], Vec::new());
         // `a` reads text in its lane; `b` has none, so it is the caller's.
         pool.step_frames(1, &[a, b], &[0, 2, 3], &[1, 2, 3], &mut bytes, &mut ends, &mut slow).unwrap();
@@ -560,15 +585,15 @@ mod tests {
         let mut expected = Vec::new();
         crate::frames::write_json_string(&text, &mut expected);
         assert_eq!(bytes, [b"<7:".as_slice(), &expected, b">"].concat());
-        assert_eq!((ends, slow.as_slice()), ([bytes.len() as u32; 2], [1].as_slice()));
+        assert_eq!((ends, slow.as_slice()), ([bytes.len() as u32; 2], [1, 0].as_slice()), "b is left to the caller, its lane not open");
         assert_eq!(pool.state(b), Some(State::Content), "the slow stream consumed nothing");
         // A special token is never the lane's; a stream named twice is refused before anything is consumed.
         slow.clear();
         assert_eq!(pool.step_frames(2, &[a], &[0, 1], &[END], &mut bytes, &mut ends, &mut slow), Err(PoolError::UnknownStream { index: 0, id: a }));
         pool.step_frames(1, &[a], &[0, 1], &[END], &mut bytes, &mut ends, &mut slow).unwrap();
-        assert_eq!(slow, [0]);
+        assert_eq!(slow, [0, LaneReport::TEXT | 2], "the report takes the two tokens; the text waits for take_lane");
         assert_eq!(pool.step_frames(1, &[a, a], &[0, 1, 2], &[1, 2], &mut bytes, &mut ends, &mut slow), Err(PoolError::RepeatedStream { index: 1, id: a }));
-        assert_eq!(pool.take_lane(a), Some(LaneProgress { text, tokens: 2, counter: 8 }));
+        assert_eq!(pool.take_lane(a), Some(LaneProgress { text, tokens: 0, counter: 8 }));
         assert_eq!(pool.take_lane(a), Some(LaneProgress { text: String::new(), tokens: 0, counter: 8 }), "taken once");
         assert_eq!(pool.take_lane(b), None);
     }

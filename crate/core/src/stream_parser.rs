@@ -133,6 +133,27 @@ impl StreamParser {
         self.finished
     }
 
+    /// Whether pushing `tokens` would produce nothing at all (no text, event, diagnostic or error): a
+    /// `<|start|>` that opens a header with no stray tokens to report, and header tokens other than
+    /// `<|message|>` while the header has room (lenient mode: nor a stop token or `<|start|>`, which end it).
+    /// What a caller serving many streams may skip telling anyone about (`StreamPool::step_frames`).
+    pub fn takes_silently(&self, tokens: &[u32]) -> bool {
+        let (mut state, mut header) = (self.state, self.header_tokens.len());
+        for &token in tokens {
+            match state {
+                State::ExpectStart if token == START && self.stray.tokens == 0 => {
+                    state = State::Header;
+                    header = 0;
+                }
+                State::Header if token != MESSAGE && header < self.max_header_tokens && (self.strict || (token != START && Terminator::of_token(token).is_none())) => {
+                    header += 1
+                }
+                _ => return false,
+            }
+        }
+        !self.finished
+    }
+
     /// Results of the last `push` or `finish` (also after it returned an error).
     pub fn output(&self) -> &BatchOutput {
         &self.output

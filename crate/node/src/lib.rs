@@ -272,8 +272,8 @@ pub fn parser_take_lane(id: u32) -> Result<Option<NativeLaneProgress>> {
 }
 
 /// Where `parserStepFrames` writes into its `ends` argument: a status (a `COMPACT_STATUS_*`), the index
-/// it concerns, how many streams the lane left to the caller, then one end per stream and the indexes
-/// of the streams left to the caller.
+/// it concerns, how many streams the lane left to the caller, then one end per stream, then for each
+/// stream left to the caller its index and its lane's report (`LaneReport`).
 const FRAMES_STATUS: usize = 0;
 const FRAMES_BAD_INDEX: usize = 1;
 const FRAMES_SLOW: usize = 2;
@@ -281,13 +281,13 @@ const FRAMES_ENDS: usize = 3;
 
 /// One engine step for many of this thread's parsers, those `owner` claimed (`StreamPool::step_frames`): returns the frames
 /// the fast lane wrote, as one buffer that JavaScript owns from then on (it is not reused: a socket may
-/// still hold a part of it), and the layout above in `ends` (3 + 2 × streams slots). A panic outside the
+/// still hold a part of it), and the layout above in `ends` (3 + 3 × streams slots). A panic outside the
 /// streams' own guards becomes a JavaScript error (`catch_unwind`), never an abort.
 #[napi(catch_unwind)]
 pub fn parser_step_frames(owner: u32, streams: Uint32ArraySlice, offsets: Uint32ArraySlice, tokens: Uint32ArraySlice, mut ends: Uint32ArraySlice) -> Result<Buffer> {
     let ends = writable(&mut ends, &[&streams, &offsets, &tokens])?;
     let count = streams.len();
-    if ends.len() < FRAMES_ENDS + 2 * count {
+    if ends.len() < FRAMES_ENDS + 3 * count {
         return Err(Error::from_reason("ends array too small"));
     }
     with_thread_pool(|thread| {
@@ -299,7 +299,7 @@ pub fn parser_step_frames(owner: u32, streams: Uint32ArraySlice, offsets: Uint32
         head.fill(0);
         match result {
             Ok(()) => {
-                head[FRAMES_SLOW] = slow.len() as u32;
+                head[FRAMES_SLOW] = (slow.len() / 2) as u32;
                 rest[count..count + slow.len()].copy_from_slice(&slow);
             }
             Err(error) => {
