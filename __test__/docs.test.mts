@@ -47,4 +47,5 @@ function readmeExampleTest(title: string, heading: string, stem: string): void {
 }
 
 readmeExampleTest('the README pool example runs and prints what the README shows, on both implementations', '### Fast path and pools', 'pool')
+readmeExampleTest('the README SsePool example runs and prints what the README shows, on both implementations', '### Many adapters per engine step', 'sse-pool')
 readmeExampleTest('the README rendering example runs and prints what the README shows, on both implementations', '## Rendering requests', 'render')

@@ -110,12 +110,12 @@ const START_ASSISTANT = [200006, 173781] // <|start|>assistant, between the comp
  * replays completions i, i+1, … of the corpus back to back (a multi-turn conversation), cut to
  * STREAM_LENGTH tokens. The steps are prepared once; a run replays all of them.
  */
-function concurrentCorpus(concurrent: number) {
+function concurrentCorpus(concurrent: number, source: { tokens: number[] }[] = corpus) {
   const streams = Array.from({ length: concurrent }, (_, i) => {
     const tokens: number[] = []
     for (let k = i; tokens.length < STREAM_LENGTH; k++) {
       if (k > i) tokens.push(...START_ASSISTANT)
-      tokens.push(...corpus[k % corpus.length].tokens)
+      tokens.push(...source[k % source.length].tokens)
     }
     return tokens.slice(0, STREAM_LENGTH)
   })
@@ -152,8 +152,8 @@ function poolCase(which: 'native' | 'js', concurrent: number): () => void {
  * step's SSE bytes for every stream (the frame of each stream is taken, as a gateway writes it). `pool`:
  * one `SsePool` call per step; otherwise one adapter `pushSse` call per stream and step.
  */
-function sseStepCase(api: 'chat' | 'responses', which: 'native' | 'js', concurrent: number, pool: boolean): () => void {
-  const { steps } = concurrentCorpus(concurrent)
+function sseStepCase(api: 'chat' | 'responses', which: 'native' | 'js', concurrent: number, pool: boolean, source = corpus): () => void {
+  const { steps } = concurrentCorpus(concurrent, source)
   const one = steps.map((step) => Array.from(step.tokens, (id) => Uint32Array.of(id)))
   const adapter = () => (api === 'chat' ? new ChatCompletionsStream({ model: 'gpt-oss', parser: { implementation: which } }) : new ResponsesStream({ model: 'gpt-oss', parser: { implementation: which } }))
   return () => {
@@ -300,6 +300,14 @@ for (const concurrent of [64, 1024]) {
     cases.push([`native, ${concurrent} separate ${api} adapters (pushSse) × 1 token per step`, sseStepCase(api, 'native', concurrent, false), tokens])
   }
 }
+{
+  // Long messages (the spread corpus: one final answer of ~600 characters per completion), as real
+  // completions have them: message boundaries, which the adapters serve themselves, are rarer.
+  const { tokens } = concurrentCorpus(1024, spread)
+  cases.push(['native SsePool, chat SSE, 1024 streams × 1 token per step, long messages', sseStepCase('chat', 'native', 1024, true, spread), tokens])
+  cases.push(['js SsePool, chat SSE, 1024 streams × 1 token per step, long messages', sseStepCase('chat', 'js', 1024, true, spread), tokens])
+  cases.push(['js, 1024 separate chat adapters (pushSse) × 1 token per step, long messages', sseStepCase('chat', 'js', 1024, false, spread), tokens])
+}
 // BENCH_FILTER=text: only the cases whose name contains it (the reference always runs: ratios need it).
 const filter = process.env.BENCH_FILTER
 if (filter) cases.splice(0, cases.length, ...cases.filter(([name], i) => i === 0 || name.includes(filter)))
@@ -316,8 +324,9 @@ const summary = await b.suite(
   ...cases.map(([name, fn]) => b.add(name, fn, options)),
   b.cycle(),
   b.complete(),
-  b.save({ file: 'parsers', folder: join(import.meta.dirname, 'results'), version: '1', details: false }),
-  b.save({ file: 'parsers', folder: join(import.meta.dirname, 'results'), format: 'chart.html' }),
+  // A filtered run leaves the saved results of the whole suite as they are.
+  ...(filter ? [] : [b.save({ file: 'parsers', folder: join(import.meta.dirname, 'results'), version: '1', details: false })]),
+  ...(filter ? [] : [b.save({ file: 'parsers', folder: join(import.meta.dirname, 'results'), format: 'chart.html' })]),
 )
 
 const results = summary.results as unknown as Result[]
@@ -334,8 +343,8 @@ function counterpart(name: string): string | undefined {
   if (name.startsWith('native ') && !name.includes('separate')) return name.replace(/^native /, 'js ')
   const pool = /^js pool, (\d+) streams/.exec(name)
   if (pool) return `js, ${pool[1]} separate parsers × 1 token per step`
-  const ssePool = /^js SsePool, (\w+) SSE, (\d+) streams/.exec(name)
-  if (ssePool) return `js, ${ssePool[2]} separate ${ssePool[1]} adapters (pushSse) × 1 token per step`
+  const ssePool = /^js SsePool, (\w+) SSE, (\d+) streams × 1 token per step(.*)$/.exec(name)
+  if (ssePool) return `js, ${ssePool[2]} separate ${ssePool[1]} adapters (pushSse) × 1 token per step${ssePool[3]}`
   if (name.startsWith('native, ')) return name.replace(/^native, /, 'js, ')
   return undefined
 }
