@@ -32,7 +32,7 @@ import {
 } from './engine'
 import { HarmonyError, HarmonyParseError, HarmonyStateError } from './errors'
 import { DEFAULT_MAX_HEADER_TOKENS } from './fallback/stream-parser'
-import { LAST_TOKEN } from './fallback/tokens'
+import { FIRST_SPECIAL, LAST_TOKEN } from './fallback/tokens'
 import { createEngine, implementation as defaultImplementation } from './loader'
 import type {
   HarmonyBatch,
@@ -325,6 +325,22 @@ export class HarmonyStreamParser {
   /** True once `finish()` was called. */
   get finished(): boolean {
     return this.done
+  }
+
+  /**
+   * @internal The adapters' fast path: parses a batch that can only add text to the open message (ordinary
+   * tokens while a message is being read) and returns that text, without building a batch; null, with
+   * nothing consumed, for any other batch. Bad ids throw as for `push`.
+   */
+  pushText(tokens: Uint32Array | readonly number[]): string | null {
+    const open = this.open
+    if (open === null || this.done || this.mode !== 'objects') return null
+    for (let i = 0; i < tokens.length; i++) if (!(tokens[i] < FIRST_SPECIAL)) return null
+    const ids = tokenArray(tokens)
+    const text = this.call(ids)
+    this.checkStatus(this.engine.out[COMPACT_STATUS], ids)
+    open.content += text
+    return text
   }
 
   /** @internal The engine under this parser, for `SsePool`'s fast lane. */

@@ -227,6 +227,8 @@ export class ChatCompletionsStream {
   private sse = ''
   /** `data: {"id":…,"choices":[{"index":0,"delta":`: every frame's start, made once. */
   private frameHead: string | null = null
+  /** `pushSse`'s hot path: the frame of the open message's text deltas, set after each of its calls. */
+  private lane: FrameTemplate | null = null
   /** The frames of content and reasoning deltas, made once (`textFrame`). */
   private contentFrame: FrameTemplate | null = null
   private reasoningFrame: FrameTemplate | null = null
@@ -255,9 +257,16 @@ export class ChatCompletionsStream {
 
   /** `push`, as the SSE bytes of its chunks: what to write to the socket. */
   pushSse(input: Uint32Array | readonly number[] | string): string {
+    // The hot path: tokens that only add text to the open message, written with its frame (`laneTemplate`).
+    const lane = this.lane
+    if (lane !== null && typeof input !== 'string') {
+      const text = this.stream.pushText(input)
+      if (text !== null) return text === '' || lane.slots.length === 0 ? '' : writeFrame(lane, text, 0)
+    }
     this.objects = null
     this.sse = ''
     this.pushInto(input)
+    this.lane = this.laneTemplate()?.template ?? null
     return this.sse
   }
 
@@ -283,6 +292,7 @@ export class ChatCompletionsStream {
    */
   close(): void {
     this.done = true
+    this.lane = null
     this.stream.close()
   }
 
@@ -302,11 +312,13 @@ export class ChatCompletionsStream {
   }
 
   private pushInto(input: Uint32Array | readonly number[] | string): void {
+    this.lane = null
     if (this.done) throw new HarmonyStateError('adapter-finished', 'push() after finish() or close(): create a new adapter for a new completion')
     this.chunks(this.stream.pushInput(input))
   }
 
   private finishInto(options: FinishOptions): void {
+    this.lane = null
     if (this.done) return
     this.done = true
     this.chunks(this.stream.finish())

@@ -121,6 +121,20 @@ export class MessageStream {
     return events
   }
 
+  /**
+   * The fast path of token input: a batch that can only add text to the open message (ordinary tokens
+   * inside a message) is parsed without events; returns its text, or null (nothing consumed) otherwise.
+   */
+  pushText(tokens: Uint32Array | readonly number[]): string | null {
+    if (this.scanner !== null) return null
+    const text = this.parser.pushText(tokens)
+    if (text !== null) {
+      this.tokens += tokens.length
+      this.pending += tokens.length
+    }
+    return text
+  }
+
   /** Adds what `SsePool`'s fast lane did on this stream's parser: `tokens` tokens of the open message's `text`. */
   absorbLane(text: string, tokens: number): void {
     this.tokens += tokens

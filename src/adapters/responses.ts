@@ -115,6 +115,8 @@ export class ResponsesStream {
   private recoveredCalls = 0
   /** Set by the SSE methods: deltas are then built as frames. */
   private sseMode = false
+  /** `pushSse`'s hot path for the open message, set after each of its calls (`textLane`). */
+  private lane: OpenItem | null | undefined = undefined
 
   constructor(readonly options: ResponsesAdapterOptions) {
     checkAdapterOptions(options, RESPONSES_OPTIONS, 'ResponsesStream')
@@ -128,6 +130,7 @@ export class ResponsesStream {
   /** Abandons the response (the client went away): releases the parser at once and builds no events. */
   close(): void {
     this.done = true
+    this.lane = undefined
     this.stream.close()
   }
 
@@ -161,7 +164,20 @@ export class ResponsesStream {
 
   /** `push`, as the SSE bytes of its events; deltas are written from per-item templates, not objects. */
   pushSse(input: Uint32Array | readonly number[] | string): string {
-    return this.frames(() => this.pushInto(input))
+    // The hot path: tokens that only add text to the open message's item (see `textLane`).
+    const lane = this.lane
+    if (lane !== undefined && typeof input !== 'string') {
+      const text = this.stream.pushText(input)
+      if (text !== null) {
+        if (text === '' || lane === null) return ''
+        const events: Built[] = []
+        this.delta(lane, text, events)
+        return events[0] as string
+      }
+    }
+    const frames = this.frames(() => this.pushInto(input))
+    this.lane = this.textLane()
+    return frames
   }
 
   finishSse(options: FinishOptions = {}): string {
@@ -180,11 +196,21 @@ export class ResponsesStream {
 
   /** @internal `SsePool`: the frame every text delta of the open message gets from `pushSse` now. */
   laneTemplate(): LaneTemplate | null {
+    const item = this.textLane()
+    if (item === undefined) return null
+    return { template: item === null ? SILENT_FRAME : (item.frame ??= deltaFrame(item)), counter: this.sequence }
+  }
+
+  /**
+   * Where the text of the open message goes while `pushSse` writes each delta as one frame: its item, null
+   * for a message whose text is dropped, undefined when a delta would be more than a frame (nothing sent
+   * yet, text held back for tool-call recovery) or no message is open.
+   */
+  private textLane(): OpenItem | null | undefined {
     const open = this.stream.parser.openMessage()
-    if (!this.started || !this.sseMode || this.done || open === null || this.readsForCalls(open.header)) return null
-    if (routeOf(open.header, this.options) === 'ignore') return { template: SILENT_FRAME, counter: this.sequence }
-    const item = this.open.get(open.index)
-    return item === undefined ? null : { template: (item.frame ??= deltaFrame(item)), counter: this.sequence }
+    if (!this.started || !this.sseMode || this.done || open === null || this.readsForCalls(open.header)) return undefined
+    if (routeOf(open.header, this.options) === 'ignore') return null
+    return this.open.get(open.index)
   }
 
   /** @internal `SsePool`: what the fast lane sent of the open message (its frames used sequence numbers up to `counter`). */
@@ -216,6 +242,7 @@ export class ResponsesStream {
   }
 
   private pushInto(input: Uint32Array | readonly number[] | string): Built[] {
+    this.lane = undefined
     if (this.done) throw new HarmonyStateError('adapter-finished', 'push() after finish(), error() or close(): create a new adapter for a new response')
     const started = this.startInto()
     const events = this.events(this.stream.pushInput(input))
@@ -223,6 +250,7 @@ export class ResponsesStream {
   }
 
   private finishInto(options: FinishOptions): Built[] {
+    this.lane = undefined
     if (this.done) return []
     this.done = true
     this.truncated = options.truncated === true
