@@ -152,7 +152,7 @@ function poolCase(which: 'native' | 'js', concurrent: number): () => void {
  * step's SSE bytes for every stream (the frame of each stream is taken, as a gateway writes it). `pool`:
  * one `SsePool` call per step; otherwise one adapter `pushSse` call per stream and step.
  */
-function sseStepCase(api: 'chat' | 'responses', which: 'native' | 'js', concurrent: number, pool: boolean, source = corpus): () => void {
+function sseStepCase(api: 'chat' | 'responses', which: 'native' | 'js', concurrent: number, pool: boolean, source: { tokens: number[] }[] = corpus): () => void {
   const { steps } = concurrentCorpus(concurrent, source)
   const one = steps.map((step) => Array.from(step.tokens, (id) => Uint32Array.of(id)))
   const adapter = () => (api === 'chat' ? new ChatCompletionsStream({ model: 'gpt-oss', parser: { implementation: which } }) : new ResponsesStream({ model: 'gpt-oss', parser: { implementation: which } }))

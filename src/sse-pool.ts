@@ -96,7 +96,8 @@ export class SsePool {
   readonly implementation: Implementation
   private readonly stepper: LaneStepper
   private readonly entries = new Map<number, Entry>()
-  private ends = new Uint32Array(FRAMES_ENDS + 2 * 64)
+  /** The stepper's answer (FRAMES_* layout: 3 + 3 × streams slots), reused. */
+  private ends = new Uint32Array(FRAMES_ENDS + 3 * 64)
 
   constructor(options: SsePoolOptions = {}) {
     if (options === null || typeof options !== 'object') throw new TypeError('options must be an object')

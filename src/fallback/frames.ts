@@ -107,7 +107,10 @@ export function claimLane(stream: Stream, owner: number): number | null {
   if (stream.owner !== 0 && stream.owner !== owner) return null
   stream.owner = owner
   let index = freeLaneSlots.pop()
-  if (index === undefined) index = laneSlots.push({ generation: 0, stream: null }) - 1
+  if (index === undefined) {
+    if (laneSlots.length > 0xff_ffff) throw new Error('2^24 streams are in lane steppers: the table is full')
+    index = laneSlots.push({ generation: 0, stream: null }) - 1
+  }
   const slot = laneSlots[index]
   slot.stream = stream
   return (index | (slot.generation << 24)) >>> 0
