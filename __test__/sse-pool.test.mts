@@ -10,16 +10,11 @@ import { ChatCompletionsStream, HarmonyParseError, type Implementation, Response
 
 import { generator } from './helpers/generator.mjs'
 import { IMPLEMENTATIONS, NATIVE, harmony, nativeTest, random } from './helpers/harmony.mjs'
+import { WIRE_VARIANTS, responsesVariant } from './helpers/wire-variants.mjs'
 
 const STREAMS = Array.from({ length: 160 }, generator(47)).filter((s) => s.role === 'assistant')
-const TOOLS = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { location: { type: 'string' } } } } }]
-const CHAT_VARIANTS = [
-  {},
-  { includeUsage: true, reasoningField: 'both' as const },
-  { reasoningField: 'reasoning' as const, preamble: 'reasoning' as const, builtinTools: 'surface' as const },
-  { tools: TOOLS, textToolCalls: 'recover' as const },
-]
-const RESPONSES_VARIANTS = [{}, { preamble: 'reasoning' as const, builtinTools: 'surface' as const }, { tools: TOOLS, textToolCalls: 'recover' as const }]
+const CHAT_VARIANTS = WIRE_VARIANTS
+const RESPONSES_VARIANTS = WIRE_VARIANTS.map(responsesVariant)
 
 type Adapter = ChatCompletionsStream | ResponsesStream
 

@@ -9,15 +9,10 @@ import { ChatCompletionsStream, type Implementation, ResponsesStream, chatFrames
 
 import { generator } from './helpers/generator.mjs'
 import { IMPLEMENTATIONS, random, randomBatches } from './helpers/harmony.mjs'
+import { WIRE_VARIANTS, responsesVariant } from './helpers/wire-variants.mjs'
 
 const STREAMS = Array.from({ length: 150 }, generator(31)).filter((s) => s.role === 'assistant')
-const TOOLS = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { location: { type: 'string' } } } } }]
-const VARIANTS = [
-  {},
-  { includeUsage: true, reasoningField: 'both' as const },
-  { reasoningField: 'reasoning' as const, preamble: 'reasoning' as const, builtinTools: 'surface' as const },
-  { tools: TOOLS, textToolCalls: 'recover' as const },
-]
+const VARIANTS = WIRE_VARIANTS
 
 for (const implementation of IMPLEMENTATIONS) {
   test(`${implementation}: Chat pushSse/finishSse equal the serialized chunks of push/finish`, (t) => {
@@ -42,9 +37,9 @@ for (const implementation of IMPLEMENTATIONS) {
     const next = random(8)
     for (const [n, stream] of STREAMS.entries()) {
       const variant = VARIANTS[n % VARIANTS.length]
-      const { includeUsage: _, reasoningField: __, ...responsesVariant } = variant as Record<string, unknown>
+      const responsesOptions = responsesVariant(variant)
       const steps = randomBatches(stream.tokens, next, 1 + (n % 9))
-      const options = { model: 'gpt-oss', id: `resp_${n}`, createdAt: 1_700_000_000, parser: { implementation: implementation as Implementation }, ...responsesVariant }
+      const options = { model: 'gpt-oss', id: `resp_${n}`, createdAt: 1_700_000_000, parser: { implementation: implementation as Implementation }, ...responsesOptions }
       const objects = new ResponsesStream(options)
       const frames = new ResponsesStream(options)
       const expected = responsesFrames(objects.start()) + steps.map((step) => responsesFrames(objects.push(step))).join('') + responsesFrames(objects.finish())

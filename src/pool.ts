@@ -70,18 +70,23 @@ export function throwForStepStatus(status: number, index: number, streams: Uint3
   }
 }
 
+/** The implementation a pool's options ask for (checked), else the process-wide one. */
+export function poolImplementation(options: { implementation?: Implementation }): Implementation {
+  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object')
+  const { implementation } = options
+  if (implementation !== undefined && implementation !== 'native' && implementation !== 'js') {
+    throw new TypeError(`implementation must be 'native' or 'js'; got ${JSON.stringify(implementation)}`)
+  }
+  return implementation ?? defaultImplementation
+}
+
 export class HarmonyStreamPool {
   readonly implementation: Implementation
   private readonly backend: PoolBackend
   private readonly names: NameMirror
 
   constructor(options: HarmonyStreamPoolOptions = {}) {
-    if (options === null || typeof options !== 'object') throw new TypeError('options must be an object')
-    const { implementation } = options
-    if (implementation !== undefined && implementation !== 'native' && implementation !== 'js') {
-      throw new TypeError(`implementation must be 'native' or 'js'; got ${JSON.stringify(implementation)}`)
-    }
-    this.implementation = implementation ?? defaultImplementation
+    this.implementation = poolImplementation(options)
     const { backend, names } = createPool(this.implementation)
     this.backend = backend
     this.names = names

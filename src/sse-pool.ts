@@ -20,9 +20,9 @@ import type { PooledAdapter } from './adapters/lane'
 import type { ResponsesStream } from './adapters/responses'
 import type { Engine, LaneStepper } from './engine'
 import { FRAMES_BAD_INDEX, FRAMES_ENDS, FRAMES_SLOW, FRAMES_STATUS, type FrameTemplate, LANE_TEXT } from './fallback/frames'
-import { createLaneStepper, implementation as defaultImplementation } from './loader'
+import { createLaneStepper } from './loader'
 import { internalError } from './parser'
-import { plainUint32Array, throwForStepStatus } from './pool'
+import { plainUint32Array, poolImplementation, throwForStepStatus } from './pool'
 import type { Implementation } from './types'
 
 export interface SsePoolOptions {
@@ -100,12 +100,7 @@ export class SsePool {
   private ends = new Uint32Array(FRAMES_ENDS + 3 * 64)
 
   constructor(options: SsePoolOptions = {}) {
-    if (options === null || typeof options !== 'object') throw new TypeError('options must be an object')
-    const { implementation } = options
-    if (implementation !== undefined && implementation !== 'native' && implementation !== 'js') {
-      throw new TypeError(`implementation must be 'native' or 'js'; got ${JSON.stringify(implementation)}`)
-    }
-    this.implementation = implementation ?? defaultImplementation
+    this.implementation = poolImplementation(options)
     this.stepper = createLaneStepper(this.implementation)
   }
 

@@ -1,0 +1,16 @@
+/** Adapter options that change what goes on the wire, shared by the SSE tests (sse, sse-pool). */
+export const TOOLS = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { location: { type: 'string' } } } } }]
+
+/** Chat option sets; Responses takes them without `includeUsage` and `reasoningField`. */
+export const WIRE_VARIANTS = [
+  {},
+  { includeUsage: true, reasoningField: 'both' as const },
+  { reasoningField: 'reasoning' as const, preamble: 'reasoning' as const, builtinTools: 'surface' as const },
+  { tools: TOOLS, textToolCalls: 'recover' as const },
+]
+
+/** A variant without the Chat-only options. */
+export function responsesVariant(variant: Record<string, unknown>): Record<string, unknown> {
+  const { includeUsage: _, reasoningField: __, ...rest } = variant
+  return rest
+}
