@@ -190,9 +190,7 @@ test('pipeSse: a client that stops reading stops the engine being pulled; a disc
   await once(socket, 'connect')
   socket.write('GET / HTTP/1.1\r\nhost: x\r\n\r\n')
   socket.pause() // never reads: the kernel buffers fill, then write() returns false
-  await new Promise((resolve) => setTimeout(resolve, 1500))
-  const stalled = pulled
-  await new Promise((resolve) => setTimeout(resolve, 500))
+  const stalled = await untilStalled(() => pulled)
   t.true(pulled - stalled <= 1, `no steps pulled while the client does not read (${stalled} then ${pulled})`)
   // What the kernel's loopback buffers and the socket's 16 KiB hold: a few MiB at most, whatever the engine does.
   t.true(stalled < 30_000, `bounded: ${stalled} steps before the buffers filled`)
@@ -269,9 +267,21 @@ test('pipeSse coalesceMs: the same bytes in fewer writes, and a client that stop
   await once(socket, 'connect')
   socket.write('GET / HTTP/1.1\r\nhost: x\r\n\r\n')
   socket.pause()
-  await new Promise((resolve) => setTimeout(resolve, 1500))
-  const stalled = pulled
-  await new Promise((resolve) => setTimeout(resolve, 500))
+  const stalled = await untilStalled(() => pulled)
   t.true(pulled - stalled <= 1, `no steps pulled while the client does not read (${stalled} then ${pulled})`)
   socket.destroy()
 })
+
+/**
+ * How long a paused client's buffers take to fill depends on the machine's load: waits (20 s at most) until
+ * half a second passes with at most one more step pulled, and returns the count from before it. A pipe
+ * without backpressure never gets there, and the caller's check fails.
+ */
+async function untilStalled(pulled: () => number): Promise<number> {
+  let before = -2
+  for (let waited = 0; waited < 20_000 && pulled() - before > 1; waited += 500) {
+    before = pulled()
+    await new Promise((resolve) => setTimeout(resolve, 500))
+  }
+  return before
+}
