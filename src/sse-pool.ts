@@ -16,7 +16,7 @@
  * stop token, anything unusual) is handed to the adapter itself.
  */
 import type { ChatCompletionsStream, FinishOptions } from './adapters/chat'
-import type { PooledAdapter } from './adapters/lane'
+import type { LaneTemplate, PooledAdapter } from './adapters/lane'
 import type { ResponsesStream } from './adapters/responses'
 import type { Engine, LaneStepper } from './engine'
 import { FRAMES_BAD_INDEX, FRAMES_ENDS, FRAMES_SLOW, FRAMES_STATUS, type FrameTemplate, LANE_TEXT } from './fallback/frames'
@@ -217,8 +217,14 @@ export class SsePool {
   }
 
   /** Gives the engine the adapter's lane (or `lane`), unless it has it already. */
-  private setLane(entry: Entry, lane = entry.adapter.laneTemplate()): void {
+  private setLane(entry: Entry, lane?: LaneTemplate | null): void {
     if (!entry.laneOpen && !entry.adapter.laneReady()) return
+    if (lane === undefined) {
+      // Between messages the template is not used: a stream enters a message only through a step the
+      // adapter serves, after which the template is set. So it is left as it is (one crossing less).
+      if (entry.laneOpen && !entry.adapter.readsMessage()) return
+      lane = entry.adapter.laneTemplate()
+    }
     const template = lane === null ? null : lane.template
     const counter = lane === null ? 0 : lane.counter
     if (entry.laneOpen && template === entry.template && counter === entry.counter) return

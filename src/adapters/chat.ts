@@ -409,6 +409,11 @@ export class ChatCompletionsStream {
     return !this.done
   }
 
+  /** @internal `SsePool`: whether a message is being read. */
+  readsMessage(): boolean {
+    return this.stream.parser.openMessage() !== null
+  }
+
   /** @internal `SsePool`: the frame every text delta of the open message gets from `pushSse` now. */
   laneTemplate(): LaneTemplate | null {
     const open = this.stream.parser.openMessage()

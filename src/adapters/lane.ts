@@ -23,6 +23,8 @@ export interface PooledAdapter {
    * owes frames to its first step (the Responses API's `response.created`).
    */
   laneReady(): boolean
+  /** Whether a message is being read (its text is what a template is for). */
+  readsMessage(): boolean
   /**
    * The frame the SSE face would write for each text delta of the open message from now on, or null when
    * it would do something else (nothing sent yet, text held back for tool-call recovery, no open message).

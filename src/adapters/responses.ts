@@ -194,6 +194,11 @@ export class ResponsesStream {
     return this.started && !this.done
   }
 
+  /** @internal `SsePool`: whether a message is being read. */
+  readsMessage(): boolean {
+    return this.stream.parser.openMessage() !== null
+  }
+
   /** @internal `SsePool`: the frame every text delta of the open message gets from `pushSse` now. */
   laneTemplate(): LaneTemplate | null {
     const item = this.textLane()
