@@ -14,6 +14,7 @@ import test from 'ava'
 import { ReplayEngine } from 'harmony-stream/engines'
 
 import { harmony } from './helpers/harmony.mjs'
+import { untilStalled } from './helpers/stall.mjs'
 
 const root = join(import.meta.dirname, '..')
 const { createGateway } = (await import(join(root, 'examples/gateway/server.mjs'))) as {
@@ -148,10 +149,10 @@ test.serial('10 clients that stop reading a long stream: the engine is held back
     socket.pause()
     return socket
   }))
-  await new Promise((resolve) => setTimeout(resolve, 3000))
+  // All ten generations start (bounded wait), then their sockets' buffers fill.
+  for (let i = 0; i < 400 && engine.running < 10; i++) await new Promise((resolve) => setTimeout(resolve, 50))
+  const pulled = await untilStalled(() => engine.steps, 10)
   t.is(engine.running, 10, 'all ten generations are held, not finished into memory')
-  const pulled = engine.steps
-  await new Promise((resolve) => setTimeout(resolve, 500))
   t.true(engine.steps - pulled <= 10, `the engine is not pulled while nobody reads (${pulled} → ${engine.steps} steps)`)
   t.true(pulled < 10 * LONG.length, `${pulled} steps pulled of ${10 * LONG.length}`)
   const grown = (process.memoryUsage().rss - before) / 2 ** 20

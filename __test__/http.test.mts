@@ -21,6 +21,7 @@ import {
 } from 'harmony-stream'
 
 import { harmony } from './helpers/harmony.mjs'
+import { untilStalled } from './helpers/stall.mjs'
 
 async function serve(handler: (request: IncomingMessage, response: ServerResponse) => Promise<void> | void) {
   const server = createServer((request, response) => {
@@ -271,17 +272,3 @@ test('pipeSse coalesceMs: the same bytes in fewer writes, and a client that stop
   t.true(pulled - stalled <= 1, `no steps pulled while the client does not read (${stalled} then ${pulled})`)
   socket.destroy()
 })
-
-/**
- * How long a paused client's buffers take to fill depends on the machine's load: waits (20 s at most) until
- * half a second passes with at most one more step pulled, and returns the count from before it. A pipe
- * without backpressure never gets there, and the caller's check fails.
- */
-async function untilStalled(pulled: () => number): Promise<number> {
-  let before = -2
-  for (let waited = 0; waited < 20_000 && pulled() - before > 1; waited += 500) {
-    before = pulled()
-    await new Promise((resolve) => setTimeout(resolve, 500))
-  }
-  return before
-}
