@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 
 FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
 FUZZ_DIR=crate/core/fuzz
-TARGETS=(utf8 header stream pool)
+TARGETS=(utf8 header stream pool frames)
 CARGO_FUZZ_VERSION=0.13.2
 # Release build with debug assertions and overflow checks; address sanitizer is cargo-fuzz's default.
 FUZZ_FLAGS=(--fuzz-dir "$FUZZ_DIR" -O -a --sanitizer address)
