@@ -112,7 +112,9 @@ async function fake(path: string, behaviour: FakeBehaviour, write: Writer, httpE
         engine.maxBuffered = Math.max(engine.maxBuffered, res.writableLength)
         if (!ok) {
           engine.blockedWrites++
-          await Promise.race([once(res, 'drain'), once(res, 'close')])
+          // The wait that loses the race is cancelled: its listeners would pile up, one pair per full buffer.
+          const waited = new AbortController()
+          await Promise.race([once(res, 'drain', { signal: waited.signal }), once(res, 'close', { signal: waited.signal })]).finally(() => waited.abort())
         }
         if (pieces.length > 1) await sleep(1)
       }
