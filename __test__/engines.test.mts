@@ -182,13 +182,13 @@ for (const kind of KINDS) {
   test(`${kind.name}: the response head may take longer than the connect timeout (prefill), not longer than the read timeout`, async (t) => {
     // Margins for a loaded machine: connecting on loopback can take a while when the event loop is busy.
     const slow = await kind.start({ completion: COMPLETION, headDelayMs: 1000 })
+    t.teardown(() => slow.close())
     const { tokens } = await collect(kind.client(slow.url, { connectTimeoutMs: 400, readTimeoutMs: 4000 }).generate({ tokens: PROMPT }))
     t.deepEqual(tokens, COMPLETION)
-    await slow.close()
     const silent = await kind.start({ completion: COMPLETION, headDelayMs: -1 })
+    t.teardown(() => silent.close())
     await engineError(t, collect(kind.client(silent.url, { connectTimeoutMs: 400, readTimeoutMs: 600 }).generate({ tokens: PROMPT })), 'engine-read-timeout')
     t.true(await until(() => silent.clientClosed === 1), 'the client hung up')
-    await silent.close()
   })
 
   test(`${kind.name}: an abort or an early break closes the connection, and the engine sees it`, async (t) => {
