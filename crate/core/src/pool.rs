@@ -244,6 +244,7 @@ impl StreamPool {
     /// `bytes` (`ends` has one entry per stream). Checks everything before consuming anything: a stream
     /// `owner` has not claimed is unknown, and one named twice is refused (its second batch could not be
     /// served in order).
+    #[allow(clippy::too_many_arguments)] // `step`'s inputs, the owner, and three outputs the caller reuses
     pub fn step_frames(
         &mut self,
         owner: u32,
