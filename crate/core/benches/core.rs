@@ -136,23 +136,33 @@ fn main() {
     println!("\nfloor: the irreducible work alone (benches/floor.rs); core ÷ floor = how many times the floor's time the core takes\n");
     println!("| corpus, case | core M tokens/s | core ns/token | floor ns/token | core ÷ floor |");
     println!("|---|---:|---:|---:|---:|");
+    // HARMONY_BENCH_FILTER=text measures only the rows whose label contains `text` (e.g. for a profiler).
+    let filter = std::env::var("HARMONY_BENCH_FILTER").unwrap_or_default();
     let mut floor_output = FloorOutput::default();
     for corpus in &corpora {
         for batch in [1, 4, 16, 64, usize::MAX] {
+            let label = if batch == usize::MAX { "whole stream".to_owned() } else { format!("batch {batch}") };
+            let label = format!("{}, {label}", corpus.name);
+            if !label.contains(&filter) {
+                continue;
+            }
             let [core, floor] = measure_alternately(
                 corpus.tokens,
                 &mut [&mut || replay(&vocabulary, &corpus.streams, batch), &mut || replay_floor(&table, &corpus.streams, batch, &mut floor_output)],
             )[..] else { unreachable!() };
-            let label = if batch == usize::MAX { "whole stream".to_owned() } else { format!("batch {batch}") };
-            row(&format!("{}, {label}", corpus.name), core, floor);
+            row(&label, core, floor);
         }
         for concurrent in [64, 1024] {
+            let label = format!("{}, pool of {concurrent} streams × 1 token per step", corpus.name);
+            if !label.contains(&filter) {
+                continue;
+            }
             let (steps, tokens) = pool_steps(&corpus.streams, concurrent);
             let [core, floor] = measure_alternately(
                 tokens,
                 &mut [&mut || replay_pool(&vocabulary, &steps, concurrent), &mut || replay_floor_pool(&table, &steps, concurrent)],
             )[..] else { unreachable!() };
-            row(&format!("{}, pool of {concurrent} streams × 1 token per step", corpus.name), core, floor);
+            row(&label, core, floor);
         }
     }
 }

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use crate::header::{parse_header, recover_header, Header, HeaderRules};
+use crate::header::{cache, parse_header, recover_header, Header, HeaderRules, ReadHeader};
 use crate::output::{BatchOutput, Diagnostic, ParseError};
 use crate::tokens::{Terminator, CHANNEL, FIRST_SPECIAL, LAST_TOKEN, MESSAGE, START};
 use crate::utf8::{decode_lossy, TextSink, Utf8Assembler};
@@ -343,35 +343,48 @@ impl StreamParser {
         decode_lossy(&self.header_bytes())
     }
 
+    /// Opens the message whose header ends at this `<|message|>` (at `offset`), reporting the header's
+    /// problems as diagnostics, or (strict) the first one as the error.
     fn open_from_header(&mut self, offset: u64) -> Result<(), ParseError> {
-        let bytes = self.header_bytes();
-        let text = match String::from_utf8(bytes) {
-            Ok(text) => text,
-            Err(error) => {
-                let text = decode_lossy(error.as_bytes());
-                if self.strict {
-                    self.reset_header();
-                    return Err(ParseError { code: "invalid-header-utf8", message: "could not decode header".to_owned(), token_offset: offset, header: Some(text) });
-                }
-                self.diagnose("invalid-header-utf8", "could not decode header: invalid UTF-8 replaced".to_owned(), offset, Some(text.clone()));
-                text
-            }
+        let key = cache::Key {
+            vocabulary: self.vocabulary.id(),
+            tokens: &self.header_tokens,
+            role: self.next_role.as_deref(),
+            strict: self.strict,
+            tool_names: &self.tool_names,
         };
-        let rules = HeaderRules { repair: !self.strict, tool_names: &self.tool_names };
-        let parsed = parse_header(&text, self.next_role.as_deref(), rules);
-        if self.strict {
-            if let Some(problem) = parsed.problems.first() {
+        let read = cache::get_or_read(key, || self.read_header());
+        if read.invalid_utf8 {
+            if self.strict {
                 self.reset_header();
-                return Err(ParseError { code: problem.code(), message: problem.message(), token_offset: offset, header: Some(text) });
+                return Err(ParseError { code: "invalid-header-utf8", message: "could not decode header".to_owned(), token_offset: offset, header: Some(read.text.clone()) });
+            }
+            self.diagnose("invalid-header-utf8", "could not decode header: invalid UTF-8 replaced".to_owned(), offset, Some(read.text.clone()));
+        }
+        if self.strict {
+            if let Some(problem) = read.parsed.problems.first() {
+                self.reset_header();
+                return Err(ParseError { code: problem.code(), message: problem.message(), token_offset: offset, header: Some(read.text.clone()) });
             }
         }
-        for problem in &parsed.problems {
-            self.diagnose(problem.code(), problem.message(), offset, Some(text.clone()));
+        for problem in &read.parsed.problems {
+            self.diagnose(problem.code(), problem.message(), offset, Some(read.text.clone()));
         }
         self.next_role = None;
         self.header_tokens.clear();
-        self.open(parsed.header);
+        self.open(read.parsed.header.clone());
         Ok(())
+    }
+
+    /// Decodes and parses the header read so far (what `header::cache` keeps).
+    fn read_header(&self) -> ReadHeader {
+        let (text, invalid_utf8) = match String::from_utf8(self.header_bytes()) {
+            Ok(text) => (text, false),
+            Err(error) => (decode_lossy(error.as_bytes()), true),
+        };
+        let rules = HeaderRules { repair: !self.strict, tool_names: &self.tool_names };
+        let parsed = parse_header(&text, self.next_role.as_deref(), rules);
+        ReadHeader { text, invalid_utf8, parsed }
     }
 
     /// Lenient recovery of a header that ended without `<|message|>`: a message with the header's channel
