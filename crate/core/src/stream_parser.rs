@@ -152,13 +152,11 @@ impl StreamParser {
         }
         let mut rest = tokens;
         while let Some((&token, tail)) = rest.split_first() {
-            if self.state == State::Content && self.utf8.is_empty() {
-                let taken = self.append_plain_run(rest);
-                if taken > 0 {
-                    self.offset += taken as u64;
-                    rest = &rest[taken..];
-                    continue;
-                }
+            if self.state == State::Content && token < FIRST_SPECIAL {
+                let taken = self.append_content_run(rest);
+                self.offset += taken as u64;
+                rest = &rest[taken..];
+                continue;
             }
             let offset = self.offset;
             self.offset += 1;
@@ -168,25 +166,26 @@ impl StreamParser {
         Ok(())
     }
 
-    /// The content hot path: appends the leading run of ordinary tokens whose bytes are whole UTF-8 text,
-    /// with one text event for the run; returns how many tokens it took. Everything else (special tokens,
-    /// pieces of a character) goes through `process`, one token at a time.
-    fn append_plain_run(&mut self, tokens: &[u32]) -> usize {
+    /// The content hot path: appends the leading run of ordinary tokens, with one text event for the run;
+    /// returns how many tokens it took (at least one: `tokens` starts with an ordinary token). A token
+    /// whose bytes are whole UTF-8 text is copied as is; the pieces of a character split across tokens
+    /// go through the UTF-8 assembler without leaving the loop. Special tokens go through `process`.
+    fn append_content_run(&mut self, tokens: &[u32]) -> usize {
+        let vocabulary = &*self.vocabulary;
+        let text = &mut self.output.text;
         let mut taken = 0;
         for &token in tokens {
             if token >= FIRST_SPECIAL {
                 break;
             }
-            match self.vocabulary.padded_text(token) {
-                Some(text) => self.output.text.push_short(text),
-                None => break,
+            match vocabulary.padded_text(token) {
+                Some(whole) if self.utf8.is_empty() => text.push_short(whole),
+                _ => self.utf8.push(vocabulary.bytes(token).expect("ids are checked in push"), text),
             }
             taken += 1;
         }
-        if taken > 0 {
-            let message = self.open_message.expect("content state has an open message");
-            self.output.mark_text(message);
-        }
+        let message = self.open_message.expect("content state has an open message");
+        self.output.mark_text(message);
         taken
     }
 
