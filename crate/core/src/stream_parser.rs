@@ -15,6 +15,8 @@ use crate::vocabulary::Vocabulary;
 
 /// Headers are a handful of tokens; a header this long means the model never wrote `<|message|>`.
 pub const DEFAULT_MAX_HEADER_TOKENS: usize = 256;
+/// Bytes of text a content token holds, a little above the average (English ~4, CJK 3–6), for reserving.
+const TYPICAL_TOKEN_BYTES: usize = 6;
 /// Ignored text between messages is reported in diagnostics of at most this many bytes each.
 pub const MAX_STRAY_BYTES: usize = 4096;
 
@@ -150,6 +152,8 @@ impl StreamParser {
         if let Some(index) = tokens.iter().position(|&id| !self.vocabulary.contains(id)) {
             return Err(PushError::InvalidToken { index, id: tokens[index] });
         }
+        // Room for a typical batch's text at once, rather than regrowing it a few times per stream.
+        self.output.text.text.reserve(tokens.len() * TYPICAL_TOKEN_BYTES);
         let mut rest = tokens;
         while let Some((&token, tail)) = rest.split_first() {
             if self.state == State::Content && token < FIRST_SPECIAL {
@@ -371,7 +375,7 @@ impl StreamParser {
         }
         self.next_role = None;
         self.header_tokens.clear();
-        self.open(read.parsed.header.clone());
+        self.open(&read.parsed.header);
         Ok(())
     }
 
@@ -410,12 +414,12 @@ impl StreamParser {
         let recovered = recover_header(&decoded.text, self.next_role.as_deref(), continues);
         self.next_role = None;
         self.header_tokens.clear();
-        let message = self.open(recovered.header);
+        let message = self.open(&recovered.header);
         self.output.text.push_str(&recovered.content);
         self.output.mark_text(message);
     }
 
-    fn open(&mut self, header: Header) -> u32 {
+    fn open(&mut self, header: &Header) -> u32 {
         let message = self.next_message_index;
         self.next_message_index += 1;
         self.open_message = Some(message);
