@@ -55,6 +55,12 @@ impl TextSink {
         self.utf16_len += token.utf16;
     }
 
+    #[inline]
+    pub fn push_char(&mut self, c: char) {
+        self.text.push(c);
+        self.utf16_len += c.len_utf16();
+    }
+
     pub fn push_str(&mut self, s: &str) {
         self.push(s, utf16_len(s));
     }
@@ -65,7 +71,6 @@ impl TextSink {
     }
 }
 
-const REPLACEMENT: &str = "\u{FFFD}";
 
 #[derive(Default, Debug)]
 pub struct Utf8Assembler {
@@ -105,7 +110,7 @@ impl Utf8Assembler {
         while let Some((&byte, rest)) = bytes.split_first() {
             if !continues(lead, self.len, byte) {
                 self.len = 0;
-                out.push(REPLACEMENT, 1);
+                out.push_char(char::REPLACEMENT_CHARACTER);
                 return bytes;
             }
             self.pending[self.len] = byte;
@@ -113,8 +118,7 @@ impl Utf8Assembler {
             bytes = rest;
             if self.len == total {
                 self.len = 0;
-                let text = std::str::from_utf8(&self.pending[..total]).expect("`continues` admits only valid sequences");
-                out.push(text, if total == 4 { 2 } else { 1 });
+                out.push_char(decode_char(&self.pending[..total]));
                 return bytes;
             }
         }
@@ -125,17 +129,19 @@ impl Utf8Assembler {
     pub fn flush(&mut self, out: &mut TextSink) {
         if self.len > 0 {
             self.len = 0;
-            out.push(REPLACEMENT, 1);
+            out.push_char(char::REPLACEMENT_CHARACTER);
         }
     }
 }
 
-/// Length of the sequence a (valid) lead byte starts.
+/// Length of the sequence `lead` starts: 1 for ASCII, 0 for a byte no sequence starts with.
 fn sequence_len(lead: u8) -> usize {
     match lead {
-        0xF0.. => 4,
-        0xE0.. => 3,
-        _ => 2,
+        0x00..=0x7F => 1,
+        0xC2..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        0xF0..=0xF4 => 4,
+        _ => 0,
     }
 }
 
@@ -153,27 +159,45 @@ fn continues(lead: u8, at: usize, byte: u8) -> bool {
 }
 
 /// Appends the lossy decoding of `bytes` to `out`, except a trailing incomplete sequence, which is returned.
-fn decode_into<'a>(mut bytes: &'a [u8], out: &mut TextSink) -> Option<&'a [u8]> {
-    loop {
-        match std::str::from_utf8(bytes) {
-            Ok(text) => {
-                out.push_str(text);
-                return None;
-            }
-            Err(error) => {
-                let (valid, rest) = bytes.split_at(error.valid_up_to());
-                // SAFETY: `valid_up_to` marks the end of the longest valid prefix.
-                out.push_str(unsafe { std::str::from_utf8_unchecked(valid) });
-                match error.error_len() {
-                    Some(invalid) => {
-                        out.push(REPLACEMENT, 1);
-                        bytes = &rest[invalid..];
-                    }
-                    None => return Some(rest),
-                }
-            }
+/// Character by character against `continues`: what reaches the assembler is short (the pieces of split
+/// characters, a recovered header), where this beats `str::from_utf8` plus a separate UTF-16 count.
+fn decode_into<'a>(bytes: &'a [u8], out: &mut TextSink) -> Option<&'a [u8]> {
+    let mut at = 0;
+    while let Some(&lead) = bytes.get(at) {
+        let total = sequence_len(lead);
+        if total <= 1 {
+            // ASCII, or a byte no sequence starts with (one U+FFFD each).
+            out.push_char(if total == 1 { char::from(lead) } else { char::REPLACEMENT_CHARACTER });
+            at += 1;
+            continue;
         }
+        let mut len = 1;
+        while len < total && at + len < bytes.len() && continues(lead, len, bytes[at + len]) {
+            len += 1;
+        }
+        if len == total {
+            out.push_char(decode_char(&bytes[at..at + len]));
+        } else if at + len == bytes.len() {
+            return Some(&bytes[at..]);
+        } else {
+            // A maximal subpart of a sequence that cannot complete: one U+FFFD.
+            out.push_char(char::REPLACEMENT_CHARACTER);
+        }
+        at += len;
     }
+    None
+}
+
+/// The character of a complete sequence that `continues` accepted.
+fn decode_char(sequence: &[u8]) -> char {
+    let payload = |byte: u8| u32::from(byte & 0x3F);
+    let code = match *sequence {
+        [a, b] => u32::from(a & 0x1F) << 6 | payload(b),
+        [a, b, c] => u32::from(a & 0x0F) << 12 | payload(b) << 6 | payload(c),
+        [a, b, c, d] => u32::from(a & 0x07) << 18 | payload(b) << 12 | payload(c) << 6 | payload(d),
+        _ => unreachable!("sequences are 2 to 4 bytes"),
+    };
+    char::from_u32(code).expect("`continues` admits only scalar values")
 }
 
 /// Lossy decoding of a complete byte string (nothing held back).
