@@ -108,6 +108,7 @@ pub struct StreamParser {
 impl StreamParser {
     pub fn new(vocabulary: Arc<Vocabulary>, options: ParserOptions) -> StreamParser {
         let state = if options.role.is_some() { State::Header } else { State::ExpectStart };
+        let recycled::Buffers { output, header_tokens } = recycled::take();
         StreamParser {
             vocabulary,
             strict: options.strict,
@@ -115,7 +116,7 @@ impl StreamParser {
             tool_names: options.tool_names,
             state,
             next_role: options.role,
-            header_tokens: Vec::new(),
+            header_tokens,
             header_start: None,
             open_message: None,
             next_message_index: 0,
@@ -123,7 +124,7 @@ impl StreamParser {
             stray: StrayRun::default(),
             offset: 0,
             finished: false,
-            output: BatchOutput::default(),
+            output,
         }
     }
 
@@ -474,5 +475,59 @@ impl StreamParser {
         self.stray.bytes.clear();
         self.stray.tokens = 0;
         self.diagnose("stray-tokens", message, start, Some(text));
+    }
+}
+
+impl Drop for StreamParser {
+    fn drop(&mut self) {
+        let output = std::mem::take(&mut self.output);
+        let header_tokens = std::mem::take(&mut self.header_tokens);
+        recycled::give(recycled::Buffers { output, header_tokens });
+    }
+}
+
+/// The buffers of parsers dropped on this thread, for the next parsers made on it. A new parser otherwise
+/// allocates and grows its batch text, events, headers and header tokens anew, which for a short stream
+/// cost more than parsing it. Bounded: a few sets are kept, and only buffers of modest capacity.
+mod recycled {
+    use std::cell::RefCell;
+
+    use crate::output::BatchOutput;
+
+    const MAX_KEPT: usize = 16;
+    const MAX_HEADER_TOKENS_KEPT: usize = 64;
+
+    #[derive(Default)]
+    pub(super) struct Buffers {
+        pub output: BatchOutput,
+        pub header_tokens: Vec<u32>,
+    }
+
+    thread_local! {
+        static KEPT: RefCell<Vec<Buffers>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Empty buffers, recycled when some are kept.
+    pub(super) fn take() -> Buffers {
+        let kept = KEPT.try_with(|kept| kept.try_borrow_mut().ok()?.pop()).ok().flatten();
+        kept.unwrap_or_default()
+    }
+
+    /// Keeps `buffers` (emptied) for a later parser if there is room and they are not large.
+    pub(super) fn give(mut buffers: Buffers) {
+        if !buffers.output.is_modest() || buffers.header_tokens.capacity() > MAX_HEADER_TOKENS_KEPT {
+            return;
+        }
+        buffers.output.clear();
+        buffers.header_tokens.clear();
+        // `try_`: a parser dropped while the thread's storage is torn down, or (never today) while it
+        // is borrowed, just frees its buffers.
+        let _ = KEPT.try_with(|kept| {
+            if let Ok(mut kept) = kept.try_borrow_mut() {
+                if kept.len() < MAX_KEPT {
+                    kept.push(buffers);
+                }
+            }
+        });
     }
 }

@@ -1,5 +1,6 @@
-//! The per-thread cache of parsed headers (`header::cache`) must be invisible: the same header tokens read
-//! under different rules, roles, tool names or vocabularies give what a fresh parse gives, in any order.
+//! What the core keeps per thread for speed must be invisible: the cache of parsed headers (the same header
+//! tokens read under different rules, roles, tool names or vocabularies give what a fresh parse gives, in
+//! any order) and the buffers of dropped parsers (a new parser starts empty).
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -98,4 +99,22 @@ fn vocabularies_with_other_bytes_for_the_same_ids_do_not_share_results() {
         let (headers, _) = open(&other, ParserOptions::default(), &tokens).unwrap();
         assert_eq!(headers[0].channel.as_deref(), Some("final"));
     }
+}
+
+#[test]
+fn a_parser_made_from_recycled_buffers_starts_empty() {
+    let vocabulary = vocabulary();
+    let mut tokens = vec![CHANNEL, id("final"), MESSAGE, id("Hello")];
+    let mut parser = StreamParser::new(vocabulary.clone(), options(None, false, &[]));
+    parser.push(&tokens).unwrap();
+    assert!(!parser.output().diagnostics.is_empty() && !parser.output().text.text.is_empty(), "the first parser's output has everything");
+    drop(parser);
+    let mut parser = StreamParser::new(vocabulary.clone(), ParserOptions::default());
+    let output = parser.output();
+    assert!(output.text.text.is_empty() && output.text.utf16_len == 0 && output.events.is_empty() && output.headers.is_empty() && output.diagnostics.is_empty());
+    tokens.truncate(3);
+    parser.push(&tokens).unwrap();
+    assert_eq!(parser.output().headers.len(), 1);
+    assert_eq!(parser.output().events.len(), 1, "only the open event: no text left over");
+    assert!(parser.output().diagnostics.is_empty());
 }
