@@ -71,7 +71,6 @@ impl TextSink {
     }
 }
 
-
 #[derive(Default, Debug)]
 pub struct Utf8Assembler {
     /// The bytes of an incomplete character, valid so far: `pending[..len]`, at most 3 bytes.
