@@ -369,6 +369,7 @@ pub(crate) mod cache {
     use std::cell::RefCell;
     use std::hash::{Hash, Hasher};
     use std::rc::Rc;
+    use std::sync::Arc;
 
     use super::ReadHeader;
 
@@ -377,14 +378,40 @@ pub(crate) mod cache {
     pub(crate) const MAX_TOKENS: usize = 32;
     const MAX_TEXT_BYTES: usize = 1024;
 
-    /// What a header's reading depends on.
-    #[derive(Clone, Copy, Hash, PartialEq, Eq)]
+    /// What a header's reading depends on. The tool names (a request may offer hundreds) are hashed
+    /// once per parser, and compared by pointer before their contents.
+    #[derive(Clone, Copy)]
     pub(crate) struct Key<'a> {
         pub vocabulary: u64,
         pub tokens: &'a [u32],
         pub role: Option<&'a str>,
         pub strict: bool,
-        pub tool_names: &'a [String],
+        pub tool_names: &'a Arc<[String]>,
+        /// `hash_tool_names(tool_names)`.
+        pub tool_names_hash: u64,
+    }
+
+    impl Key<'_> {
+        fn slot(&self) -> usize {
+            let mut hasher = rustc_hash::FxHasher::default();
+            (self.vocabulary, self.tokens, self.role, self.strict, self.tool_names_hash).hash(&mut hasher);
+            hasher.finish() as usize % SLOTS
+        }
+
+        fn is(&self, other: &Key<'_>) -> bool {
+            self.vocabulary == other.vocabulary
+                && self.tokens == other.tokens
+                && self.role == other.role
+                && self.strict == other.strict
+                && self.tool_names_hash == other.tool_names_hash
+                && (Arc::ptr_eq(self.tool_names, other.tool_names) || self.tool_names[..] == other.tool_names[..])
+        }
+    }
+
+    pub(crate) fn hash_tool_names(tool_names: &[String]) -> u64 {
+        let mut hasher = rustc_hash::FxHasher::default();
+        tool_names.hash(&mut hasher);
+        hasher.finish()
     }
 
     struct Entry {
@@ -392,13 +419,21 @@ pub(crate) mod cache {
         tokens: Box<[u32]>,
         role: Option<Box<str>>,
         strict: bool,
-        tool_names: Box<[String]>,
+        tool_names: Arc<[String]>,
+        tool_names_hash: u64,
         header: Rc<ReadHeader>,
     }
 
     impl Entry {
         fn key(&self) -> Key<'_> {
-            Key { vocabulary: self.vocabulary, tokens: &self.tokens, role: self.role.as_deref(), strict: self.strict, tool_names: &self.tool_names }
+            Key {
+                vocabulary: self.vocabulary,
+                tokens: &self.tokens,
+                role: self.role.as_deref(),
+                strict: self.strict,
+                tool_names: &self.tool_names,
+                tool_names_hash: self.tool_names_hash,
+            }
         }
     }
 
@@ -411,12 +446,10 @@ pub(crate) mod cache {
         if key.tokens.len() > MAX_TOKENS {
             return Rc::new(read());
         }
-        let mut hasher = rustc_hash::FxHasher::default();
-        key.hash(&mut hasher);
-        let slot = hasher.finish() as usize % SLOTS;
+        let slot = key.slot();
         let hit = SLOTS_OF_THREAD.with_borrow(|slots| {
             let entry = slots.get(slot)?.as_ref()?;
-            (entry.key() == key).then(|| entry.header.clone())
+            entry.key().is(&key).then(|| entry.header.clone())
         });
         if let Some(header) = hit {
             return header;
@@ -428,7 +461,8 @@ pub(crate) mod cache {
                 tokens: key.tokens.into(),
                 role: key.role.map(Into::into),
                 strict: key.strict,
-                tool_names: key.tool_names.into(),
+                tool_names: key.tool_names.clone(),
+                tool_names_hash: key.tool_names_hash,
                 header: header.clone(),
             };
             SLOTS_OF_THREAD.with_borrow_mut(|slots| {

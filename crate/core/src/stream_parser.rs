@@ -86,7 +86,9 @@ pub struct StreamParser {
     vocabulary: Arc<Vocabulary>,
     strict: bool,
     max_header_tokens: usize,
-    tool_names: Vec<String>,
+    /// Shared with the header cache's entries (which compare it by pointer first), with its hash.
+    tool_names: Arc<[String]>,
+    tool_names_hash: u64,
     state: State,
     /// Role for the next header: the constructor's role (first message only, as in the reference)
     /// or `assistant` for a message started without `<|start|>`.
@@ -113,7 +115,8 @@ impl StreamParser {
             vocabulary,
             strict: options.strict,
             max_header_tokens: options.max_header_tokens,
-            tool_names: options.tool_names,
+            tool_names_hash: cache::hash_tool_names(&options.tool_names),
+            tool_names: options.tool_names.into(),
             state,
             next_role: options.role,
             header_tokens,
@@ -356,6 +359,7 @@ impl StreamParser {
             role: self.next_role.as_deref(),
             strict: self.strict,
             tool_names: &self.tool_names,
+            tool_names_hash: self.tool_names_hash,
         };
         let read = cache::get_or_read(key, || self.read_header());
         if read.invalid_utf8 {
