@@ -10,8 +10,6 @@
  *   npm run bench:render          only the rendering part (benchmark/render.mts)
  */
 import { execFileSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { cpus, totalmem } from 'node:os'
 import { join } from 'node:path'
 
@@ -29,38 +27,18 @@ import {
   responsesFrames,
 } from 'harmony-stream'
 
-import { generator } from '../__test__/helpers/generator.mjs'
-import { harmony } from '../__test__/helpers/harmony.mjs'
 import { loadReference } from '../__test__/helpers/reference-wasm.mjs'
 import { decodeTokens } from '../__test__/helpers/token-bytes.mjs'
+import { distinctIds, generatedCorpus, spreadCorpus } from './corpora.mjs'
 import { NaiveParser } from './naive.mjs'
 import { runRenderBenchmark } from './render.mjs'
 
 const quick = process.env.BENCH_QUICK === '1'
-const corpus = Array.from({ length: quick ? 50 : 200 }, generator(4)).filter((s) => s.role === 'assistant')
+const corpus = generatedCorpus(quick ? 50 : 200)
 const corpusTokens = corpus.reduce((n, s) => n + s.tokens.length, 0)
 
-/**
- * The generated corpus repeats a few sentences (a few hundred distinct ids), so the vocabulary lookup stays in
- * cache. This one has a realistic spread: real multilingual text (TypeScript's localized messages, shipped in
- * its package) as final answers, thousands of distinct ids.
- */
-function spreadCorpus(): { tokens: number[] }[] {
-  const require = createRequire(import.meta.url)
-  const texts = ['zh-cn', 'ja', 'ko', 'ru', 'de', 'fr', 'es'].map((lang) =>
-    Object.values(JSON.parse(readFileSync(require.resolve(`typescript/lib/${lang}/diagnosticMessages.generated.json`), 'utf8')) as Record<string, string>).join(' '),
-  )
-  const out: { tokens: number[] }[] = []
-  for (let i = 0; i < (quick ? 30 : 120); i++) {
-    const text = texts[i % texts.length]
-    const at = (i * 7919) % (text.length - 800)
-    out.push({ tokens: harmony(`<|channel|>final<|message|>${text.slice(at, at + 600)}<|return|>`) })
-  }
-  return out
-}
-const spread = spreadCorpus()
+const spread = spreadCorpus(quick ? 30 : 120)
 const spreadTokens = spread.reduce((n, s) => n + s.tokens.length, 0)
-const distinct = (streams: { tokens: number[] }[]) => new Set(streams.flatMap((s) => s.tokens)).size
 const BATCHES = [1, 4, 16, 64]
 const options = quick ? { minSamples: 3, maxTime: 0.5 } : { minSamples: 5, maxTime: 3 }
 
@@ -334,7 +312,7 @@ const tokensPerSecond = (r: Result) => r.ops * tokensOf.get(r.name)!
 const byName = new Map(results.map((r) => [r.name, r]))
 const ref = tokensPerSecond(byName.get('reference (openai-harmony WASM), token by token')!)
 console.log(`\nMachine: ${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}; default implementation: ${implementation}`)
-console.log(`Spread corpus: ${spread.length} completions, ${spreadTokens} tokens, ${distinct(spread)} distinct ids (the generated corpus: ${distinct(corpus)})`)
+console.log(`Spread corpus: ${spread.length} completions, ${spreadTokens} tokens, ${distinctIds(spread)} distinct ids (the generated corpus: ${distinctIds(corpus)})`)
 console.log(`Corpus: ${corpus.length} completions, ${corpusTokens} tokens (seed 4); pools: every stream gets a token in every step, ${STREAM_LENGTH} steps (stream i replays completions i, i+1, … back to back)\n`)
 console.log('| case | M tokens/s | ns/token | × reference | × js counterpart |')
 console.log('|---|---:|---:|---:|---:|')

@@ -1,16 +1,23 @@
-//! The Rust core on the benchmark corpus, with no N-API in between: how fast the parser itself is.
+//! The Rust core on the benchmark corpora, with no N-API in between: how fast the parser itself is, and
+//! how far it is from the floor (benches/floor.rs: the irreducible work alone, on the same input).
 //!
-//! Run with `npm run bench:rust`, which writes the corpus (benchmark/write-corpus.mts) and points
-//! HARMONY_BENCH_CORPUS at it. Each measurement replays the whole corpus at one batch size, repeated for
-//! about a second; the median of 7 is reported as tokens/s.
+//! Run with `npm run bench:rust`, which writes the corpora (benchmark/write-corpus.mts) and points
+//! HARMONY_BENCH_CORPUS (the generated corpus: a few hundred distinct ids) and HARMONY_BENCH_SPREAD_CORPUS
+//! (real multilingual text: thousands of distinct ids, so the vocabulary lookup leaves the cache) at them.
+//! Each measurement replays a whole corpus at one batch size, repeated for about a second; the median of 7
+//! is reported. Time is the thread's CPU time, and core and floor samples alternate, so that a machine busy
+//! with other work skews both alike.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
-use harmony_stream_core::{compact, ParserOptions, StreamPool, Vocabulary};
+use harmony_stream_core::{compact, ParserOptions, StreamParser, StreamPool, Vocabulary};
 
+mod floor;
 mod support;
-use support::{measure, read_corpus, replay};
+use floor::{floor_text, replay_floor, FloorOutput, FloorPool, FloorTable};
+use support::{measure_alternately, read_corpus, replay};
 
 /// One engine step for `concurrent` streams, prepared before timing (as the Node benchmark does).
 struct Step {
@@ -66,6 +73,49 @@ fn replay_pool(vocabulary: &Arc<Vocabulary>, steps: &[Step], concurrent: usize) 
     sink + pool.finish(&all, &mut out).expect("valid finish").len()
 }
 
+/// A corpus file and what the table says about it.
+struct Corpus {
+    name: &'static str,
+    streams: Vec<Vec<u32>>,
+    tokens: usize,
+    distinct: usize,
+}
+
+impl Corpus {
+    fn read(name: &'static str, path: &str) -> Corpus {
+        let streams = read_corpus(path);
+        let tokens = streams.iter().map(Vec::len).sum();
+        let distinct = streams.iter().flatten().collect::<HashSet<_>>().len();
+        Corpus { name, streams, tokens, distinct }
+    }
+}
+
+/// The floor is only a fair bound if it does the same job: on the corpus, its text must be the core's.
+fn check_floor(vocabulary: &Arc<Vocabulary>, table: &FloorTable, corpus: &Corpus) {
+    for (index, stream) in corpus.streams.iter().enumerate() {
+        let mut parser = StreamParser::new(vocabulary.clone(), ParserOptions::default());
+        parser.push(stream).expect("lenient parsing does not fail");
+        let mut text = parser.output().text.text.clone();
+        parser.finish().expect("finish");
+        text.push_str(&parser.output().text.text);
+        assert!(floor_text(table, stream) == text.as_bytes(), "{} corpus, stream {index}: the floor's text differs from the core's", corpus.name);
+    }
+}
+
+fn replay_floor_pool(table: &FloorTable, steps: &[Step], concurrent: usize) -> usize {
+    let mut pool = FloorPool::new(concurrent);
+    let mut out = vec![0u32; compact::capacity(concurrent, concurrent)];
+    let mut sink = 0;
+    for step in steps {
+        sink += pool.step(table, &step.ids, &step.offsets, &step.tokens, &mut out) + out[0] as usize;
+    }
+    sink + pool.finish(&mut out)
+}
+
+fn row(label: &str, core: f64, floor: f64) {
+    println!("| {label} | {:.1} | {:.2} | {:.2} | {:.2} |", core / 1e6, 1e9 / core, 1e9 / floor, floor / core);
+}
+
 fn main() {
     let corpus_path = std::env::var("HARMONY_BENCH_CORPUS").expect("HARMONY_BENCH_CORPUS (run `npm run bench:rust`)");
     let vocabulary_path = std::env::var("HARMONY_STREAM_VOCAB").unwrap_or_else(|_| {
@@ -74,19 +124,45 @@ fn main() {
     let started = Instant::now();
     let vocabulary = Arc::new(Vocabulary::from_tiktoken(&std::fs::read(&vocabulary_path).expect("vocabulary")).expect("valid vocabulary"));
     println!("vocabulary parsed in {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
-    let corpus = read_corpus(&corpus_path);
-    let tokens: usize = corpus.iter().map(Vec::len).sum();
-    println!("corpus: {} completions, {tokens} tokens\n", corpus.len());
-    println!("| Rust core, batch | M tokens/s | ns/token |");
-    println!("|---|---:|---:|");
-    for batch in [1, 4, 16, 64, usize::MAX] {
-        let median = measure(tokens, || replay(&vocabulary, &corpus, batch));
-        let label = if batch == usize::MAX { "whole stream".to_owned() } else { batch.to_string() };
-        println!("| {label} | {:.1} | {:.2} |", median / 1e6, 1e9 / median);
+    let table = FloorTable::new(&vocabulary);
+    let mut corpora = vec![Corpus::read("generated", &corpus_path)];
+    if let Ok(path) = std::env::var("HARMONY_BENCH_SPREAD_CORPUS") {
+        corpora.push(Corpus::read("spread", &path));
     }
-    for concurrent in [64, 1024] {
-        let (steps, tokens) = pool_steps(&corpus, concurrent);
-        let median = measure(tokens, || replay_pool(&vocabulary, &steps, concurrent));
-        println!("| pool, {concurrent} streams × 1 token per step | {:.1} | {:.2} |", median / 1e6, 1e9 / median);
+    for corpus in &corpora {
+        check_floor(&vocabulary, &table, corpus);
+        println!("{} corpus: {} completions, {} tokens, {} distinct ids", corpus.name, corpus.streams.len(), corpus.tokens, corpus.distinct);
+    }
+    println!("\nfloor: the irreducible work alone (benches/floor.rs); core ÷ floor = how many times the floor's time the core takes\n");
+    println!("| corpus, case | core M tokens/s | core ns/token | floor ns/token | core ÷ floor |");
+    println!("|---|---:|---:|---:|---:|");
+    // HARMONY_BENCH_FILTER=text measures only the rows whose label contains `text` (e.g. for a profiler).
+    let filter = std::env::var("HARMONY_BENCH_FILTER").unwrap_or_default();
+    let mut floor_output = FloorOutput::default();
+    for corpus in &corpora {
+        for batch in [1, 4, 16, 64, usize::MAX] {
+            let label = if batch == usize::MAX { "whole stream".to_owned() } else { format!("batch {batch}") };
+            let label = format!("{}, {label}", corpus.name);
+            if !label.contains(&filter) {
+                continue;
+            }
+            let [core, floor] = measure_alternately(
+                corpus.tokens,
+                &mut [&mut || replay(&vocabulary, &corpus.streams, batch), &mut || replay_floor(&table, &corpus.streams, batch, &mut floor_output)],
+            )[..] else { unreachable!() };
+            row(&label, core, floor);
+        }
+        for concurrent in [64, 1024] {
+            let label = format!("{}, pool of {concurrent} streams × 1 token per step", corpus.name);
+            if !label.contains(&filter) {
+                continue;
+            }
+            let (steps, tokens) = pool_steps(&corpus.streams, concurrent);
+            let [core, floor] = measure_alternately(
+                tokens,
+                &mut [&mut || replay_pool(&vocabulary, &steps, concurrent), &mut || replay_floor_pool(&table, &steps, concurrent)],
+            )[..] else { unreachable!() };
+            row(&label, core, floor);
+        }
     }
 }

@@ -348,6 +348,134 @@ pub fn recover_header(text: &str, given_role: Option<&str>, continues: bool) -> 
     }
 }
 
+/// What the stream parser reads at `<|message|>`: the header's text (lossily decoded), whether its bytes
+/// were invalid UTF-8, and its parse under the parser's rules.
+#[derive(Debug)]
+pub(crate) struct ReadHeader {
+    pub text: String,
+    pub invalid_utf8: bool,
+    pub parsed: ParsedHeader,
+}
+
+/// A bounded per-thread cache of `ReadHeader`s. A model writes the same few headers over and over
+/// (`<|channel|>analysis`, `<|start|>assistant<|channel|>final`, a tool call's header), and decoding plus
+/// parsing one cost more than all the content tokens of a short message. A `ReadHeader` is a pure
+/// function of the key (the vocabulary, the header's token ids, the role given to the parser, strict or
+/// lenient rules and the tool names), so a hit gives exactly what parsing would.
+///
+/// Direct-mapped: each key has one slot, a newer key evicts an older one. Per thread so that it needs no
+/// lock (a parser may move between threads; it only ever sees results equal to its own parse).
+pub(crate) mod cache {
+    use std::cell::RefCell;
+    use std::hash::{Hash, Hasher};
+    use std::rc::Rc;
+    use std::sync::Arc;
+
+    use super::ReadHeader;
+
+    const SLOTS: usize = 256;
+    /// Longer headers (rare, often malformed) are parsed every time, which bounds the cache's memory.
+    pub(crate) const MAX_TOKENS: usize = 32;
+    const MAX_TEXT_BYTES: usize = 1024;
+
+    /// What a header's reading depends on. The tool names (a request may offer hundreds) are hashed
+    /// once per parser, and compared by pointer before their contents.
+    #[derive(Clone, Copy)]
+    pub(crate) struct Key<'a> {
+        pub vocabulary: u64,
+        pub tokens: &'a [u32],
+        pub role: Option<&'a str>,
+        pub strict: bool,
+        pub tool_names: &'a Arc<[String]>,
+        /// `hash_tool_names(tool_names)`.
+        pub tool_names_hash: u64,
+    }
+
+    impl Key<'_> {
+        fn slot(&self) -> usize {
+            let mut hasher = rustc_hash::FxHasher::default();
+            (self.vocabulary, self.tokens, self.role, self.strict, self.tool_names_hash).hash(&mut hasher);
+            hasher.finish() as usize % SLOTS
+        }
+
+        fn is(&self, other: &Key<'_>) -> bool {
+            self.vocabulary == other.vocabulary
+                && self.tokens == other.tokens
+                && self.role == other.role
+                && self.strict == other.strict
+                && self.tool_names_hash == other.tool_names_hash
+                && (Arc::ptr_eq(self.tool_names, other.tool_names) || self.tool_names[..] == other.tool_names[..])
+        }
+    }
+
+    pub(crate) fn hash_tool_names(tool_names: &[String]) -> u64 {
+        let mut hasher = rustc_hash::FxHasher::default();
+        tool_names.hash(&mut hasher);
+        hasher.finish()
+    }
+
+    struct Entry {
+        vocabulary: u64,
+        tokens: Box<[u32]>,
+        role: Option<Box<str>>,
+        strict: bool,
+        tool_names: Arc<[String]>,
+        tool_names_hash: u64,
+        header: Rc<ReadHeader>,
+    }
+
+    impl Entry {
+        fn key(&self) -> Key<'_> {
+            Key {
+                vocabulary: self.vocabulary,
+                tokens: &self.tokens,
+                role: self.role.as_deref(),
+                strict: self.strict,
+                tool_names: &self.tool_names,
+                tool_names_hash: self.tool_names_hash,
+            }
+        }
+    }
+
+    thread_local! {
+        static SLOTS_OF_THREAD: RefCell<Vec<Option<Entry>>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// The reading of the header `key` names: from the cache, or from `read` (then cached if small enough).
+    pub(crate) fn get_or_read(key: Key<'_>, read: impl FnOnce() -> ReadHeader) -> Rc<ReadHeader> {
+        if key.tokens.len() > MAX_TOKENS {
+            return Rc::new(read());
+        }
+        let slot = key.slot();
+        let hit = SLOTS_OF_THREAD.with_borrow(|slots| {
+            let entry = slots.get(slot)?.as_ref()?;
+            entry.key().is(&key).then(|| entry.header.clone())
+        });
+        if let Some(header) = hit {
+            return header;
+        }
+        let header = Rc::new(read());
+        if header.text.len() <= MAX_TEXT_BYTES {
+            let entry = Entry {
+                vocabulary: key.vocabulary,
+                tokens: key.tokens.into(),
+                role: key.role.map(Into::into),
+                strict: key.strict,
+                tool_names: key.tool_names.clone(),
+                tool_names_hash: key.tool_names_hash,
+                header: header.clone(),
+            };
+            SLOTS_OF_THREAD.with_borrow_mut(|slots| {
+                if slots.is_empty() {
+                    slots.resize_with(SLOTS, || None);
+                }
+                slots[slot] = Some(entry);
+            });
+        }
+        header
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -47,6 +47,16 @@ impl std::fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
+/// `*to = from.clone()`, reusing `to`'s Strings (Option's `clone_from` does so when both are `Some`).
+fn copy_header(to: &mut Header, from: &Header) {
+    let Header { role, name, channel, recipient, content_type } = from;
+    to.role.clone_from(role);
+    to.name.clone_from(name);
+    to.channel.clone_from(channel);
+    to.recipient.clone_from(recipient);
+    to.content_type.clone_from(content_type);
+}
+
 #[derive(Default, Debug)]
 pub struct BatchOutput {
     pub text: TextSink,
@@ -55,20 +65,41 @@ pub struct BatchOutput {
     pub diagnostics: Vec<Diagnostic>,
     /// End of the text already attributed to a message by a Text event.
     marked: u32,
+    /// Headers of earlier batches, whose Strings the next headers are copied into: every message has a
+    /// header, and allocating and freeing its Strings each time showed in profiles.
+    spare_headers: Vec<Header>,
 }
+
+/// Headers kept in `spare_headers` at most (a batch that opened more than this frees the rest).
+const MAX_SPARE_HEADERS: usize = 8;
 
 impl BatchOutput {
     pub fn clear(&mut self) {
         self.text.clear();
         self.events.clear();
-        self.headers.clear();
+        if !self.headers.is_empty() {
+            self.keep_spare_headers();
+        }
         self.diagnostics.clear();
         self.marked = 0;
     }
 
-    pub(crate) fn open(&mut self, message: u32, header: Header) {
+    /// Whether the buffers' capacities are small enough to be worth keeping for another parser.
+    pub(crate) fn is_modest(&self) -> bool {
+        self.text.text.capacity() <= 16 * 1024 && self.events.capacity() <= 1024 && self.headers.capacity() <= 64 && self.diagnostics.capacity() <= 64
+    }
+
+    fn keep_spare_headers(&mut self) {
+        let room = MAX_SPARE_HEADERS.saturating_sub(self.spare_headers.len());
+        // Draining empties `headers` whole: what does not fit is dropped.
+        self.spare_headers.extend(self.headers.drain(..).take(room));
+    }
+
+    pub(crate) fn open(&mut self, message: u32, header: &Header) {
         self.events.push(Event::Open { message });
-        self.headers.push(header);
+        let mut copy = self.spare_headers.pop().unwrap_or_default();
+        copy_header(&mut copy, header);
+        self.headers.push(copy);
     }
 
     /// Records that the text appended since the last event belongs to `message`,

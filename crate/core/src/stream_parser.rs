@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use crate::header::{parse_header, recover_header, Header, HeaderRules};
+use crate::header::{cache, parse_header, recover_header, Header, HeaderRules, ReadHeader};
 use crate::output::{BatchOutput, Diagnostic, ParseError};
 use crate::tokens::{Terminator, CHANNEL, FIRST_SPECIAL, LAST_TOKEN, MESSAGE, START};
 use crate::utf8::{decode_lossy, TextSink, Utf8Assembler};
@@ -15,6 +15,8 @@ use crate::vocabulary::Vocabulary;
 
 /// Headers are a handful of tokens; a header this long means the model never wrote `<|message|>`.
 pub const DEFAULT_MAX_HEADER_TOKENS: usize = 256;
+/// Bytes of text a content token holds, a little above the average (English ~4, CJK 3–6), for reserving.
+const TYPICAL_TOKEN_BYTES: usize = 6;
 /// Ignored text between messages is reported in diagnostics of at most this many bytes each.
 pub const MAX_STRAY_BYTES: usize = 4096;
 
@@ -84,7 +86,9 @@ pub struct StreamParser {
     vocabulary: Arc<Vocabulary>,
     strict: bool,
     max_header_tokens: usize,
-    tool_names: Vec<String>,
+    /// Shared with the header cache's entries (which compare it by pointer first), with its hash.
+    tool_names: Arc<[String]>,
+    tool_names_hash: u64,
     state: State,
     /// Role for the next header: the constructor's role (first message only, as in the reference)
     /// or `assistant` for a message started without `<|start|>`.
@@ -106,14 +110,16 @@ pub struct StreamParser {
 impl StreamParser {
     pub fn new(vocabulary: Arc<Vocabulary>, options: ParserOptions) -> StreamParser {
         let state = if options.role.is_some() { State::Header } else { State::ExpectStart };
+        let recycled::Buffers { output, header_tokens } = recycled::take();
         StreamParser {
             vocabulary,
             strict: options.strict,
             max_header_tokens: options.max_header_tokens,
-            tool_names: options.tool_names,
+            tool_names_hash: cache::hash_tool_names(&options.tool_names),
+            tool_names: options.tool_names.into(),
             state,
             next_role: options.role,
-            header_tokens: Vec::new(),
+            header_tokens,
             header_start: None,
             open_message: None,
             next_message_index: 0,
@@ -121,7 +127,7 @@ impl StreamParser {
             stray: StrayRun::default(),
             offset: 0,
             finished: false,
-            output: BatchOutput::default(),
+            output,
         }
     }
 
@@ -171,15 +177,15 @@ impl StreamParser {
         if let Some(index) = tokens.iter().position(|&id| !self.vocabulary.contains(id)) {
             return Err(PushError::InvalidToken { index, id: tokens[index] });
         }
+        // Room for a typical batch's text at once, rather than regrowing it a few times per stream.
+        self.output.text.text.reserve(tokens.len() * TYPICAL_TOKEN_BYTES);
         let mut rest = tokens;
         while let Some((&token, tail)) = rest.split_first() {
-            if self.state == State::Content && self.utf8.is_empty() {
-                let taken = self.append_plain_run(rest);
-                if taken > 0 {
-                    self.offset += taken as u64;
-                    rest = &rest[taken..];
-                    continue;
-                }
+            if self.state == State::Content && token < FIRST_SPECIAL {
+                let taken = self.append_content_run(rest);
+                self.offset += taken as u64;
+                rest = &rest[taken..];
+                continue;
             }
             let offset = self.offset;
             self.offset += 1;
@@ -189,25 +195,26 @@ impl StreamParser {
         Ok(())
     }
 
-    /// The content hot path: appends the leading run of ordinary tokens whose bytes are whole UTF-8 text,
-    /// with one text event for the run; returns how many tokens it took. Everything else (special tokens,
-    /// pieces of a character) goes through `process`, one token at a time.
-    fn append_plain_run(&mut self, tokens: &[u32]) -> usize {
+    /// The content hot path: appends the leading run of ordinary tokens, with one text event for the run;
+    /// returns how many tokens it took (at least one: `tokens` starts with an ordinary token). A token
+    /// whose bytes are whole UTF-8 text is copied as is; the pieces of a character split across tokens
+    /// go through the UTF-8 assembler without leaving the loop. Special tokens go through `process`.
+    fn append_content_run(&mut self, tokens: &[u32]) -> usize {
+        let vocabulary = &*self.vocabulary;
+        let text = &mut self.output.text;
         let mut taken = 0;
         for &token in tokens {
             if token >= FIRST_SPECIAL {
                 break;
             }
-            match self.vocabulary.padded_text(token) {
-                Some(text) => self.output.text.push_short(text),
-                None => break,
+            match vocabulary.padded_text(token) {
+                Some(whole) if self.utf8.is_empty() => text.push_short(whole),
+                _ => self.utf8.push(vocabulary.bytes(token).expect("ids are checked in push"), text),
             }
             taken += 1;
         }
-        if taken > 0 {
-            let message = self.open_message.expect("content state has an open message");
-            self.output.mark_text(message);
-        }
+        let message = self.open_message.expect("content state has an open message");
+        self.output.mark_text(message);
         taken
     }
 
@@ -364,35 +371,49 @@ impl StreamParser {
         decode_lossy(&self.header_bytes())
     }
 
+    /// Opens the message whose header ends at this `<|message|>` (at `offset`), reporting the header's
+    /// problems as diagnostics, or (strict) the first one as the error.
     fn open_from_header(&mut self, offset: u64) -> Result<(), ParseError> {
-        let bytes = self.header_bytes();
-        let text = match String::from_utf8(bytes) {
-            Ok(text) => text,
-            Err(error) => {
-                let text = decode_lossy(error.as_bytes());
-                if self.strict {
-                    self.reset_header();
-                    return Err(ParseError { code: "invalid-header-utf8", message: "could not decode header".to_owned(), token_offset: offset, header: Some(text) });
-                }
-                self.diagnose("invalid-header-utf8", "could not decode header: invalid UTF-8 replaced".to_owned(), offset, Some(text.clone()));
-                text
-            }
+        let key = cache::Key {
+            vocabulary: self.vocabulary.id(),
+            tokens: &self.header_tokens,
+            role: self.next_role.as_deref(),
+            strict: self.strict,
+            tool_names: &self.tool_names,
+            tool_names_hash: self.tool_names_hash,
         };
-        let rules = HeaderRules { repair: !self.strict, tool_names: &self.tool_names };
-        let parsed = parse_header(&text, self.next_role.as_deref(), rules);
-        if self.strict {
-            if let Some(problem) = parsed.problems.first() {
+        let read = cache::get_or_read(key, || self.read_header());
+        if read.invalid_utf8 {
+            if self.strict {
                 self.reset_header();
-                return Err(ParseError { code: problem.code(), message: problem.message(), token_offset: offset, header: Some(text) });
+                return Err(ParseError { code: "invalid-header-utf8", message: "could not decode header".to_owned(), token_offset: offset, header: Some(read.text.clone()) });
+            }
+            self.diagnose("invalid-header-utf8", "could not decode header: invalid UTF-8 replaced".to_owned(), offset, Some(read.text.clone()));
+        }
+        if self.strict {
+            if let Some(problem) = read.parsed.problems.first() {
+                self.reset_header();
+                return Err(ParseError { code: problem.code(), message: problem.message(), token_offset: offset, header: Some(read.text.clone()) });
             }
         }
-        for problem in &parsed.problems {
-            self.diagnose(problem.code(), problem.message(), offset, Some(text.clone()));
+        for problem in &read.parsed.problems {
+            self.diagnose(problem.code(), problem.message(), offset, Some(read.text.clone()));
         }
         self.next_role = None;
         self.header_tokens.clear();
-        self.open(parsed.header);
+        self.open(&read.parsed.header);
         Ok(())
+    }
+
+    /// Decodes and parses the header read so far (what `header::cache` keeps).
+    fn read_header(&self) -> ReadHeader {
+        let (text, invalid_utf8) = match String::from_utf8(self.header_bytes()) {
+            Ok(text) => (text, false),
+            Err(error) => (decode_lossy(error.as_bytes()), true),
+        };
+        let rules = HeaderRules { repair: !self.strict, tool_names: &self.tool_names };
+        let parsed = parse_header(&text, self.next_role.as_deref(), rules);
+        ReadHeader { text, invalid_utf8, parsed }
     }
 
     /// Lenient recovery of a header that ended without `<|message|>`: a message with the header's channel
@@ -419,12 +440,12 @@ impl StreamParser {
         let recovered = recover_header(&decoded.text, self.next_role.as_deref(), continues);
         self.next_role = None;
         self.header_tokens.clear();
-        let message = self.open(recovered.header);
+        let message = self.open(&recovered.header);
         self.output.text.push_str(&recovered.content);
         self.output.mark_text(message);
     }
 
-    fn open(&mut self, header: Header) -> u32 {
+    fn open(&mut self, header: &Header) -> u32 {
         let message = self.next_message_index;
         self.next_message_index += 1;
         self.open_message = Some(message);
@@ -479,5 +500,59 @@ impl StreamParser {
         self.stray.bytes.clear();
         self.stray.tokens = 0;
         self.diagnose("stray-tokens", message, start, Some(text));
+    }
+}
+
+impl Drop for StreamParser {
+    fn drop(&mut self) {
+        let output = std::mem::take(&mut self.output);
+        let header_tokens = std::mem::take(&mut self.header_tokens);
+        recycled::give(recycled::Buffers { output, header_tokens });
+    }
+}
+
+/// The buffers of parsers dropped on this thread, for the next parsers made on it. A new parser otherwise
+/// allocates and grows its batch text, events, headers and header tokens anew, which for a short stream
+/// cost more than parsing it. Bounded: a few sets are kept, and only buffers of modest capacity.
+mod recycled {
+    use std::cell::RefCell;
+
+    use crate::output::BatchOutput;
+
+    const MAX_KEPT: usize = 16;
+    const MAX_HEADER_TOKENS_KEPT: usize = 64;
+
+    #[derive(Default)]
+    pub(super) struct Buffers {
+        pub output: BatchOutput,
+        pub header_tokens: Vec<u32>,
+    }
+
+    thread_local! {
+        static KEPT: RefCell<Vec<Buffers>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Empty buffers, recycled when some are kept.
+    pub(super) fn take() -> Buffers {
+        let kept = KEPT.try_with(|kept| kept.try_borrow_mut().ok()?.pop()).ok().flatten();
+        kept.unwrap_or_default()
+    }
+
+    /// Keeps `buffers` (emptied) for a later parser if there is room and they are not large.
+    pub(super) fn give(mut buffers: Buffers) {
+        if !buffers.output.is_modest() || buffers.header_tokens.capacity() > MAX_HEADER_TOKENS_KEPT {
+            return;
+        }
+        buffers.output.clear();
+        buffers.header_tokens.clear();
+        // `try_`: a parser dropped while the thread's storage is torn down, or (never today) while it
+        // is borrowed, just frees its buffers.
+        let _ = KEPT.try_with(|kept| {
+            if let Ok(mut kept) = kept.try_borrow_mut() {
+                if kept.len() < MAX_KEPT {
+                    kept.push(buffers);
+                }
+            }
+        });
     }
 }

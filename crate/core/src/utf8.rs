@@ -55,6 +55,12 @@ impl TextSink {
         self.utf16_len += token.utf16;
     }
 
+    #[inline]
+    pub fn push_char(&mut self, c: char) {
+        self.text.push(c);
+        self.utf16_len += c.len_utf16();
+    }
+
     pub fn push_str(&mut self, s: &str) {
         self.push(s, utf16_len(s));
     }
@@ -65,72 +71,132 @@ impl TextSink {
     }
 }
 
-const REPLACEMENT: &str = "\u{FFFD}";
-
 #[derive(Default, Debug)]
 pub struct Utf8Assembler {
-    /// Bytes of an incomplete (so far valid) sequence: at most 3.
-    pending: Vec<u8>,
-    /// Reused buffer for pending + new bytes.
-    scratch: Vec<u8>,
+    /// The bytes of an incomplete character, valid so far: `pending[..len]`, at most 3 bytes.
+    pending: [u8; 4],
+    len: usize,
 }
 
 impl Utf8Assembler {
     pub fn is_empty(&self) -> bool {
-        self.pending.is_empty()
+        self.len == 0
     }
 
     /// Decodes `bytes` after whatever is pending, appending complete text to `out` and keeping an
     /// incomplete trailing sequence for the next call.
     pub fn push(&mut self, bytes: &[u8], out: &mut TextSink) {
-        if self.pending.is_empty() {
-            if let Some(rest) = decode_into(bytes, out) {
-                self.pending.extend_from_slice(rest);
+        let rest = self.complete_pending(bytes, out);
+        if self.len > 0 {
+            return; // `bytes` ended before the pending character did
+        }
+        if let Some(tail) = decode_into(rest, out) {
+            self.pending[..tail.len()].copy_from_slice(tail);
+            self.len = tail.len();
+        }
+    }
+
+    /// Feeds the pending character the bytes it still needs, one at a time against the table of what may
+    /// follow (no joined buffer, no full decode): when it completes it is appended; when a byte cannot
+    /// continue it, the pending bytes are one maximal invalid subpart, so one U+FFFD, and that byte starts
+    /// afresh. Returns the bytes after the ones consumed. What `decode_into` gives for pending + `bytes`.
+    fn complete_pending<'a>(&mut self, mut bytes: &'a [u8], out: &mut TextSink) -> &'a [u8] {
+        if self.len == 0 {
+            return bytes;
+        }
+        let lead = self.pending[0];
+        let total = sequence_len(lead);
+        while let Some((&byte, rest)) = bytes.split_first() {
+            if !continues(lead, self.len, byte) {
+                self.len = 0;
+                out.push_char(char::REPLACEMENT_CHARACTER);
+                return bytes;
             }
-            return;
+            self.pending[self.len] = byte;
+            self.len += 1;
+            bytes = rest;
+            if self.len == total {
+                self.len = 0;
+                out.push_char(decode_char(&self.pending[..total]));
+                return bytes;
+            }
         }
-        let mut joined = std::mem::take(&mut self.scratch);
-        joined.clear();
-        joined.extend_from_slice(&self.pending);
-        joined.extend_from_slice(bytes);
-        self.pending.clear();
-        if let Some(rest) = decode_into(&joined, out) {
-            self.pending.extend_from_slice(rest);
-        }
-        self.scratch = joined;
+        bytes
     }
 
     /// Ends the stream: an incomplete sequence becomes one U+FFFD.
     pub fn flush(&mut self, out: &mut TextSink) {
-        if !self.pending.is_empty() {
-            self.pending.clear();
-            out.push(REPLACEMENT, 1);
+        if self.len > 0 {
+            self.len = 0;
+            out.push_char(char::REPLACEMENT_CHARACTER);
         }
     }
 }
 
-/// Appends the lossy decoding of `bytes` to `out`, except a trailing incomplete sequence, which is returned.
-fn decode_into<'a>(mut bytes: &'a [u8], out: &mut TextSink) -> Option<&'a [u8]> {
-    loop {
-        match std::str::from_utf8(bytes) {
-            Ok(text) => {
-                out.push_str(text);
-                return None;
-            }
-            Err(error) => {
-                let (valid, rest) = bytes.split_at(error.valid_up_to());
-                // SAFETY: `valid_up_to` marks the end of the longest valid prefix.
-                out.push_str(unsafe { std::str::from_utf8_unchecked(valid) });
-                match error.error_len() {
-                    Some(invalid) => {
-                        out.push(REPLACEMENT, 1);
-                        bytes = &rest[invalid..];
-                    }
-                    None => return Some(rest),
-                }
-            }
-        }
+/// Length of the sequence `lead` starts: 1 for ASCII, 0 for a byte no sequence starts with.
+fn sequence_len(lead: u8) -> usize {
+    match lead {
+        0x00..=0x7F => 1,
+        0xC2..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        0xF0..=0xF4 => 4,
+        _ => 0,
     }
+}
+
+/// Whether `byte` may be byte number `at` (1, 2 or 3) of a sequence led by `lead` (Unicode Table 3-7:
+/// the second byte's range excludes overlong forms, surrogates and code points past U+10FFFF).
+fn continues(lead: u8, at: usize, byte: u8) -> bool {
+    let range = match (lead, at) {
+        (0xE0, 1) => 0xA0..=0xBF,
+        (0xED, 1) => 0x80..=0x9F,
+        (0xF0, 1) => 0x90..=0xBF,
+        (0xF4, 1) => 0x80..=0x8F,
+        _ => 0x80..=0xBF,
+    };
+    range.contains(&byte)
+}
+
+/// Appends the lossy decoding of `bytes` to `out`, except a trailing incomplete sequence, which is returned.
+/// Character by character against `continues`: what reaches the assembler is short (the pieces of split
+/// characters, a recovered header), where this beats `str::from_utf8` plus a separate UTF-16 count.
+fn decode_into<'a>(bytes: &'a [u8], out: &mut TextSink) -> Option<&'a [u8]> {
+    let mut at = 0;
+    while let Some(&lead) = bytes.get(at) {
+        let total = sequence_len(lead);
+        if total <= 1 {
+            // ASCII, or a byte no sequence starts with (one U+FFFD each).
+            out.push_char(if total == 1 { char::from(lead) } else { char::REPLACEMENT_CHARACTER });
+            at += 1;
+            continue;
+        }
+        let mut len = 1;
+        while len < total && at + len < bytes.len() && continues(lead, len, bytes[at + len]) {
+            len += 1;
+        }
+        if len == total {
+            out.push_char(decode_char(&bytes[at..at + len]));
+        } else if at + len == bytes.len() {
+            return Some(&bytes[at..]);
+        } else {
+            // A maximal subpart of a sequence that cannot complete: one U+FFFD.
+            out.push_char(char::REPLACEMENT_CHARACTER);
+        }
+        at += len;
+    }
+    None
+}
+
+/// The character of a complete sequence that `continues` accepted.
+fn decode_char(sequence: &[u8]) -> char {
+    let payload = |byte: u8| u32::from(byte & 0x3F);
+    let code = match *sequence {
+        [a, b] => u32::from(a & 0x1F) << 6 | payload(b),
+        [a, b, c] => u32::from(a & 0x0F) << 12 | payload(b) << 6 | payload(c),
+        [a, b, c, d] => u32::from(a & 0x07) << 18 | payload(b) << 12 | payload(c) << 6 | payload(d),
+        _ => unreachable!("sequences are 2 to 4 bytes"),
+    };
+    char::from_u32(code).expect("`continues` admits only scalar values")
 }
 
 /// Lossy decoding of a complete byte string (nothing held back).
@@ -143,6 +209,16 @@ mod tests {
     use super::*;
 
     fn feed(chunks: &[&[u8]]) -> String {
+        // Chunks one byte at a time as well: every path through `complete_pending`.
+        if chunks.len() > 1 {
+            let joined = chunks.concat();
+            let bytes: Vec<&[u8]> = joined.chunks(1).collect();
+            assert_eq!(feed_each(&bytes), feed_each(chunks), "byte by byte vs {chunks:?}");
+        }
+        feed_each(chunks)
+    }
+
+    fn feed_each(chunks: &[&[u8]]) -> String {
         let mut assembler = Utf8Assembler::default();
         let mut out = TextSink::default();
         for chunk in chunks {
@@ -175,6 +251,28 @@ mod tests {
                 for b in a..=bytes.len() {
                     assert_eq!(feed(&[&bytes[..a], &bytes[a..b], &bytes[b..]]), expected, "split {a} {b} of {bytes:?}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn every_short_sequence_of_boundary_bytes_decodes_as_lossy_decoding_does() {
+        // Bytes at the edges of Unicode Table 3-7's ranges: every lead, continuation and invalid kind.
+        const BYTES: [u8; 19] = [0x41, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC2, 0xDF, 0xE0, 0xE1, 0xED, 0xEF, 0xF0, 0xF1, 0xF4, 0xF5, 0xFF];
+        let mut bytes = Vec::new();
+        for n in 1..=4u32 {
+            for index in 0..BYTES.len().pow(n) {
+                bytes.clear();
+                let mut rest = index;
+                for _ in 0..n {
+                    bytes.push(BYTES[rest % BYTES.len()]);
+                    rest /= BYTES.len();
+                }
+                let expected = String::from_utf8_lossy(&bytes);
+                let split: Vec<&[u8]> = bytes.chunks(1).collect();
+                assert_eq!(feed_each(&split), expected, "{bytes:x?}");
+                // Whole, then before a trailing ASCII byte in another token.
+                assert_eq!(feed_each(&[&bytes, b"z"]), format!("{expected}z"), "{bytes:x?} z");
             }
         }
     }

@@ -31,6 +31,9 @@ impl std::fmt::Display for VocabularyError {
 impl std::error::Error for VocabularyError {}
 
 pub struct Vocabulary {
+    /// Unique per vocabulary made in this process (never reused, unlike an address): what caches of
+    /// results derived from token bytes (`header::cache`) are keyed by.
+    id: u64,
     /// The bytes of every token, concatenated in id order.
     bytes: Vec<u8>,
     /// `offsets[id]..offsets[id + 1]` is the range of token `id` in `bytes`.
@@ -77,7 +80,9 @@ impl Vocabulary {
                 _ => return Err(VocabularyError::BadRank { line: number, rank }),
             }
         }
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let mut vocabulary = Vocabulary {
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             bytes: Vec::with_capacity(data.len()),
             offsets: Vec::with_capacity(VOCAB_SIZE + 1),
             entries: Vec::with_capacity(VOCAB_SIZE),
@@ -138,6 +143,11 @@ impl Vocabulary {
         // Every token is followed by at least PADDING bytes (later tokens or the padding), so this slice exists.
         let window = self.bytes[start..start + PADDING].try_into().expect("PADDING bytes follow every token");
         Some(PaddedText { text, window, utf16 })
+    }
+
+    /// This vocabulary's unique id (see the field).
+    pub(crate) fn id(&self) -> u64 {
+        self.id
     }
 
     pub fn contains(&self, id: u32) -> bool {
