@@ -288,8 +288,10 @@ export class StreamParser {
 
   /** Opens a message from the header so far; a character split at its end stays pending for the content. */
   private openRecoveredHeader(continues: boolean): void {
-    const decoded = this.utf8.push(this.headerBytes())
-    const recovered = recoverHeader(decoded, this.nextRole, continues)
+    const bytes = this.headerBytes()
+    const decoded = { text: '' }
+    this.utf8.push(bytes, 0, bytes.length, decoded)
+    const recovered = recoverHeader(decoded.text, this.nextRole, continues)
     this.nextRole = null
     this.headerTokens.length = 0
     const message = this.open(recovered.header)
@@ -308,14 +310,15 @@ export class StreamParser {
   private appendContent(token: number): void {
     const message = this.openMessage!
     const text = this.utf8.isEmpty() ? this.vocabulary.text(token) : null
-    this.output.text += text ?? this.utf8.push(this.vocabulary.tokenBytes(token))
+    if (text !== null) this.output.text += text
+    else this.vocabulary.assemble(token, this.utf8, this.output)
     this.output.markText(message)
   }
 
   private closeMessage(terminator: number): void {
     const message = this.openMessage!
     this.openMessage = null
-    this.output.text += this.utf8.flush()
+    this.utf8.flush(this.output)
     this.output.markText(message)
     this.output.close(message, terminator)
     this.currentState = STATE_EXPECT_START

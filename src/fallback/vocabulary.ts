@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs'
 
 import { vocabularyPath } from '../vocabulary-file'
 import { FIRST_SPECIAL, VOCAB_SIZE, specialTokenText } from './tokens'
-import { decodeValid, validUpTo } from './utf8'
+import { type TextSink, type Utf8Assembler, decodeValid, validUpTo } from './utf8'
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
 
@@ -74,6 +74,11 @@ export class Vocabulary {
   /** The bytes of token `id` (a view, not a copy). */
   tokenBytes(id: number): Uint8Array {
     return this.bytes.subarray(this.starts[id], this.ends[id])
+  }
+
+  /** Feeds the bytes of token `id` to `utf8`, which appends what they complete to `out` (read in place: a view per token costs more than decoding it). */
+  assemble(id: number, utf8: Utf8Assembler, out: TextSink): void {
+    utf8.push(this.bytes, this.starts[id], this.ends[id], out)
   }
 
   /** The text of token `id` when its bytes are valid UTF-8 on their own, else null. */
