@@ -40,6 +40,7 @@ import type {
   HarmonyHeader,
   HarmonyMessage,
   HarmonyOpened,
+  HarmonySegment,
   HarmonyStreamParserOptions,
   Implementation,
   ParserState,
@@ -383,53 +384,79 @@ export class HarmonyStreamParser {
     return text
   }
 
+  /**
+   * The batch of the last engine call. Its lists are made when their first element is (most calls at batch 1
+   * have one segment and nothing else): a literal of one element is a single small allocation, where an
+   * empty array that is pushed to allocates room for 16 elements. An empty list is still a fresh array.
+   */
   private collect(text: string, tokens: Uint32Array | null): HarmonyBatch {
     const out = this.engine.out
     const status = out[COMPACT_STATUS]
     this.checkStatus(status, tokens)
-    const batch: HarmonyBatch = {
-      opened: [],
-      segments: [],
-      completed: [],
-      diagnostics: out[COMPACT_DIAGNOSTICS] > 0 ? this.engine.takeDiagnostics().map(diagnosticOf) : [],
-    }
+    let opened: HarmonyOpened[] | null = null
+    let segments: HarmonySegment[] | null = null
+    let completed: HarmonyMessage[] | null = null
     let spilled: RawHeader[] | null = null
-    let opened = 0
+    let openedCount = 0
     const end = COMPACT_FIRST_RECORD + COMPACT_RECORD_SLOTS * out[COMPACT_RECORDS]
     for (let at = COMPACT_FIRST_RECORD; at < end; at += COMPACT_RECORD_SLOTS) {
       const kind = out[at]
-      if (kind === RECORD_OPEN) {
+      if (kind === RECORD_TEXT) {
+        const segment = this.appendText(out[at + 1], text.slice(out[at + 2], out[at + 3]))
+        if (segments === null) segments = [segment]
+        else segments.push(segment)
+      } else if (kind === RECORD_OPEN) {
         let header = headerOf(this.engine, out, at)
         if (header === null) {
           spilled ??= this.engine.takeHeaders()
-          header = spilled[opened]
+          header = spilled[openedCount]
         }
-        opened++
-        this.open = { index: out[at + 1], header, content: '' }
-        batch.opened.push(openedOf(out[at + 1], header))
+        openedCount++
+        const message = this.openMessage(out[at + 1], header)
+        if (opened === null) opened = [message]
+        else opened.push(message)
         at += COMPACT_RECORD_SLOTS // the FIELDS record was read with it
-      } else if (kind === RECORD_TEXT) {
-        const open = this.open!
-        const piece = text.slice(out[at + 2], out[at + 3])
-        open.content += piece
-        const { header } = open
-        batch.segments.push({
-          messageIndex: out[at + 1],
-          role: header.role,
-          channel: header.channel ?? null,
-          recipient: header.recipient ?? null,
-          contentType: header.contentType ?? null,
-          text: piece,
-        })
       } else if (kind === RECORD_CLOSE) {
-        const message = messageOf(this.open!, out[at + 2])
-        this.open = null
-        batch.completed.push(message)
-        this.completedMessages.push(message)
+        const message = this.closeMessage(out[at + 2])
+        if (completed === null) completed = [message]
+        else completed.push(message)
       }
+    }
+    const batch: HarmonyBatch = {
+      opened: opened ?? [],
+      segments: segments ?? [],
+      completed: completed ?? [],
+      diagnostics: out[COMPACT_DIAGNOSTICS] > 0 ? this.engine.takeDiagnostics().map(diagnosticOf) : [],
     }
     if (status === COMPACT_STATUS_PARSE_ERROR) throw this.parseError(batch)
     return batch
+  }
+
+  private openMessage(index: number, header: RawHeader): HarmonyOpened {
+    this.open = { index, header, content: '' }
+    return openedOf(index, header)
+  }
+
+  /** Adds `text` to the open message `index`; returns it as a segment. */
+  private appendText(index: number, text: string): HarmonySegment {
+    const open = this.open!
+    open.content += text
+    const { header } = open
+    return {
+      messageIndex: index,
+      role: header.role,
+      channel: header.channel ?? null,
+      recipient: header.recipient ?? null,
+      contentType: header.contentType ?? null,
+      text,
+    }
+  }
+
+  private closeMessage(terminator: number): HarmonyMessage {
+    const message = messageOf(this.open!, terminator)
+    this.open = null
+    this.completedMessages.push(message)
+    return message
   }
 }
 
