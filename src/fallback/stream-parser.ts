@@ -15,6 +15,8 @@ export const DEFAULT_MAX_HEADER_TOKENS = 256
 /** Ignored text between messages is reported in diagnostics of at most this many bytes each. */
 export const MAX_STRAY_BYTES = 4096
 
+const REPLACEMENT = '\uFFFD'
+
 export interface ParserOptions {
   role: string | null
   strict: boolean
@@ -243,18 +245,27 @@ export class StreamParser {
   }
 
   private headerBytes(): Uint8Array {
-    const parts = this.headerTokens.map((token) => this.vocabulary.tokenBytes(token))
-    return Buffer.concat(parts)
+    return this.vocabulary.concatBytes(this.headerTokens)
   }
 
+  /**
+   * The header so far as text, invalid bytes as U+FFFD. When every token is valid UTF-8 on its own (the
+   * usual case) their texts are joined: nothing to copy or decode.
+   */
   private headerText(): string {
-    return decodeLossy(this.headerBytes())
+    let text = ''
+    for (const token of this.headerTokens) {
+      const piece = this.vocabulary.text(token)
+      if (piece === null) return decodeLossy(this.headerBytes())
+      text += piece
+    }
+    return text
   }
 
   private openFromHeader(offset: number): void {
-    const bytes = this.headerBytes()
-    const text = decodeLossy(bytes)
-    if (!isValidUtf8(bytes)) {
+    const text = this.headerText()
+    // Lossy decoding brings U+FFFD only for invalid bytes: a text without one came from valid bytes.
+    if (text.includes(REPLACEMENT) && !isValidUtf8(this.headerBytes())) {
       if (this.strict) {
         this.resetHeader()
         throw new StrictFailure({ code: 'invalid-header-utf8', message: 'could not decode header', tokenOffset: offset, header: text })

@@ -76,7 +76,22 @@ export class Vocabulary {
     return this.bytes.subarray(this.starts[id], this.ends[id])
   }
 
-  /** Feeds the bytes of token `id` to `utf8`, which appends what they complete to `out` (read in place: a view per token costs more than decoding it). */
+  /** The bytes of tokens `ids`, one after the other, in a new array. */
+  concatBytes(ids: readonly number[]): Uint8Array {
+    let length = 0
+    for (const id of ids) length += this.ends[id] - this.starts[id]
+    const out = new Uint8Array(length)
+    let at = 0
+    for (const id of ids) {
+      for (let i = this.starts[id]; i < this.ends[id]; i++) out[at++] = this.bytes[i]
+    }
+    return out
+  }
+
+  /**
+   * Feeds the bytes of token `id` to `utf8`, which appends the text they complete to `out`. The bytes are
+   * read in place: a view per token would cost more than decoding it.
+   */
   assemble(id: number, utf8: Utf8Assembler, out: TextSink): void {
     utf8.push(this.bytes, this.starts[id], this.ends[id], out)
   }
