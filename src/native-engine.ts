@@ -3,8 +3,17 @@
  * by the `parser*` functions of crate/node. Tokens go in and results come out through two arrays bound
  * once per thread (and again when a batch needs more room), so a call passes only two integers.
  */
-import { compactCapacity } from './compact'
-import type { Engine, PoolBackend, RawDiagnostic, RawHeader, RawParseError } from './engine'
+import {
+  COMPACT_FIRST_RECORD,
+  COMPACT_RECORD_SLOTS,
+  COMPACT_RECORDS,
+  NAME_NOT_INTERNED,
+  RECORD_CLOSE,
+  RECORD_OPEN,
+  RECORD_TEXT,
+  compactCapacity,
+} from './compact'
+import type { Engine, PoolBackend, RawDiagnostic, RawHeader, RawParseError, ResultVisitor } from './engine'
 import { NameMirror } from './name-mirror'
 
 export interface NativeBinding {
@@ -97,6 +106,36 @@ export class NativeEngine implements Engine {
     return this.channel.binding.parserFinish(this.id)
   }
 
+  read(tokens: Uint32Array | null, visitor: ResultVisitor): void {
+    const text = tokens === null ? this.finish() : this.push(tokens)
+    this.visitRecords(text, visitor)
+  }
+
+  /** Decodes the records of the last call for `visitor`. */
+  private visitRecords(text: string, visitor: ResultVisitor): void {
+    const out = this.channel.out
+    let spilled: RawHeader[] | null = null
+    let opened = 0
+    const end = COMPACT_FIRST_RECORD + COMPACT_RECORD_SLOTS * out[COMPACT_RECORDS]
+    for (let at = COMPACT_FIRST_RECORD; at < end; at += COMPACT_RECORD_SLOTS) {
+      const kind = out[at]
+      if (kind === RECORD_TEXT) {
+        visitor.text(out[at + 1], text.slice(out[at + 2], out[at + 3]))
+      } else if (kind === RECORD_OPEN) {
+        let header = headerOf(this.channel.names, out, at)
+        if (header === null) {
+          spilled ??= this.takeHeaders()
+          header = spilled[opened]
+        }
+        opened++
+        visitor.open(out[at + 1], header)
+        at += COMPACT_RECORD_SLOTS // the FIELDS record was read with it
+      } else if (kind === RECORD_CLOSE) {
+        visitor.close(out[at + 1], out[at + 2])
+      }
+    }
+  }
+
   takeDiagnostics(): RawDiagnostic[] {
     return this.channel.binding.parserTakeDiagnostics(this.id)
   }
@@ -119,5 +158,23 @@ export class NativeEngine implements Engine {
 
   debugPanic(): number {
     return this.channel.binding.parserDebugPanic(this.id)
+  }
+}
+
+/** A header from interned field ids; null if a field was not interned (then it comes from takeHeaders). */
+function headerOf(names: NameMirror, out: Uint32Array, at: number): RawHeader | null {
+  const role = out[at + 2]
+  const name = out[at + 3]
+  const channel = out[at + 5]
+  const recipient = out[at + 6]
+  const contentType = out[at + 7]
+  const X = NAME_NOT_INTERNED
+  if (role === X || name === X || channel === X || recipient === X || contentType === X) return null
+  return {
+    role: names.nameOf(role)!,
+    name: names.nameOf(name),
+    channel: names.nameOf(channel),
+    recipient: names.nameOf(recipient),
+    contentType: names.nameOf(contentType),
   }
 }

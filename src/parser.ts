@@ -14,16 +14,13 @@ import {
   COMPACT_STATUS_INVALID_TOKEN,
   COMPACT_STATUS_OK,
   COMPACT_STATUS_PARSE_ERROR,
-  NAME_NOT_INTERNED,
-  RECORD_CLOSE,
-  RECORD_OPEN,
-  RECORD_TEXT,
   compactCapacity,
 } from './compact'
 import {
   type Engine,
   type RawDiagnostic,
   type RawHeader,
+  type ResultVisitor,
   STATE_CONTENT,
   STATE_HEADER,
   TERMINATOR_CALL,
@@ -105,29 +102,11 @@ interface OpenMessage {
   index: number
   header: RawHeader
   /**
-   * The content so far, joined when the message closes. Appending to a string would make a cons string
-   * per call, and all of them survive until the message ends: the young-generation collector copies them
-   * twice. An array only holds the pieces, which often are the vocabulary's own strings.
+   * The content so far, joined when the message closes. Appending to a string on every call would make a
+   * cons string per call, all alive until the message ends, so the young-generation collector copies each
+   * of them twice; the array only points to the pieces (often the vocabulary's own strings).
    */
   pieces: string[]
-}
-
-/** A header from interned field ids; null if a field was not interned (then it comes from takeHeaders). */
-export function headerOf(names: { nameOf(id: number): string | null }, out: Uint32Array, at: number): RawHeader | null {
-  const role = out[at + 2]
-  const name = out[at + 3]
-  const channel = out[at + 5]
-  const recipient = out[at + 6]
-  const contentType = out[at + 7]
-  const X = NAME_NOT_INTERNED
-  if (role === X || name === X || channel === X || recipient === X || contentType === X) return null
-  return {
-    role: names.nameOf(role)!,
-    name: names.nameOf(name),
-    channel: names.nameOf(channel),
-    recipient: names.nameOf(recipient),
-    contentType: names.nameOf(contentType),
-  }
 }
 
 /** The public form of a header: absent fields left out, fixed key order. */
@@ -153,6 +132,67 @@ function messageOf(open: OpenMessage, terminator: number): HarmonyMessage {
   message.content = open.pieces.length === 1 ? open.pieces[0] : open.pieces.join('')
   message.terminator = TERMINATORS[terminator] ?? null
   return message
+}
+
+/**
+ * Builds the object API's results from an engine's (a `ResultVisitor`): each batch's lists, the open
+ * message's content, and every message completed so far. A batch's lists are made when their first
+ * element is (at batch 1 most calls have one segment and nothing else): a literal of one element is a
+ * single small allocation, where pushing to an empty array allocates room for 16. Empty lists are still
+ * fresh arrays.
+ */
+class BatchAssembler implements ResultVisitor {
+  /** Every message completed so far. */
+  readonly messages: HarmonyMessage[] = []
+  private current: OpenMessage | null = null
+  private opened: HarmonyOpened[] | null = null
+  private segments: HarmonySegment[] | null = null
+  private completed: HarmonyMessage[] | null = null
+
+  open(index: number, header: RawHeader): void {
+    this.current = { index, header, pieces: [] }
+    const opened = openedOf(index, header)
+    if (this.opened === null) this.opened = [opened]
+    else this.opened.push(opened)
+  }
+
+  text(index: number, text: string): void {
+    const current = this.current!
+    current.pieces.push(text)
+    const { header } = current
+    const segment: HarmonySegment = {
+      messageIndex: index,
+      role: header.role,
+      channel: header.channel ?? null,
+      recipient: header.recipient ?? null,
+      contentType: header.contentType ?? null,
+      text,
+    }
+    if (this.segments === null) this.segments = [segment]
+    else this.segments.push(segment)
+  }
+
+  close(_index: number, terminator: number): void {
+    const message = messageOf(this.current!, terminator)
+    this.current = null
+    this.messages.push(message)
+    if (this.completed === null) this.completed = [message]
+    else this.completed.push(message)
+  }
+
+  /** The batch of everything reported since the last call; starts the next one. */
+  take(diagnostics: HarmonyDiagnostic[]): HarmonyBatch {
+    const batch: HarmonyBatch = {
+      opened: this.opened ?? [],
+      segments: this.segments ?? [],
+      completed: this.completed ?? [],
+      diagnostics,
+    }
+    this.opened = null
+    this.segments = null
+    this.completed = null
+    return batch
+  }
 }
 
 export function diagnosticOf(raw: RawDiagnostic): HarmonyDiagnostic {
@@ -203,8 +243,7 @@ export class HarmonyStreamParser {
   /** The implementation running this parser. */
   readonly implementation: Implementation
   private readonly engine: Engine
-  private open: OpenMessage | null = null
-  private readonly completedMessages: HarmonyMessage[] = []
+  private readonly assembler = new BatchAssembler()
   private done = false
   private mode: 'objects' | 'compact' | null = null
   /** Set by `close()`: the state when the engine was released. */
@@ -225,7 +264,7 @@ export class HarmonyStreamParser {
     this.checkOpen()
     const ids = tokenArray(tokens)
     this.use('objects')
-    return this.collect(this.call(ids), ids)
+    return this.read(ids)
   }
 
   /**
@@ -237,7 +276,7 @@ export class HarmonyStreamParser {
     this.use('objects')
     this.done = true
     try {
-      return this.collect(this.call(null), null)
+      return this.read(null)
     } finally {
       this.close()
     }
@@ -307,7 +346,7 @@ export class HarmonyStreamParser {
 
   /** Every message completed so far by `push`/`finish` (a copy). */
   get messages(): HarmonyMessage[] {
-    return this.completedMessages.slice()
+    return this.assembler.messages.slice()
   }
 
   /**
@@ -351,7 +390,23 @@ export class HarmonyStreamParser {
     }
   }
 
-  /** One engine call; `tokens` null finishes. The results are in `this.engine.out`. */
+  /** One engine call for the object API; `tokens` null finishes. */
+  private read(tokens: Uint32Array | null): HarmonyBatch {
+    try {
+      this.engine.read(tokens, this.assembler)
+    } catch (cause) {
+      throw internalError(cause)
+    }
+    const out = this.engine.out
+    const status = out[COMPACT_STATUS]
+    this.checkStatus(status, tokens)
+    const diagnostics = out[COMPACT_DIAGNOSTICS] > 0 ? this.engine.takeDiagnostics().map(diagnosticOf) : []
+    const batch = this.assembler.take(diagnostics)
+    if (status === COMPACT_STATUS_PARSE_ERROR) throw this.parseError(batch)
+    return batch
+  }
+
+  /** One engine call for the fast path; `tokens` null finishes. The results are in `this.engine.out`. */
   private call(tokens: Uint32Array | null): string {
     try {
       return tokens === null ? this.engine.finish() : this.engine.push(tokens)
@@ -387,81 +442,6 @@ export class HarmonyStreamParser {
     const end = COMPACT_FIRST_RECORD + COMPACT_RECORD_SLOTS * source[COMPACT_RECORDS]
     for (let i = 0; i < end; i++) out[i] = source[i]
     return text
-  }
-
-  /**
-   * The batch of the last engine call. Its lists are made when their first element is (most calls at batch 1
-   * have one segment and nothing else): a literal of one element is a single small allocation, where an
-   * empty array that is pushed to allocates room for 16 elements. An empty list is still a fresh array.
-   */
-  private collect(text: string, tokens: Uint32Array | null): HarmonyBatch {
-    const out = this.engine.out
-    const status = out[COMPACT_STATUS]
-    this.checkStatus(status, tokens)
-    let opened: HarmonyOpened[] | null = null
-    let segments: HarmonySegment[] | null = null
-    let completed: HarmonyMessage[] | null = null
-    let spilled: RawHeader[] | null = null
-    let openedCount = 0
-    const end = COMPACT_FIRST_RECORD + COMPACT_RECORD_SLOTS * out[COMPACT_RECORDS]
-    for (let at = COMPACT_FIRST_RECORD; at < end; at += COMPACT_RECORD_SLOTS) {
-      const kind = out[at]
-      if (kind === RECORD_TEXT) {
-        const segment = this.appendText(out[at + 1], text.slice(out[at + 2], out[at + 3]))
-        if (segments === null) segments = [segment]
-        else segments.push(segment)
-      } else if (kind === RECORD_OPEN) {
-        let header = headerOf(this.engine, out, at)
-        if (header === null) {
-          spilled ??= this.engine.takeHeaders()
-          header = spilled[openedCount]
-        }
-        openedCount++
-        const message = this.openMessage(out[at + 1], header)
-        if (opened === null) opened = [message]
-        else opened.push(message)
-        at += COMPACT_RECORD_SLOTS // the FIELDS record was read with it
-      } else if (kind === RECORD_CLOSE) {
-        const message = this.closeMessage(out[at + 2])
-        if (completed === null) completed = [message]
-        else completed.push(message)
-      }
-    }
-    const batch: HarmonyBatch = {
-      opened: opened ?? [],
-      segments: segments ?? [],
-      completed: completed ?? [],
-      diagnostics: out[COMPACT_DIAGNOSTICS] > 0 ? this.engine.takeDiagnostics().map(diagnosticOf) : [],
-    }
-    if (status === COMPACT_STATUS_PARSE_ERROR) throw this.parseError(batch)
-    return batch
-  }
-
-  private openMessage(index: number, header: RawHeader): HarmonyOpened {
-    this.open = { index, header, pieces: [] }
-    return openedOf(index, header)
-  }
-
-  /** Adds `text` to the open message `index`; returns it as a segment. */
-  private appendText(index: number, text: string): HarmonySegment {
-    const open = this.open!
-    open.pieces.push(text)
-    const { header } = open
-    return {
-      messageIndex: index,
-      role: header.role,
-      channel: header.channel ?? null,
-      recipient: header.recipient ?? null,
-      contentType: header.contentType ?? null,
-      text,
-    }
-  }
-
-  private closeMessage(terminator: number): HarmonyMessage {
-    const message = messageOf(this.open!, terminator)
-    this.open = null
-    this.completedMessages.push(message)
-    return message
   }
 }
 

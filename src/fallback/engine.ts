@@ -3,8 +3,8 @@
  * garbage collector frees it with the parser), answering in the single form of the compact format.
  */
 import { NAME_NOT_INTERNED, NameTable, compactCapacity } from '../compact'
-import type { Engine, RawDiagnostic, RawHeader, RawParseError } from '../engine'
-import { type Stream, callStream, failGuarded } from './pool'
+import type { Engine, RawDiagnostic, RawHeader, RawParseError, ResultVisitor } from '../engine'
+import { type Stream, callStream, failGuarded, runStream } from './pool'
 import { StreamParser } from './stream-parser'
 import { sharedVocabulary } from './vocabulary'
 
@@ -31,6 +31,11 @@ export class JsEngine implements Engine {
 
   finish(): string {
     return callStream(this.stream, null, out, names)
+  }
+
+  /** Reads the parser's events directly: encoding them as records to decode them again would be wasted work. */
+  read(tokens: Uint32Array | null, visitor: ResultVisitor): void {
+    if (runStream(this.stream, tokens, out)) this.stream.parser.output.visit(visitor)
   }
 
   takeDiagnostics(): RawDiagnostic[] {

@@ -3,7 +3,7 @@
  * it into per-message segments (encoded as in the engine protocol, `engine.ts`), the headers of messages
  * opened in the batch, and diagnostics.
  */
-import { EVENT_CLOSE, EVENT_OPEN, EVENT_TEXT } from '../engine'
+import { EVENT_CLOSE, EVENT_OPEN, EVENT_TEXT, type ResultVisitor } from '../engine'
 import type { Header } from './header'
 
 export interface Diagnostic {
@@ -66,6 +66,26 @@ export class BatchOutput {
 
   close(message: number, terminator: number): void {
     this.addEvent(EVENT_CLOSE, message, terminator)
+  }
+
+  /** Reports the events to `visitor` in order, with the text of each text event. */
+  visit(visitor: ResultVisitor): void {
+    const events = this.events
+    let header = 0
+    let textStart = 0
+    for (let i = 0; i < this.eventSlots; i += 3) {
+      const kind = events[i]
+      const message = events[i + 1]
+      if (kind === EVENT_TEXT) {
+        const textEnd = events[i + 2]
+        visitor.text(message, this.text.slice(textStart, textEnd))
+        textStart = textEnd
+      } else if (kind === EVENT_OPEN) {
+        visitor.open(message, this.headers[header++])
+      } else {
+        visitor.close(message, events[i + 2])
+      }
+    }
   }
 
   private addEvent(kind: number, message: number, argument: number): void {
