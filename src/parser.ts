@@ -109,6 +109,16 @@ interface OpenMessage {
   pieces: string[]
 }
 
+/**
+ * The pieces as one string. `+=` rather than `Array#join`: on V8 join costs about three times as much per
+ * short piece, and the result is the same string (flattened when first read as a whole).
+ */
+function joinPieces(pieces: string[]): string {
+  let text = ''
+  for (let i = 0; i < pieces.length; i++) text += pieces[i]
+  return text
+}
+
 /** The public form of a header: absent fields left out, fixed key order. */
 export function publicHeader(header: RawHeader): HarmonyHeader {
   const out: HarmonyHeader = { role: header.role }
@@ -129,7 +139,7 @@ function messageOf(open: OpenMessage, terminator: number): HarmonyMessage {
   // Absent fields are left out, as in the reference's JSON; the key order is fixed. Built field by field:
   // object spread is several times slower in V8, and this runs once per message.
   const message = publicHeader(open.header) as HarmonyMessage
-  message.content = open.pieces.length === 1 ? open.pieces[0] : open.pieces.join('')
+  message.content = joinPieces(open.pieces)
   message.terminator = TERMINATORS[terminator] ?? null
   return message
 }
