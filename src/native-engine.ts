@@ -1,7 +1,8 @@
 /**
  * The native implementation behind one `HarmonyStreamParser`: a stream in this thread's Rust pool, driven
  * by the `parser*` functions of crate/node. Tokens go in and results come out through two arrays bound
- * once per thread (and again when a batch needs more room), so a call passes only two integers.
+ * once per thread (and again when a batch needs more room), so a push passes no argument at all: the
+ * stream id and the count go in the input's first slots.
  */
 import {
   COMPACT_FIRST_RECORD,
@@ -22,7 +23,8 @@ export interface NativeBinding {
   parserBind(input: Uint32Array, output: Uint32Array): void
   parserOpen(role: string | null, strict: boolean, maxHeaderTokens: number, toolNames: string[]): number
   parserClose(id: number): boolean
-  parserPush(id: number, count: number): string
+  /** Parses for the stream and tokens written in the bound input (`INPUT_*` slots). */
+  parserPush(): string
   parserFinish(id: number): string
   parserTakeDiagnostics(id: number): RawDiagnostic[]
   parserTakeHeaders(id: number): RawHeader[]
@@ -33,9 +35,14 @@ export interface NativeBinding {
   encodeOrdinary(text: string): Uint32Array
 }
 
+/** Slots of the bound input (as in crate/node): the stream id, the count of tokens, then the tokens. */
+const INPUT_STREAM = 0
+const INPUT_COUNT = 1
+const INPUT_TOKENS = 2
+
 /** What all native parsers of this thread share: the binding, the bound arrays and the names. */
 class Channel {
-  input = new Uint32Array(64)
+  input = new Uint32Array(INPUT_TOKENS + 64)
   out = new Uint32Array(compactCapacity(64))
   readonly names: NameMirror
   /** Releases a parser's stream in the Rust pool when the parser is collected. */
@@ -47,10 +54,11 @@ class Channel {
     this.streams = new FinalizationRegistry((id) => binding.parserClose(id))
   }
 
+  /** Rebinds arrays with room for `count` tokens. */
   grow(count: number): void {
     // Both arrays first, then bind, then keep them: a failed allocation must leave the old pair bound.
     const size = Math.max(count, this.input.length * 2)
-    const input = new Uint32Array(size)
+    const input = new Uint32Array(INPUT_TOKENS + size)
     const out = new Uint32Array(compactCapacity(size))
     this.binding.parserBind(input, out)
     this.input = input
@@ -94,12 +102,14 @@ export class NativeEngine implements Engine {
   push(tokens: Uint32Array): string {
     const channel = this.channel
     const count = tokens.length
-    if (count > channel.input.length) channel.grow(count)
+    if (INPUT_TOKENS + count > channel.input.length) channel.grow(count)
     const input = channel.input
+    input[INPUT_STREAM] = this.id
+    input[INPUT_COUNT] = count
     // A loop beats TypedArray#set for the short batches that dominate streaming.
-    if (count <= 16) for (let i = 0; i < count; i++) input[i] = tokens[i]
-    else input.set(tokens)
-    return channel.binding.parserPush(this.id, count)
+    if (count <= 16) for (let i = 0; i < count; i++) input[INPUT_TOKENS + i] = tokens[i]
+    else input.set(tokens, INPUT_TOKENS)
+    return channel.binding.parserPush()
   }
 
   finish(): string {
