@@ -50,18 +50,17 @@ TERMINATORS[TERMINATOR_END] = 'end'
 TERMINATORS[TERMINATOR_RETURN] = 'return'
 TERMINATORS[TERMINATOR_CALL] = 'call'
 
-// Shared by all parsers of this thread: calls are synchronous, so one at a time uses it.
-let scratchTokens = new Uint32Array(64)
-/** Views of the scratch array by length (up to 64), so that a call allocates none. */
-let scratchViews: Uint32Array[] = []
+// Shared by all parsers of this thread: calls are synchronous, so one at a time uses them.
+const SHORT_BATCH = 64
+const shortScratch = new Uint32Array(SHORT_BATCH)
+/** Views of `shortScratch` by length, made once: a short batch's copy allocates nothing. */
+const shortViews = Array.from({ length: SHORT_BATCH + 1 }, (_, length) => shortScratch.subarray(0, length))
+let longScratch = new Uint32Array(0)
 
 function scratch(length: number): Uint32Array {
-  if (scratchTokens.length < length) {
-    scratchTokens = new Uint32Array(Math.max(length, scratchTokens.length * 2))
-    scratchViews = []
-  }
-  if (length > 64) return scratchTokens.subarray(0, length)
-  return (scratchViews[length] ??= scratchTokens.subarray(0, length))
+  if (length <= SHORT_BATCH) return shortViews[length]
+  if (longScratch.length < length) longScratch = new Uint32Array(Math.max(length, longScratch.length * 2))
+  return longScratch.subarray(0, length)
 }
 
 /** Checks and converts the tokens argument; the engines check the ids' range. */
@@ -409,7 +408,7 @@ export class HarmonyStreamParser {
     }
     const out = this.engine.out
     const status = out[COMPACT_STATUS]
-    this.checkStatus(status, tokens)
+    if (status !== COMPACT_STATUS_OK) this.checkStatus(status, tokens)
     const diagnostics = out[COMPACT_DIAGNOSTICS] > 0 ? this.engine.takeDiagnostics().map(diagnosticOf) : []
     const batch = this.assembler.take(diagnostics)
     if (status === COMPACT_STATUS_PARSE_ERROR) throw this.parseError(batch)
@@ -447,7 +446,7 @@ export class HarmonyStreamParser {
   private copyCompact(text: string, tokens: Uint32Array | null, out: Uint32Array): string {
     const source = this.engine.out
     const status = source[COMPACT_STATUS]
-    this.checkStatus(status, tokens)
+    if (status !== COMPACT_STATUS_OK) this.checkStatus(status, tokens)
     // A loop: `subarray` would allocate a view per call, which costs more than copying the few slots.
     const end = COMPACT_FIRST_RECORD + COMPACT_RECORD_SLOTS * source[COMPACT_RECORDS]
     for (let i = 0; i < end; i++) out[i] = source[i]
