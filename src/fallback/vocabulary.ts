@@ -96,15 +96,20 @@ export class Vocabulary {
     utf8.push(this.bytes, this.starts[id], this.ends[id], out)
   }
 
-  /** The text of token `id` when its bytes are valid UTF-8 on their own, else null. */
+  /**
+   * The text of token `id` when its bytes are valid UTF-8 on their own, else null. (Kept this small so
+   * that V8 inlines it into the content path; the first use of a token goes through `decodeText`.)
+   */
   text(id: number): string | null {
-    let text = this.texts[id]
-    if (text === undefined) {
-      const start = this.starts[id]
-      const end = this.ends[id]
-      text = validUpTo(this.bytes, start, end) === end ? decodeValid(this.bytes, start, end) : null
-      this.texts[id] = text
-    }
+    const text = this.texts[id]
+    return text !== undefined ? text : this.decodeText(id)
+  }
+
+  private decodeText(id: number): string | null {
+    const start = this.starts[id]
+    const end = this.ends[id]
+    const text = validUpTo(this.bytes, start, end) === end ? decodeValid(this.bytes, start, end) : null
+    this.texts[id] = text
     return text
   }
 }
