@@ -124,8 +124,11 @@ const MAX_PENDING = 3
 let joined = new Uint8Array(64)
 
 export class Utf8Assembler {
-  /** Bytes of an incomplete (so far valid) sequence: the first `pendingLength`, at most 3. */
-  private readonly pending = new Uint8Array(MAX_PENDING)
+  /**
+   * Bytes of an incomplete (so far valid) sequence: the first `pendingLength`, at most 3. Made when first
+   * needed: most streams never split a character, and an idle parser should stay small.
+   */
+  private pending: Uint8Array | null = null
   private pendingLength = 0
 
   isEmpty(): boolean {
@@ -150,15 +153,17 @@ export class Utf8Assembler {
   private join(bytes: Uint8Array, start: number, end: number): number {
     const length = this.pendingLength + end - start
     if (joined.length < length) joined = new Uint8Array(Math.max(length, 2 * joined.length))
-    for (let i = 0; i < this.pendingLength; i++) joined[i] = this.pending[i]
+    for (let i = 0; i < this.pendingLength; i++) joined[i] = this.pending![i]
     for (let i = start; i < end; i++) joined[this.pendingLength + i - start] = bytes[i]
     return length
   }
 
   /** Keeps bytes[from, end), an incomplete sequence (or nothing), for the next push. */
   private hold(bytes: Uint8Array, from: number, end: number): void {
-    for (let i = from; i < end; i++) this.pending[i - from] = bytes[i]
     this.pendingLength = end - from
+    if (from === end) return
+    const pending = (this.pending ??= new Uint8Array(MAX_PENDING))
+    for (let i = from; i < end; i++) pending[i - from] = bytes[i]
   }
 
   /** Ends the stream: an incomplete sequence becomes one U+FFFD. */
