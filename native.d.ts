@@ -61,7 +61,7 @@ export interface NativeParseError {
 }
 
 /**
- * Binds the arrays `parserPush` reads tokens from and writes results to. The wrapper keeps them
+ * Binds the arrays `parserPush` reads from and writes results to. The wrapper keeps them
  * private (never resized, transferred or shared), so the memory stays valid while they are bound.
  */
 export declare function parserBind(input: Uint32Array, output: Uint32Array): void
@@ -87,8 +87,12 @@ export declare function parserNames(from: number): Array<string>
 
 export declare function parserOpen(role: string | undefined | null, strict: boolean, maxHeaderTokens: number, toolNames: Array<string>): number
 
-/** Parses the first `count` tokens of the bound input for stream `id`; results in the bound output. */
-export declare function parserPush(id: number, count: number): string
+/**
+ * Parses tokens for a stream, both named in the bound input (`INPUT_*` slots); results in the bound
+ * output. No parameters, not even `Env`: napi-rs then skips reading the call's arguments, which costs
+ * more (about 50 ns) than copying the text into the `String` it returns.
+ */
+export declare function parserPush(): string
 
 /**
  * Sets the fast lane of parser `id`: its frames are `literals` with, between two of them, the text

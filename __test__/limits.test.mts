@@ -125,7 +125,11 @@ for (const implementation of IMPLEMENTATIONS) {
 test('engine failures surface as HarmonyError internal-error, never as a crash', (t) => {
   // Only a bug can make an engine call fail; simulate one through the public class by breaking its engine.
   const parser = new HarmonyStreamParser({ implementation: 'js' })
-  Object.defineProperty(parser, 'engine', { value: { push: () => { throw new Error('boom') }, finish: () => '' } })
+  const boom = () => {
+    throw new Error('boom')
+  }
+  // `read` is the object API's engine call, `push` the fast path's.
+  Object.defineProperty(parser, 'engine', { value: { push: boom, read: boom, finish: () => '' } })
   const error = t.throws(() => parser.push([SPECIAL['<|start|>']]), { instanceOf: HarmonyError })
   t.is(error?.code, 'internal-error')
   t.true(error?.message.includes('boom'))

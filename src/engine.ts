@@ -66,6 +66,16 @@ export interface PoolBackend {
 }
 
 /**
+ * Receives the results of an engine call in order, for the object API: a message opened (its header
+ * complete), text of the open message, the open message closed (TERMINATOR_* code).
+ */
+export interface ResultVisitor {
+  open(message: number, header: RawHeader): void
+  text(message: number, text: string): void
+  close(message: number, terminator: number): void
+}
+
+/**
  * One `HarmonyStreamParser`'s stream (`NativeEngine`, `JsEngine`). `push` and `finish` answer in the single
  * form of the compact format, written to `out`, which is valid until the next call of any engine of the
  * same implementation in this thread.
@@ -73,6 +83,13 @@ export interface PoolBackend {
 export interface Engine {
   push(tokens: Uint32Array): string
   finish(): string
+  /**
+   * The object API's call: parses `tokens` (null finishes), writes the header slots of the compact format
+   * to `out` (status, diagnostic count, state, bad index; records only if that is how the engine reads its
+   * results), and reports the results to `visitor` in order. A status other than OK or a parse error comes
+   * with no results.
+   */
+  read(tokens: Uint32Array | null, visitor: ResultVisitor): void
   readonly out: Uint32Array
   takeDiagnostics(): RawDiagnostic[]
   takeHeaders(): RawHeader[]

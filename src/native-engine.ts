@@ -1,10 +1,20 @@
 /**
  * The native implementation behind one `HarmonyStreamParser`: a stream in this thread's Rust pool, driven
  * by the `parser*` functions of crate/node. Tokens go in and results come out through two arrays bound
- * once per thread (and again when a batch needs more room), so a call passes only two integers.
+ * once per thread (and again when a batch needs more room), so a push passes no argument at all: the
+ * stream id and the count go in the input's first slots.
  */
-import { compactCapacity } from './compact'
-import type { Engine, LaneStepper, PoolBackend, RawDiagnostic, RawHeader, RawParseError } from './engine'
+import {
+  COMPACT_FIRST_RECORD,
+  COMPACT_RECORD_SLOTS,
+  COMPACT_RECORDS,
+  NAME_NOT_INTERNED,
+  RECORD_CLOSE,
+  RECORD_OPEN,
+  RECORD_TEXT,
+  compactCapacity,
+} from './compact'
+import type { Engine, LaneStepper, PoolBackend, RawDiagnostic, RawHeader, RawParseError, ResultVisitor } from './engine'
 import type { FrameTemplate, LaneProgress } from './fallback/frames'
 import { NameMirror } from './name-mirror'
 
@@ -14,7 +24,8 @@ export interface NativeBinding {
   parserBind(input: Uint32Array, output: Uint32Array): void
   parserOpen(role: string | null, strict: boolean, maxHeaderTokens: number, toolNames: string[]): number
   parserClose(id: number): boolean
-  parserPush(id: number, count: number): string
+  /** Parses for the stream and tokens written in the bound input (`INPUT_*` slots). */
+  parserPush(): string
   parserFinish(id: number): string
   parserTakeDiagnostics(id: number): RawDiagnostic[]
   parserTakeHeaders(id: number): RawHeader[]
@@ -29,9 +40,14 @@ export interface NativeBinding {
   parserStepFrames(owner: number, streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): Uint8Array
 }
 
+/** Slots of the bound input (as in crate/node): the stream id, the count of tokens, then the tokens. */
+const INPUT_STREAM = 0
+const INPUT_COUNT = 1
+const INPUT_TOKENS = 2
+
 /** What all native parsers of this thread share: the binding, the bound arrays and the names. */
 class Channel {
-  input = new Uint32Array(64)
+  input = new Uint32Array(INPUT_TOKENS + 64)
   out = new Uint32Array(compactCapacity(64))
   readonly names: NameMirror
   /** Releases a parser's stream in the Rust pool when the parser is collected. */
@@ -43,10 +59,11 @@ class Channel {
     this.streams = new FinalizationRegistry((id) => binding.parserClose(id))
   }
 
+  /** Rebinds arrays with room for `count` tokens. */
   grow(count: number): void {
     // Both arrays first, then bind, then keep them: a failed allocation must leave the old pair bound.
     const size = Math.max(count, this.input.length * 2)
-    const input = new Uint32Array(size)
+    const input = new Uint32Array(INPUT_TOKENS + size)
     const out = new Uint32Array(compactCapacity(size))
     this.binding.parserBind(input, out)
     this.input = input
@@ -91,16 +108,48 @@ export class NativeEngine implements Engine {
   push(tokens: Uint32Array): string {
     const channel = this.channel
     const count = tokens.length
-    if (count > channel.input.length) channel.grow(count)
+    if (INPUT_TOKENS + count > channel.input.length) channel.grow(count)
     const input = channel.input
+    input[INPUT_STREAM] = this.id
+    input[INPUT_COUNT] = count
     // A loop beats TypedArray#set for the short batches that dominate streaming.
-    if (count <= 16) for (let i = 0; i < count; i++) input[i] = tokens[i]
-    else input.set(tokens)
-    return channel.binding.parserPush(this.id, count)
+    if (count <= 16) for (let i = 0; i < count; i++) input[INPUT_TOKENS + i] = tokens[i]
+    else input.set(tokens, INPUT_TOKENS)
+    return channel.binding.parserPush()
   }
 
   finish(): string {
     return this.channel.binding.parserFinish(this.id)
+  }
+
+  read(tokens: Uint32Array | null, visitor: ResultVisitor): void {
+    const text = tokens === null ? this.finish() : this.push(tokens)
+    this.visitRecords(text, visitor)
+  }
+
+  /** Decodes the records of the last call for `visitor`. */
+  private visitRecords(text: string, visitor: ResultVisitor): void {
+    const out = this.channel.out
+    let spilled: RawHeader[] | null = null
+    let opened = 0
+    const end = COMPACT_FIRST_RECORD + COMPACT_RECORD_SLOTS * out[COMPACT_RECORDS]
+    for (let at = COMPACT_FIRST_RECORD; at < end; at += COMPACT_RECORD_SLOTS) {
+      const kind = out[at]
+      if (kind === RECORD_TEXT) {
+        visitor.text(out[at + 1], text.slice(out[at + 2], out[at + 3]))
+      } else if (kind === RECORD_OPEN) {
+        let header = headerOf(this.channel.names, out, at)
+        if (header === null) {
+          spilled ??= this.takeHeaders()
+          header = spilled[opened]
+        }
+        opened++
+        visitor.open(out[at + 1], header)
+        at += COMPACT_RECORD_SLOTS // the FIELDS record was read with it
+      } else if (kind === RECORD_CLOSE) {
+        visitor.close(out[at + 1], out[at + 2])
+      }
+    }
   }
 
   takeDiagnostics(): RawDiagnostic[] {
@@ -157,5 +206,23 @@ export class NativeLaneStepper implements LaneStepper {
 
   step(ids: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): Uint8Array {
     return this.binding.parserStepFrames(this.owner, ids, offsets, tokens, ends)
+  }
+}
+
+/** A header from interned field ids; null if a field was not interned (then it comes from takeHeaders). */
+function headerOf(names: NameMirror, out: Uint32Array, at: number): RawHeader | null {
+  const role = out[at + 2]
+  const name = out[at + 3]
+  const channel = out[at + 5]
+  const recipient = out[at + 6]
+  const contentType = out[at + 7]
+  const X = NAME_NOT_INTERNED
+  if (role === X || name === X || channel === X || recipient === X || contentType === X) return null
+  return {
+    role: names.nameOf(role)!,
+    name: names.nameOf(name),
+    channel: names.nameOf(channel),
+    recipient: names.nameOf(recipient),
+    contentType: names.nameOf(contentType),
   }
 }

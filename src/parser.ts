@@ -14,16 +14,13 @@ import {
   COMPACT_STATUS_INVALID_TOKEN,
   COMPACT_STATUS_OK,
   COMPACT_STATUS_PARSE_ERROR,
-  NAME_NOT_INTERNED,
-  RECORD_CLOSE,
-  RECORD_OPEN,
-  RECORD_TEXT,
   compactCapacity,
 } from './compact'
 import {
   type Engine,
   type RawDiagnostic,
   type RawHeader,
+  type ResultVisitor,
   STATE_CONTENT,
   STATE_HEADER,
   TERMINATOR_CALL,
@@ -40,6 +37,7 @@ import type {
   HarmonyHeader,
   HarmonyMessage,
   HarmonyOpened,
+  HarmonySegment,
   HarmonyStreamParserOptions,
   Implementation,
   ParserState,
@@ -52,18 +50,17 @@ TERMINATORS[TERMINATOR_END] = 'end'
 TERMINATORS[TERMINATOR_RETURN] = 'return'
 TERMINATORS[TERMINATOR_CALL] = 'call'
 
-// Shared by all parsers of this thread: calls are synchronous, so one at a time uses it.
-let scratchTokens = new Uint32Array(64)
-/** Views of the scratch array by length (up to 64), so that a call allocates none. */
-let scratchViews: Uint32Array[] = []
+// Shared by all parsers of this thread: calls are synchronous, so one at a time uses them.
+const SHORT_BATCH = 64
+const shortScratch = new Uint32Array(SHORT_BATCH)
+/** Views of `shortScratch` by length, made once: a short batch's copy allocates nothing. */
+const shortViews = Array.from({ length: SHORT_BATCH + 1 }, (_, length) => shortScratch.subarray(0, length))
+let longScratch = new Uint32Array(0)
 
 function scratch(length: number): Uint32Array {
-  if (scratchTokens.length < length) {
-    scratchTokens = new Uint32Array(Math.max(length, scratchTokens.length * 2))
-    scratchViews = []
-  }
-  if (length > 64) return scratchTokens.subarray(0, length)
-  return (scratchViews[length] ??= scratchTokens.subarray(0, length))
+  if (length <= SHORT_BATCH) return shortViews[length]
+  if (longScratch.length < length) longScratch = new Uint32Array(Math.max(length, longScratch.length * 2))
+  return longScratch.subarray(0, length)
 }
 
 /** Checks and converts the tokens argument; the engines check the ids' range. */
@@ -103,25 +100,22 @@ export function internalError(cause: unknown): HarmonyError {
 interface OpenMessage {
   index: number
   header: RawHeader
-  content: string
+  /**
+   * The content so far, joined when the message closes. Appending to a string on every call would make a
+   * cons string per call, all alive until the message ends, so the young-generation collector copies each
+   * of them twice; the array only points to the pieces (often the vocabulary's own strings).
+   */
+  pieces: string[]
 }
 
-/** A header from interned field ids; null if a field was not interned (then it comes from takeHeaders). */
-export function headerOf(names: { nameOf(id: number): string | null }, out: Uint32Array, at: number): RawHeader | null {
-  const role = out[at + 2]
-  const name = out[at + 3]
-  const channel = out[at + 5]
-  const recipient = out[at + 6]
-  const contentType = out[at + 7]
-  const X = NAME_NOT_INTERNED
-  if (role === X || name === X || channel === X || recipient === X || contentType === X) return null
-  return {
-    role: names.nameOf(role)!,
-    name: names.nameOf(name),
-    channel: names.nameOf(channel),
-    recipient: names.nameOf(recipient),
-    contentType: names.nameOf(contentType),
-  }
+/**
+ * The pieces as one string. `+=` rather than `Array#join`: on V8 join costs about three times as much per
+ * short piece, and the result is the same string (flattened when first read as a whole).
+ */
+function joinPieces(pieces: string[]): string {
+  let text = ''
+  for (let i = 0; i < pieces.length; i++) text += pieces[i]
+  return text
 }
 
 /** The public form of a header: absent fields left out, fixed key order. */
@@ -144,9 +138,103 @@ function messageOf(open: OpenMessage, terminator: number): HarmonyMessage {
   // Absent fields are left out, as in the reference's JSON; the key order is fixed. Built field by field:
   // object spread is several times slower in V8, and this runs once per message.
   const message = publicHeader(open.header) as HarmonyMessage
-  message.content = open.content
+  message.content = joinPieces(open.pieces)
   message.terminator = TERMINATORS[terminator] ?? null
   return message
+}
+
+/**
+ * Builds the object API's results from an engine's (a `ResultVisitor`): each batch's lists, the open
+ * message's content, and every message completed so far. A batch's lists are made when their first
+ * element is (at batch 1 most calls have one segment and nothing else): a literal of one element is a
+ * single small allocation, where pushing to an empty array allocates room for 16. Empty lists are still
+ * fresh arrays.
+ */
+class BatchAssembler implements ResultVisitor {
+  /** Every message completed so far. */
+  readonly messages: HarmonyMessage[] = []
+  private current: OpenMessage | null = null
+  private opened: HarmonyOpened[] | null = null
+  private segments: HarmonySegment[] | null = null
+  private completed: HarmonyMessage[] | null = null
+
+  open(index: number, header: RawHeader): void {
+    this.current = { index, header, pieces: [] }
+    const opened = openedOf(index, header)
+    if (this.opened === null) this.opened = [opened]
+    else this.opened.push(opened)
+  }
+
+  text(index: number, text: string): void {
+    const current = this.current!
+    current.pieces.push(text)
+    const { header } = current
+    const segment: HarmonySegment = {
+      messageIndex: index,
+      role: header.role,
+      channel: header.channel ?? null,
+      recipient: header.recipient ?? null,
+      contentType: header.contentType ?? null,
+      text,
+    }
+    if (this.segments === null) this.segments = [segment]
+    else this.segments.push(segment)
+  }
+
+  close(_index: number, terminator: number): void {
+    const message = messageOf(this.current!, terminator)
+    this.current = null
+    this.messages.push(message)
+    if (this.completed === null) this.completed = [message]
+    else this.completed.push(message)
+  }
+
+  /** The message being read, if any. */
+  openMessage(): OpenMessage | null {
+    return this.current
+  }
+
+  /** Text of the open message that reached the parser without a batch (`pushText`, `SsePool`'s lane). */
+  appendText(text: string): void {
+    if (this.current !== null && text !== '') this.current.pieces.push(text)
+  }
+
+  /** The batch of everything reported since the last call; starts the next one. */
+  take(diagnostics: HarmonyDiagnostic[]): HarmonyBatch {
+    const batch: HarmonyBatch = {
+      opened: this.opened ?? [],
+      segments: this.segments ?? [],
+      completed: this.completed ?? [],
+      diagnostics,
+    }
+    this.opened = null
+    this.segments = null
+    this.completed = null
+    return batch
+  }
+}
+
+/**
+ * `pushText`'s visitor: a batch of ordinary tokens inside a message can only add text to it, which goes to
+ * the open message without a batch; anything else would be an engine bug.
+ */
+class TextOnly implements ResultVisitor {
+  collected = ''
+
+  constructor(private readonly assembler: BatchAssembler) {}
+
+  open(): void {
+    throw new Error('a message opened in a batch of ordinary tokens inside a message')
+  }
+
+  text(_message: number, text: string): void {
+    this.collected += text
+    this.assembler.appendText(text)
+  }
+
+  close(): void {
+    throw new Error('a message closed in a batch of ordinary tokens inside a message')
+  }
 }
 
 export function diagnosticOf(raw: RawDiagnostic): HarmonyDiagnostic {
@@ -197,8 +285,8 @@ export class HarmonyStreamParser {
   /** The implementation running this parser. */
   readonly implementation: Implementation
   private readonly engine: Engine
-  private open: OpenMessage | null = null
-  private readonly completedMessages: HarmonyMessage[] = []
+  private readonly assembler = new BatchAssembler()
+  private readonly textOnly = new TextOnly(this.assembler)
   private done = false
   private mode: 'objects' | 'compact' | null = null
   /** Set by `close()`: the state when the engine was released. */
@@ -219,7 +307,7 @@ export class HarmonyStreamParser {
     this.checkOpen()
     const ids = tokenArray(tokens)
     this.use('objects')
-    return this.collect(this.call(ids), ids)
+    return this.read(ids)
   }
 
   /**
@@ -231,7 +319,7 @@ export class HarmonyStreamParser {
     this.use('objects')
     this.done = true
     try {
-      return this.collect(this.call(null), null)
+      return this.read(null)
     } finally {
       this.close()
     }
@@ -301,7 +389,7 @@ export class HarmonyStreamParser {
 
   /** Every message completed so far by `push`/`finish` (a copy). */
   get messages(): HarmonyMessage[] {
-    return this.completedMessages.slice()
+    return this.assembler.messages.slice()
   }
 
   /**
@@ -333,14 +421,19 @@ export class HarmonyStreamParser {
    * nothing consumed, for any other batch. Bad ids throw as for `push`.
    */
   pushText(tokens: Uint32Array | readonly number[]): string | null {
-    const open = this.open
-    if (open === null || this.done || this.mode !== 'objects') return null
+    if (this.assembler.openMessage() === null || this.done || this.mode !== 'objects') return null
     for (let i = 0; i < tokens.length; i++) if (!(tokens[i] < FIRST_SPECIAL)) return null
     const ids = tokenArray(tokens)
-    const text = this.call(ids)
-    this.checkStatus(this.engine.out[COMPACT_STATUS], ids)
-    open.content += text
-    return text
+    const collector = this.textOnly
+    collector.collected = ''
+    try {
+      this.engine.read(ids, collector)
+    } catch (cause) {
+      throw internalError(cause)
+    }
+    const status = this.engine.out[COMPACT_STATUS]
+    if (status !== COMPACT_STATUS_OK) this.checkStatus(status, ids)
+    return collector.collected
   }
 
   /** @internal The engine under this parser, for `SsePool`'s fast lane. */
@@ -351,12 +444,12 @@ export class HarmonyStreamParser {
 
   /** @internal The message being read (index and header), if any. */
   openMessage(): { index: number; header: RawHeader } | null {
-    return this.open
+    return this.assembler.openMessage()
   }
 
   /** @internal Text that `SsePool`'s fast lane gave the open message on this parser's engine. */
   absorbLaneText(text: string): void {
-    if (this.open !== null) this.open.content += text
+    this.assembler.appendText(text)
   }
 
   private checkOpen(): void {
@@ -377,7 +470,23 @@ export class HarmonyStreamParser {
     }
   }
 
-  /** One engine call; `tokens` null finishes. The results are in `this.engine.out`. */
+  /** One engine call for the object API; `tokens` null finishes. */
+  private read(tokens: Uint32Array | null): HarmonyBatch {
+    try {
+      this.engine.read(tokens, this.assembler)
+    } catch (cause) {
+      throw internalError(cause)
+    }
+    const out = this.engine.out
+    const status = out[COMPACT_STATUS]
+    if (status !== COMPACT_STATUS_OK) this.checkStatus(status, tokens)
+    const diagnostics = out[COMPACT_DIAGNOSTICS] > 0 ? this.engine.takeDiagnostics().map(diagnosticOf) : []
+    const batch = this.assembler.take(diagnostics)
+    if (status === COMPACT_STATUS_PARSE_ERROR) throw this.parseError(batch)
+    return batch
+  }
+
+  /** One engine call for the fast path; `tokens` null finishes. The results are in `this.engine.out`. */
   private call(tokens: Uint32Array | null): string {
     try {
       return tokens === null ? this.engine.finish() : this.engine.push(tokens)
@@ -408,60 +517,11 @@ export class HarmonyStreamParser {
   private copyCompact(text: string, tokens: Uint32Array | null, out: Uint32Array): string {
     const source = this.engine.out
     const status = source[COMPACT_STATUS]
-    this.checkStatus(status, tokens)
+    if (status !== COMPACT_STATUS_OK) this.checkStatus(status, tokens)
     // A loop: `subarray` would allocate a view per call, which costs more than copying the few slots.
     const end = COMPACT_FIRST_RECORD + COMPACT_RECORD_SLOTS * source[COMPACT_RECORDS]
     for (let i = 0; i < end; i++) out[i] = source[i]
     return text
-  }
-
-  private collect(text: string, tokens: Uint32Array | null): HarmonyBatch {
-    const out = this.engine.out
-    const status = out[COMPACT_STATUS]
-    this.checkStatus(status, tokens)
-    const batch: HarmonyBatch = {
-      opened: [],
-      segments: [],
-      completed: [],
-      diagnostics: out[COMPACT_DIAGNOSTICS] > 0 ? this.engine.takeDiagnostics().map(diagnosticOf) : [],
-    }
-    let spilled: RawHeader[] | null = null
-    let opened = 0
-    const end = COMPACT_FIRST_RECORD + COMPACT_RECORD_SLOTS * out[COMPACT_RECORDS]
-    for (let at = COMPACT_FIRST_RECORD; at < end; at += COMPACT_RECORD_SLOTS) {
-      const kind = out[at]
-      if (kind === RECORD_OPEN) {
-        let header = headerOf(this.engine, out, at)
-        if (header === null) {
-          spilled ??= this.engine.takeHeaders()
-          header = spilled[opened]
-        }
-        opened++
-        this.open = { index: out[at + 1], header, content: '' }
-        batch.opened.push(openedOf(out[at + 1], header))
-        at += COMPACT_RECORD_SLOTS // the FIELDS record was read with it
-      } else if (kind === RECORD_TEXT) {
-        const open = this.open!
-        const piece = text.slice(out[at + 2], out[at + 3])
-        open.content += piece
-        const { header } = open
-        batch.segments.push({
-          messageIndex: out[at + 1],
-          role: header.role,
-          channel: header.channel ?? null,
-          recipient: header.recipient ?? null,
-          contentType: header.contentType ?? null,
-          text: piece,
-        })
-      } else if (kind === RECORD_CLOSE) {
-        const message = messageOf(this.open!, out[at + 2])
-        this.open = null
-        batch.completed.push(message)
-        this.completedMessages.push(message)
-      }
-    }
-    if (status === COMPACT_STATUS_PARSE_ERROR) throw this.parseError(batch)
-    return batch
   }
 }
 

@@ -42,6 +42,11 @@ function encodeCount(text: string): number {
   return ordinaryEncoder('js').encode(text).length
 }
 
+/** tokens[from, to): the array itself when that is all of it (at batch 1, always), else a copy. */
+function part(tokens: Uint32Array | readonly number[], from: number, to: number): Uint32Array | readonly number[] {
+  return from === 0 && to === tokens.length ? tokens : tokens.slice(from, to)
+}
+
 export class MessageStream {
   readonly parser: HarmonyStreamParser
   /**
@@ -113,11 +118,11 @@ export class MessageStream {
     let from = 0
     for (let i = 0; i < tokens.length; i++) {
       if (tokens[i] >= FIRST_SPECIAL) {
-        this.feed(tokens.slice(from, i + 1), events)
+        this.feed(part(tokens, from, i + 1), events)
         from = i + 1
       }
     }
-    if (from < tokens.length) this.feed(from === 0 ? tokens : tokens.slice(from), events)
+    if (from < tokens.length) this.feed(part(tokens, from, tokens.length), events)
     return events
   }
 
@@ -170,7 +175,8 @@ export class MessageStream {
    * earlier (or, lenient, never: the adapters then route it at its close).
    */
   private collect(batch: HarmonyBatch, events: MessageEvent[], last: number | null): void {
-    this.diagnostics.push(...batch.diagnostics)
+    // A loop, not push(...spread): most batches have no diagnostic, and a spread call costs even then.
+    for (const diagnostic of batch.diagnostics) this.diagnostics.push(diagnostic)
     const { opened, segments, completed } = batch
     let o = 0
     let s = 0

@@ -19,10 +19,10 @@ import type { BatchOutput } from './output'
  * The caller sizes `out` (`compactCapacity`).
  */
 export function writeRecords(output: BatchOutput, names: NameTable, out: Uint32Array, at: number, textBase: number): number {
-  const { events, headers } = output
+  const { events, eventSlots, headers } = output
   let header = 0
   let textStart = textBase
-  for (let i = 0; i < events.length; i += 3) {
+  for (let i = 0; i < eventSlots; i += 3) {
     const kind = events[i]
     const message = events[i + 1]
     if (kind === EVENT_OPEN) {

@@ -3,9 +3,9 @@
  * garbage collector frees it with the parser), answering in the single form of the compact format.
  */
 import { NAME_NOT_INTERNED, NameTable, compactCapacity } from '../compact'
-import type { Engine, LaneStepper, RawDiagnostic, RawHeader, RawParseError } from '../engine'
+import type { Engine, LaneStepper, RawDiagnostic, RawHeader, RawParseError, ResultVisitor } from '../engine'
 import { type FrameTemplate, type LaneProgress, claimLane, releaseLane, setLane, stepFrames, takeLane } from './frames'
-import { type Stream, callStream, failGuarded, newStream } from './pool'
+import { type Stream, callStream, failGuarded, newStream, runStream } from './pool'
 import { sharedVocabulary } from './vocabulary'
 
 // Shared by all TypeScript parsers of this thread: calls are synchronous, so one at a time writes `out`.
@@ -31,6 +31,11 @@ export class JsEngine implements Engine {
 
   finish(): string {
     return callStream(this.stream, null, out, names)
+  }
+
+  /** Reads the parser's events directly: encoding them as records to decode them again would be wasted work. */
+  read(tokens: Uint32Array | null, visitor: ResultVisitor): void {
+    if (runStream(this.stream, tokens, out)) this.stream.parser.output.visit(visitor)
   }
 
   takeDiagnostics(): RawDiagnostic[] {

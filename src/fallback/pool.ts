@@ -58,17 +58,28 @@ export function newStream(vocabulary: Vocabulary, options: ParserOptions): Strea
  */
 export function callStream(stream: Stream, tokens: Uint32Array | null, out: Uint32Array, names: NameTable): string {
   checkCapacity(out, compactCapacity(tokens === null ? 0 : tokens.length))
-  // The parser checks the ids itself (nothing is consumed if one is bad).
-  const status = runGuarded(stream, tokens)
+  const wrote = runStream(stream, tokens, out)
   const output = stream.parser.output
-  const wrote = status !== COMPACT_STATUS_INTERNAL_ERROR && status !== COMPACT_STATUS_INVALID_TOKEN
   const at = wrote ? writeRecords(output, names, out, COMPACT_HEADER_SLOTS, 0) : COMPACT_HEADER_SLOTS
   out[COMPACT_RECORDS] = (at - COMPACT_HEADER_SLOTS) / COMPACT_RECORD_SLOTS
+  return wrote ? output.text : ''
+}
+
+/**
+ * `callStream` without the records: runs the call and writes the header slots (no records). Returns
+ * whether the call has results to read from `stream.parser.output` (not after an internal error or an
+ * invalid token).
+ */
+export function runStream(stream: Stream, tokens: Uint32Array | null, out: Uint32Array): boolean {
+  // The parser checks the ids itself (nothing is consumed if one is bad).
+  const status = runGuarded(stream, tokens)
+  const wrote = status !== COMPACT_STATUS_INTERNAL_ERROR && status !== COMPACT_STATUS_INVALID_TOKEN
+  out[COMPACT_RECORDS] = 0
   out[COMPACT_STATUS] = status
-  out[COMPACT_DIAGNOSTICS] = wrote ? output.diagnostics.length : 0
+  out[COMPACT_DIAGNOSTICS] = wrote ? stream.parser.output.diagnostics.length : 0
   out[COMPACT_STATE] = stream.parser.state
   out[COMPACT_BAD_INDEX] = status === COMPACT_STATUS_INVALID_TOKEN ? stream.badIndex : 0
-  return wrote ? output.text : ''
+  return wrote
 }
 
 interface Slot {

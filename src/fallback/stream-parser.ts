@@ -15,6 +15,8 @@ export const DEFAULT_MAX_HEADER_TOKENS = 256
 /** Ignored text between messages is reported in diagnostics of at most this many bytes each. */
 export const MAX_STRAY_BYTES = 4096
 
+const REPLACEMENT = '\uFFFD'
+
 export interface ParserOptions {
   role: string | null
   strict: boolean
@@ -263,18 +265,27 @@ export class StreamParser {
   }
 
   private headerBytes(): Uint8Array {
-    const parts = this.headerTokens.map((token) => this.vocabulary.tokenBytes(token))
-    return Buffer.concat(parts)
+    return this.vocabulary.concatBytes(this.headerTokens)
   }
 
+  /**
+   * The header so far as text, invalid bytes as U+FFFD. When every token is valid UTF-8 on its own (the
+   * usual case) their texts are joined: nothing to copy or decode.
+   */
   private headerText(): string {
-    return decodeLossy(this.headerBytes())
+    let text = ''
+    for (const token of this.headerTokens) {
+      const piece = this.vocabulary.text(token)
+      if (piece === null) return decodeLossy(this.headerBytes())
+      text += piece
+    }
+    return text
   }
 
   private openFromHeader(offset: number): void {
-    const bytes = this.headerBytes()
-    const text = decodeLossy(bytes)
-    if (!isValidUtf8(bytes)) {
+    const text = this.headerText()
+    // Lossy decoding brings U+FFFD only for invalid bytes: a text without one came from valid bytes.
+    if (text.includes(REPLACEMENT) && !isValidUtf8(this.headerBytes())) {
       if (this.strict) {
         this.resetHeader()
         throw new StrictFailure({ code: 'invalid-header-utf8', message: 'could not decode header', tokenOffset: offset, header: text })
@@ -308,8 +319,10 @@ export class StreamParser {
 
   /** Opens a message from the header so far; a character split at its end stays pending for the content. */
   private openRecoveredHeader(continues: boolean): void {
-    const decoded = this.utf8.push(this.headerBytes())
-    const recovered = recoverHeader(decoded, this.nextRole, continues)
+    const bytes = this.headerBytes()
+    const decoded = { text: '' }
+    this.utf8.push(bytes, 0, bytes.length, decoded)
+    const recovered = recoverHeader(decoded.text, this.nextRole, continues)
     this.nextRole = null
     this.headerTokens.length = 0
     const message = this.open(recovered.header)
@@ -328,14 +341,15 @@ export class StreamParser {
   private appendContent(token: number): void {
     const message = this.openMessage!
     const text = this.utf8.isEmpty() ? this.vocabulary.text(token) : null
-    this.output.text += text ?? this.utf8.push(this.vocabulary.tokenBytes(token))
+    if (text !== null) this.output.text += text
+    else this.vocabulary.assemble(token, this.utf8, this.output)
     this.output.markText(message)
   }
 
   private closeMessage(terminator: number): void {
     const message = this.openMessage!
     this.openMessage = null
-    this.output.text += this.utf8.flush()
+    this.utf8.flush(this.output)
     this.output.markText(message)
     this.output.close(message, terminator)
     this.currentState = STATE_EXPECT_START

@@ -85,58 +85,91 @@ export function validUpTo(bytes: Uint8Array, start: number, end: number): number
   return end
 }
 
+/** Where decoded text goes (as `TextSink` in utf8.rs): `BatchOutput` is one. */
+export interface TextSink {
+  text: string
+}
+
 /**
- * Lossy decoding of bytes[start, end) into `parts`. Returns the start of a trailing incomplete sequence,
- * or `end` if there is none.
+ * Appends the lossy decoding of bytes[start, end) to `out`, except a trailing incomplete sequence, whose
+ * start it returns (`end` if there is none).
  */
-function decodeInto(bytes: Uint8Array, start: number, end: number, parts: string[]): number {
+function decodeInto(bytes: Uint8Array, start: number, end: number, out: TextSink): number {
   let position = start
   for (;;) {
     const valid = validUpTo(bytes, position, end)
-    if (valid > position) parts.push(decodeValid(bytes, position, valid))
+    if (valid > position) out.text += decodeValid(bytes, position, valid)
     if (valid === end) return end
     const length = sequenceAt(bytes, valid, end)
     if (length === 0) return valid
-    parts.push(REPLACEMENT)
+    out.text += REPLACEMENT
     position = valid - length // length is the negated size of the invalid subpart
   }
 }
 
 /** Lossy decoding of a complete byte string (nothing held back). */
 export function decodeLossy(bytes: Uint8Array): string {
-  const parts: string[] = []
-  if (decodeInto(bytes, 0, bytes.length, parts) < bytes.length) parts.push(REPLACEMENT)
-  return parts.join('')
+  const out = { text: '' }
+  if (decodeInto(bytes, 0, bytes.length, out) < bytes.length) out.text += REPLACEMENT
+  return out.text
 }
 
-const NOTHING = new Uint8Array(0)
+/** The longest incomplete sequence held between pushes (a 4-byte character missing its last byte). */
+const MAX_PENDING = 3
+
+/**
+ * Pending bytes + a token's bytes, decoded together; shared by the assemblers of this thread (a push is
+ * synchronous and done with it when it returns). Grows to the longest token seen after a split character.
+ */
+let joined = new Uint8Array(64)
 
 export class Utf8Assembler {
-  /** Bytes of an incomplete (so far valid) sequence: at most 3. */
-  private pending = NOTHING
+  /**
+   * Bytes of an incomplete (so far valid) sequence: the first `pendingLength`, at most 3. Made when first
+   * needed: most streams never split a character, and an idle parser should stay small.
+   */
+  private pending: Uint8Array | null = null
+  private pendingLength = 0
 
   isEmpty(): boolean {
-    return this.pending.length === 0
+    return this.pendingLength === 0
   }
 
-  /** Decodes `bytes` after whatever is pending; keeps an incomplete trailing sequence for the next call. */
-  push(bytes: Uint8Array): string {
-    let input = bytes
-    if (this.pending.length > 0) {
-      input = new Uint8Array(this.pending.length + bytes.length)
-      input.set(this.pending)
-      input.set(bytes, this.pending.length)
+  /**
+   * Appends the decoding of bytes[start, end), after whatever is pending, to `out`; keeps an incomplete
+   * trailing sequence for the next call. Takes a range so that a token's bytes are read where the
+   * vocabulary keeps them: a view per token would cost more than decoding it.
+   */
+  push(bytes: Uint8Array, start: number, end: number, out: TextSink): void {
+    if (this.pendingLength === 0) {
+      this.hold(bytes, decodeInto(bytes, start, end, out), end)
+      return
     }
-    const parts: string[] = []
-    const rest = decodeInto(input, 0, input.length, parts)
-    this.pending = rest === input.length ? NOTHING : input.slice(rest)
-    return parts.length === 1 ? parts[0] : parts.join('')
+    const length = this.join(bytes, start, end)
+    this.hold(joined, decodeInto(joined, 0, length, out), length)
+  }
+
+  /** Writes the pending bytes followed by bytes[start, end) into `joined`; returns their length. */
+  private join(bytes: Uint8Array, start: number, end: number): number {
+    const length = this.pendingLength + end - start
+    if (joined.length < length) joined = new Uint8Array(Math.max(length, 2 * joined.length))
+    for (let i = 0; i < this.pendingLength; i++) joined[i] = this.pending![i]
+    for (let i = start; i < end; i++) joined[this.pendingLength + i - start] = bytes[i]
+    return length
+  }
+
+  /** Keeps bytes[from, end), an incomplete sequence (or nothing), for the next push. */
+  private hold(bytes: Uint8Array, from: number, end: number): void {
+    this.pendingLength = end - from
+    if (from === end) return
+    const pending = (this.pending ??= new Uint8Array(MAX_PENDING))
+    for (let i = from; i < end; i++) pending[i - from] = bytes[i]
   }
 
   /** Ends the stream: an incomplete sequence becomes one U+FFFD. */
-  flush(): string {
-    if (this.pending.length === 0) return ''
-    this.pending = NOTHING
-    return REPLACEMENT
+  flush(out: TextSink): void {
+    if (this.pendingLength === 0) return
+    this.pendingLength = 0
+    out.text += REPLACEMENT
   }
 }

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs'
 
 import { vocabularyPath } from '../vocabulary-file'
 import { FIRST_SPECIAL, VOCAB_SIZE, specialTokenText } from './tokens'
-import { decodeValid, validUpTo } from './utf8'
+import { type TextSink, type Utf8Assembler, decodeValid, validUpTo } from './utf8'
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
 
@@ -76,15 +76,40 @@ export class Vocabulary {
     return this.bytes.subarray(this.starts[id], this.ends[id])
   }
 
-  /** The text of token `id` when its bytes are valid UTF-8 on their own, else null. */
-  text(id: number): string | null {
-    let text = this.texts[id]
-    if (text === undefined) {
-      const start = this.starts[id]
-      const end = this.ends[id]
-      text = validUpTo(this.bytes, start, end) === end ? decodeValid(this.bytes, start, end) : null
-      this.texts[id] = text
+  /** The bytes of tokens `ids`, one after the other, in a new array. */
+  concatBytes(ids: readonly number[]): Uint8Array {
+    let length = 0
+    for (const id of ids) length += this.ends[id] - this.starts[id]
+    const out = new Uint8Array(length)
+    let at = 0
+    for (const id of ids) {
+      for (let i = this.starts[id]; i < this.ends[id]; i++) out[at++] = this.bytes[i]
     }
+    return out
+  }
+
+  /**
+   * Feeds the bytes of token `id` to `utf8`, which appends the text they complete to `out`. The bytes are
+   * read in place: a view per token would cost more than decoding it.
+   */
+  assemble(id: number, utf8: Utf8Assembler, out: TextSink): void {
+    utf8.push(this.bytes, this.starts[id], this.ends[id], out)
+  }
+
+  /**
+   * The text of token `id` when its bytes are valid UTF-8 on their own, else null. (Kept this small so
+   * that V8 inlines it into the content path; the first use of a token goes through `decodeText`.)
+   */
+  text(id: number): string | null {
+    const text = this.texts[id]
+    return text !== undefined ? text : this.decodeText(id)
+  }
+
+  private decodeText(id: number): string | null {
+    const start = this.starts[id]
+    const end = this.ends[id]
+    const text = validUpTo(this.bytes, start, end) === end ? decodeValid(this.bytes, start, end) : null
+    this.texts[id] = text
     return text
   }
 }
