@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
-use harmony_stream_core::{compact, ParserOptions, StreamParser, StreamPool, Vocabulary};
+use harmony_stream_core::{compact, FrameSlot, FrameTemplate, ParserOptions, State, StreamParser, StreamPool, Vocabulary};
 
 mod floor;
 mod support;
@@ -71,6 +71,38 @@ fn replay_pool(vocabulary: &Arc<Vocabulary>, steps: &[Step], concurrent: usize) 
         sink += pool.step(&step.ids, &step.offsets, &step.tokens, &mut out).expect("valid step").len() + out[0] as usize;
     }
     sink + pool.finish(&all, &mut out).expect("valid finish").len()
+}
+
+/// The pool's frame lane (`step_frames`) as `SsePool` drives it, without N-API or adapters: every stream
+/// has a chat-sized frame template while it reads content; a step the lane leaves to the caller is pushed
+/// on the same stream (where an adapter would run), after which the template is set again.
+fn replay_pool_frames(vocabulary: &Arc<Vocabulary>, steps: &[Step], concurrent: usize) -> usize {
+    let mut pool = StreamPool::new(vocabulary.clone());
+    let all: Vec<u32> = (0..concurrent).map(|_| pool.open(ParserOptions::default()).expect("room")).collect();
+    let head = "data: {\"id\":\"chatcmpl-0123456789abcdef\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"gpt-oss-120b\",\"choices\":[{\"index\":0,\"delta\":{\"content\":";
+    let template = FrameTemplate::new(vec![head.into(), "},\"finish_reason\":null,\"logprobs\":null}]}\n\n".into()], vec![FrameSlot::Text]).expect("valid");
+    for &id in &all {
+        assert!(pool.claim(id, 1) && pool.set_lane(id, None, 0));
+    }
+    let mut out = vec![0u32; compact::capacity(1, concurrent)];
+    let (mut ends, mut slow) = (vec![0u32; concurrent], Vec::new());
+    let mut sink = 0;
+    for step in steps {
+        let mut bytes = Vec::new();
+        slow.clear();
+        pool.step_frames(1, &step.ids, &step.offsets, &step.tokens, &mut bytes, &mut ends, &mut slow).expect("valid step");
+        sink += bytes.len();
+        for pair in slow.chunks(2) {
+            let index = pair[0] as usize;
+            let id = step.ids[index];
+            sink += pool.take_lane(id).map_or(0, |progress| progress.text.len());
+            let batch = &step.tokens[step.offsets[index] as usize..step.offsets[index + 1] as usize];
+            sink += pool.call_one(id, Some(batch), &mut out).expect("an open stream").len();
+            let content = pool.state(id) == Some(State::Content);
+            pool.set_lane(id, content.then(|| template.clone()), 0);
+        }
+    }
+    sink + pool.finish(&all, &mut vec![0u32; compact::capacity(concurrent, concurrent)]).expect("valid finish").len()
 }
 
 /// A corpus file and what the table says about it.
@@ -163,6 +195,15 @@ fn main() {
                 &mut [&mut || replay_pool(&vocabulary, &steps, concurrent), &mut || replay_floor_pool(&table, &steps, concurrent)],
             )[..] else { unreachable!() };
             row(&label, core, floor);
+        }
+        let label = format!("{}, pool of 1024 streams, chat SSE frames (step_frames; floor: the pool's)", corpus.name);
+        if label.contains(&filter) {
+            let (steps, tokens) = pool_steps(&corpus.streams, 1024);
+            let [frames, floor] = measure_alternately(
+                tokens,
+                &mut [&mut || replay_pool_frames(&vocabulary, &steps, 1024), &mut || replay_floor_pool(&table, &steps, 1024)],
+            )[..] else { unreachable!() };
+            row(&label, frames, floor);
         }
     }
 }
