@@ -112,12 +112,13 @@ export interface Engine {
 /**
  * Steps the fast lanes of many engines of one implementation at once, one call per engine step
  * (`parserStepFrames` in crate/node, `stepFrames` in fallback/frames.ts). `ends` gets the layout of
- * fallback/frames.ts (FRAMES_*); the frames come back as bytes (native) or a string (js).
+ * fallback/frames.ts (FRAMES_*); the frames come back as one buffer with an end per stream in `ends`
+ * (native) or a string per stream (js).
  */
 export interface LaneStepper {
   /** The id under which `step` knows the engine's stream. */
   add(engine: Engine): number
   /** Forgets an id of `add` (the engine itself is closed by its owner). */
   remove(id: number): void
-  step(ids: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): Uint8Array | string
+  step(ids: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): Uint8Array | string[]
 }

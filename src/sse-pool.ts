@@ -45,18 +45,18 @@ export interface SseStreamError {
  */
 export class SseFrames {
   /** The lane's bytes as a plain `Uint8Array` (a view of one is made several times faster than a Buffer's `subarray`). */
-  private readonly frames: Uint8Array | string
+  private readonly bytes: Uint8Array | null
 
   constructor(
-    frames: Uint8Array | string,
-    /** Where each stream's part of `frames` ends. */
+    frames: Uint8Array | string[],
+    /** Where each stream's part of the native lane's bytes ends. */
     private readonly ends: Uint32Array,
-    /** What the adapters wrote themselves, by index; null when they wrote nothing this step. */
-    private readonly served: (string | undefined)[] | null,
+    /** Each stream's frame as a string when not in `bytes`: the TypeScript lane's, and the adapters' own. */
+    private readonly texts: string[] | null,
     /** Streams whose adapter threw: their frame is ''. */
     readonly errors: readonly SseStreamError[],
   ) {
-    this.frames = typeof frames === 'string' ? frames : new Uint8Array(frames.buffer, frames.byteOffset, frames.byteLength)
+    this.bytes = Array.isArray(frames) ? null : new Uint8Array(frames.buffer, frames.byteOffset, frames.byteLength)
   }
 
   /** The number of streams in the step. */
@@ -66,13 +66,13 @@ export class SseFrames {
 
   frame(index: number): Uint8Array | string {
     if (!(Number.isInteger(index) && index >= 0 && index < this.ends.length)) throw new RangeError(`no stream at index ${index} in this step`)
-    const served = this.served?.[index]
-    if (served !== undefined) return served
+    const text = this.texts?.[index]
+    if (text) return text
+    const bytes = this.bytes
+    if (bytes === null) return ''
     const start = index === 0 ? 0 : this.ends[index - 1]
     const end = this.ends[index]
-    if (start === end) return ''
-    const frames = this.frames
-    return typeof frames === 'string' ? frames.slice(start, end) : new Uint8Array(frames.buffer, frames.byteOffset + start, end - start)
+    return start === end ? '' : new Uint8Array(bytes.buffer, bytes.byteOffset + start, end - start)
   }
 }
 
@@ -146,7 +146,7 @@ export class SsePool {
     const count = streams.length
     if (this.ends.length < FRAMES_ENDS + 3 * count) this.ends = new Uint32Array(FRAMES_ENDS + 3 * Math.max(count, this.ends.length))
     const ends = this.ends
-    let frames: Uint8Array | string
+    let frames: Uint8Array | string[]
     try {
       frames = this.stepper.step(streams, offsets, tokens, ends)
     } catch (cause) {
@@ -154,7 +154,9 @@ export class SsePool {
     }
     throwForStepStatus(ends[FRAMES_STATUS], ends[FRAMES_BAD_INDEX], streams, tokens)
     const slow = ends[FRAMES_SLOW]
-    let served: (string | undefined)[] | null = null
+    // The adapters' frames go beside the lane's strings (js), or into strings of their own (native, made
+    // dense at once: a sparse array's lookups are slow).
+    let texts = Array.isArray(frames) ? frames : null
     let errors: SseStreamError[] | null = null
     for (let k = 0; k < slow; k++) {
       const index = ends[FRAMES_ENDS + count + 2 * k]
@@ -162,12 +164,12 @@ export class SsePool {
       const id = streams[index]
       try {
         const text = this.serve(this.entries.get(id)!, report, tokens.subarray(offsets[index], offsets[index + 1]))
-        if (text !== '') (served ??= [])[index] = text
+        if (text !== '') (texts ??= new Array<string>(count).fill(''))[index] = text
       } catch (error) {
         ;(errors ??= []).push({ index, id, error: error as Error })
       }
     }
-    return new SseFrames(frames, ends.slice(FRAMES_ENDS, FRAMES_ENDS + count), served, errors ?? NO_ERRORS)
+    return new SseFrames(frames, ends.slice(FRAMES_ENDS, FRAMES_ENDS + count), texts, errors ?? NO_ERRORS)
   }
 
   /** Ends stream `id` (its adapter's `finishSse(options)`: no `[DONE]`) and removes it from the pool. */

@@ -95,7 +95,7 @@ export class JsLaneStepper implements LaneStepper {
     releaseLane(id, this.owner)
   }
 
-  step(ids: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): string {
+  step(ids: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): string[] {
     return stepFrames(this.owner, ids, offsets, tokens, ends)
   }
 }

@@ -85,9 +85,10 @@ export function takeLane(stream: Stream): LaneProgress | null {
 }
 
 /**
- * Where `stepFrames` writes into `ends` (3 + 3 × streams slots), as `parserStepFrames` in crate/node: a
- * status, the index it concerns, how many streams are left to the caller, one end per stream, then for
- * each stream left to the caller its index and its lane report.
+ * Where a lane step writes into `ends` (3 + 3 × streams slots), as `parserStepFrames` in crate/node: a
+ * status, the index it concerns, how many streams are left to the caller, one end per stream in the
+ * native step's buffer (unused by `stepFrames`), then for each stream left to the caller its index and its
+ * lane report.
  */
 export const FRAMES_STATUS = 0
 export const FRAMES_BAD_INDEX = 1
@@ -136,18 +137,20 @@ function laneStream(id: number): Stream | null {
 let step = 0
 
 /**
- * One engine step with wire frames out (`StreamPool::step_frames`) for the streams `owner` claimed: a stream inside a message whose lane
- * is set, given only ordinary tokens, is served here, its text written as one frame; the indexes of the
- * others go to the caller. Returns the frames of the whole step as one string; `ends` holds where each
- * stream's frame ends (UTF-16 offsets). Checks everything before consuming anything.
+ * One engine step with wire frames out (`StreamPool::step_frames`) for the streams `owner` claimed: a
+ * stream inside a message whose lane is set, given only ordinary tokens, is served here, its text written
+ * as one frame; the indexes of the others go to the caller (in `ends`, laid out as for the native step).
+ * Returns each stream's frame, '' for none and for the streams left to the caller: separate strings, which
+ * cost less here than one string to slice (the native step's one buffer saves crossings). Checks
+ * everything before consuming anything.
  */
-export function stepFrames(owner: number, streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): string {
+export function stepFrames(owner: number, streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): string[] {
   const n = streams.length
   ends[FRAMES_SLOW] = 0
   const status = checkStep(owner, streams, offsets, tokens, ends)
   ends[FRAMES_STATUS] = status
-  if (status !== COMPACT_STATUS_OK) return ''
-  let frames = ''
+  const frames: string[] = []
+  if (status !== COMPACT_STATUS_OK) return frames
   let slow = 0
   for (let i = 0; i < n; i++) {
     const stream = laneStream(streams[i])!
@@ -156,12 +159,15 @@ export function stepFrames(owner: number, streams: Uint32Array, offsets: Uint32A
       ends[FRAMES_ENDS + n + 2 * slow] = i
       ends[FRAMES_ENDS + n + 2 * slow + 1] = laneReport(stream.lane)
       slow++
-    } else frames += served
-    ends[FRAMES_ENDS + i] = frames.length
+    }
+    frames.push(served ?? '')
   }
   ends[FRAMES_SLOW] = slow
   return frames
 }
+
+/** One token's batch, copied into this instead of a fresh view of the step's tokens (the usual case). */
+const oneToken = new Uint32Array(1)
 
 function checkStep(owner: number, streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): number {
   const n = streams.length
@@ -196,7 +202,12 @@ function serveInLane(stream: Stream, tokens: Uint32Array, from: number, to: numb
   const writesText = lane.template !== null && !parser.isFinished() && parser.state === STATE_CONTENT && ordinary(tokens, from, to)
   if (!writesText && !parser.takesSilently(tokens, from, to)) return null
   if (from === to) return ''
-  if (runGuarded(stream, tokens.subarray(from, to)) !== COMPACT_STATUS_OK) return null
+  let batch: Uint32Array
+  if (to - from === 1) {
+    oneToken[0] = tokens[from]
+    batch = oneToken
+  } else batch = tokens.subarray(from, to)
+  if (runGuarded(stream, batch) !== COMPACT_STATUS_OK) return null
   lane.tokens += to - from
   const text = parser.output.text
   if (lane.template === null || text === '') return ''
