@@ -105,8 +105,8 @@ export declare function parserState(id: number): number
 
 /**
  * One engine step for many of this thread's parsers, those `owner` claimed (`StreamPool::step_frames`): returns the frames
- * the fast lane wrote, as one buffer that JavaScript owns from then on (it is not reused: a socket may
- * still hold a part of it), and the layout above in `ends` (3 + 3 × streams slots). A panic outside the
+ * the fast lane wrote, as one new buffer that JavaScript owns (never reused: a socket may still hold a
+ * part of it), and the layout above in `ends` (3 + 3 × streams slots). A panic outside the
  * streams' own guards becomes a JavaScript error (`catch_unwind`), never an abort.
  */
 export declare function parserStepFrames(owner: number, streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): Buffer

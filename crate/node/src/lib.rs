@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use harmony_stream_core::compact::{AT_BAD_INDEX, AT_STATUS, HEADER_SLOTS, STATUS_INTERNAL_ERROR};
 use harmony_stream_core::{Diagnostic, Encoder, FrameSlot, FrameTemplate, Header, ParseError, ParserOptions, PoolError, StreamPool, Vocabulary};
-use napi::bindgen_prelude::{Buffer, Uint32Array, Uint32ArraySlice};
+use napi::bindgen_prelude::{BufferSlice, Uint32Array, Uint32ArraySlice};
 use napi::{Env, Error, JsString, Result};
 use napi_derive::napi;
 
@@ -112,9 +112,9 @@ struct ThreadPool {
     /// Tokens of the next `parserPush`, then the compact output: bound by `parserBind`.
     input: Option<Uint32Array>,
     output: Option<Uint32Array>,
-    /// `parserStepFrames`: the streams left to the caller (reused), and the last step's size in bytes.
+    /// `parserStepFrames`: the frames and the streams left to the caller (both reused).
+    frames: Vec<u8>,
     slow: Vec<u32>,
-    frames_capacity: usize,
 }
 
 thread_local! {
@@ -125,7 +125,7 @@ fn with_thread_pool<T>(call: impl FnOnce(&mut ThreadPool) -> Result<T>) -> Resul
     THREAD_POOL.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
-            *slot = Some(ThreadPool { pool: StreamPool::new(shared_vocabulary()?), input: None, output: None, slow: Vec::new(), frames_capacity: 0 });
+            *slot = Some(ThreadPool { pool: StreamPool::new(shared_vocabulary()?), input: None, output: None, frames: Vec::new(), slow: Vec::new() });
         }
         call(slot.as_mut().expect("created above"))
     })
@@ -291,18 +291,26 @@ const FRAMES_SLOW: usize = 2;
 const FRAMES_ENDS: usize = 3;
 
 /// One engine step for many of this thread's parsers, those `owner` claimed (`StreamPool::step_frames`): returns the frames
-/// the fast lane wrote, as one buffer that JavaScript owns from then on (it is not reused: a socket may
-/// still hold a part of it), and the layout above in `ends` (3 + 3 × streams slots). A panic outside the
+/// the fast lane wrote, as one new buffer that JavaScript owns (never reused: a socket may still hold a
+/// part of it), and the layout above in `ends` (3 + 3 × streams slots). A panic outside the
 /// streams' own guards becomes a JavaScript error (`catch_unwind`), never an abort.
 #[napi(catch_unwind)]
-pub fn parser_step_frames(owner: u32, streams: Uint32ArraySlice, offsets: Uint32ArraySlice, tokens: Uint32ArraySlice, mut ends: Uint32ArraySlice) -> Result<Buffer> {
+pub fn parser_step_frames<'env>(
+    env: &'env Env,
+    owner: u32,
+    streams: Uint32ArraySlice,
+    offsets: Uint32ArraySlice,
+    tokens: Uint32ArraySlice,
+    mut ends: Uint32ArraySlice,
+) -> Result<BufferSlice<'env>> {
     let ends = writable(&mut ends, &[&streams, &offsets, &tokens])?;
     let count = streams.len();
     if ends.len() < FRAMES_ENDS + 3 * count {
         return Err(Error::from_reason("ends array too small"));
     }
     with_thread_pool(|thread| {
-        let mut bytes = Vec::with_capacity(thread.frames_capacity);
+        let mut bytes = std::mem::take(&mut thread.frames);
+        bytes.clear();
         let mut slow = std::mem::take(&mut thread.slow);
         slow.clear();
         let (head, rest) = ends.split_at_mut(FRAMES_ENDS);
@@ -323,9 +331,11 @@ pub fn parser_step_frames(owner: u32, streams: Uint32ArraySlice, offsets: Uint32
             }
         }
         thread.slow = slow;
-        // The next step likely writes as much: one allocation per step, none per stream.
-        thread.frames_capacity = bytes.len().max(64);
-        Ok(Buffer::from(bytes))
+        // A copy that JavaScript owns, made from a buffer reused here: handing the buffer itself over (an
+        // external buffer) took fresh pages and a finalizer per step, which cost more than the copy.
+        let frames = BufferSlice::copy_from(env, &bytes);
+        thread.frames = bytes;
+        frames
     })
 }
 
