@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use harmony_stream_core::tokens::{FIRST_SPECIAL, LAST_TOKEN, RETURN};
-use harmony_stream_core::Vocabulary;
+use harmony_stream_core::{ParserOptions, Vocabulary};
 
 pub fn vocabulary() -> &'static Arc<Vocabulary> {
     static VOCABULARY: OnceLock<Arc<Vocabulary>> = OnceLock::new();
@@ -66,3 +66,16 @@ pub fn decode_tokens(mut data: &[u8]) -> Vec<u32> {
     tokens
 }
 
+
+/// The many-stream targets' (pool, frames) first bytes: flags (bit 0 strict, bits 1–2: number of streams
+/// − 1) and the header limit (1 + byte % 64); returns the number of streams and their parser options.
+#[allow(dead_code)] // the single-stream targets share this module too
+pub fn streams_and_options(flags: u8, max_header: u8) -> (usize, ParserOptions) {
+    let options = ParserOptions {
+        role: Some("assistant".to_owned()),
+        strict: flags & 1 != 0,
+        max_header_tokens: 1 + usize::from(max_header % 64),
+        tool_names: Vec::new(),
+    };
+    (1 + usize::from(flags >> 1 & 3), options)
+}

@@ -18,12 +18,12 @@ use std::collections::BTreeMap;
 use harmony_stream_core::compact::{capacity, CLOSE, HEADER_SLOTS, OPEN, RECORD_SLOTS, STATUS_OK, STATUS_PARSE_ERROR, TEXT};
 use harmony_stream_core::output::{Diagnostic, Event};
 use harmony_stream_core::pool::LaneReport;
-use harmony_stream_core::{FrameSlot, FrameTemplate, ParserOptions, PushError, State, StreamParser, StreamPool};
+use harmony_stream_core::{FrameSlot, FrameTemplate, PushError, State, StreamParser, StreamPool};
 use libfuzzer_sys::fuzz_target;
 
 #[path = "common.rs"]
 mod common;
-use common::{decode_tokens, vocabulary};
+use common::{decode_tokens, streams_and_options, vocabulary};
 
 /// What a stream gave: the text of each message, its diagnostics, and the strict error if one stopped it.
 #[derive(Debug, Default, PartialEq)]
@@ -68,14 +68,8 @@ fn decode_frames(mut bytes: &[u8]) -> String {
 
 fuzz_target!(|data: &[u8]| {
     let &[flags, max_header, seed, ref rest @ ..] = data else { return };
-    let count = 1 + usize::from(flags >> 1 & 3);
+    let (count, options) = streams_and_options(flags, max_header);
     let tokens = decode_tokens(rest);
-    let options = ParserOptions {
-        role: Some("assistant".to_owned()),
-        strict: flags & 1 != 0,
-        max_header_tokens: 1 + usize::from(max_header % 64),
-        tool_names: Vec::new(),
-    };
     let mut random = u32::from(seed) | 1;
     let mut next = move |n: u32| {
         random = random.wrapping_mul(1_103_515_245).wrapping_add(12_345);

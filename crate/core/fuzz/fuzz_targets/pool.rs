@@ -16,12 +16,12 @@ use harmony_stream_core::compact::{
     TEXT,
 };
 use harmony_stream_core::output::Diagnostic;
-use harmony_stream_core::{ParserOptions, PushError, StreamParser, StreamPool};
+use harmony_stream_core::{PushError, StreamParser, StreamPool};
 use libfuzzer_sys::fuzz_target;
 
 #[path = "common.rs"]
 mod common;
-use common::{decode_tokens, vocabulary};
+use common::{decode_tokens, streams_and_options, vocabulary};
 
 /// What a client reads from one stream's records, with names resolved and text sliced.
 #[derive(Debug, PartialEq)]
@@ -69,14 +69,8 @@ fn read(out: &[u32], from: usize, to: usize, text: &[u16], names: &[Box<str>], i
 
 fuzz_target!(|data: &[u8]| {
     let &[flags, max_header, seed, ref rest @ ..] = data else { return };
-    let count = 1 + usize::from(flags >> 1 & 3);
+    let (count, options) = streams_and_options(flags, max_header);
     let tokens = decode_tokens(rest);
-    let options = ParserOptions {
-        role: Some("assistant".to_owned()),
-        strict: flags & 1 != 0,
-        max_header_tokens: 1 + usize::from(max_header % 64),
-        tool_names: Vec::new(),
-    };
     // Stream i gets tokens i, i + count, …, in batches of 1 to 5 tokens.
     let batches: Vec<Vec<Vec<u32>>> = (0..count)
         .map(|i| {
