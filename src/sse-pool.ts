@@ -49,8 +49,10 @@ export class SseFrames {
 
   constructor(
     frames: Uint8Array | string[],
-    /** Where each stream's part of the native lane's bytes ends. */
-    private readonly ends: Uint32Array,
+    /** The number of streams in the step. */
+    readonly length: number,
+    /** Where each stream's part of the native lane's bytes ends (null for the TypeScript lane's strings). */
+    private readonly ends: Uint32Array | null,
     /** Each stream's frame as a string when not in `bytes`: the TypeScript lane's, and the adapters' own. */
     private readonly texts: string[] | null,
     /** Streams whose adapter threw: their frame is ''. */
@@ -59,19 +61,14 @@ export class SseFrames {
     this.bytes = Array.isArray(frames) ? null : new Uint8Array(frames.buffer, frames.byteOffset, frames.byteLength)
   }
 
-  /** The number of streams in the step. */
-  get length(): number {
-    return this.ends.length
-  }
-
   frame(index: number): Uint8Array | string {
-    if (!(Number.isInteger(index) && index >= 0 && index < this.ends.length)) throw new RangeError(`no stream at index ${index} in this step`)
+    if (!(Number.isInteger(index) && index >= 0 && index < this.length)) throw new RangeError(`no stream at index ${index} in this step`)
     const text = this.texts?.[index]
     if (text) return text
-    const bytes = this.bytes
-    if (bytes === null) return ''
-    const start = index === 0 ? 0 : this.ends[index - 1]
-    const end = this.ends[index]
+    const { bytes, ends } = this
+    if (bytes === null || ends === null) return ''
+    const start = index === 0 ? 0 : ends[index - 1]
+    const end = ends[index]
     return start === end ? '' : new Uint8Array(bytes.buffer, bytes.byteOffset + start, end - start)
   }
 }
@@ -169,7 +166,9 @@ export class SsePool {
         ;(errors ??= []).push({ index, id, error: error as Error })
       }
     }
-    return new SseFrames(frames, ends.slice(FRAMES_ENDS, FRAMES_ENDS + count), texts, errors ?? NO_ERRORS)
+    // The native lane's ends are copied out of the array the next step reuses; the js lane has none.
+    const frameEnds = Array.isArray(frames) ? null : ends.slice(FRAMES_ENDS, FRAMES_ENDS + count)
+    return new SseFrames(frames, count, frameEnds, texts, errors ?? NO_ERRORS)
   }
 
   /** Ends stream `id` (its adapter's `finishSse(options)`: no `[DONE]`) and removes it from the pool. */
