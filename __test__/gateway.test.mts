@@ -38,7 +38,7 @@ interface Expected {
   finishReason: 'stop' | 'length' | 'tool_calls'
 }
 
-/** The transcript mapped by channel and recipient, written independently of src/adapters. */
+/** The transcript mapped by channel and recipient, written independently of src/wire. */
 function expected(tokens: number[]): Expected {
   const messages: HarmonyMessage[] = parseCompletion(tokens)
   const pick = (keep: (m: HarmonyMessage) => boolean) => messages.filter(keep).map((m) => m.content)

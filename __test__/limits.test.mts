@@ -28,7 +28,7 @@ interface DebugBinding {
   parserTakeError(id: number): { message: string } | null
 }
 
-const streamId = (parser: HarmonyStreamParser) => (parser as unknown as { engine: { id: number } }).engine.id
+const streamId = (parser: HarmonyStreamParser) => (parser as unknown as { backend: { id: number } }).backend.id
 
 nativeTest(test)('a Rust panic reaches JavaScript as an error, only its parser is broken, and the process lives on', (t) => {
   const require = createRequire(import.meta.url)
@@ -122,14 +122,14 @@ for (const implementation of IMPLEMENTATIONS) {
   })
 }
 
-test('engine failures surface as HarmonyError internal-error, never as a crash', (t) => {
-  // Only a bug can make an engine call fail; simulate one through the public class by breaking its engine.
+test('backend failures surface as HarmonyError internal-error, never as a crash', (t) => {
+  // Only a bug can make a backend call fail; simulate one through the public class by breaking its backend stream.
   const parser = new HarmonyStreamParser({ implementation: 'js' })
   const boom = () => {
     throw new Error('boom')
   }
-  // `read` is the object API's engine call, `push` the fast path's.
-  Object.defineProperty(parser, 'engine', { value: { push: boom, read: boom, finish: () => '' } })
+  // `read` is the object API's backend call, `push` the fast path's.
+  Object.defineProperty(parser, 'backend', { value: { push: boom, read: boom, finish: () => '' } })
   const error = t.throws(() => parser.push([SPECIAL['<|start|>']]), { instanceOf: HarmonyError })
   t.is(error?.code, 'internal-error')
   t.true(error?.message.includes('boom'))

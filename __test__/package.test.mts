@@ -37,8 +37,8 @@ test('the shipped typings declare exactly the runtime exports', async (t) => {
   for (const [entry, runtime] of [
     ['dist/index.d.ts', runtimeNames(esm)],
     ['dist/index.d.mts', runtimeNames(esm)],
-    ['dist/engines/index.d.ts', engines],
-    ['dist/engines/index.d.mts', engines],
+    ['dist/engines.d.ts', engines],
+    ['dist/engines.d.mts', engines],
   ] as const) {
     const program = ts.createProgram([join(root, entry)], { strict: true, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext })
     const checker = program.getTypeChecker()

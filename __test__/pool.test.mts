@@ -329,14 +329,14 @@ for (const implementation of IMPLEMENTATIONS) {
     t.deepEqual(finished.messages.map((m) => m.content), ['hi'])
     if (implementation === 'native') {
       // The Rust stream is gone: its id no longer answers.
-      const engine = (finished as unknown as { engine: { channel: { binding: { parserState(id: number): number } }; id: number } }).engine
-      t.is(engine.channel.binding.parserState(engine.id), 0xffff_ffff)
+      const backend = (finished as unknown as { backend: { channel: { binding: { parserState(id: number): number } }; id: number } }).backend
+      t.is(backend.channel.binding.parserState(backend.id), 0xffff_ffff)
     }
   })
 }
 
 test('the TypeScript name table is bounded like the Rust one', async (t) => {
-  const { NameTable } = (await import('../dist/compact.js')) as { NameTable: new () => { intern(name: string | null): number; nameOf(id: number): string | null } }
+  const { NameTable } = (await import('../dist/backend/compact.js')) as { NameTable: new () => { intern(name: string | null): number; nameOf(id: number): string | null } }
   const names = new NameTable()
   t.is(names.intern(null), 0)
   t.is(names.intern('analysis'), 1)

@@ -6,12 +6,12 @@
  */
 import { readFileSync } from 'node:fs'
 
-import { ChatCompletionsStream } from './adapters/chat'
-import { ResponsesStream } from './adapters/responses'
-import { HarmonyParseError } from './errors'
-import { HarmonyStreamParser } from './parser'
-import { HarmonyTextParser } from './text-parser'
-import type { HarmonyDiagnostic, HarmonyMessage, Implementation, Role } from './types'
+import { ChatCompletionsStream } from './wire/chat'
+import { ResponsesStream } from './wire/responses'
+import { HarmonyParseError } from './api/errors'
+import { HarmonyStreamParser } from './api/parser'
+import { HarmonyTextParser } from './api/text-parser'
+import type { HarmonyDiagnostic, HarmonyMessage, Implementation, Role } from './api/types'
 
 export const HELP = `Usage: harmony-stream inspect [file] [options]
 

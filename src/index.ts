@@ -6,11 +6,11 @@
  *   for await (const tokens of engine) handle(parser.push(tokens))
  *   handle(parser.finish())
  */
-export { HarmonyError, HarmonyParseError, HarmonyRequestError, HarmonyStateError } from './errors'
-export { implementation } from './loader'
-export { HarmonyStreamParser, parseCompletion } from './parser'
-export { HarmonyStreamPool, type HarmonyStreamOptions, type HarmonyStreamPoolOptions } from './pool'
-export { SseFrames, SsePool, type SsePoolOptions, type SseStreamError } from './sse-pool'
+export { HarmonyError, HarmonyParseError, HarmonyRequestError, HarmonyStateError } from './api/errors'
+export { implementation } from './backend/choose'
+export { HarmonyStreamParser, parseCompletion } from './api/parser'
+export { HarmonyStreamPool, type HarmonyStreamOptions, type HarmonyStreamPoolOptions } from './api/pool'
+export { SseFrames, SsePool, type SsePoolOptions, type SseStreamError } from './serving/sse-pool'
 export {
   COMPACT_DIAGNOSTICS,
   COMPACT_FIRST_RECORD,
@@ -28,8 +28,8 @@ export {
   RECORD_STREAM,
   RECORD_TEXT,
   compactCapacity,
-} from './compact'
-export { HarmonyTokens, STOP_TOKENS, ASSISTANT_ACTION_STOP_TOKENS } from './special-tokens'
+} from './backend/compact'
+export { HarmonyTokens, STOP_TOKENS, ASSISTANT_ACTION_STOP_TOKENS } from './api/special-tokens'
 export type {
   HarmonyBatch,
   HarmonyDiagnostic,
@@ -42,9 +42,33 @@ export type {
   ParserState,
   Role,
   Terminator,
-} from './types'
-export * from './adapters'
-export { DEFAULT_MAX_HEADER_BYTES, HarmonyTextParser, type HarmonyTextParserOptions } from './text-parser'
+} from './api/types'
+export {
+  type AdapterDiagnostic,
+  type ChatAdapterOptions,
+  type ChatCompletion,
+  type ChatCompletionChunk,
+  type ChatDelta,
+  type ChatToolCall,
+  type ChatToolCallDelta,
+  type ChatUsage,
+  ChatCompletionsStream,
+  type FinishOptions,
+  type FinishReason,
+  chatCompletion,
+} from './wire/chat'
+export type { InputKind } from './wire/message-stream'
+export {
+  type ResponseEvent,
+  type ResponseItem,
+  type ResponseObject,
+  type ResponseUsage,
+  type ResponsesAdapterOptions,
+  ResponsesStream,
+  responseObject,
+} from './wire/responses'
+export type { RoutingOptions } from './wire/routing'
+export { DEFAULT_MAX_HEADER_BYTES, HarmonyTextParser, type HarmonyTextParserOptions } from './api/text-parser'
 export {
   DEFAULT_RENDER_CACHE_BYTES,
   RenderCache,
@@ -70,22 +94,7 @@ export {
   type TextMessage,
   type TrainingRender,
 } from './render'
-export {
-  DEFAULT_BODY_LIMIT,
-  HttpError,
-  SSE_HEADERS,
-  chatFrames,
-  chatGenerationParameters,
-  errorResponse,
-  pipeSse,
-  readJsonBody,
-  responsesFrames,
-  responsesGenerationParameters,
-  sendError,
-  type GenerationParameters,
-  type OpenAIErrorBody,
-  type PipeSseOptions,
-  type PipeSseResult,
-  type ReadJsonOptions,
-  type SseStep,
-} from './http'
+export { DEFAULT_BODY_LIMIT, type ReadJsonOptions, readJsonBody } from './serving/http/body'
+export { HttpError, type OpenAIErrorBody, errorResponse, sendError } from './serving/http/errors'
+export { SSE_HEADERS, type PipeSseOptions, type PipeSseResult, type SseStep, chatFrames, pipeSse, responsesFrames } from './serving/http/sse'
+export { type GenerationParameters, chatGenerationParameters, responsesGenerationParameters } from './serving/http/validate'

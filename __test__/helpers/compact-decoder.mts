@@ -1,6 +1,6 @@
 /**
  * Reads compact output back into the object API's shapes, written from the layout documented in
- * src/compact.ts (not from the library's own reader), so that tests check the format as users read it.
+ * src/backend/compact.ts (not from the library's own reader), so that tests check the format as users read it.
  */
 import {
   COMPACT_DIAGNOSTICS,

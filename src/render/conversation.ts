@@ -3,11 +3,11 @@
  * rendering to tokens: each message as `Render<Message>` does it (encoding.rs), piece by piece, every piece
  * of text encoded on its own (so BPE never merges across a piece), special tokens inserted between them.
  */
-import { CALL, CHANNEL, CONSTRAIN, END, MESSAGE, START } from '../fallback/tokens'
-import { type Implementation } from '../types'
+import { CALL, CHANNEL, CONSTRAIN, END, MESSAGE, START } from '../backend/tokens'
+import { type Implementation } from '../api/types'
 import { type RenderCache } from './cache'
 import { type DeveloperContent, developerMessageText } from './developer'
-import { type OrdinaryEncoder } from './encoder'
+import { type OrdinaryEncoder } from '../backend/encoder'
 import { type SystemContent, systemMessageText } from './system'
 
 export interface SystemMessage {

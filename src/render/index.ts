@@ -3,14 +3,14 @@
  * Harmony prompt tokens ending with `<|start|>assistant`, token for token what the reference renderer
  * (openai/harmony) makes of the same conversation; and training renders with an assistant mask.
  */
-import { implementation as defaultImplementation } from '../loader'
-import type { Implementation } from '../types'
+import { implementation as defaultImplementation } from '../backend/choose'
+import type { Implementation } from '../api/types'
 import { RenderCache } from './cache'
 import { chatConversation, type RequestConversation } from './chat'
-import { RETURN } from '../fallback/tokens'
+import { RETURN } from '../backend/tokens'
 import { type ConversationMessage, MessageRenderer, concat, nextTurnTokens } from './conversation'
 import { dropFinishedAnalysis, referenceAutoDropAnalysis } from './drop'
-import { ordinaryEncoder } from './encoder'
+import { ordinaryEncoder } from '../backend/encoder'
 import { responsesConversation } from './responses'
 import { DEFAULT_KNOWLEDGE_CUTOFF, DEFAULT_MODEL_IDENTITY, REASONING_EFFORTS, type ReasoningEffort } from './system'
 import { validateConversation } from './validate'

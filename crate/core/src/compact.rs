@@ -1,7 +1,7 @@
 //! The compact output format: a batch's results as small integers in a `u32` array the caller owns and
 //! reuses, beside one string holding the batch's text. It is the public fast path of the Node package and
 //! the form a `StreamPool` step answers in; the TypeScript implementation writes exactly the same
-//! (`src/compact.ts` documents the layout for users and mirrors these constants).
+//! (`src/backend/compact.ts` documents the layout for users and mirrors these constants).
 //!
 //! Layout: `HEADER_SLOTS` slots (record count, status, diagnostic count, parser state, index of a bad
 //! token), then records of `RECORD_SLOTS` slots each:

@@ -5,7 +5,7 @@
 //! when the message opens. They hand them over as a `FrameTemplate`; while the stream stays inside that
 //! message and its tokens are ordinary text, the pool writes each step's frame here without going back to
 //! JavaScript (`StreamPool::step_frames`). Everything else (headers, closes, diagnostics, errors) takes the
-//! slow lane: the adapter itself, on the same parser. The TypeScript mirror is `src/fallback/frames.ts`.
+//! slow lane: the adapter itself, on the same parser. The TypeScript mirror is `src/backend/js/lane.ts`.
 
 /// What goes between two literal pieces of a template.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

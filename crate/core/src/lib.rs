@@ -1,7 +1,7 @@
 //! harmony-stream-core: a streaming parser for the Harmony format of OpenAI's gpt-oss models.
 //!
 //! Plain Rust with no binding concerns; `crate/node` exposes it to Node.js. The TypeScript fallback in
-//! `src/fallback/` mirrors these modules one for one: tokens, vocabulary, utf8, header, output, stream_parser,
+//! `src/backend/js/` mirrors these modules one for one: tokens, vocabulary, utf8, header, output, stream_parser,
 //! compact (the output format of the fast path), pool (many streams per call) and frames (wire frames
 //! written by the pool's fast lane). `encoder` (BPE for
 //! rendering prompts) has no TypeScript mirror: the fallback encodes with gpt-tokenizer.

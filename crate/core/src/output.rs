@@ -2,7 +2,7 @@
 //! the headers of messages opened in the batch, diagnostics, and (strict mode) the error that stopped it.
 //!
 //! `compact.rs` writes it out in the compact format (one string plus small integers, objects only for the
-//! rare parts). The TypeScript implementation produces the same shape (`src/fallback/output.ts`).
+//! rare parts). The TypeScript implementation produces the same shape (`src/backend/js/output.ts`).
 
 use crate::header::Header;
 use crate::tokens::Terminator;

@@ -1,0 +1,541 @@
+/**
+ * The public streaming parser. It turns backend output (`backend/protocol.ts`) into segments, messages and
+ * diagnostics, identically for both implementations, and owns argument checking and typed errors.
+ */
+import {
+  COMPACT_BAD_INDEX,
+  COMPACT_DIAGNOSTICS,
+  COMPACT_FIRST_RECORD,
+  COMPACT_RECORD_SLOTS,
+  COMPACT_RECORDS,
+  COMPACT_STATUS,
+  COMPACT_STATUS_FINISHED,
+  COMPACT_STATUS_INTERNAL_ERROR,
+  COMPACT_STATUS_INVALID_TOKEN,
+  COMPACT_STATUS_OK,
+  COMPACT_STATUS_PARSE_ERROR,
+  compactCapacity,
+} from '../backend/compact'
+import {
+  type BackendStream,
+  type RawDiagnostic,
+  type RawHeader,
+  type ResultVisitor,
+  STATE_CONTENT,
+  STATE_HEADER,
+  TERMINATOR_CALL,
+  TERMINATOR_END,
+  TERMINATOR_RETURN,
+  DEFAULT_MAX_HEADER_TOKENS,
+} from '../backend/protocol'
+import { HarmonyError, HarmonyParseError, HarmonyStateError } from './errors'
+import { FIRST_SPECIAL, LAST_TOKEN } from '../backend/tokens'
+import { createBackendStream, implementation as defaultImplementation } from '../backend/choose'
+import type {
+  HarmonyBatch,
+  HarmonyDiagnostic,
+  HarmonyHeader,
+  HarmonyMessage,
+  HarmonyOpened,
+  HarmonySegment,
+  HarmonyStreamParserOptions,
+  Implementation,
+  ParserState,
+  Terminator,
+} from './types'
+
+const ROLES = ['user', 'assistant', 'system', 'developer', 'tool']
+const TERMINATORS: Terminator[] = []
+TERMINATORS[TERMINATOR_END] = 'end'
+TERMINATORS[TERMINATOR_RETURN] = 'return'
+TERMINATORS[TERMINATOR_CALL] = 'call'
+
+// Shared by all parsers of this thread: calls are synchronous, so one at a time uses them.
+const SHORT_BATCH = 64
+const shortScratch = new Uint32Array(SHORT_BATCH)
+/** Views of `shortScratch` by length, made once: a short batch's copy allocates nothing. */
+const shortViews = Array.from({ length: SHORT_BATCH + 1 }, (_, length) => shortScratch.subarray(0, length))
+let longScratch = new Uint32Array(0)
+
+function scratch(length: number): Uint32Array {
+  if (length <= SHORT_BATCH) return shortViews[length]
+  if (longScratch.length < length) longScratch = new Uint32Array(Math.max(length, longScratch.length * 2))
+  return longScratch.subarray(0, length)
+}
+
+/** Checks and converts the tokens argument; the backends check the ids' range. */
+export function tokenArray(tokens: unknown): Uint32Array {
+  if (tokens instanceof Uint32Array) {
+    // Memory another thread may write to must be copied (the backends validate ids, then read them again).
+    // A short array is copied without asking: asking for its buffer makes V8 create one, which costs more.
+    if (tokens.length > 16 && !(tokens.buffer instanceof SharedArrayBuffer)) return tokens
+    const copy = scratch(tokens.length)
+    for (let i = 0; i < tokens.length; i++) copy[i] = tokens[i]
+    return copy
+  }
+  if (!Array.isArray(tokens) && !(ArrayBuffer.isView(tokens) && !(tokens instanceof DataView))) {
+    throw new TypeError('tokens must be a Uint32Array or an array of token ids')
+  }
+  const list = tokens as ArrayLike<unknown>
+  const copy = scratch(list.length)
+  for (let i = 0; i < list.length; i++) {
+    const id = list[i]
+    if (typeof id !== 'number' || !Number.isInteger(id)) {
+      throw new TypeError(`token at index ${i} is not an integer token id: ${String(id)}`)
+    }
+    if (id < 0 || id > LAST_TOKEN) {
+      throw new RangeError(`token id ${id} at index ${i} is outside the vocabulary (0..=${LAST_TOKEN})`)
+    }
+    copy[i] = id
+  }
+  return copy
+}
+
+/** A failure inside a backend call (a bug, never bad input) becomes `internal-error`. */
+export function internalError(cause: unknown): HarmonyError {
+  const reason = cause instanceof Error ? cause.message : String(cause)
+  return new HarmonyError('internal-error', `harmony-stream internal error: ${reason}`, { cause })
+}
+
+interface OpenMessage {
+  index: number
+  header: RawHeader
+  /**
+   * The content so far, joined when the message closes. Appending to a string on every call would make a
+   * cons string per call, all alive until the message ends, so the young-generation collector copies each
+   * of them twice; the array only points to the pieces (often the vocabulary's own strings).
+   */
+  pieces: string[]
+}
+
+/**
+ * The pieces as one string. `+=` rather than `Array#join`: on V8 join costs about three times as much per
+ * short piece, and the result is the same string (flattened when first read as a whole).
+ */
+function joinPieces(pieces: string[]): string {
+  let text = ''
+  for (let i = 0; i < pieces.length; i++) text += pieces[i]
+  return text
+}
+
+/** The public form of a header: absent fields left out, fixed key order. */
+export function publicHeader(header: RawHeader): HarmonyHeader {
+  const out: HarmonyHeader = { role: header.role }
+  if (header.name != null) out.name = header.name
+  if (header.channel != null) out.channel = header.channel
+  if (header.recipient != null) out.recipient = header.recipient
+  if (header.contentType != null) out.contentType = header.contentType
+  return out
+}
+
+function openedOf(messageIndex: number, header: RawHeader): HarmonyOpened {
+  const opened = publicHeader(header) as HarmonyOpened
+  opened.messageIndex = messageIndex
+  return opened
+}
+
+function messageOf(open: OpenMessage, terminator: number): HarmonyMessage {
+  // Absent fields are left out, as in the reference's JSON; the key order is fixed. Built field by field:
+  // object spread is several times slower in V8, and this runs once per message.
+  const message = publicHeader(open.header) as HarmonyMessage
+  message.content = joinPieces(open.pieces)
+  message.terminator = TERMINATORS[terminator] ?? null
+  return message
+}
+
+/**
+ * Builds the object API's results from a backend's (a `ResultVisitor`): each batch's lists, the open
+ * message's content, and every message completed so far. A batch's lists are made when their first
+ * element is (at batch 1 most calls have one segment and nothing else): a literal of one element is a
+ * single small allocation, where pushing to an empty array allocates room for 16. Empty lists are still
+ * fresh arrays.
+ */
+class BatchAssembler implements ResultVisitor {
+  /** Every message completed so far. */
+  readonly messages: HarmonyMessage[] = []
+  private current: OpenMessage | null = null
+  private opened: HarmonyOpened[] | null = null
+  private segments: HarmonySegment[] | null = null
+  private completed: HarmonyMessage[] | null = null
+
+  open(index: number, header: RawHeader): void {
+    this.current = { index, header, pieces: [] }
+    const opened = openedOf(index, header)
+    if (this.opened === null) this.opened = [opened]
+    else this.opened.push(opened)
+  }
+
+  text(index: number, text: string): void {
+    const current = this.current!
+    current.pieces.push(text)
+    const { header } = current
+    const segment: HarmonySegment = {
+      messageIndex: index,
+      role: header.role,
+      channel: header.channel ?? null,
+      recipient: header.recipient ?? null,
+      contentType: header.contentType ?? null,
+      text,
+    }
+    if (this.segments === null) this.segments = [segment]
+    else this.segments.push(segment)
+  }
+
+  close(_index: number, terminator: number): void {
+    const message = messageOf(this.current!, terminator)
+    this.current = null
+    this.messages.push(message)
+    if (this.completed === null) this.completed = [message]
+    else this.completed.push(message)
+  }
+
+  /** The message being read, if any. */
+  openMessage(): OpenMessage | null {
+    return this.current
+  }
+
+  /** Text of the open message that reached the parser without a batch (`pushText`, `SsePool`'s lane). */
+  appendText(text: string): void {
+    if (this.current !== null && text !== '') this.current.pieces.push(text)
+  }
+
+  /** The batch of everything reported since the last call; starts the next one. */
+  take(diagnostics: HarmonyDiagnostic[]): HarmonyBatch {
+    const batch: HarmonyBatch = {
+      opened: this.opened ?? [],
+      segments: this.segments ?? [],
+      completed: this.completed ?? [],
+      diagnostics,
+    }
+    this.opened = null
+    this.segments = null
+    this.completed = null
+    return batch
+  }
+}
+
+/**
+ * `pushText`'s visitor: a batch of ordinary tokens inside a message can only add text to it, which goes to
+ * the open message without a batch; anything else would be a backend bug.
+ */
+class TextOnly implements ResultVisitor {
+  collected = ''
+
+  constructor(private readonly assembler: BatchAssembler) {}
+
+  open(): void {
+    throw new Error('a message opened in a batch of ordinary tokens inside a message')
+  }
+
+  text(_message: number, text: string): void {
+    this.collected += text
+    this.assembler.appendText(text)
+  }
+
+  close(): void {
+    throw new Error('a message closed in a batch of ordinary tokens inside a message')
+  }
+}
+
+export function diagnosticOf(raw: RawDiagnostic): HarmonyDiagnostic {
+  const diagnostic: HarmonyDiagnostic = { code: raw.code, message: raw.message, tokenOffset: raw.tokenOffset }
+  if (raw.text != null) diagnostic.text = raw.text
+  return diagnostic
+}
+
+export function checkOptions(options: HarmonyStreamParserOptions): void {
+  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object')
+  const { role, strict, maxHeaderTokens, implementation, toolNames } = options
+  if (role !== undefined && role !== null && !ROLES.includes(role as string)) {
+    throw new TypeError(`role must be one of ${ROLES.join(', ')}, or null; got ${JSON.stringify(role)}`)
+  }
+  if (strict !== undefined && typeof strict !== 'boolean') throw new TypeError('strict must be a boolean')
+  if (maxHeaderTokens !== undefined && (!Number.isInteger(maxHeaderTokens) || maxHeaderTokens < 1 || maxHeaderTokens > 0xffff_ffff)) {
+    throw new RangeError(`maxHeaderTokens must be an integer from 1 to ${0xffff_ffff}; got ${String(maxHeaderTokens)}`)
+  }
+  // Lone surrogates would reach Rust as U+FFFD but stay as they are in JavaScript: refused, like empty names.
+  const wellFormed = (name: unknown) => typeof name === 'string' && name !== '' && !/\p{Surrogate}/u.test(name)
+  if (toolNames !== undefined && (!Array.isArray(toolNames) || !toolNames.every(wellFormed))) {
+    throw new TypeError('toolNames must be an array of non-empty, well-formed strings')
+  }
+  if (implementation !== undefined && implementation !== 'native' && implementation !== 'js') {
+    throw new TypeError(`implementation must be 'native' or 'js'; got ${JSON.stringify(implementation)}`)
+  }
+}
+
+/** BackendStream options from public options (checked). */
+export function backendOptions(options: HarmonyStreamParserOptions): [string | null, boolean, number, string[]] {
+  return [
+    options.role === undefined ? 'assistant' : options.role,
+    options.strict ?? false,
+    options.maxHeaderTokens ?? DEFAULT_MAX_HEADER_TOKENS,
+    options.toolNames ? [...options.toolNames] : [],
+  ]
+}
+
+/**
+ * A streaming parser for one completion. Feed it token ids as the engine produces them, in batches of any
+ * size; each call returns the content text of that batch as segments (never mixing messages or channels),
+ * the messages that ended, and diagnostics of what lenient mode recovered from.
+ *
+ * Two ways to feed it, not to be mixed on one parser: `push`/`finish` return objects; `pushCompact`/
+ * `finishCompact` are the fast path, writing integers into an array you own (see `backend/compact.ts`).
+ */
+export class HarmonyStreamParser {
+  /** The implementation running this parser. */
+  readonly implementation: Implementation
+  private readonly backend: BackendStream
+  private readonly assembler = new BatchAssembler()
+  private readonly textOnly = new TextOnly(this.assembler)
+  private done = false
+  private mode: 'objects' | 'compact' | null = null
+  /** Set by `close()`: the state when the backend stream was released. */
+  private closedState: ParserState | null = null
+
+  constructor(options: HarmonyStreamParserOptions = {}) {
+    checkOptions(options)
+    this.implementation = options.implementation ?? defaultImplementation
+    const [role, strict, maxHeaderTokens, toolNames] = backendOptions(options)
+    this.backend = createBackendStream(this.implementation, { role, strict, maxHeaderTokens, toolNames })
+  }
+
+  /**
+   * Parses the next tokens of the stream. Throws `TypeError`/`RangeError` for bad ids (nothing consumed),
+   * `HarmonyStateError` after `finish()`, and in strict mode `HarmonyParseError`.
+   */
+  push(tokens: Uint32Array | readonly number[]): HarmonyBatch {
+    this.checkOpen()
+    const ids = tokenArray(tokens)
+    this.use('objects')
+    return this.read(ids)
+  }
+
+  /**
+   * Ends the stream: flushes an unterminated message, and releases the native stream (everything it
+   * produced has been read). Calling it again returns an empty batch.
+   */
+  finish(): HarmonyBatch {
+    if (this.done) return { opened: [], segments: [], completed: [], diagnostics: [] }
+    this.use('objects')
+    this.done = true
+    try {
+      return this.read(null)
+    } finally {
+      this.close()
+    }
+  }
+
+  /**
+   * The fast path: parses the next tokens and returns the batch's text as one string, with its segments,
+   * the messages opened and closed, and interned header field ids written into `out` (layout in
+   * `backend/compact.ts`; size it with `compactCapacity(batchSize)` and reuse it). Nothing is accumulated: read
+   * diagnostics with `takeDiagnostics()` when `out[COMPACT_DIAGNOSTICS]` says there are some, names with
+   * `nameOf(id)`. Bad arguments throw as for `push`. A strict-mode error is data here, not an exception:
+   * `out[COMPACT_STATUS]` is COMPACT_STATUS_PARSE_ERROR, the results of the tokens before the failing one
+   * are in `out` and the returned text, and `takeError()` returns the `HarmonyParseError`.
+   */
+  pushCompact(tokens: Uint32Array | readonly number[], out: Uint32Array): string {
+    this.checkOpen()
+    const ids = tokenArray(tokens)
+    checkOut(out, ids.length)
+    this.use('compact')
+    return this.copyCompact(this.call(ids), ids, out)
+  }
+
+  /**
+   * `finish` for the fast path: ends the stream, writing the last records into `out`. Again: returns ''.
+   * Its diagnostics and error can still be taken; `close()` then releases a native parser's Rust stream at
+   * once instead of at garbage collection.
+   */
+  finishCompact(out: Uint32Array): string {
+    checkOut(out, 0)
+    if (this.done) {
+      out.fill(0, 0, COMPACT_FIRST_RECORD)
+      return ''
+    }
+    this.use('compact')
+    this.done = true
+    return this.copyCompact(this.call(null), null, out)
+  }
+
+  /** The strict-mode error behind COMPACT_STATUS_PARSE_ERROR of the last compact call (`partial: null`). */
+  takeError(): HarmonyParseError | null {
+    this.checkLive()
+    const error = this.backend.takeError()
+    return error === null ? null : new HarmonyParseError(error.code, error.message, error.tokenOffset, error.header ?? null, null)
+  }
+
+  /** Diagnostics of the last `pushCompact`/`finishCompact` (each returned once). */
+  takeDiagnostics(): HarmonyDiagnostic[] {
+    this.checkLive()
+    return this.backend.takeDiagnostics().map(diagnosticOf)
+  }
+
+  /**
+   * Headers of all the messages the last `pushCompact`/`finishCompact` opened, in the order of their
+   * RECORD_OPEN records (the i-th OPEN is the i-th header), once: for fields that came back as
+   * `NAME_NOT_INTERNED`.
+   */
+  takeHeaders(): HarmonyHeader[] {
+    this.checkLive()
+    return this.backend.takeHeaders().map(publicHeader)
+  }
+
+  /** The string behind a header field id of the compact output; null for 0 (absent). */
+  nameOf(id: number): string | null {
+    this.checkLive()
+    return this.backend.nameOf(id)
+  }
+
+  /** Every message completed so far by `push`/`finish` (a copy). */
+  get messages(): HarmonyMessage[] {
+    return this.assembler.messages.slice()
+  }
+
+  /**
+   * Releases the parser's resources now (for a native parser, its stream in Rust) rather than when it is
+   * garbage-collected; `finish()` does it already. After it the parser answers `messages`, `state` and
+   * `finished`, and any other call throws `HarmonyStateError`.
+   */
+  close(): void {
+    if (this.closedState !== null) return
+    this.closedState = this.state
+    this.done = true
+    this.backend.close()
+  }
+
+  get state(): ParserState {
+    if (this.closedState !== null) return this.closedState
+    const state = this.backend.state
+    return state === STATE_HEADER ? 'header' : state === STATE_CONTENT ? 'content' : 'expect-start'
+  }
+
+  /** True once `finish()` was called. */
+  get finished(): boolean {
+    return this.done
+  }
+
+  /**
+   * @internal The adapters' fast path: parses a batch that can only add text to the open message (ordinary
+   * tokens while a message is being read) and returns that text, without building a batch; null, with
+   * nothing consumed, for any other batch. Bad ids throw as for `push`.
+   */
+  pushText(tokens: Uint32Array | readonly number[]): string | null {
+    if (this.assembler.openMessage() === null || this.done || this.mode !== 'objects') return null
+    for (let i = 0; i < tokens.length; i++) if (!(tokens[i] < FIRST_SPECIAL)) return null
+    const ids = tokenArray(tokens)
+    const collector = this.textOnly
+    collector.collected = ''
+    try {
+      this.backend.read(ids, collector)
+    } catch (cause) {
+      throw internalError(cause)
+    }
+    const status = this.backend.out[COMPACT_STATUS]
+    if (status !== COMPACT_STATUS_OK) this.checkStatus(status, ids)
+    return collector.collected
+  }
+
+  /** @internal The backend stream under this parser, for `SsePool`'s fast lane. */
+  laneStream(): BackendStream {
+    this.checkLive()
+    return this.backend
+  }
+
+  /** @internal The message being read (index and header), if any. */
+  openMessage(): { index: number; header: RawHeader } | null {
+    return this.assembler.openMessage()
+  }
+
+  /** @internal Text that `SsePool`'s fast lane gave the open message on this parser's backend stream. */
+  absorbLaneText(text: string): void {
+    this.assembler.appendText(text)
+  }
+
+  private checkOpen(): void {
+    if (this.done) throw new HarmonyStateError('parser-finished', 'push() after finish(): create a new parser for a new stream')
+  }
+
+  private checkLive(): void {
+    if (this.closedState !== null) throw new HarmonyStateError('parser-closed', 'the parser was closed')
+  }
+
+  private use(mode: 'objects' | 'compact'): void {
+    this.checkOpen()
+    if (this.mode !== mode) {
+      if (this.mode !== null) {
+        throw new HarmonyStateError('mixed-api', 'this parser is fed through push()/finish() or pushCompact()/finishCompact(), not both')
+      }
+      this.mode = mode
+    }
+  }
+
+  /** One backend call for the object API; `tokens` null finishes. */
+  private read(tokens: Uint32Array | null): HarmonyBatch {
+    try {
+      this.backend.read(tokens, this.assembler)
+    } catch (cause) {
+      throw internalError(cause)
+    }
+    const out = this.backend.out
+    const status = out[COMPACT_STATUS]
+    if (status !== COMPACT_STATUS_OK) this.checkStatus(status, tokens)
+    const diagnostics = out[COMPACT_DIAGNOSTICS] > 0 ? this.backend.takeDiagnostics().map(diagnosticOf) : []
+    const batch = this.assembler.take(diagnostics)
+    if (status === COMPACT_STATUS_PARSE_ERROR) throw this.parseError(batch)
+    return batch
+  }
+
+  /** One backend call for the fast path; `tokens` null finishes. The results are in `this.backend.out`. */
+  private call(tokens: Uint32Array | null): string {
+    try {
+      return tokens === null ? this.backend.finish() : this.backend.push(tokens)
+    } catch (cause) {
+      throw internalError(cause)
+    }
+  }
+
+  /** Throws for the statuses that are errors whatever the API; the parse error is left to the caller. */
+  private checkStatus(status: number, tokens: Uint32Array | null): void {
+    const out = this.backend.out
+    if (status === COMPACT_STATUS_INVALID_TOKEN) {
+      const index = out[COMPACT_BAD_INDEX]
+      throw new RangeError(`token id ${tokens![index]} at index ${index} is outside the vocabulary (0..=${LAST_TOKEN})`)
+    }
+    if (status === COMPACT_STATUS_FINISHED) throw new HarmonyStateError('parser-finished', 'the parser is finished')
+    if (status === COMPACT_STATUS_INTERNAL_ERROR) {
+      throw internalError(new Error(this.backend.takeError()?.message ?? 'unknown failure'))
+    }
+    if (status !== COMPACT_STATUS_OK && status !== COMPACT_STATUS_PARSE_ERROR) throw internalError(new Error(`unexpected backend status ${status}`))
+  }
+
+  private parseError(partial: HarmonyBatch): HarmonyParseError {
+    const error = this.backend.takeError()!
+    return new HarmonyParseError(error.code, error.message, error.tokenOffset, error.header ?? null, partial)
+  }
+
+  private copyCompact(text: string, tokens: Uint32Array | null, out: Uint32Array): string {
+    const source = this.backend.out
+    const status = source[COMPACT_STATUS]
+    if (status !== COMPACT_STATUS_OK) this.checkStatus(status, tokens)
+    // A loop: `subarray` would allocate a view per call, which costs more than copying the few slots.
+    const end = COMPACT_FIRST_RECORD + COMPACT_RECORD_SLOTS * source[COMPACT_RECORDS]
+    for (let i = 0; i < end; i++) out[i] = source[i]
+    return text
+  }
+}
+
+/** Checks a caller's compact output array before anything is consumed. */
+export function checkOut(out: unknown, tokens: number, streams = 1): asserts out is Uint32Array {
+  if (!(out instanceof Uint32Array)) throw new TypeError('out must be a Uint32Array')
+  const needed = compactCapacity(tokens, streams)
+  if (out.length < needed) throw new RangeError(`out has ${out.length} slots; this call needs ${needed} (compactCapacity)`)
+}
+
+/** Parses a whole completion (the tokens after `<|start|>{role}`) and returns its messages. */
+export function parseCompletion(tokens: Uint32Array | readonly number[], options: HarmonyStreamParserOptions = {}): HarmonyMessage[] {
+  const parser = new HarmonyStreamParser(options)
+  parser.push(tokens)
+  parser.finish()
+  return parser.messages
+}

@@ -1,0 +1,51 @@
+/**
+ * The wire frames of the fast lane, as both backends write them: a text delta's SSE frame is, apart from
+ * its text (and the Responses API's sequence number), the same for every delta of a message, so the wire
+ * adapters describe it once per message as a `FrameTemplate`. Their SSE face writes every delta with
+ * `writeFrame`; while a stream stays inside that message and receives only ordinary tokens, a backend's
+ * lane stepper (js/lane.ts; crate/core/src/frames.rs and `StreamPool::step_frames` in pool.rs) writes the
+ * same frame without going through the adapter.
+ */
+
+/**
+ * What goes between two literals: the text as a JSON string, or the lane's counter in decimal (it
+ * advances by one per frame the lane writes). A template without slots is silent: no frame at all.
+ */
+export const FRAME_TEXT = 0
+export const FRAME_COUNTER = 1
+
+/** A frame: `literals[0] slots[0] literals[1] … literals[n]` (one literal more than slots). */
+export interface FrameTemplate {
+  readonly literals: readonly string[]
+  readonly slots: readonly number[]
+}
+
+/** The frame for `text`, with `counter` in its counter slots. */
+export function writeFrame(template: FrameTemplate, text: string, counter: number): string {
+  const { literals, slots } = template
+  const json = JSON.stringify(text)
+  let frame = literals[0]
+  for (let i = 0; i < slots.length; i++) frame += (slots[i] === FRAME_TEXT ? json : counter) + literals[i + 1]
+  return frame
+}
+
+/** What a stream's lane did since the adapter last looked. */
+export interface LaneProgress {
+  text: string
+  tokens: number
+  counter: number
+}
+
+/** The top bit of a lane report: the lane holds text to take (`LaneReport` in pool.rs). */
+export const LANE_TEXT = 2 ** 31
+
+/**
+ * Where a lane step writes into `ends` (3 + 3 × streams slots), as `parserStepFrames` in crate/node: a
+ * status, the index it concerns, how many streams are left to the caller, one end per stream in the
+ * native step's buffer (unused by `stepFrames`), then for each stream left to the caller its index and its
+ * lane report.
+ */
+export const FRAMES_STATUS = 0
+export const FRAMES_BAD_INDEX = 1
+export const FRAMES_SLOW = 2
+export const FRAMES_ENDS = 3

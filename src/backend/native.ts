@@ -1,0 +1,228 @@
+/**
+ * The native implementation behind one `HarmonyStreamParser`: a stream in this thread's Rust pool, driven
+ * by the `parser*` functions of crate/node. Tokens go in and results come out through two arrays bound
+ * once per thread (and again when a batch needs more room), so a push passes no argument at all: the
+ * stream id and the count go in the input's first slots.
+ */
+import {
+  COMPACT_FIRST_RECORD,
+  COMPACT_RECORD_SLOTS,
+  COMPACT_RECORDS,
+  NAME_NOT_INTERNED,
+  RECORD_CLOSE,
+  RECORD_OPEN,
+  RECORD_TEXT,
+  compactCapacity,
+} from './compact'
+import type { BackendStream, LaneStepper, PoolBackend, RawDiagnostic, RawHeader, RawParseError, ResultVisitor } from './protocol'
+import type { FrameTemplate, LaneProgress } from './frames'
+import { NameMirror } from './name-mirror'
+
+export interface NativeBinding {
+  loadVocabulary(path: string): void
+  NativePool: new () => PoolBackend
+  parserBind(input: Uint32Array, output: Uint32Array): void
+  parserOpen(role: string | null, strict: boolean, maxHeaderTokens: number, toolNames: string[]): number
+  parserClose(id: number): boolean
+  /** Parses for the stream and tokens written in the bound input (`INPUT_*` slots). */
+  parserPush(): string
+  parserFinish(id: number): string
+  parserTakeDiagnostics(id: number): RawDiagnostic[]
+  parserTakeHeaders(id: number): RawHeader[]
+  parserTakeError(id: number): RawParseError | null
+  parserState(id: number): number
+  parserNames(from: number): string[]
+  parserDebugPanic(id: number): number
+  encodeOrdinary(text: string): Uint32Array
+  parserSetLane(id: number, literals: string[] | null, slots: number[], counter: number): boolean
+  parserTakeLane(id: number): LaneProgress | null
+  parserClaim(id: number, owner: number): boolean
+  parserStepFrames(owner: number, streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): Uint8Array
+}
+
+/** Slots of the bound input (as in crate/node): the stream id, the count of tokens, then the tokens. */
+const INPUT_STREAM = 0
+const INPUT_COUNT = 1
+const INPUT_TOKENS = 2
+
+/** What all native parsers of this thread share: the binding, the bound arrays and the names. */
+class Channel {
+  input = new Uint32Array(INPUT_TOKENS + 64)
+  out = new Uint32Array(compactCapacity(64))
+  readonly names: NameMirror
+  /** Releases a parser's stream in the Rust pool when the parser is collected. */
+  readonly streams: FinalizationRegistry<number>
+
+  constructor(readonly binding: NativeBinding) {
+    binding.parserBind(this.input, this.out)
+    this.names = new NameMirror((from) => binding.parserNames(from))
+    this.streams = new FinalizationRegistry((id) => binding.parserClose(id))
+  }
+
+  /** Rebinds arrays with room for `count` tokens. */
+  grow(count: number): void {
+    // Both arrays first, then bind, then keep them: a failed allocation must leave the old pair bound.
+    const size = Math.max(count, this.input.length * 2)
+    const input = new Uint32Array(INPUT_TOKENS + size)
+    const out = new Uint32Array(compactCapacity(size))
+    this.binding.parserBind(input, out)
+    this.input = input
+    this.out = out
+  }
+}
+
+/**
+ * One channel per thread, whatever the number of copies of this module (a cleared require cache, test
+ * runners that reset modules): the Rust side binds one pair of arrays per thread, so a second channel
+ * would silently unbind the first.
+ */
+const CHANNEL = Symbol.for('harmony-stream.native-channel')
+const holder = globalThis as { [CHANNEL]?: Channel }
+
+export class NativeStream implements BackendStream {
+  private readonly channel: Channel
+  /** The stream's id in this thread's Rust pool. */
+  readonly id: number
+
+  private closed = false
+
+  constructor(binding: NativeBinding, role: string | null, strict: boolean, maxHeaderTokens: number, toolNames: string[]) {
+    const channel = (holder[CHANNEL] ??= new Channel(binding))
+    this.channel = channel
+    this.id = binding.parserOpen(role, strict, maxHeaderTokens, toolNames)
+    channel.streams.register(this, this.id, this)
+  }
+
+  /** Releases the Rust stream now rather than at garbage collection. */
+  close(): void {
+    if (this.closed) return
+    this.closed = true
+    this.channel.streams.unregister(this)
+    this.channel.binding.parserClose(this.id)
+  }
+
+  get out(): Uint32Array {
+    return this.channel.out
+  }
+
+  push(tokens: Uint32Array): string {
+    const channel = this.channel
+    const count = tokens.length
+    if (INPUT_TOKENS + count > channel.input.length) channel.grow(count)
+    const input = channel.input
+    input[INPUT_STREAM] = this.id
+    input[INPUT_COUNT] = count
+    // A loop beats TypedArray#set for the short batches that dominate streaming.
+    if (count <= 16) for (let i = 0; i < count; i++) input[INPUT_TOKENS + i] = tokens[i]
+    else input.set(tokens, INPUT_TOKENS)
+    return channel.binding.parserPush()
+  }
+
+  finish(): string {
+    return this.channel.binding.parserFinish(this.id)
+  }
+
+  read(tokens: Uint32Array | null, visitor: ResultVisitor): void {
+    const text = tokens === null ? this.finish() : this.push(tokens)
+    this.visitRecords(text, visitor)
+  }
+
+  /** Decodes the records of the last call for `visitor`. */
+  private visitRecords(text: string, visitor: ResultVisitor): void {
+    const out = this.channel.out
+    let spilled: RawHeader[] | null = null
+    let opened = 0
+    const end = COMPACT_FIRST_RECORD + COMPACT_RECORD_SLOTS * out[COMPACT_RECORDS]
+    for (let at = COMPACT_FIRST_RECORD; at < end; at += COMPACT_RECORD_SLOTS) {
+      const kind = out[at]
+      if (kind === RECORD_TEXT) {
+        visitor.text(out[at + 1], text.slice(out[at + 2], out[at + 3]))
+      } else if (kind === RECORD_OPEN) {
+        let header = headerOf(this.channel.names, out, at)
+        if (header === null) {
+          spilled ??= this.takeHeaders()
+          header = spilled[opened]
+        }
+        opened++
+        visitor.open(out[at + 1], header)
+        at += COMPACT_RECORD_SLOTS // the FIELDS record was read with it
+      } else if (kind === RECORD_CLOSE) {
+        visitor.close(out[at + 1], out[at + 2])
+      }
+    }
+  }
+
+  takeDiagnostics(): RawDiagnostic[] {
+    return this.channel.binding.parserTakeDiagnostics(this.id)
+  }
+
+  takeHeaders(): RawHeader[] {
+    return this.channel.binding.parserTakeHeaders(this.id)
+  }
+
+  takeError(): RawParseError | null {
+    return this.channel.binding.parserTakeError(this.id)
+  }
+
+  get state(): number {
+    return this.channel.binding.parserState(this.id)
+  }
+
+  nameOf(id: number): string | null {
+    return this.channel.names.nameOf(id)
+  }
+
+  debugPanic(): number {
+    return this.channel.binding.parserDebugPanic(this.id)
+  }
+
+  setLane(template: FrameTemplate | null, counter: number): boolean {
+    return this.channel.binding.parserSetLane(this.id, template === null ? null : (template.literals as string[]), template === null ? [] : (template.slots as number[]), counter)
+  }
+
+  takeLane(): LaneProgress | null {
+    return this.channel.binding.parserTakeLane(this.id)
+  }
+}
+
+/** Owner numbers of this thread's native lane steppers (a stepper serves only the streams it claimed). */
+let lastOwner = 0
+
+/** The native lanes: every native parser of this thread is a stream of one Rust pool, known by its id. */
+export class NativeLaneStepper implements LaneStepper {
+  private readonly owner = ++lastOwner
+
+  constructor(private readonly binding: NativeBinding) {}
+
+  add(stream: BackendStream): number {
+    if (!(stream instanceof NativeStream)) throw new TypeError('this pool runs on the native implementation; the adapter\'s parser does not')
+    const { id } = stream
+    if (!this.binding.parserClaim(id, this.owner)) throw new TypeError('this adapter\'s parser is closed or served by another pool')
+    return id
+  }
+
+  /** Nothing to do: the stream is released with its parser, which no other stepper may claim meanwhile. */
+  remove(): void {}
+
+  step(ids: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): Uint8Array {
+    return this.binding.parserStepFrames(this.owner, ids, offsets, tokens, ends)
+  }
+}
+
+/** A header from interned field ids; null if a field was not interned (then it comes from takeHeaders). */
+function headerOf(names: NameMirror, out: Uint32Array, at: number): RawHeader | null {
+  const role = out[at + 2]
+  const name = out[at + 3]
+  const channel = out[at + 5]
+  const recipient = out[at + 6]
+  const contentType = out[at + 7]
+  const X = NAME_NOT_INTERNED
+  if (role === X || name === X || channel === X || recipient === X || contentType === X) return null
+  return {
+    role: names.nameOf(role)!,
+    name: names.nameOf(name),
+    channel: names.nameOf(channel),
+    recipient: names.nameOf(recipient),
+    contentType: names.nameOf(contentType),
+  }
+}

@@ -1,0 +1,13 @@
+/**
+ * harmony-stream/engines: clients for token-level inference servers (vLLM, SGLang, llama.cpp) and the replay
+ * engine, behind one interface (`Engine.generate`). The subpath's whole public API, listed by name.
+ */
+export { EngineError } from './serving/engines/errors'
+export { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_MAX_EVENT_BYTES, DEFAULT_READ_TIMEOUT_MS, type HttpOptions } from './serving/engines/http'
+export { LlamaCppEngine, type LlamaCppEngineOptions } from './serving/engines/llamacpp'
+export { createEngine, type EngineName, type EngineOptionsByName } from './serving/engines/registry'
+export { ReplayEngine, type ReplayEngineOptions, type ReplayGenerateRequest } from './serving/engines/replay'
+export { checkGenerateRequest } from './serving/engines/request'
+export { SglangEngine, type SglangEngineOptions } from './serving/engines/sglang'
+export type { Engine, EngineFinishReason, EngineStep, EngineUsage, GenerateRequest } from './serving/engines/types'
+export { VLLM_DEFAULT_MAX_TOKENS, VllmEngine, type VllmEngineOptions } from './serving/engines/vllm'

@@ -1,0 +1,25 @@
+import { HarmonyError } from '../../api/errors'
+
+/**
+ * An inference engine failed: it answered with an HTTP error, the connection broke or timed out, or its stream
+ * was not what its wire format promises. `status` is the engine's HTTP status when it sent one (else null);
+ * `engineMessage` is the engine's own error text when it sent one.
+ *
+ * Codes: `engine-http-error` (a non-2xx answer), `engine-connect-timeout` (no connection in time),
+ * `engine-read-timeout` (silence longer than the read timeout, before the response head or mid-stream),
+ * `engine-connection-error` (refused, reset, or closed before the stream's end), `engine-protocol-error` (not
+ * the engine's wire format, or an event over the size limit), `engine-stream-error` (an error reported inside
+ * a running stream), `engine-aborted` (the request's `signal` was aborted).
+ */
+export class EngineError extends HarmonyError {
+  readonly engine: string
+  readonly status: number | null
+  readonly engineMessage: string | null
+
+  constructor(code: string, message: string, details: { engine: string; status?: number | null; engineMessage?: string | null; cause?: unknown }) {
+    super(code, message, { cause: details.cause })
+    this.engine = details.engine
+    this.status = details.status ?? null
+    this.engineMessage = details.engineMessage ?? null
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * llama.cpp's server, native `POST /completion`, token ids in and out (`llama-server -m gpt-oss-20b.gguf`).
+ * Followed: tools/server/README.md (`prompt` as an array of token ids, `n_predict` (-1: no limit but the
+ * context), `temperature`, `top_p`, `seed`, `stream`, `return_tokens`, `cache_prompt`),
+ * tools/server/server-task.cpp (server_task_result_cmpl_partial / _final, to_json_non_oaicompat: each chunk
+ * `{index, content, tokens, stop: false, id_slot, tokens_predicted, tokens_evaluated}`, the last `{…, tokens:
+ * [] (streamed already), stop: true, stop_type: 'eos' | 'limit' | 'word' | 'none', stopping_word,
+ * tokens_predicted, tokens_evaluated, timings}`; no `[DONE]` on this endpoint) and
+ * tools/server/server-context.cpp (process_token sends each sampled token, the end-of-generation one
+ * included, before it stops; handle_completions_impl answers an error before the first result with an
+ * error status and `{"error": {code, message, type}}`, one after it as `data: {"error": {…}}`; older servers
+ * wrote `error: {…}` lines instead). The response head comes only with the first result, after the prefill:
+ * that wait is under `readTimeoutMs`, not `connectTimeoutMs`.
+ *
+ * Stop tokens: llama.cpp takes no stop token ids. It ends generation at the vocabulary's end-of-generation
+ * tokens: for a gpt-oss GGUF `<|return|>` and `<|call|>`, and not `<|end|>` (src/llama-vocab.cpp drops
+ * `<|end|>` from that set when `<|return|>` and `<|call|>` are in it; builds before that stop at `<|end|>`).
+ * Those arrive among the ids, so nothing is appended. To honour `stopTokens` all the same (other ids, or
+ * a subset), the client watches the ids itself: at the first stop id it ends the step there with finish
+ * reason `stop` and closes the connection, which makes llama.cpp stop that slot.
+ */
+import { ASSISTANT_ACTION_STOP_TOKENS } from '../../api/special-tokens'
+import { EngineError } from './errors'
+import { type HttpOptions, postEvents } from './http'
+import { checkEngineOptions } from './options'
+import { checkGenerateRequest } from './request'
+import { isObject, openAIStyleMessage, parseEvent, samplingFields, step, streamError, tokenIds } from './steps'
+import type { Engine, EngineFinishReason, EngineStep, GenerateRequest } from './types'
+
+export interface LlamaCppEngineOptions extends HttpOptions {
+  /** Base URL, e.g. `http://127.0.0.1:8080`. */
+  url: string
+}
+
+const ENGINE = 'llamacpp'
+const OPTIONS = ['url', 'connectTimeoutMs', 'readTimeoutMs', 'headers', 'maxEventBytes'] as const
+
+export class LlamaCppEngine implements Engine {
+  readonly name = ENGINE
+  private readonly options: LlamaCppEngineOptions
+  private readonly endpoint: URL
+
+  constructor(options: LlamaCppEngineOptions) {
+    const url = checkEngineOptions(options, 'LlamaCppEngine', OPTIONS)
+    this.options = { ...options }
+    this.endpoint = new URL('completion', url)
+  }
+
+  generate(request: GenerateRequest): AsyncIterable<EngineStep> {
+    checkGenerateRequest(request, 'LlamaCppEngine.generate')
+    return this.run(request)
+  }
+
+  /** The request body, in the README's `/completion` fields (see the top of this file). */
+  private body(request: GenerateRequest): Record<string, unknown> {
+    // n_predict -1: until an end-of-generation token or the context is full.
+    return { prompt: Array.from(request.tokens), n_predict: request.maxTokens ?? -1, stream: true, return_tokens: true, cache_prompt: true, ...samplingFields(request, 'seed') }
+  }
+
+  private async *run(request: GenerateRequest): AsyncGenerator<EngineStep> {
+    const stops = request.stopTokens ?? ASSISTANT_ACTION_STOP_TOKENS
+    let generated = 0
+    let promptTokens = request.tokens.length
+    for await (const event of postEvents(ENGINE, this.endpoint, this.body(request), this.options, request.signal, openAIStyleMessage)) {
+      if (event.data === '[DONE]') break
+      if (event.event === 'error') throw lineError(event.data)
+      const json = parseEvent(ENGINE, event)
+      const failure = streamError(ENGINE, json)
+      if (failure !== null) throw failure
+      if (!isObject(json)) throw new EngineError('engine-protocol-error', `${ENGINE} sent a chunk that is not an object`, { engine: ENGINE })
+      if (Number.isSafeInteger(json.tokens_evaluated)) promptTokens = json.tokens_evaluated as number
+      let tokens = tokenIds(ENGINE, json.tokens, 'tokens')
+      const stopAt = tokens.findIndex((id) => stops.includes(id))
+      if (stopAt >= 0) {
+        // A stop id: generation ends here, whatever llama.cpp would do next (leaving the loop closes the
+        // connection, and llama.cpp releases the slot).
+        tokens = tokens.slice(0, stopAt + 1)
+        generated += tokens.length
+        yield step(tokens, 'stop', { promptTokens, completionTokens: generated })
+        return
+      }
+      generated += tokens.length
+      if (json.stop !== true) {
+        if (tokens.length > 0) yield step(tokens)
+        continue
+      }
+      const predicted = Number.isSafeInteger(json.tokens_predicted) ? (json.tokens_predicted as number) : generated
+      yield step(tokens, finishReasonOf(json.stop_type), { promptTokens, completionTokens: Math.max(predicted, generated) })
+      return
+    }
+    throw new EngineError('engine-protocol-error', `${ENGINE}: the stream ended without a final chunk`, { engine: ENGINE })
+  }
+}
+
+/** An older server's `error: {…}` line (see the top of this file). */
+function lineError(data: string): EngineError {
+  let json: unknown = null
+  try {
+    json = JSON.parse(data)
+  } catch {
+    // Not JSON: the raw text below.
+  }
+  const message = openAIStyleMessage(isObject(json) && json.error === undefined ? { error: json } : json) ?? data.slice(0, 1000)
+  return new EngineError('engine-stream-error', `${ENGINE} failed mid-stream: ${message}`, { engine: ENGINE, engineMessage: message })
+}
+
+function finishReasonOf(stopType: unknown): EngineFinishReason {
+  // 'limit': n_predict or the context ran out. 'eos': an end-of-generation token that is not one of the
+  // request's stop ids (those end the loop above), e.g. `<|end|>` in an older build: llama.cpp did stop
+  // there, and the adapters read the terminator. 'word' (no stop strings are sent) and 'none' likewise end it.
+  return stopType === 'limit' ? 'length' : 'stop'
+}

@@ -1,0 +1,146 @@
+/**
+ * vLLM, token ids in and out, through its own OpenAI server (`vllm serve openai/gpt-oss-120b`); the gateway
+ * renders and parses, so no chat template, tool or reasoning parser is needed on the vLLM side. Two endpoints:
+ *
+ * - `POST /v1/completions` (default). Followed: vllm/entrypoints/openai/completion/protocol.py (CompletionRequest:
+ *   `prompt` as a list of ints, `max_tokens` (default 16), `stop_token_ids`, `skip_special_tokens`,
+ *   `return_token_ids`, `stream_options.include_usage`, `seed`, `temperature`, `top_p`, `model`) and
+ *   vllm/entrypoints/openai/completion/serving.py (completion_stream_generator: one `data: <json>\n\n` chunk per
+ *   engine output with `choices[0].token_ids` (the new ids, because `return_token_ids`), `finish_reason` and
+ *   `stop_reason` on the last; then, with `include_usage`, a chunk with `choices: []` and `usage`; a failure as
+ *   `data: {"error": {message, type, param, code}}` (vllm/entrypoints/openai/engine/serving.py,
+ *   create_streaming_error_response); and always `data: [DONE]`).
+ * - `POST /inference/v1/generate` (`api: 'generate'`), the tokens-only endpoint. Followed:
+ *   vllm/entrypoints/serve/disagg/protocol.py (GenerateRequest: `token_ids`, `sampling_params` (vLLM's own
+ *   SamplingParams: `max_tokens`, `temperature`, `top_p`, `seed`, `stop_token_ids`, `skip_special_tokens`),
+ *   `model`, `stream`, `stream_options`), vllm/entrypoints/serve/disagg/api_router.py (the route) and
+ *   vllm/entrypoints/serve/disagg/serving.py (serve_tokens_stream_generator: chunks `{request_id, choices:
+ *   [{index, logprobs, finish_reason, token_ids}]}`, a usage-only last chunk with `include_usage`, the same
+ *   error object, `data: [DONE]`; without `max_tokens` the server allows the rest of the context).
+ *
+ * Stop tokens: vLLM keeps the stop token it matched in the ids (vllm/v1/core/sched/utils.py, check_stop, trims
+ * only what follows it) and names it in `stop_reason` (None when it was the model's EOS, `<|return|>` for
+ * gpt-oss). The rule here: when `stop_reason` is one of the request's stop ids and the ids do not already end
+ * with it, it is appended, so a build that leaves it out still hands the parser its terminator. The
+ * tokens-only endpoint has no `stop_reason`, and it skips an output with no new ids, finish reason included:
+ * a stream that ends without one is read as `stop` when its last id is a stop id, else `length`.
+ */
+import { ASSISTANT_ACTION_STOP_TOKENS } from '../../api/special-tokens'
+import { EngineError } from './errors'
+import { type HttpOptions, postEvents } from './http'
+import { checkEngineOptions, positiveInteger } from './options'
+import { checkGenerateRequest } from './request'
+import { isObject, openAIStyleMessage, parseEvent, samplingFields, step, streamError, tokenIds, withStopToken } from './steps'
+import type { Engine, EngineFinishReason, EngineStep, EngineUsage, GenerateRequest } from './types'
+
+export interface VllmEngineOptions extends HttpOptions {
+  /** Base URL, e.g. `http://127.0.0.1:8000` (a path prefix is kept: `http://host/vllm` → `/vllm/v1/completions`). */
+  url: string
+  /** The served model name (`--served-model-name`); vLLM requires it when it serves several. */
+  model?: string
+  /** `'completions'` (default) or the tokens-only `'generate'`. */
+  api?: 'completions' | 'generate'
+  /**
+   * `max_tokens` for a request without `maxTokens`, on the completions endpoint only: there vLLM would stop
+   * after 16 tokens, and it refuses `null` while streaming. vLLM caps it at what the context leaves, but
+   * refuses a prompt longer than `--max-model-len` minus this: keep it below that. Default 8192. (The
+   * generate endpoint needs none: without `max_tokens` it allows the rest of the context.)
+   */
+  defaultMaxTokens?: number
+}
+
+const ENGINE = 'vllm'
+const OPTIONS = ['url', 'model', 'api', 'defaultMaxTokens', 'connectTimeoutMs', 'readTimeoutMs', 'headers', 'maxEventBytes'] as const
+export const VLLM_DEFAULT_MAX_TOKENS = 8192
+
+export class VllmEngine implements Engine {
+  readonly name = ENGINE
+  private readonly options: VllmEngineOptions
+  private readonly endpoint: URL
+
+  constructor(options: VllmEngineOptions) {
+    const url = checkEngineOptions(options, 'VllmEngine', OPTIONS)
+    if (options.api !== undefined && options.api !== 'completions' && options.api !== 'generate') throw new TypeError("VllmEngine: option 'api' must be 'completions' or 'generate'")
+    positiveInteger(options, 'defaultMaxTokens', 'VllmEngine')
+    this.options = { ...options }
+    this.endpoint = new URL(options.api === 'generate' ? 'inference/v1/generate' : 'v1/completions', url)
+  }
+
+  generate(request: GenerateRequest): AsyncIterable<EngineStep> {
+    checkGenerateRequest(request, 'VllmEngine.generate')
+    return this.run(request)
+  }
+
+  /** The request body, in the fields of the endpoint's protocol.py (see the top of this file). */
+  private body(request: GenerateRequest): Record<string, unknown> {
+    const stops = request.stopTokens ?? ASSISTANT_ACTION_STOP_TOKENS
+    const sampling: Record<string, unknown> = { stop_token_ids: [...stops], skip_special_tokens: false, ...samplingFields(request, 'seed') }
+    const model = this.options.model === undefined ? {} : { model: this.options.model }
+    const stream = { stream: true, stream_options: { include_usage: true } }
+    if (this.options.api === 'generate') {
+      if (request.maxTokens !== undefined) sampling.max_tokens = request.maxTokens
+      return { ...model, token_ids: Array.from(request.tokens), sampling_params: sampling, ...stream }
+    }
+    const maxTokens = request.maxTokens ?? this.options.defaultMaxTokens ?? VLLM_DEFAULT_MAX_TOKENS
+    return { ...model, prompt: Array.from(request.tokens), max_tokens: maxTokens, return_token_ids: true, ...sampling, ...stream }
+  }
+
+  private async *run(request: GenerateRequest): AsyncGenerator<EngineStep> {
+    const stops = request.stopTokens ?? ASSISTANT_ACTION_STOP_TOKENS
+    const events = postEvents(ENGINE, this.endpoint, this.body(request), this.options, request.signal, openAIStyleMessage)
+    let last: number | undefined
+    let generated = 0
+    let finished: { tokens: number[]; finishReason: EngineFinishReason } | null = null
+    let usage: EngineUsage | undefined
+    let done = false
+    for await (const event of events) {
+      if (event.data === '[DONE]') {
+        done = true
+        break
+      }
+      const json = parseEvent(ENGINE, event)
+      const failure = streamError(ENGINE, json)
+      if (failure !== null) throw failure
+      if (!isObject(json)) throw new EngineError('engine-protocol-error', `${ENGINE} sent an event that is not an object`, { engine: ENGINE })
+      if (isObject(json.usage)) usage = usageOf(json.usage)
+      const choice = Array.isArray(json.choices) ? json.choices[0] : undefined
+      if (!isObject(choice)) continue
+      if (finished !== null) throw new EngineError('engine-protocol-error', `${ENGINE} sent ids after the finish reason`, { engine: ENGINE })
+      let tokens = tokenIds(ENGINE, choice.token_ids, 'token_ids')
+      const reason = choice.finish_reason
+      if (reason === null || reason === undefined) {
+        if (tokens.length === 0) continue
+        last = tokens[tokens.length - 1]
+        generated += tokens.length
+        yield step(tokens)
+        continue
+      }
+      if (reason === 'stop') tokens = withStopToken(tokens, last, choice.stop_reason, stops)
+      if (tokens.length > 0) last = tokens[tokens.length - 1]
+      generated += tokens.length
+      // Held until the stream ends, so that the usage chunk after it goes out with it.
+      finished = { tokens, finishReason: finishReasonOf(reason) }
+    }
+    if (finished === null) {
+      // Only the tokens-only endpoint may end without a finish reason (see the top of this file), and only
+      // with its [DONE]; a stream cut short is a broken stream.
+      if (this.options.api !== 'generate' || !done) throw new EngineError('engine-protocol-error', `${ENGINE}: the stream ended without a finish reason`, { engine: ENGINE })
+      finished = { tokens: [], finishReason: last !== undefined && stops.includes(last) ? 'stop' : 'length' }
+    }
+    // vLLM counts the ids it generated; an appended stop id it had left out counts too.
+    if (usage !== undefined) usage.completionTokens = Math.max(usage.completionTokens, generated)
+    yield step(finished.tokens, finished.finishReason, usage)
+  }
+}
+
+function usageOf(usage: Record<string, unknown>): EngineUsage {
+  const count = (value: unknown) => (Number.isSafeInteger(value) && (value as number) >= 0 ? (value as number) : 0)
+  return { promptTokens: count(usage.prompt_tokens), completionTokens: count(usage.completion_tokens) }
+}
+
+function finishReasonOf(reason: unknown): EngineFinishReason {
+  if (reason === 'stop') return 'stop'
+  if (reason === 'length') return 'length'
+  if (reason === 'abort') return 'abort'
+  throw new EngineError('engine-stream-error', `${ENGINE} ended generation with finish_reason ${JSON.stringify(reason)}`, { engine: ENGINE, engineMessage: String(reason) })
+}

@@ -1,0 +1,59 @@
+/**
+ * OpenAI-shaped HTTP errors: `{ error: { message, type, param, code } }` with the status OpenAI uses for the
+ * case, so OpenAI clients raise their usual typed errors (BadRequestError, …).
+ */
+import type { ServerResponse } from 'node:http'
+import { HarmonyError, HarmonyRequestError } from '../../api/errors'
+
+export interface OpenAIErrorBody {
+  error: { message: string; type: string; param: string | null; code: string | null }
+}
+
+/** An error to answer a request with; what `sendError` and `pipeSse` turn other errors into. */
+export class HttpError extends HarmonyError {
+  readonly status: number
+  readonly type: string
+  readonly param: string | null
+
+  constructor(status: number, message: string, options: { type?: string; param?: string | null; code?: string; cause?: unknown } = {}) {
+    super(options.code ?? `http-${status}`, message, { cause: options.cause })
+    this.status = status
+    this.type = options.type ?? (status >= 500 ? 'server_error' : 'invalid_request_error')
+    this.param = options.param ?? null
+  }
+
+  toOpenAIError(): OpenAIErrorBody {
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } }
+  }
+}
+
+/**
+ * The HTTP status and body for any error: `HttpError` as it is, `HarmonyRequestError` → 400, an engine's failure
+ * (`EngineError`, anything with `engine` set) → 502, anything else → 500 with a generic message (the details
+ * belong in the server's log, not in the answer).
+ */
+export function errorResponse(error: unknown): { status: number; body: OpenAIErrorBody } {
+  if (error instanceof HttpError) return { status: error.status, body: error.toOpenAIError() }
+  if (error instanceof HarmonyRequestError) return { status: 400, body: error.toOpenAIError() }
+  if (error instanceof HarmonyError && 'engine' in error) {
+    return { status: 502, body: { error: { message: `the inference engine failed: ${error.message}`, type: 'server_error', param: null, code: error.code } } }
+  }
+  return { status: 500, body: { error: { message: 'internal error', type: 'server_error', param: null, code: null } } }
+}
+
+/**
+ * Answers with the OpenAI error body and status for `error` (see `errorResponse`); a 413 also closes the
+ * connection, so the unread rest of the body is dropped instead of read.
+ */
+export function sendError(response: ServerResponse, error: unknown): number {
+  const { status, body } = errorResponse(error)
+  if (response.headersSent) {
+    response.end()
+    return status
+  }
+  const headers: Record<string, string> = { 'content-type': 'application/json' }
+  if (status === 413) headers.connection = 'close'
+  response.writeHead(status, headers)
+  response.end(JSON.stringify(body))
+  return status
+}

@@ -1,0 +1,154 @@
+/**
+ * Streaming an adapter's events to an HTTP response as server-sent events, with what a gateway must not get
+ * wrong: one `write` per engine step; backpressure (when the socket's buffer is full, stop pulling engine steps
+ * until it drains, so a client that stops reading holds the engine back instead of filling memory); a client
+ * that disconnects aborts the engine request (through `abort`, and by ending the iteration); a failure
+ * mid-stream becomes the API's error frame, since the status line is long gone; Chat ends with `[DONE]`.
+ */
+import type { ServerResponse } from 'node:http'
+
+import { ChatCompletionsStream } from '../../wire/chat'
+import type { ChatCompletionChunk } from '../../wire/chat'
+import type { ResponseEvent, ResponsesStream } from '../../wire/responses'
+import { HttpError, errorResponse } from './errors'
+
+/** An engine step (`harmony-stream/engines`), or just its token ids. */
+export type SseStep = Uint32Array | readonly number[] | { tokens: Uint32Array | readonly number[]; finishReason?: 'stop' | 'length' | 'abort' }
+
+export interface PipeSseOptions {
+  /** Aborted when the client disconnects: pass the controller whose signal the engine request uses. */
+  abort?: AbortController
+  /** Extra response headers (the SSE ones are set unless the head was already sent). */
+  headers?: Record<string, string>
+  /**
+   * `'sse'` (default): the adapters' SSE face (no event objects); `'objects'`: their object face, serialized
+   * here. The bytes are the same; `'objects'` exists to measure what the SSE face saves.
+   */
+  frames?: 'sse' | 'objects'
+  /**
+   * Collect the frames of this many milliseconds into one write. Default 0: every engine step is written at
+   * once. At one token per step the write (a system call per stream per token) is most of a gateway's CPU;
+   * a few milliseconds of coalescing trade that much latency for far fewer writes (README "Performance").
+   */
+  coalesceMs?: number
+}
+
+/** Coalesced frames are written before they reach this size, whatever the time. */
+const COALESCE_MAX_BYTES = 64 * 1024
+
+export interface PipeSseResult {
+  /** `completed`: every event and the end were written; `client-closed`: the client left first; `failed`: an error frame ended the stream. */
+  outcome: 'completed' | 'client-closed' | 'failed'
+  /** What failed, for `failed` (log it: the client only got the error frame). */
+  error?: unknown
+}
+
+export const SSE_HEADERS = Object.freeze({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' })
+
+export function chatFrames(chunks: readonly ChatCompletionChunk[]): string {
+  let out = ''
+  for (const chunk of chunks) out += `data: ${JSON.stringify(chunk)}\n\n`
+  return out
+}
+
+export function responsesFrames(events: readonly ResponseEvent[]): string {
+  let out = ''
+  for (const event of events) out += `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`
+  return out
+}
+
+function tokensOf(step: SseStep): { tokens: Uint32Array | readonly number[]; finishReason?: string } {
+  return ArrayBuffer.isView(step) || Array.isArray(step) ? { tokens: step as Uint32Array } : (step as { tokens: Uint32Array })
+}
+
+/** What pipeSse writes from: an adapter's SSE face, or its object face serialized (`frames: 'objects'`). */
+interface SseFace {
+  startSse?(): string
+  pushSse(tokens: Uint32Array | readonly number[]): string
+  finishSse(options: { truncated: boolean }): string
+}
+
+function serializedObjects(adapter: ChatCompletionsStream | ResponsesStream): SseFace {
+  if (adapter instanceof ChatCompletionsStream) {
+    return { pushSse: (tokens) => chatFrames(adapter.push(tokens)), finishSse: (options) => chatFrames(adapter.finish(options)) }
+  }
+  return {
+    startSse: () => responsesFrames(adapter.start()),
+    pushSse: (tokens) => responsesFrames(adapter.push(tokens)),
+    finishSse: (options) => responsesFrames(adapter.finish(options)),
+  }
+}
+
+export async function pipeSse(response: ServerResponse, adapter: ChatCompletionsStream | ResponsesStream, steps: AsyncIterable<SseStep>, options: PipeSseOptions = {}): Promise<PipeSseResult> {
+  const coalesceMs = options.coalesceMs ?? 0
+  if (typeof coalesceMs !== 'number' || !Number.isFinite(coalesceMs) || coalesceMs < 0) throw new TypeError('pipeSse: coalesceMs must be a non-negative number')
+  const chat = adapter instanceof ChatCompletionsStream
+  const face: SseFace = options.frames === 'objects' ? serializedObjects(adapter) : adapter
+  let clientClosed = response.destroyed
+  let wake: (() => void) | null = null
+  /** The socket's buffer is full: pull no engine step until it drains. */
+  let full = false
+  const onClose = () => {
+    if (response.writableFinished) return
+    clientClosed = true
+    options.abort?.abort()
+    wake?.()
+  }
+  const onDrain = () => {
+    // A write from the coalescing timer may have filled the buffer and drained before anyone waited.
+    full = false
+    wake?.()
+  }
+  response.on('close', onClose).on('drain', onDrain)
+  let pending = ''
+  let timer: NodeJS.Timeout | null = null
+  /** Writes what was collected; `full` if the socket's buffer is full (wait for 'drain' before pulling more). */
+  const flush = () => {
+    if (timer !== null) clearTimeout(timer)
+    timer = null
+    if (pending === '' || clientClosed) return
+    full = !response.write(pending) || full
+    pending = ''
+  }
+  /** Writes (now, or within `coalesceMs`), then waits while the socket's buffer is full or the client is gone. */
+  const send = async (text: string) => {
+    if (text === '' || clientClosed) return
+    pending += text
+    if (coalesceMs === 0 || pending.length >= COALESCE_MAX_BYTES) flush()
+    else timer ??= setTimeout(flush, coalesceMs)
+    if (full && !clientClosed) await new Promise<void>((resolve) => (wake = resolve))
+    full = false
+    wake = null
+  }
+  try {
+    if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
+    // The adapters' SSE faces: the bytes of their events, built without event objects.
+    // Responses opens with response.created / in_progress; Chat has no opening events.
+    if (face.startSse !== undefined) await send(face.startSse())
+    let finishReason: string | undefined
+    for await (const step of steps) {
+      if (clientClosed) break // ends the iteration: the engine client closes its request
+      const { tokens, finishReason: reason } = tokensOf(step)
+      finishReason = reason ?? finishReason
+      await send(face.pushSse(tokens))
+      if (clientClosed) break
+    }
+    if (clientClosed) return { outcome: 'client-closed' }
+    if (finishReason === 'abort') throw new HttpError(502, 'the inference engine aborted the request', { code: 'engine-aborted' })
+    const last = pending + face.finishSse({ truncated: finishReason === 'length' })
+    pending = ''
+    response.end(chat ? `${last}data: [DONE]\n\n` : last)
+    return { outcome: 'completed' }
+  } catch (error) {
+    if (clientClosed) return { outcome: 'client-closed', error }
+    const { body } = errorResponse(error)
+    if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
+    flush()
+    // Chat: the error object OpenAI clients raise from a stream; Responses: its `error` event.
+    response.end(chat ? `data: ${JSON.stringify(body)}\n\n` : responsesFrames([(adapter as ResponsesStream).error(body.error.message, body.error.code ?? 'server_error')]))
+    return { outcome: 'failed', error }
+  } finally {
+    if (timer !== null) clearTimeout(timer)
+    response.off('close', onClose).off('drain', onDrain)
+  }
+}

@@ -1,0 +1,248 @@
+/**
+ * Many adapters, one call per engine step, SSE bytes out: the shape of a gateway's decode loop when one
+ * engine step yields a token or a few for every running request.
+ *
+ *   const pool = new SsePool()
+ *   const a = pool.add(new ChatCompletionsStream({ model, tools: body.tools }))
+ *   const b = pool.add(new ResponsesStream({ model }))
+ *   const frames = pool.step(Uint32Array.of(a, b), Uint32Array.of(0, 1, 2), tokens)   // one token each
+ *   for (let i = 0; i < frames.length; i++) sockets[i].write(frames.frame(i))
+ *   sockets[0].end(pool.finish(a) + 'data: [DONE]\n\n')
+ *
+ * Each stream's bytes are exactly what its adapter's `pushSse` would have returned for the same tokens
+ * (and `finish` returns its `finishSse`). Most steps of a stream only add text to the message being read;
+ * those are served in one call for all streams (in Rust on the native implementation: no event objects, no
+ * crossing per stream), from a frame template the adapter gave for that message. The rest (a header, a
+ * stop token, anything unusual) is handed to the adapter itself.
+ */
+import type { ChatCompletionsStream, FinishOptions } from '../wire/chat'
+import type { LaneTemplate, PooledAdapter } from '../wire/lane'
+import type { ResponsesStream } from '../wire/responses'
+import type { BackendStream, LaneStepper } from '../backend/protocol'
+import { FRAMES_BAD_INDEX, FRAMES_ENDS, FRAMES_SLOW, FRAMES_STATUS, type FrameTemplate, LANE_TEXT } from '../backend/frames'
+import { createLaneStepper } from '../backend/choose'
+import { internalError } from '../api/parser'
+import { plainUint32Array, poolImplementation, throwForStepStatus } from '../api/pool'
+import type { Implementation } from '../api/types'
+
+export interface SsePoolOptions {
+  /** Run on a given implementation instead of the process-wide one; adapters added must use the same. */
+  implementation?: Implementation
+}
+
+/** A stream whose adapter threw in a step (e.g. a strict-mode parse error): send an error frame and remove it. */
+export interface SseStreamError {
+  /** Its index in the step's `streams`. */
+  index: number
+  id: number
+  error: Error
+}
+
+/**
+ * The bytes of one step, per stream: `frame(i)` for `streams[i]`, a `Uint8Array` (UTF-8, a view into one
+ * buffer for the whole step) or a string, `''` when the step made nothing to send. Either can be passed to
+ * `socket.write` as it is; the buffer is never reused, so a write still pending keeps its bytes.
+ */
+export class SseFrames {
+  /** The lane's bytes as a plain `Uint8Array` (a view of one is made several times faster than a Buffer's `subarray`). */
+  private readonly bytes: Uint8Array | null
+
+  constructor(
+    frames: Uint8Array | string[],
+    /** The number of streams in the step. */
+    readonly length: number,
+    /** Where each stream's part of the native lane's bytes ends (null for the TypeScript lane's strings). */
+    private readonly ends: Uint32Array | null,
+    /** Each stream's frame as a string when not in `bytes`: the TypeScript lane's, and the adapters' own. */
+    private readonly texts: string[] | null,
+    /** Streams whose adapter threw: their frame is ''. */
+    readonly errors: readonly SseStreamError[],
+  ) {
+    this.bytes = Array.isArray(frames) ? null : new Uint8Array(frames.buffer, frames.byteOffset, frames.byteLength)
+  }
+
+  frame(index: number): Uint8Array | string {
+    if (!(Number.isInteger(index) && index >= 0 && index < this.length)) throw new RangeError(`no stream at index ${index} in this step`)
+    const text = this.texts?.[index]
+    if (text) return text
+    const { bytes, ends } = this
+    if (bytes === null || ends === null) return ''
+    const start = index === 0 ? 0 : ends[index - 1]
+    const end = ends[index]
+    return start === end ? '' : new Uint8Array(bytes.buffer, bytes.byteOffset + start, end - start)
+  }
+}
+
+interface Entry {
+  adapter: PooledAdapter
+  backend: BackendStream
+  /** The lane as last set (the backend is asked again only when it changes): open, its template and counter. */
+  laneOpen: boolean
+  template: FrameTemplate | null
+  counter: number
+}
+
+type SseAdapter = ChatCompletionsStream | ResponsesStream
+
+/** Adapters in some pool: one adapter, one pool, or two decode loops would feed one completion. */
+const pooled = new WeakSet<object>()
+
+const NO_ERRORS: readonly SseStreamError[] = Object.freeze([])
+
+export class SsePool {
+  readonly implementation: Implementation
+  private readonly stepper: LaneStepper
+  private readonly entries = new Map<number, Entry>()
+  /** The stepper's answer (FRAMES_* layout: 3 + 3 × streams slots), reused. */
+  private ends = new Uint32Array(FRAMES_ENDS + 3 * 64)
+
+  constructor(options: SsePoolOptions = {}) {
+    this.implementation = poolImplementation(options)
+    this.stepper = createLaneStepper(this.implementation)
+  }
+
+  /** Streams in the pool. */
+  get size(): number {
+    return this.entries.size
+  }
+
+  /**
+   * Takes over a new or running adapter (`ChatCompletionsStream` or `ResponsesStream` reading token ids, on
+   * this pool's implementation); returns the id that names it in `step`, `finish` and `remove`. From now on
+   * feed it only through the pool.
+   */
+  add(adapter: SseAdapter): number {
+    const candidate = adapter as unknown as Partial<PooledAdapter> & { options?: { input?: string } }
+    if (candidate === null || typeof candidate !== 'object' || typeof candidate.laneTemplate !== 'function') {
+      throw new TypeError('add() takes a ChatCompletionsStream or a ResponsesStream')
+    }
+    if (candidate.options?.input === 'text') throw new TypeError('the pool feeds token ids: this adapter reads text (input: \'text\')')
+    if (pooled.has(adapter)) throw new TypeError('this adapter is already in a pool')
+    const backend = candidate.laneStream!()
+    if (backend === null) throw new TypeError('this adapter is finished or closed')
+    // The stepper refuses a backend stream of the other implementation.
+    const id = this.stepper.add(backend)
+    pooled.add(adapter)
+    const entry: Entry = { adapter: adapter as unknown as PooledAdapter, backend, laneOpen: false, template: null, counter: 0 }
+    this.entries.set(id, entry)
+    this.setLane(entry)
+    return id
+  }
+
+  /**
+   * One engine step: `tokens.subarray(offsets[i], offsets[i + 1])` are the next tokens of stream
+   * `streams[i]` (`offsets` has one entry more than `streams`; a stream at most once). Returns every
+   * stream's SSE bytes. Bad arguments (an id not in this pool, bad offsets, a token id outside the
+   * vocabulary) throw a RangeError before anything is consumed; an adapter that throws (strict mode) is
+   * reported in `errors` and does not stop the others.
+   */
+  step(streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array): SseFrames {
+    streams = plainUint32Array(streams, 'streams')
+    offsets = plainUint32Array(offsets, 'offsets')
+    tokens = plainUint32Array(tokens, 'tokens')
+    const count = streams.length
+    if (this.ends.length < FRAMES_ENDS + 3 * count) this.ends = new Uint32Array(FRAMES_ENDS + 3 * Math.max(count, this.ends.length))
+    const ends = this.ends
+    let frames: Uint8Array | string[]
+    try {
+      frames = this.stepper.step(streams, offsets, tokens, ends)
+    } catch (cause) {
+      throw internalError(cause)
+    }
+    throwForStepStatus(ends[FRAMES_STATUS], ends[FRAMES_BAD_INDEX], streams, tokens)
+    const slow = ends[FRAMES_SLOW]
+    // The adapters' frames go beside the lane's strings (js), or into strings of their own (native, made
+    // dense at once: a sparse array's lookups are slow).
+    let texts = Array.isArray(frames) ? frames : null
+    let errors: SseStreamError[] | null = null
+    for (let k = 0; k < slow; k++) {
+      const index = ends[FRAMES_ENDS + count + 2 * k]
+      const report = ends[FRAMES_ENDS + count + 2 * k + 1]
+      const id = streams[index]
+      try {
+        const text = this.serve(this.entries.get(id)!, report, tokens.subarray(offsets[index], offsets[index + 1]))
+        if (text !== '') (texts ??= new Array<string>(count).fill(''))[index] = text
+      } catch (error) {
+        ;(errors ??= []).push({ index, id, error: error as Error })
+      }
+    }
+    // The native lane's ends are copied out of the array the next step reuses; the js lane has none.
+    const frameEnds = Array.isArray(frames) ? null : ends.slice(FRAMES_ENDS, FRAMES_ENDS + count)
+    return new SseFrames(frames, count, frameEnds, texts, errors ?? NO_ERRORS)
+  }
+
+  /** Ends stream `id` (its adapter's `finishSse(options)`: no `[DONE]`) and removes it from the pool. */
+  finish(id: number, options: FinishOptions = {}): string {
+    const entry = this.entryOf(id)
+    this.absorb(entry)
+    this.forget(id)
+    return entry.adapter.finishSse(options)
+  }
+
+  /** Abandons stream `id` (the client went away): closes its adapter. False if it is not in the pool. */
+  remove(id: number): boolean {
+    const entry = this.entries.get(id)
+    if (entry === undefined) return false
+    this.forget(id)
+    entry.adapter.close()
+    return true
+  }
+
+  /**
+   * A step the lane left to the adapter: first what the lane did (its report: tokens taken, and whether it
+   * holds text), then the adapter, then the adapter's lane for what follows.
+   */
+  private serve(entry: Entry, report: number, tokens: Uint32Array): string {
+    const tokensTaken = report % LANE_TEXT
+    if (report >= LANE_TEXT) this.absorb(entry, tokensTaken)
+    else if (tokensTaken > 0) entry.adapter.absorbLane({ text: '', tokens: tokensTaken, counter: 0 })
+    let frames: string
+    try {
+      frames = entry.adapter.pushSse(tokens)
+    } catch (error) {
+      // Whatever state the adapter is left in, the lane writes nothing more for it.
+      this.setLane(entry, null)
+      throw error
+    }
+    this.setLane(entry)
+    return frames
+  }
+
+  /** Everything the lane did that the adapter has not seen (`extraTokens`: reported already). */
+  private absorb(entry: Entry, extraTokens = 0): void {
+    const progress = entry.backend.takeLane()
+    if (progress === null) return
+    progress.tokens += extraTokens
+    entry.counter = progress.counter
+    entry.adapter.absorbLane(progress)
+  }
+
+  /** Gives the backend stream the adapter's lane (or `lane`), unless it has it already. */
+  private setLane(entry: Entry, lane?: LaneTemplate | null): void {
+    if (!entry.laneOpen && !entry.adapter.laneReady()) return
+    if (lane === undefined) {
+      // Between messages the template is not used: a stream enters a message only through a step the
+      // adapter serves, after which the template is set. So it is left as it is (one crossing less).
+      if (entry.laneOpen && !entry.adapter.readsMessage()) return
+      lane = entry.adapter.laneTemplate()
+    }
+    const template = lane === null ? null : lane.template
+    const counter = lane === null ? 0 : lane.counter
+    if (entry.laneOpen && template === entry.template && counter === entry.counter) return
+    if (!entry.backend.setLane(template, counter)) throw internalError(new Error('the lane of a stream in the pool could not be set'))
+    entry.laneOpen = true
+    entry.template = template
+    entry.counter = counter
+  }
+
+  private entryOf(id: number): Entry {
+    const entry = this.entries.get(id)
+    if (entry === undefined) throw new RangeError(`stream id ${String(id)} is not in this pool`)
+    return entry
+  }
+
+  private forget(id: number): void {
+    this.entries.delete(id)
+    this.stepper.remove(id)
+  }
+}

@@ -1,0 +1,203 @@
+/**
+ * Turns parser batches into an ordered list of per-message events, with exact token counts per message,
+ * for the wire adapters. Built only on the parser contract (`push`/`finish` → `HarmonyBatch`), so it works
+ * on either implementation.
+ *
+ * A batch can end one message and start the next (the bug behind vLLM #27641 and #31501); its segments and
+ * completed messages are therefore re-interleaved by message index: a message's text always comes before
+ * its close, and its close before the next message's text.
+ */
+import { HarmonyStreamParser } from '../api/parser'
+import { ordinaryEncoder } from '../backend/encoder'
+import { DEFAULT_MAX_HEADER_BYTES, tokensOfPieces } from '../api/text-parser'
+import { byteTokens } from '../api/text/byte-tokens'
+import { MarkerScanner, type Piece } from '../api/text/marker-scanner'
+import type { HarmonyBatch, HarmonyDiagnostic, HarmonyMessage, HarmonyOpened, HarmonySegment, HarmonyStreamParserOptions } from '../api/types'
+
+/** First id of the special tokens: a message can only open or close at one of them. */
+const FIRST_SPECIAL = 199_998
+const START = 200_006
+const CHANNEL = 200_005
+
+export type MessageEvent =
+  /** A header completed: the message's route is known before any of its text. */
+  | { kind: 'open'; opened: HarmonyOpened }
+  | { kind: 'text'; segment: HarmonySegment }
+  | { kind: 'close'; index: number; message: HarmonyMessage; tokens: number }
+
+/** What the adapters are fed: token ids (the default) or text whose markers arrive as text (see `HarmonyTextParser`). */
+export type InputKind = 'tokens' | 'text'
+
+/**
+ * Tokens of `text`: `<|constrain|>` (text to the scanner) is one token, other special-token strings are
+ * text. The tokenizer loads on first use, for text input only.
+ */
+function tokenCount(text: string): number {
+  const parts = text.split('<|constrain|>')
+  return parts.length - 1 + parts.reduce((n, part) => n + (part === '' ? 0 : encodeCount(part)), 0)
+}
+
+/** o200k tokens of ordinary text: the renderer's js encoder (gpt-tokenizer, loaded on first use). */
+function encodeCount(text: string): number {
+  return ordinaryEncoder('js').encode(text).length
+}
+
+/** tokens[from, to): the array itself when that is all of it (at batch 1, always), else a copy. */
+function part(tokens: Uint32Array | readonly number[], from: number, to: number): Uint32Array | readonly number[] {
+  return from === 0 && to === tokens.length ? tokens : tokens.slice(from, to)
+}
+
+export class MessageStream {
+  readonly parser: HarmonyStreamParser
+  /**
+   * Tokens pushed so far. For text input, counted by encoding the text with the o200k tokenizer (markers
+   * count one each): exact when the text is the decoding of the model's tokens, as servers send it.
+   */
+  tokens = 0
+  /** Messages closed so far. */
+  closed = 0
+  /** Diagnostics of everything pushed so far. */
+  readonly diagnostics: HarmonyDiagnostic[] = []
+  /** Tokens since the last close: the header, content and terminator of the message being read. */
+  private pending = 0
+
+  private readonly scanner: MarkerScanner | null
+  /** Text input: the text since the last marker, not yet counted in tokens. */
+  private unweighed = ''
+
+  constructor(options: HarmonyStreamParserOptions = {}, readonly input: InputKind = 'tokens') {
+    // For text, the parser reads single-byte tokens: its header limit counts bytes (as HarmonyTextParser's).
+    this.parser = new HarmonyStreamParser(input === 'text' ? { maxHeaderTokens: DEFAULT_MAX_HEADER_BYTES, ...options } : options)
+    this.scanner = input === 'text' ? new MarkerScanner() : null
+  }
+
+  /** Feeds token ids, or a chunk of text when made for text input. */
+  pushInput(input: Uint32Array | readonly number[] | string): MessageEvent[] {
+    if (typeof input === 'string') {
+      if (this.scanner === null) throw new TypeError('this adapter reads token ids; make it with input: \'text\' for text')
+      return this.pushPieces(this.scanner.push(input))
+    }
+    if (this.scanner !== null) throw new TypeError('this adapter reads text (input: \'text\'); pass strings')
+    return this.push(input)
+  }
+
+  /**
+   * Text pieces, fed in groups that end at a marker (like the special-token split of `push`). The text
+   * between two markers is counted in tokens once it is whole (at the marker or the end): encoding it
+   * chunk by chunk would count more tokens than the model produced.
+   */
+  private pushPieces(pieces: Piece[]): MessageEvent[] {
+    const events: MessageEvent[] = []
+    let group: Piece[] = []
+    for (const piece of pieces) {
+      group.push(piece)
+      if ('marker' in piece) {
+        this.feed(tokensOfPieces(group, byteTokens()), events, this.weighText() + 1)
+        group = []
+      } else {
+        this.unweighed += piece.text
+      }
+    }
+    if (group.length > 0) this.feed(tokensOfPieces(group, byteTokens()), events, 0)
+    return events
+  }
+
+  /** Tokens of the text since the last marker, which is then forgotten. */
+  private weighText(): number {
+    const tokens = this.unweighed === '' ? 0 : tokenCount(this.unweighed)
+    this.unweighed = ''
+    return tokens
+  }
+
+  /**
+   * Parses a batch. It is fed to the parser in pieces that end at special tokens, so that every message
+   * close can be given the exact number of tokens it took (the results do not depend on the split).
+   */
+  push(tokens: Uint32Array | readonly number[]): MessageEvent[] {
+    const events: MessageEvent[] = []
+    let from = 0
+    for (let i = 0; i < tokens.length; i++) {
+      if (tokens[i] >= FIRST_SPECIAL) {
+        this.feed(part(tokens, from, i + 1), events)
+        from = i + 1
+      }
+    }
+    if (from < tokens.length) this.feed(part(tokens, from, tokens.length), events)
+    return events
+  }
+
+  /**
+   * The fast path of token input: a batch that can only add text to the open message (ordinary tokens
+   * inside a message) is parsed without events; returns its text, or null (nothing consumed) otherwise.
+   */
+  pushText(tokens: Uint32Array | readonly number[]): string | null {
+    if (this.scanner !== null) return null
+    const text = this.parser.pushText(tokens)
+    if (text !== null) {
+      this.tokens += tokens.length
+      this.pending += tokens.length
+    }
+    return text
+  }
+
+  /** Adds what `SsePool`'s fast lane did on this stream's parser: `tokens` tokens of the open message's `text`. */
+  absorbLane(text: string, tokens: number): void {
+    this.tokens += tokens
+    this.pending += tokens
+    this.parser.absorbLaneText(text)
+  }
+
+  /** Releases the parser without reading the rest (an abandoned completion). */
+  close(): void {
+    this.parser.close()
+  }
+
+  /** Ends the stream; an unterminated message closes with `terminator: null`. */
+  finish(): MessageEvent[] {
+    const events = this.scanner === null ? [] : this.pushPieces(this.scanner.finish())
+    const rest = this.weighText()
+    this.tokens += rest
+    this.pending += rest
+    this.collect(this.parser.finish(), events, null)
+    return events
+  }
+
+  /** Parses `piece`, which stands for `weight` tokens of the completion (its length, for token input). */
+  private feed(piece: Uint32Array | readonly number[], events: MessageEvent[], weight = piece.length): void {
+    this.tokens += weight
+    this.pending += weight
+    this.collect(this.parser.push(piece), events, piece[piece.length - 1])
+  }
+
+  /**
+   * The batch's events in message order: for each message its open, its text, then its close (the i-th
+   * completed message is message `this.closed`). A message closed without an open in this batch was opened
+   * earlier (or, lenient, never: the adapters then route it at its close).
+   */
+  private collect(batch: HarmonyBatch, events: MessageEvent[], last: number | null): void {
+    // A loop, not push(...spread): most batches have no diagnostic, and a spread call costs even then.
+    for (const diagnostic of batch.diagnostics) this.diagnostics.push(diagnostic)
+    const { opened, segments, completed } = batch
+    let o = 0
+    let s = 0
+    let c = 0
+    while (o < opened.length || s < segments.length || c < completed.length) {
+      const openIndex = o < opened.length ? opened[o].messageIndex : Number.POSITIVE_INFINITY
+      const textIndex = s < segments.length ? segments[s].messageIndex : Number.POSITIVE_INFINITY
+      const closeIndex = c < completed.length ? this.closed : Number.POSITIVE_INFINITY
+      if (openIndex <= textIndex && openIndex <= closeIndex) events.push({ kind: 'open', opened: opened[o++] })
+      else if (textIndex <= closeIndex) events.push({ kind: 'text', segment: segments[s++] })
+      else this.closeMessage(completed[c++], events, last)
+    }
+  }
+
+  private closeMessage(message: HarmonyMessage, events: MessageEvent[], last: number | null): void {
+    let tokens = this.pending
+    // Lenient mode closes a message left open when the next one starts: that <|start|> or <|channel|>
+    // belongs to the next message.
+    const startsNext = message.terminator === null && (last === START || last === CHANNEL) && this.parser.state === 'header'
+    if (startsNext) tokens -= 1
+    this.pending -= tokens
+    events.push({ kind: 'close', index: this.closed++, message, tokens })
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * Where a message's text goes in OpenAI's wire formats, decided by its channel and recipient (never by
+ * its position in the completion), the same way for Chat Completions and Responses, streaming or not.
+ */
+
+import type { HarmonyDiagnostic } from '../api/types'
+
+/** What the gateway does with a message. */
+export type Route = 'reasoning' | 'content' | 'tool' | 'ignore'
+
+export interface RoutingOptions {
+  /**
+   * A commentary message without a recipient (a "preamble" the model writes before calling tools):
+   * shown to the user as content (default, as vLLM's chat path and llama.cpp do) or kept as reasoning.
+   */
+  preamble?: 'content' | 'reasoning'
+  /**
+   * Messages to built-in tools (`browser.*`, `python`, `container.*`, any recipient outside `functions.`):
+   * dropped (default; the gateway did not offer them) or surfaced as tool calls named by the recipient.
+   */
+  builtinTools?: 'ignore' | 'surface'
+}
+
+export interface RouteFields {
+  role: string
+  channel?: string | null
+  recipient?: string | null
+}
+
+const FUNCTIONS = 'functions.'
+
+export function routeOf(header: RouteFields, options: RoutingOptions = {}): Route {
+  // Completions are assistant messages; anything else (a tool result the model hallucinated) is not output.
+  if (header.role !== 'assistant') return 'ignore'
+  const recipient = header.recipient ?? null
+  if (recipient !== null && recipient !== 'assistant' && recipient !== 'user') {
+    if (recipient.startsWith(FUNCTIONS)) return 'tool'
+    return options.builtinTools === 'surface' ? 'tool' : 'ignore'
+  }
+  if (header.channel === 'analysis') return 'reasoning'
+  if (header.channel === 'commentary') return options.preamble === 'reasoning' ? 'reasoning' : 'content'
+  // final, or a message whose channel the model left out or garbled (recovered by lenient mode): the answer.
+  return 'content'
+}
+
+/** The function name of a tool message: `functions.get_weather` → `get_weather`; a built-in keeps its recipient. */
+export function toolName(recipient: string): string {
+  return recipient.startsWith(FUNCTIONS) ? recipient.slice(FUNCTIONS.length) : recipient
+}
+
+/**
+ * The `invalid-tool-arguments` diagnostic for a closed tool call whose arguments should be JSON and are not
+ * (they were streamed as they are), or null.
+ */
+export function toolArgumentsDiagnostic(
+  call: { name: string; id: string; arguments: string; contentType: string | null | undefined },
+  tokenOffset: number,
+): (HarmonyDiagnostic & { toolCallId: string }) | null {
+  if (!expectsJson(call.contentType) || isJson(call.arguments)) return null
+  return {
+    code: 'invalid-tool-arguments',
+    message: `the arguments of tool call ${call.name} are not valid JSON; passed through as they are`,
+    tokenOffset,
+    text: call.arguments,
+    toolCallId: call.id,
+  }
+}
+
+/** Whether a tool call's arguments should be JSON: content type absent or mentioning json (as vLLM decides). */
+export function expectsJson(contentType: string | null | undefined): boolean {
+  return contentType == null || contentType.includes('json')
+}
+
+export function isJson(text: string): boolean {
+  try {
+    JSON.parse(text)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * The `dropped-message` diagnostic for a message the adapters do not send (a call to a built-in tool the
+ * gateway did not offer, a non-assistant message the model wrote): dropped text never disappears silently.
+ */
+export function droppedDiagnostic(message: { role: string; recipient?: string | null; content: string }, tokenOffset: number): HarmonyDiagnostic {
+  const what = message.role !== 'assistant' ? `a ${message.role} message` : `a message to ${message.recipient}`
+  return {
+    code: 'dropped-message',
+    message: `${what} was not sent to the client (${message.role !== 'assistant' ? 'not an assistant message' : "builtinTools: 'ignore'"})`,
+    tokenOffset,
+    text: message.content,
+  }
+}
