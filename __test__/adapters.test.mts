@@ -6,7 +6,7 @@ import test from 'ava'
 
 import { ChatCompletionsStream, ResponsesStream } from 'harmony-stream'
 
-import { IMPLEMENTATIONS, batches, harmony } from './helpers/harmony.mjs'
+import { batches, harmony, IMPLEMENTATIONS } from './helpers/harmony.mjs'
 
 const COMPLETION = harmony(
   '<|channel|>analysis<|message|>Need the weather.<|end|>' +
@@ -37,7 +37,11 @@ for (const implementation of IMPLEMENTATIONS) {
         }
       })
       chat.finish()
-      t.deepEqual(announcements.map((a) => a.delta), [{ index: 0, id: 'call_x_0', type: 'function', function: { name: 'get_weather', arguments: '' } }], `size ${size}`)
+      t.deepEqual(
+        announcements.map((a) => a.delta),
+        [{ index: 0, id: 'call_x_0', type: 'function', function: { name: 'get_weather', arguments: '' } }],
+        `size ${size}`,
+      )
       t.is(argumentsText.join(''), '{"city":"Paris"}', `size ${size}`)
     }
   })
@@ -60,7 +64,10 @@ for (const implementation of IMPLEMENTATIONS) {
         stream1.start()
         COMPLETION.slice(0, CALL_HEADER_END).forEach((id) => stream1.push([id]))
         const atHeader = stream1.push([COMPLETION[CALL_HEADER_END]])
-        t.deepEqual(atHeader.map((e) => e.type), ['response.output_item.added'])
+        t.deepEqual(
+          atHeader.map((e) => e.type),
+          ['response.output_item.added'],
+        )
         t.like(atHeader[0].item as object, { type: 'function_call', name: 'get_weather', arguments: '', status: 'in_progress' })
       }
       t.is(types.filter((x) => x === 'response.output_item.added').length, 3)
@@ -70,20 +77,33 @@ for (const implementation of IMPLEMENTATIONS) {
 
 test('options are checked: a TypeError naming the option', (t) => {
   t.throws(() => new ChatCompletionsStream({} as never), { instanceOf: TypeError, message: /option 'model' is required/ })
-  t.throws(() => new ChatCompletionsStream({ model: 'm', reasoningField: 'nope' as 'both' }), { instanceOf: TypeError, message: /reasoningField/ })
+  t.throws(() => new ChatCompletionsStream({ model: 'm', reasoningField: 'nope' as 'both' }), {
+    instanceOf: TypeError,
+    message: /reasoningField/,
+  })
   t.throws(() => new ChatCompletionsStream({ model: 'm', preamble: 'x' as 'content' }), { instanceOf: TypeError, message: /preamble/ })
-  t.throws(() => new ChatCompletionsStream({ model: 'm', includeUsage: 'yes' as never }), { instanceOf: TypeError, message: /includeUsage/ })
+  t.throws(() => new ChatCompletionsStream({ model: 'm', includeUsage: 'yes' as never }), {
+    instanceOf: TypeError,
+    message: /includeUsage/,
+  })
   t.throws(() => new ChatCompletionsStream({ model: 'm', promptTokens: -1 }), { instanceOf: TypeError, message: /promptTokens/ })
-  t.throws(() => new ChatCompletionsStream({ model: 'm', includeUsge: true } as never), { instanceOf: TypeError, message: /unknown option 'includeUsge'/ })
-  t.throws(() => new ChatCompletionsStream({ model: 'm', parser: { strict: 'no' as never } }), { instanceOf: TypeError, message: /option 'parser': strict/ })
+  t.throws(() => new ChatCompletionsStream({ model: 'm', includeUsge: true } as never), {
+    instanceOf: TypeError,
+    message: /unknown option 'includeUsge'/,
+  })
+  t.throws(() => new ChatCompletionsStream({ model: 'm', parser: { strict: 'no' as never } }), {
+    instanceOf: TypeError,
+    message: /option 'parser': strict/,
+  })
   t.throws(() => new ResponsesStream({ model: 'm', builtinTools: 'all' as 'surface' }), { instanceOf: TypeError, message: /builtinTools/ })
   t.throws(() => new ResponsesStream({ model: 'm', tools: {} as never }), { instanceOf: TypeError, message: /tools/ })
 })
 
-test('tools: the request\'s tools array (Chat or Responses shape) and bare names become the parser\'s toolNames', (t) => {
+test("tools: the request's tools array (Chat or Responses shape) and bare names become the parser's toolNames", (t) => {
   // The model glued the content type to the recipient; lenient mode splits it only for a known tool name.
   const glued = harmony('<|channel|>commentary to=functions.get_weatherjson<|message|>{}<|call|>')
-  const name = (chunks: ReturnType<ChatCompletionsStream['finish']>) => chunks.flatMap((c) => c.choices[0]?.delta.tool_calls ?? []).find((c) => c.function.name)?.function.name
+  const name = (chunks: ReturnType<ChatCompletionsStream['finish']>) =>
+    chunks.flatMap((c) => c.choices[0]?.delta.tool_calls ?? []).find((c) => c.function.name)?.function.name
   const run = (options: Partial<ConstructorParameters<typeof ChatCompletionsStream>[0]>) => {
     const chat = new ChatCompletionsStream({ model: 'm', ...options })
     return name([...chat.push(glued), ...chat.finish()])
@@ -116,7 +136,11 @@ test('messages the adapters do not send leave a dropped-message diagnostic; to=a
     adapter.push(tokens)
     adapter.finish()
     const dropped = adapter.diagnostics.filter((d) => d.code === 'dropped-message')
-    t.deepEqual(dropped.map((d) => d.text), ['{"q":"x"}', 'hallucinated result'], Adapter.name)
+    t.deepEqual(
+      dropped.map((d) => d.text),
+      ['{"q":"x"}', 'hallucinated result'],
+      Adapter.name,
+    )
   }
   const chat = new ChatCompletionsStream({ model: 'm' })
   const content = [...chat.push(tokens), ...chat.finish()].map((c) => c.choices[0]?.delta.content ?? '').join('')

@@ -11,7 +11,9 @@ import { harmony } from './helpers/harmony.mjs'
 const root = join(import.meta.dirname, '..')
 const bin = join(root, 'bin', 'harmony-stream.cjs')
 const dir = mkdtempSync(join(tmpdir(), 'harmony-cli-'))
-const completion = harmony('<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{"a":1}<|call|>')
+const completion = harmony(
+  '<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{"a":1}<|call|>',
+)
 
 function cli(args: string[], input?: string) {
   return spawnSync(process.execPath, [bin, ...args], { cwd: root, encoding: 'utf8', input, env: { ...process.env, NO_COLOR: '' } })
@@ -36,7 +38,11 @@ test('inspect reads replay files, highlights diagnostics, and colours channels o
   t.regex(run.stdout, /assistant \[final\] \(end of stream\)\n {2}cut/)
   const { run: runCli } = (await import(join(root, 'dist', 'cli.js'))) as { run: (args: string[], io: object) => number }
   let out = ''
-  const status = runCli(['inspect'], { stdout: { isTTY: true, write: (s: string) => (out += s) }, stdin: () => harmony('<|channel|>final<|message|>x<|end|>junk').join(' '), env: {} })
+  const status = runCli(['inspect'], {
+    stdout: { isTTY: true, write: (s: string) => (out += s) },
+    stdin: () => harmony('<|channel|>final<|message|>x<|end|>junk').join(' '),
+    env: {},
+  })
   t.is(status, 0)
   t.true(out.includes('\x1b[32massistant [final]'), 'final in green')
   t.regex(out, /\x1b\[1;33m! stray-tokens at token \d+/)
@@ -45,15 +51,26 @@ test('inspect reads replay files, highlights diagnostics, and colours channels o
 test('inspect --events chat|responses prints the wire events as JSON lines', (t) => {
   const file = join(dir, 'events.json')
   writeFileSync(file, JSON.stringify(completion))
-  const chat = cli(['inspect', '--events', 'chat', file]).stdout.trim().split('\n').map((line) => JSON.parse(line))
+  const chat = cli(['inspect', '--events', 'chat', file])
+    .stdout.trim()
+    .split('\n')
+    .map((line) => JSON.parse(line))
   t.is(chat.at(-2).choices[0].finish_reason, 'tool_calls')
   t.is(chat.find((c) => c.choices[0]?.delta.tool_calls)?.choices[0].delta.tool_calls[0].function.name, 'f')
-  const events = cli(['inspect', '--events', 'responses', file]).stdout.trim().split('\n').map((line) => JSON.parse(line))
+  const events = cli(['inspect', '--events', 'responses', file])
+    .stdout.trim()
+    .split('\n')
+    .map((line) => JSON.parse(line))
   t.is(events[0].type, 'response.created')
   t.is(events.at(-1).type, 'response.completed')
   // Diagnostics and errors go to stderr, so stdout stays JSON lines.
   const noisy = cli(['inspect', '--events', 'chat'], harmony('<|channel|>final<|message|>x<|end|>junk').join(' '))
-  t.notThrows(() => noisy.stdout.trim().split('\n').map((line) => JSON.parse(line)))
+  t.notThrows(() =>
+    noisy.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line)),
+  )
   t.regex(noisy.stderr, /stray-tokens/)
   const strict = cli(['inspect', '--strict', '--events', 'chat'], harmony('<|channel|>final<|message|>x<|end|>junk').join(' '))
   t.is(strict.status, 1)
@@ -67,7 +84,11 @@ test('inspect: help, bad input and strict errors have their exit codes', (t) => 
   t.is(cli(['inspect', '--events', 'xml']).status, 2)
   t.is(cli(['frobnicate']).status, 2)
   t.is(cli(['inspect', '--role', 'robot']).status, 2)
-  t.is(cli(['inspect'], '200005, 17196, 200008, 13225, 200002,').stdout, 'assistant [final] (return)\n  Hello\n', 'a trailing comma is not token 0')
+  t.is(
+    cli(['inspect'], '200005, 17196, 200008, 13225, 200002,').stdout,
+    'assistant [final] (return)\n  Hello\n',
+    'a trailing comma is not token 0',
+  )
   const bad = cli(['inspect'], '[1, 2, 999999]')
   t.is(bad.status, 2)
   t.regex(bad.stderr, /token 2 is 999999, not a token id \(an integer from 0 to 201088\)/)
@@ -95,10 +116,16 @@ test('inspect: help, bad input and strict errors have their exit codes', (t) => 
 })
 
 test('inspect --text reads Harmony text whose markers are text', (t) => {
-  const run = cli(['inspect', '--text'], '<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{"a":1}<|call|>')
+  const run = cli(
+    ['inspect', '--text'],
+    '<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{"a":1}<|call|>',
+  )
   t.is(run.status, 0, run.stderr)
   t.is(run.stdout, 'assistant [analysis] (end)\n  Think.\nassistant [commentary] to=functions.f <json> (call)\n  {"a":1}\n')
-  const events = cli(['inspect', '--text', '--events', 'chat'], '<|channel|>final<|message|>hi<|return|>').stdout.trim().split('\n').map((l) => JSON.parse(l))
+  const events = cli(['inspect', '--text', '--events', 'chat'], '<|channel|>final<|message|>hi<|return|>')
+    .stdout.trim()
+    .split('\n')
+    .map((l) => JSON.parse(l))
   t.is(events[0].choices[0].delta.content, 'hi')
 })
 

@@ -5,15 +5,15 @@
 import test, { type ExecutionContext } from 'ava'
 
 import {
+  type HarmonyMessage,
   HarmonyParseError,
   HarmonyStateError,
   HarmonyStreamParser,
-  type HarmonyMessage,
   type Implementation,
   parseCompletion,
 } from 'harmony-stream'
 
-import { IMPLEMENTATIONS, SPECIAL, batches, harmony, replay } from './helpers/harmony.mjs'
+import { batches, harmony, IMPLEMENTATIONS, replay, SPECIAL } from './helpers/harmony.mjs'
 
 const contract = test.macro({
   exec(t: ExecutionContext, implementation: Implementation, body: (t: ExecutionContext, implementation: Implementation) => void) {
@@ -42,7 +42,11 @@ contractTest('a batch of 20 tokens crossing analysis → tool call never mixes c
     [
       ANALYSIS_TO_TOOL,
       [
-        message({ channel: 'analysis', content: 'The user wants the weather in Paris. I should call the get_weather tool with the city name.', terminator: 'end' }),
+        message({
+          channel: 'analysis',
+          content: 'The user wants the weather in Paris. I should call the get_weather tool with the city name.',
+          terminator: 'end',
+        }),
         message({
           channel: 'commentary',
           recipient: 'functions.get_weather',
@@ -75,7 +79,10 @@ contractTest('a batch of 20 tokens crossing analysis → tool call never mixes c
         t.true(owner.content.includes(segment.text), `segment text belongs to message ${segment.messageIndex}`)
       }
     }
-    t.deepEqual(result.textByMessage, expected.map((m) => m.content))
+    t.deepEqual(
+      result.textByMessage,
+      expected.map((m) => m.content),
+    )
   }
 })
 
@@ -86,9 +93,15 @@ contractTest('a message completes in the batch in which its stop token arrives',
   t.deepEqual(parser.push(tokens.slice(0, end)).completed, [])
   t.is(parser.state, 'content')
   const batch = parser.push(tokens.slice(end, end + 3))
-  t.deepEqual(batch.completed.map((m) => m.channel), ['analysis'])
+  t.deepEqual(
+    batch.completed.map((m) => m.channel),
+    ['analysis'],
+  )
   t.is(parser.state, 'header')
-  t.deepEqual(parser.push(tokens.slice(end + 3)).completed.map((m) => m.channel), ['final'])
+  t.deepEqual(
+    parser.push(tokens.slice(end + 3)).completed.map((m) => m.channel),
+    ['final'],
+  )
   t.is(parser.state, 'expect-start')
   t.is(parser.messages.length, 2)
 })
@@ -101,7 +114,13 @@ contractTest('a preamble then a tool call', (t, implementation) => {
   t.deepEqual(parseCompletion(harmony(text), { implementation }), [
     message({ channel: 'analysis', content: 'Need to check the weather.', terminator: 'end' }),
     message({ channel: 'commentary', content: 'Let me look that up for you.', terminator: 'end' }),
-    message({ channel: 'commentary', recipient: 'functions.get_weather', contentType: 'json', content: '{"city":"Tokyo"}', terminator: 'call' }),
+    message({
+      channel: 'commentary',
+      recipient: 'functions.get_weather',
+      contentType: 'json',
+      content: '{"city":"Tokyo"}',
+      terminator: 'call',
+    }),
   ])
 })
 
@@ -120,7 +139,13 @@ contractTest('content types are normalized: <|constrain|>json, " json", "<|const
 contractTest('recipient-first headers, as the reference renderer writes them', (t, implementation) => {
   const text = '<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{"location":"Tokyo"}<|call|>'
   t.deepEqual(parseCompletion(harmony(text), { implementation, role: null }), [
-    message({ channel: 'commentary', recipient: 'functions.get_weather', contentType: 'json', content: '{"location":"Tokyo"}', terminator: 'call' }),
+    message({
+      channel: 'commentary',
+      recipient: 'functions.get_weather',
+      contentType: 'json',
+      content: '{"location":"Tokyo"}',
+      terminator: 'call',
+    }),
   ])
 })
 
@@ -152,8 +177,18 @@ contractTest('several messages in one batch, counted by messageIndex', (t, imple
   const text = ANALYSIS_TO_TOOL + '<|start|>assistant<|channel|>final<|message|>Done.<|return|>'
   const parser = new HarmonyStreamParser({ implementation })
   const batch = parser.push(harmony(text))
-  t.deepEqual(batch.segments.map((s) => [s.messageIndex, s.channel]), [[0, 'analysis'], [1, 'commentary'], [2, 'final']])
-  t.deepEqual(batch.completed.map((m) => m.terminator), ['end', 'call', 'return'])
+  t.deepEqual(
+    batch.segments.map((s) => [s.messageIndex, s.channel]),
+    [
+      [0, 'analysis'],
+      [1, 'commentary'],
+      [2, 'final'],
+    ],
+  )
+  t.deepEqual(
+    batch.completed.map((m) => m.terminator),
+    ['end', 'call', 'return'],
+  )
   t.deepEqual(parser.finish(), { opened: [], segments: [], completed: [], diagnostics: [] })
 })
 
@@ -164,11 +199,15 @@ contractTest('headers are reported in the batch where they complete, once, befor
   const first = parser.push(tokens.slice(0, call))
   t.deepEqual(first.opened, [{ role: 'assistant', channel: 'analysis', messageIndex: 0 }], 'the analysis header (role from the prompt)')
   const second = parser.push(tokens.slice(call, call + 1))
-  t.deepEqual(second.opened, [{ role: 'assistant', channel: 'commentary', recipient: 'functions.get_weather', contentType: 'json', messageIndex: 1 }])
+  t.deepEqual(second.opened, [
+    { role: 'assistant', channel: 'commentary', recipient: 'functions.get_weather', contentType: 'json', messageIndex: 1 },
+  ])
   t.deepEqual(second.segments, [], 'announced before any argument token')
   t.deepEqual(parser.push(tokens.slice(call + 1)).opened, [])
   // A header the model mangled is reported as it was recovered.
-  const recovered = new HarmonyStreamParser({ implementation }).push(harmony('<|channel|>final<|message|>x<|end|><|start|>final<|message|>y<|end|>'))
+  const recovered = new HarmonyStreamParser({ implementation }).push(
+    harmony('<|channel|>final<|message|>x<|end|><|start|>final<|message|>y<|end|>'),
+  )
   t.is(recovered.opened.length, 2)
   t.is(recovered.opened[1].messageIndex, 1)
 })
@@ -208,7 +247,10 @@ contractTest('number[] and Uint32Array give the same results', (t, implementatio
   const tokens = harmony(ANALYSIS_TO_TOOL)
   t.deepEqual(
     replay(batches(tokens, 7), { implementation }),
-    replay(batches(tokens, 7).map((b) => Uint32Array.from(b) as unknown as number[]), { implementation }),
+    replay(
+      batches(tokens, 7).map((b) => Uint32Array.from(b) as unknown as number[]),
+      { implementation },
+    ),
   )
 })
 
@@ -218,7 +260,11 @@ contractTest('finish() mid-message flushes it without a terminator', (t, impleme
   parser.push([9552]) // " " + the first half of a 4-byte character
   const batch = parser.finish()
   t.deepEqual(batch.completed, [message({ channel: 'final', content: 'The answer is \uFFFD', terminator: null })])
-  t.deepEqual(batch.segments.map((s) => s.text), ['\uFFFD'], 'the space came with its token; the dangling bytes at the end')
+  t.deepEqual(
+    batch.segments.map((s) => s.text),
+    ['\uFFFD'],
+    'the space came with its token; the dangling bytes at the end',
+  )
   t.true(parser.finished)
   t.deepEqual(parser.finish(), { opened: [], segments: [], completed: [], diagnostics: [] }, 'finish() twice is harmless')
   const error = t.throws(() => parser.push([1]), { instanceOf: HarmonyStateError })
@@ -268,19 +314,32 @@ contractTest('reference fixture: test_simple_tool_call with a recipient after th
   const text =
     '<|channel|>analysis<|message|>We need to use lookup_weather tool.<|end|>' +
     '<|start|>assistant<|channel|>analysis to=lookup_weather code<|message|>{"location": "Tokyo"}<|end|>'
-  t.deepEqual(parseCompletion(harmony(text), { implementation })[1], message({
-    channel: 'analysis',
-    recipient: 'lookup_weather',
-    contentType: 'code',
-    content: '{"location": "Tokyo"}',
-    terminator: 'end',
-  }))
+  t.deepEqual(
+    parseCompletion(harmony(text), { implementation })[1],
+    message({
+      channel: 'analysis',
+      recipient: 'lookup_weather',
+      contentType: 'code',
+      content: '{"location": "Tokyo"}',
+      terminator: 'end',
+    }),
+  )
 })
 
 /** Strict-mode errors: reference texts (harmony-reference.md §2.8), codes and offsets. */
 const STRICT_ERRORS: [string, string, string, (tokens: number[]) => number][] = [
-  ['<|channel|>final<|message|>Answer<|end|><|return|>', 'unexpected-token', 'Unexpected token 200002 while expecting start token 200006', (tk) => tk.length - 1],
-  ['<|channel|>commentary to=functions.x to=functions.x<|message|>{}<|call|>', 'extra-header-words', 'unexpected tokens remaining in message header: Some("to=functions.x")', (tk) => tk.indexOf(SPECIAL['<|message|>'])],
+  [
+    '<|channel|>final<|message|>Answer<|end|><|return|>',
+    'unexpected-token',
+    'Unexpected token 200002 while expecting start token 200006',
+    (tk) => tk.length - 1,
+  ],
+  [
+    '<|channel|>commentary to=functions.x to=functions.x<|message|>{}<|call|>',
+    'extra-header-words',
+    'unexpected tokens remaining in message header: Some("to=functions.x")',
+    (tk) => tk.indexOf(SPECIAL['<|message|>']),
+  ],
   ['<|channel|><|message|>hi<|end|>', 'empty-channel', 'channel marker present but no channel value found in header', () => 1],
 ]
 
@@ -298,11 +357,18 @@ contractTest('strict mode throws HarmonyParseError with the reference texts', (t
     ['<|start|><|start|>assistant<|message|>x', 'unknown-role', 'Unknown role: <|start|>assistant'],
   ]
   for (const [text, code, messageText] of roleless) {
-    const error = t.throws(() => parseCompletion(harmony(text), { implementation, strict: true, role: null }), { instanceOf: HarmonyParseError })
+    const error = t.throws(() => parseCompletion(harmony(text), { implementation, strict: true, role: null }), {
+      instanceOf: HarmonyParseError,
+    })
     t.deepEqual([error?.code, error?.message], [code, messageText])
   }
-  const eos = t.throws(() => parseCompletion(harmony('<|channel|>final'), { implementation, strict: true }), { instanceOf: HarmonyParseError })
-  t.deepEqual([eos?.code, eos?.message, eos?.header], ['unexpected-eos-in-header', 'Unexpected EOS while waiting for message header to complete', '<|channel|>final'])
+  const eos = t.throws(() => parseCompletion(harmony('<|channel|>final'), { implementation, strict: true }), {
+    instanceOf: HarmonyParseError,
+  })
+  t.deepEqual(
+    [eos?.code, eos?.message, eos?.header],
+    ['unexpected-eos-in-header', 'Unexpected EOS while waiting for message header to complete', '<|channel|>final'],
+  )
   const utf8 = t.throws(() => parseCompletion([SPECIAL['<|channel|>'], 9552, SPECIAL['<|message|>']], { implementation, strict: true }), {
     instanceOf: HarmonyParseError,
   })
@@ -311,7 +377,9 @@ contractTest('strict mode throws HarmonyParseError with the reference texts', (t
 
 contractTest('strict errors keep the results of the tokens before them', (t, implementation) => {
   const parser = new HarmonyStreamParser({ implementation, strict: true })
-  const error = t.throws(() => parser.push(harmony('<|channel|>final<|message|>Answer<|end|><|return|>')), { instanceOf: HarmonyParseError })
+  const error = t.throws(() => parser.push(harmony('<|channel|>final<|message|>Answer<|end|><|return|>')), {
+    instanceOf: HarmonyParseError,
+  })
   t.deepEqual(error?.partial?.completed, [message({ channel: 'final', content: 'Answer', terminator: 'end' })])
   t.is(parser.messages.length, 1)
   t.is(parser.state, 'expect-start', 'the parser stays usable, as the reference does')
@@ -327,7 +395,8 @@ contractTest('strict mode keeps a stop token inside a header, as the reference d
 })
 
 contractTest('lenient: a header closed by a stop token becomes a message, with a diagnostic', (t, implementation) => {
-  const text = 'I must refuse<|end|><|start|>assistant<|channel|>analysis<|message|>We must refuse<|end|><|start|>assistant<|channel|>final<|message|>I’m sorry, but I can’t help with that.<|return|>'
+  const text =
+    'I must refuse<|end|><|start|>assistant<|channel|>analysis<|message|>We must refuse<|end|><|start|>assistant<|channel|>final<|message|>I’m sorry, but I can’t help with that.<|return|>'
   const parser = new HarmonyStreamParser({ implementation })
   const batch = parser.push(harmony(text))
   t.deepEqual(parser.messages, [
@@ -335,19 +404,29 @@ contractTest('lenient: a header closed by a stop token becomes a message, with a
     message({ channel: 'analysis', content: 'We must refuse', terminator: 'end' }),
     message({ channel: 'final', content: 'I’m sorry, but I can’t help with that.', terminator: 'return' }),
   ])
-  t.deepEqual(batch.diagnostics.map((d) => [d.code, d.tokenOffset, d.text]), [['header-without-message', 3, 'I must refuse']])
+  t.deepEqual(
+    batch.diagnostics.map((d) => [d.code, d.tokenOffset, d.text]),
+    [['header-without-message', 3, 'I must refuse']],
+  )
   const commentary = parseCompletion(harmony('<|channel|>commentary Hello<|end|>'), { implementation })
   t.deepEqual(commentary, [message({ channel: 'commentary', content: 'Hello', terminator: 'end' })])
 })
 
 contractTest('lenient: stray tokens between messages are diagnostics, not errors', (t, implementation) => {
-  const text = '<|channel|>final<|message|>Answer<|end|><|return|><|end|>comment ary<|start|>assistant<|channel|>final<|message|>Again<|return|>'
+  const text =
+    '<|channel|>final<|message|>Answer<|end|><|return|><|end|>comment ary<|start|>assistant<|channel|>final<|message|>Again<|return|>'
   const parser = new HarmonyStreamParser({ implementation })
   const tokens = harmony(text)
   const result = batches(tokens, 3).map((b) => parser.push(b))
-  t.deepEqual(parser.messages.map((m) => m.content), ['Answer', 'Again'])
+  t.deepEqual(
+    parser.messages.map((m) => m.content),
+    ['Answer', 'Again'],
+  )
   const diagnostics = result.flatMap((b) => b.diagnostics)
-  t.deepEqual(diagnostics.map((d) => [d.code, d.text]), [['stray-tokens', '<|return|><|end|>comment ary']])
+  t.deepEqual(
+    diagnostics.map((d) => [d.code, d.text]),
+    [['stray-tokens', '<|return|><|end|>comment ary']],
+  )
   t.is(diagnostics[0].tokenOffset, tokens.indexOf(SPECIAL['<|return|>']))
 })
 
@@ -355,22 +434,36 @@ contractTest('lenient: <|channel|> without <|start|> starts an assistant message
   const text = '<|channel|>analysis<|message|>Think.<|end|><|channel|>final<|message|>Answer.<|return|>'
   const parser = new HarmonyStreamParser({ implementation })
   const batch = parser.push(harmony(text))
-  t.deepEqual(parser.messages.map((m) => [m.role, m.channel, m.content]), [['assistant', 'analysis', 'Think.'], ['assistant', 'final', 'Answer.']])
-  t.deepEqual(batch.diagnostics.map((d) => d.code), ['missing-start'])
+  t.deepEqual(
+    parser.messages.map((m) => [m.role, m.channel, m.content]),
+    [
+      ['assistant', 'analysis', 'Think.'],
+      ['assistant', 'final', 'Answer.'],
+    ],
+  )
+  t.deepEqual(
+    batch.diagnostics.map((d) => d.code),
+    ['missing-start'],
+  )
 })
 
 contractTest('lenient: header problems keep the best parse and report the reference text', (t, implementation) => {
   const parser = new HarmonyStreamParser({ implementation })
   // openai/harmony PR #114: the model wrote words after <|constrain|> in a long conversation.
   const batch = parser.push(harmony('<|channel|>commentary <|constrain|>response to=functions.x json<|message|>{}<|call|>'))
-  t.deepEqual(batch.completed, [message({ channel: 'commentary', recipient: 'functions.x', contentType: 'json', content: '{}', terminator: 'call' })])
-  t.deepEqual(batch.diagnostics.map((d) => [d.code, d.message, d.text]), [
-    [
-      'extra-header-words',
-      'unexpected tokens remaining in message header: Some("<|constrain|>response")',
-      '<|channel|>commentary <|constrain|>response to=functions.x json',
-    ],
+  t.deepEqual(batch.completed, [
+    message({ channel: 'commentary', recipient: 'functions.x', contentType: 'json', content: '{}', terminator: 'call' }),
   ])
+  t.deepEqual(
+    batch.diagnostics.map((d) => [d.code, d.message, d.text]),
+    [
+      [
+        'extra-header-words',
+        'unexpected tokens remaining in message header: Some("<|constrain|>response")',
+        '<|channel|>commentary <|constrain|>response to=functions.x json',
+      ],
+    ],
+  )
   const unknown = new HarmonyStreamParser({ implementation, role: null })
   unknown.push(harmony('<|start|>bash<|message|>Hi<|end|>'))
   t.deepEqual(unknown.messages, [{ role: 'bash', content: 'Hi', terminator: 'end' }])
@@ -381,8 +474,15 @@ contractTest('lenient: finish() inside a header keeps its text', (t, implementat
   parser.push(harmony('<|channel|>final Partial answer'))
   const batch = parser.finish()
   t.deepEqual(batch.completed, [message({ channel: 'final', content: 'Partial answer', terminator: null })])
-  t.deepEqual(batch.diagnostics.map((d) => d.code), ['unterminated-header'])
-  t.deepEqual(new HarmonyStreamParser({ implementation }).finish(), { opened: [], segments: [], completed: [], diagnostics: [] }, 'an empty completion is not an error')
+  t.deepEqual(
+    batch.diagnostics.map((d) => d.code),
+    ['unterminated-header'],
+  )
+  t.deepEqual(
+    new HarmonyStreamParser({ implementation }).finish(),
+    { opened: [], segments: [], completed: [], diagnostics: [] },
+    'an empty completion is not an error',
+  )
 })
 
 contractTest('a header cut by maxHeaderTokens keeps its whitespace', (t, implementation) => {
@@ -397,8 +497,13 @@ contractTest('an endless header is capped by maxHeaderTokens', (t, implementatio
   const lenient = replay(batches(tokens, 9), { implementation, maxHeaderTokens: 16 })
   t.is(lenient.messages.length, 1)
   t.is(lenient.messages[0].content, 'word '.repeat(100).trim() + ' ')
-  t.deepEqual(lenient.batches.flatMap((b) => b.diagnostics).map((d) => [d.code, d.tokenOffset]), [['header-too-long', 16]])
-  const error = t.throws(() => parseCompletion(tokens, { implementation, strict: true, maxHeaderTokens: 16 }), { instanceOf: HarmonyParseError })
+  t.deepEqual(
+    lenient.batches.flatMap((b) => b.diagnostics).map((d) => [d.code, d.tokenOffset]),
+    [['header-too-long', 16]],
+  )
+  const error = t.throws(() => parseCompletion(tokens, { implementation, strict: true, maxHeaderTokens: 16 }), {
+    instanceOf: HarmonyParseError,
+  })
   t.deepEqual([error?.code, error?.tokenOffset], ['header-too-long', 16])
 })
 

@@ -7,7 +7,11 @@ import test from 'ava'
 const demo = join(import.meta.dirname, '..', 'examples', 'demo.mjs')
 /** The demo with `args`, on js unless `env` says otherwise; the timeout ends a demo that would loop forever. */
 const runWith = (env: Record<string, string>, ...args: string[]) =>
-  spawnSync(process.execPath, [demo, ...args], { encoding: 'utf8', timeout: 20_000, env: { ...process.env, HARMONY_STREAM_IMPL: 'js', ...env } })
+  spawnSync(process.execPath, [demo, ...args], {
+    encoding: 'utf8',
+    timeout: 20_000,
+    env: { ...process.env, HARMONY_STREAM_IMPL: 'js', ...env },
+  })
 const run = (...args: string[]) => runWith({}, ...args)
 
 test('the demo streams its completion and prints the messages', (t) => {

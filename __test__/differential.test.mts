@@ -13,10 +13,10 @@
  */
 import test from 'ava'
 
-import { HarmonyParseError, HarmonyStreamParser, type HarmonyMessage, type Implementation, parseCompletion } from 'harmony-stream'
+import { type HarmonyMessage, HarmonyParseError, HarmonyStreamParser, type Implementation, parseCompletion } from 'harmony-stream'
 
 import { generator } from './helpers/generator.mjs'
-import { IMPLEMENTATIONS, SPECIAL, harmony, random, randomBatches } from './helpers/harmony.mjs'
+import { harmony, IMPLEMENTATIONS, random, randomBatches, SPECIAL } from './helpers/harmony.mjs'
 import { type ReferenceMessage, reference } from './helpers/reference.mjs'
 
 const STREAMS = Number(process.env.HARMONY_DIFF_STREAMS ?? 400)
@@ -77,7 +77,9 @@ test('generated streams: messages equal the reference, strict and lenient, at ra
         const got = ours(stream.tokens, stream.role, strict, implementation, next)
         const want = theirs(expected[i])
         if (JSON.stringify(got) !== JSON.stringify(want)) {
-          mismatches.push(`stream ${i} (${implementation}, strict ${strict}): ${JSON.stringify(stream.text).slice(0, 300)}\n ours ${JSON.stringify(got).slice(0, 300)}\n ref  ${JSON.stringify(want).slice(0, 300)}`)
+          mismatches.push(
+            `stream ${i} (${implementation}, strict ${strict}): ${JSON.stringify(stream.text).slice(0, 300)}\n ours ${JSON.stringify(got).slice(0, 300)}\n ref  ${JSON.stringify(want).slice(0, 300)}`,
+          )
         }
       }
     }
@@ -88,7 +90,16 @@ test('generated streams: messages equal the reference, strict and lenient, at ra
 
 /** One random edit with a special token or an ordinary one: the kinds of damage models do. */
 function mutate(tokens: number[], next: () => number): number[] {
-  const specials = [SPECIAL['<|start|>'], SPECIAL['<|end|>'], SPECIAL['<|message|>'], SPECIAL['<|channel|>'], SPECIAL['<|return|>'], SPECIAL['<|call|>'], 199999, 200018]
+  const specials = [
+    SPECIAL['<|start|>'],
+    SPECIAL['<|end|>'],
+    SPECIAL['<|message|>'],
+    SPECIAL['<|channel|>'],
+    SPECIAL['<|return|>'],
+    SPECIAL['<|call|>'],
+    199999,
+    200018,
+  ]
   const at = Math.floor(next() * tokens.length)
   const token = next() < 0.7 ? specials[Math.floor(next() * specials.length)] : tokens[Math.floor(next() * tokens.length)]
   const out = [...tokens]
@@ -112,7 +123,9 @@ test('strict mode errors exactly where the reference does, with its text', (t) =
     for (const implementation of IMPLEMENTATIONS) {
       const got = ours(stream.tokens, stream.role, true, implementation, next)
       if (JSON.stringify(got) !== JSON.stringify(want)) {
-        mismatches.push(`stream ${i} (${implementation}): ${JSON.stringify(stream.tokens)}\n ours ${JSON.stringify(got).slice(0, 300)}\n ref  ${JSON.stringify(want).slice(0, 300)}`)
+        mismatches.push(
+          `stream ${i} (${implementation}): ${JSON.stringify(stream.tokens)}\n ours ${JSON.stringify(got).slice(0, 300)}\n ref  ${JSON.stringify(want).slice(0, 300)}`,
+        )
       }
     }
   })
@@ -150,8 +163,14 @@ test('difference: lenient mode accepts <|constrain|> followed by a space; strict
 test('difference: a later header closed by a stop token is kept (the reference drops it silently)', (t) => {
   const tokens = harmony('<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final The answer.<|return|>')
   const [ref] = reference([{ tokens, role: 'assistant', strict: false }])
-  t.deepEqual(ref.messages?.map((m) => m.content), ['Think.'])
-  t.deepEqual(parseCompletion(tokens).map((m) => m.content), ['Think.', 'The answer.'])
+  t.deepEqual(
+    ref.messages?.map((m) => m.content),
+    ['Think.'],
+  )
+  t.deepEqual(
+    parseCompletion(tokens).map((m) => m.content),
+    ['Think.', 'The answer.'],
+  )
 })
 
 test('difference: recovered header text keeps its whitespace', (t) => {
@@ -188,9 +207,19 @@ test('difference: a channel leaked into the recipient is repaired', (t) => {
 test('difference: <|start|> inside content ends the message in lenient mode', (t) => {
   const tokens = harmony('<|channel|>analysis<|message|>Let me think<|start|>assistant<|channel|>final<|message|>42<|return|>')
   const [ref] = reference([{ tokens, role: 'assistant', strict: false }])
-  t.deepEqual(ref.messages?.map((m) => m.content), ['Let me think<|start|>assistant<|channel|>final<|message|>42'])
-  t.deepEqual(parseCompletion(tokens).map((m) => m.content), ['Let me think', '42'])
-  t.deepEqual(parseCompletion(tokens, { strict: true }).map((m) => m.content), ref.messages?.map((m) => m.content), 'strict mode keeps the text')
+  t.deepEqual(
+    ref.messages?.map((m) => m.content),
+    ['Let me think<|start|>assistant<|channel|>final<|message|>42'],
+  )
+  t.deepEqual(
+    parseCompletion(tokens).map((m) => m.content),
+    ['Let me think', '42'],
+  )
+  t.deepEqual(
+    parseCompletion(tokens, { strict: true }).map((m) => m.content),
+    ref.messages?.map((m) => m.content),
+    'strict mode keeps the text',
+  )
 })
 
 test('difference: segments add up to the content around invalid UTF-8, where the reference deltas fall short', (t) => {
@@ -201,7 +230,14 @@ test('difference: segments add up to the content around invalid UTF-8, where the
   t.not(ref.deltas?.join(''), ref.messages?.[0].content)
   for (const implementation of IMPLEMENTATIONS) {
     const parser = new HarmonyStreamParser({ implementation })
-    const text = tokens.map((token) => parser.push([token]).segments.map((s) => s.text).join('')).join('')
+    const text = tokens
+      .map((token) =>
+        parser
+          .push([token])
+          .segments.map((s) => s.text)
+          .join(''),
+      )
+      .join('')
     t.is(text, ref.messages?.[0].content ?? '')
   }
 })

@@ -19,10 +19,19 @@ test('the README quick start runs and prints what the README describes', (t) => 
   writeFileSync(file, code!)
   t.teardown(() => rmSync(file, { force: true }))
   for (const implementation of IMPLEMENTATIONS) {
-    const run = spawnSync(process.execPath, [file], { cwd: root, encoding: 'utf8', env: { ...process.env, HARMONY_STREAM_IMPL: implementation } })
+    const run = spawnSync(process.execPath, [file], {
+      cwd: root,
+      encoding: 'utf8',
+      env: { ...process.env, HARMONY_STREAM_IMPL: implementation },
+    })
     t.is(run.status, 0, run.stderr)
     const lines = run.stdout.split('\n')
-    t.deepEqual(lines.slice(0, 4), ['reasoning Need weather.', 'done: analysis end', 'tool call functions.get_weather {"city":"Paris"}', 'done: commentary call'])
+    t.deepEqual(lines.slice(0, 4), [
+      'reasoning Need weather.',
+      'done: analysis end',
+      'tool call functions.get_weather {"city":"Paris"}',
+      'done: commentary call',
+    ])
   }
 })
 
@@ -39,13 +48,29 @@ function readmeExampleTest(title: string, heading: string, stem: string): void {
     writeFileSync(file, code!)
     t.teardown(() => rmSync(file, { force: true }))
     for (const implementation of IMPLEMENTATIONS) {
-      const run = spawnSync(process.execPath, [file], { cwd: root, encoding: 'utf8', env: { ...process.env, HARMONY_STREAM_IMPL: implementation } })
+      const run = spawnSync(process.execPath, [file], {
+        cwd: root,
+        encoding: 'utf8',
+        env: { ...process.env, HARMONY_STREAM_IMPL: implementation },
+      })
       t.is(run.status, 0, run.stderr)
       t.is(run.stdout, expected!)
     }
   })
 }
 
-readmeExampleTest('the README pool example runs and prints what the README shows, on both implementations', '### Fast path and pools', 'pool')
-readmeExampleTest('the README SsePool example runs and prints what the README shows, on both implementations', '### Many adapters per engine step', 'sse-pool')
-readmeExampleTest('the README rendering example runs and prints what the README shows, on both implementations', '## Rendering requests', 'render')
+readmeExampleTest(
+  'the README pool example runs and prints what the README shows, on both implementations',
+  '### Fast path and pools',
+  'pool',
+)
+readmeExampleTest(
+  'the README SsePool example runs and prints what the README shows, on both implementations',
+  '### Many adapters per engine step',
+  'sse-pool',
+)
+readmeExampleTest(
+  'the README rendering example runs and prints what the README shows, on both implementations',
+  '## Rendering requests',
+  'render',
+)

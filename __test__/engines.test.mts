@@ -6,12 +6,13 @@
  * oversized events; the replay engine; and bad requests and options.
  */
 import { once } from 'node:events'
-import { type IncomingMessage, type ServerResponse, createServer } from 'node:http'
-import { type AddressInfo, type Socket, createServer as createTcpServer } from 'node:net'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { type AddressInfo, createServer as createTcpServer, type Socket } from 'node:net'
 
 import test, { type ExecutionContext } from 'ava'
 
 import {
+  createEngine,
   EngineError,
   type EngineStep,
   type GenerateRequest,
@@ -19,7 +20,6 @@ import {
   ReplayEngine,
   SglangEngine,
   VllmEngine,
-  createEngine,
 } from 'harmony-stream/engines'
 
 import { type FakeBehaviour, type FakeEngine, fakeLlamaCpp, fakeSglang, fakeVllm, fakeVllmGenerate } from './helpers/fake-engines.mjs'
@@ -36,7 +36,24 @@ const CALL = 200012
 const text = (n: number, from: number) => Array.from({ length: n }, (_, i) => from + ((i * 7919) % 5000))
 const PROMPT = [START, 882, MESSAGE, ...text(9, 1000), END, START, 173781]
 /** Analysis, `<|end|>` (not a stop token), then a tool call ending with `<|call|>`. */
-const COMPLETION = [CHANNEL, 35644, MESSAGE, ...text(6, 2000), END, START, 173781, CHANNEL, 12606, 316, 28, CONSTRAIN, 4108, MESSAGE, ...text(5, 3000), CALL]
+const COMPLETION = [
+  CHANNEL,
+  35644,
+  MESSAGE,
+  ...text(6, 2000),
+  END,
+  START,
+  173781,
+  CHANNEL,
+  12606,
+  316,
+  28,
+  CONSTRAIN,
+  4108,
+  MESSAGE,
+  ...text(5, 3000),
+  CALL,
+]
 
 interface Kind {
   name: string
@@ -48,9 +65,19 @@ interface Kind {
 
 const KINDS: Kind[] = [
   { name: 'vllm', start: fakeVllm, client: (url, o = {}) => new VllmEngine({ url, model: 'gpt-oss', ...o }), stopOutOfIds: true },
-  { name: 'vllm generate', start: fakeVllmGenerate, client: (url, o = {}) => new VllmEngine({ url, api: 'generate', ...o }), stopOutOfIds: false },
+  {
+    name: 'vllm generate',
+    start: fakeVllmGenerate,
+    client: (url, o = {}) => new VllmEngine({ url, api: 'generate', ...o }),
+    stopOutOfIds: false,
+  },
   { name: 'sglang', start: fakeSglang, client: (url, o = {}) => new SglangEngine({ url, ...o }), stopOutOfIds: true },
-  { name: 'sglang incremental', start: (b) => fakeSglang({ ...b, incremental: true }), client: (url, o = {}) => new SglangEngine({ url, ...o }), stopOutOfIds: true },
+  {
+    name: 'sglang incremental',
+    start: (b) => fakeSglang({ ...b, incremental: true }),
+    client: (url, o = {}) => new SglangEngine({ url, ...o }),
+    stopOutOfIds: true,
+  },
   { name: 'llamacpp', start: fakeLlamaCpp, client: (url, o = {}) => new LlamaCppEngine({ url, ...o }), stopOutOfIds: false },
 ]
 
@@ -79,12 +106,17 @@ for (const kind of KINDS) {
       for (const stopInIds of kind.stopOutOfIds ? [false, true] : [true]) {
         const engine = await kind.start({ completion: COMPLETION, chunk, stopInIds })
         try {
-          const { tokens, steps } = await collect(kind.client(engine.url).generate({ tokens: PROMPT, maxTokens: 500, temperature: 0.5, topP: 0.9, seed: 7 }))
+          const { tokens, steps } = await collect(
+            kind.client(engine.url).generate({ tokens: PROMPT, maxTokens: 500, temperature: 0.5, topP: 0.9, seed: 7 }),
+          )
           const where = `chunk ${chunk}, stop in ids: ${stopInIds}`
           t.deepEqual(tokens, COMPLETION, where)
           t.is(tokens.filter((id) => id === CALL).length, 1, `${where}: the stop token once`)
           t.is(steps.at(-1)!.finishReason, 'stop', where)
-          t.true(steps.slice(0, -1).every((s) => s.finishReason === undefined && s.usage === undefined && s.tokens.length > 0), `${where}: finish and usage on the last step only, no empty steps before`)
+          t.true(
+            steps.slice(0, -1).every((s) => s.finishReason === undefined && s.usage === undefined && s.tokens.length > 0),
+            `${where}: finish and usage on the last step only, no empty steps before`,
+          )
           t.true(steps.every((s) => s.tokens instanceof Uint32Array))
           t.deepEqual(steps.at(-1)!.usage, { promptTokens: PROMPT.length, completionTokens: COMPLETION.length }, where)
         } finally {
@@ -98,23 +130,60 @@ for (const kind of KINDS) {
     const engine = await kind.start({ completion: COMPLETION })
     t.teardown(() => engine.close())
     const prompt = Uint32Array.from(PROMPT)
-    await collect(kind.client(engine.url, { headers: { authorization: 'Bearer k' } }).generate({ tokens: prompt, maxTokens: 64, temperature: 0.25, topP: 0.75, seed: 11 }))
+    await collect(
+      kind
+        .client(engine.url, { headers: { authorization: 'Bearer k' } })
+        .generate({ tokens: prompt, maxTokens: 64, temperature: 0.25, topP: 0.75, seed: 11 }),
+    )
     await collect(kind.client(engine.url).generate({ tokens: PROMPT, stopTokens: [RETURN] }))
     const [full, bare] = engine.bodies
     const sampling = { stop_token_ids: [RETURN, CALL], skip_special_tokens: false, temperature: 0.25, top_p: 0.75 }
     if (kind.name === 'vllm') {
       const stream = { stream: true, stream_options: { include_usage: true } }
       t.deepEqual(full, { model: 'gpt-oss', prompt: PROMPT, max_tokens: 64, return_token_ids: true, ...sampling, seed: 11, ...stream })
-      t.deepEqual(bare, { model: 'gpt-oss', prompt: PROMPT, max_tokens: 8192, return_token_ids: true, stop_token_ids: [RETURN], skip_special_tokens: false, ...stream }, 'max_tokens is always sent (vLLM would stop at 16)')
+      t.deepEqual(
+        bare,
+        {
+          model: 'gpt-oss',
+          prompt: PROMPT,
+          max_tokens: 8192,
+          return_token_ids: true,
+          stop_token_ids: [RETURN],
+          skip_special_tokens: false,
+          ...stream,
+        },
+        'max_tokens is always sent (vLLM would stop at 16)',
+      )
     } else if (kind.name === 'vllm generate') {
       const stream = { stream: true, stream_options: { include_usage: true } }
       t.deepEqual(full, { token_ids: PROMPT, sampling_params: { ...sampling, seed: 11, max_tokens: 64 }, ...stream })
-      t.deepEqual(bare, { token_ids: PROMPT, sampling_params: { stop_token_ids: [RETURN], skip_special_tokens: false }, ...stream }, 'no max_tokens: the server allows the rest of the context')
+      t.deepEqual(
+        bare,
+        { token_ids: PROMPT, sampling_params: { stop_token_ids: [RETURN], skip_special_tokens: false }, ...stream },
+        'no max_tokens: the server allows the rest of the context',
+      )
     } else if (kind.name.startsWith('sglang')) {
       t.deepEqual(full, { input_ids: PROMPT, sampling_params: { max_new_tokens: 64, ...sampling, sampling_seed: 11 }, stream: true })
-      t.deepEqual(bare, { input_ids: PROMPT, sampling_params: { max_new_tokens: null, stop_token_ids: [RETURN], skip_special_tokens: false }, stream: true }, 'null: until the context is full')
+      t.deepEqual(
+        bare,
+        {
+          input_ids: PROMPT,
+          sampling_params: { max_new_tokens: null, stop_token_ids: [RETURN], skip_special_tokens: false },
+          stream: true,
+        },
+        'null: until the context is full',
+      )
     } else {
-      t.deepEqual(full, { prompt: PROMPT, n_predict: 64, stream: true, return_tokens: true, cache_prompt: true, temperature: 0.25, top_p: 0.75, seed: 11 })
+      t.deepEqual(full, {
+        prompt: PROMPT,
+        n_predict: 64,
+        stream: true,
+        return_tokens: true,
+        cache_prompt: true,
+        temperature: 0.25,
+        top_p: 0.75,
+        seed: 11,
+      })
       t.deepEqual(bare, { prompt: PROMPT, n_predict: -1, stream: true, return_tokens: true, cache_prompt: true })
     }
     t.is(engine.headers[0].authorization, 'Bearer k', 'extra headers are sent')
@@ -187,7 +256,11 @@ for (const kind of KINDS) {
     t.deepEqual(tokens, COMPLETION)
     const silent = await kind.start({ completion: COMPLETION, headDelayMs: -1 })
     t.teardown(() => silent.close())
-    await engineError(t, collect(kind.client(silent.url, { connectTimeoutMs: 400, readTimeoutMs: 600 }).generate({ tokens: PROMPT })), 'engine-read-timeout')
+    await engineError(
+      t,
+      collect(kind.client(silent.url, { connectTimeoutMs: 400, readTimeoutMs: 600 }).generate({ tokens: PROMPT })),
+      'engine-read-timeout',
+    )
     t.true(await until(() => silent.clientClosed === 1), 'the client hung up')
   })
 
@@ -199,7 +272,8 @@ for (const kind of KINDS) {
     await engineError(
       t,
       (async () => {
-        for await (const _ of kind.client(engine.url).generate({ tokens: PROMPT, signal: controller.signal })) if (++steps === 2) controller.abort()
+        for await (const _ of kind.client(engine.url).generate({ tokens: PROMPT, signal: controller.signal }))
+          if (++steps === 2) controller.abort()
       })(),
       'engine-aborted',
     )
@@ -207,7 +281,10 @@ for (const kind of KINDS) {
     t.true(await until(() => engine.clientClosed === 1), 'the engine saw the abort')
     for await (const _ of kind.client(engine.url).generate({ tokens: PROMPT })) break
     t.true(await until(() => engine.clientClosed === 2), 'the engine saw the break')
-    t.true(engine.closes.every((c) => c.chunks < COMPLETION.length), 'both before the stream ended')
+    t.true(
+      engine.closes.every((c) => c.chunks < COMPLETION.length),
+      'both before the stream ended',
+    )
     // Aborted while the consumer holds a step and reads nothing: the connection goes at once all the same.
     const busy = new AbortController()
     const iterator = kind.client(engine.url).generate({ tokens: PROMPT, signal: busy.signal })[Symbol.asyncIterator]()
@@ -314,7 +391,11 @@ test('SGLang: cumulative and incremental output_ids are told apart, with or with
   t.notDeepEqual(tokens, COMPLETION)
   await cumulative.close()
   const incrementalServer = await fakeSglang({ completion: COMPLETION, chunk: 2, incremental: true })
-  await engineError(t, collect(new SglangEngine({ url: incrementalServer.url, incremental: false }).generate({ tokens: PROMPT })), 'engine-protocol-error')
+  await engineError(
+    t,
+    collect(new SglangEngine({ url: incrementalServer.url, incremental: false }).generate({ tokens: PROMPT })),
+    'engine-protocol-error',
+  )
   await incrementalServer.close()
 })
 
@@ -359,7 +440,10 @@ async function raw(frames: string[]): Promise<{ url: string; close(): Promise<vo
   })
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((resolve) => (server.close(() => resolve()), server.closeAllConnections())) }
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise((resolve) => (server.close(() => resolve()), server.closeAllConnections())),
+  }
 }
 
 const data = (json: unknown) => `data: ${typeof json === 'string' ? json : JSON.stringify(json)}\n\n`
@@ -367,12 +451,42 @@ const data = (json: unknown) => `data: ${typeof json === 'string' ? json : JSON.
 test('streams that break the wire format are protocol errors', async (t) => {
   const cases: [string, (url: string) => { generate(request: GenerateRequest): AsyncIterable<EngineStep> }, string[]][] = [
     ['vllm: not JSON', (url) => new VllmEngine({ url }), [data('{"choices": [')]],
-    ['vllm: ids that are not ids', (url) => new VllmEngine({ url }), [data({ choices: [{ index: 0, token_ids: [1, -1], finish_reason: null }] })]],
-    ['vllm: no finish reason before [DONE]', (url) => new VllmEngine({ url }), [data({ choices: [{ index: 0, token_ids: [1], finish_reason: null }] }), data('[DONE]')]],
-    ['vllm: ids after the finish reason', (url) => new VllmEngine({ url }), [data({ choices: [{ index: 0, token_ids: [1], finish_reason: 'length' }] }), data({ choices: [{ index: 0, token_ids: [2], finish_reason: null }] })]],
-    ['vllm generate: cut short without [DONE]', (url) => new VllmEngine({ url, api: 'generate' }), [data({ choices: [{ index: 0, token_ids: [1], finish_reason: null }] })]],
-    ['sglang: no finish reason', (url) => new SglangEngine({ url }), [data({ output_ids: [1], meta_info: { finish_reason: null } }), data('[DONE]')]],
-    ['sglang: cumulative ids that change the past', (url) => new SglangEngine({ url, incremental: false }), [data({ output_ids: [1, 2], meta_info: { finish_reason: null } }), data({ output_ids: [1, 3, 4], meta_info: { finish_reason: null } })]],
+    [
+      'vllm: ids that are not ids',
+      (url) => new VllmEngine({ url }),
+      [data({ choices: [{ index: 0, token_ids: [1, -1], finish_reason: null }] })],
+    ],
+    [
+      'vllm: no finish reason before [DONE]',
+      (url) => new VllmEngine({ url }),
+      [data({ choices: [{ index: 0, token_ids: [1], finish_reason: null }] }), data('[DONE]')],
+    ],
+    [
+      'vllm: ids after the finish reason',
+      (url) => new VllmEngine({ url }),
+      [
+        data({ choices: [{ index: 0, token_ids: [1], finish_reason: 'length' }] }),
+        data({ choices: [{ index: 0, token_ids: [2], finish_reason: null }] }),
+      ],
+    ],
+    [
+      'vllm generate: cut short without [DONE]',
+      (url) => new VllmEngine({ url, api: 'generate' }),
+      [data({ choices: [{ index: 0, token_ids: [1], finish_reason: null }] })],
+    ],
+    [
+      'sglang: no finish reason',
+      (url) => new SglangEngine({ url }),
+      [data({ output_ids: [1], meta_info: { finish_reason: null } }), data('[DONE]')],
+    ],
+    [
+      'sglang: cumulative ids that change the past',
+      (url) => new SglangEngine({ url, incremental: false }),
+      [
+        data({ output_ids: [1, 2], meta_info: { finish_reason: null } }),
+        data({ output_ids: [1, 3, 4], meta_info: { finish_reason: null } }),
+      ],
+    ],
     ['llamacpp: no final chunk', (url) => new LlamaCppEngine({ url }), [data({ tokens: [1], stop: false })]],
     ['llamacpp: an array for a chunk', (url) => new LlamaCppEngine({ url }), [data([1, 2])]],
   ]
@@ -388,16 +502,25 @@ test('finish reasons the engines report otherwise: vLLM abort, SGLang abort with
   const vllm = await raw([data({ choices: [{ index: 0, token_ids: [5], finish_reason: 'abort', stop_reason: null }] }), data('[DONE]')])
   t.is((await collect(new VllmEngine({ url: vllm.url }).generate({ tokens: PROMPT }))).steps.at(-1)!.finishReason, 'abort')
   await vllm.close()
-  const sglang = await raw([data({ output_ids: [5], meta_info: { finish_reason: { type: 'abort' }, prompt_tokens: 3, completion_tokens: 1 } }), data('[DONE]')])
+  const sglang = await raw([
+    data({ output_ids: [5], meta_info: { finish_reason: { type: 'abort' }, prompt_tokens: 3, completion_tokens: 1 } }),
+    data('[DONE]'),
+  ])
   const aborted = await collect(new SglangEngine({ url: sglang.url }).generate({ tokens: PROMPT }))
   t.is(aborted.steps.at(-1)!.finishReason, 'abort')
   t.deepEqual(aborted.steps.at(-1)!.usage, { promptTokens: 3, completionTokens: 1 }, "the engine's own counts")
   await sglang.close()
-  const refused = await raw([data({ output_ids: [], meta_info: { finish_reason: { type: 'abort', message: 'Input length exceeds the context' } } }), data('[DONE]')])
+  const refused = await raw([
+    data({ output_ids: [], meta_info: { finish_reason: { type: 'abort', message: 'Input length exceeds the context' } } }),
+    data('[DONE]'),
+  ])
   const error = await engineError(t, collect(new SglangEngine({ url: refused.url }).generate({ tokens: PROMPT })), 'engine-stream-error')
   t.is(error.engineMessage, 'Input length exceeds the context')
   await refused.close()
-  const llama = await raw([data({ tokens: [5, 6], stop: false }), data({ tokens: [], stop: true, stop_type: 'limit', tokens_predicted: 2, tokens_evaluated: 4 })])
+  const llama = await raw([
+    data({ tokens: [5, 6], stop: false }),
+    data({ tokens: [], stop: true, stop_type: 'limit', tokens_predicted: 2, tokens_evaluated: 4 }),
+  ])
   const limited = await collect(new LlamaCppEngine({ url: llama.url }).generate({ tokens: PROMPT }))
   t.deepEqual(limited.tokens, [5, 6])
   t.is(limited.steps.at(-1)!.finishReason, 'length')
@@ -416,7 +539,12 @@ test('a base URL with a path keeps it', async (t) => {
   await once(server, 'listening')
   t.teardown(() => server.close())
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/engines/a`
-  for (const client of [new VllmEngine({ url: base }), new VllmEngine({ url: `${base}/`, api: 'generate' }), new SglangEngine({ url: base }), new LlamaCppEngine({ url: base })]) {
+  for (const client of [
+    new VllmEngine({ url: base }),
+    new VllmEngine({ url: `${base}/`, api: 'generate' }),
+    new SglangEngine({ url: base }),
+    new LlamaCppEngine({ url: base }),
+  ]) {
     await t.throwsAsync(collect(client.generate({ tokens: PROMPT })), { instanceOf: EngineError })
   }
   t.deepEqual(seen, ['/engines/a/v1/completions', '/engines/a/inference/v1/generate', '/engines/a/generate', '/engines/a/completion'])
@@ -428,7 +556,13 @@ test('replay: interval tokens per step, one step per event-loop turn, round-robi
   const engine = new ReplayEngine({ completions: [a, b], interval: 4 })
   t.is(engine.name, 'replay')
   const first = await collect(engine.generate({ tokens: PROMPT }))
-  t.deepEqual(first.steps.map((s) => Array.from(s.tokens)), [[1, 2, 3, 4], [5, RETURN]])
+  t.deepEqual(
+    first.steps.map((s) => Array.from(s.tokens)),
+    [
+      [1, 2, 3, 4],
+      [5, RETURN],
+    ],
+  )
   t.deepEqual(first.steps.at(-1)!.usage, { promptTokens: PROMPT.length, completionTokens: a.length })
   t.deepEqual((await collect(engine.generate({ tokens: PROMPT }))).tokens, b, 'round-robin')
   t.deepEqual((await collect(engine.generate({ tokens: PROMPT }))).tokens, a)
@@ -439,9 +573,11 @@ test('replay: interval tokens per step, one step per event-loop turn, round-robi
   // Two generations interleave, one step each per turn.
   const order: string[] = []
   const ones = new ReplayEngine({ completions: [[1, 2, 3, RETURN]] })
-  await Promise.all(['x', 'y'].map(async (name) => {
-    for await (const s of ones.generate({ tokens: PROMPT })) order.push(`${name}${s.tokens[0]}`)
-  }))
+  await Promise.all(
+    ['x', 'y'].map(async (name) => {
+      for await (const s of ones.generate({ tokens: PROMPT })) order.push(`${name}${s.tokens[0]}`)
+    }),
+  )
   t.deepEqual(order, ['x1', 'y1', 'x2', 'y2', 'x3', 'y3', `x${RETURN}`, `y${RETURN}`])
 
   const picked = new ReplayEngine({ completions: [a, b], pick: (request, turn) => (request.tokens.length === 1 ? 1 : turn % 2) })
@@ -461,7 +597,11 @@ test('replay: finish reason stop when the recording is replayed to its end, leng
   const finish = async (replayIndex: number, extra: Partial<GenerateRequest> = {}) =>
     (await collect(engine.generate({ tokens: PROMPT, replayIndex, ...extra } as GenerateRequest))).steps.at(-1)!
   for (const index of [0, 1, 2, 3]) t.is((await finish(index)).finishReason, 'stop', `recording ${index} ends where its engine ended it`)
-  t.deepEqual(await finish(4), { tokens: new Uint32Array(0), finishReason: 'stop', usage: { promptTokens: PROMPT.length, completionTokens: 0 } })
+  t.deepEqual(await finish(4), {
+    tokens: new Uint32Array(0),
+    finishReason: 'stop',
+    usage: { promptTokens: PROMPT.length, completionTokens: 0 },
+  })
   t.is((await finish(0, { maxTokens: 2 })).finishReason, 'length', 'cut by maxTokens')
   t.deepEqual((await finish(0, { maxTokens: 2 })).usage, { promptTokens: PROMPT.length, completionTokens: 2 })
 
@@ -479,7 +619,13 @@ test('replay: finish reason stop when the recording is replayed to its end, leng
 test('requests are checked before anything is sent: TypeError or RangeError naming the field', async (t) => {
   const engine = await fakeVllm({ completion: COMPLETION })
   t.teardown(() => engine.close())
-  const clients = [new VllmEngine({ url: engine.url }), new VllmEngine({ url: engine.url, api: 'generate' }), new SglangEngine({ url: engine.url }), new LlamaCppEngine({ url: engine.url }), new ReplayEngine({ completions: [[1]] })]
+  const clients = [
+    new VllmEngine({ url: engine.url }),
+    new VllmEngine({ url: engine.url, api: 'generate' }),
+    new SglangEngine({ url: engine.url }),
+    new LlamaCppEngine({ url: engine.url }),
+    new ReplayEngine({ completions: [[1]] }),
+  ]
   const bad: [Record<string, unknown>, typeof TypeError | typeof RangeError, RegExp][] = [
     [{ tokens: 'hi' }, TypeError, /tokens must be/],
     [{ tokens: [1, -2] }, RangeError, /tokens\[1\] is -2/],
@@ -498,10 +644,13 @@ test('requests are checked before anything is sent: TypeError or RangeError nami
     [{ tokens: [1], signal: {} }, TypeError, /signal/],
   ]
   for (const client of clients) {
-    for (const [request, type, message] of bad) t.throws(() => client.generate(request as never), { instanceOf: type, message }, `${client.name} ${JSON.stringify(request)}`)
+    for (const [request, type, message] of bad)
+      t.throws(() => client.generate(request as never), { instanceOf: type, message }, `${client.name} ${JSON.stringify(request)}`)
   }
   t.is(engine.bodies.length, 0, 'the engine saw none of them')
-  t.notThrows(() => clients[0].generate({ tokens: new Uint32Array([1, 201_088]), maxTokens: 1, temperature: 0, topP: 1, seed: -3, stopTokens: [] }))
+  t.notThrows(() =>
+    clients[0].generate({ tokens: new Uint32Array([1, 201_088]), maxTokens: 1, temperature: 0, topP: 1, seed: -3, stopTokens: [] }),
+  )
 })
 
 test('options are checked at construction, and createEngine builds each engine by name', (t) => {
@@ -536,5 +685,8 @@ test('options are checked at construction, and createEngine builds each engine b
   t.true(createEngine('vllm', { url: 'http://127.0.0.1:1', api: 'generate' }) instanceof VllmEngine)
   t.true(createEngine('sglang', { url: 'http://127.0.0.1:1' }) instanceof SglangEngine)
   t.true(createEngine('llamacpp', { url: 'http://127.0.0.1:1' }) instanceof LlamaCppEngine)
-  t.deepEqual(['vllm', 'sglang', 'llamacpp'].map((name) => createEngine(name as 'vllm', { url: 'http://127.0.0.1:1' }).name), ['vllm', 'sglang', 'llamacpp'])
+  t.deepEqual(
+    ['vllm', 'sglang', 'llamacpp'].map((name) => createEngine(name as 'vllm', { url: 'http://127.0.0.1:1' }).name),
+    ['vllm', 'sglang', 'llamacpp'],
+  )
 })

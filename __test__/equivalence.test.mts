@@ -7,7 +7,7 @@ import test from 'ava'
 
 import { HarmonyParseError, HarmonyStreamParser, type HarmonyStreamParserOptions } from 'harmony-stream'
 
-import { IMPLEMENTATIONS, SPECIAL, harmony, nativeTest, random, randomBatches } from './helpers/harmony.mjs'
+import { harmony, IMPLEMENTATIONS, nativeTest, random, randomBatches, SPECIAL } from './helpers/harmony.mjs'
 import { transcript } from './helpers/transcript.mjs'
 
 /** Tokens models put in headers and between messages, to make malformed streams likely. */
@@ -72,7 +72,9 @@ test('lenient results do not depend on the batch split', (t) => {
       const messagesOf = (log: unknown[]) => log[log.length - 2]
       t.deepEqual(messagesOf(split), messagesOf(whole), `${implementation}, stream ${i}: ${JSON.stringify(tokens)}`)
       const diagnostics = (log: unknown[]) =>
-        log.flatMap((entry) => (entry && typeof entry === 'object' && 'diagnostics' in entry ? (entry as { diagnostics: unknown[] }).diagnostics : []))
+        log.flatMap((entry) =>
+          entry && typeof entry === 'object' && 'diagnostics' in entry ? (entry as { diagnostics: unknown[] }).diagnostics : [],
+        )
       t.deepEqual(diagnostics(split), diagnostics(whole), `${implementation}, stream ${i}`)
     }
   }
@@ -86,10 +88,19 @@ nativeTest(test)('both implementations decode every token id identically', (t) =
   const texts = (['native', 'js'] as const).map((implementation) => {
     const parser = new HarmonyStreamParser({ implementation })
     let text = ''
-    for (const chunk of [[SPECIAL['<|message|>']], ...Array.from({ length: Math.ceil(ids.length / 4096) }, (_, i) => ids.slice(i * 4096, (i + 1) * 4096))]) {
+    for (const chunk of [
+      [SPECIAL['<|message|>']],
+      ...Array.from({ length: Math.ceil(ids.length / 4096) }, (_, i) => ids.slice(i * 4096, (i + 1) * 4096)),
+    ]) {
       for (const segment of parser.push(chunk).segments) text += segment.text
     }
-    return text + parser.finish().segments.map((s) => s.text).join('')
+    return (
+      text +
+      parser
+        .finish()
+        .segments.map((s) => s.text)
+        .join('')
+    )
   })
   t.true(texts[0].length > 1_000_000)
   t.is(texts[0], texts[1])
@@ -108,7 +119,9 @@ nativeTest(test)("header error texts escape characters exactly as Rust's {:?} do
     if (words.length === 0) continue // the surrogate block
     const tokens = harmony(`<|channel|>c ${words.join(' ')} to=r t<|message|>`)
     const [native, js] = (['native', 'js'] as const).map((implementation) => {
-      const error = t.throws(() => new HarmonyStreamParser({ implementation, strict: true, maxHeaderTokens: 100_000 }).push(tokens), { instanceOf: HarmonyParseError })
+      const error = t.throws(() => new HarmonyStreamParser({ implementation, strict: true, maxHeaderTokens: 100_000 }).push(tokens), {
+        instanceOf: HarmonyParseError,
+      })
       return error?.message ?? ''
     })
     if (native !== js) {

@@ -7,10 +7,9 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 
 import test from 'ava'
-import OpenAI from 'openai'
-
 import { renderChatCompletionRequest, renderResponsesRequest } from 'harmony-stream'
 import { LlamaCppEngine, SglangEngine, VllmEngine } from 'harmony-stream/engines'
+import OpenAI from 'openai'
 
 import { fakeLlamaCpp, fakeSglang, fakeVllm } from './helpers/fake-engines.mjs'
 import { harmony } from './helpers/harmony.mjs'
@@ -20,14 +19,43 @@ const { createGateway } = (await import(join(root, 'examples/gateway/server.mjs'
   createGateway(options: Record<string, unknown>): import('node:http').Server
 }
 
-const COMPLETION = harmony('<|channel|>analysis<|message|>Check the tool.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris"}<|call|>')
-const TOOLS = [{ type: 'function' as const, function: { name: 'get_weather', description: 'Weather now.', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }]
+const COMPLETION = harmony(
+  '<|channel|>analysis<|message|>Check the tool.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris"}<|call|>',
+)
+const TOOLS = [
+  {
+    type: 'function' as const,
+    function: {
+      name: 'get_weather',
+      description: 'Weather now.',
+      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+    },
+  },
+]
 const RENDER = { currentDate: '2025-06-01' }
 
 const KINDS = [
-  { name: 'vllm', start: fakeVllm, engine: (url: string) => new VllmEngine({ url, model: 'gpt-oss' }), prompt: (b: Record<string, unknown>) => b.prompt, limit: (b: Record<string, unknown>) => b.max_tokens },
-  { name: 'sglang', start: fakeSglang, engine: (url: string) => new SglangEngine({ url }), prompt: (b: Record<string, unknown>) => b.input_ids, limit: (b: Record<string, unknown>) => (b.sampling_params as Record<string, unknown>).max_new_tokens },
-  { name: 'llamacpp', start: fakeLlamaCpp, engine: (url: string) => new LlamaCppEngine({ url }), prompt: (b: Record<string, unknown>) => b.prompt, limit: (b: Record<string, unknown>) => b.n_predict },
+  {
+    name: 'vllm',
+    start: fakeVllm,
+    engine: (url: string) => new VllmEngine({ url, model: 'gpt-oss' }),
+    prompt: (b: Record<string, unknown>) => b.prompt,
+    limit: (b: Record<string, unknown>) => b.max_tokens,
+  },
+  {
+    name: 'sglang',
+    start: fakeSglang,
+    engine: (url: string) => new SglangEngine({ url }),
+    prompt: (b: Record<string, unknown>) => b.input_ids,
+    limit: (b: Record<string, unknown>) => (b.sampling_params as Record<string, unknown>).max_new_tokens,
+  },
+  {
+    name: 'llamacpp',
+    start: fakeLlamaCpp,
+    engine: (url: string) => new LlamaCppEngine({ url }),
+    prompt: (b: Record<string, unknown>) => b.prompt,
+    limit: (b: Record<string, unknown>) => b.n_predict,
+  },
 ]
 
 for (const kind of KINDS) {
@@ -40,7 +68,15 @@ for (const kind of KINDS) {
       await fake.close()
     })
     const client = new OpenAI({ baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, apiKey: 'x', maxRetries: 0 })
-    const chatBody = { model: 'gpt-oss', messages: [{ role: 'system' as const, content: 'Be brief.' }, { role: 'user' as const, content: 'Weather in Paris?' }], tools: TOOLS, max_tokens: 300 }
+    const chatBody = {
+      model: 'gpt-oss',
+      messages: [
+        { role: 'system' as const, content: 'Be brief.' },
+        { role: 'user' as const, content: 'Weather in Paris?' },
+      ],
+      tools: TOOLS,
+      max_tokens: 300,
+    }
 
     const stream = await client.chat.completions.create({ ...chatBody, stream: true, stream_options: { include_usage: true } })
     let reasoning = ''
@@ -48,7 +84,9 @@ for (const kind of KINDS) {
     let finish: string | null = null
     let usage: OpenAI.CompletionUsage | undefined
     for await (const chunk of stream) {
-      const delta = chunk.choices[0]?.delta as { reasoning_content?: string; tool_calls?: OpenAI.Chat.Completions.ChatCompletionChunk.Choice.Delta.ToolCall[] } | undefined
+      const delta = chunk.choices[0]?.delta as
+        | { reasoning_content?: string; tool_calls?: OpenAI.Chat.Completions.ChatCompletionChunk.Choice.Delta.ToolCall[] }
+        | undefined
       reasoning += delta?.reasoning_content ?? ''
       for (const call of delta?.tool_calls ?? []) {
         calls[call.index] ??= { arguments: '' }
@@ -67,14 +105,28 @@ for (const kind of KINDS) {
     t.is(usage?.prompt_tokens, expected.promptTokens)
     t.is(usage?.completion_tokens, COMPLETION.length)
 
-    const response = await client.responses.create({ model: 'gpt-oss', input: 'Weather in Paris?', tools: [{ type: 'function', name: 'get_weather', parameters: TOOLS[0].function.parameters, strict: false }] })
-    t.deepEqual(response.output.filter((i) => i.type === 'function_call').map((i) => (i.type === 'function_call' ? [i.name, i.arguments] : null)), [['get_weather', '{"city":"Paris"}']])
-    const responsesPrompt = renderResponsesRequest({ model: 'gpt-oss', input: 'Weather in Paris?', tools: [{ type: 'function', name: 'get_weather', parameters: TOOLS[0].function.parameters, strict: false }] }, RENDER)
+    const response = await client.responses.create({
+      model: 'gpt-oss',
+      input: 'Weather in Paris?',
+      tools: [{ type: 'function', name: 'get_weather', parameters: TOOLS[0].function.parameters, strict: false }],
+    })
+    t.deepEqual(
+      response.output.filter((i) => i.type === 'function_call').map((i) => (i.type === 'function_call' ? [i.name, i.arguments] : null)),
+      [['get_weather', '{"city":"Paris"}']],
+    )
+    const responsesPrompt = renderResponsesRequest(
+      {
+        model: 'gpt-oss',
+        input: 'Weather in Paris?',
+        tools: [{ type: 'function', name: 'get_weather', parameters: TOOLS[0].function.parameters, strict: false }],
+      },
+      RENDER,
+    )
     t.deepEqual(kind.prompt(fake.bodies[1]), Array.from(responsesPrompt.tokens))
   })
 }
 
-test('an engine that refuses before streaming: the client gets a 502 in OpenAI\'s shape, and the gateway keeps serving', async (t) => {
+test("an engine that refuses before streaming: the client gets a 502 in OpenAI's shape, and the gateway keeps serving", async (t) => {
   const refusing = await fakeVllm({ completion: COMPLETION, httpError: 400 })
   const server = createGateway({ engine: new VllmEngine({ url: refusing.url }), onDiagnostic: () => {}, onError: () => {} })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -84,7 +136,9 @@ test('an engine that refuses before streaming: the client gets a 502 in OpenAI\'
   })
   const client = new OpenAI({ baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, apiKey: 'x', maxRetries: 0 })
   for (let i = 0; i < 2; i++) {
-    const error = await t.throwsAsync(client.chat.completions.create({ model: 'gpt-oss', messages: [{ role: 'user', content: 'hi' }], stream: true }))
+    const error = await t.throwsAsync(
+      client.chat.completions.create({ model: 'gpt-oss', messages: [{ role: 'user', content: 'hi' }], stream: true }),
+    )
     t.is((error as { status?: number }).status, 502)
     t.regex(error!.message, /the prompt is too long for this model/)
   }

@@ -22,7 +22,9 @@ const { createGateway } = (await import(join(root, 'examples/gateway/server.mjs'
 }
 
 /** A long completion: reasoning, then a long answer (about 60k tokens). */
-const LONG = harmony(`<|channel|>analysis<|message|>Plan.<|end|><|start|>assistant<|channel|>final<|message|>${'All work and no play makes a gateway dull. '.repeat(6000)}<|return|>`)
+const LONG = harmony(
+  `<|channel|>analysis<|message|>Plan.<|end|><|start|>assistant<|channel|>final<|message|>${'All work and no play makes a gateway dull. '.repeat(6000)}<|return|>`,
+)
 
 /** The replay engine, counting generations that are running (started and not yet ended). */
 function countingEngine(completions: number[][], interval: number) {
@@ -59,11 +61,20 @@ async function start(options: Record<string, unknown>) {
   return { port, close: () => new Promise<void>((resolve) => (server.close(() => resolve()), server.closeAllConnections())) }
 }
 
-function send(port: number, method: string, path: string, body?: string | Buffer, headers: Record<string, string | number> = { 'content-type': 'application/json' }) {
+function send(
+  port: number,
+  method: string,
+  path: string,
+  body?: string | Buffer,
+  headers: Record<string, string | number> = { 'content-type': 'application/json' },
+) {
   return new Promise<{ status: number; json: any }>((resolve, reject) => {
     const req = httpRequest({ host: '127.0.0.1', port, method, path, headers }, (res) => {
       let text = ''
-      res.setEncoding('utf8').on('data', (c) => (text += c)).on('end', () => resolve({ status: res.statusCode!, json: text ? JSON.parse(text) : null }))
+      res
+        .setEncoding('utf8')
+        .on('data', (c) => (text += c))
+        .on('end', () => resolve({ status: res.statusCode!, json: text ? JSON.parse(text) : null }))
     })
     req.on('error', reject)
     req.end(body)
@@ -73,14 +84,21 @@ function send(port: number, method: string, path: string, body?: string | Buffer
 const CHAT = JSON.stringify({ model: 'gpt-oss', messages: [{ role: 'user', content: 'hi' }] })
 
 test('bad requests: OpenAI-shaped 4xx naming the field; /v1/models and /health', async (t) => {
-  const { port, close } = await start({ engine: countingEngine([harmony('<|channel|>final<|message|>ok<|return|>')], 1), implementation: 'js' })
+  const { port, close } = await start({
+    engine: countingEngine([harmony('<|channel|>final<|message|>ok<|return|>')], 1),
+    implementation: 'js',
+  })
   t.teardown(close)
   for (const [body, status, param] of [
     ['{}', 400, 'model'],
     ['{"model":"m","messages":"hello"}', 400, 'messages'],
     ['{"model":42,"messages":[{"role":"user","content":"x"}]}', 400, 'model'],
     ['{"model":"m","messages":[{"role":"user","content":"x"}],"stream":"yes"}', 400, 'stream'],
-    ['{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}', 400, 'messages[0].content[0].type'],
+    [
+      '{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}',
+      400,
+      'messages[0].content[0].type',
+    ],
     ['{"model":"m","messages":[{"role":"tool","tool_call_id":"nope","content":"x"}]}', 400, 'messages[0].tool_call_id'],
     ['{"model":"m", "messages": [', 400, null],
   ] as const) {
@@ -90,7 +108,10 @@ test('bad requests: OpenAI-shaped 4xx naming the field; /v1/models and /health',
     t.is(answer.json.error.param, param, body)
   }
   t.is((await send(port, 'POST', '/v1/chat/completions', CHAT, { 'content-type': 'text/plain' })).status, 415)
-  t.is((await send(port, 'POST', '/v1/responses', '{"model":"m","input":"x","previous_response_id":"r"}')).json.error.param, 'previous_response_id')
+  t.is(
+    (await send(port, 'POST', '/v1/responses', '{"model":"m","input":"x","previous_response_id":"r"}')).json.error.param,
+    'previous_response_id',
+  )
   t.is((await send(port, 'GET', '/v1/chat/completions')).status, 405)
   t.is((await send(port, 'GET', '/nowhere')).status, 404)
   const models = await send(port, 'GET', '/v1/models')
@@ -102,30 +123,37 @@ test('bad requests: OpenAI-shaped 4xx naming the field; /v1/models and /health',
 })
 
 test.serial('oversized bodies: 413 without reading them, eight at once, memory bounded', async (t) => {
-  const { port, close } = await start({ engine: countingEngine([harmony('<|channel|>final<|message|>ok<|return|>')], 1), bodyLimit: 1 << 20 })
+  const { port, close } = await start({
+    engine: countingEngine([harmony('<|channel|>final<|message|>ok<|return|>')], 1),
+    bodyLimit: 1 << 20,
+  })
   t.teardown(close)
   const before = process.memoryUsage().rss
   const big = Buffer.alloc(50 << 20, 'x')
-  const declared = await Promise.all(Array.from({ length: 8 }, () => send(port, 'POST', '/v1/chat/completions', big).catch(() => ({ status: 413, json: null }))))
+  const declared = await Promise.all(
+    Array.from({ length: 8 }, () => send(port, 'POST', '/v1/chat/completions', big).catch(() => ({ status: 413, json: null }))),
+  )
   t.true(declared.every((answer) => answer.status === 413))
   // Without a content-length: the gateway stops reading at the limit and closes the connection.
-  const streamed = await Promise.all(Array.from({ length: 8 }, async () => {
-    const socket = connect(port, '127.0.0.1')
-    await once(socket, 'connect')
-    socket.write('POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n')
-    let answer = ''
-    socket.setEncoding('utf8').on('data', (c) => (answer += c))
-    const closed = once(socket, 'close')
-    let sent = 0
-    const chunk = `10000\r\n${'x'.repeat(0x10000)}\r\n`
-    const timer = setInterval(() => {
-      if (!socket.destroyed && sent < 800) socket.write(chunk, () => sent++)
-    }, 1)
-    socket.on('error', () => {})
-    await closed
-    clearInterval(timer)
-    return { answer, sent }
-  }))
+  const streamed = await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      const socket = connect(port, '127.0.0.1')
+      await once(socket, 'connect')
+      socket.write('POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n')
+      let answer = ''
+      socket.setEncoding('utf8').on('data', (c) => (answer += c))
+      const closed = once(socket, 'close')
+      let sent = 0
+      const chunk = `10000\r\n${'x'.repeat(0x10000)}\r\n`
+      const timer = setInterval(() => {
+        if (!socket.destroyed && sent < 800) socket.write(chunk, () => sent++)
+      }, 1)
+      socket.on('error', () => {})
+      await closed
+      clearInterval(timer)
+      return { answer, sent }
+    }),
+  )
   for (const { answer, sent } of streamed) {
     t.regex(answer, /^HTTP\/1\.1 413/)
     t.true(sent < 400, `stopped after ${sent} × 64 KiB`)
@@ -142,13 +170,17 @@ test.serial('10 clients that stop reading a long stream: the engine is held back
   t.teardown(close)
   const before = process.memoryUsage().rss
   const body = JSON.stringify({ model: 'gpt-oss', messages: [{ role: 'user', content: 'hi' }], stream: true })
-  const sockets = await Promise.all(Array.from({ length: 10 }, async () => {
-    const socket = connect(port, '127.0.0.1')
-    await once(socket, 'connect')
-    socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
-    socket.pause()
-    return socket
-  }))
+  const sockets = await Promise.all(
+    Array.from({ length: 10 }, async () => {
+      const socket = connect(port, '127.0.0.1')
+      await once(socket, 'connect')
+      socket.write(
+        `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      )
+      socket.pause()
+      return socket
+    }),
+  )
   // All ten generations start (bounded wait), then their sockets' buffers fill.
   for (let i = 0; i < 400 && engine.running < 10; i++) await new Promise((resolve) => setTimeout(resolve, 50))
   const pulled = await untilStalled(() => engine.steps, 10)
@@ -171,11 +203,21 @@ test.serial('3,000 streams aborted by their clients leave no generation running'
   const one = () =>
     new Promise<void>((resolve, reject) => {
       const controller = new AbortController()
-      const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', headers: { 'content-type': 'application/json' }, signal: controller.signal }, (res) => {
-        res.once('data', () => controller.abort())
-        res.on('error', () => resolve())
-        res.on('close', () => resolve())
-      })
+      const req = httpRequest(
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: '/v1/chat/completions',
+          headers: { 'content-type': 'application/json' },
+          signal: controller.signal,
+        },
+        (res) => {
+          res.once('data', () => controller.abort())
+          res.on('error', () => resolve())
+          res.on('close', () => resolve())
+        },
+      )
       req.on('error', (error) => (error.name === 'AbortError' ? resolve() : reject(error)))
       req.end(body)
     })

@@ -8,25 +8,40 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 
 import test from 'ava'
+import {
+  ChatCompletionsStream,
+  chatCompletion,
+  type HarmonyMessage,
+  type Implementation,
+  parseCompletion,
+  ResponsesStream,
+} from 'harmony-stream'
+import { EngineError } from 'harmony-stream/engines'
 import OpenAI from 'openai'
 
-import { ChatCompletionsStream, type HarmonyMessage, type Implementation, ResponsesStream, chatCompletion, parseCompletion } from 'harmony-stream'
-import { EngineError } from 'harmony-stream/engines'
-
-import { IMPLEMENTATIONS, harmony, random } from './helpers/harmony.mjs'
+import { harmony, IMPLEMENTATIONS, random } from './helpers/harmony.mjs'
 import { decodeTokens } from './helpers/token-bytes.mjs'
 
 const root = join(import.meta.dirname, '..')
 const { createGateway, loadReplay } = (await import(join(root, 'examples/gateway/server.mjs'))) as {
-  createGateway(options: { replay: number[][]; interval: number; implementation: Implementation; onDiagnostic(d: { code: string }): void }): import('node:http').Server
+  createGateway(options: {
+    replay: number[][]
+    interval: number
+    implementation: Implementation
+    onDiagnostic(d: { code: string }): void
+  }): import('node:http').Server
   loadReplay(path: string): number[][]
 }
 
 /** The sample replay plus cases where mapping bugs hide: a batch crossing analysis → tool call, two calls, bad JSON, a built-in tool. */
 const replay = [
   ...loadReplay(join(root, 'examples/gateway/replay.json')),
-  harmony('<|channel|>analysis<|message|>Two calls.<|end|><|start|>assistant<|channel|>commentary to=functions.a <|constrain|>json<|message|>{"x":1}<|call|><|start|>assistant<|channel|>analysis to=functions.b<|message|>{"y":[2,3]}<|call|>'),
-  harmony('<|channel|>analysis<|message|>x<|end|><|start|>assistant<|channel|>commentary to=browser.search<|message|>{"q":"weather"}<|call|><|start|>assistant<|channel|>final<|message|>done<|return|>'),
+  harmony(
+    '<|channel|>analysis<|message|>Two calls.<|end|><|start|>assistant<|channel|>commentary to=functions.a <|constrain|>json<|message|>{"x":1}<|call|><|start|>assistant<|channel|>analysis to=functions.b<|message|>{"y":[2,3]}<|call|>',
+  ),
+  harmony(
+    '<|channel|>analysis<|message|>x<|end|><|start|>assistant<|channel|>commentary to=browser.search<|message|>{"q":"weather"}<|call|><|start|>assistant<|channel|>final<|message|>done<|return|>',
+  ),
   harmony('<|channel|>commentary to=functions.lookup <|constrain|>json<|message|>{not json<|call|>'),
   harmony('<|channel|>final<|message|>no reasoning at all<|end|>'),
 ]
@@ -74,7 +89,10 @@ for (const implementation of IMPLEMENTATIONS) {
       const diagnostics = await withGateway(implementation, interval, async (client) => {
         for (const [index, tokens] of replay.entries()) {
           const want = expected(tokens)
-          const stream = client.chat.completions.stream({ model: 'gpt-oss', messages: [{ role: 'user', content: 'hi' }], stream_options: { include_usage: true } }, pickReplay(index))
+          const stream = client.chat.completions.stream(
+            { model: 'gpt-oss', messages: [{ role: 'user', content: 'hi' }], stream_options: { include_usage: true } },
+            pickReplay(index),
+          )
           // The client's helper keeps only the last delta of fields it does not know, so reasoning is summed here.
           let reasoning = ''
           stream.on('chunk', (chunk) => {
@@ -84,16 +102,31 @@ for (const implementation of IMPLEMENTATIONS) {
           const choice = final.choices[0]
           t.is(reasoning, want.reasoning, `replay ${index}: reasoning`)
           t.is(choice.message.content ?? null, want.content, `replay ${index}: content`)
-          t.deepEqual((choice.message.tool_calls ?? []).map((c) => ({ name: c.type === 'function' ? c.function.name : '', arguments: c.type === 'function' ? c.function.arguments : '' })), want.toolCalls, `replay ${index}: tool calls`)
+          t.deepEqual(
+            (choice.message.tool_calls ?? []).map((c) => ({
+              name: c.type === 'function' ? c.function.name : '',
+              arguments: c.type === 'function' ? c.function.arguments : '',
+            })),
+            want.toolCalls,
+            `replay ${index}: tool calls`,
+          )
           t.true((choice.message.tool_calls ?? []).every((c) => c.id.startsWith('call_') && c.type === 'function'))
           t.is(choice.finish_reason, want.finishReason, `replay ${index}: finish_reason`)
           t.is(final.usage?.completion_tokens, tokens.length)
 
-          const whole = await client.chat.completions.create({ model: 'gpt-oss', messages: [{ role: 'user', content: 'hi' }] }, pickReplay(index))
-          const message = whole.choices[0].message as typeof whole.choices[0]['message'] & { reasoning_content?: string }
+          const whole = await client.chat.completions.create(
+            { model: 'gpt-oss', messages: [{ role: 'user', content: 'hi' }] },
+            pickReplay(index),
+          )
+          const message = whole.choices[0].message as (typeof whole.choices)[0]['message'] & { reasoning_content?: string }
           t.is(message.reasoning_content ?? '', want.reasoning)
           t.is(message.content, want.content)
-          t.deepEqual((message.tool_calls ?? []).map((c) => (c.type === 'function' ? { name: c.function.name, arguments: c.function.arguments } : null)), want.toolCalls)
+          t.deepEqual(
+            (message.tool_calls ?? []).map((c) =>
+              c.type === 'function' ? { name: c.function.name, arguments: c.function.arguments } : null,
+            ),
+            want.toolCalls,
+          )
           t.is(whole.choices[0].finish_reason, want.finishReason)
         }
       })
@@ -113,12 +146,27 @@ for (const implementation of IMPLEMENTATIONS) {
           const final = await stream.finalResponse()
           const items = final.output
           const texts = (type: 'reasoning' | 'message') =>
-            items.filter((i) => i.type === type).map((i) => (i.type === 'message' ? i.content.map((c) => (c.type === 'output_text' ? c.text : '')).join('') : i.type === 'reasoning' ? (i.content ?? []).map((c) => c.text).join('') : ''))
+            items
+              .filter((i) => i.type === type)
+              .map((i) =>
+                i.type === 'message'
+                  ? i.content.map((c) => (c.type === 'output_text' ? c.text : '')).join('')
+                  : i.type === 'reasoning'
+                    ? (i.content ?? []).map((c) => c.text).join('')
+                    : '',
+              )
           t.is(texts('reasoning').join(''), want.reasoning, `replay ${index}: reasoning`)
           t.is(texts('message').length > 0 ? texts('message').join('') : null, want.content, `replay ${index}: content`)
-          t.deepEqual(items.flatMap((i) => (i.type === 'function_call' ? [{ name: i.name, arguments: i.arguments }] : [])), want.toolCalls, `replay ${index}: tool calls`)
+          t.deepEqual(
+            items.flatMap((i) => (i.type === 'function_call' ? [{ name: i.name, arguments: i.arguments }] : [])),
+            want.toolCalls,
+            `replay ${index}: tool calls`,
+          )
           // Sequence numbers count up from 0; every item added is done, once, with a stable id.
-          t.deepEqual(events.map((e) => e.sequence_number), events.map((_, i) => i))
+          t.deepEqual(
+            events.map((e) => e.sequence_number),
+            events.map((_, i) => i),
+          )
           const added = events.filter((e) => e.type === 'response.output_item.added').map((e) => e.item!.id)
           const done = events.filter((e) => e.type === 'response.output_item.done').map((e) => e.item!.id)
           t.deepEqual(done, added)
@@ -126,7 +174,10 @@ for (const implementation of IMPLEMENTATIONS) {
           t.is(events.at(-1)?.type, want.finishReason === 'length' ? 'response.incomplete' : 'response.completed')
 
           const whole = await client.responses.create({ model: 'gpt-oss', input: 'hi' }, pickReplay(index))
-          t.deepEqual(whole.output.map((i) => i.type), items.map((i) => i.type))
+          t.deepEqual(
+            whole.output.map((i) => i.type),
+            items.map((i) => i.type),
+          )
           t.is(whole.usage?.output_tokens, tokens.length)
         }
       })
@@ -152,12 +203,20 @@ test('adapters: every batch split gives the same assembled result (no text lost 
         const reasoning = chunks.map((c) => c.choices[0]?.delta.reasoning_content ?? '').join('')
         const content = chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')
         const args = new Map<number, string>()
-        for (const c of chunks) for (const call of c.choices[0]?.delta.tool_calls ?? []) args.set(call.index, (args.get(call.index) ?? '') + call.function.arguments)
+        for (const c of chunks)
+          for (const call of c.choices[0]?.delta.tool_calls ?? [])
+            args.set(call.index, (args.get(call.index) ?? '') + call.function.arguments)
         t.is(reasoning, want.reasoning)
         t.is(content, want.content ?? '')
-        t.deepEqual([...args.values()], want.toolCalls.map((c) => c.arguments))
+        t.deepEqual(
+          [...args.values()],
+          want.toolCalls.map((c) => c.arguments),
+        )
         t.is(chunks.at(-1)?.choices[0]?.finish_reason, want.finishReason)
-        const deltas = events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join('')
+        const deltas = events
+          .filter((e) => e.type === 'response.output_text.delta')
+          .map((e) => e.delta)
+          .join('')
         t.is(deltas, want.content ?? '')
       }
     }
@@ -165,24 +224,39 @@ test('adapters: every batch split gives the same assembled result (no text lost 
 })
 
 test('adapters: usage counts reasoning tokens exactly, and invalid tool JSON is a diagnostic, not an error', (t) => {
-  const tokens = harmony('<|channel|>analysis<|message|>think<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{oops<|call|>')
+  const tokens = harmony(
+    '<|channel|>analysis<|message|>think<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{oops<|call|>',
+  )
   const chat = new ChatCompletionsStream({ model: 'm', includeUsage: true })
   const chunks = [...chat.push(tokens), ...chat.finish()]
   const reasoningTokens = harmony('<|channel|>analysis<|message|>think<|end|>').length
-  t.deepEqual(chunks.at(-1)?.usage, { prompt_tokens: 0, completion_tokens: tokens.length, total_tokens: tokens.length, completion_tokens_details: { reasoning_tokens: reasoningTokens } })
-  t.deepEqual(chat.diagnostics.map((d) => d.code), ['invalid-tool-arguments'])
+  t.deepEqual(chunks.at(-1)?.usage, {
+    prompt_tokens: 0,
+    completion_tokens: tokens.length,
+    total_tokens: tokens.length,
+    completion_tokens_details: { reasoning_tokens: reasoningTokens },
+  })
+  t.deepEqual(
+    chat.diagnostics.map((d) => d.code),
+    ['invalid-tool-arguments'],
+  )
   t.is(chat.diagnostics[0].text, '{oops')
 })
 
 test('adapters: routing options (preamble as reasoning, built-in tools surfaced, reasoning field)', (t) => {
-  const tokens = harmony('<|channel|>commentary<|message|>Checking.<|end|><|start|>assistant<|channel|>commentary to=browser.search<|message|>{"q":1}<|call|>')
+  const tokens = harmony(
+    '<|channel|>commentary<|message|>Checking.<|end|><|start|>assistant<|channel|>commentary to=browser.search<|message|>{"q":1}<|call|>',
+  )
   const chunks = (options: object) => {
     const chat = new ChatCompletionsStream({ model: 'm', ...options })
     return [...chat.push(tokens), ...chat.finish()].map((c) => c.choices[0]?.delta ?? {})
   }
   const defaults = chunks({})
   t.is(defaults.map((d) => d.content ?? '').join(''), 'Checking.')
-  t.false(defaults.some((d) => d.tool_calls), 'built-in tools are dropped by default')
+  t.false(
+    defaults.some((d) => d.tool_calls),
+    'built-in tools are dropped by default',
+  )
   const other = chunks({ preamble: 'reasoning', builtinTools: 'surface', reasoningField: 'reasoning' })
   t.is(other.map((d) => d.reasoning ?? '').join(''), 'Checking.')
   t.is(other.map((d) => d.content ?? '').join(''), '')
@@ -213,7 +287,13 @@ test('adapters take text whose markers arrive as text, cut anywhere (input: text
         t.is(chunks.at(-2)?.choices[0]?.finish_reason, want.finishReason)
         // The text re-encodes to the model's tokens, so usage is exact here.
         t.is(chunks.at(-1)?.usage?.completion_tokens, tokens.length)
-        t.is(events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join(''), want.content ?? '')
+        t.is(
+          events
+            .filter((e) => e.type === 'response.output_text.delta')
+            .map((e) => e.delta)
+            .join(''),
+          want.content ?? '',
+        )
       }
     }
   }
@@ -222,7 +302,9 @@ test('adapters take text whose markers arrive as text, cut anywhere (input: text
 })
 
 test('adapters: a completion ending in a dropped built-in call finishes with stop; truncated finishes with length', (t) => {
-  const builtin = harmony('<|channel|>analysis<|message|>search<|end|><|start|>assistant<|channel|>commentary to=browser.search<|message|>{"q":1}<|call|>')
+  const builtin = harmony(
+    '<|channel|>analysis<|message|>search<|end|><|start|>assistant<|channel|>commentary to=browser.search<|message|>{"q":1}<|call|>',
+  )
   const chat = new ChatCompletionsStream({ model: 'm' })
   const chunks = [...chat.push(builtin), ...chat.finish()]
   t.is(chunks.at(-1)?.choices[0]?.finish_reason, 'stop')
@@ -245,7 +327,10 @@ test('adapters: reasoning tokens of a message closed by <|start|> without <|end|
   // The analysis message is everything before that <|start|>, which opens the next message.
   t.is(chunks.at(-1)?.usage?.completion_tokens_details.reasoning_tokens, harmony('<|channel|>analysis<|message|>think more').length)
   t.is(chunks.at(-1)?.usage?.completion_tokens, tokens.length)
-  t.deepEqual(chat.diagnostics.map((d) => d.code), ['missing-end'])
+  t.deepEqual(
+    chat.diagnostics.map((d) => d.code),
+    ['missing-end'],
+  )
 })
 
 /** An engine that sends a few tokens, then fails as a broken engine connection does. */
@@ -260,18 +345,29 @@ const failingEngine = {
 
 test('the gateway sends an error frame when the engine fails midway, and the openai client raises it', async (t) => {
   const errors: unknown[] = []
-  const server = createGateway({ engine: failingEngine, implementation: 'js', onDiagnostic: () => {}, onError: (e: unknown) => errors.push(e) } as never)
+  const server = createGateway({
+    engine: failingEngine,
+    implementation: 'js',
+    onDiagnostic: () => {},
+    onError: (e: unknown) => errors.push(e),
+  } as never)
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as AddressInfo
   const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'test', maxRetries: 0 })
   try {
     const chat = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true })
-    await t.throwsAsync(async () => {
-      for await (const chunk of chat) void chunk
-    }, { message: /the connection to the engine broke/ })
+    await t.throwsAsync(
+      async () => {
+        for await (const chunk of chat) void chunk
+      },
+      { message: /the connection to the engine broke/ },
+    )
     const responses = client.responses.stream({ model: 'm', input: 'hi' })
     // openai-node rejects with the `error` event itself here, not an Error instance.
-    const failure = await responses.finalResponse().then(() => null, (error: unknown) => error as { type?: string; message?: string })
+    const failure = await responses.finalResponse().then(
+      () => null,
+      (error: unknown) => error as { type?: string; message?: string },
+    )
     t.is(failure?.type, 'error')
     t.regex(failure?.message ?? '', /the connection to the engine broke/)
     t.is(errors.length, 2)
@@ -286,7 +382,11 @@ test('x-harmony-replay outside the replay file is a 400 naming the header', asyn
   t.teardown(() => server.close())
   const { port } = server.address() as AddressInfo
   for (const header of ['99', 'x', '']) {
-    const answer = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-harmony-replay': header }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }) })
+    const answer = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-harmony-replay': header },
+      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
+    })
     t.is(answer.status, 400, header)
     t.is(((await answer.json()) as { error: { param: string } }).error.param, 'x-harmony-replay')
   }

@@ -3,7 +3,7 @@
  * checks, and pipeSse's backpressure, disconnect handling and error frames.
  */
 import { once } from 'node:events'
-import { type IncomingMessage, type ServerResponse, createServer, request as httpRequest } from 'node:http'
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { connect } from 'node:net'
 
@@ -11,10 +11,10 @@ import test from 'ava'
 
 import {
   ChatCompletionsStream,
-  HttpError,
-  ResponsesStream,
   chatGenerationParameters,
+  HttpError,
   pipeSse,
+  ResponsesStream,
   readJsonBody,
   responsesGenerationParameters,
   sendError,
@@ -34,11 +34,18 @@ async function serve(handler: (request: IncomingMessage, response: ServerRespons
   return { port, close: () => new Promise<void>((resolve) => (server.close(() => resolve()), server.closeAllConnections())), server }
 }
 
-function post(port: number, body: string | Buffer, headers: Record<string, string> = { 'content-type': 'application/json' }): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
+function post(
+  port: number,
+  body: string | Buffer,
+  headers: Record<string, string> = { 'content-type': 'application/json' },
+): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/', headers }, (res) => {
       let text = ''
-      res.setEncoding('utf8').on('data', (c) => (text += c)).on('end', () => resolve({ status: res.statusCode!, body: text, headers: res.headers }))
+      res
+        .setEncoding('utf8')
+        .on('data', (c) => (text += c))
+        .on('end', () => resolve({ status: res.statusCode!, body: text, headers: res.headers }))
     })
     req.on('error', reject)
     req.end(body)
@@ -95,7 +102,15 @@ test('readJsonBody: 413 from content-length before reading, and mid-body without
 })
 
 test('generation parameters: type and range checked, 400 naming the field', (t) => {
-  const ok = chatGenerationParameters({ model: 'm', stream: true, stream_options: { include_usage: true }, max_tokens: 10, temperature: 0.7, top_p: 0.9, seed: 3 })
+  const ok = chatGenerationParameters({
+    model: 'm',
+    stream: true,
+    stream_options: { include_usage: true },
+    max_tokens: 10,
+    temperature: 0.7,
+    top_p: 0.9,
+    seed: 3,
+  })
   t.deepEqual(ok, { model: 'm', stream: true, includeUsage: true, maxTokens: 10, temperature: 0.7, topP: 0.9, seed: 3 })
   t.is(chatGenerationParameters({ model: 'm', max_completion_tokens: 5, max_tokens: 9 }).maxTokens, 5)
   t.is(responsesGenerationParameters({ model: 'm', max_output_tokens: 7 }).maxTokens, 7)
@@ -117,7 +132,9 @@ test('generation parameters: type and range checked, 400 naming the field', (t) 
   }
 })
 
-const COMPLETION = harmony('<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final<|message|>Hello there, world.<|return|>')
+const COMPLETION = harmony(
+  '<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final<|message|>Hello there, world.<|return|>',
+)
 
 async function* steps(tokens: number[], onPull?: () => void) {
   for (const token of tokens) {
@@ -131,8 +148,13 @@ async function get(port: number): Promise<string> {
   return new Promise((resolve, reject) => {
     httpRequest({ host: '127.0.0.1', port, path: '/' }, (res) => {
       let text = ''
-      res.setEncoding('utf8').on('data', (c) => (text += c)).on('end', () => resolve(text))
-    }).on('error', reject).end()
+      res
+        .setEncoding('utf8')
+        .on('data', (c) => (text += c))
+        .on('end', () => resolve(text))
+    })
+      .on('error', reject)
+      .end()
   })
 }
 
@@ -141,20 +163,29 @@ test('pipeSse: Chat frames end with [DONE], Responses frames are typed events, o
   const { port, close } = await serve(async (request, response) => {
     const write = response.write.bind(response)
     response.write = ((...args: Parameters<typeof write>) => (writes++, write(...args))) as typeof response.write
-    const adapter = request.url === '/' ? new ChatCompletionsStream({ model: 'm', parser: { implementation: 'js' } }) : new ResponsesStream({ model: 'm' })
+    const adapter =
+      request.url === '/'
+        ? new ChatCompletionsStream({ model: 'm', parser: { implementation: 'js' } })
+        : new ResponsesStream({ model: 'm' })
     t.is((await pipeSse(response, adapter, steps(COMPLETION))).outcome, 'completed')
   })
   t.teardown(close)
   const chatText = await get(port)
   t.true(chatText.endsWith('data: [DONE]\n\n'))
-  const chunks = chatText.split('\n\n').filter((f) => f.startsWith('data: {')).map((f) => JSON.parse(f.slice(6)))
+  const chunks = chatText
+    .split('\n\n')
+    .filter((f) => f.startsWith('data: {'))
+    .map((f) => JSON.parse(f.slice(6)))
   t.is(chunks.map((c) => c.choices[0]?.delta?.content ?? '').join(''), 'Hello there, world.')
   t.is(chunks.map((c) => c.choices[0]?.delta?.reasoning_content ?? '').join(''), 'Think.')
   t.true(writes <= COMPLETION.length + 1, `${writes} writes for ${COMPLETION.length} steps`)
   const responsesText = await new Promise<string>((resolve) => {
     httpRequest({ host: '127.0.0.1', port, path: '/responses' }, (res) => {
       let text = ''
-      res.setEncoding('utf8').on('data', (c) => (text += c)).on('end', () => resolve(text))
+      res
+        .setEncoding('utf8')
+        .on('data', (c) => (text += c))
+        .on('end', () => resolve(text))
     }).end()
   })
   const events = responsesText.split('\n\n').filter(Boolean)
@@ -221,7 +252,10 @@ test('pipeSse: an engine failure mid-stream becomes an error frame (Chat) or err
   const responsesText = await new Promise<string>((resolve) => {
     httpRequest({ host: '127.0.0.1', port, path: '/r' }, (res) => {
       let text = ''
-      res.setEncoding('utf8').on('data', (c) => (text += c)).on('end', () => resolve(text))
+      res
+        .setEncoding('utf8')
+        .on('data', (c) => (text += c))
+        .on('end', () => resolve(text))
     }).end()
   })
   t.regex(responsesText.trim().split('\n\n').at(-1)!, /^event: error\n/)
@@ -233,14 +267,20 @@ test('pipeSse coalesceMs: the same bytes in fewer writes, and a client that stop
     const write = response.write.bind(response)
     response.write = ((...args: Parameters<typeof write>) => (writes++, write(...args))) as typeof response.write
     const adapter = new ChatCompletionsStream({ model: 'm', id: 'chatcmpl-x', created: 1, parser: { implementation: 'js' } })
-    await pipeSse(response, adapter, steps(COMPLETION), { coalesceMs: request.url === '/coalesced' ? 50 : 0, frames: request.url === '/objects' ? 'objects' : 'sse' })
+    await pipeSse(response, adapter, steps(COMPLETION), {
+      coalesceMs: request.url === '/coalesced' ? 50 : 0,
+      frames: request.url === '/objects' ? 'objects' : 'sse',
+    })
   })
   t.teardown(close)
   const fetchText = (path: string) =>
     new Promise<string>((resolve) => {
       httpRequest({ host: '127.0.0.1', port, path }, (res) => {
         let text = ''
-        res.setEncoding('utf8').on('data', (c) => (text += c)).on('end', () => resolve(text))
+        res
+          .setEncoding('utf8')
+          .on('data', (c) => (text += c))
+          .on('end', () => resolve(text))
       }).end()
     })
   const plain = await fetchText('/')

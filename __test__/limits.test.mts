@@ -11,15 +11,15 @@ import test from 'ava'
 import {
   COMPACT_FIRST_RECORD,
   COMPACT_STATUS_INTERNAL_ERROR,
+  compactCapacity,
   HarmonyError,
   HarmonyParseError,
   HarmonyStreamParser,
   HarmonyStreamPool,
   RECORD_STREAM,
-  compactCapacity,
 } from 'harmony-stream'
 
-import { IMPLEMENTATIONS, SPECIAL, harmony, nativeTest } from './helpers/harmony.mjs'
+import { harmony, IMPLEMENTATIONS, nativeTest, SPECIAL } from './helpers/harmony.mjs'
 
 const root = join(import.meta.dirname, '..')
 
@@ -56,7 +56,10 @@ for (const implementation of IMPLEMENTATIONS) {
     const out = new Uint32Array(compactCapacity(tokens.length, 2))
     const text = pool.step(Uint32Array.of(a, b), Uint32Array.of(0, half, tokens.length), tokens, out)
     t.is(text, 'y')
-    t.deepEqual([out[COMPACT_FIRST_RECORD], out[COMPACT_FIRST_RECORD + 1], out[COMPACT_FIRST_RECORD + 2]], [RECORD_STREAM, a, COMPACT_STATUS_INTERNAL_ERROR])
+    t.deepEqual(
+      [out[COMPACT_FIRST_RECORD], out[COMPACT_FIRST_RECORD + 1], out[COMPACT_FIRST_RECORD + 2]],
+      [RECORD_STREAM, a, COMPACT_STATUS_INTERNAL_ERROR],
+    )
     t.is(pool.takeError(a)?.code, 'internal-error')
   })
 }
@@ -81,7 +84,10 @@ for (const implementation of IMPLEMENTATIONS) {
     const chunk = new Uint32Array(10_000).fill(token)
     const lenient = new HarmonyStreamParser({ implementation })
     const first = lenient.push(chunk)
-    t.deepEqual(first.diagnostics.map((d) => [d.code, d.tokenOffset]), [['header-too-long', 256]])
+    t.deepEqual(
+      first.diagnostics.map((d) => [d.code, d.tokenOffset]),
+      [['header-too-long', 256]],
+    )
     t.is(lenient.state, 'content', 'the header became content')
     for (let i = 0; i < 99; i++) lenient.push(chunk)
     t.is(lenient.finish().completed[0].content.length, 5 * 1_000_000 - 1, 'all of it kept as content, trimmed once')
@@ -112,7 +118,9 @@ for (const implementation of IMPLEMENTATIONS) {
       })()`
     const output = execFileSync(process.execPath, ['--expose-gc', '-e', script], { cwd: root, encoding: 'utf8' })
     const windows = JSON.parse(output) as { rss: number; heap: number }[]
-    t.log(`growth over two windows of 5 × 10^4 parsers: ${windows.map((w) => `rss ${(w.rss / 1e6).toFixed(1)} MB, heap ${(w.heap / 1e6).toFixed(1)} MB`).join('; ')}`)
+    t.log(
+      `growth over two windows of 5 × 10^4 parsers: ${windows.map((w) => `rss ${(w.rss / 1e6).toFixed(1)} MB, heap ${(w.heap / 1e6).toFixed(1)} MB`).join('; ')}`,
+    )
     // A leak grows memory in both windows; the allocators' one-time steps (a new plateau when more parsers
     // happen to be alive before their finalizers run, more so on a loaded machine) show in one. A leaked
     // stream (a Rust StreamParser with its buffers is over 400 bytes) would be 20 MB in each window, and a

@@ -9,16 +9,18 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 import test, { type ExecutionContext } from 'ava'
-import ts from 'typescript'
-
 import * as esm from 'harmony-stream'
+import ts from 'typescript'
 
 import { nativeTest } from './helpers/harmony.mjs'
 
 const require = createRequire(import.meta.url)
 const root = join(import.meta.dirname, '..')
 
-const runtimeNames = (module: object) => Object.keys(module).filter((name) => name !== '__esModule' && name !== 'default').sort()
+const runtimeNames = (module: object) =>
+  Object.keys(module)
+    .filter((name) => name !== '__esModule' && name !== 'default')
+    .sort()
 
 test('import and require expose the same objects', async (t) => {
   const cjs = require('harmony-stream') as typeof esm
@@ -29,7 +31,10 @@ test('import and require expose the same objects', async (t) => {
   const enginesCjs = require('harmony-stream/engines') as typeof enginesEsm
   t.deepEqual(runtimeNames(enginesEsm), runtimeNames(enginesCjs))
   t.is(enginesEsm.EngineError, enginesCjs.EngineError)
-  t.true(new enginesCjs.EngineError('x', 'y', { engine: 'e' }) instanceof esm.HarmonyError, 'engine errors are HarmonyErrors of the same class')
+  t.true(
+    new enginesCjs.EngineError('x', 'y', { engine: 'e' }) instanceof esm.HarmonyError,
+    'engine errors are HarmonyErrors of the same class',
+  )
 })
 
 test('the shipped typings declare exactly the runtime exports', async (t) => {
@@ -40,7 +45,11 @@ test('the shipped typings declare exactly the runtime exports', async (t) => {
     ['dist/engines.d.ts', engines],
     ['dist/engines.d.mts', engines],
   ] as const) {
-    const program = ts.createProgram([join(root, entry)], { strict: true, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext })
+    const program = ts.createProgram([join(root, entry)], {
+      strict: true,
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    })
     const checker = program.getTypeChecker()
     const source = program.getSourceFile(join(root, entry))!
     const exports = checker.getExportsOfModule(checker.getSymbolAtLocation(source)!)
@@ -66,13 +75,15 @@ test('the typings describe runtime values', (t) => {
 })
 
 function load(env: Record<string, string | undefined>, cwd = root): ReturnType<typeof spawnSync> {
-  const script = "const m = require('harmony-stream'); console.log(m.implementation, m.parseCompletion([200005, 17196, 200008, 13225]).at(-1).content)"
+  const script =
+    "const m = require('harmony-stream'); console.log(m.implementation, m.parseCompletion([200005, 17196, 200008, 13225]).at(-1).content)"
   return spawnSync(process.execPath, ['-e', script], { cwd, env: { ...process.env, ...env }, encoding: 'utf8' })
 }
 
 /** The error of loading the package in `cwd` with native forced, as `{ message, cause }`. */
 function forceNative(cwd: string, nativeLibraryPath?: string): { message: string; cause: string } {
-  const script = "try { require('harmony-stream') } catch (e) { console.log(JSON.stringify({ message: e.message, cause: String(e.cause?.message) })) }"
+  const script =
+    "try { require('harmony-stream') } catch (e) { console.log(JSON.stringify({ message: e.message, cause: String(e.cause?.message) })) }"
   const env = { ...process.env, HARMONY_STREAM_IMPL: 'native', NAPI_RS_NATIVE_LIBRARY_PATH: nativeLibraryPath }
   const run = spawnSync(process.execPath, ['-e', script], { cwd, env, encoding: 'utf8' })
   return JSON.parse(run.stdout || 'null') ?? { message: `no error: ${run.stdout}${run.stderr}`, cause: '' }
@@ -109,7 +120,12 @@ test('where no native binary fits, the package runs on TypeScript; forcing nativ
   t.is(quiet.stderr, '', 'no warning on start')
   const forced = load({ HARMONY_STREAM_IMPL: 'native', NAPI_RS_NATIVE_LIBRARY_PATH: undefined }, dir)
   t.not(forced.status, 0)
-  t.true(String(forced.stderr).includes(`HARMONY_STREAM_IMPL=native, but the native addon could not be loaded: there is no native binary for this platform (${platform})`), String(forced.stderr))
+  t.true(
+    String(forced.stderr).includes(
+      `HARMONY_STREAM_IMPL=native, but the native addon could not be loaded: there is no native binary for this platform (${platform})`,
+    ),
+    String(forced.stderr),
+  )
   const { message, cause } = forceNative(dir)
   t.regex(message, /cargo \(Rust\)/)
   t.regex(message, /`npm run build:native`/)
@@ -120,7 +136,12 @@ test('where no native binary fits, the package runs on TypeScript; forcing nativ
 test('a native binary that is there but does not load is named, not called missing', (t) => {
   const { dir, pkg } = packageWithoutAddon(t)
   // The file name napi-rs's loader looks for here (linux: gnu or musl libc, as it tells them apart).
-  const libc = process.platform === 'linux' ? ((process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime ? '-gnu' : '-musl') : ''
+  const libc =
+    process.platform === 'linux'
+      ? (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime
+        ? '-gnu'
+        : '-musl'
+      : ''
   const abi = process.platform === 'win32' ? '-msvc' : libc
   const file = `harmony-stream.${platform}${abi}.node`
   writeFileSync(join(pkg, file), 'not a shared library')

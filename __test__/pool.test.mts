@@ -12,6 +12,7 @@ import {
   COMPACT_STATUS,
   COMPACT_STATUS_OK,
   COMPACT_STATUS_PARSE_ERROR,
+  compactCapacity,
   HarmonyParseError,
   HarmonyStateError,
   HarmonyStreamParser,
@@ -20,11 +21,10 @@ import {
   type Implementation,
   NAME_NOT_INTERNED,
   RECORD_FIELDS,
-  compactCapacity,
 } from 'harmony-stream'
 
 import { StreamDecoder, singleRange, streamRanges } from './helpers/compact-decoder.mjs'
-import { IMPLEMENTATIONS, SPECIAL, harmony, nativeTest } from './helpers/harmony.mjs'
+import { harmony, IMPLEMENTATIONS, nativeTest, SPECIAL } from './helpers/harmony.mjs'
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 200)
 const ALL_SPECIALS = [...Object.values(SPECIAL), 199998, 200018, 201088]
@@ -94,7 +94,14 @@ function poolLogs(cases: Driven[], implementation: Implementation, order: number
       const i = chosen[k]
       const id = ids[i]
       if (result.id !== id) throw new Error(`STREAM record ${k} names stream ${result.id}, not ${id}`)
-      const batch = decoders[i].decode(text, out, result.from, result.to, (n) => pool.nameOf(n), () => pool.takeHeaders(id))
+      const batch = decoders[i].decode(
+        text,
+        out,
+        result.from,
+        result.to,
+        (n) => pool.nameOf(n),
+        () => pool.takeHeaders(id),
+      )
       if (result.diagnostics > 0) batch.diagnostics = pool.takeDiagnostics(id)
       if (result.status === COMPACT_STATUS_PARSE_ERROR) {
         const error = pool.takeError(id) as HarmonyParseError
@@ -114,7 +121,14 @@ function poolLogs(cases: Driven[], implementation: Implementation, order: number
   const text = pool.finish(Uint32Array.from(ids), out)
   raw?.push(text, Array.from(out.subarray(0, 8 + 4 * out[0])))
   for (const [k, result] of streamRanges(out).entries()) {
-    const batch = decoders[k].decode(text, out, result.from, result.to, (n) => pool.nameOf(n), () => [])
+    const batch = decoders[k].decode(
+      text,
+      out,
+      result.from,
+      result.to,
+      (n) => pool.nameOf(n),
+      () => [],
+    )
     if (result.diagnostics > 0) batch.diagnostics = pool.takeDiagnostics(ids[k])
     if (result.status !== COMPACT_STATUS_OK) logs[k].push({ status: result.status })
     logs[k].push(batch, decoders[k].messages)
@@ -168,7 +182,13 @@ function compactLog({ chunks, options }: Driven, implementation: Implementation)
   let position = 0
   const pending = chunks.map((c) => c.slice())
   const read = (text: string, out: Uint32Array) => {
-    const batch = decoder.decode(text, out, ...singleRange(out), (n) => parser.nameOf(n), () => parser.takeHeaders())
+    const batch = decoder.decode(
+      text,
+      out,
+      ...singleRange(out),
+      (n) => parser.nameOf(n),
+      () => parser.takeHeaders(),
+    )
     if (out[COMPACT_DIAGNOSTICS] > 0) batch.diagnostics = parser.takeDiagnostics()
     return batch
   }
@@ -241,15 +261,29 @@ for (const implementation of IMPLEMENTATIONS) {
     const out = new Uint32Array(compactCapacity(tokens.length, 2))
     const streams = Uint32Array.of(a, b)
     const offsets = Uint32Array.of(0, 2, tokens.length)
-    t.throws(() => pool.step(Uint32Array.of(a, 12345), offsets, tokens, out), { instanceOf: RangeError, message: /stream id 12345 at index 1 is not open/ })
+    t.throws(() => pool.step(Uint32Array.of(a, 12345), offsets, tokens, out), {
+      instanceOf: RangeError,
+      message: /stream id 12345 at index 1 is not open/,
+    })
     t.throws(() => pool.step(streams, Uint32Array.of(0, 3, 2), tokens, out), { instanceOf: RangeError, message: /offsets/ })
     t.throws(() => pool.step(streams, Uint32Array.of(0, 2), tokens, out), { instanceOf: RangeError, message: /offsets/ })
-    t.throws(() => pool.step(streams, Uint32Array.of(0, 2, tokens.length + 1), tokens, new Uint32Array(200)), { instanceOf: RangeError, message: /offsets/ })
-    t.throws(() => pool.step(streams, offsets, Uint32Array.of(...tokens.subarray(0, 3), 300_000), out), { instanceOf: RangeError, message: /token id 300000 at index 3/ })
+    t.throws(() => pool.step(streams, Uint32Array.of(0, 2, tokens.length + 1), tokens, new Uint32Array(200)), {
+      instanceOf: RangeError,
+      message: /offsets/,
+    })
+    t.throws(() => pool.step(streams, offsets, Uint32Array.of(...tokens.subarray(0, 3), 300_000), out), {
+      instanceOf: RangeError,
+      message: /token id 300000 at index 3/,
+    })
     t.throws(() => pool.step(streams, offsets, [1, 2] as unknown as Uint32Array, out), { instanceOf: TypeError })
     t.throws(() => pool.step(streams, offsets, tokens, new Uint32Array(8)), { instanceOf: RangeError, message: /compactCapacity/ })
     // Nothing was consumed: both streams still parse the whole batch as if it were the first.
-    const text = pool.step(streams, Uint32Array.of(0, tokens.length, 2 * tokens.length), Uint32Array.from([...tokens, ...tokens]), new Uint32Array(compactCapacity(2 * tokens.length, 2)))
+    const text = pool.step(
+      streams,
+      Uint32Array.of(0, tokens.length, 2 * tokens.length),
+      Uint32Array.from([...tokens, ...tokens]),
+      new Uint32Array(compactCapacity(2 * tokens.length, 2)),
+    )
     t.is(text, 'hihi')
     t.throws(() => pool.finish(Uint32Array.of(a, a), out), { instanceOf: RangeError, message: /repeated/ })
     t.is(pool.size, 2)
@@ -262,7 +296,8 @@ for (const implementation of IMPLEMENTATIONS) {
     t.is(pool.size, 0)
     const shared = new Uint32Array(compactCapacity(tokens.length, 1) + tokens.length)
     shared.set(tokens, shared.length - tokens.length)
-    const aliased = () => pool.step(Uint32Array.of(b), Uint32Array.of(0, tokens.length), shared.subarray(shared.length - tokens.length), shared)
+    const aliased = () =>
+      pool.step(Uint32Array.of(b), Uint32Array.of(0, tokens.length), shared.subarray(shared.length - tokens.length), shared)
     t.throws(aliased, { instanceOf: TypeError, message: /share memory/ })
     t.throws(() => pool.takeDiagnostics('x' as never), { instanceOf: TypeError })
     t.throws(() => pool.open({ implementation } as never), { instanceOf: TypeError })
@@ -326,17 +361,23 @@ for (const implementation of IMPLEMENTATIONS) {
     finished.push(tokens)
     finished.finish()
     t.is(finished.state, 'expect-start')
-    t.deepEqual(finished.messages.map((m) => m.content), ['hi'])
+    t.deepEqual(
+      finished.messages.map((m) => m.content),
+      ['hi'],
+    )
     if (implementation === 'native') {
       // The Rust stream is gone: its id no longer answers.
-      const backend = (finished as unknown as { backend: { channel: { binding: { parserState(id: number): number } }; id: number } }).backend
+      const backend = (finished as unknown as { backend: { channel: { binding: { parserState(id: number): number } }; id: number } })
+        .backend
       t.is(backend.channel.binding.parserState(backend.id), 0xffff_ffff)
     }
   })
 }
 
 test('the TypeScript name table is bounded like the Rust one', async (t) => {
-  const { NameTable } = (await import('../dist/backend/compact.js')) as { NameTable: new () => { intern(name: string | null): number; nameOf(id: number): string | null } }
+  const { NameTable } = (await import('../dist/backend/compact.js')) as {
+    NameTable: new () => { intern(name: string | null): number; nameOf(id: number): string | null }
+  }
   const names = new NameTable()
   t.is(names.intern(null), 0)
   t.is(names.intern('analysis'), 1)

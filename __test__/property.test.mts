@@ -13,7 +13,7 @@ import fc from 'fast-check'
 
 import { HarmonyStreamParser } from 'harmony-stream'
 
-import { IMPLEMENTATIONS, SPECIAL, harmony, replay, nativeTest } from './helpers/harmony.mjs'
+import { harmony, IMPLEMENTATIONS, nativeTest, replay, SPECIAL } from './helpers/harmony.mjs'
 import { decodeTokens } from './helpers/token-bytes.mjs'
 import { transcript } from './helpers/transcript.mjs'
 
@@ -67,14 +67,23 @@ for (const implementation of IMPLEMENTATIONS) {
         const parts = replay(split(tokens, at), { implementation, role })
         t.deepEqual(parts.messages, whole.messages)
         t.deepEqual(parts.textByMessage, whole.textByMessage)
-        t.deepEqual(parts.batches.flatMap((b) => b.diagnostics), whole.batches.flatMap((b) => b.diagnostics))
+        t.deepEqual(
+          parts.batches.flatMap((b) => b.diagnostics),
+          whole.batches.flatMap((b) => b.diagnostics),
+        )
         whole.messages.forEach((m, i) => t.is(whole.textByMessage[i] ?? '', m.content, 'segments add up to the content'))
         // Every message is opened once, in order, with its header, no later than its first text and its end.
         const opened = parts.batches.flatMap((b) => b.opened)
-        t.deepEqual(opened.map(({ messageIndex, ...header }) => [messageIndex, header]), parts.messages.map(({ content: _, terminator: __, ...header }, i) => [i, header]))
+        t.deepEqual(
+          opened.map(({ messageIndex, ...header }) => [messageIndex, header]),
+          parts.messages.map(({ content: _, terminator: __, ...header }, i) => [i, header]),
+        )
         parts.batches.forEach((batch, b) => {
           const seen = new Set(parts.batches.slice(0, b + 1).flatMap((x) => x.opened.map((o) => o.messageIndex)))
-          t.true(batch.segments.every((s) => seen.has(s.messageIndex)), 'text only of opened messages')
+          t.true(
+            batch.segments.every((s) => seen.has(s.messageIndex)),
+            'text only of opened messages',
+          )
         })
       }),
       { numRuns: RUNS },
@@ -92,13 +101,20 @@ for (const implementation of IMPLEMENTATIONS) {
       anyToken.filter((id) => id !== SPECIAL['<|start|>'] && id !== SPECIAL['<|channel|>']),
       { maxLength: 6 },
     )
-    const headers = ['<|start|>assistant<|channel|>analysis<|message|>', '<|start|>assistant<|channel|>commentary to=functions.f json<|message|>', '<|start|>assistant<|channel|>final<|message|>'].map(harmony)
+    const headers = [
+      '<|start|>assistant<|channel|>analysis<|message|>',
+      '<|start|>assistant<|channel|>commentary to=functions.f json<|message|>',
+      '<|start|>assistant<|channel|>final<|message|>',
+    ].map(harmony)
     const message = fc.record({ header: fc.constantFrom(...headers), content, stop: fc.constantFrom(...STOPS), filler })
     fc.assert(
       fc.property(fc.array(message, { minLength: 1, maxLength: 5 }), cuts, (messages, at) => {
         const tokens = messages.flatMap((m) => [...m.header, ...m.content, m.stop, ...m.filler])
         const result = replay(split(tokens, at), { implementation, role: null })
-        t.deepEqual(result.messages.map((m) => m.content), messages.map((m) => decodeTokens(m.content)))
+        t.deepEqual(
+          result.messages.map((m) => m.content),
+          messages.map((m) => decodeTokens(m.content)),
+        )
         const diagnostics = result.batches.flatMap((b) => b.diagnostics)
         t.deepEqual(
           diagnostics.map((d) => d.text),

@@ -10,9 +10,9 @@
  */
 import test from 'ava'
 
-import { type HarmonyDiagnostic, type HarmonyMessage, type HarmonyStreamParserOptions } from 'harmony-stream'
+import type { HarmonyDiagnostic, HarmonyMessage, HarmonyStreamParserOptions } from 'harmony-stream'
 
-import { IMPLEMENTATIONS, batches, harmony, replay } from './helpers/harmony.mjs'
+import { batches, harmony, IMPLEMENTATIONS, replay } from './helpers/harmony.mjs'
 
 type Expected = Partial<HarmonyMessage>
 
@@ -33,7 +33,9 @@ export const CASES: Case[] = [
   {
     source: 'A. leftover header word (openai/harmony #38)',
     emitted: '<|channel|>commentary ––commentary to=functions.get_weather json<|message|>{"city":"Rome"}<|call|>',
-    messages: [{ channel: 'commentary', recipient: 'functions.get_weather', contentType: 'json', content: '{"city":"Rome"}', terminator: 'call' }],
+    messages: [
+      { channel: 'commentary', recipient: 'functions.get_weather', contentType: 'json', content: '{"city":"Rome"}', terminator: 'call' },
+    ],
     diagnostics: ['extra-header-words'],
     kept: ['––commentary'],
   },
@@ -94,7 +96,16 @@ export const CASES: Case[] = [
     source: 'B. a tool name as an extra channel (PR #114: "assistant<|channel|>bash<|channel|>commentary")',
     emitted: '<|start|>assistant<|channel|>bash<|channel|>commentary to=functions.bash json<|message|>{"cmd":"pwd"}<|call|>',
     options: { role: null },
-    messages: [{ role: 'assistant', channel: 'commentary', recipient: 'functions.bash', contentType: 'json', content: '{"cmd":"pwd"}', terminator: 'call' }],
+    messages: [
+      {
+        role: 'assistant',
+        channel: 'commentary',
+        recipient: 'functions.bash',
+        contentType: 'json',
+        content: '{"cmd":"pwd"}',
+        terminator: 'call',
+      },
+    ],
     diagnostics: ['repeated-channel'],
     kept: ['bash'],
   },
@@ -109,7 +120,8 @@ export const CASES: Case[] = [
   },
   {
     source: 'B. role glued to a channel or role (tenstorrent/vllm #386: "assistantassistant")',
-    emitted: '<|channel|>analysis<|message|>Think.<|end|><|start|>assistantfinal<|message|>Done.<|end|><|start|>assistantassistant<|channel|>final<|message|>Again.<|return|>',
+    emitted:
+      '<|channel|>analysis<|message|>Think.<|end|><|start|>assistantfinal<|message|>Done.<|end|><|start|>assistantassistant<|channel|>final<|message|>Again.<|return|>',
     messages: [
       { channel: 'analysis', content: 'Think.', terminator: 'end' },
       { role: 'assistant', channel: 'final', content: 'Done.', terminator: 'end' },
@@ -174,7 +186,16 @@ export const CASES: Case[] = [
     source: 'D. recipient before the channel, as the reference renders history (llama.cpp PR #15181)',
     emitted: '<|start|>assistant to=functions.get_weather<|channel|>commentary <|constrain|>json<|message|>{"city":"Lima"}<|call|>',
     options: { role: null },
-    messages: [{ role: 'assistant', channel: 'commentary', recipient: 'functions.get_weather', contentType: 'json', content: '{"city":"Lima"}', terminator: 'call' }],
+    messages: [
+      {
+        role: 'assistant',
+        channel: 'commentary',
+        recipient: 'functions.get_weather',
+        contentType: 'json',
+        content: '{"city":"Lima"}',
+        terminator: 'call',
+      },
+    ],
     diagnostics: [],
   },
   {
@@ -290,11 +311,20 @@ for (const implementation of IMPLEMENTATIONS) {
       const options = { ...c.options, implementation }
       const tokens = harmony(c.emitted)
       const whole = outcome(replay([tokens], options))
-      t.deepEqual(whole.messages.map((m, i) => pick(m, c.messages[i] ?? {})), c.messages)
+      t.deepEqual(
+        whole.messages.map((m, i) => pick(m, c.messages[i] ?? {})),
+        c.messages,
+      )
       t.is(whole.messages.length, c.messages.length)
-      t.deepEqual(whole.diagnostics.map((d) => d.code), c.diagnostics)
+      t.deepEqual(
+        whole.diagnostics.map((d) => d.code),
+        c.diagnostics,
+      )
       for (const kept of c.kept ?? []) {
-        t.true(whole.diagnostics.some((d) => d.text?.includes(kept)), `"${kept}" is in a diagnostic`)
+        t.true(
+          whole.diagnostics.some((d) => d.text?.includes(kept)),
+          `"${kept}" is in a diagnostic`,
+        )
       }
       for (let size = 1; size < tokens.length; size++) {
         t.deepEqual(outcome(replay(batches(tokens, size), options)), whole, `batch size ${size}`)

@@ -9,8 +9,8 @@ import test from 'ava'
 import { ChatCompletionsStream, HarmonyParseError, type Implementation, ResponsesStream, SsePool } from 'harmony-stream'
 
 import { generator } from './helpers/generator.mjs'
-import { IMPLEMENTATIONS, NATIVE, harmony, nativeTest, random } from './helpers/harmony.mjs'
-import { WIRE_VARIANTS, responsesVariant } from './helpers/wire-variants.mjs'
+import { harmony, IMPLEMENTATIONS, NATIVE, nativeTest, random } from './helpers/harmony.mjs'
+import { responsesVariant, WIRE_VARIANTS } from './helpers/wire-variants.mjs'
 
 const STREAMS = Array.from({ length: 160 }, generator(47)).filter((s) => s.role === 'assistant')
 const CHAT_VARIANTS = WIRE_VARIANTS
@@ -21,8 +21,22 @@ type Adapter = ChatCompletionsStream | ResponsesStream
 /** Stream n's adapter: Chat or Responses by n, with a variant of the options. */
 function adapterFor(n: number, implementation: Implementation): Adapter {
   const parser = { implementation }
-  if (n % 3 === 2) return new ResponsesStream({ model: 'gpt-oss', id: `resp_${n}`, createdAt: 1_700_000_000, parser, ...RESPONSES_VARIANTS[n % RESPONSES_VARIANTS.length] })
-  return new ChatCompletionsStream({ model: 'gpt-oss', id: `chatcmpl-${n}`, created: 1_700_000_000 + n, promptTokens: 7, parser, ...CHAT_VARIANTS[n % CHAT_VARIANTS.length] })
+  if (n % 3 === 2)
+    return new ResponsesStream({
+      model: 'gpt-oss',
+      id: `resp_${n}`,
+      createdAt: 1_700_000_000,
+      parser,
+      ...RESPONSES_VARIANTS[n % RESPONSES_VARIANTS.length],
+    })
+  return new ChatCompletionsStream({
+    model: 'gpt-oss',
+    id: `chatcmpl-${n}`,
+    created: 1_700_000_000 + n,
+    promptTokens: 7,
+    parser,
+    ...CHAT_VARIANTS[n % CHAT_VARIANTS.length],
+  })
 }
 
 /** A schedule of engine steps: which streams take part and how many tokens each gets (mostly one). */
@@ -103,14 +117,20 @@ const TOKENS = STREAMS.map((s) => s.tokens)
 
 for (const implementation of IMPLEMENTATIONS) {
   test(`${implementation}: every stream's bytes in every step equal its adapter's own pushSse/finishSse`, (t) => {
-    for (const [seed, concurrent] of [[1, 64], [2, 7], [3, 1]]) {
+    for (const [seed, concurrent] of [
+      [1, 64],
+      [2, 7],
+      [3, 1],
+    ]) {
       const steps = schedule(seed, TOKENS, concurrent)
       const pooled = runPool(implementation, TOKENS, steps)
       const alone = runAlone(implementation, TOKENS, steps)
       for (let n = 0; n < TOKENS.length; n++) {
         const at = pooled[n].findIndex((bytes, i) => bytes !== alone[n][i])
         if (at >= 0 || pooled[n].length !== alone[n].length) {
-          return t.fail(`seed ${seed}, stream ${n}, step ${at} of ${pooled[n].length}/${alone[n].length}: ${JSON.stringify(pooled[n][at])}\nvs ${JSON.stringify(alone[n][at])}`)
+          return t.fail(
+            `seed ${seed}, stream ${n}, step ${at} of ${pooled[n].length}/${alone[n].length}: ${JSON.stringify(pooled[n][at])}\nvs ${JSON.stringify(alone[n][at])}`,
+          )
         }
       }
       // The native lane answers in bytes: most text frames must have come from it, or this compared little.
@@ -130,12 +150,18 @@ nativeTest(test)('native and js pools write the same bytes', (t) => {
  * to 3 tokens. Whatever the lane takes without the adapter must be what the adapter would have taken
  * silently: the same bytes, the same errors, and in the end the same diagnostics.
  */
-const SOUP = [...harmony('<|start|><|channel|><|message|><|constrain|><|end|><|return|><|call|>'), ...harmony('assistant analysis final to=functions.get json Hello 東京')]
+const SOUP = [
+  ...harmony('<|start|><|channel|><|message|><|constrain|><|end|><|return|><|call|>'),
+  ...harmony('assistant analysis final to=functions.get json Hello 東京'),
+]
 
 function soup(implementation: Implementation, pooled: boolean, seed: number): { bytes: string[]; diagnostics: string } {
   const next = random(seed)
   const parser = { implementation, strict: seed % 3 === 0, maxHeaderTokens: 2 + (seed % 4) }
-  const adapter = seed % 2 === 0 ? new ChatCompletionsStream({ model: 'm', id: 'chatcmpl-soup', created: 1, parser }) : new ResponsesStream({ model: 'm', id: 'resp_soup', createdAt: 1, parser })
+  const adapter =
+    seed % 2 === 0
+      ? new ChatCompletionsStream({ model: 'm', id: 'chatcmpl-soup', created: 1, parser })
+      : new ResponsesStream({ model: 'm', id: 'resp_soup', createdAt: 1, parser })
   const pool = new SsePool({ implementation })
   const id = pooled ? pool.add(adapter) : -1
   const bytes: string[] = []
@@ -172,7 +198,9 @@ for (const implementation of IMPLEMENTATIONS) {
 }
 
 /** A completion with reasoning and final text, in tokens. */
-const COMPLETION = harmony('<|channel|>analysis<|message|>Think about it first.<|end|><|start|>assistant<|channel|>final<|message|>The answer is 42, of course.<|return|>')
+const COMPLETION = harmony(
+  '<|channel|>analysis<|message|>Think about it first.<|end|><|start|>assistant<|channel|>final<|message|>The answer is 42, of course.<|return|>',
+)
 
 for (const implementation of IMPLEMENTATIONS) {
   test(`${implementation}: bad steps throw before anything is consumed`, (t) => {
@@ -185,7 +213,8 @@ for (const implementation of IMPLEMENTATIONS) {
     const head = COMPLETION.length - 8
     const tokens = Uint32Array.from([...COMPLETION.slice(0, head), ...COMPLETION.slice(0, head)])
     pool.step(Uint32Array.of(a, b), Uint32Array.of(0, head, 2 * head), tokens)
-    const one = (id: number, token: number) => pool.step(Uint32Array.of(a, id), Uint32Array.of(0, 1, 2), Uint32Array.of(COMPLETION[head], token))
+    const one = (id: number, token: number) =>
+      pool.step(Uint32Array.of(a, id), Uint32Array.of(0, 1, 2), Uint32Array.of(COMPLETION[head], token))
     t.throws(() => one(other, COMPLETION[head]), { instanceOf: RangeError, message: /is not open in this pool/ })
     t.throws(() => one(a, COMPLETION[head]), { instanceOf: RangeError, message: /named twice in one step/ })
     t.throws(() => one(b, 300_000), { instanceOf: RangeError, message: /token id 300000 at index 1 is outside the vocabulary/ })
@@ -210,7 +239,10 @@ for (const implementation of IMPLEMENTATIONS) {
     pool.add(chat)
     t.throws(() => pool.add(chat), { instanceOf: TypeError, message: /already in a pool/ })
     t.throws(() => new SsePool({ implementation }).add(chat), { instanceOf: TypeError, message: /already in a pool/ })
-    t.throws(() => pool.add(new ChatCompletionsStream({ model: 'm', input: 'text', parser: { implementation } })), { instanceOf: TypeError, message: /reads text/ })
+    t.throws(() => pool.add(new ChatCompletionsStream({ model: 'm', input: 'text', parser: { implementation } })), {
+      instanceOf: TypeError,
+      message: /reads text/,
+    })
     const finished = new ResponsesStream({ model: 'm', parser: { implementation } })
     finished.finishSse()
     t.throws(() => pool.add(finished), { instanceOf: TypeError, message: /finished or closed/ })
@@ -218,18 +250,26 @@ for (const implementation of IMPLEMENTATIONS) {
     t.throws(() => new SsePool({ implementation: 'wasm' as never }), { instanceOf: TypeError })
     if (NATIVE) {
       const otherImplementation = implementation === 'js' ? 'native' : 'js'
-      t.throws(() => pool.add(new ChatCompletionsStream({ model: 'm', parser: { implementation: otherImplementation } })), { instanceOf: TypeError, message: /implementation/ })
+      t.throws(() => pool.add(new ChatCompletionsStream({ model: 'm', parser: { implementation: otherImplementation } })), {
+        instanceOf: TypeError,
+        message: /implementation/,
+      })
     }
   })
 
   test(`${implementation}: one stream's strict-mode error is reported and the others go on`, (t) => {
     const pool = new SsePool({ implementation })
-    const make = (strict: boolean) => new ChatCompletionsStream({ model: 'm', id: 'chatcmpl-s', created: 1, parser: { implementation, strict } })
+    const make = (strict: boolean) =>
+      new ChatCompletionsStream({ model: 'm', id: 'chatcmpl-s', created: 1, parser: { implementation, strict } })
     const strict = pool.add(make(true))
     const lenient = pool.add(make(false))
     // A header the reference rejects (an unknown role), then text.
     const bad = harmony('<|channel|>final<|message|>ok<|end|><|start|>final<|message|>oops')
-    const frames = pool.step(Uint32Array.of(strict, lenient), Uint32Array.of(0, bad.length, 2 * bad.length), Uint32Array.from([...bad, ...bad]))
+    const frames = pool.step(
+      Uint32Array.of(strict, lenient),
+      Uint32Array.of(0, bad.length, 2 * bad.length),
+      Uint32Array.from([...bad, ...bad]),
+    )
     t.is(frames.errors.length, 1)
     t.like(frames.errors[0], { index: 0, id: strict })
     t.true(frames.errors[0].error instanceof HarmonyParseError)
@@ -255,4 +295,3 @@ for (const implementation of IMPLEMENTATIONS) {
     t.true(usage.completion_tokens_details.reasoning_tokens > 0)
   })
 }
-

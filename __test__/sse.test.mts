@@ -5,11 +5,11 @@
  */
 import test from 'ava'
 
-import { ChatCompletionsStream, type Implementation, ResponsesStream, chatFrames, responsesFrames } from 'harmony-stream'
+import { ChatCompletionsStream, chatFrames, type Implementation, ResponsesStream, responsesFrames } from 'harmony-stream'
 
 import { generator } from './helpers/generator.mjs'
 import { IMPLEMENTATIONS, random, randomBatches } from './helpers/harmony.mjs'
-import { WIRE_VARIANTS, responsesVariant } from './helpers/wire-variants.mjs'
+import { responsesVariant, WIRE_VARIANTS } from './helpers/wire-variants.mjs'
 
 const STREAMS = Array.from({ length: 150 }, generator(31)).filter((s) => s.role === 'assistant')
 const VARIANTS = WIRE_VARIANTS
@@ -21,13 +21,20 @@ for (const implementation of IMPLEMENTATIONS) {
     for (const [n, stream] of STREAMS.entries()) {
       const variant = VARIANTS[n % VARIANTS.length]
       const steps = randomBatches(stream.tokens, next, 1 + (n % 9))
-      const options = { model: 'gpt-oss', id: `chatcmpl-${n}`, created: 1_700_000_000 + n, parser: { implementation: implementation as Implementation }, ...variant }
+      const options = {
+        model: 'gpt-oss',
+        id: `chatcmpl-${n}`,
+        created: 1_700_000_000 + n,
+        parser: { implementation: implementation as Implementation },
+        ...variant,
+      }
       const objects = new ChatCompletionsStream(options)
       const frames = new ChatCompletionsStream(options)
       const truncated = n % 5 === 0
       const expected = steps.map((step) => chatFrames(objects.push(step))).join('') + chatFrames(objects.finish({ truncated }))
       const actual = steps.map((step) => frames.pushSse(step)).join('') + frames.finishSse({ truncated })
-      if (actual !== expected) return t.fail(`stream ${n}: ${JSON.stringify(actual.slice(0, 300))}\nvs ${JSON.stringify(expected.slice(0, 300))}`)
+      if (actual !== expected)
+        return t.fail(`stream ${n}: ${JSON.stringify(actual.slice(0, 300))}\nvs ${JSON.stringify(expected.slice(0, 300))}`)
       compared++
     }
     t.is(compared, STREAMS.length)
@@ -39,14 +46,25 @@ for (const implementation of IMPLEMENTATIONS) {
       const variant = VARIANTS[n % VARIANTS.length]
       const responsesOptions = responsesVariant(variant)
       const steps = randomBatches(stream.tokens, next, 1 + (n % 9))
-      const options = { model: 'gpt-oss', id: `resp_${n}`, createdAt: 1_700_000_000, parser: { implementation: implementation as Implementation }, ...responsesOptions }
+      const options = {
+        model: 'gpt-oss',
+        id: `resp_${n}`,
+        createdAt: 1_700_000_000,
+        parser: { implementation: implementation as Implementation },
+        ...responsesOptions,
+      }
       const objects = new ResponsesStream(options)
       const frames = new ResponsesStream(options)
-      const expected = responsesFrames(objects.start()) + steps.map((step) => responsesFrames(objects.push(step))).join('') + responsesFrames(objects.finish())
+      const expected =
+        responsesFrames(objects.start()) +
+        steps.map((step) => responsesFrames(objects.push(step))).join('') +
+        responsesFrames(objects.finish())
       const actual = frames.startSse() + steps.map((step) => frames.pushSse(step)).join('') + frames.finishSse()
       if (actual !== expected) {
         const at = [...actual].findIndex((c, i) => c !== expected[i])
-        return t.fail(`stream ${n} differs at ${at}: ${JSON.stringify(actual.slice(at - 100, at + 100))}\nvs ${JSON.stringify(expected.slice(at - 100, at + 100))}`)
+        return t.fail(
+          `stream ${n} differs at ${at}: ${JSON.stringify(actual.slice(at - 100, at + 100))}\nvs ${JSON.stringify(expected.slice(at - 100, at + 100))}`,
+        )
       }
     }
     t.pass()

@@ -6,15 +6,35 @@
 import test from 'ava'
 import fc from 'fast-check'
 
-import { ChatCompletionsStream, type ChatToolCall, type Implementation, ResponsesStream, chatCompletion, responseObject } from 'harmony-stream'
+import {
+  ChatCompletionsStream,
+  type ChatToolCall,
+  chatCompletion,
+  type Implementation,
+  ResponsesStream,
+  responseObject,
+} from 'harmony-stream'
 
-import { IMPLEMENTATIONS, batches, harmony } from './helpers/harmony.mjs'
+import { batches, harmony, IMPLEMENTATIONS } from './helpers/harmony.mjs'
 
 const TOOLS = [
-  { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { location: { type: 'string' }, unit: { type: 'string' } }, required: ['location'] } } },
-  { type: 'function', function: { name: 'read_file', parameters: { type: 'object', properties: { filePath: { type: 'string' }, maxLines: { type: 'integer' } }, required: ['filePath'] } } },
+  {
+    type: 'function',
+    function: {
+      name: 'get_weather',
+      parameters: { type: 'object', properties: { location: { type: 'string' }, unit: { type: 'string' } }, required: ['location'] },
+    },
+  },
+  {
+    type: 'function',
+    function: {
+      name: 'read_file',
+      parameters: { type: 'object', properties: { filePath: { type: 'string' }, maxLines: { type: 'integer' } }, required: ['filePath'] },
+    },
+  },
 ]
-const final = (text: string) => harmony(`<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final<|message|>${text}<|return|>`)
+const final = (text: string) =>
+  harmony(`<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final<|message|>${text}<|return|>`)
 
 interface Outcome {
   content: string
@@ -47,23 +67,76 @@ function whole(tokens: number[], implementation: Implementation): Outcome {
   const message = completion.choices[0].message
   return {
     content: message.content ?? '',
-    calls: ((message.tool_calls ?? []) as ChatToolCall[]).map((c) => ({ name: c.function.name, arguments: JSON.parse(c.function.arguments) })),
+    calls: ((message.tool_calls ?? []) as ChatToolCall[]).map((c) => ({
+      name: c.function.name,
+      arguments: JSON.parse(c.function.arguments),
+    })),
     finishReason: completion.choices[0].finish_reason,
     diagnostics: completion.diagnostics.map((d) => d.code),
   }
 }
 
 const CASES: [string, string, Outcome['calls'], string][] = [
-  ['the whole text as JSON', '{"name": "get_weather", "arguments": {"location": "Paris"}}', [{ name: 'get_weather', arguments: { location: 'Paris' } }], ''],
-  ['whole text with surrounding whitespace, key order free', '\n {"arguments": {"location": "Rome"}, "tool": "get_weather"} \n', [{ name: 'get_weather', arguments: { location: 'Rome' } }], ''],
-  ['a fenced json block after prose', 'Let me check.\n```json\n{"name": "get_weather", "arguments": {"location": "Oslo"}}\n```', [{ name: 'get_weather', arguments: { location: 'Oslo' } }], 'Let me check.\n'],
-  ['an object starting at {"tool" inside prose', 'Calling {"tool": "read_file", "arguments": {"filePath": "a.txt"}} now', [{ name: 'read_file', arguments: { filePath: 'a.txt' } }], 'Calling  now'],
-  ['arguments as a JSON string', '{"name": "get_weather", "arguments": "{\\"location\\": \\"Lima\\"}"}', [{ name: 'get_weather', arguments: { location: 'Lima' } }], ''],
-  ['parameters instead of arguments', '{"name": "get_weather", "parameters": {"location": "Kyiv"}}', [{ name: 'get_weather', arguments: { location: 'Kyiv' } }], ''],
-  ['a doubly wrapped call', '{"tool": "get_weather", "arguments": {"tool": "get_weather", "arguments": {"location": "Cairo"}}}', [{ name: 'get_weather', arguments: { location: 'Cairo' } }], ''],
-  ['alias groups map argument names', '{"name": "get_weather", "arguments": {"city": "Bern", "unit": "c"}}', [{ name: 'get_weather', arguments: { location: 'Bern', unit: 'c' } }], ''],
-  ['spelling maps argument names', '{"name": "read_file", "arguments": {"file_path": "x", "max-lines": 3}}', [{ name: 'read_file', arguments: { filePath: 'x', maxLines: 3 } }], ''],
-  ['a functions.-qualified name', '{"name": "functions.get_weather", "arguments": {"location": "Riga"}}', [{ name: 'get_weather', arguments: { location: 'Riga' } }], ''],
+  [
+    'the whole text as JSON',
+    '{"name": "get_weather", "arguments": {"location": "Paris"}}',
+    [{ name: 'get_weather', arguments: { location: 'Paris' } }],
+    '',
+  ],
+  [
+    'whole text with surrounding whitespace, key order free',
+    '\n {"arguments": {"location": "Rome"}, "tool": "get_weather"} \n',
+    [{ name: 'get_weather', arguments: { location: 'Rome' } }],
+    '',
+  ],
+  [
+    'a fenced json block after prose',
+    'Let me check.\n```json\n{"name": "get_weather", "arguments": {"location": "Oslo"}}\n```',
+    [{ name: 'get_weather', arguments: { location: 'Oslo' } }],
+    'Let me check.\n',
+  ],
+  [
+    'an object starting at {"tool" inside prose',
+    'Calling {"tool": "read_file", "arguments": {"filePath": "a.txt"}} now',
+    [{ name: 'read_file', arguments: { filePath: 'a.txt' } }],
+    'Calling  now',
+  ],
+  [
+    'arguments as a JSON string',
+    '{"name": "get_weather", "arguments": "{\\"location\\": \\"Lima\\"}"}',
+    [{ name: 'get_weather', arguments: { location: 'Lima' } }],
+    '',
+  ],
+  [
+    'parameters instead of arguments',
+    '{"name": "get_weather", "parameters": {"location": "Kyiv"}}',
+    [{ name: 'get_weather', arguments: { location: 'Kyiv' } }],
+    '',
+  ],
+  [
+    'a doubly wrapped call',
+    '{"tool": "get_weather", "arguments": {"tool": "get_weather", "arguments": {"location": "Cairo"}}}',
+    [{ name: 'get_weather', arguments: { location: 'Cairo' } }],
+    '',
+  ],
+  [
+    'alias groups map argument names',
+    '{"name": "get_weather", "arguments": {"city": "Bern", "unit": "c"}}',
+    [{ name: 'get_weather', arguments: { location: 'Bern', unit: 'c' } }],
+    '',
+  ],
+  [
+    'spelling maps argument names',
+    '{"name": "read_file", "arguments": {"file_path": "x", "max-lines": 3}}',
+    [{ name: 'read_file', arguments: { filePath: 'x', maxLines: 3 } }],
+    '',
+  ],
+  [
+    'a functions.-qualified name',
+    '{"name": "functions.get_weather", "arguments": {"location": "Riga"}}',
+    [{ name: 'get_weather', arguments: { location: 'Riga' } }],
+    '',
+  ],
 ]
 
 const TEXT_CASES: [string, string][] = [
@@ -119,7 +192,11 @@ for (const implementation of IMPLEMENTATIONS) {
   test(`${implementation}: streaming releases text the moment it cannot become a call`, (t) => {
     const chat = new ChatCompletionsStream({ model: 'm', tools: TOOLS, textToolCalls: 'recover', parser: { implementation } })
     chat.push(harmony('<|channel|>final<|message|>'))
-    const content = (tokens: number[]) => chat.push(tokens).map((c) => c.choices[0]?.delta.content ?? '').join('')
+    const content = (tokens: number[]) =>
+      chat
+        .push(tokens)
+        .map((c) => c.choices[0]?.delta.content ?? '')
+        .join('')
     t.is(content(harmony('Hello there')), 'Hello there', 'prose goes out at once')
     t.is(content(harmony(' {')), ' ', 'a brace may open a call: held')
     t.is(content(harmony('"na')), '', 'still a possible {"name"')
@@ -134,10 +211,19 @@ for (const implementation of IMPLEMENTATIONS) {
         const stream = new ResponsesStream({ model: 'm', tools: TOOLS, textToolCalls: 'recover', parser: { implementation } })
         const events = [...stream.start(), ...batches(final(text), size).flatMap((s) => stream.push(s)), ...stream.finish()]
         const output = stream.response().output
-        t.deepEqual(output.filter((i) => i.type === 'function_call').map((i) => (i.type === 'function_call' ? { name: i.name, arguments: JSON.parse(i.arguments) } : null)), calls, title)
+        t.deepEqual(
+          output
+            .filter((i) => i.type === 'function_call')
+            .map((i) => (i.type === 'function_call' ? { name: i.name, arguments: JSON.parse(i.arguments) } : null)),
+          calls,
+          title,
+        )
         const messages = output.filter((i) => i.type === 'message')
         t.is(messages.length, content === '' ? 0 : 1, `${title}: a message item only for released text`)
-        t.deepEqual(events.map((e) => e.sequence_number), events.map((_, i) => i))
+        t.deepEqual(
+          events.map((e) => e.sequence_number),
+          events.map((_, i) => i),
+        )
       }
       const object = responseObject(final(text), { model: 'm', tools: TOOLS, textToolCalls: 'recover', parser: { implementation } })
       t.is(object.output.filter((i) => i.type === 'function_call').length, 1)
@@ -146,7 +232,25 @@ for (const implementation of IMPLEMENTATIONS) {
 }
 
 test('property: with recovery on, no text is lost or altered (content + recovered sources = the text)', (t) => {
-  const piece = fc.constantFrom('Hello ', '{', '}', '"name"', '"tool"', ': ', '"get_weather"', ', "arguments": ', '{"location": "Paris"}', '```', '```json\n', '\n', '`', 'text', ' ', '\\"', '"')
+  const piece = fc.constantFrom(
+    'Hello ',
+    '{',
+    '}',
+    '"name"',
+    '"tool"',
+    ': ',
+    '"get_weather"',
+    ', "arguments": ',
+    '{"location": "Paris"}',
+    '```',
+    '```json\n',
+    '\n',
+    '`',
+    'text',
+    ' ',
+    '\\"',
+    '"',
+  )
   fc.assert(
     fc.property(fc.array(piece, { maxLength: 30 }), fc.integer({ min: 1, max: 8 }), (pieces, size) => {
       const text = pieces.join('')

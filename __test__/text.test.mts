@@ -9,7 +9,7 @@ import test from 'ava'
 import { HarmonyStreamParser, HarmonyTextParser, type Implementation } from 'harmony-stream'
 
 import { generator } from './helpers/generator.mjs'
-import { IMPLEMENTATIONS, random, nativeTest } from './helpers/harmony.mjs'
+import { IMPLEMENTATIONS, nativeTest, random } from './helpers/harmony.mjs'
 import { decodeTokens } from './helpers/token-bytes.mjs'
 
 const STREAMS = Number(process.env.TEXT_STREAMS ?? 300)
@@ -74,7 +74,11 @@ nativeTest(test)('native and js text parsers agree chunk by chunk', (t) => {
 for (const implementation of IMPLEMENTATIONS) {
   test(`${implementation}: only a possible marker prefix is held back, and only while it can still be one`, (t) => {
     const parser = new HarmonyTextParser({ implementation })
-    const texts = (chunk: string) => parser.push(chunk).segments.map((s) => s.text).join('')
+    const texts = (chunk: string) =>
+      parser
+        .push(chunk)
+        .segments.map((s) => s.text)
+        .join('')
     t.is(texts('<|channel|>final<|message|>a <|example|> b'), 'a <|example|> b', 'an unknown marker is text')
     t.is(texts(' c <|'), ' c ', 'a lone <| at the end is held')
     t.is(texts('x'), '<|x', 'and released when it cannot be a marker')
@@ -87,11 +91,19 @@ for (const implementation of IMPLEMENTATIONS) {
     t.is(texts('\udc96'), '💖')
     t.is(texts(' <|con'), ' <|con', '<|constrain|> is text to the text parser (the header rules read it as text)')
     t.is(texts(' <|cal'), ' ')
-    t.is(parser.finish().segments.map((s) => s.text).join(''), '<|cal', 'the end of the stream releases held text')
+    t.is(
+      parser
+        .finish()
+        .segments.map((s) => s.text)
+        .join(''),
+      '<|cal',
+      'the end of the stream releases held text',
+    )
   })
 
   test(`${implementation}: every cut point inside every marker`, (t) => {
-    const text = '<|channel|>analysis<|message|>why<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}<|call|>'
+    const text =
+      '<|channel|>analysis<|message|>why<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}<|call|>'
     const expected = new HarmonyTextParser({ implementation })
     expected.push(text)
     expected.finish()
@@ -102,10 +114,13 @@ for (const implementation of IMPLEMENTATIONS) {
       parser.finish()
       t.deepEqual(parser.messages, expected.messages, `cut at ${a}`)
     }
-    t.deepEqual(expected.messages.map((m) => [m.channel, m.recipient, m.contentType, m.content]), [
-      ['analysis', undefined, undefined, 'why'],
-      ['commentary', 'functions.f', 'json', '{}'],
-    ])
+    t.deepEqual(
+      expected.messages.map((m) => [m.channel, m.recipient, m.contentType, m.content]),
+      [
+        ['analysis', undefined, undefined, 'why'],
+        ['commentary', 'functions.f', 'json', '{}'],
+      ],
+    )
   })
 
   test(`${implementation}: text parser errors and state follow the token parser`, (t) => {
@@ -113,7 +128,12 @@ for (const implementation of IMPLEMENTATIONS) {
     t.throws(() => strict.push('<|channel|>final<|message|>ok<|end|>stray'), { message: /Unexpected token/ })
     t.throws(() => new HarmonyTextParser({ implementation }).push(42 as never), { instanceOf: TypeError })
     const lenient = new HarmonyTextParser({ implementation })
-    t.deepEqual(lenient.push('<|channel|>final<|message|>ok<|end|>stray<|start|>assistant<|channel|>final<|message|>x').diagnostics.map((d) => d.code), ['stray-tokens'])
+    t.deepEqual(
+      lenient
+        .push('<|channel|>final<|message|>ok<|end|>stray<|start|>assistant<|channel|>final<|message|>x')
+        .diagnostics.map((d) => d.code),
+      ['stray-tokens'],
+    )
     t.is(lenient.state, 'content')
     lenient.finish()
     t.true(lenient.finished)
@@ -127,7 +147,14 @@ test('marker scanning is linear: a million characters of near-markers parse at o
     parser.push('<|channel|>final<|message|>')
     const text = ' <|a'.repeat(250_000)
     const batch = parser.push(text)
-    t.is(batch.segments.map((s) => s.text).join('').length + parser.finish().segments.map((s) => s.text).join('').length, text.length)
+    t.is(
+      batch.segments.map((s) => s.text).join('').length +
+        parser
+          .finish()
+          .segments.map((s) => s.text)
+          .join('').length,
+      text.length,
+    )
   }
 })
 
@@ -140,18 +167,27 @@ for (const implementation of IMPLEMENTATIONS) {
       const diagnostics = []
       for (const chunk of cut(text, next, 7)) diagnostics.push(...parser.push(chunk).diagnostics)
       diagnostics.push(...parser.finish().diagnostics)
-      t.deepEqual(parser.messages.map((m) => [m.channel, m.content, m.terminator]), [
-        ['analysis', 'The user greets; an assistant should answer.', 'end'],
-        ['commentary', 'Checking.', 'end'],
-        ['final', 'Hello! I am an assistant', null],
-      ])
-      t.deepEqual(diagnostics.map((d) => d.code), ['stripped-markers'])
+      t.deepEqual(
+        parser.messages.map((m) => [m.channel, m.content, m.terminator]),
+        [
+          ['analysis', 'The user greets; an assistant should answer.', 'end'],
+          ['commentary', 'Checking.', 'end'],
+          ['final', 'Hello! I am an assistant', null],
+        ],
+      )
+      t.deepEqual(
+        diagnostics.map((d) => d.code),
+        ['stripped-markers'],
+      )
     }
     // Not stripped: marker text, and text that does not start with a channel name, are left alone.
     const plain = new HarmonyTextParser({ implementation, detectStripped: true })
     plain.push('<|channel|>final<|message|>analysis of assistantfinal')
     plain.finish()
-    t.deepEqual(plain.messages.map((m) => m.content), ['analysis of assistantfinal'])
+    t.deepEqual(
+      plain.messages.map((m) => m.content),
+      ['analysis of assistantfinal'],
+    )
     const off = new HarmonyTextParser({ implementation })
     off.push('analysisThink.assistantfinalHi')
     off.finish()

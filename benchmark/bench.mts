@@ -16,15 +16,15 @@ import { join } from 'node:path'
 import b from 'benny'
 import {
   ChatCompletionsStream,
+  chatFrames,
+  compactCapacity,
   HarmonyStreamParser,
   HarmonyStreamPool,
   HarmonyTextParser,
-  ResponsesStream,
-  SsePool,
-  chatFrames,
-  compactCapacity,
   implementation,
+  ResponsesStream,
   responsesFrames,
+  SsePool,
 } from 'harmony-stream'
 
 import { loadReference } from '../__test__/helpers/reference-wasm.mjs'
@@ -130,10 +130,19 @@ function poolCase(which: 'native' | 'js', concurrent: number): () => void {
  * step's SSE bytes for every stream (the frame of each stream is taken, as a gateway writes it). `pool`:
  * one `SsePool` call per step; otherwise one adapter `pushSse` call per stream and step.
  */
-function sseStepCase(api: 'chat' | 'responses', which: 'native' | 'js', concurrent: number, pool: boolean, source: { tokens: number[] }[] = corpus): () => void {
+function sseStepCase(
+  api: 'chat' | 'responses',
+  which: 'native' | 'js',
+  concurrent: number,
+  pool: boolean,
+  source: { tokens: number[] }[] = corpus,
+): () => void {
   const { steps } = concurrentCorpus(concurrent, source)
   const one = steps.map((step) => Array.from(step.tokens, (id) => Uint32Array.of(id)))
-  const adapter = () => (api === 'chat' ? new ChatCompletionsStream({ model: 'gpt-oss', parser: { implementation: which } }) : new ResponsesStream({ model: 'gpt-oss', parser: { implementation: which } }))
+  const adapter = () =>
+    api === 'chat'
+      ? new ChatCompletionsStream({ model: 'gpt-oss', parser: { implementation: which } })
+      : new ResponsesStream({ model: 'gpt-oss', parser: { implementation: which } })
   return () => {
     if (pool) {
       const sse = new SsePool({ implementation: which })
@@ -272,19 +281,43 @@ for (const concurrent of [64, 1024]) {
 for (const concurrent of [64, 1024]) {
   const { tokens } = concurrentCorpus(concurrent)
   for (const api of ['chat', 'responses'] as const) {
-    cases.push([`native SsePool, ${api} SSE, ${concurrent} streams × 1 token per step`, sseStepCase(api, 'native', concurrent, true), tokens])
+    cases.push([
+      `native SsePool, ${api} SSE, ${concurrent} streams × 1 token per step`,
+      sseStepCase(api, 'native', concurrent, true),
+      tokens,
+    ])
     cases.push([`js SsePool, ${api} SSE, ${concurrent} streams × 1 token per step`, sseStepCase(api, 'js', concurrent, true), tokens])
-    cases.push([`js, ${concurrent} separate ${api} adapters (pushSse) × 1 token per step`, sseStepCase(api, 'js', concurrent, false), tokens])
-    cases.push([`native, ${concurrent} separate ${api} adapters (pushSse) × 1 token per step`, sseStepCase(api, 'native', concurrent, false), tokens])
+    cases.push([
+      `js, ${concurrent} separate ${api} adapters (pushSse) × 1 token per step`,
+      sseStepCase(api, 'js', concurrent, false),
+      tokens,
+    ])
+    cases.push([
+      `native, ${concurrent} separate ${api} adapters (pushSse) × 1 token per step`,
+      sseStepCase(api, 'native', concurrent, false),
+      tokens,
+    ])
   }
 }
 {
   // Long messages (the spread corpus: one final answer of ~600 characters per completion), as real
   // completions have them: message boundaries, which the adapters serve themselves, are rarer.
   const { tokens } = concurrentCorpus(1024, spread)
-  cases.push(['native SsePool, chat SSE, 1024 streams × 1 token per step, long messages', sseStepCase('chat', 'native', 1024, true, spread), tokens])
-  cases.push(['js SsePool, chat SSE, 1024 streams × 1 token per step, long messages', sseStepCase('chat', 'js', 1024, true, spread), tokens])
-  cases.push(['js, 1024 separate chat adapters (pushSse) × 1 token per step, long messages', sseStepCase('chat', 'js', 1024, false, spread), tokens])
+  cases.push([
+    'native SsePool, chat SSE, 1024 streams × 1 token per step, long messages',
+    sseStepCase('chat', 'native', 1024, true, spread),
+    tokens,
+  ])
+  cases.push([
+    'js SsePool, chat SSE, 1024 streams × 1 token per step, long messages',
+    sseStepCase('chat', 'js', 1024, true, spread),
+    tokens,
+  ])
+  cases.push([
+    'js, 1024 separate chat adapters (pushSse) × 1 token per step, long messages',
+    sseStepCase('chat', 'js', 1024, false, spread),
+    tokens,
+  ])
 }
 // BENCH_FILTER=text: only the cases whose name contains it (the reference always runs: ratios need it).
 const filter = process.env.BENCH_FILTER
@@ -311,9 +344,15 @@ const results = summary.results as unknown as Result[]
 const tokensPerSecond = (r: Result) => r.ops * tokensOf.get(r.name)!
 const byName = new Map(results.map((r) => [r.name, r]))
 const ref = tokensPerSecond(byName.get('reference (openai-harmony WASM), token by token')!)
-console.log(`\nMachine: ${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}; default implementation: ${implementation}`)
-console.log(`Spread corpus: ${spread.length} completions, ${spreadTokens} tokens, ${distinctIds(spread)} distinct ids (the generated corpus: ${distinctIds(corpus)})`)
-console.log(`Corpus: ${corpus.length} completions, ${corpusTokens} tokens (seed 4); pools: every stream gets a token in every step, ${STREAM_LENGTH} steps (stream i replays completions i, i+1, … back to back)\n`)
+console.log(
+  `\nMachine: ${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}; default implementation: ${implementation}`,
+)
+console.log(
+  `Spread corpus: ${spread.length} completions, ${spreadTokens} tokens, ${distinctIds(spread)} distinct ids (the generated corpus: ${distinctIds(corpus)})`,
+)
+console.log(
+  `Corpus: ${corpus.length} completions, ${corpusTokens} tokens (seed 4); pools: every stream gets a token in every step, ${STREAM_LENGTH} steps (stream i replays completions i, i+1, … back to back)\n`,
+)
 console.log('| case | M tokens/s | ns/token | × reference | × js counterpart |')
 console.log('|---|---:|---:|---:|---:|')
 /** The js case a native (or pool) case is compared with, measured in this same run. */
@@ -336,12 +375,16 @@ for (const r of results) {
 const nativePool = byName.get('native pool, 1024 streams × 1 token per step')
 const jsSeparate = byName.get('js, 1024 separate parsers × 1 token per step')
 if (nativePool && jsSeparate) {
-  console.log(`\nnative pool (1024 streams) vs js driving 1024 separate parsers: ${(tokensPerSecond(nativePool) / tokensPerSecond(jsSeparate)).toFixed(2)}×`)
+  console.log(
+    `\nnative pool (1024 streams) vs js driving 1024 separate parsers: ${(tokensPerSecond(nativePool) / tokensPerSecond(jsSeparate)).toFixed(2)}×`,
+  )
 }
 const ssePool = byName.get('native SsePool, chat SSE, 1024 streams × 1 token per step')
 const jsAdapters = byName.get('js, 1024 separate chat adapters (pushSse) × 1 token per step')
 if (ssePool && jsAdapters) {
-  console.log(`native SsePool (1024 chat streams) vs js driving 1024 separate adapters: ${(tokensPerSecond(ssePool) / tokensPerSecond(jsAdapters)).toFixed(2)}×`)
+  console.log(
+    `native SsePool (1024 chat streams) vs js driving 1024 separate adapters: ${(tokensPerSecond(ssePool) / tokensPerSecond(jsAdapters)).toFixed(2)}×`,
+  )
 }
 // A filtered run ends here: what follows measures fixed costs outside the cases.
 if (filter) process.exit(0)
@@ -362,16 +405,28 @@ for (const which of ['native', 'js'] as const) {
   }
   const out = new Uint32Array(compactCapacity(4))
   const start = Uint32Array.of(200005, 17196, 200008) // <|channel|>final<|message|>
-  const fast = perCall((p) => p.pushCompact(start, out), (p) => p.pushCompact(word, out).length)
-  const objects = perCall((p) => p.push(start), (p) => p.push(word).segments.length)
+  const fast = perCall(
+    (p) => p.pushCompact(start, out),
+    (p) => p.pushCompact(word, out).length,
+  )
+  const objects = perCall(
+    (p) => p.push(start),
+    (p) => p.push(word).segments.length,
+  )
   console.log(`${which}: one call with one token, inside a message: fast path ${fast} ns, object API ${objects} ns`)
 }
 
 // Costs outside the hot path, each measured in a fresh process so that nothing is cached.
 const probe = (which: string, code: string) =>
-  execFileSync(process.execPath, ['--expose-gc', '-e', code], { encoding: 'utf8', env: { ...process.env, HARMONY_STREAM_IMPL: which } }).trim()
+  execFileSync(process.execPath, ['--expose-gc', '-e', code], {
+    encoding: 'utf8',
+    env: { ...process.env, HARMONY_STREAM_IMPL: which },
+  }).trim()
 for (const which of ['native', 'js']) {
-  const load = probe(which, `const { HarmonyStreamParser } = require('harmony-stream'); const t = performance.now(); new HarmonyStreamParser(); console.log((performance.now() - t).toFixed(1))`)
+  const load = probe(
+    which,
+    `const { HarmonyStreamParser } = require('harmony-stream'); const t = performance.now(); new HarmonyStreamParser(); console.log((performance.now() - t).toFixed(1))`,
+  )
   const idle = probe(
     which,
     `const { HarmonyStreamParser } = require('harmony-stream'); new HarmonyStreamParser(); global.gc()
@@ -380,7 +435,9 @@ for (const which of ['native', 'js']) {
      global.gc(); const after = process.memoryUsage()
      console.log(((after.rss - before.rss) / 10000).toFixed(0) + ' ' + ((after.heapUsed - before.heapUsed) / 10000).toFixed(0) + ' ' + (after.rss / 2 ** 20).toFixed(0) + ' ' + keep.length)`,
   ).split(' ')
-  console.log(`${which}: vocabulary load + first parser ${load} ms; 10,000 idle parsers: ${idle[0]} B rss and ${idle[1]} B JS heap each, process rss ${idle[2]} MiB`)
+  console.log(
+    `${which}: vocabulary load + first parser ${load} ms; 10,000 idle parsers: ${idle[0]} B rss and ${idle[1]} B JS heap each, process rss ${idle[2]} MiB`,
+  )
 }
 runRenderBenchmark(quick ? 3 : 9)
 if (sink === 42) console.log('')

@@ -21,7 +21,12 @@ export function generatedCorpus(count: number): { tokens: number[] }[] {
 export function spreadCorpus(count: number): { tokens: number[] }[] {
   const require = createRequire(import.meta.url)
   const texts = ['zh-cn', 'ja', 'ko', 'ru', 'de', 'fr', 'es'].map((lang) =>
-    Object.values(JSON.parse(readFileSync(require.resolve(`typescript/lib/${lang}/diagnosticMessages.generated.json`), 'utf8')) as Record<string, string>).join(' '),
+    Object.values(
+      JSON.parse(readFileSync(require.resolve(`typescript/lib/${lang}/diagnosticMessages.generated.json`), 'utf8')) as Record<
+        string,
+        string
+      >,
+    ).join(' '),
   )
   const out: { tokens: number[] }[] = []
   for (let i = 0; i < count; i++) {

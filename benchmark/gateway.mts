@@ -79,7 +79,13 @@ function cpuMs(pid: number): number {
   } catch {
     // ps exits 1 when there are none
   }
-  const pids = [pid, ...children.split('\n').map(Number).filter((n) => n > 0)]
+  const pids = [
+    pid,
+    ...children
+      .split('\n')
+      .map(Number)
+      .filter((n) => n > 0),
+  ]
   let ticks = 0
   for (const p of pids) {
     try {
@@ -96,34 +102,47 @@ function get(port: number, path: string): Promise<string> {
   return new Promise((resolve, reject) => {
     request({ host: '127.0.0.1', port, path }, (res) => {
       let text = ''
-      res.setEncoding('utf8').on('data', (c) => (text += c)).on('end', () => resolve(text))
-    }).on('error', reject).end()
+      res
+        .setEncoding('utf8')
+        .on('data', (c) => (text += c))
+        .on('end', () => resolve(text))
+    })
+      .on('error', reject)
+      .end()
   })
 }
 
 /** One streaming request: resolves with its token count (from usage), TTFB and chunk gaps. */
 function stream(port: number): Promise<{ tokens: number; ttfb: number; gaps: number[] }> {
-  const body = JSON.stringify({ model: 'gpt-oss', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } })
+  const body = JSON.stringify({
+    model: 'gpt-oss',
+    messages: [{ role: 'user', content: 'hi' }],
+    stream: true,
+    stream_options: { include_usage: true },
+  })
   return new Promise((resolve, reject) => {
     const started = performance.now()
     let last = 0
     let ttfb = 0
     const gaps: number[] = []
     let tail = ''
-    const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', headers: { 'content-type': 'application/json' } }, (res) => {
-      res.setEncoding('utf8')
-      res.on('data', (chunk: string) => {
-        const now = performance.now()
-        if (ttfb === 0) ttfb = now - started
-        else gaps.push(now - last)
-        last = now
-        tail = (tail + chunk).slice(-4000)
-      })
-      res.on('end', () => {
-        const usage = /"completion_tokens":(\d+)/.exec(tail)
-        resolve({ tokens: usage ? Number(usage[1]) : 0, ttfb, gaps })
-      })
-    })
+    const req = request(
+      { host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', headers: { 'content-type': 'application/json' } },
+      (res) => {
+        res.setEncoding('utf8')
+        res.on('data', (chunk: string) => {
+          const now = performance.now()
+          if (ttfb === 0) ttfb = now - started
+          else gaps.push(now - last)
+          last = now
+          tail = (tail + chunk).slice(-4000)
+        })
+        res.on('end', () => {
+          const usage = /"completion_tokens":(\d+)/.exec(tail)
+          resolve({ tokens: usage ? Number(usage[1]) : 0, ttfb, gaps })
+        })
+      },
+    )
     req.on('error', reject)
     req.end(body)
   })
@@ -132,7 +151,15 @@ function stream(port: number): Promise<{ tokens: number; ttfb: number; gaps: num
 async function run(c: Case, replay: string): Promise<Result> {
   const child = spawn(process.execPath, [c.server], {
     cwd: root,
-    env: { ...process.env, PORT: '0', HARMONY_REPLAY: replay, STREAM_INTERVAL: String(c.interval), GATEWAY_STATS: '1', LOG_DIAGNOSTICS: '0', ...c.env },
+    env: {
+      ...process.env,
+      PORT: '0',
+      HARMONY_REPLAY: replay,
+      STREAM_INTERVAL: String(c.interval),
+      GATEWAY_STATS: '1',
+      LOG_DIAGNOSTICS: '0',
+      ...c.env,
+    },
     stdio: ['ignore', 'pipe', 'ignore'],
   })
   try {
@@ -148,7 +175,8 @@ async function run(c: Case, replay: string): Promise<Result> {
     // Workers each print a line; give them a moment, then warm up.
     await new Promise((resolve) => setTimeout(resolve, 300))
     await Promise.all(Array.from({ length: 8 }, () => stream(port)))
-    const stats = async () => (c.env.GATEWAY_WORKERS === '2' || c.server.includes('baseline') ? null : JSON.parse(await get(port, '/stats')))
+    const stats = async () =>
+      c.env.GATEWAY_WORKERS === '2' || c.server.includes('baseline') ? null : JSON.parse(await get(port, '/stats'))
     const before = await stats()
     const cpuBefore = cpuMs(child.pid!)
     const requestsPerClient = quick ? 2 : 3
@@ -167,9 +195,18 @@ async function run(c: Case, replay: string): Promise<Result> {
     const tokens = flat.reduce((n, r) => n + r.tokens, 0)
     return {
       tokensPerSecond: tokens / seconds,
-      ttfbP50: percentile(flat.map((r) => r.ttfb), 50),
-      gapP50: percentile(flat.flatMap((r) => r.gaps), 50),
-      gapP99: percentile(flat.flatMap((r) => r.gaps), 99),
+      ttfbP50: percentile(
+        flat.map((r) => r.ttfb),
+        50,
+      ),
+      gapP50: percentile(
+        flat.flatMap((r) => r.gaps),
+        50,
+      ),
+      gapP99: percentile(
+        flat.flatMap((r) => r.gaps),
+        99,
+      ),
       cpuMsPerMillion: (cpu / tokens) * 1e6,
       gcMsPerMillion: before && after ? ((after.gcMs - before.gcMs) / tokens) * 1e6 : null,
     }
@@ -184,23 +221,66 @@ const baseline = baselineServer()
 const cases: Case[] = []
 for (const concurrency of quick ? [64] : [64, 512]) {
   for (const interval of quick ? [1] : [1, 4]) {
-    if (baseline) cases.push({ name: 'before this work (75dfbe6 gateway), native', server: baseline, env: { HARMONY_STREAM_IMPL: 'native' }, concurrency, interval })
+    if (baseline)
+      cases.push({
+        name: 'before this work (75dfbe6 gateway), native',
+        server: baseline,
+        env: { HARMONY_STREAM_IMPL: 'native' },
+        concurrency,
+        interval,
+      })
     for (const impl of ['native', 'js']) {
       cases.push({ name: `${impl}, SSE bytes from the adapters`, server, env: { HARMONY_STREAM_IMPL: impl }, concurrency, interval })
-      cases.push({ name: `${impl}, events + JSON.stringify`, server, env: { HARMONY_STREAM_IMPL: impl, GATEWAY_FRAMES: 'objects' }, concurrency, interval })
+      cases.push({
+        name: `${impl}, events + JSON.stringify`,
+        server,
+        env: { HARMONY_STREAM_IMPL: impl, GATEWAY_FRAMES: 'objects' },
+        concurrency,
+        interval,
+      })
     }
-    cases.push({ name: 'native, SSE bytes, writes coalesced 5 ms', server, env: { HARMONY_STREAM_IMPL: 'native', SSE_COALESCE_MS: '5' }, concurrency, interval })
-    cases.push({ name: 'js, SSE bytes, writes coalesced 5 ms', server, env: { HARMONY_STREAM_IMPL: 'js', SSE_COALESCE_MS: '5' }, concurrency, interval })
-    cases.push({ name: 'native, SSE bytes, 2 workers', server, env: { HARMONY_STREAM_IMPL: 'native', GATEWAY_WORKERS: '2' }, concurrency, interval })
-    cases.push({ name: 'native, SSE bytes, 2 workers, coalesced 5 ms', server, env: { HARMONY_STREAM_IMPL: 'native', GATEWAY_WORKERS: '2', SSE_COALESCE_MS: '5' }, concurrency, interval })
+    cases.push({
+      name: 'native, SSE bytes, writes coalesced 5 ms',
+      server,
+      env: { HARMONY_STREAM_IMPL: 'native', SSE_COALESCE_MS: '5' },
+      concurrency,
+      interval,
+    })
+    cases.push({
+      name: 'js, SSE bytes, writes coalesced 5 ms',
+      server,
+      env: { HARMONY_STREAM_IMPL: 'js', SSE_COALESCE_MS: '5' },
+      concurrency,
+      interval,
+    })
+    cases.push({
+      name: 'native, SSE bytes, 2 workers',
+      server,
+      env: { HARMONY_STREAM_IMPL: 'native', GATEWAY_WORKERS: '2' },
+      concurrency,
+      interval,
+    })
+    cases.push({
+      name: 'native, SSE bytes, 2 workers, coalesced 5 ms',
+      server,
+      env: { HARMONY_STREAM_IMPL: 'native', GATEWAY_WORKERS: '2', SSE_COALESCE_MS: '5' },
+      concurrency,
+      interval,
+    })
   }
 }
 
-console.log(`Gateway over HTTP on 127.0.0.1: replay engine, completions of ~1,000 tokens, Chat Completions streaming; one run, cases side by side\n`)
-console.log('| clients | interval | case | k tokens/s | TTFB p50 ms | chunk gap p50 / p99 ms | CPU ms per 1M tokens | GC ms per 1M tokens |')
+console.log(
+  `Gateway over HTTP on 127.0.0.1: replay engine, completions of ~1,000 tokens, Chat Completions streaming; one run, cases side by side\n`,
+)
+console.log(
+  '| clients | interval | case | k tokens/s | TTFB p50 ms | chunk gap p50 / p99 ms | CPU ms per 1M tokens | GC ms per 1M tokens |',
+)
 console.log('|---:|---:|---|---:|---:|---:|---:|---:|')
 for (const c of cases) {
   const r = await run(c, replay)
-  console.log(`| ${c.concurrency} | ${c.interval} | ${c.name} | ${(r.tokensPerSecond / 1000).toFixed(1)} | ${r.ttfbP50.toFixed(1)} | ${r.gapP50.toFixed(2)} / ${r.gapP99.toFixed(2)} | ${r.cpuMsPerMillion.toFixed(0)} | ${r.gcMsPerMillion === null ? '' : r.gcMsPerMillion.toFixed(0)} |`)
+  console.log(
+    `| ${c.concurrency} | ${c.interval} | ${c.name} | ${(r.tokensPerSecond / 1000).toFixed(1)} | ${r.ttfbP50.toFixed(1)} | ${r.gapP50.toFixed(2)} / ${r.gapP99.toFixed(2)} | ${r.cpuMsPerMillion.toFixed(0)} | ${r.gcMsPerMillion === null ? '' : r.gcMsPerMillion.toFixed(0)} |`,
+  )
 }
 if (baseline) execFileSync('rm', ['-f', baseline])

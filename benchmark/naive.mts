@@ -5,7 +5,8 @@
  */
 import { decode } from 'gpt-tokenizer/encoding/o200k_harmony'
 
-const MESSAGE = /(?:<\|start\|>)?([^<]*(?:<\|channel\|>[^<]*)?(?:<\|constrain\|>[^<]*)?)<\|message\|>([\s\S]*?)(<\|end\|>|<\|call\|>|<\|return\|>|$)/g
+const MESSAGE =
+  /(?:<\|start\|>)?([^<]*(?:<\|channel\|>[^<]*)?(?:<\|constrain\|>[^<]*)?)<\|message\|>([\s\S]*?)(<\|end\|>|<\|call\|>|<\|return\|>|$)/g
 
 export class NaiveParser {
   private text = ''

@@ -10,9 +10,8 @@
  */
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-
-import { RenderCache, renderChatCompletionRequest } from 'harmony-stream'
 import { encode } from 'gpt-tokenizer/encoding/o200k_base'
+import { RenderCache, renderChatCompletionRequest } from 'harmony-stream'
 
 const require = createRequire(import.meta.url)
 
@@ -43,7 +42,15 @@ const TOOLS = ['read_file', 'search_code', 'run_tests', 'web_search'].map((name)
   function: {
     name,
     description: `${name.replace('_', ' ')} in the workspace.`,
-    parameters: { type: 'object', properties: { query: { type: 'string', description: 'What to look for' }, limit: { type: 'integer', default: 10 }, mode: { type: 'string', enum: ['fast', 'exact'] } }, required: ['query'] },
+    parameters: {
+      type: 'object',
+      properties: {
+        query: { type: 'string', description: 'What to look for' },
+        limit: { type: 'integer', default: 10 },
+        mode: { type: 'string', enum: ['fast', 'exact'] },
+      },
+      required: ['query'],
+    },
   },
 }))
 
@@ -60,7 +67,21 @@ export function agentConversation(targetTokens = 100_000): { messages: Record<st
     const language = [sources.chinese, sources.japanese, sources.russian, sources.english][turn % 4]
     messages.push({ role: 'user', content: count(language(400)) })
     const id = `call_${call++}`
-    messages.push({ role: 'assistant', reasoning_content: count(sources.english(1200)), content: null, tool_calls: [{ id, type: 'function', function: { name: TOOLS[turn % TOOLS.length].function.name, arguments: JSON.stringify({ query: sources.english(60), limit: turn }) } }] })
+    messages.push({
+      role: 'assistant',
+      reasoning_content: count(sources.english(1200)),
+      content: null,
+      tool_calls: [
+        {
+          id,
+          type: 'function',
+          function: {
+            name: TOOLS[turn % TOOLS.length].function.name,
+            arguments: JSON.stringify({ query: sources.english(60), limit: turn }),
+          },
+        },
+      ],
+    })
     messages.push({ role: 'tool', tool_call_id: id, content: count(turn % 3 === 2 ? sources.json(3000) : sources.code(8000)) })
     messages.push({ role: 'assistant', reasoning_content: count(sources.english(800)), content: count(language(1500)) })
   }
@@ -84,7 +105,13 @@ export function runRenderBenchmark(runs = 9): void {
   const promptTokens = renderChatCompletionRequest(body, { ...options, implementation: 'js', cache: null }).promptTokens
   // The texts the renderer encodes, for gpt-tokenizer alone (message bodies and call arguments; headers are a
   // few tokens each).
-  const texts = body.messages.flatMap((m) => [m.content, m.reasoning_content, ...((m.tool_calls as { function: { arguments: string } }[] | undefined) ?? []).map((c) => c.function.arguments)].filter((t): t is string => typeof t === 'string'))
+  const texts = body.messages.flatMap((m) =>
+    [
+      m.content,
+      m.reasoning_content,
+      ...((m.tool_calls as { function: { arguments: string } }[] | undefined) ?? []).map((c) => c.function.arguments),
+    ].filter((t): t is string => typeof t === 'string'),
+  )
   const ordinary = { disallowedSpecial: new Set<string>() }
   let sink = 0
   // Warm up JIT and the native encoder (built once per process) before timing anything.
@@ -105,24 +132,35 @@ export function runRenderBenchmark(runs = 9): void {
     renderChatCompletionRequest(body, { ...options, implementation, cache })
     // Each run adds a different user turn, so exactly one message is new to the cache.
     warm[implementation] = median(runs, (run) => {
-      const next = { ...body, messages: [...body.messages, { role: 'user', content: `Follow-up question number ${run}: and what about the tests?` }] }
+      const next = {
+        ...body,
+        messages: [...body.messages, { role: 'user', content: `Follow-up question number ${run}: and what about the tests?` }],
+      }
       sink += renderChatCompletionRequest(next, { ...options, implementation, cache }).promptTokens
     })
     cacheBytes[implementation] = cache.stats.bytes
   }
   const mtps = (ms: number) => (promptTokens / ms / 1000).toFixed(2)
-  console.log(`\nRendering: a Chat request of ${body.messages.length} messages, ${promptTokens} prompt tokens; median of ${runs} runs each, one process`)
+  console.log(
+    `\nRendering: a Chat request of ${body.messages.length} messages, ${promptTokens} prompt tokens; median of ${runs} runs each, one process`,
+  )
   console.log('| case | ms | M tokens/s | × gpt-tokenizer alone |')
   console.log('|---|---:|---:|---:|')
   console.log(`| gpt-tokenizer encoding the same texts alone | ${alone.toFixed(1)} | ${mtps(alone)} | 1.00 |`)
   for (const implementation of ['native', 'js'] as const) {
-    console.log(`| ${implementation} first render (no cache) | ${cold[implementation].toFixed(1)} | ${mtps(cold[implementation])} | ${(alone / cold[implementation]).toFixed(2)} |`)
+    console.log(
+      `| ${implementation} first render (no cache) | ${cold[implementation].toFixed(1)} | ${mtps(cold[implementation])} | ${(alone / cold[implementation]).toFixed(2)} |`,
+    )
   }
   for (const implementation of ['native', 'js'] as const) {
-    console.log(`| ${implementation} + one new user turn, cache warm | ${warm[implementation].toFixed(2)} | | ${(alone / warm[implementation]).toFixed(1)} |`)
+    console.log(
+      `| ${implementation} + one new user turn, cache warm | ${warm[implementation].toFixed(2)} | | ${(alone / warm[implementation]).toFixed(1)} |`,
+    )
   }
   for (const implementation of ['native', 'js'] as const) {
-    console.log(`${implementation}: warm re-render ${(cold[implementation] / warm[implementation]).toFixed(1)}× faster than its cold render; cache holds ${(cacheBytes[implementation] / 2 ** 20).toFixed(1)} MiB (bound ${(new RenderCache().maxBytes / 2 ** 20).toFixed(0)} MiB)`)
+    console.log(
+      `${implementation}: warm re-render ${(cold[implementation] / warm[implementation]).toFixed(1)}× faster than its cold render; cache holds ${(cacheBytes[implementation] / 2 ** 20).toFixed(1)} MiB (bound ${(new RenderCache().maxBytes / 2 ** 20).toFixed(0)} MiB)`,
+    )
   }
   if (sink === 42) console.log('')
 }

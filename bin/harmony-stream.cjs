@@ -9,4 +9,10 @@ process.stdout.on('error', (error) => {
   throw error
 })
 
-process.exitCode = run(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, stdin: () => readFileSync(0, 'utf8'), stdinIsTTY: process.stdin.isTTY === true, env: process.env })
+process.exitCode = run(process.argv.slice(2), {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  stdin: () => readFileSync(0, 'utf8'),
+  stdinIsTTY: process.stdin.isTTY === true,
+  env: process.env,
+})

@@ -7,7 +7,9 @@ import { encode } from 'gpt-tokenizer/encoding/o200k_base'
 import { HarmonyStreamParser, implementation } from 'harmony-stream'
 
 function usage(problem) {
-  console.error(`demo: ${problem}\nusage: npm run demo [-- --interval N] [--impl js|native]   (N: tokens per engine step, a positive integer)`)
+  console.error(
+    `demo: ${problem}\nusage: npm run demo [-- --interval N] [--impl js|native]   (N: tokens per engine step, a positive integer)`,
+  )
   process.exit(2)
 }
 
@@ -18,12 +20,26 @@ try {
   usage(error.message)
 }
 const interval = Number(values.interval)
-if (!/^\d+$/.test(values.interval) || !Number.isSafeInteger(interval) || interval < 1) usage(`--interval must be a positive integer, not ${JSON.stringify(values.interval)}`)
-if (values.impl !== undefined && values.impl !== 'js' && values.impl !== 'native') usage(`--impl must be js or native, not ${JSON.stringify(values.impl)}`)
+if (!/^\d+$/.test(values.interval) || !Number.isSafeInteger(interval) || interval < 1)
+  usage(`--interval must be a positive integer, not ${JSON.stringify(values.interval)}`)
+if (values.impl !== undefined && values.impl !== 'js' && values.impl !== 'native')
+  usage(`--impl must be js or native, not ${JSON.stringify(values.impl)}`)
 
-const SPECIAL = { '<|start|>': 200006, '<|end|>': 200007, '<|message|>': 200008, '<|channel|>': 200005, '<|constrain|>': 200003, '<|return|>': 200002, '<|call|>': 200012 }
+const SPECIAL = {
+  '<|start|>': 200006,
+  '<|end|>': 200007,
+  '<|message|>': 200008,
+  '<|channel|>': 200005,
+  '<|constrain|>': 200003,
+  '<|return|>': 200002,
+  '<|call|>': 200012,
+}
 /** Harmony text → token ids: markers as special tokens, everything else o200k BPE. */
-const tokensOf = (text) => text.split(/(<\|[a-z]+\|>)/).filter(Boolean).flatMap((part) => SPECIAL[part] ?? encode(part))
+const tokensOf = (text) =>
+  text
+    .split(/(<\|[a-z]+\|>)/)
+    .filter(Boolean)
+    .flatMap((part) => SPECIAL[part] ?? encode(part))
 
 // What the model generates after a prompt ending in <|start|>assistant.
 const completion = tokensOf(
@@ -49,7 +65,9 @@ for (let step = 0; step * interval < completion.length; step++) {
   const batch = parser.push(completion.slice(step * interval, (step + 1) * interval))
   for (const s of batch.segments) {
     const route = s.recipient?.startsWith('functions.') ? `tool call ${s.recipient}` : s.channel === 'analysis' ? 'reasoning' : 'content'
-    console.log(`step ${String(step).padStart(2)}  #${s.messageIndex} ${paint(s.channel, (s.channel ?? '').padEnd(10))} → ${route.padEnd(34)} ${JSON.stringify(s.text)}`)
+    console.log(
+      `step ${String(step).padStart(2)}  #${s.messageIndex} ${paint(s.channel, (s.channel ?? '').padEnd(10))} → ${route.padEnd(34)} ${JSON.stringify(s.text)}`,
+    )
   }
   batch.completed.forEach((m, i) => console.log(`step ${String(step).padStart(2)}  #${closedBefore + i} closed by <|${m.terminator}|>`))
 }

@@ -22,12 +22,20 @@ try {
   skip('@napi-rs/cli is not installed (it is a devDependency)')
 }
 const args = [
-  napi, 'build', '--platform', '--release',
-  '--manifest-path', 'crate/node/Cargo.toml',
-  '--package-json-path', 'package.json',
-  '--output-dir', '.',
-  '--js', 'native.cjs',
-  '--dts', 'native.d.ts',
+  napi,
+  'build',
+  '--platform',
+  '--release',
+  '--manifest-path',
+  'crate/node/Cargo.toml',
+  '--package-json-path',
+  'package.json',
+  '--output-dir',
+  '.',
+  '--js',
+  'native.cjs',
+  '--dts',
+  'native.d.ts',
 ]
 const result = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit' })
 if (result.status !== 0) skip(`the build failed with status ${result.status}`)

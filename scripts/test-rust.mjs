@@ -9,7 +9,9 @@ if (probe.error || probe.status !== 0) {
     console.error('test:rust: cargo is not available, and CI must test the Rust core')
     process.exit(1)
   }
-  console.warn('test:rust: cargo is not installed here: the Rust core tests are skipped (the package runs on its TypeScript implementation). Install Rust to run them.')
+  console.warn(
+    'test:rust: cargo is not installed here: the Rust core tests are skipped (the package runs on its TypeScript implementation). Install Rust to run them.',
+  )
   process.exit(0)
 }
 const run = spawnSync('cargo', ['test', '--workspace', '--release'], { stdio: 'inherit' })

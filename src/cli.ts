@@ -5,13 +5,12 @@
  * highlighted; with `--events chat|responses`, the wire events a gateway would send instead.
  */
 import { readFileSync } from 'node:fs'
-
-import { ChatCompletionsStream } from './wire/chat'
-import { ResponsesStream } from './wire/responses'
 import { HarmonyParseError } from './api/errors'
 import { HarmonyStreamParser } from './api/parser'
 import { HarmonyTextParser } from './api/text-parser'
 import type { HarmonyDiagnostic, HarmonyMessage, Implementation, Role } from './api/types'
+import { ChatCompletionsStream } from './wire/chat'
+import { ResponsesStream } from './wire/responses'
 
 export const HELP = `Usage: harmony-stream inspect [file] [options]
 
@@ -50,10 +49,19 @@ export class UsageError extends Error {}
 const ROLES = ['user', 'assistant', 'system', 'developer', 'tool']
 
 export function parseArguments(args: string[], isTty: boolean, env: NodeJS.ProcessEnv): CliOptions | 'help' {
-  const options: CliOptions = { file: null, text: false, events: null, strict: false, role: 'assistant', implementation: undefined, color: isTty && !env.NO_COLOR }
+  const options: CliOptions = {
+    file: null,
+    text: false,
+    events: null,
+    strict: false,
+    role: 'assistant',
+    implementation: undefined,
+    color: isTty && !env.NO_COLOR,
+  }
   const rest = [...args]
   if (rest[0] === 'inspect') rest.shift()
-  else if (rest.length === 0 || (rest[0] !== '-h' && rest[0] !== '--help')) throw new UsageError(`unknown command ${rest[0] ?? '(none)'}; try: harmony-stream inspect --help`)
+  else if (rest.length === 0 || (rest[0] !== '-h' && rest[0] !== '--help'))
+    throw new UsageError(`unknown command ${rest[0] ?? '(none)'}; try: harmony-stream inspect --help`)
   while (rest.length > 0) {
     const arg = rest.shift()!
     const value = () => {
@@ -111,7 +119,10 @@ export function readCompletions(text: string): number[][] {
       throw new UsageError(`the input is not valid JSON: ${(error as Error).message}${LOOKS_LIKE_TEXT.test(trimmed) ? TEXT_HINT : ''}`)
     }
   } else {
-    value = trimmed.split(/[\s,]+/).filter((word) => word !== '').map((word) => (/^\d+$/.test(word) ? Number(word) : word))
+    value = trimmed
+      .split(/[\s,]+/)
+      .filter((word) => word !== '')
+      .map((word) => (/^\d+$/.test(word) ? Number(word) : word))
   }
   if (!Array.isArray(value)) throw new UsageError('expected an array of token ids or of { "tokens": [...] }')
   const isReplay = value.length > 0 && typeof value[0] === 'object' && value[0] !== null
@@ -164,7 +175,10 @@ interface Output {
  * Runs the command; returns the exit status. Results go to stdout; with `--events` (JSON lines, for tools
  * such as jq) diagnostics, errors and completion headings go to stderr.
  */
-export function run(args: string[], io: { stdout: Output; stderr?: Output; stdin: () => string; stdinIsTTY?: boolean; env: NodeJS.ProcessEnv }): number {
+export function run(
+  args: string[],
+  io: { stdout: Output; stderr?: Output; stdin: () => string; stdinIsTTY?: boolean; env: NodeJS.ProcessEnv },
+): number {
   const write = (line: string) => io.stdout.write(`${line}\n`)
   const stderr = io.stderr ?? io.stdout
   const note = (line: string) => stderr.write(`${line}\n`)
@@ -177,7 +191,10 @@ export function run(args: string[], io: { stdout: Output; stderr?: Output; stdin
       return 0
     }
     // Reading a terminal waits for typed input: say so, or it looks like a hang.
-    if (options.file === null && io.stdinIsTTY) note(`harmony-stream: waiting for ${options.text ? 'Harmony text' : 'token ids'} on stdin; end with ${END_OF_INPUT} (or give a file: harmony-stream inspect <file>)`)
+    if (options.file === null && io.stdinIsTTY)
+      note(
+        `harmony-stream: waiting for ${options.text ? 'Harmony text' : 'token ids'} on stdin; end with ${END_OF_INPUT} (or give a file: harmony-stream inspect <file>)`,
+      )
     const input = options.file === null ? io.stdin() : readFileSync(options.file, 'utf8')
     completions = options.text ? [readText(input)] : readCompletions(input)
   } catch (error) {
@@ -190,13 +207,24 @@ export function run(args: string[], io: { stdout: Output; stderr?: Output; stdin
   let status = 0
   for (const [n, tokens] of completions.entries()) {
     const events = options.events
-    const heading = paint(color, '\x1b[1m', `── completion ${n} (${typeof tokens === 'string' ? `${tokens.length} characters` : `${tokens.length} tokens`})`)
+    const heading = paint(
+      color,
+      '\x1b[1m',
+      `── completion ${n} (${typeof tokens === 'string' ? `${tokens.length} characters` : `${tokens.length} tokens`})`,
+    )
     if (completions.length > 1) (events ? note : write)(heading)
     const input = typeof tokens === 'string' ? ('text' as const) : ('tokens' as const)
     if (events !== null) {
       const stream =
         events === 'chat'
-          ? new ChatCompletionsStream({ model: 'harmony-stream-inspect', id: `chatcmpl-inspect${n}`, created: 0, includeUsage: true, parser: parserOptions, input })
+          ? new ChatCompletionsStream({
+              model: 'harmony-stream-inspect',
+              id: `chatcmpl-inspect${n}`,
+              created: 0,
+              includeUsage: true,
+              parser: parserOptions,
+              input,
+            })
           : new ResponsesStream({ model: 'harmony-stream-inspect', id: `resp_inspect${n}`, createdAt: 0, parser: parserOptions, input })
       try {
         for (const event of [...stream.push(tokens), ...stream.finish()]) write(JSON.stringify(event))

@@ -7,29 +7,10 @@
  *   handle(parser.finish())
  */
 export { HarmonyError, HarmonyParseError, HarmonyRequestError, HarmonyStateError } from './api/errors'
-export { implementation } from './backend/choose'
 export { HarmonyStreamParser, parseCompletion } from './api/parser'
-export { HarmonyStreamPool, type HarmonyStreamOptions, type HarmonyStreamPoolOptions } from './api/pool'
-export { SseFrames, SsePool, type SsePoolOptions, type SseStreamError } from './serving/sse-pool'
-export {
-  COMPACT_DIAGNOSTICS,
-  COMPACT_FIRST_RECORD,
-  COMPACT_RECORDS,
-  COMPACT_RECORD_SLOTS,
-  COMPACT_STATE,
-  COMPACT_STATUS,
-  COMPACT_STATUS_INTERNAL_ERROR,
-  COMPACT_STATUS_OK,
-  COMPACT_STATUS_PARSE_ERROR,
-  NAME_NOT_INTERNED,
-  RECORD_CLOSE,
-  RECORD_FIELDS,
-  RECORD_OPEN,
-  RECORD_STREAM,
-  RECORD_TEXT,
-  compactCapacity,
-} from './backend/compact'
-export { HarmonyTokens, STOP_TOKENS, ASSISTANT_ACTION_STOP_TOKENS } from './api/special-tokens'
+export { type HarmonyStreamOptions, HarmonyStreamPool, type HarmonyStreamPoolOptions } from './api/pool'
+export { ASSISTANT_ACTION_STOP_TOKENS, HarmonyTokens, STOP_TOKENS } from './api/special-tokens'
+export { DEFAULT_MAX_HEADER_BYTES, HarmonyTextParser, type HarmonyTextParserOptions } from './api/text-parser'
 export type {
   HarmonyBatch,
   HarmonyDiagnostic,
@@ -43,58 +24,85 @@ export type {
   Role,
   Terminator,
 } from './api/types'
+export { implementation } from './backend/choose'
 export {
-  type AdapterDiagnostic,
-  type ChatAdapterOptions,
-  type ChatCompletion,
-  type ChatCompletionChunk,
-  type ChatDelta,
-  type ChatToolCall,
-  type ChatToolCallDelta,
-  type ChatUsage,
-  ChatCompletionsStream,
-  type FinishOptions,
-  type FinishReason,
-  chatCompletion,
-} from './wire/chat'
-export type { InputKind } from './wire/message-stream'
+  COMPACT_DIAGNOSTICS,
+  COMPACT_FIRST_RECORD,
+  COMPACT_RECORD_SLOTS,
+  COMPACT_RECORDS,
+  COMPACT_STATE,
+  COMPACT_STATUS,
+  COMPACT_STATUS_INTERNAL_ERROR,
+  COMPACT_STATUS_OK,
+  COMPACT_STATUS_PARSE_ERROR,
+  compactCapacity,
+  NAME_NOT_INTERNED,
+  RECORD_CLOSE,
+  RECORD_FIELDS,
+  RECORD_OPEN,
+  RECORD_STREAM,
+  RECORD_TEXT,
+} from './backend/compact'
 export {
-  type ResponseEvent,
-  type ResponseItem,
-  type ResponseObject,
-  type ResponseUsage,
-  type ResponsesAdapterOptions,
-  ResponsesStream,
-  responseObject,
-} from './wire/responses'
-export type { RoutingOptions } from './wire/routing'
-export { DEFAULT_MAX_HEADER_BYTES, HarmonyTextParser, type HarmonyTextParserOptions } from './api/text-parser'
-export {
-  DEFAULT_RENDER_CACHE_BYTES,
-  RenderCache,
-  defaultRenderCache,
-  renderChatCompletionRequest,
-  renderConversation,
-  renderForTraining,
-  renderResponsesRequest,
   type ConversationMessage,
+  DEFAULT_RENDER_CACHE_BYTES,
   type DeveloperContent,
   type DeveloperMessage,
+  defaultRenderCache,
   type FunctionTool,
   type ReasoningEffort,
+  RenderCache,
   type RenderCacheOptions,
   type RenderCacheStats,
   type RenderConversationOptions,
   type RenderEngineOptions,
+  type RenderedPrompt,
   type RenderForTrainingOptions,
   type RenderRequestOptions,
-  type RenderedPrompt,
+  renderChatCompletionRequest,
+  renderConversation,
+  renderForTraining,
+  renderResponsesRequest,
   type SystemContent,
   type SystemMessage,
   type TextMessage,
   type TrainingRender,
 } from './render'
 export { DEFAULT_BODY_LIMIT, type ReadJsonOptions, readJsonBody } from './serving/http/body'
-export { HttpError, type OpenAIErrorBody, errorResponse, sendError } from './serving/http/errors'
-export { SSE_HEADERS, type PipeSseOptions, type PipeSseResult, type SseStep, chatFrames, pipeSse, responsesFrames } from './serving/http/sse'
-export { type GenerationParameters, chatGenerationParameters, responsesGenerationParameters } from './serving/http/validate'
+export { errorResponse, HttpError, type OpenAIErrorBody, sendError } from './serving/http/errors'
+export {
+  chatFrames,
+  type PipeSseOptions,
+  type PipeSseResult,
+  pipeSse,
+  responsesFrames,
+  SSE_HEADERS,
+  type SseStep,
+} from './serving/http/sse'
+export { chatGenerationParameters, type GenerationParameters, responsesGenerationParameters } from './serving/http/validate'
+export { SseFrames, SsePool, type SsePoolOptions, type SseStreamError } from './serving/sse-pool'
+export {
+  type AdapterDiagnostic,
+  type ChatAdapterOptions,
+  type ChatCompletion,
+  type ChatCompletionChunk,
+  ChatCompletionsStream,
+  type ChatDelta,
+  type ChatToolCall,
+  type ChatToolCallDelta,
+  type ChatUsage,
+  chatCompletion,
+  type FinishOptions,
+  type FinishReason,
+} from './wire/chat'
+export type { InputKind } from './wire/message-stream'
+export {
+  type ResponseEvent,
+  type ResponseItem,
+  type ResponseObject,
+  type ResponsesAdapterOptions,
+  ResponsesStream,
+  type ResponseUsage,
+  responseObject,
+} from './wire/responses'
+export type { RoutingOptions } from './wire/routing'

@@ -5,8 +5,8 @@
 import {
   COMPACT_DIAGNOSTICS,
   COMPACT_FIRST_RECORD,
-  COMPACT_RECORDS,
   COMPACT_RECORD_SLOTS,
+  COMPACT_RECORDS,
   type HarmonyBatch,
   type HarmonyHeader,
   type HarmonyMessage,
@@ -29,7 +29,14 @@ export class StreamDecoder {
    * Decodes the records `out[from..to)` (one stream's) of a call whose text is `text` into a batch.
    * `takeHeaders` is called once if a field was not interned.
    */
-  decode(text: string, out: Uint32Array, from: number, to: number, nameOf: (id: number) => string | null, takeHeaders: () => HarmonyHeader[]): HarmonyBatch {
+  decode(
+    text: string,
+    out: Uint32Array,
+    from: number,
+    to: number,
+    nameOf: (id: number) => string | null,
+    takeHeaders: () => HarmonyHeader[],
+  ): HarmonyBatch {
     const batch: HarmonyBatch = { opened: [], segments: [], completed: [], diagnostics: [] }
     let spilled: HarmonyHeader[] | null = null
     let opened = 0

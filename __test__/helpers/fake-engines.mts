@@ -8,7 +8,7 @@
  * engine's error body, an error mid-stream, a dropped connection, a stall, a slow head, a slow stream.
  */
 import { once } from 'node:events'
-import { type IncomingMessage, type ServerResponse, createServer } from 'node:http'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
 export interface FakeBehaviour {
@@ -71,8 +71,23 @@ type Sender = (frame: string) => Promise<boolean>
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-async function fake(path: string, behaviour: FakeBehaviour, write: Writer, httpErrorBody: (message: string, status: number) => unknown): Promise<FakeEngine> {
-  const engine: FakeEngine = { url: '', bodies: [], headers: [], clientClosed: 0, closes: [], maxBuffered: 0, blockedWrites: 0, bytesSent: 0, close: async () => {} }
+async function fake(
+  path: string,
+  behaviour: FakeBehaviour,
+  write: Writer,
+  httpErrorBody: (message: string, status: number) => unknown,
+): Promise<FakeEngine> {
+  const engine: FakeEngine = {
+    url: '',
+    bodies: [],
+    headers: [],
+    clientClosed: 0,
+    closes: [],
+    maxBuffered: 0,
+    blockedWrites: 0,
+    bytesSent: 0,
+    close: async () => {},
+  }
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     const started = Date.now()
     let text = ''
@@ -85,7 +100,8 @@ async function fake(path: string, behaviour: FakeBehaviour, write: Writer, httpE
       return
     }
     if (behaviour.httpError !== undefined) {
-      const errorBody = behaviour.httpErrorText ?? JSON.stringify(httpErrorBody('the prompt is too long for this model', behaviour.httpError))
+      const errorBody =
+        behaviour.httpErrorText ?? JSON.stringify(httpErrorBody('the prompt is too long for this model', behaviour.httpError))
       res.writeHead(behaviour.httpError, { 'content-type': behaviour.httpErrorText ? 'text/plain' : 'application/json' }).end(errorBody)
       return
     }
@@ -114,7 +130,9 @@ async function fake(path: string, behaviour: FakeBehaviour, write: Writer, httpE
           engine.blockedWrites++
           // The wait that loses the race is cancelled: its listeners would pile up, one pair per full buffer.
           const waited = new AbortController()
-          await Promise.race([once(res, 'drain', { signal: waited.signal }), once(res, 'close', { signal: waited.signal })]).finally(() => waited.abort())
+          await Promise.race([once(res, 'drain', { signal: waited.signal }), once(res, 'close', { signal: waited.signal })]).finally(() =>
+            waited.abort(),
+          )
         }
         if (pieces.length > 1) await sleep(1)
       }
@@ -140,7 +158,10 @@ function loosen(frame: string): Buffer[] {
     .map((event) => {
       const [field, ...rest] = event.split(': ')
       const value = rest.join(': ')
-      const lines = field === 'data' && value.startsWith('{') && value.includes(',') ? [value.slice(0, value.indexOf(',') + 1), value.slice(value.indexOf(',') + 1)] : [value]
+      const lines =
+        field === 'data' && value.startsWith('{') && value.includes(',')
+          ? [value.slice(0, value.indexOf(',') + 1), value.slice(value.indexOf(',') + 1)]
+          : [value]
       return `: keep-alive\r\n${lines.map((line) => `${field}:${line}`).join('\r\n')}\r\n\r\n`
     })
     .join('')
@@ -162,7 +183,13 @@ interface Frames {
  * and the request's token limit, `chunk` ids per frame; the behaviour's failures and delays happen between
  * frames. The stop id goes into the last frame's ids only with `stopInIds`.
  */
-async function stream(res: ServerResponse, behaviour: FakeBehaviour, send: Sender, maxTokens: number | undefined, frames: Frames): Promise<void> {
+async function stream(
+  res: ServerResponse,
+  behaviour: FakeBehaviour,
+  send: Sender,
+  maxTokens: number | undefined,
+  frames: Frames,
+): Promise<void> {
   const stopAt = behaviour.ignoreStops ? -1 : behaviour.completion.findIndex((id) => STOPS.includes(id))
   const natural = stopAt < 0 ? behaviour.completion : behaviour.completion.slice(0, stopAt + 1)
   const generated = natural.slice(0, Math.min(natural.length, maxTokens ?? Infinity))
@@ -213,9 +240,19 @@ export function fakeVllm(behaviour: FakeBehaviour): Promise<FakeEngine> {
     '/v1/completions',
     behaviour,
     async (res, body, b, send) => {
-      const frame = (choice: Record<string, unknown>) => `data: ${JSON.stringify({ id: 'cmpl-1', object: 'text_completion', created: 1, model: body.model ?? 'gpt-oss', choices: [choice], ...pad(b) })}\n\n`
+      const frame = (choice: Record<string, unknown>) =>
+        `data: ${JSON.stringify({ id: 'cmpl-1', object: 'text_completion', created: 1, model: body.model ?? 'gpt-oss', choices: [choice], ...pad(b) })}\n\n`
       await stream(res, b, send, body.max_tokens as number, {
-        chunk: (ids, sent) => frame({ index: 0, text: '', logprobs: null, finish_reason: null, stop_reason: null, token_ids: ids, ...(sent.length === 0 ? { prompt_token_ids: body.prompt } : {}) }),
+        chunk: (ids, sent) =>
+          frame({
+            index: 0,
+            text: '',
+            logprobs: null,
+            finish_reason: null,
+            stop_reason: null,
+            token_ids: ids,
+            ...(sent.length === 0 ? { prompt_token_ids: body.prompt } : {}),
+          }),
         final: (ids, sent, reason, stop) =>
           frame({ index: 0, text: '', logprobs: null, finish_reason: reason, stop_reason: stop ?? null, token_ids: ids }) +
           `data: ${JSON.stringify({ id: 'cmpl-1', object: 'text_completion', created: 1, model: 'gpt-oss', choices: [], usage: { prompt_tokens: (body.prompt as number[]).length, completion_tokens: sent.length + ids.length, total_tokens: 0 } })}\n\n`,
@@ -234,8 +271,10 @@ export function fakeVllmGenerate(behaviour: FakeBehaviour): Promise<FakeEngine> 
     behaviour,
     async (res, body, b, send) => {
       const sampling = body.sampling_params as Record<string, unknown>
-      const frame = (ids: number[], reason: string | null) => `data: ${JSON.stringify({ request_id: 'generate-tokens-1', choices: [{ index: 0, logprobs: null, finish_reason: reason, token_ids: ids }], usage: null, ...pad(b) })}\n\n`
-      const usage = (count: number) => `data: ${JSON.stringify({ request_id: 'generate-tokens-1', choices: [], usage: { prompt_tokens: (body.token_ids as number[]).length, completion_tokens: count, total_tokens: 0 } })}\n\n`
+      const frame = (ids: number[], reason: string | null) =>
+        `data: ${JSON.stringify({ request_id: 'generate-tokens-1', choices: [{ index: 0, logprobs: null, finish_reason: reason, token_ids: ids }], usage: null, ...pad(b) })}\n\n`
+      const usage = (count: number) =>
+        `data: ${JSON.stringify({ request_id: 'generate-tokens-1', choices: [], usage: { prompt_tokens: (body.token_ids as number[]).length, completion_tokens: count, total_tokens: 0 } })}\n\n`
       // vLLM keeps the stop id in the ids, and this endpoint has no stop reason to name it otherwise.
       await stream(res, { ...b, stopInIds: true }, send, sampling.max_tokens as number | undefined, {
         chunk: (ids) => frame(ids, null),
@@ -269,7 +308,12 @@ export function fakeSglang(behaviour: FakeBehaviour): Promise<FakeEngine> {
         chunk: (ids, sent) => frame(ids, sent, null, sent.length + ids.length),
         // completion_tokens counts the stop id whether or not the ids show it.
         final: (ids, sent, reason, stop) =>
-          frame(ids, sent, reason === 'stop' ? { type: 'stop', matched: stop } : { type: 'length', length: sent.length + ids.length }, sent.length + ids.length + (stop !== undefined && !b.stopInIds ? 1 : 0)),
+          frame(
+            ids,
+            sent,
+            reason === 'stop' ? { type: 'stop', matched: stop } : { type: 'length', length: sent.length + ids.length },
+            sent.length + ids.length + (stop !== undefined && !b.stopInIds ? 1 : 0),
+          ),
         error: (message) => `data: ${JSON.stringify(errorBody(message))}\n\n`,
         end: 'data: [DONE]\n\n',
       })
@@ -287,7 +331,8 @@ export function fakeLlamaCpp(behaviour: FakeBehaviour): Promise<FakeEngine> {
     async (res, body, b, send) => {
       const prompt = (body.prompt as number[]).length
       const nPredict = body.n_predict as number
-      const partial = (ids: number[], sent: number[]) => `data: ${JSON.stringify({ index: 0, content: '', tokens: ids, stop: false, id_slot: 0, tokens_predicted: sent.length + ids.length, tokens_evaluated: prompt, ...pad(b) })}\n\n`
+      const partial = (ids: number[], sent: number[]) =>
+        `data: ${JSON.stringify({ index: 0, content: '', tokens: ids, stop: false, id_slot: 0, tokens_predicted: sent.length + ids.length, tokens_evaluated: prompt, ...pad(b) })}\n\n`
       // llama.cpp sends every sampled id, the end-of-generation one included.
       await stream(res, { ...b, stopInIds: true }, send, nPredict < 0 ? undefined : nPredict, {
         chunk: partial,
@@ -295,7 +340,10 @@ export function fakeLlamaCpp(behaviour: FakeBehaviour): Promise<FakeEngine> {
         final: (ids, sent, reason) =>
           (ids.length > 0 ? partial(ids, sent) : '') +
           `data: ${JSON.stringify({ index: 0, content: '', tokens: [], id_slot: 0, stop: true, model: 'gpt-oss', tokens_predicted: sent.length + ids.length, tokens_evaluated: prompt, truncated: false, stop_type: reason === 'stop' ? 'eos' : 'limit', stopping_word: '', tokens_cached: 0, timings: {} })}\n\n`,
-        error: (message) => (b.errorFraming === 'line' ? `error: ${JSON.stringify(errorObject(message, 500))}\n\n` : `data: ${JSON.stringify({ error: errorObject(message, 500) })}\n\n`),
+        error: (message) =>
+          b.errorFraming === 'line'
+            ? `error: ${JSON.stringify(errorObject(message, 500))}\n\n`
+            : `data: ${JSON.stringify({ error: errorObject(message, 500) })}\n\n`,
       })
     },
     (message, code) => ({ error: errorObject(message, code) }),

@@ -66,7 +66,8 @@ export function generator(seed: number): () => GeneratedStream {
     const conversation = chance(0.3)
     const parts: string[] = []
     if (conversation) {
-      if (chance(0.5)) parts.push(`<|start|>system<|message|>You are a helpful assistant.\nReasoning: ${pick(['low', 'medium', 'high'])}<|end|>`)
+      if (chance(0.5))
+        parts.push(`<|start|>system<|message|>You are a helpful assistant.\nReasoning: ${pick(['low', 'medium', 'high'])}<|end|>`)
       if (chance(0.3)) parts.push(`<|start|>developer<|message|># Instructions\n\n${prose()}<|end|>`)
       parts.push(`<|start|>user<|message|>${prose()}<|end|>`)
     }

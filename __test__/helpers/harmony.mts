@@ -11,7 +11,13 @@ import { join } from 'node:path'
 import type test from 'ava'
 import { encode } from 'gpt-tokenizer/encoding/o200k_base'
 
-import { type HarmonyBatch, type HarmonyMessage, HarmonyStreamParser, type HarmonyStreamParserOptions, type Implementation } from 'harmony-stream'
+import {
+  type HarmonyBatch,
+  type HarmonyMessage,
+  HarmonyStreamParser,
+  type HarmonyStreamParserOptions,
+  type Implementation,
+} from 'harmony-stream'
 
 /**
  * Whether the native addon loads. An install without cargo (or whose build failed) runs on js, so then the
@@ -33,7 +39,9 @@ function nativeLoads(): boolean {
   }
   if (error === null) return true
   if (process.env.CI) throw new Error(`the native addon does not load, and CI must test it: ${whyNativeFails(error)}`, { cause: error })
-  noteOncePerRun(`harmony-stream tests: the native addon is not built here (${whyNativeFails(error)}); native test cases are skipped, the js ones run. Build it with: npm run build:native`)
+  noteOncePerRun(
+    `harmony-stream tests: the native addon is not built here (${whyNativeFails(error)}); native test cases are skipped, the js ones run. Build it with: npm run build:native`,
+  )
   return false
 }
 

@@ -17,7 +17,6 @@ import type { ReferenceMessage } from './reference.mjs'
 
 const require = createRequire(import.meta.url)
 
-
 export type ReferenceResult = { messages: ReferenceMessage[] } | { error: string }
 
 interface JsHarmonyEncoding {

@@ -11,8 +11,15 @@ let table: Buffer[] | undefined
 
 function names(id: number): string {
   const named: Record<number, string> = {
-    199998: '<|startoftext|>', 199999: '<|endoftext|>', 200002: '<|return|>', 200003: '<|constrain|>',
-    200005: '<|channel|>', 200006: '<|start|>', 200007: '<|end|>', 200008: '<|message|>', 200012: '<|call|>',
+    199998: '<|startoftext|>',
+    199999: '<|endoftext|>',
+    200002: '<|return|>',
+    200003: '<|constrain|>',
+    200005: '<|channel|>',
+    200006: '<|start|>',
+    200007: '<|end|>',
+    200008: '<|message|>',
+    200012: '<|call|>',
   }
   return named[id] ?? `<|reserved_${id}|>`
 }

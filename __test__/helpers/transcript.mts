@@ -35,4 +35,3 @@ export function transcript(chunks: number[][], options: HarmonyStreamParserOptio
   log.push(parser.messages, parser.state)
   return log
 }
-

@@ -1,5 +1,7 @@
 /** Adapter options that change what goes on the wire, shared by the SSE tests (sse, sse-pool). */
-export const TOOLS = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { location: { type: 'string' } } } } }]
+export const TOOLS = [
+  { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { location: { type: 'string' } } } } },
+]
 
 /** Chat option sets; Responses takes them without `includeUsage` and `reasoningField`. */
 export const WIRE_VARIANTS = [

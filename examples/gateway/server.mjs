@@ -25,19 +25,19 @@
 import cluster from 'node:cluster'
 import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
-import { PerformanceObserver } from 'node:perf_hooks'
 import { dirname, join } from 'node:path'
+import { PerformanceObserver } from 'node:perf_hooks'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
 import {
   ChatCompletionsStream,
-  DEFAULT_BODY_LIMIT,
-  HttpError,
-  ResponsesStream,
   chatCompletion,
   chatGenerationParameters,
+  DEFAULT_BODY_LIMIT,
   implementation as defaultImplementation,
+  HttpError,
   pipeSse,
+  ResponsesStream,
   readJsonBody,
   renderChatCompletionRequest,
   renderResponsesRequest,
@@ -45,7 +45,7 @@ import {
   responsesGenerationParameters,
   sendError,
 } from 'harmony-stream'
-import { ReplayEngine, createEngine } from 'harmony-stream/engines'
+import { createEngine, ReplayEngine } from 'harmony-stream/engines'
 
 /**
  * Creates (does not start) the gateway. `engine`: any `Engine` of harmony-stream/engines (or pass `replay`,
@@ -72,7 +72,8 @@ export function createGateway({
   async function generate(request, prompt, params, signal) {
     const header = request.headers['x-harmony-replay']
     const replayIndex = header === undefined ? undefined : Number(header)
-    if (replayIndex !== undefined && !(engine instanceof ReplayEngine)) throw new HttpError(400, 'x-harmony-replay applies to the replay engine only')
+    if (replayIndex !== undefined && !(engine instanceof ReplayEngine))
+      throw new HttpError(400, 'x-harmony-replay applies to the replay engine only')
     if (replayIndex !== undefined && !(/^\d+$/.test(header) && engine.size > replayIndex)) {
       throw new HttpError(400, `x-harmony-replay must be an index from 0 to ${engine.size - 1}`, { param: 'x-harmony-replay' })
     }
@@ -154,7 +155,10 @@ export function createGateway({
   const routes = {
     '/v1/chat/completions': { POST: (request, response) => withBody(request, response, apis.chat) },
     '/v1/responses': { POST: (request, response) => withBody(request, response, apis.responses) },
-    '/v1/models': { GET: (_request, response) => sendJson(response, 200, { object: 'list', data: [{ id: model, object: 'model', created, owned_by: 'harmony-stream' }] }) },
+    '/v1/models': {
+      GET: (_request, response) =>
+        sendJson(response, 200, { object: 'list', data: [{ id: model, object: 'model', created, owned_by: 'harmony-stream' }] }),
+    },
     '/health': { GET: (_request, response) => sendJson(response, 200, { status: 'ok', engine: engine.name, implementation }) },
   }
   if (stats !== null) routes['/stats'] = { GET: (_request, response) => sendJson(response, 200, stats()) }
@@ -189,7 +193,13 @@ function processStats() {
   }).observe({ entryTypes: ['gc'] })
   return () => {
     const cpu = process.cpuUsage()
-    return { pid: process.pid, cpuMs: (cpu.user + cpu.system) / 1000, gcMs, heapUsed: process.memoryUsage().heapUsed, rss: process.memoryUsage().rss }
+    return {
+      pid: process.pid,
+      cpuMs: (cpu.user + cpu.system) / 1000,
+      gcMs,
+      heapUsed: process.memoryUsage().heapUsed,
+      rss: process.memoryUsage().rss,
+    }
   }
 }
 
@@ -239,8 +249,13 @@ export function engineFromEnvironment(env = process.env) {
     return createEngine('replay', { completions, interval: Number(env.STREAM_INTERVAL ?? 1) })
   }
   if (!env.ENGINE_URL) throw new Error(`HARMONY_ENGINE=${name} needs ENGINE_URL (e.g. http://127.0.0.1:8000)`)
-  if (name !== 'vllm' && (env.ENGINE_MODEL || env.ENGINE_API)) throw new Error('ENGINE_MODEL and ENGINE_API apply to HARMONY_ENGINE=vllm only')
-  return createEngine(name, { url: env.ENGINE_URL, ...(env.ENGINE_MODEL ? { model: env.ENGINE_MODEL } : {}), ...(env.ENGINE_API ? { api: env.ENGINE_API } : {}) })
+  if (name !== 'vllm' && (env.ENGINE_MODEL || env.ENGINE_API))
+    throw new Error('ENGINE_MODEL and ENGINE_API apply to HARMONY_ENGINE=vllm only')
+  return createEngine(name, {
+    url: env.ENGINE_URL,
+    ...(env.ENGINE_MODEL ? { model: env.ENGINE_MODEL } : {}),
+    ...(env.ENGINE_API ? { api: env.ENGINE_API } : {}),
+  })
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

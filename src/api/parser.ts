@@ -2,6 +2,8 @@
  * The public streaming parser. It turns backend output (`backend/protocol.ts`) into segments, messages and
  * diagnostics, identically for both implementations, and owns argument checking and typed errors.
  */
+
+import { createBackendStream, implementation as defaultImplementation } from '../backend/choose'
 import {
   COMPACT_BAD_INDEX,
   COMPACT_DIAGNOSTICS,
@@ -18,6 +20,7 @@ import {
 } from '../backend/compact'
 import {
   type BackendStream,
+  DEFAULT_MAX_HEADER_TOKENS,
   type RawDiagnostic,
   type RawHeader,
   type ResultVisitor,
@@ -26,11 +29,9 @@ import {
   TERMINATOR_CALL,
   TERMINATOR_END,
   TERMINATOR_RETURN,
-  DEFAULT_MAX_HEADER_TOKENS,
 } from '../backend/protocol'
-import { HarmonyError, HarmonyParseError, HarmonyStateError } from './errors'
 import { FIRST_SPECIAL, LAST_TOKEN } from '../backend/tokens'
-import { createBackendStream, implementation as defaultImplementation } from '../backend/choose'
+import { HarmonyError, HarmonyParseError, HarmonyStateError } from './errors'
 import type {
   HarmonyBatch,
   HarmonyDiagnostic,
@@ -506,7 +507,8 @@ export class HarmonyStreamParser {
     if (status === COMPACT_STATUS_INTERNAL_ERROR) {
       throw internalError(new Error(this.backend.takeError()?.message ?? 'unknown failure'))
     }
-    if (status !== COMPACT_STATUS_OK && status !== COMPACT_STATUS_PARSE_ERROR) throw internalError(new Error(`unexpected backend status ${status}`))
+    if (status !== COMPACT_STATUS_OK && status !== COMPACT_STATUS_PARSE_ERROR)
+      throw internalError(new Error(`unexpected backend status ${status}`))
   }
 
   private parseError(partial: HarmonyBatch): HarmonyParseError {

@@ -12,6 +12,8 @@
  *
  * Each stream behaves exactly as a `HarmonyStreamParser` with the same options fed the same batches.
  */
+
+import { createPool, implementation as defaultImplementation } from '../backend/choose'
 import {
   COMPACT_BAD_INDEX,
   COMPACT_STATUS,
@@ -20,12 +22,11 @@ import {
   COMPACT_STATUS_REPEATED_STREAM,
   COMPACT_STATUS_UNKNOWN_STREAM,
 } from '../backend/compact'
-import type { PoolBackend } from '../backend/protocol'
-import { HarmonyError, HarmonyParseError } from './errors'
-import { LAST_TOKEN } from '../backend/tokens'
-import { createPool, implementation as defaultImplementation } from '../backend/choose'
 import type { NameMirror } from '../backend/name-mirror'
-import { checkOptions, checkOut, diagnosticOf, backendOptions, internalError, publicHeader } from './parser'
+import type { PoolBackend } from '../backend/protocol'
+import { LAST_TOKEN } from '../backend/tokens'
+import { type HarmonyError, HarmonyParseError } from './errors'
+import { backendOptions, checkOptions, checkOut, diagnosticOf, internalError, publicHeader } from './parser'
 import type { HarmonyDiagnostic, HarmonyHeader, HarmonyStreamParserOptions, Implementation } from './types'
 
 export type HarmonyStreamOptions = Omit<HarmonyStreamParserOptions, 'implementation'>
@@ -46,7 +47,8 @@ function checkDisjoint(out: Uint32Array, inputs: Uint32Array[]): void {
 }
 
 function streamId(id: unknown): number {
-  if (!Number.isInteger(id) || (id as number) < 0 || (id as number) > 0xffff_ffff) throw new TypeError(`a stream id is an integer from 0 to ${0xffff_ffff}; got ${String(id)}`)
+  if (!Number.isInteger(id) || (id as number) < 0 || (id as number) > 0xffff_ffff)
+    throw new TypeError(`a stream id is an integer from 0 to ${0xffff_ffff}; got ${String(id)}`)
   return id as number
 }
 
@@ -61,7 +63,8 @@ export function throwForStepStatus(status: number, index: number, streams: Uint3
   if (status === COMPACT_STATUS_UNKNOWN_STREAM) {
     throw new RangeError(`stream id ${streams[index]} at index ${index} is not open in this pool (or is repeated in finish)`)
   }
-  if (status === COMPACT_STATUS_REPEATED_STREAM) throw new RangeError(`stream id ${streams[index]} at index ${index} is named twice in one step`)
+  if (status === COMPACT_STATUS_REPEATED_STREAM)
+    throw new RangeError(`stream id ${streams[index]} at index ${index} is named twice in one step`)
   if (status === COMPACT_STATUS_BAD_OFFSETS) {
     throw new RangeError('offsets must hold streams.length + 1 non-decreasing indexes into tokens')
   }
@@ -95,7 +98,7 @@ export class HarmonyStreamPool {
   /** Opens a stream (options as for `HarmonyStreamParser`); returns its id. */
   open(options: HarmonyStreamOptions = {}): number {
     checkOptions(options)
-    if ('implementation' in options) throw new TypeError('a pool stream runs on the pool\'s implementation')
+    if ('implementation' in options) throw new TypeError("a pool stream runs on the pool's implementation")
     return this.backend.open(...backendOptions(options))
   }
 

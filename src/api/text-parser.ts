@@ -145,7 +145,8 @@ function mergeSegments(segments: HarmonyBatch['segments']): HarmonyBatch['segmen
   const merged: HarmonyBatch['segments'] = []
   for (const segment of segments) {
     const last = merged.at(-1)
-    if (last !== undefined && last.messageIndex === segment.messageIndex) merged[merged.length - 1] = { ...last, text: last.text + segment.text }
+    if (last !== undefined && last.messageIndex === segment.messageIndex)
+      merged[merged.length - 1] = { ...last, text: last.text + segment.text }
     else merged.push(segment)
   }
   return merged

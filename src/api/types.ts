@@ -1,6 +1,7 @@
 /** Public types of harmony-stream. */
 
 export type { Implementation } from '../backend/protocol'
+
 import type { Implementation } from '../backend/protocol'
 
 /** The roles of the reference parser. */

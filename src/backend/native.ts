@@ -8,15 +8,15 @@ import {
   COMPACT_FIRST_RECORD,
   COMPACT_RECORD_SLOTS,
   COMPACT_RECORDS,
+  compactCapacity,
   NAME_NOT_INTERNED,
   RECORD_CLOSE,
   RECORD_OPEN,
   RECORD_TEXT,
-  compactCapacity,
 } from './compact'
-import type { BackendStream, LaneStepper, PoolBackend, RawDiagnostic, RawHeader, RawParseError, ResultVisitor } from './protocol'
 import type { FrameTemplate, LaneProgress } from './frames'
 import { NameMirror } from './name-mirror'
+import type { BackendStream, LaneStepper, PoolBackend, RawDiagnostic, RawHeader, RawParseError, ResultVisitor } from './protocol'
 
 export interface NativeBinding {
   loadVocabulary(path: string): void
@@ -177,7 +177,12 @@ export class NativeStream implements BackendStream {
   }
 
   setLane(template: FrameTemplate | null, counter: number): boolean {
-    return this.channel.binding.parserSetLane(this.id, template === null ? null : (template.literals as string[]), template === null ? [] : (template.slots as number[]), counter)
+    return this.channel.binding.parserSetLane(
+      this.id,
+      template === null ? null : (template.literals as string[]),
+      template === null ? [] : (template.slots as number[]),
+      counter,
+    )
   }
 
   takeLane(): LaneProgress | null {
@@ -195,9 +200,9 @@ export class NativeLaneStepper implements LaneStepper {
   constructor(private readonly binding: NativeBinding) {}
 
   add(stream: BackendStream): number {
-    if (!(stream instanceof NativeStream)) throw new TypeError('this pool runs on the native implementation; the adapter\'s parser does not')
+    if (!(stream instanceof NativeStream)) throw new TypeError("this pool runs on the native implementation; the adapter's parser does not")
     const { id } = stream
-    if (!this.binding.parserClaim(id, this.owner)) throw new TypeError('this adapter\'s parser is closed or served by another pool')
+    if (!this.binding.parserClaim(id, this.owner)) throw new TypeError("this adapter's parser is closed or served by another pool")
     return id
   }
 

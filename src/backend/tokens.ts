@@ -33,8 +33,8 @@ export function terminatorOf(token: number): number {
 }
 
 const NAMED_SPECIALS: Record<number, string> = {
-  199_998: '<|startoftext|>',
-  199_999: '<|endoftext|>',
+  199998: '<|startoftext|>',
+  199999: '<|endoftext|>',
   [RETURN]: '<|return|>',
   [CONSTRAIN]: '<|constrain|>',
   [CHANNEL]: '<|channel|>',

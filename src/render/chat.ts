@@ -7,16 +7,16 @@
 import type { TextMessage } from './conversation'
 import type { FunctionTool } from './developer'
 import {
-  type JsonObject,
-  TEXT_PARTS,
   array,
   fail,
   functionName,
   functionTools,
+  type JsonObject,
   object,
   optionalString,
   reasoningEffort,
   string,
+  TEXT_PARTS,
   textContent,
   toolArguments,
 } from './request-fields'
@@ -71,7 +71,11 @@ export function chatConversation(body: unknown): RequestConversation {
         break
       case 'user': {
         const name = optionalString(message.name, `${at}.name`)
-        conversation.messages.push({ role: 'user', ...(name === undefined ? {} : { name }), content: textContent(message.content, `${at}.content`, TEXT_PARTS.chat) })
+        conversation.messages.push({
+          role: 'user',
+          ...(name === undefined ? {} : { name }),
+          content: textContent(message.content, `${at}.content`, TEXT_PARTS.chat),
+        })
         break
       }
       case 'assistant':
@@ -80,12 +84,16 @@ export function chatConversation(body: unknown): RequestConversation {
       case 'tool': {
         const id = string(message.tool_call_id, `${at}.tool_call_id`)
         const name = calls.get(id)
-        if (name === undefined) fail(`${at}.tool_call_id '${id}' matches no tool call of an earlier assistant message`, `${at}.tool_call_id`)
+        if (name === undefined)
+          fail(`${at}.tool_call_id '${id}' matches no tool call of an earlier assistant message`, `${at}.tool_call_id`)
         conversation.messages.push(toolResultMessage(name, textContent(message.content, `${at}.content`, TEXT_PARTS.chat)))
         break
       }
       default:
-        fail(`${at}.role must be 'system', 'developer', 'user', 'assistant' or 'tool', not ${JSON.stringify(role).slice(0, 40)}`, `${at}.role`)
+        fail(
+          `${at}.role must be 'system', 'developer', 'user', 'assistant' or 'tool', not ${JSON.stringify(role).slice(0, 40)}`,
+          `${at}.role`,
+        )
     }
   })
   return conversation
@@ -105,7 +113,8 @@ function assistantMessages(message: JsonObject, at: string, calls: Map<string, s
   const out: TextMessage[] = []
   const reasoning = reasoningText(message, at)
   if (reasoning !== undefined && reasoning !== '') out.push({ role: 'assistant', channel: 'analysis', content: reasoning })
-  const content = message.content === undefined || message.content === null ? undefined : textContent(message.content, `${at}.content`, TEXT_PARTS.chat)
+  const content =
+    message.content === undefined || message.content === null ? undefined : textContent(message.content, `${at}.content`, TEXT_PARTS.chat)
   const toolCalls = message.tool_calls === undefined || message.tool_calls === null ? [] : array(message.tool_calls, `${at}.tool_calls`)
   if (toolCalls.length === 0) {
     if (content !== undefined) out.push({ role: 'assistant', channel: 'final', content })

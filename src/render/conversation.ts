@@ -3,11 +3,12 @@
  * rendering to tokens: each message as `Render<Message>` does it (encoding.rs), piece by piece, every piece
  * of text encoded on its own (so BPE never merges across a piece), special tokens inserted between them.
  */
+
+import type { Implementation } from '../api/types'
+import type { OrdinaryEncoder } from '../backend/encoder'
 import { CALL, CHANNEL, CONSTRAIN, END, MESSAGE, START } from '../backend/tokens'
-import { type Implementation } from '../api/types'
-import { type RenderCache } from './cache'
+import type { RenderCache } from './cache'
 import { type DeveloperContent, developerMessageText } from './developer'
-import { type OrdinaryEncoder } from '../backend/encoder'
 import { type SystemContent, systemMessageText } from './system'
 
 export interface SystemMessage {
@@ -178,4 +179,3 @@ export function concat(pieces: readonly (number | ArrayLike<number>)[]): Uint32A
 export function nextTurnTokens(renderer: MessageRenderer, role: string): ArrayLike<number>[] {
   return [[START], renderer.encoder.encode(role)]
 }
-

@@ -31,7 +31,11 @@ function functionsNamespace(tools: readonly FunctionTool[]): string {
   const block = ['## functions\n', 'namespace functions {\n']
   for (const tool of tools) {
     for (const line of lines(tool.description ?? '')) block.push(`// ${line}`)
-    block.push(tool.parameters == null ? `type ${tool.name} = () => any;\n` : `type ${tool.name} = (_: ${jsonSchemaToTypeScript(tool.parameters, '')}) => any;\n`)
+    block.push(
+      tool.parameters == null
+        ? `type ${tool.name} = () => any;\n`
+        : `type ${tool.name} = (_: ${jsonSchemaToTypeScript(tool.parameters, '')}) => any;\n`,
+    )
   }
   block.push('} // namespace functions')
   return block.join('\n')

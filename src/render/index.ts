@@ -3,14 +3,15 @@
  * Harmony prompt tokens ending with `<|start|>assistant`, token for token what the reference renderer
  * (openai/harmony) makes of the same conversation; and training renders with an assistant mask.
  */
-import { implementation as defaultImplementation } from '../backend/choose'
+
 import type { Implementation } from '../api/types'
+import { implementation as defaultImplementation } from '../backend/choose'
+import { ordinaryEncoder } from '../backend/encoder'
+import { RETURN } from '../backend/tokens'
 import { RenderCache } from './cache'
 import { chatConversation, type RequestConversation } from './chat'
-import { RETURN } from '../backend/tokens'
-import { type ConversationMessage, MessageRenderer, concat, nextTurnTokens } from './conversation'
+import { type ConversationMessage, concat, MessageRenderer, nextTurnTokens } from './conversation'
 import { dropFinishedAnalysis, referenceAutoDropAnalysis } from './drop'
-import { ordinaryEncoder } from '../backend/encoder'
 import { responsesConversation } from './responses'
 import { DEFAULT_KNOWLEDGE_CUTOFF, DEFAULT_MODEL_IDENTITY, REASONING_EFFORTS, type ReasoningEffort } from './system'
 import { validateConversation } from './validate'
@@ -82,20 +83,26 @@ function checkOptions(options: unknown, kind: keyof typeof OPTION_KEYS, fn: stri
   if (o.implementation !== undefined && o.implementation !== 'native' && o.implementation !== 'js') {
     throw new TypeError(`${fn}: implementation must be 'native' or 'js'`)
   }
-  if (o.cache !== undefined && o.cache !== null && !(o.cache instanceof RenderCache)) throw new TypeError(`${fn}: cache must be a RenderCache or null`)
+  if (o.cache !== undefined && o.cache !== null && !(o.cache instanceof RenderCache))
+    throw new TypeError(`${fn}: cache must be a RenderCache or null`)
   for (const key of ['keepAnalysis', 'prefixPreserving']) {
     if (o[key] !== undefined && typeof o[key] !== 'boolean') throw new TypeError(`${fn}: ${key} must be a boolean`)
   }
   for (const key of ['modelIdentity', 'knowledgeCutoff']) {
     if (o[key] !== undefined && typeof o[key] !== 'string') throw new TypeError(`${fn}: ${key} must be a string`)
   }
-  if (o.currentDate !== undefined && o.currentDate !== null && (typeof o.currentDate !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(o.currentDate))) {
+  if (
+    o.currentDate !== undefined &&
+    o.currentDate !== null &&
+    (typeof o.currentDate !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(o.currentDate))
+  ) {
     throw new TypeError(`${fn}: currentDate must be 'YYYY-MM-DD' or null`)
   }
   if (o.reasoningEffort !== undefined && !REASONING_EFFORTS.includes(o.reasoningEffort as ReasoningEffort)) {
     throw new TypeError(`${fn}: reasoningEffort must be 'low', 'medium' or 'high'`)
   }
-  if (o.nextRole !== undefined && o.nextRole !== null && typeof o.nextRole !== 'string') throw new TypeError(`${fn}: nextRole must be a string or null`)
+  if (o.nextRole !== undefined && o.nextRole !== null && typeof o.nextRole !== 'string')
+    throw new TypeError(`${fn}: nextRole must be a string or null`)
   return o
 }
 
@@ -159,7 +166,10 @@ export function renderResponsesRequest(body: unknown, options?: RenderRequestOpt
 }
 
 /** Messages of the reference's conversation model → tokens (for completion: ending with `<|start|>assistant`). */
-export function renderConversation(messages: readonly ConversationMessage[], options?: RenderConversationOptions): { tokens: Uint32Array; promptTokens: number } {
+export function renderConversation(
+  messages: readonly ConversationMessage[],
+  options?: RenderConversationOptions,
+): { tokens: Uint32Array; promptTokens: number } {
   const checked = checkOptions(options, 'conversation', 'renderConversation') as RenderConversationOptions
   validateConversation(messages, 'renderConversation')
   const renderer = rendererFor(checked)
@@ -187,11 +197,12 @@ export function renderForTraining(messages: readonly ConversationMessage[], opti
   })
   const last = kept[kept.length - 1]
   // The reference: a conversation that ends with the assistant's final answer ends with <|return|>.
-  if (!checked.prefixPreserving && last !== undefined && last.role === 'assistant' && last.channel === 'final') tokens[tokens.length - 1] = RETURN
+  if (!checked.prefixPreserving && last !== undefined && last.role === 'assistant' && last.channel === 'final')
+    tokens[tokens.length - 1] = RETURN
   return { tokens, assistantMask }
 }
 
-export { RenderCache, type RenderCacheOptions, type RenderCacheStats, DEFAULT_RENDER_CACHE_BYTES } from './cache'
+export { DEFAULT_RENDER_CACHE_BYTES, RenderCache, type RenderCacheOptions, type RenderCacheStats } from './cache'
 export type { ConversationMessage, DeveloperMessage, SystemMessage, TextMessage } from './conversation'
 export type { DeveloperContent, FunctionTool } from './developer'
 export type { ReasoningEffort, SystemContent } from './system'

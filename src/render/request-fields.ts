@@ -61,7 +61,10 @@ export function textContent(value: unknown, param: string, textParts: ReadonlySe
     const part = object(raw, `${param}[${i}]`)
     const type = string(part.type, `${param}[${i}].type`)
     if (!textParts.has(type)) {
-      fail(`${param}[${i}] is a '${type}' part; gpt-oss reads text only (parts of type ${[...textParts].map((t) => `'${t}'`).join(', ')})`, `${param}[${i}].type`)
+      fail(
+        `${param}[${i}] is a '${type}' part; gpt-oss reads text only (parts of type ${[...textParts].map((t) => `'${t}'`).join(', ')})`,
+        `${param}[${i}].type`,
+      )
     }
     // A refusal part carries its text in `refusal`.
     text += string(type === 'refusal' ? part.refusal : part.text, `${param}[${i}].${type === 'refusal' ? 'refusal' : 'text'}`)
@@ -97,7 +100,8 @@ export function functionTools(value: unknown, param: string, shape: 'chat' | 're
   return array(value, param).map((raw, i) => {
     const at = `${param}[${i}]`
     const tool = object(raw, at)
-    if (tool.type !== 'function') fail(`${at}.type must be 'function' (the only tool type rendered for gpt-oss), not ${describe(tool.type)}`, `${at}.type`)
+    if (tool.type !== 'function')
+      fail(`${at}.type must be 'function' (the only tool type rendered for gpt-oss), not ${describe(tool.type)}`, `${at}.type`)
     const fields = shape === 'chat' ? object(tool.function, `${at}.function`) : tool
     const prefix = shape === 'chat' ? `${at}.function` : at
     const name = functionName(fields.name, `${prefix}.name`)

@@ -8,20 +8,21 @@
  * Unlike vLLM's merging of Responses items into one chat turn for non-Harmony models (vLLM PR #42189), nothing
  * is merged: Harmony has one message per channel and recipient, which is exactly one item each.
  */
+
+import { offersTools, type RequestConversation, toolCallMessage, toolResultMessage } from './chat'
 import type { TextMessage } from './conversation'
-import { type RequestConversation, offersTools, toolCallMessage, toolResultMessage } from './chat'
 import {
-  type JsonObject,
-  TEXT_PARTS,
   array,
   fail,
   functionName,
   functionTools,
   isObject,
+  type JsonObject,
   object,
   optionalString,
   reasoningEffort,
   string,
+  TEXT_PARTS,
   textContent,
   toolArguments,
 } from './request-fields'

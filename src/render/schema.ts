@@ -15,7 +15,7 @@ type Json = unknown
 /** `value.get(key)` of serde_json: a value only for an object holding the key (arrays and scalars have none). */
 function get(value: Json, key: string): Json | undefined {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined
-  return Object.prototype.hasOwnProperty.call(value, key) ? (value as Record<string, Json>)[key] : undefined
+  return Object.hasOwn(value, key) ? (value as Record<string, Json>)[key] : undefined
 }
 
 function getString(value: Json, key: string): string | undefined {

@@ -22,7 +22,11 @@ export function validateConversation(messages: readonly ConversationMessage[], f
         check(optionalText(content[key]), fn, `${at}.content.${key} must be a string or null`)
       }
       const effort = content.reasoningEffort
-      check(effort === undefined || effort === null || REASONING_EFFORTS.includes(effort), fn, `${at}.content.reasoningEffort must be 'low', 'medium' or 'high'`)
+      check(
+        effort === undefined || effort === null || REASONING_EFFORTS.includes(effort),
+        fn,
+        `${at}.content.reasoningEffort must be 'low', 'medium' or 'high'`,
+      )
       return
     }
     if (role === 'developer') {
@@ -31,16 +35,28 @@ export function validateConversation(messages: readonly ConversationMessage[], f
       check(optionalText(content.instructions), fn, `${at}.content.instructions must be a string or null`)
       check(content.tools === undefined || Array.isArray(content.tools), fn, `${at}.content.tools must be an array`)
       content.tools?.forEach((tool, j) => {
-        check(tool !== null && typeof tool === 'object' && typeof tool.name === 'string' && tool.name !== '', fn, `${at}.content.tools[${j}].name must be a non-empty string`)
+        check(
+          tool !== null && typeof tool === 'object' && typeof tool.name === 'string' && tool.name !== '',
+          fn,
+          `${at}.content.tools[${j}].name must be a non-empty string`,
+        )
         check(optionalString(tool.description), fn, `${at}.content.tools[${j}].description must be a string`)
       })
       return
     }
-    check(role === 'user' || role === 'assistant' || role === 'tool', fn, `${at}.role must be 'system', 'developer', 'user', 'assistant' or 'tool'`)
+    check(
+      role === 'user' || role === 'assistant' || role === 'tool',
+      fn,
+      `${at}.role must be 'system', 'developer', 'user', 'assistant' or 'tool'`,
+    )
     check(typeof content === 'string', fn, `${at}.content must be a string`)
     for (const key of ['name', 'recipient', 'channel', 'contentType'] as const) {
       check(optionalString(message[key]), fn, `${at}.${key} must be a string`)
     }
-    check(role !== 'tool' || (typeof message.name === 'string' && message.name !== ''), fn, `${at}: a tool message needs its name (e.g. 'functions.get_weather')`)
+    check(
+      role !== 'tool' || (typeof message.name === 'string' && message.name !== ''),
+      fn,
+      `${at}: a tool message needs its name (e.g. 'functions.get_weather')`,
+    )
   })
 }

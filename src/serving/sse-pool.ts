@@ -15,15 +15,16 @@
  * crossing per stream), from a frame template the adapter gave for that message. The rest (a header, a
  * stop token, anything unusual) is handed to the adapter itself.
  */
-import type { ChatCompletionsStream, FinishOptions } from '../wire/chat'
-import type { LaneTemplate, PooledAdapter } from '../wire/lane'
-import type { ResponsesStream } from '../wire/responses'
-import type { BackendStream, LaneStepper } from '../backend/protocol'
-import { FRAMES_BAD_INDEX, FRAMES_ENDS, FRAMES_SLOW, FRAMES_STATUS, type FrameTemplate, LANE_TEXT } from '../backend/frames'
-import { createLaneStepper } from '../backend/choose'
+
 import { internalError } from '../api/parser'
 import { plainUint32Array, poolImplementation, throwForStepStatus } from '../api/pool'
 import type { Implementation } from '../api/types'
+import { createLaneStepper } from '../backend/choose'
+import { FRAMES_BAD_INDEX, FRAMES_ENDS, FRAMES_SLOW, FRAMES_STATUS, type FrameTemplate, LANE_TEXT } from '../backend/frames'
+import type { BackendStream, LaneStepper } from '../backend/protocol'
+import type { ChatCompletionsStream, FinishOptions } from '../wire/chat'
+import type { LaneTemplate, PooledAdapter } from '../wire/lane'
+import type { ResponsesStream } from '../wire/responses'
 
 export interface SsePoolOptions {
   /** Run on a given implementation instead of the process-wide one; adapters added must use the same. */
@@ -116,7 +117,7 @@ export class SsePool {
     if (candidate === null || typeof candidate !== 'object' || typeof candidate.laneTemplate !== 'function') {
       throw new TypeError('add() takes a ChatCompletionsStream or a ResponsesStream')
     }
-    if (candidate.options?.input === 'text') throw new TypeError('the pool feeds token ids: this adapter reads text (input: \'text\')')
+    if (candidate.options?.input === 'text') throw new TypeError("the pool feeds token ids: this adapter reads text (input: 'text')")
     if (pooled.has(adapter)) throw new TypeError('this adapter is already in a pool')
     const backend = candidate.laneStream!()
     if (backend === null) throw new TypeError('this adapter is finished or closed')

@@ -8,16 +8,17 @@
  * stream ends without a stop token. Tool arguments are checked as JSON when the call closes; invalid JSON has
  * already been streamed raw and gets a diagnostic, never an error.
  */
-import type { BackendStream } from '../backend/protocol'
+
 import { HarmonyStateError } from '../api/errors'
-import { FRAME_TEXT, type FrameTemplate, type LaneProgress, writeFrame } from '../backend/frames'
 import type { HarmonyDiagnostic, HarmonyStreamParserOptions } from '../api/types'
+import { FRAME_TEXT, type FrameTemplate, type LaneProgress, writeFrame } from '../backend/frames'
+import type { BackendStream } from '../backend/protocol'
 import { type LaneTemplate, SILENT_FRAME } from './lane'
 import { type InputKind, type MessageEvent, MessageStream } from './message-stream'
 import { CHAT_OPTIONS, checkAdapterOptions, parserOptionsOf } from './options'
-import { TextCallRecovery, recoveredDiagnostic } from './recovery'
+import { recoveredDiagnostic, TextCallRecovery } from './recovery'
+import { droppedDiagnostic, type Route, type RoutingOptions, routeOf, toolArgumentsDiagnostic, toolName } from './routing'
 import type { HeldOutput, RecoveredCall } from './text-tool-calls'
-import { type Route, type RoutingOptions, droppedDiagnostic, routeOf, toolArgumentsDiagnostic, toolName } from './routing'
 
 export interface ChatAdapterOptions extends RoutingOptions {
   /** `model` of every chunk. */
@@ -116,7 +117,12 @@ export function randomId(prefix: string): string {
  * without one (or the engine says it was cut: `truncated`), `tool_calls` after `<|call|>` if tool calls were
  * sent (a call to a built-in tool the gateway dropped is a plain `stop`), `stop` otherwise.
  */
-export function finishReasonOf(terminator: string | null | undefined, toolCalls: number, truncated = false, recoveredCalls = 0): FinishReason {
+export function finishReasonOf(
+  terminator: string | null | undefined,
+  toolCalls: number,
+  truncated = false,
+  recoveredCalls = 0,
+): FinishReason {
   if (truncated || terminator == null) return 'length'
   // A call recovered from final text ends the turn like a Harmony tool call.
   if (recoveredCalls > 0) return 'tool_calls'
@@ -155,7 +161,11 @@ class ChatMapper {
   /** The fields reasoning text goes in, in order (option `reasoningField`); every face of the adapter uses these. */
   readonly reasoningFields: readonly ('reasoning_content' | 'reasoning')[]
 
-  constructor(readonly options: ChatAdapterOptions, readonly id: string, toolNames: readonly string[]) {
+  constructor(
+    readonly options: ChatAdapterOptions,
+    readonly id: string,
+    toolNames: readonly string[],
+  ) {
     this.recovery = new TextCallRecovery(options, toolNames)
     const field = options.reasoningField ?? 'reasoning_content'
     this.reasoningFields = field === 'both' ? ['reasoning_content', 'reasoning'] : [field]
@@ -202,7 +212,12 @@ class ChatMapper {
     if (state.route === 'reasoning') this.reasoningTokens += event.tokens
     if (state.route === 'ignore') this.diagnostics.push(droppedDiagnostic(message, tokenOffset))
     if (state.route === 'tool') {
-      const call = { name: toolName(state.recipient!), id: this.toolCallId(state.toolIndex!), arguments: message.content, contentType: message.contentType }
+      const call = {
+        name: toolName(state.recipient!),
+        id: this.toolCallId(state.toolIndex!),
+        arguments: message.content,
+        contentType: message.contentType,
+      }
       const diagnostic = toolArgumentsDiagnostic(call, tokenOffset)
       if (diagnostic !== null) this.diagnostics.push(diagnostic)
     }
@@ -313,7 +328,8 @@ export class ChatCompletionsStream {
 
   private pushInto(input: Uint32Array | readonly number[] | string): void {
     this.lane = null
-    if (this.done) throw new HarmonyStateError('adapter-finished', 'push() after finish() or close(): create a new adapter for a new completion')
+    if (this.done)
+      throw new HarmonyStateError('adapter-finished', 'push() after finish() or close(): create a new adapter for a new completion')
     this.chunks(this.stream.pushInput(input))
   }
 
@@ -377,7 +393,10 @@ export class ChatCompletionsStream {
     if (field === 'content') return (this.contentFrame ??= this.deltaFrame(['{"content":', '}'], [FRAME_TEXT]))
     const names = this.mapper.reasoningFields
     // One field, or both with the text twice: {"reasoning_content":T,"reasoning":T}.
-    this.reasoningFrame ??= this.deltaFrame([`{"${names[0]}":`, ...names.slice(1).map((name) => `,"${name}":`), '}'], names.map(() => FRAME_TEXT))
+    this.reasoningFrame ??= this.deltaFrame(
+      [`{"${names[0]}":`, ...names.slice(1).map((name) => `,"${name}":`), '}'],
+      names.map(() => FRAME_TEXT),
+    )
     return this.reasoningFrame
   }
 
@@ -449,7 +468,8 @@ export class ChatCompletionsStream {
         const { segment } = event
         const state = mapper.stateOf(segment.messageIndex, segment)
         if (state.route === 'reasoning') this.emitText('reasoning', segment.text)
-        else if (state.route === 'content' && mapper.recovery.applies(segment)) this.held(mapper.recovery.feed(segment.messageIndex, segment.text))
+        else if (state.route === 'content' && mapper.recovery.applies(segment))
+          this.held(mapper.recovery.feed(segment.messageIndex, segment.text))
         else if (state.route === 'content') this.emitText('content', segment.text)
         else if (state.route === 'tool') this.emitArguments(state, segment.text)
       } else {
@@ -478,7 +498,10 @@ export class ChatCompletionsStream {
 }
 
 /** Non-streaming Chat Completions: a whole completion's tokens → one `chat.completion`. */
-export function chatCompletion(tokens: Uint32Array | readonly number[] | string, options: ChatAdapterOptions & FinishOptions): ChatCompletion & { diagnostics: AdapterDiagnostic[] } {
+export function chatCompletion(
+  tokens: Uint32Array | readonly number[] | string,
+  options: ChatAdapterOptions & FinishOptions,
+): ChatCompletion & { diagnostics: AdapterDiagnostic[] } {
   checkAdapterOptions(options, CHAT_OPTIONS, 'chatCompletion')
   const id = options.id ?? randomId('chatcmpl-')
   const parserOptions = parserOptionsOf(options as never, 'chatCompletion')
@@ -502,7 +525,11 @@ export function chatCompletion(tokens: Uint32Array | readonly number[] | string,
     } else if (state.route === 'content') content.push(message.content)
     else if (state.route === 'reasoning') reasoning.push(message.content)
     else if (state.route === 'tool') {
-      toolCalls.push({ id: mapper.toolCallId(state.toolIndex!), type: 'function', function: { name: toolName(state.recipient!), arguments: message.content } })
+      toolCalls.push({
+        id: mapper.toolCallId(state.toolIndex!),
+        type: 'function',
+        function: { name: toolName(state.recipient!), arguments: message.content },
+      })
     }
   }
   const message: ChatCompletion['choices'][0]['message'] = { role: 'assistant', content: content.length > 0 ? content.join('') : null }
@@ -515,7 +542,14 @@ export function chatCompletion(tokens: Uint32Array | readonly number[] | string,
     object: 'chat.completion',
     created: options.created ?? Math.floor(Date.now() / 1000),
     model: options.model,
-    choices: [{ index: 0, message, finish_reason: finishReasonOf(mapper.lastTerminator, mapper.toolCalls, options.truncated, mapper.recoveredCalls), logprobs: null }],
+    choices: [
+      {
+        index: 0,
+        message,
+        finish_reason: finishReasonOf(mapper.lastTerminator, mapper.toolCalls, options.truncated, mapper.recoveredCalls),
+        logprobs: null,
+      },
+    ],
     usage: {
       prompt_tokens: prompt,
       completion_tokens: stream.tokens,

@@ -2,8 +2,9 @@
  * What `SsePool` needs of an adapter to serve it through the fast lane (backend/frames.ts): the frame its
  * SSE face writes for every text delta of the open message, and a way to take in what the lane did.
  */
+
+import type { FrameTemplate, LaneProgress } from '../backend/frames'
 import type { BackendStream } from '../backend/protocol'
-import { type FrameTemplate, type LaneProgress } from '../backend/frames'
 import type { FinishOptions } from './chat'
 
 /** A message whose text is sent nowhere (a dropped message): a template without slots, which writes nothing. */

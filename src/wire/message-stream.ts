@@ -8,11 +8,18 @@
  * its close, and its close before the next message's text.
  */
 import { HarmonyStreamParser } from '../api/parser'
-import { ordinaryEncoder } from '../backend/encoder'
-import { DEFAULT_MAX_HEADER_BYTES, tokensOfPieces } from '../api/text-parser'
 import { byteTokens } from '../api/text/byte-tokens'
 import { MarkerScanner, type Piece } from '../api/text/marker-scanner'
-import type { HarmonyBatch, HarmonyDiagnostic, HarmonyMessage, HarmonyOpened, HarmonySegment, HarmonyStreamParserOptions } from '../api/types'
+import { DEFAULT_MAX_HEADER_BYTES, tokensOfPieces } from '../api/text-parser'
+import type {
+  HarmonyBatch,
+  HarmonyDiagnostic,
+  HarmonyMessage,
+  HarmonyOpened,
+  HarmonySegment,
+  HarmonyStreamParserOptions,
+} from '../api/types'
+import { ordinaryEncoder } from '../backend/encoder'
 
 /** First id of the special tokens: a message can only open or close at one of them. */
 const FIRST_SPECIAL = 199_998
@@ -65,7 +72,10 @@ export class MessageStream {
   /** Text input: the text since the last marker, not yet counted in tokens. */
   private unweighed = ''
 
-  constructor(options: HarmonyStreamParserOptions = {}, readonly input: InputKind = 'tokens') {
+  constructor(
+    options: HarmonyStreamParserOptions = {},
+    readonly input: InputKind = 'tokens',
+  ) {
     // For text, the parser reads single-byte tokens: its header limit counts bytes (as HarmonyTextParser's).
     this.parser = new HarmonyStreamParser(input === 'text' ? { maxHeaderTokens: DEFAULT_MAX_HEADER_BYTES, ...options } : options)
     this.scanner = input === 'text' ? new MarkerScanner() : null
@@ -74,10 +84,10 @@ export class MessageStream {
   /** Feeds token ids, or a chunk of text when made for text input. */
   pushInput(input: Uint32Array | readonly number[] | string): MessageEvent[] {
     if (typeof input === 'string') {
-      if (this.scanner === null) throw new TypeError('this adapter reads token ids; make it with input: \'text\' for text')
+      if (this.scanner === null) throw new TypeError("this adapter reads token ids; make it with input: 'text' for text")
       return this.pushPieces(this.scanner.push(input))
     }
-    if (this.scanner !== null) throw new TypeError('this adapter reads text (input: \'text\'); pass strings')
+    if (this.scanner !== null) throw new TypeError("this adapter reads text (input: 'text'); pass strings")
     return this.push(input)
   }
 

@@ -37,9 +37,11 @@ export function checkAdapterOptions(options: unknown, known: ReadonlySet<string>
       fail(where, `option '${key}' must be a non-negative integer`)
     }
   }
-  for (const key of ['includeUsage', 'truncated']) if (o[key] !== undefined && typeof o[key] !== 'boolean') fail(where, `option '${key}' must be a boolean`)
+  for (const key of ['includeUsage', 'truncated'])
+    if (o[key] !== undefined && typeof o[key] !== 'boolean') fail(where, `option '${key}' must be a boolean`)
   for (const [key, choices] of Object.entries(CHOICES)) {
-    if (o[key] !== undefined && !choices.includes(o[key])) fail(where, `option '${key}' must be ${choices.map((c) => `'${c}'`).join(' or ')}, not ${JSON.stringify(o[key])}`)
+    if (o[key] !== undefined && !choices.includes(o[key]))
+      fail(where, `option '${key}' must be ${choices.map((c) => `'${c}'`).join(' or ')}, not ${JSON.stringify(o[key])}`)
   }
   if (o.parser !== undefined) {
     try {
@@ -74,7 +76,9 @@ export function functionNamesOf(tools: unknown, where: string): string[] {
 export function functionFields(tool: unknown): Record<string, unknown> | null {
   if (tool === null || typeof tool !== 'object' || (tool as { type?: unknown }).type !== 'function') return null
   const nested = (tool as { function?: unknown }).function
-  return nested !== null && typeof nested === 'object' && !Array.isArray(nested) ? (nested as Record<string, unknown>) : (tool as Record<string, unknown>)
+  return nested !== null && typeof nested === 'object' && !Array.isArray(nested)
+    ? (nested as Record<string, unknown>)
+    : (tool as Record<string, unknown>)
 }
 
 /** A tool name as the parser wants it: bare names (as requests spell them) get the `functions.` namespace. */

@@ -4,8 +4,8 @@
  * diagnostic each recovered call leaves.
  */
 import type { HarmonyDiagnostic } from '../api/types'
-import { type RouteFields } from './routing'
-import { type DeclaredTool, type HeldOutput, type RecoveredCall, TextCallHolder, declaredTools } from './text-tool-calls'
+import type { RouteFields } from './routing'
+import { type DeclaredTool, declaredTools, type HeldOutput, type RecoveredCall, TextCallHolder } from './text-tool-calls'
 
 export class TextCallRecovery {
   private readonly declared: Map<string, DeclaredTool>
@@ -43,7 +43,11 @@ export class TextCallRecovery {
   }
 }
 
-export function recoveredDiagnostic(call: RecoveredCall, toolCallId: string, tokenOffset: number): HarmonyDiagnostic & { toolCallId: string } {
+export function recoveredDiagnostic(
+  call: RecoveredCall,
+  toolCallId: string,
+  tokenOffset: number,
+): HarmonyDiagnostic & { toolCallId: string } {
   return {
     code: 'text-tool-call',
     message: `the model wrote a call of ${call.name} as text in its final message; sent as a tool call`,

@@ -8,17 +8,18 @@
  * when a batch holds the end of one message and the start of the next, and at the end of the stream. The
  * stream ends with `response.completed`, or `response.incomplete` when it ended without a stop token.
  */
-import type { BackendStream } from '../backend/protocol'
+
 import { HarmonyStateError } from '../api/errors'
-import { FRAME_COUNTER, FRAME_TEXT, type FrameTemplate, type LaneProgress, writeFrame } from '../backend/frames'
 import type { HarmonyStreamParserOptions } from '../api/types'
+import { FRAME_COUNTER, FRAME_TEXT, type FrameTemplate, type LaneProgress, writeFrame } from '../backend/frames'
+import type { BackendStream } from '../backend/protocol'
 import { type AdapterDiagnostic, type FinishOptions, randomId } from './chat'
 import { type LaneTemplate, SILENT_FRAME } from './lane'
 import { type InputKind, type MessageEvent, MessageStream } from './message-stream'
-import { RESPONSES_OPTIONS, checkAdapterOptions, parserOptionsOf } from './options'
-import { TextCallRecovery, recoveredDiagnostic } from './recovery'
+import { checkAdapterOptions, parserOptionsOf, RESPONSES_OPTIONS } from './options'
+import { recoveredDiagnostic, TextCallRecovery } from './recovery'
+import { droppedDiagnostic, type Route, type RoutingOptions, routeOf, toolArgumentsDiagnostic, toolName } from './routing'
 import type { HeldOutput } from './text-tool-calls'
-import { type Route, type RoutingOptions, droppedDiagnostic, routeOf, toolArgumentsDiagnostic, toolName } from './routing'
 
 export interface ResponsesAdapterOptions extends RoutingOptions {
   model: string
@@ -243,12 +244,16 @@ export class ResponsesStream {
   private startInto(): Built[] {
     if (this.started) return []
     this.started = true
-    return [this.event('response.created', { response: this.response('in_progress') }), this.event('response.in_progress', { response: this.response('in_progress') })]
+    return [
+      this.event('response.created', { response: this.response('in_progress') }),
+      this.event('response.in_progress', { response: this.response('in_progress') }),
+    ]
   }
 
   private pushInto(input: Uint32Array | readonly number[] | string): Built[] {
     this.lane = undefined
-    if (this.done) throw new HarmonyStateError('adapter-finished', 'push() after finish(), error() or close(): create a new adapter for a new response')
+    if (this.done)
+      throw new HarmonyStateError('adapter-finished', 'push() after finish(), error() or close(): create a new adapter for a new response')
     const started = this.startInto()
     const events = this.events(this.stream.pushInput(input))
     return started.length === 0 ? events : [...started, ...events]
@@ -273,7 +278,13 @@ export class ResponsesStream {
   }
 
   /** The response as it stands (complete after `finish()`). */
-  response(status: ResponseObject['status'] = this.done ? (this.lastTerminator != null && !this.truncated ? 'completed' : 'incomplete') : 'in_progress'): ResponseObject {
+  response(
+    status: ResponseObject['status'] = this.done
+      ? this.lastTerminator != null && !this.truncated
+        ? 'completed'
+        : 'incomplete'
+      : 'in_progress',
+  ): ResponseObject {
     const input = this.options.inputTokens ?? 0
     return {
       id: this.id,
@@ -317,7 +328,8 @@ export class ResponsesStream {
         if (!this.readsForCalls(event.opened)) this.itemOf(event.opened.messageIndex, event.opened, events)
       } else if (event.kind === 'text') {
         const { segment } = event
-        if (this.readsForCalls(segment)) this.held(segment.messageIndex, segment, this.recovery.feed(segment.messageIndex, segment.text), events)
+        if (this.readsForCalls(segment))
+          this.held(segment.messageIndex, segment, this.recovery.feed(segment.messageIndex, segment.text), events)
         else {
           const item = this.itemOf(segment.messageIndex, segment, events)
           if (item !== null) this.delta(item, segment.text, events)
@@ -329,7 +341,8 @@ export class ResponsesStream {
         const item = recovering ? (this.open.get(event.index) ?? null) : this.itemOf(event.index, event.message, events)
         this.lastTerminator = event.message.terminator
         if (item === null) {
-          if (routeOf(event.message, this.options) === 'ignore') this.adapterDiagnostics.push(droppedDiagnostic(event.message, this.stream.tokens))
+          if (routeOf(event.message, this.options) === 'ignore')
+            this.adapterDiagnostics.push(droppedDiagnostic(event.message, this.stream.tokens))
           continue
         }
         if (item.route === 'reasoning') this.reasoningTokens += event.tokens
@@ -352,7 +365,12 @@ export class ResponsesStream {
   }
 
   /** What the holder released: text into the message's item, recovered calls as whole function_call items. */
-  private held(index: number, header: { role: string; channel?: string | null; recipient?: string | null }, outputs: HeldOutput[], events: Built[]): void {
+  private held(
+    index: number,
+    header: { role: string; channel?: string | null; recipient?: string | null },
+    outputs: HeldOutput[],
+    events: Built[],
+  ): void {
     for (const output of outputs) {
       if ('text' in output) {
         const item = this.itemOf(index, header, events)
@@ -361,7 +379,14 @@ export class ResponsesStream {
       }
       const { call } = output
       const base = `${this.id.replace(/^resp_/, '')}_${index}_t${this.recoveredCalls++}`
-      const item: ResponseItem = { id: `fc_${base}`, type: 'function_call', call_id: `call_${base}`, name: call.name, arguments: '', status: 'in_progress' }
+      const item: ResponseItem = {
+        id: `fc_${base}`,
+        type: 'function_call',
+        call_id: `call_${base}`,
+        name: call.name,
+        arguments: '',
+        status: 'in_progress',
+      }
       const open: OpenItem = { route: 'tool', outputIndex: this.output.length, item, text: '' }
       this.output.push(item)
       events.push(this.event('response.output_item.added', { output_index: open.outputIndex, item: structuredClone(item) }))
@@ -372,7 +397,11 @@ export class ResponsesStream {
   }
 
   /** The item of message `index`, added (with its events) on first sight; null for ignored messages. */
-  private itemOf(index: number, header: { role: string; channel?: string | null; recipient?: string | null }, events: Built[]): OpenItem | null {
+  private itemOf(
+    index: number,
+    header: { role: string; channel?: string | null; recipient?: string | null },
+    events: Built[],
+  ): OpenItem | null {
     const known = this.open.get(index)
     if (known) return known
     const route = routeOf(header, this.options)
@@ -381,15 +410,37 @@ export class ResponsesStream {
     let item: ResponseItem
     if (route === 'reasoning') item = { id: `rs_${base}`, type: 'reasoning', summary: [], content: [], status: 'in_progress' }
     else if (route === 'content') item = { id: `msg_${base}`, type: 'message', role: 'assistant', status: 'in_progress', content: [] }
-    else item = { id: `fc_${base}`, type: 'function_call', call_id: `call_${base}`, name: toolName(header.recipient!), arguments: '', status: 'in_progress' }
+    else
+      item = {
+        id: `fc_${base}`,
+        type: 'function_call',
+        call_id: `call_${base}`,
+        name: toolName(header.recipient!),
+        arguments: '',
+        status: 'in_progress',
+      }
     const open: OpenItem = { route, outputIndex: this.output.length, item, text: '' }
     this.output.push(item)
     this.open.set(index, open)
     events.push(this.event('response.output_item.added', { output_index: open.outputIndex, item: structuredClone(item) }))
     if (item.type === 'reasoning') {
-      events.push(this.event('response.content_part.added', { item_id: item.id, output_index: open.outputIndex, content_index: 0, part: { type: 'reasoning_text', text: '' } }))
+      events.push(
+        this.event('response.content_part.added', {
+          item_id: item.id,
+          output_index: open.outputIndex,
+          content_index: 0,
+          part: { type: 'reasoning_text', text: '' },
+        }),
+      )
     } else if (item.type === 'message') {
-      events.push(this.event('response.content_part.added', { item_id: item.id, output_index: open.outputIndex, content_index: 0, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } }))
+      events.push(
+        this.event('response.content_part.added', {
+          item_id: item.id,
+          output_index: open.outputIndex,
+          content_index: 0,
+          part: { type: 'output_text', text: '', annotations: [], logprobs: [] },
+        }),
+      )
     }
     return open
   }
@@ -403,7 +454,8 @@ export class ResponsesStream {
     }
     const where = { item_id: open.item.id, output_index: open.outputIndex }
     if (open.item.type === 'reasoning') events.push(this.event('response.reasoning_text.delta', { ...where, content_index: 0, delta }))
-    else if (open.item.type === 'message') events.push(this.event('response.output_text.delta', { ...where, content_index: 0, delta, logprobs: [] }))
+    else if (open.item.type === 'message')
+      events.push(this.event('response.output_text.delta', { ...where, content_index: 0, delta, logprobs: [] }))
     else events.push(this.event('response.function_call_arguments.delta', { ...where, delta }))
   }
 
@@ -431,7 +483,12 @@ export class ResponsesStream {
 
 /** An item's delta frame around the sequence number and the delta, as the event objects serialize. */
 function deltaFrame(open: OpenItem): FrameTemplate {
-  const type = open.item.type === 'reasoning' ? 'response.reasoning_text.delta' : open.item.type === 'message' ? 'response.output_text.delta' : 'response.function_call_arguments.delta'
+  const type =
+    open.item.type === 'reasoning'
+      ? 'response.reasoning_text.delta'
+      : open.item.type === 'message'
+        ? 'response.output_text.delta'
+        : 'response.function_call_arguments.delta'
   const where = `,"item_id":${JSON.stringify(open.item.id)},"output_index":${open.outputIndex}`
   const middle = open.item.type === 'function_call' ? `${where},"delta":` : `${where},"content_index":0,"delta":`
   const tail = open.item.type === 'message' ? ',"logprobs":[]}\n\n' : '}\n\n'

@@ -84,7 +84,10 @@ export function isJson(text: string): boolean {
  * The `dropped-message` diagnostic for a message the adapters do not send (a call to a built-in tool the
  * gateway did not offer, a non-assistant message the model wrote): dropped text never disappears silently.
  */
-export function droppedDiagnostic(message: { role: string; recipient?: string | null; content: string }, tokenOffset: number): HarmonyDiagnostic {
+export function droppedDiagnostic(
+  message: { role: string; recipient?: string | null; content: string },
+  tokenOffset: number,
+): HarmonyDiagnostic {
   const what = message.role !== 'assistant' ? `a ${message.role} message` : `a message to ${message.recipient}`
   return {
     code: 'dropped-message',

@@ -237,7 +237,10 @@ export class TextCallHolder {
     const text = this.text
     const lineEnd = text.indexOf('\n', at)
     if (lineEnd < 0) return final ? this.giveUp(at + 3, out) : null
-    const language = text.slice(at + 3, lineEnd).trim().toLowerCase()
+    const language = text
+      .slice(at + 3, lineEnd)
+      .trim()
+      .toLowerCase()
     if (language !== '' && language !== 'json') {
       this.foreignFence = true
       return this.giveUp(lineEnd + 1, out)

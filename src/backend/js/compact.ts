@@ -2,14 +2,7 @@
  * Writes a batch's results in the compact format (`../compact.ts`). Mirrors `write_records` in
  * crate/core/src/compact.rs.
  */
-import {
-  COMPACT_RECORD_SLOTS,
-  type NameTable,
-  RECORD_CLOSE,
-  RECORD_FIELDS,
-  RECORD_OPEN,
-  RECORD_TEXT,
-} from '../compact'
+import { COMPACT_RECORD_SLOTS, type NameTable, RECORD_CLOSE, RECORD_FIELDS, RECORD_OPEN, RECORD_TEXT } from '../compact'
 import { EVENT_OPEN, EVENT_TEXT } from '../protocol'
 import type { BatchOutput } from './output'
 

@@ -220,7 +220,10 @@ function splitGluedRole(word: string): [string, string] | null {
  * Removes every further `<|channel|>` marker; the channel is the first known channel name among all the
  * values, else the first value.
  */
-function repairRepeatedChannels(channel: string | null, rest: string): { channel: string | null; rest: string; problem: HeaderProblem | null } {
+function repairRepeatedChannels(
+  channel: string | null,
+  rest: string,
+): { channel: string | null; rest: string; problem: HeaderProblem | null } {
   if (!rest.includes(CHANNEL_MARKER)) return { channel, rest, problem: null }
   const values: string[] = channel === null ? [] : [channel]
   while (rest.includes(CHANNEL_MARKER)) {
@@ -321,7 +324,8 @@ function repairRecipient(header: Header, words: string[], toolNames: readonly st
   if (header.contentType === null && !toolNames.includes(recipient)) {
     let tool: string | null = null
     for (const name of toolNames) {
-      if (name !== '' && recipient.length > name.length && recipient.startsWith(name) && (tool === null || name.length > tool.length)) tool = name
+      if (name !== '' && recipient.length > name.length && recipient.startsWith(name) && (tool === null || name.length > tool.length))
+        tool = name
     }
     if (tool !== null) {
       problems.push({ kind: 'glued-content-type', words: recipient })

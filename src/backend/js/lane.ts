@@ -4,11 +4,26 @@
  * tokens, gets its frame written here from the template its adapter set (../frames.ts). Everything else
  * (headers, closes, diagnostics, errors) is left to the adapter itself, on the same parser.
  */
-import { COMPACT_STATUS_BAD_OFFSETS, COMPACT_STATUS_INVALID_TOKEN, COMPACT_STATUS_OK, COMPACT_STATUS_REPEATED_STREAM, COMPACT_STATUS_UNKNOWN_STREAM } from '../compact'
-import { FRAMES_BAD_INDEX, FRAMES_ENDS, FRAMES_SLOW, FRAMES_STATUS, type FrameTemplate, LANE_TEXT, type LaneProgress, writeFrame } from '../frames'
+import {
+  COMPACT_STATUS_BAD_OFFSETS,
+  COMPACT_STATUS_INVALID_TOKEN,
+  COMPACT_STATUS_OK,
+  COMPACT_STATUS_REPEATED_STREAM,
+  COMPACT_STATUS_UNKNOWN_STREAM,
+} from '../compact'
+import {
+  FRAMES_BAD_INDEX,
+  FRAMES_ENDS,
+  FRAMES_SLOW,
+  FRAMES_STATUS,
+  type FrameTemplate,
+  LANE_TEXT,
+  type LaneProgress,
+  writeFrame,
+} from '../frames'
 import { STATE_CONTENT } from '../protocol'
-import { type Stream, runGuarded } from './pool'
 import { FIRST_SPECIAL } from '../tokens'
+import { runGuarded, type Stream } from './pool'
 import { sharedVocabulary } from './vocabulary'
 
 /**

@@ -17,16 +17,16 @@ import {
   COMPACT_STATUS_OK,
   COMPACT_STATUS_PARSE_ERROR,
   COMPACT_STATUS_UNKNOWN_STREAM,
+  compactCapacity,
   NameTable,
   RECORD_STREAM,
-  compactCapacity,
 } from '../compact'
 import type { PoolBackend, RawDiagnostic, RawHeader, RawParseError } from '../protocol'
 import { writeRecords } from './compact'
-import type { ParseError } from './output'
 import type { Lane } from './lane'
+import type { ParseError } from './output'
 import { type ParserOptions, type PushError, StreamParser } from './stream-parser'
-import { type Vocabulary, sharedVocabulary } from './vocabulary'
+import { sharedVocabulary, type Vocabulary } from './vocabulary'
 
 /** Stream ids: the slot index in the low 24 bits, a generation in the high 8 (as in pool.rs). */
 const INDEX_BITS = 24
@@ -292,4 +292,3 @@ function statusOf(stream: Stream, result: PushError | null): number {
 function internalError(message: string): ParseError {
   return { code: 'internal-error', message, tokenOffset: 0, header: null }
 }
-

@@ -4,10 +4,10 @@
  * recovers from everything with a diagnostic and drops no content text.
  */
 import { STATE_CONTENT, STATE_EXPECT_START, STATE_HEADER, TERMINATOR_NONE } from '../protocol'
+import { CHANNEL, LAST_TOKEN, MESSAGE, START, terminatorOf } from '../tokens'
 import { type Header, parseHeader, problemCode, problemMessage, recoverHeader } from './header'
 import { BatchOutput, type ParseError } from './output'
-import { CHANNEL, LAST_TOKEN, MESSAGE, START, terminatorOf } from '../tokens'
-import { Utf8Assembler, decodeLossy, validUpTo } from './utf8'
+import { decodeLossy, Utf8Assembler, validUpTo } from './utf8'
 import type { Vocabulary } from './vocabulary'
 
 /** Ignored text between messages is reported in diagnostics of at most this many bytes each. */
@@ -23,10 +23,7 @@ export interface ParserOptions {
   toolNames: readonly string[]
 }
 
-export type PushError =
-  | { kind: 'invalid-token'; index: number; id: number }
-  | { kind: 'finished' }
-  | { kind: 'parse'; error: ParseError }
+export type PushError = { kind: 'invalid-token'; index: number; id: number } | { kind: 'finished' } | { kind: 'parse'; error: ParseError }
 
 export function pushErrorMessage(error: PushError): string {
   switch (error.kind) {
@@ -96,7 +93,12 @@ export class StreamParser {
       if (state === STATE_EXPECT_START && token === START && this.strayTokens === 0) {
         state = STATE_HEADER
         header = 0
-      } else if (state === STATE_HEADER && token !== MESSAGE && header < this.maxHeaderTokens && (this.strict || (token !== START && terminatorOf(token) === TERMINATOR_NONE))) {
+      } else if (
+        state === STATE_HEADER &&
+        token !== MESSAGE &&
+        header < this.maxHeaderTokens &&
+        (this.strict || (token !== START && terminatorOf(token) === TERMINATOR_NONE))
+      ) {
         header++
       } else return false
     }

@@ -2,11 +2,11 @@
  * The TypeScript implementation behind one `HarmonyStreamParser`: a stream of its own (no pool, so the
  * garbage collector frees it with the parser), answering in the single form of the compact format.
  */
-import { NAME_NOT_INTERNED, NameTable, compactCapacity } from '../compact'
-import type { BackendStream, LaneStepper, RawDiagnostic, RawHeader, RawParseError, ResultVisitor } from '../protocol'
+import { compactCapacity, NAME_NOT_INTERNED, NameTable } from '../compact'
 import type { FrameTemplate, LaneProgress } from '../frames'
+import type { BackendStream, LaneStepper, RawDiagnostic, RawHeader, RawParseError, ResultVisitor } from '../protocol'
 import { claimLane, releaseLane, setLane, stepFrames, takeLane } from './lane'
-import { type Stream, callStream, failGuarded, newStream, runStream } from './pool'
+import { callStream, failGuarded, newStream, runStream, type Stream } from './pool'
 import { sharedVocabulary } from './vocabulary'
 
 // Shared by all TypeScript parsers of this thread: calls are synchronous, so one at a time writes `out`.
@@ -86,9 +86,9 @@ export class JsLaneStepper implements LaneStepper {
   private readonly owner = ++lastOwner
 
   add(backend: BackendStream): number {
-    if (!(backend instanceof JsStream)) throw new TypeError('this pool runs on the js implementation; the adapter\'s parser does not')
+    if (!(backend instanceof JsStream)) throw new TypeError("this pool runs on the js implementation; the adapter's parser does not")
     const id = claimLane(backend.stream, this.owner)
-    if (id === null) throw new TypeError('this adapter\'s parser is served by another pool')
+    if (id === null) throw new TypeError("this adapter's parser is served by another pool")
     return id
   }
 

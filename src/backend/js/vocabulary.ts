@@ -6,10 +6,9 @@
  * UTF-8 on their own, so the hot path appends such tokens without the UTF-8 assembler.
  */
 import { readFileSync } from 'node:fs'
-
+import { FIRST_SPECIAL, specialTokenText, VOCAB_SIZE } from '../tokens'
 import { vocabularyPath } from '../vocabulary-file'
-import { FIRST_SPECIAL, VOCAB_SIZE, specialTokenText } from '../tokens'
-import { type TextSink, type Utf8Assembler, decodeValid, validUpTo } from './utf8'
+import { decodeValid, type TextSink, type Utf8Assembler, validUpTo } from './utf8'
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
 

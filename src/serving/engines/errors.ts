@@ -16,7 +16,11 @@ export class EngineError extends HarmonyError {
   readonly status: number | null
   readonly engineMessage: string | null
 
-  constructor(code: string, message: string, details: { engine: string; status?: number | null; engineMessage?: string | null; cause?: unknown }) {
+  constructor(
+    code: string,
+    message: string,
+    details: { engine: string; status?: number | null; engineMessage?: string | null; cause?: unknown },
+  ) {
     super(code, message, { cause: details.cause })
     this.engine = details.engine
     this.status = details.status ?? null

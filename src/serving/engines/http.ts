@@ -5,7 +5,7 @@
  * AbortSignal that destroys the connection (the engine sees it close and frees the sequence), and every
  * failure as an `EngineError`.
  */
-import { type ClientRequest, type IncomingMessage, request as httpRequest } from 'node:http'
+import { type ClientRequest, request as httpRequest, type IncomingMessage } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 import type { Socket } from 'node:net'
 
@@ -92,7 +92,14 @@ function aborted(engine: string, when = ''): EngineError {
  * Sends the request and resolves with the response head. Two clocks: `connectTimeoutMs` until the socket is
  * connected (and TLS done), then `readTimeout` until the head arrives.
  */
-function open(engine: string, url: URL, body: unknown, options: HttpOptions, readTimeout: number, signal: AbortSignal | undefined): Promise<IncomingMessage> {
+function open(
+  engine: string,
+  url: URL,
+  body: unknown,
+  options: HttpOptions,
+  readTimeout: number,
+  signal: AbortSignal | undefined,
+): Promise<IncomingMessage> {
   const payload = Buffer.from(JSON.stringify(body))
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest
   const connectTimeout = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS
@@ -111,7 +118,17 @@ function open(engine: string, url: URL, body: unknown, options: HttpOptions, rea
     }
     const waitForHead = () => {
       clearTimeout(timer)
-      timer = setTimeout(() => settle(new EngineError('engine-read-timeout', `${engine}: no response from ${url.origin} within ${readTimeout} ms of sending the request`, { engine })), readTimeout)
+      timer = setTimeout(
+        () =>
+          settle(
+            new EngineError(
+              'engine-read-timeout',
+              `${engine}: no response from ${url.origin} within ${readTimeout} ms of sending the request`,
+              { engine },
+            ),
+          ),
+        readTimeout,
+      )
     }
     const onAbort = () => settle(aborted(engine))
     const request: ClientRequest = send(
@@ -131,14 +148,26 @@ function open(engine: string, url: URL, body: unknown, options: HttpOptions, rea
         settle(null, response)
       },
     )
-    timer = setTimeout(() => settle(new EngineError('engine-connect-timeout', `${engine}: could not connect to ${url.origin} within ${connectTimeout} ms`, { engine })), connectTimeout)
+    timer = setTimeout(
+      () =>
+        settle(
+          new EngineError('engine-connect-timeout', `${engine}: could not connect to ${url.origin} within ${connectTimeout} ms`, {
+            engine,
+          }),
+        ),
+      connectTimeout,
+    )
     request.on('socket', (socket: Socket) => {
       // The socket is still connecting here and reports `connect` (plain) or `secureConnect` (TLS, after the
       // handshake); were it ever connected already, the wait for the head starts now.
       if (socket.connecting) socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', waitForHead)
       else waitForHead()
     })
-    request.on('error', (error) => settle(new EngineError('engine-connection-error', `${engine}: cannot reach ${url.origin}: ${error.message}`, { engine, cause: error })))
+    request.on('error', (error) =>
+      settle(
+        new EngineError('engine-connection-error', `${engine}: cannot reach ${url.origin}: ${error.message}`, { engine, cause: error }),
+      ),
+    )
     signal?.addEventListener('abort', onAbort, { once: true })
     request.end(payload)
   })
@@ -213,7 +242,11 @@ async function httpError(
   const chunks: Buffer[] = []
   let size = 0
   try {
-    for (let chunk = await nextChunk(engine, response, timeoutMs, signal); chunk !== null && size < MAX_ERROR_BODY; chunk = await nextChunk(engine, response, timeoutMs, signal)) {
+    for (
+      let chunk = await nextChunk(engine, response, timeoutMs, signal);
+      chunk !== null && size < MAX_ERROR_BODY;
+      chunk = await nextChunk(engine, response, timeoutMs, signal)
+    ) {
       chunks.push(chunk)
       size += chunk.length
     }
@@ -229,5 +262,9 @@ async function httpError(
     // Not JSON: the raw text below.
   }
   message ??= text === '' ? null : text.slice(0, MAX_ERROR_TEXT)
-  return new EngineError('engine-http-error', `${engine} answered HTTP ${status}${message ? `: ${message}` : ''}`, { engine, status, engineMessage: message })
+  return new EngineError('engine-http-error', `${engine} answered HTTP ${status}${message ? `: ${message}` : ''}`, {
+    engine,
+    status,
+    engineMessage: message,
+  })
 }

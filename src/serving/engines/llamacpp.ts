@@ -54,7 +54,14 @@ export class LlamaCppEngine implements Engine {
   /** The request body, in the README's `/completion` fields (see the top of this file). */
   private body(request: GenerateRequest): Record<string, unknown> {
     // n_predict -1: until an end-of-generation token or the context is full.
-    return { prompt: Array.from(request.tokens), n_predict: request.maxTokens ?? -1, stream: true, return_tokens: true, cache_prompt: true, ...samplingFields(request, 'seed') }
+    return {
+      prompt: Array.from(request.tokens),
+      n_predict: request.maxTokens ?? -1,
+      stream: true,
+      return_tokens: true,
+      cache_prompt: true,
+      ...samplingFields(request, 'seed'),
+    }
   }
 
   private async *run(request: GenerateRequest): AsyncGenerator<EngineStep> {
@@ -67,7 +74,8 @@ export class LlamaCppEngine implements Engine {
       const json = parseEvent(ENGINE, event)
       const failure = streamError(ENGINE, json)
       if (failure !== null) throw failure
-      if (!isObject(json)) throw new EngineError('engine-protocol-error', `${ENGINE} sent a chunk that is not an object`, { engine: ENGINE })
+      if (!isObject(json))
+        throw new EngineError('engine-protocol-error', `${ENGINE} sent a chunk that is not an object`, { engine: ENGINE })
       if (Number.isSafeInteger(json.tokens_evaluated)) promptTokens = json.tokens_evaluated as number
       let tokens = tokenIds(ENGINE, json.tokens, 'tokens')
       const stopAt = tokens.findIndex((id) => stops.includes(id))

@@ -12,7 +12,8 @@
 export function checkEngineOptions(options: unknown, where: string, known: readonly string[]): URL {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new TypeError(`${where}: options must be an object`)
   const o = options as Record<string, unknown>
-  for (const key of Object.keys(o)) if (!known.includes(key)) throw new TypeError(`${where}: unknown option '${key}' (known: ${known.join(', ')})`)
+  for (const key of Object.keys(o))
+    if (!known.includes(key)) throw new TypeError(`${where}: unknown option '${key}' (known: ${known.join(', ')})`)
   if (typeof o.url !== 'string') throw new TypeError(`${where}: option 'url' is required, e.g. 'http://127.0.0.1:8000'`)
   let url: URL
   try {
@@ -20,11 +21,16 @@ export function checkEngineOptions(options: unknown, where: string, known: reado
   } catch {
     throw new TypeError(`${where}: option 'url' is not a URL: ${JSON.stringify(o.url)}`)
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`${where}: option 'url' must be http or https, not ${url.protocol}`)
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new TypeError(`${where}: option 'url' must be http or https, not ${url.protocol}`)
   if (url.search !== '' || url.hash !== '') throw new TypeError(`${where}: option 'url' must be a base URL without query or fragment`)
   for (const key of ['connectTimeoutMs', 'readTimeoutMs', 'maxEventBytes']) positiveInteger(o, key, where)
-  if (o.model !== undefined && (typeof o.model !== 'string' || o.model === '')) throw new TypeError(`${where}: option 'model' must be a non-empty string`)
-  if (o.headers !== undefined && (o.headers === null || typeof o.headers !== 'object' || Object.values(o.headers).some((v) => typeof v !== 'string'))) {
+  if (o.model !== undefined && (typeof o.model !== 'string' || o.model === ''))
+    throw new TypeError(`${where}: option 'model' must be a non-empty string`)
+  if (
+    o.headers !== undefined &&
+    (o.headers === null || typeof o.headers !== 'object' || Object.values(o.headers).some((v) => typeof v !== 'string'))
+  ) {
     throw new TypeError(`${where}: option 'headers' must map header names to strings`)
   }
   return url
@@ -33,5 +39,6 @@ export function checkEngineOptions(options: unknown, where: string, known: reado
 /** An optional option that must be a positive integer when present. */
 export function positiveInteger(options: object, key: string, where: string): void {
   const value = (options as Record<string, unknown>)[key]
-  if (value !== undefined && (!Number.isSafeInteger(value) || (value as number) < 1)) throw new TypeError(`${where}: option '${key}' must be a positive integer, not ${String(value)}`)
+  if (value !== undefined && (!Number.isSafeInteger(value) || (value as number) < 1))
+    throw new TypeError(`${where}: option '${key}' must be a positive integer, not ${String(value)}`)
 }

@@ -39,13 +39,17 @@ export class ReplayEngine implements Engine {
 
   constructor(options: ReplayEngineOptions) {
     if (options === null || typeof options !== 'object') throw new TypeError('ReplayEngine: options must be an object')
-    for (const key of Object.keys(options)) if (!OPTIONS.includes(key)) throw new TypeError(`ReplayEngine: unknown option '${key}' (known: ${OPTIONS.join(', ')})`)
+    for (const key of Object.keys(options))
+      if (!OPTIONS.includes(key)) throw new TypeError(`ReplayEngine: unknown option '${key}' (known: ${OPTIONS.join(', ')})`)
     const { completions, interval = 1, pick } = options
-    if (!Array.isArray(completions) || completions.length === 0) throw new TypeError("ReplayEngine: option 'completions' must be a non-empty array of token arrays")
-    if (!Number.isSafeInteger(interval) || interval < 1) throw new TypeError(`ReplayEngine: option 'interval' must be a positive integer, not ${String(interval)}`)
+    if (!Array.isArray(completions) || completions.length === 0)
+      throw new TypeError("ReplayEngine: option 'completions' must be a non-empty array of token arrays")
+    if (!Number.isSafeInteger(interval) || interval < 1)
+      throw new TypeError(`ReplayEngine: option 'interval' must be a positive integer, not ${String(interval)}`)
     if (pick !== undefined && typeof pick !== 'function') throw new TypeError("ReplayEngine: option 'pick' must be a function")
     this.completions = completions.map((tokens, i) => {
-      if (!Array.isArray(tokens) && !(tokens instanceof Uint32Array)) throw new TypeError(`ReplayEngine: completions[${i}] must be an array of token ids`)
+      if (!Array.isArray(tokens) && !(tokens instanceof Uint32Array))
+        throw new TypeError(`ReplayEngine: completions[${i}] must be an array of token ids`)
       checkGenerateRequest({ tokens }, `ReplayEngine: completions[${i}]`)
       return Uint32Array.from(tokens)
     })

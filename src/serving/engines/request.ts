@@ -14,9 +14,11 @@ export function isTokenId(id: unknown): id is number {
 export function checkGenerateRequest(request: Partial<GenerateRequest>, where: string): void {
   if (request === null || typeof request !== 'object') throw new TypeError(`${where}: the request must be an object`)
   const { tokens } = request
-  if (!(tokens instanceof Uint32Array) && !Array.isArray(tokens)) throw new TypeError(`${where}: tokens must be a Uint32Array or an array of token ids`)
+  if (!(tokens instanceof Uint32Array) && !Array.isArray(tokens))
+    throw new TypeError(`${where}: tokens must be a Uint32Array or an array of token ids`)
   for (let i = 0; i < tokens.length; i++) {
-    if (!isTokenId(tokens[i])) throw new RangeError(`${where}: tokens[${i}] is ${String(tokens[i])}, not a token id from 0 to ${LAST_TOKEN}`)
+    if (!isTokenId(tokens[i]))
+      throw new RangeError(`${where}: tokens[${i}] is ${String(tokens[i])}, not a token id from 0 to ${LAST_TOKEN}`)
   }
   if (request.maxTokens !== undefined && (!Number.isSafeInteger(request.maxTokens) || request.maxTokens < 1)) {
     throw new RangeError(`${where}: maxTokens must be a positive integer, not ${String(request.maxTokens)}`)
@@ -27,13 +29,16 @@ export function checkGenerateRequest(request: Partial<GenerateRequest>, where: s
       throw new RangeError(`${where}: ${key} must be a finite non-negative number, not ${String(value)}`)
     }
   }
-  if (request.seed !== undefined && !Number.isSafeInteger(request.seed)) throw new RangeError(`${where}: seed must be an integer, not ${String(request.seed)}`)
+  if (request.seed !== undefined && !Number.isSafeInteger(request.seed))
+    throw new RangeError(`${where}: seed must be an integer, not ${String(request.seed)}`)
   if (request.stopTokens !== undefined) {
     if (!Array.isArray(request.stopTokens)) throw new TypeError(`${where}: stopTokens must be an array of token ids`)
     request.stopTokens.forEach((id, i) => {
       if (!isTokenId(id)) throw new RangeError(`${where}: stopTokens[${i}] is ${String(id)}, not a token id from 0 to ${LAST_TOKEN}`)
     })
-    if (request.stopTokens.includes(END)) throw new RangeError(`${where}: stopTokens must not hold <|end|> (${END}): it separates messages within one completion`)
+    if (request.stopTokens.includes(END))
+      throw new RangeError(`${where}: stopTokens must not hold <|end|> (${END}): it separates messages within one completion`)
   }
-  if (request.signal !== undefined && !(request.signal instanceof AbortSignal)) throw new TypeError(`${where}: signal must be an AbortSignal`)
+  if (request.signal !== undefined && !(request.signal instanceof AbortSignal))
+    throw new TypeError(`${where}: signal must be an AbortSignal`)
 }

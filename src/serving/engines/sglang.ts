@@ -89,7 +89,8 @@ export class SglangEngine implements Engine {
       const json = parseEvent(ENGINE, event)
       const failure = streamError(ENGINE, json)
       if (failure !== null) throw failure
-      if (!isObject(json)) throw new EngineError('engine-protocol-error', `${ENGINE} sent an output that is not an object`, { engine: ENGINE })
+      if (!isObject(json))
+        throw new EngineError('engine-protocol-error', `${ENGINE} sent an output that is not an object`, { engine: ENGINE })
       const meta = isObject(json.meta_info) ? json.meta_info : {}
       const finish = isObject(meta.finish_reason) ? meta.finish_reason : null
       let fresh = ids.next(tokenIds(ENGINE, json.output_ids, 'output_ids'), meta.completion_tokens, finish !== null)
@@ -143,7 +144,10 @@ class OutputIds {
     let fresh: number[]
     if (this.incremental !== false) fresh = ids
     else if (ids.length >= this.seen.length && startsWith(ids, this.seen)) fresh = ids.slice(this.seen.length)
-    else throw new EngineError('engine-protocol-error', `${ENGINE} sent cumulative output_ids that do not extend the ids before them`, { engine: ENGINE })
+    else
+      throw new EngineError('engine-protocol-error', `${ENGINE} sent cumulative output_ids that do not extend the ids before them`, {
+        engine: ENGINE,
+      })
     this.record(fresh)
     return fresh
   }
@@ -168,9 +172,14 @@ function finishReasonOf(finish: Record<string, unknown>): EngineFinishReason {
   if (finish.type === 'abort') {
     // SGLang aborts a request it cannot serve (e.g. a prompt too long) with a message: that is a failure.
     if (typeof finish.message === 'string' && finish.message !== '') {
-      throw new EngineError('engine-stream-error', `${ENGINE} aborted the request: ${finish.message}`, { engine: ENGINE, engineMessage: finish.message })
+      throw new EngineError('engine-stream-error', `${ENGINE} aborted the request: ${finish.message}`, {
+        engine: ENGINE,
+        engineMessage: finish.message,
+      })
     }
     return 'abort'
   }
-  throw new EngineError('engine-stream-error', `${ENGINE} ended generation with finish_reason ${JSON.stringify(finish)}`, { engine: ENGINE })
+  throw new EngineError('engine-stream-error', `${ENGINE} ended generation with finish_reason ${JSON.stringify(finish)}`, {
+    engine: ENGINE,
+  })
 }

@@ -8,7 +8,10 @@ export function parseEvent(engine: string, event: SseEvent): unknown {
   try {
     return JSON.parse(event.data)
   } catch (error) {
-    throw new EngineError('engine-protocol-error', `${engine} sent an event that is not JSON: ${event.data.slice(0, 200)}`, { engine, cause: error })
+    throw new EngineError('engine-protocol-error', `${engine} sent an event that is not JSON: ${event.data.slice(0, 200)}`, {
+      engine,
+      cause: error,
+    })
   }
 }
 

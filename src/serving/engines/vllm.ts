@@ -60,7 +60,8 @@ export class VllmEngine implements Engine {
 
   constructor(options: VllmEngineOptions) {
     const url = checkEngineOptions(options, 'VllmEngine', OPTIONS)
-    if (options.api !== undefined && options.api !== 'completions' && options.api !== 'generate') throw new TypeError("VllmEngine: option 'api' must be 'completions' or 'generate'")
+    if (options.api !== undefined && options.api !== 'completions' && options.api !== 'generate')
+      throw new TypeError("VllmEngine: option 'api' must be 'completions' or 'generate'")
     positiveInteger(options, 'defaultMaxTokens', 'VllmEngine')
     this.options = { ...options }
     this.endpoint = new URL(options.api === 'generate' ? 'inference/v1/generate' : 'v1/completions', url)
@@ -101,11 +102,13 @@ export class VllmEngine implements Engine {
       const json = parseEvent(ENGINE, event)
       const failure = streamError(ENGINE, json)
       if (failure !== null) throw failure
-      if (!isObject(json)) throw new EngineError('engine-protocol-error', `${ENGINE} sent an event that is not an object`, { engine: ENGINE })
+      if (!isObject(json))
+        throw new EngineError('engine-protocol-error', `${ENGINE} sent an event that is not an object`, { engine: ENGINE })
       if (isObject(json.usage)) usage = usageOf(json.usage)
       const choice = Array.isArray(json.choices) ? json.choices[0] : undefined
       if (!isObject(choice)) continue
-      if (finished !== null) throw new EngineError('engine-protocol-error', `${ENGINE} sent ids after the finish reason`, { engine: ENGINE })
+      if (finished !== null)
+        throw new EngineError('engine-protocol-error', `${ENGINE} sent ids after the finish reason`, { engine: ENGINE })
       let tokens = tokenIds(ENGINE, choice.token_ids, 'token_ids')
       const reason = choice.finish_reason
       if (reason === null || reason === undefined) {
@@ -124,7 +127,8 @@ export class VllmEngine implements Engine {
     if (finished === null) {
       // Only the tokens-only endpoint may end without a finish reason (see the top of this file), and only
       // with its [DONE]; a stream cut short is a broken stream.
-      if (this.options.api !== 'generate' || !done) throw new EngineError('engine-protocol-error', `${ENGINE}: the stream ended without a finish reason`, { engine: ENGINE })
+      if (this.options.api !== 'generate' || !done)
+        throw new EngineError('engine-protocol-error', `${ENGINE}: the stream ended without a finish reason`, { engine: ENGINE })
       finished = { tokens: [], finishReason: last !== undefined && stops.includes(last) ? 'stop' : 'length' }
     }
     // vLLM counts the ids it generated; an appended stop id it had left out counts too.
@@ -142,5 +146,8 @@ function finishReasonOf(reason: unknown): EngineFinishReason {
   if (reason === 'stop') return 'stop'
   if (reason === 'length') return 'length'
   if (reason === 'abort') return 'abort'
-  throw new EngineError('engine-stream-error', `${ENGINE} ended generation with finish_reason ${JSON.stringify(reason)}`, { engine: ENGINE, engineMessage: String(reason) })
+  throw new EngineError('engine-stream-error', `${ENGINE} ended generation with finish_reason ${JSON.stringify(reason)}`, {
+    engine: ENGINE,
+    engineMessage: String(reason),
+  })
 }

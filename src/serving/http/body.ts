@@ -24,10 +24,14 @@ export async function readJsonBody(request: IncomingMessage, options: ReadJsonOp
   const limit = options.limit ?? DEFAULT_BODY_LIMIT
   if (!Number.isSafeInteger(limit) || limit < 0) throw new TypeError('readJsonBody: limit must be a non-negative integer')
   if (!isJsonContentType(request.headers['content-type'])) {
-    throw new HttpError(415, `the request body must be JSON (content-type: application/json), not ${JSON.stringify(request.headers['content-type'] ?? 'none')}`)
+    throw new HttpError(
+      415,
+      `the request body must be JSON (content-type: application/json), not ${JSON.stringify(request.headers['content-type'] ?? 'none')}`,
+    )
   }
   const declared = Number(request.headers['content-length'])
-  if (Number.isFinite(declared) && declared > limit) throw new HttpError(413, `the request body is ${declared} bytes; the limit is ${limit}`, { code: 'body-too-large' })
+  if (Number.isFinite(declared) && declared > limit)
+    throw new HttpError(413, `the request body is ${declared} bytes; the limit is ${limit}`, { code: 'body-too-large' })
   const raw = await readAtMost(request, limit)
   let body: unknown
   try {
@@ -35,7 +39,8 @@ export async function readJsonBody(request: IncomingMessage, options: ReadJsonOp
   } catch (error) {
     throw new HttpError(400, `the request body is not valid JSON: ${(error as Error).message}`, { code: 'invalid-json' })
   }
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new HttpError(400, 'the request body must be a JSON object', { code: 'invalid-json' })
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new HttpError(400, 'the request body must be a JSON object', { code: 'invalid-json' })
   return body as Record<string, unknown>
 }
 
@@ -61,8 +66,10 @@ function readAtMost(request: IncomingMessage, limit: number): Promise<Buffer> {
       done(new HttpError(413, `the request body is larger than the limit of ${limit} bytes`, { code: 'body-too-large' }))
     }
     const onEnd = () => done(null)
-    const onError = (error: Error) => done(new HttpError(400, `the request body could not be read: ${error.message}`, { code: 'body-unreadable' }))
-    const onClose = () => done(new HttpError(400, 'the client closed the connection before the whole body arrived', { code: 'body-unreadable' }))
+    const onError = (error: Error) =>
+      done(new HttpError(400, `the request body could not be read: ${error.message}`, { code: 'body-unreadable' }))
+    const onClose = () =>
+      done(new HttpError(400, 'the client closed the connection before the whole body arrived', { code: 'body-unreadable' }))
     request.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose)
   })
 }

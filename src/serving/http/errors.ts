@@ -36,7 +36,10 @@ export function errorResponse(error: unknown): { status: number; body: OpenAIErr
   if (error instanceof HttpError) return { status: error.status, body: error.toOpenAIError() }
   if (error instanceof HarmonyRequestError) return { status: 400, body: error.toOpenAIError() }
   if (error instanceof HarmonyError && 'engine' in error) {
-    return { status: 502, body: { error: { message: `the inference engine failed: ${error.message}`, type: 'server_error', param: null, code: error.code } } }
+    return {
+      status: 502,
+      body: { error: { message: `the inference engine failed: ${error.message}`, type: 'server_error', param: null, code: error.code } },
+    }
   }
   return { status: 500, body: { error: { message: 'internal error', type: 'server_error', param: null, code: null } } }
 }

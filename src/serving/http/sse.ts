@@ -6,14 +6,16 @@
  * mid-stream becomes the API's error frame, since the status line is long gone; Chat ends with `[DONE]`.
  */
 import type { ServerResponse } from 'node:http'
-
-import { ChatCompletionsStream } from '../../wire/chat'
 import type { ChatCompletionChunk } from '../../wire/chat'
+import { ChatCompletionsStream } from '../../wire/chat'
 import type { ResponseEvent, ResponsesStream } from '../../wire/responses'
-import { HttpError, errorResponse } from './errors'
+import { errorResponse, HttpError } from './errors'
 
 /** An engine step (`harmony-stream/engines`), or just its token ids. */
-export type SseStep = Uint32Array | readonly number[] | { tokens: Uint32Array | readonly number[]; finishReason?: 'stop' | 'length' | 'abort' }
+export type SseStep =
+  | Uint32Array
+  | readonly number[]
+  | { tokens: Uint32Array | readonly number[]; finishReason?: 'stop' | 'length' | 'abort' }
 
 export interface PipeSseOptions {
   /** Aborted when the client disconnects: pass the controller whose signal the engine request uses. */
@@ -43,7 +45,12 @@ export interface PipeSseResult {
   error?: unknown
 }
 
-export const SSE_HEADERS = Object.freeze({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' })
+export const SSE_HEADERS = Object.freeze({
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+})
 
 export function chatFrames(chunks: readonly ChatCompletionChunk[]): string {
   let out = ''
@@ -79,9 +86,15 @@ function serializedObjects(adapter: ChatCompletionsStream | ResponsesStream): Ss
   }
 }
 
-export async function pipeSse(response: ServerResponse, adapter: ChatCompletionsStream | ResponsesStream, steps: AsyncIterable<SseStep>, options: PipeSseOptions = {}): Promise<PipeSseResult> {
+export async function pipeSse(
+  response: ServerResponse,
+  adapter: ChatCompletionsStream | ResponsesStream,
+  steps: AsyncIterable<SseStep>,
+  options: PipeSseOptions = {},
+): Promise<PipeSseResult> {
   const coalesceMs = options.coalesceMs ?? 0
-  if (typeof coalesceMs !== 'number' || !Number.isFinite(coalesceMs) || coalesceMs < 0) throw new TypeError('pipeSse: coalesceMs must be a non-negative number')
+  if (typeof coalesceMs !== 'number' || !Number.isFinite(coalesceMs) || coalesceMs < 0)
+    throw new TypeError('pipeSse: coalesceMs must be a non-negative number')
   const chat = adapter instanceof ChatCompletionsStream
   const face: SseFace = options.frames === 'objects' ? serializedObjects(adapter) : adapter
   let clientClosed = response.destroyed
@@ -145,7 +158,11 @@ export async function pipeSse(response: ServerResponse, adapter: ChatCompletions
     if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
     flush()
     // Chat: the error object OpenAI clients raise from a stream; Responses: its `error` event.
-    response.end(chat ? `data: ${JSON.stringify(body)}\n\n` : responsesFrames([(adapter as ResponsesStream).error(body.error.message, body.error.code ?? 'server_error')]))
+    response.end(
+      chat
+        ? `data: ${JSON.stringify(body)}\n\n`
+        : responsesFrames([(adapter as ResponsesStream).error(body.error.message, body.error.code ?? 'server_error')]),
+    )
     return { outcome: 'failed', error }
   } finally {
     if (timer !== null) clearTimeout(timer)

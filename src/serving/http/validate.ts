@@ -22,7 +22,8 @@ function bad(param: string, message: string): never {
 function optionalNumber(body: Record<string, unknown>, param: string, min: number, max: number): number | undefined {
   const value = body[param]
   if (value === undefined || value === null) return undefined
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) bad(param, `must be a number from ${min} to ${max}`)
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max)
+    bad(param, `must be a number from ${min} to ${max}`)
   return value
 }
 
@@ -53,7 +54,8 @@ export function chatGenerationParameters(body: Record<string, unknown>): Generat
   if (n !== undefined && n !== 1) bad('n', 'must be 1: one completion per request is supported')
   const maxTokens = optionalInteger(body, 'max_completion_tokens', 1) ?? optionalInteger(body, 'max_tokens', 1)
   const streamOptions = body.stream_options
-  if (streamOptions !== undefined && streamOptions !== null && (typeof streamOptions !== 'object' || Array.isArray(streamOptions))) bad('stream_options', 'must be an object')
+  if (streamOptions !== undefined && streamOptions !== null && (typeof streamOptions !== 'object' || Array.isArray(streamOptions)))
+    bad('stream_options', 'must be an object')
   const includeUsage = (streamOptions as Record<string, unknown> | null | undefined)?.include_usage
   if (includeUsage !== undefined && typeof includeUsage !== 'boolean') bad('stream_options.include_usage', 'must be a boolean')
   return { ...base, maxTokens, includeUsage: includeUsage === true }
