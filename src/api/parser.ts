@@ -32,6 +32,7 @@ import {
 } from '../backend/protocol'
 import { FIRST_SPECIAL, LAST_TOKEN } from '../backend/tokens'
 import { HarmonyError, HarmonyParseError, HarmonyStateError } from './errors'
+import { type OptionSpec, type Rule, checkOptions, is } from './options'
 import type {
   HarmonyBatch,
   HarmonyDiagnostic,
@@ -244,24 +245,23 @@ export function diagnosticOf(raw: RawDiagnostic): HarmonyDiagnostic {
   return diagnostic
 }
 
-export function checkOptions(options: HarmonyStreamParserOptions): void {
-  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object')
-  const { role, strict, maxHeaderTokens, implementation, toolNames } = options
-  if (role !== undefined && role !== null && !ROLES.includes(role as string)) {
-    throw new TypeError(`role must be one of ${ROLES.join(', ')}, or null; got ${JSON.stringify(role)}`)
-  }
-  if (strict !== undefined && typeof strict !== 'boolean') throw new TypeError('strict must be a boolean')
-  if (maxHeaderTokens !== undefined && (!Number.isInteger(maxHeaderTokens) || maxHeaderTokens < 1 || maxHeaderTokens > 0xffff_ffff)) {
-    throw new RangeError(`maxHeaderTokens must be an integer from 1 to ${0xffff_ffff}; got ${String(maxHeaderTokens)}`)
-  }
-  // Lone surrogates would reach Rust as U+FFFD but stay as they are in JavaScript: refused, like empty names.
-  const wellFormed = (name: unknown) => typeof name === 'string' && name !== '' && !/\p{Surrogate}/u.test(name)
-  if (toolNames !== undefined && (!Array.isArray(toolNames) || !toolNames.every(wellFormed))) {
-    throw new TypeError('toolNames must be an array of non-empty, well-formed strings')
-  }
-  if (implementation !== undefined && implementation !== 'native' && implementation !== 'js') {
-    throw new TypeError(`implementation must be 'native' or 'js'; got ${JSON.stringify(implementation)}`)
-  }
+// Lone surrogates would reach Rust as U+FFFD but stay as they are in JavaScript: refused, like empty names.
+const toolName: Rule = { what: 'a non-empty, well-formed string', test: (v) => typeof v === 'string' && v !== '' && !/\p{Surrogate}/u.test(v) }
+
+/** The options of one parser stream: what `HarmonyStreamParser`, `pool.open` and the adapters' `parser` take. */
+export const STREAM_OPTIONS: OptionSpec = {
+  role: is.nullable(is.oneOf(...ROLES)),
+  strict: is.boolean,
+  maxHeaderTokens: is.integer(1, 0xffff_ffff),
+  toolNames: is.arrayOf(toolName),
+}
+
+/** `HarmonyStreamParser`'s options: a stream's, and the implementation to run it on. */
+export const PARSER_OPTIONS: OptionSpec = { ...STREAM_OPTIONS, implementation: is.oneOf('native', 'js') }
+
+/** Checks a parser's options (a TypeError or RangeError naming the option, see options.ts). */
+export function checkParserOptions(options: unknown, where = 'HarmonyStreamParser', spec = PARSER_OPTIONS): HarmonyStreamParserOptions {
+  return checkOptions<HarmonyStreamParserOptions>(options, spec, where)
 }
 
 /** BackendStream options from public options (checked). */
@@ -294,7 +294,7 @@ export class HarmonyStreamParser {
   private closedState: ParserState | null = null
 
   constructor(options: HarmonyStreamParserOptions = {}) {
-    checkOptions(options)
+    checkParserOptions(options)
     this.implementation = options.implementation ?? defaultImplementation
     const [role, strict, maxHeaderTokens, toolNames] = backendOptions(options)
     this.backend = createBackendStream(this.implementation, { role, strict, maxHeaderTokens, toolNames })

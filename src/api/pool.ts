@@ -26,7 +26,8 @@ import type { NameMirror } from '../backend/name-mirror'
 import type { PoolBackend } from '../backend/protocol'
 import { LAST_TOKEN } from '../backend/tokens'
 import { type HarmonyError, HarmonyParseError } from './errors'
-import { backendOptions, checkOptions, checkOut, diagnosticOf, internalError, publicHeader } from './parser'
+import { type OptionSpec, checkOptions, is } from './options'
+import { STREAM_OPTIONS, backendOptions, checkOut, checkParserOptions, diagnosticOf, internalError, publicHeader } from './parser'
 import type { HarmonyDiagnostic, HarmonyHeader, HarmonyStreamParserOptions, Implementation } from './types'
 
 export type HarmonyStreamOptions = Omit<HarmonyStreamParserOptions, 'implementation'>
@@ -73,14 +74,12 @@ export function throwForStepStatus(status: number, index: number, streams: Uint3
   }
 }
 
+/** A pool's options: the implementation its streams run on. */
+export const POOL_OPTIONS: OptionSpec = { implementation: is.oneOf('native', 'js') }
+
 /** The implementation a pool's options ask for (checked), else the process-wide one. */
-export function poolImplementation(options: { implementation?: Implementation }): Implementation {
-  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object')
-  const { implementation } = options
-  if (implementation !== undefined && implementation !== 'native' && implementation !== 'js') {
-    throw new TypeError(`implementation must be 'native' or 'js'; got ${JSON.stringify(implementation)}`)
-  }
-  return implementation ?? defaultImplementation
+export function poolImplementation(options: unknown, where: string): Implementation {
+  return checkOptions<{ implementation?: Implementation }>(options, POOL_OPTIONS, where).implementation ?? defaultImplementation
 }
 
 export class HarmonyStreamPool {
@@ -89,7 +88,7 @@ export class HarmonyStreamPool {
   private readonly names: NameMirror
 
   constructor(options: HarmonyStreamPoolOptions = {}) {
-    this.implementation = poolImplementation(options)
+    this.implementation = poolImplementation(options, 'HarmonyStreamPool')
     const { backend, names } = createPool(this.implementation)
     this.backend = backend
     this.names = names
@@ -97,8 +96,10 @@ export class HarmonyStreamPool {
 
   /** Opens a stream (options as for `HarmonyStreamParser`); returns its id. */
   open(options: HarmonyStreamOptions = {}): number {
-    checkOptions(options)
-    if ('implementation' in options) throw new TypeError("a pool stream runs on the pool's implementation")
+    if (options !== null && typeof options === 'object' && 'implementation' in options) {
+      throw new TypeError("HarmonyStreamPool.open: a pool stream runs on the pool's implementation (option 'implementation' is the pool's)")
+    }
+    checkParserOptions(options, 'HarmonyStreamPool.open', STREAM_OPTIONS)
     return this.backend.open(...backendOptions(options))
   }
 

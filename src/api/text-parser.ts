@@ -9,7 +9,8 @@
  * and markers as one each; `maxHeaderTokens` counts header bytes (default 1024); a strict error message
  * naming a token id names a byte token.
  */
-import { HarmonyStreamParser } from './parser'
+import { type OptionSpec, is } from './options'
+import { HarmonyStreamParser, PARSER_OPTIONS, checkParserOptions } from './parser'
 import { byteTokens } from './text/byte-tokens'
 import { MarkerScanner, type Piece } from './text/marker-scanner'
 import { StrippedRewriter } from './text/stripped'
@@ -24,6 +25,8 @@ export interface HarmonyTextParserOptions extends HarmonyStreamParserOptions {
   detectStripped?: boolean
 }
 
+const TEXT_PARSER_OPTIONS: OptionSpec = { ...PARSER_OPTIONS, detectStripped: is.boolean }
+
 /** Default header limit in bytes: the token parser's 256 tokens are about this much text. */
 export const DEFAULT_MAX_HEADER_BYTES = 1024
 
@@ -36,8 +39,7 @@ export class HarmonyTextParser {
   private strippedReported = false
 
   constructor(options: HarmonyTextParserOptions = {}) {
-    const { detectStripped, ...parserOptions } = options
-    if (detectStripped !== undefined && typeof detectStripped !== 'boolean') throw new TypeError('detectStripped must be a boolean')
+    const { detectStripped, ...parserOptions } = checkParserOptions(options, 'HarmonyTextParser', TEXT_PARSER_OPTIONS) as HarmonyTextParserOptions
     this.parser = new HarmonyStreamParser({ maxHeaderTokens: DEFAULT_MAX_HEADER_BYTES, ...parserOptions })
     this.implementation = this.parser.implementation
     this.stripped = detectStripped ? new StrippedRewriter() : null

@@ -5,6 +5,7 @@
  */
 
 import type { Implementation } from '../api/types'
+import { checkOptions, is, type OptionSpec } from '../api/options'
 import { implementation as defaultImplementation } from '../backend/choose'
 import { ordinaryEncoder } from '../backend/encoder'
 import { RETURN } from '../backend/tokens'
@@ -67,43 +68,26 @@ export interface TrainingRender {
   assistantMask: Uint8Array
 }
 
-const OPTION_KEYS = {
-  request: new Set(['implementation', 'cache', 'currentDate', 'reasoningEffort', 'modelIdentity', 'knowledgeCutoff', 'keepAnalysis']),
-  conversation: new Set(['implementation', 'cache', 'keepAnalysis', 'nextRole']),
-  training: new Set(['implementation', 'cache', 'prefixPreserving']),
+const COMMON_OPTIONS: OptionSpec = {
+  implementation: is.oneOf('native', 'js'),
+  cache: is.nullable({ what: 'a RenderCache', test: (v) => v instanceof RenderCache }),
 }
 
-function checkOptions(options: unknown, kind: keyof typeof OPTION_KEYS, fn: string): Record<string, unknown> {
-  if (options === undefined) return {}
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new TypeError(`${fn}: options must be an object`)
-  for (const key of Object.keys(options)) {
-    if (!OPTION_KEYS[kind].has(key)) throw new TypeError(`${fn}: unknown option '${key}' (known: ${[...OPTION_KEYS[kind]].join(', ')})`)
-  }
-  const o = options as Record<string, unknown>
-  if (o.implementation !== undefined && o.implementation !== 'native' && o.implementation !== 'js') {
-    throw new TypeError(`${fn}: implementation must be 'native' or 'js'`)
-  }
-  if (o.cache !== undefined && o.cache !== null && !(o.cache instanceof RenderCache))
-    throw new TypeError(`${fn}: cache must be a RenderCache or null`)
-  for (const key of ['keepAnalysis', 'prefixPreserving']) {
-    if (o[key] !== undefined && typeof o[key] !== 'boolean') throw new TypeError(`${fn}: ${key} must be a boolean`)
-  }
-  for (const key of ['modelIdentity', 'knowledgeCutoff']) {
-    if (o[key] !== undefined && typeof o[key] !== 'string') throw new TypeError(`${fn}: ${key} must be a string`)
-  }
-  if (
-    o.currentDate !== undefined &&
-    o.currentDate !== null &&
-    (typeof o.currentDate !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(o.currentDate))
-  ) {
-    throw new TypeError(`${fn}: currentDate must be 'YYYY-MM-DD' or null`)
-  }
-  if (o.reasoningEffort !== undefined && !REASONING_EFFORTS.includes(o.reasoningEffort as ReasoningEffort)) {
-    throw new TypeError(`${fn}: reasoningEffort must be 'low', 'medium' or 'high'`)
-  }
-  if (o.nextRole !== undefined && o.nextRole !== null && typeof o.nextRole !== 'string')
-    throw new TypeError(`${fn}: nextRole must be a string or null`)
-  return o
+const OPTIONS: Record<'request' | 'conversation' | 'training', OptionSpec> = {
+  request: {
+    ...COMMON_OPTIONS,
+    currentDate: is.nullable({ what: "a date 'YYYY-MM-DD'", test: (v) => typeof v === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(v) }),
+    reasoningEffort: is.oneOf(...REASONING_EFFORTS),
+    modelIdentity: is.string,
+    knowledgeCutoff: is.string,
+    keepAnalysis: is.boolean,
+  },
+  conversation: { ...COMMON_OPTIONS, keepAnalysis: is.boolean, nextRole: is.nullable(is.string) },
+  training: { ...COMMON_OPTIONS, prefixPreserving: is.boolean },
+}
+
+function checkRenderOptions(options: unknown, kind: keyof typeof OPTIONS, fn: string): Record<string, unknown> {
+  return checkOptions(options, OPTIONS[kind], fn)
 }
 
 const defaultCaches: Partial<Record<Implementation, RenderCache>> = {}
@@ -155,13 +139,13 @@ function requestPrompt(conversation: RequestConversation, options: RenderRequest
 
 /** A Chat Completions request body → the prompt. Bad requests throw `HarmonyRequestError` (HTTP 400). */
 export function renderChatCompletionRequest(body: unknown, options?: RenderRequestOptions): RenderedPrompt {
-  const checked = checkOptions(options, 'request', 'renderChatCompletionRequest') as RenderRequestOptions
+  const checked = checkRenderOptions(options, 'request', 'renderChatCompletionRequest') as RenderRequestOptions
   return requestPrompt(chatConversation(body), checked)
 }
 
 /** A Responses request body → the prompt. Bad requests throw `HarmonyRequestError` (HTTP 400). */
 export function renderResponsesRequest(body: unknown, options?: RenderRequestOptions): RenderedPrompt {
-  const checked = checkOptions(options, 'request', 'renderResponsesRequest') as RenderRequestOptions
+  const checked = checkRenderOptions(options, 'request', 'renderResponsesRequest') as RenderRequestOptions
   return requestPrompt(responsesConversation(body), checked)
 }
 
@@ -170,7 +154,7 @@ export function renderConversation(
   messages: readonly ConversationMessage[],
   options?: RenderConversationOptions,
 ): { tokens: Uint32Array; promptTokens: number } {
-  const checked = checkOptions(options, 'conversation', 'renderConversation') as RenderConversationOptions
+  const checked = checkRenderOptions(options, 'conversation', 'renderConversation') as RenderConversationOptions
   validateConversation(messages, 'renderConversation')
   const renderer = rendererFor(checked)
   const kept = checked.keepAnalysis ? messages : dropFinishedAnalysis(messages)
@@ -183,7 +167,7 @@ export function renderConversation(
 
 /** A conversation → the tokens a trainer sees, with the mask of the tokens it learns (see the options). */
 export function renderForTraining(messages: readonly ConversationMessage[], options?: RenderForTrainingOptions): TrainingRender {
-  const checked = checkOptions(options, 'training', 'renderForTraining') as RenderForTrainingOptions
+  const checked = checkRenderOptions(options, 'training', 'renderForTraining') as RenderForTrainingOptions
   validateConversation(messages, 'renderForTraining')
   const kept = checked.prefixPreserving ? [...messages] : referenceAutoDropAnalysis(messages)
   const renderer = rendererFor(checked)

@@ -98,7 +98,7 @@ export class SsePool {
   private ends = new Uint32Array(FRAMES_ENDS + 3 * 64)
 
   constructor(options: SsePoolOptions = {}) {
-    this.implementation = poolImplementation(options)
+    this.implementation = poolImplementation(options, 'SsePool')
     this.stepper = createLaneStepper(this.implementation)
   }
 

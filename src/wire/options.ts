@@ -3,7 +3,7 @@
  * default silently taken. Also where `tools` (a request's own tools array, Chat or Responses shape) and bare
  * tool names become the parser's `toolNames` (`functions.get_weather`).
  */
-import { checkOptions as checkParserOptions } from '../api/parser'
+import { checkParserOptions } from '../api/parser'
 import type { HarmonyStreamParserOptions } from '../api/types'
 
 type Options = Record<string, unknown>

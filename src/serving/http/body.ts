@@ -4,6 +4,7 @@
  * the limit, so an endless or huge body never sits in memory), valid JSON (400) and an object (400).
  */
 import type { IncomingMessage } from 'node:http'
+import { checkOptions, is, type OptionSpec } from '../../api/options'
 
 import { HttpError } from './errors'
 
@@ -14,6 +15,8 @@ export interface ReadJsonOptions {
   limit?: number
 }
 
+const READ_JSON_OPTIONS: OptionSpec = { limit: is.integer(0) }
+
 function isJsonContentType(header: string | undefined): boolean {
   if (header === undefined) return false
   const type = header.split(';')[0].trim().toLowerCase()
@@ -21,8 +24,7 @@ function isJsonContentType(header: string | undefined): boolean {
 }
 
 export async function readJsonBody(request: IncomingMessage, options: ReadJsonOptions = {}): Promise<Record<string, unknown>> {
-  const limit = options.limit ?? DEFAULT_BODY_LIMIT
-  if (!Number.isSafeInteger(limit) || limit < 0) throw new TypeError('readJsonBody: limit must be a non-negative integer')
+  const limit = checkOptions<ReadJsonOptions>(options, READ_JSON_OPTIONS, 'readJsonBody').limit ?? DEFAULT_BODY_LIMIT
   if (!isJsonContentType(request.headers['content-type'])) {
     throw new HttpError(
       415,

@@ -6,6 +6,7 @@
  * mid-stream becomes the API's error frame, since the status line is long gone; Chat ends with `[DONE]`.
  */
 import type { ServerResponse } from 'node:http'
+import { checkOptions, is, type OptionSpec } from '../../api/options'
 import type { ChatCompletionChunk } from '../../wire/chat'
 import { ChatCompletionsStream } from '../../wire/chat'
 import type { ResponseEvent, ResponsesStream } from '../../wire/responses'
@@ -33,6 +34,13 @@ export interface PipeSseOptions {
    * a few milliseconds of coalescing trade that much latency for far fewer writes (README "Performance").
    */
   coalesceMs?: number
+}
+
+const PIPE_SSE_OPTIONS: OptionSpec = {
+  abort: { what: 'an AbortController', test: (v) => v instanceof AbortController },
+  headers: { what: 'an object of header strings', test: (v) => is.object.test(v) && Object.values(v as object).every((h) => typeof h === 'string') },
+  frames: is.oneOf('sse', 'objects'),
+  coalesceMs: is.number(0),
 }
 
 /** Coalesced frames are written before they reach this size, whatever the time. */
@@ -92,9 +100,8 @@ export async function pipeSse(
   steps: AsyncIterable<SseStep>,
   options: PipeSseOptions = {},
 ): Promise<PipeSseResult> {
+  checkOptions(options, PIPE_SSE_OPTIONS, 'pipeSse')
   const coalesceMs = options.coalesceMs ?? 0
-  if (typeof coalesceMs !== 'number' || !Number.isFinite(coalesceMs) || coalesceMs < 0)
-    throw new TypeError('pipeSse: coalesceMs must be a non-negative number')
   const chat = adapter instanceof ChatCompletionsStream
   const face: SseFace = options.frames === 'objects' ? serializedObjects(adapter) : adapter
   let clientClosed = response.destroyed
