@@ -93,7 +93,7 @@ test('options are checked: a TypeError naming the option', (t) => {
   })
   t.throws(() => new ChatCompletionsStream({ model: 'm', parser: { strict: 'no' as never } }), {
     instanceOf: TypeError,
-    message: /option 'parser': strict/,
+    message: /ChatCompletionsStream: option 'parser': option 'strict' must be a boolean/,
   })
   t.throws(() => new ResponsesStream({ model: 'm', builtinTools: 'all' as 'surface' }), { instanceOf: TypeError, message: /builtinTools/ })
   t.throws(() => new ResponsesStream({ model: 'm', tools: {} as never }), { instanceOf: TypeError, message: /tools/ })

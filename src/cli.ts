@@ -5,10 +5,10 @@
  * highlighted; with `--events chat|responses`, the wire events a gateway would send instead.
  */
 import { readFileSync } from 'node:fs'
-import { HarmonyParseError } from './api/errors'
 import { HarmonyStreamParser } from './api/parser'
 import { HarmonyTextParser } from './api/text-parser'
-import type { HarmonyDiagnostic, HarmonyMessage, Implementation, Role } from './api/types'
+import { HarmonyParseError } from './base/errors'
+import type { HarmonyDiagnostic, HarmonyMessage, Implementation, Role } from './base/types'
 import { ChatCompletionsStream } from './wire/chat'
 import { ResponsesStream } from './wire/responses'
 

@@ -6,24 +6,11 @@
  *   for await (const tokens of engine) handle(parser.push(tokens))
  *   handle(parser.finish())
  */
-export { HarmonyError, HarmonyParseError, HarmonyRequestError, HarmonyStateError } from './api/errors'
+
 export { HarmonyStreamParser, parseCompletion } from './api/parser'
 export { type HarmonyStreamOptions, HarmonyStreamPool, type HarmonyStreamPoolOptions } from './api/pool'
 export { ASSISTANT_ACTION_STOP_TOKENS, HarmonyTokens, STOP_TOKENS } from './api/special-tokens'
 export { DEFAULT_MAX_HEADER_BYTES, HarmonyTextParser, type HarmonyTextParserOptions } from './api/text-parser'
-export type {
-  HarmonyBatch,
-  HarmonyDiagnostic,
-  HarmonyHeader,
-  HarmonyMessage,
-  HarmonyOpened,
-  HarmonySegment,
-  HarmonyStreamParserOptions,
-  Implementation,
-  ParserState,
-  Role,
-  Terminator,
-} from './api/types'
 export { implementation } from './backend/choose'
 export {
   COMPACT_DIAGNOSTICS,
@@ -43,6 +30,27 @@ export {
   RECORD_STREAM,
   RECORD_TEXT,
 } from './backend/compact'
+export {
+  HarmonyError,
+  HarmonyLimitError,
+  HarmonyParseError,
+  HarmonyRequestError,
+  HarmonySetupError,
+  HarmonyStateError,
+} from './base/errors'
+export type {
+  HarmonyBatch,
+  HarmonyDiagnostic,
+  HarmonyHeader,
+  HarmonyMessage,
+  HarmonyOpened,
+  HarmonySegment,
+  HarmonyStreamParserOptions,
+  Implementation,
+  ParserState,
+  Role,
+  Terminator,
+} from './base/types'
 export {
   type ConversationMessage,
   DEFAULT_RENDER_CACHE_BYTES,

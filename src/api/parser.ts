@@ -31,8 +31,8 @@ import {
   TERMINATOR_RETURN,
 } from '../backend/protocol'
 import { FIRST_SPECIAL, LAST_TOKEN } from '../backend/tokens'
-import { HarmonyError, HarmonyParseError, HarmonyStateError } from './errors'
-import { type OptionSpec, type Rule, checkOptions, is } from './options'
+import { HarmonyError, HarmonyParseError, HarmonyStateError } from '../base/errors'
+import { checkOptions, is, type OptionSpec, type Rule } from '../base/options'
 import type {
   HarmonyBatch,
   HarmonyDiagnostic,
@@ -44,7 +44,7 @@ import type {
   Implementation,
   ParserState,
   Terminator,
-} from './types'
+} from '../base/types'
 
 const ROLES = ['user', 'assistant', 'system', 'developer', 'tool']
 const TERMINATORS: Terminator[] = []
@@ -246,7 +246,10 @@ export function diagnosticOf(raw: RawDiagnostic): HarmonyDiagnostic {
 }
 
 // Lone surrogates would reach Rust as U+FFFD but stay as they are in JavaScript: refused, like empty names.
-const toolName: Rule = { what: 'a non-empty, well-formed string', test: (v) => typeof v === 'string' && v !== '' && !/\p{Surrogate}/u.test(v) }
+const toolName: Rule = {
+  what: 'a non-empty, well-formed string',
+  test: (v) => typeof v === 'string' && v !== '' && !/\p{Surrogate}/u.test(v),
+}
 
 /** The options of one parser stream: what `HarmonyStreamParser`, `pool.open` and the adapters' `parser` take. */
 export const STREAM_OPTIONS: OptionSpec = {

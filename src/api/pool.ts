@@ -25,10 +25,10 @@ import {
 import type { NameMirror } from '../backend/name-mirror'
 import type { PoolBackend } from '../backend/protocol'
 import { LAST_TOKEN } from '../backend/tokens'
-import { type HarmonyError, HarmonyParseError } from './errors'
-import { type OptionSpec, checkOptions, is } from './options'
-import { STREAM_OPTIONS, backendOptions, checkOut, checkParserOptions, diagnosticOf, internalError, publicHeader } from './parser'
-import type { HarmonyDiagnostic, HarmonyHeader, HarmonyStreamParserOptions, Implementation } from './types'
+import { type HarmonyError, HarmonyLimitError, HarmonyParseError } from '../base/errors'
+import { checkOptions, is, type OptionSpec } from '../base/options'
+import type { HarmonyDiagnostic, HarmonyHeader, HarmonyStreamParserOptions, Implementation } from '../base/types'
+import { backendOptions, checkOut, checkParserOptions, diagnosticOf, internalError, publicHeader, STREAM_OPTIONS } from './parser'
 
 export type HarmonyStreamOptions = Omit<HarmonyStreamParserOptions, 'implementation'>
 
@@ -100,7 +100,12 @@ export class HarmonyStreamPool {
       throw new TypeError("HarmonyStreamPool.open: a pool stream runs on the pool's implementation (option 'implementation' is the pool's)")
     }
     checkParserOptions(options, 'HarmonyStreamPool.open', STREAM_OPTIONS)
-    return this.backend.open(...backendOptions(options))
+    try {
+      return this.backend.open(...backendOptions(options))
+    } catch (cause) {
+      // Options are checked: the one failure left is a full pool (both backends).
+      throw new HarmonyLimitError(`HarmonyStreamPool.open: ${(cause as Error).message}`, { cause })
+    }
   }
 
   /**

@@ -9,12 +9,12 @@
  * and markers as one each; `maxHeaderTokens` counts header bytes (default 1024); a strict error message
  * naming a token id names a byte token.
  */
-import { type OptionSpec, is } from './options'
-import { HarmonyStreamParser, PARSER_OPTIONS, checkParserOptions } from './parser'
+import { is, type OptionSpec } from '../base/options'
+import type { HarmonyBatch, HarmonyMessage, HarmonyStreamParserOptions, Implementation, ParserState } from '../base/types'
+import { checkParserOptions, HarmonyStreamParser, PARSER_OPTIONS } from './parser'
 import { byteTokens } from './text/byte-tokens'
 import { MarkerScanner, type Piece } from './text/marker-scanner'
 import { StrippedRewriter } from './text/stripped'
-import type { HarmonyBatch, HarmonyMessage, HarmonyStreamParserOptions, Implementation, ParserState } from './types'
 
 export interface HarmonyTextParserOptions extends HarmonyStreamParserOptions {
   /**
@@ -39,7 +39,11 @@ export class HarmonyTextParser {
   private strippedReported = false
 
   constructor(options: HarmonyTextParserOptions = {}) {
-    const { detectStripped, ...parserOptions } = checkParserOptions(options, 'HarmonyTextParser', TEXT_PARSER_OPTIONS) as HarmonyTextParserOptions
+    const { detectStripped, ...parserOptions } = checkParserOptions(
+      options,
+      'HarmonyTextParser',
+      TEXT_PARSER_OPTIONS,
+    ) as HarmonyTextParserOptions
     this.parser = new HarmonyStreamParser({ maxHeaderTokens: DEFAULT_MAX_HEADER_BYTES, ...parserOptions })
     this.implementation = this.parser.implementation
     this.stripped = detectStripped ? new StrippedRewriter() : null

@@ -4,11 +4,13 @@
  */
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
+import { HarmonySetupError } from '../base/errors'
+import type { Implementation } from '../base/types'
 import { StreamPool } from './js/pool'
 import { JsLaneStepper, JsStream } from './js/stream'
 import { NameMirror } from './name-mirror'
 import { type NativeBinding, NativeLaneStepper, NativeStream } from './native'
-import type { BackendStream, Implementation, LaneStepper, PoolBackend } from './protocol'
+import type { BackendStream, LaneStepper, PoolBackend } from './protocol'
 import { vocabularyPath } from './vocabulary-file'
 
 let native: NativeBinding | null = null
@@ -25,7 +27,10 @@ function loadNative(): void {
       typeof binding.loadVocabulary !== 'function' ||
       typeof binding.encodeOrdinary !== 'function'
     ) {
-      throw new Error('the native binding does not export NativePool, parserPush, loadVocabulary and encodeOrdinary')
+      throw new HarmonySetupError(
+        'native-unavailable',
+        'the native binding does not export NativePool, parserPush, loadVocabulary and encodeOrdinary',
+      )
     }
     native = binding as NativeBinding
   } catch (error) {
@@ -38,7 +43,7 @@ function loadNative(): void {
  * dependencies) does not apply: the addon is built at install, and is missing when cargo was absent then or
  * the build failed. The original error stays as `cause`.
  */
-function nativeMissing(prefix: string): Error {
+function nativeMissing(prefix: string): HarmonySetupError {
   const platform = `${process.platform}-${process.arch}`
   // napi-rs's loader then tries that file only.
   const override = process.env.NAPI_RS_NATIVE_LIBRARY_PATH
@@ -49,7 +54,8 @@ function nativeMissing(prefix: string): Error {
       ? `there is no native binary for this platform (${platform}). It is built when the package is installed, ` +
         'if cargo (Rust) is present then; the install went on without it (cargo absent, or the build failed).'
       : `the native binary ${binaries.join(', ')} is there but did not load (the cause says why: an old build, or one for another system).`
-  return new Error(
+  return new HarmonySetupError(
+    'native-unavailable',
     `${prefix}: ${what} Build it with \`npm run build:native\` in the package folder, or use the TypeScript implementation (HARMONY_STREAM_IMPL=js).`,
     {
       cause: nativeError,
@@ -72,7 +78,7 @@ function choose(): Implementation {
   const forced = process.env.HARMONY_STREAM_IMPL ?? ''
   if (forced === 'js') return 'js'
   if (forced !== '' && forced !== 'native') {
-    throw new Error(`HARMONY_STREAM_IMPL must be 'native' or 'js', not '${forced}'`)
+    throw new HarmonySetupError('invalid-environment', `HARMONY_STREAM_IMPL must be 'native' or 'js', not '${forced}'`)
   }
   loadNative()
   if (native) return 'native'
@@ -92,7 +98,7 @@ export function nativeBinding(): NativeBinding {
   if (!native) loadNative()
   if (!native) {
     throw nativeError === null
-      ? new Error('the native implementation is not available: HARMONY_STREAM_IMPL=js')
+      ? new HarmonySetupError('native-unavailable', 'the native implementation is not available: HARMONY_STREAM_IMPL=js')
       : nativeMissing('the native implementation is not available')
   }
   if (!nativeVocabularyLoaded) {

@@ -4,8 +4,9 @@
  * `encode_ordinary`. Native: tiktoken-rs in the addon (crate/core/src/encoder.rs); js: gpt-tokenizer. Both
  * read gpt-tokenizer's vocabulary and give identical tokens (tested).
  */
+
+import type { Implementation } from '../base/types'
 import { nativeBinding } from './choose'
-import type { Implementation } from './protocol'
 
 export interface OrdinaryEncoder {
   readonly implementation: Implementation

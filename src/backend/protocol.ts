@@ -9,9 +9,6 @@
 
 import type { FrameTemplate, LaneProgress } from './frames'
 
-/** Which implementation runs a parser: the Rust core through N-API, or the pure TypeScript one. */
-export type Implementation = 'native' | 'js'
-
 /** Codes of the backends' internal event lists (`js/output.ts`, crate/core/src/output.rs). */
 export const EVENT_OPEN = 1
 export const EVENT_TEXT = 2

@@ -4,9 +4,9 @@
  * of text encoded on its own (so BPE never merges across a piece), special tokens inserted between them.
  */
 
-import type { Implementation } from '../api/types'
 import type { OrdinaryEncoder } from '../backend/encoder'
 import { CALL, CHANNEL, CONSTRAIN, END, MESSAGE, START } from '../backend/tokens'
+import type { Implementation } from '../base/types'
 import type { RenderCache } from './cache'
 import { type DeveloperContent, developerMessageText } from './developer'
 import { type SystemContent, systemMessageText } from './system'

@@ -4,11 +4,11 @@
  * (openai/harmony) makes of the same conversation; and training renders with an assistant mask.
  */
 
-import type { Implementation } from '../api/types'
-import { checkOptions, is, type OptionSpec } from '../api/options'
 import { implementation as defaultImplementation } from '../backend/choose'
 import { ordinaryEncoder } from '../backend/encoder'
 import { RETURN } from '../backend/tokens'
+import { checkOptions, is, type OptionSpec } from '../base/options'
+import type { Implementation } from '../base/types'
 import { RenderCache } from './cache'
 import { chatConversation, type RequestConversation } from './chat'
 import { type ConversationMessage, concat, MessageRenderer, nextTurnTokens } from './conversation'

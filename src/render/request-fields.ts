@@ -2,7 +2,7 @@
  * Reading untrusted request JSON: each helper returns the value with its type, or throws a
  * `HarmonyRequestError` naming the field by its JSON path (`messages[2].content[0].text`).
  */
-import { HarmonyRequestError } from '../api/errors'
+import { HarmonyRequestError } from '../base/errors'
 import type { FunctionTool } from './developer'
 import { REASONING_EFFORTS, type ReasoningEffort } from './system'
 

@@ -18,10 +18,11 @@
 
 import { internalError } from '../api/parser'
 import { plainUint32Array, poolImplementation, throwForStepStatus } from '../api/pool'
-import type { Implementation } from '../api/types'
 import { createLaneStepper } from '../backend/choose'
 import { FRAMES_BAD_INDEX, FRAMES_ENDS, FRAMES_SLOW, FRAMES_STATUS, type FrameTemplate, LANE_TEXT } from '../backend/frames'
 import type { BackendStream, LaneStepper } from '../backend/protocol'
+import { HarmonyLimitError } from '../base/errors'
+import type { Implementation } from '../base/types'
 import type { ChatCompletionsStream, FinishOptions } from '../wire/chat'
 import type { LaneTemplate, PooledAdapter } from '../wire/lane'
 import type { ResponsesStream } from '../wire/responses'
@@ -121,13 +122,22 @@ export class SsePool {
     if (pooled.has(adapter)) throw new TypeError('this adapter is already in a pool')
     const backend = candidate.laneStream!()
     if (backend === null) throw new TypeError('this adapter is finished or closed')
-    // The stepper refuses a backend stream of the other implementation.
-    const id = this.stepper.add(backend)
+    const id = this.addToStepper(backend)
     pooled.add(adapter)
     const entry: Entry = { adapter: adapter as unknown as PooledAdapter, backend, laneOpen: false, template: null, counter: 0 }
     this.entries.set(id, entry)
     this.setLane(entry)
     return id
+  }
+
+  /** The stepper's id for `backend`: a TypeError for a backend stream of the other implementation, else only a full lane table fails. */
+  private addToStepper(backend: BackendStream): number {
+    try {
+      return this.stepper.add(backend)
+    } catch (cause) {
+      if (cause instanceof TypeError) throw cause
+      throw new HarmonyLimitError(`SsePool.add: ${(cause as Error).message}`, { cause })
+    }
   }
 
   /**

@@ -9,10 +9,10 @@
  * already been streamed raw and gets a diagnostic, never an error.
  */
 
-import { HarmonyStateError } from '../api/errors'
-import type { HarmonyDiagnostic, HarmonyStreamParserOptions } from '../api/types'
 import { FRAME_TEXT, type FrameTemplate, type LaneProgress, writeFrame } from '../backend/frames'
 import type { BackendStream } from '../backend/protocol'
+import { HarmonyStateError } from '../base/errors'
+import type { HarmonyDiagnostic, HarmonyStreamParserOptions } from '../base/types'
 import { type LaneTemplate, SILENT_FRAME } from './lane'
 import { type InputKind, type MessageEvent, MessageStream } from './message-stream'
 import { CHAT_OPTIONS, checkAdapterOptions, parserOptionsOf } from './options'

@@ -11,6 +11,7 @@ import { HarmonyStreamParser } from '../api/parser'
 import { byteTokens } from '../api/text/byte-tokens'
 import { MarkerScanner, type Piece } from '../api/text/marker-scanner'
 import { DEFAULT_MAX_HEADER_BYTES, tokensOfPieces } from '../api/text-parser'
+import { ordinaryEncoder } from '../backend/encoder'
 import type {
   HarmonyBatch,
   HarmonyDiagnostic,
@@ -18,8 +19,7 @@ import type {
   HarmonyOpened,
   HarmonySegment,
   HarmonyStreamParserOptions,
-} from '../api/types'
-import { ordinaryEncoder } from '../backend/encoder'
+} from '../base/types'
 
 /** First id of the special tokens: a message can only open or close at one of them. */
 const FIRST_SPECIAL = 199_998

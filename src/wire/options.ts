@@ -4,7 +4,7 @@
  * tool names become the parser's `toolNames` (`functions.get_weather`).
  */
 import { checkParserOptions } from '../api/parser'
-import type { HarmonyStreamParserOptions } from '../api/types'
+import type { HarmonyStreamParserOptions } from '../base/types'
 
 type Options = Record<string, unknown>
 
@@ -43,13 +43,8 @@ export function checkAdapterOptions(options: unknown, known: ReadonlySet<string>
     if (o[key] !== undefined && !choices.includes(o[key]))
       fail(where, `option '${key}' must be ${choices.map((c) => `'${c}'`).join(' or ')}, not ${JSON.stringify(o[key])}`)
   }
-  if (o.parser !== undefined) {
-    try {
-      checkParserOptions(o.parser as HarmonyStreamParserOptions)
-    } catch (error) {
-      fail(where, `option 'parser': ${(error as Error).message}`)
-    }
-  }
+  if (o.parser !== undefined) checkParserOptions(o.parser, `${where}: option 'parser'`)
+
   if (o.tools !== undefined && o.tools !== null && !Array.isArray(o.tools)) fail(where, "option 'tools' must be the request's tools array")
 }
 

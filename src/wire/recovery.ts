@@ -3,7 +3,7 @@
  * request that declared tools, with `textToolCalls: 'recover'`), one holder per such message, and the
  * diagnostic each recovered call leaves.
  */
-import type { HarmonyDiagnostic } from '../api/types'
+import type { HarmonyDiagnostic } from '../base/types'
 import type { RouteFields } from './routing'
 import { type DeclaredTool, declaredTools, type HeldOutput, type RecoveredCall, TextCallHolder } from './text-tool-calls'
 

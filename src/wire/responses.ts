@@ -9,10 +9,10 @@
  * stream ends with `response.completed`, or `response.incomplete` when it ended without a stop token.
  */
 
-import { HarmonyStateError } from '../api/errors'
-import type { HarmonyStreamParserOptions } from '../api/types'
 import { FRAME_COUNTER, FRAME_TEXT, type FrameTemplate, type LaneProgress, writeFrame } from '../backend/frames'
 import type { BackendStream } from '../backend/protocol'
+import { HarmonyStateError } from '../base/errors'
+import type { HarmonyStreamParserOptions } from '../base/types'
 import { type AdapterDiagnostic, type FinishOptions, randomId } from './chat'
 import { type LaneTemplate, SILENT_FRAME } from './lane'
 import { type InputKind, type MessageEvent, MessageStream } from './message-stream'

@@ -3,7 +3,7 @@
  * its position in the completion), the same way for Chat Completions and Responses, streaming or not.
  */
 
-import type { HarmonyDiagnostic } from '../api/types'
+import type { HarmonyDiagnostic } from '../base/types'
 
 /** What the gateway does with a message. */
 export type Route = 'reasoning' | 'content' | 'tool' | 'ignore'

@@ -3,9 +3,10 @@
  * given to the token parser as a sequence of them, and its header and content bytes are exactly the text's.
  * Read from the same `.tiktoken` file as the vocabulary (lines `base64(bytes) rank`; one byte is `XX==`).
  */
-import { readFileSync } from 'node:fs'
 
+import { readFileSync } from 'node:fs'
 import { vocabularyPath } from '../../backend/vocabulary-file'
+import { HarmonySetupError } from '../../base/errors'
 
 let table: Uint32Array | null = null
 
@@ -16,7 +17,7 @@ export function byteTokens(): Uint32Array {
     ids[Buffer.from(match[1], 'base64')[0]] = Number(match[2])
   }
   const missing = ids.indexOf(0xffff_ffff)
-  if (missing >= 0) throw new Error(`the vocabulary has no token for byte ${missing}`)
+  if (missing >= 0) throw new HarmonySetupError('vocabulary-malformed', `the vocabulary has no token for byte ${missing}`)
   table = ids
   return ids
 }

@@ -5,7 +5,9 @@
  * Besides the bytes it caches, per token and on first use, the token's text when its bytes are valid
  * UTF-8 on their own, so the hot path appends such tokens without the UTF-8 assembler.
  */
+
 import { readFileSync } from 'node:fs'
+import { HarmonySetupError } from '../../base/errors'
 import { FIRST_SPECIAL, specialTokenText, VOCAB_SIZE } from '../tokens'
 import { vocabularyPath } from '../vocabulary-file'
 import { decodeValid, type TextSink, type Utf8Assembler, validUpTo } from './utf8'
@@ -45,18 +47,21 @@ export class Vocabulary {
       const encoded = text.slice(0, space)
       const rankText = text.slice(space + 1)
       if (space < 0 || encoded.length % 4 !== 0 || !BASE64.test(encoded) || !/^[0-9]+$/.test(rankText)) {
-        throw new Error(`malformed vocabulary file: line ${line} is not \`base64 rank\``)
+        throw new HarmonySetupError('vocabulary-malformed', `malformed vocabulary file: line ${line} is not \`base64 rank\``)
       }
       const rank = Number(rankText)
       const length = bytes.write(encoded, written, 'base64')
       if (rank >= FIRST_SPECIAL || ends[rank] !== 0 || length === 0) {
-        throw new Error(`malformed vocabulary file: line ${line} has rank ${rankText}, out of range or repeated`)
+        throw new HarmonySetupError(
+          'vocabulary-malformed',
+          `malformed vocabulary file: line ${line} has rank ${rankText}, out of range or repeated`,
+        )
       }
       starts[rank] = written
       ends[rank] = written += length
     }
     for (let rank = 0; rank < FIRST_SPECIAL; rank++) {
-      if (ends[rank] === 0) throw new Error(`malformed vocabulary file: rank ${rank} is missing`)
+      if (ends[rank] === 0) throw new HarmonySetupError('vocabulary-malformed', `malformed vocabulary file: rank ${rank} is missing`)
     }
     specials.forEach((special, index) => {
       const id = FIRST_SPECIAL + index

@@ -1,4 +1,4 @@
-import { HarmonyError } from '../../api/errors'
+import { HarmonyError } from '../../base/errors'
 
 /**
  * An inference engine failed: it answered with an HTTP error, the connection broke or timed out, or its stream

@@ -4,7 +4,7 @@
  * the limit, so an endless or huge body never sits in memory), valid JSON (400) and an object (400).
  */
 import type { IncomingMessage } from 'node:http'
-import { checkOptions, is, type OptionSpec } from '../../api/options'
+import { checkOptions, is, type OptionSpec } from '../../base/options'
 
 import { HttpError } from './errors'
 

@@ -3,7 +3,8 @@
  * case, so OpenAI clients raise their usual typed errors (BadRequestError, …).
  */
 import type { ServerResponse } from 'node:http'
-import { HarmonyError, HarmonyRequestError } from '../../api/errors'
+import { HarmonyError, HarmonyRequestError } from '../../base/errors'
+import { EngineError } from '../engines/errors'
 
 export interface OpenAIErrorBody {
   error: { message: string; type: string; param: string | null; code: string | null }
@@ -29,19 +30,19 @@ export class HttpError extends HarmonyError {
 
 /**
  * The HTTP status and body for any error: `HttpError` as it is, `HarmonyRequestError` → 400, an engine's failure
- * (`EngineError`, anything with `engine` set) → 502, anything else → 500 with a generic message (the details
+ * (`EngineError`) → 502, anything else → 500 with a generic message (the details
  * belong in the server's log, not in the answer).
  */
 export function errorResponse(error: unknown): { status: number; body: OpenAIErrorBody } {
   if (error instanceof HttpError) return { status: error.status, body: error.toOpenAIError() }
   if (error instanceof HarmonyRequestError) return { status: 400, body: error.toOpenAIError() }
-  if (error instanceof HarmonyError && 'engine' in error) {
+  if (error instanceof EngineError) {
     return {
       status: 502,
       body: { error: { message: `the inference engine failed: ${error.message}`, type: 'server_error', param: null, code: error.code } },
     }
   }
-  return { status: 500, body: { error: { message: 'internal error', type: 'server_error', param: null, code: null } } }
+  return { status: 500, body: { error: { message: 'internal error', type: 'server_error', param: null, code: 'internal-error' } } }
 }
 
 /**

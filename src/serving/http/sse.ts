@@ -6,7 +6,7 @@
  * mid-stream becomes the API's error frame, since the status line is long gone; Chat ends with `[DONE]`.
  */
 import type { ServerResponse } from 'node:http'
-import { checkOptions, is, type OptionSpec } from '../../api/options'
+import { checkOptions, is, type OptionSpec } from '../../base/options'
 import type { ChatCompletionChunk } from '../../wire/chat'
 import { ChatCompletionsStream } from '../../wire/chat'
 import type { ResponseEvent, ResponsesStream } from '../../wire/responses'
@@ -38,7 +38,10 @@ export interface PipeSseOptions {
 
 const PIPE_SSE_OPTIONS: OptionSpec = {
   abort: { what: 'an AbortController', test: (v) => v instanceof AbortController },
-  headers: { what: 'an object of header strings', test: (v) => is.object.test(v) && Object.values(v as object).every((h) => typeof h === 'string') },
+  headers: {
+    what: 'an object of header strings',
+    test: (v) => is.object.test(v) && Object.values(v as object).every((h) => typeof h === 'string'),
+  },
   frames: is.oneOf('sse', 'objects'),
   coalesceMs: is.number(0),
 }

@@ -107,16 +107,22 @@ export function checkOptions<T extends object>(options: unknown, spec: OptionSpe
 }
 
 /**
- * The known name closest to `name`: the same but for case, or at most two edits away (a typo); null when
- * none is that close.
+ * The known name closest to `name`: the same but for case, at most two edits away (a typo), or the start
+ * of it (`prefixPreserve` for `prefixPreserving`); null when none is that close.
  */
 export function closestName(name: string, known: readonly string[]): string | null {
   const lower = name.toLowerCase()
   let best: string | null = null
   let bestDistance = 3
   for (const candidate of known) {
-    if (candidate.toLowerCase() === lower) return candidate
-    const distance = editDistance(lower, candidate.toLowerCase(), bestDistance)
+    const other = candidate.toLowerCase()
+    if (other === lower) return candidate
+    if (lower.length >= 4 && other.startsWith(lower) && bestDistance > 1) {
+      best = candidate
+      bestDistance = 1
+      continue
+    }
+    const distance = editDistance(lower, other, bestDistance)
     if (distance < bestDistance) {
       best = candidate
       bestDistance = distance

@@ -1,8 +1,7 @@
 /** Public types of harmony-stream. */
 
-export type { Implementation } from '../backend/protocol'
-
-import type { Implementation } from '../backend/protocol'
+/** Which implementation runs a parser: the Rust core through N-API, or the pure TypeScript one. */
+export type Implementation = 'native' | 'js'
 
 /** The roles of the reference parser. */
 export type Role = 'user' | 'assistant' | 'system' | 'developer' | 'tool'

@@ -1,4 +1,10 @@
-/** Typed errors. Each has a stable `code` to branch on; messages are for people. */
+/**
+ * The one error hierarchy: everything the package throws on purpose is a `HarmonyError` with a stable `code`
+ * to branch on (messages are for people), except bad arguments, which are JavaScript's own `TypeError` and
+ * `RangeError` (options: code `invalid-option`, see options.ts). Other layers add their subclasses:
+ * `EngineError` (serving/engines/errors.ts), `HttpError` (serving/http/errors.ts). The catalogue of codes is
+ * in docs/API.md ("Errors").
+ */
 import type { HarmonyBatch } from './types'
 
 export class HarmonyError extends Error {
@@ -53,8 +59,22 @@ export class HarmonyRequestError extends HarmonyError {
     this.param = param
   }
 
-  /** `{ error: { message, type: 'invalid_request_error', param, code: null } }`, OpenAI's error shape. */
-  toOpenAIError(): { error: { message: string; type: string; param: string | null; code: null } } {
-    return { error: { message: this.message, type: this.type, param: this.param, code: null } }
+  /** `{ error: { message, type: 'invalid_request_error', param, code: 'invalid-request' } }`, OpenAI's error shape. */
+  toOpenAIError(): { error: { message: string; type: string; param: string | null; code: string } } {
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } }
   }
 }
+
+/** A bound of the package was reached, e.g. a pool already holding 2^24 streams (code `limit-exceeded`). */
+export class HarmonyLimitError extends HarmonyError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('limit-exceeded', message, options)
+  }
+}
+
+/**
+ * The package cannot run as installed or configured: `native-unavailable` (the native addon is missing or
+ * does not load, and native was asked for), `invalid-environment` (HARMONY_STREAM_IMPL is not `native` or
+ * `js`), `vocabulary-malformed` (the vocabulary file shipped by gpt-tokenizer is damaged).
+ */
+export class HarmonySetupError extends HarmonyError {}
