@@ -79,7 +79,7 @@ export function chatConversation(body: unknown): RequestConversation {
         break
       }
       case 'assistant':
-        conversation.messages.push(...assistantMessages(message, at, calls))
+        for (const rendered of assistantMessages(message, at, calls)) conversation.messages.push(rendered)
         break
       case 'tool': {
         const id = string(message.tool_call_id, `${at}.tool_call_id`)

@@ -13,6 +13,7 @@ import { RenderCache } from './cache'
 import { chatConversation, type RequestConversation } from './chat'
 import { type ConversationMessage, concat, MessageRenderer, nextTurnTokens } from './conversation'
 import { dropFinishedAnalysis, referenceAutoDropAnalysis } from './drop'
+import { checkConversationLimits, checkRequestLimits, DEFAULT_RENDER_LIMITS, LIMIT_OPTIONS, type RenderLimits } from './limits'
 import { responsesConversation } from './responses'
 import { DEFAULT_KNOWLEDGE_CUTOFF, DEFAULT_MODEL_IDENTITY, REASONING_EFFORTS, type ReasoningEffort } from './system'
 import { validateConversation } from './validate'
@@ -22,6 +23,8 @@ export interface RenderEngineOptions {
   implementation?: Implementation
   /** The per-message token cache; default: one per implementation per process (64 MiB); null: no cache. */
   cache?: RenderCache | null
+  /** Bounds checked before any work, each a 400 naming the field (limits.ts); unset ones keep their defaults. */
+  limits?: Partial<RenderLimits>
 }
 
 export interface RenderRequestOptions extends RenderEngineOptions {
@@ -71,6 +74,13 @@ export interface TrainingRender {
 const COMMON_OPTIONS: OptionSpec = {
   implementation: is.oneOf('native', 'js'),
   cache: is.nullable({ what: 'a RenderCache', test: (v) => v instanceof RenderCache }),
+  limits: is.object,
+}
+
+/** The limits of checked options: the defaults, with what `limits` sets (checked like options). */
+function limitsOf(options: RenderEngineOptions, fn: string): RenderLimits {
+  if (options.limits === undefined) return DEFAULT_RENDER_LIMITS
+  return { ...DEFAULT_RENDER_LIMITS, ...checkOptions<Partial<RenderLimits>>(options.limits, LIMIT_OPTIONS, `${fn}: option 'limits'`) }
 }
 
 const OPTIONS: Record<'request' | 'conversation' | 'training', OptionSpec> = {
@@ -131,7 +141,9 @@ function requestPrompt(conversation: RequestConversation, options: RenderRequest
     const instructions = conversation.instructions.length > 0 ? conversation.instructions.join('\n\n') : null
     messages.push({ role: 'developer', content: { instructions, tools: conversation.tools } })
   }
-  messages.push(...(options.keepAnalysis ? conversation.messages : dropFinishedAnalysis(conversation.messages)))
+  // A loop, not push(...spread): a spread call takes every message as an argument, beyond the stack's room for
+  // a long conversation.
+  for (const message of options.keepAnalysis ? conversation.messages : dropFinishedAnalysis(conversation.messages)) messages.push(message)
   const renderer = rendererFor(options)
   const tokens = concat([...renderer.render(messages), ...nextTurnTokens(renderer, 'assistant')])
   return { tokens, toolNames: conversation.tools.map((tool) => `functions.${tool.name}`), promptTokens: tokens.length }
@@ -140,12 +152,14 @@ function requestPrompt(conversation: RequestConversation, options: RenderRequest
 /** A Chat Completions request body → the prompt. Bad requests throw `HarmonyRequestError` (HTTP 400). */
 export function renderChatCompletionRequest(body: unknown, options?: RenderRequestOptions): RenderedPrompt {
   const checked = checkRenderOptions(options, 'request', 'renderChatCompletionRequest') as RenderRequestOptions
+  checkRequestLimits(body, 'chat', limitsOf(checked, 'renderChatCompletionRequest'))
   return requestPrompt(chatConversation(body), checked)
 }
 
 /** A Responses request body → the prompt. Bad requests throw `HarmonyRequestError` (HTTP 400). */
 export function renderResponsesRequest(body: unknown, options?: RenderRequestOptions): RenderedPrompt {
   const checked = checkRenderOptions(options, 'request', 'renderResponsesRequest') as RenderRequestOptions
+  checkRequestLimits(body, 'responses', limitsOf(checked, 'renderResponsesRequest'))
   return requestPrompt(responsesConversation(body), checked)
 }
 
@@ -155,6 +169,7 @@ export function renderConversation(
   options?: RenderConversationOptions,
 ): { tokens: Uint32Array; promptTokens: number } {
   const checked = checkRenderOptions(options, 'conversation', 'renderConversation') as RenderConversationOptions
+  checkConversationLimits(messages, limitsOf(checked, 'renderConversation'))
   validateConversation(messages, 'renderConversation')
   const renderer = rendererFor(checked)
   const kept = checked.keepAnalysis ? messages : dropFinishedAnalysis(messages)
@@ -168,6 +183,7 @@ export function renderConversation(
 /** A conversation → the tokens a trainer sees, with the mask of the tokens it learns (see the options). */
 export function renderForTraining(messages: readonly ConversationMessage[], options?: RenderForTrainingOptions): TrainingRender {
   const checked = checkRenderOptions(options, 'training', 'renderForTraining') as RenderForTrainingOptions
+  checkConversationLimits(messages, limitsOf(checked, 'renderForTraining'))
   validateConversation(messages, 'renderForTraining')
   const kept = checked.prefixPreserving ? [...messages] : referenceAutoDropAnalysis(messages)
   const renderer = rendererFor(checked)

@@ -55,6 +55,7 @@ export function responsesConversation(body: unknown): RequestConversation {
   const items = array(request.input, 'input')
   if (items.length === 0) fail('input must hold at least one item', 'input')
   const calls = new Map<string, string>()
+  const callFollows = functionCallFollows(items)
   items.forEach((raw, i) => {
     const at = `input[${i}]`
     const item = object(raw, at)
@@ -62,7 +63,7 @@ export function responsesConversation(body: unknown): RequestConversation {
     const type = item.type === undefined ? 'message' : string(item.type, `${at}.type`)
     switch (type) {
       case 'message':
-        messageItem(item, at, isPreamble(items, i), conversation)
+        messageItem(item, at, isPreamble(item, callFollows[i]), conversation)
         break
       case 'reasoning': {
         const text = reasoningItemText(item, at)
@@ -114,23 +115,36 @@ function messageItem(item: JsonObject, at: string, preamble: boolean, conversati
 }
 
 /**
- * Whether the assistant message item at `index` is a preamble (commentary) rather than an answer (final): its
- * `phase` says so when present; otherwise it is one when a function_call follows it within the same turn
- * (before the next message from someone else), as text beside tool calls is in Chat.
+ * Whether an assistant message item is a preamble (commentary) rather than an answer (final): its `phase`
+ * says so when present; otherwise it is one when a function_call follows it within the same turn (before the
+ * next message from someone else), as text beside tool calls is in Chat.
  */
-function isPreamble(items: readonly unknown[], index: number): boolean {
-  const item = items[index] as JsonObject
+function isPreamble(item: JsonObject, callFollows: boolean): boolean {
   if (item.role !== 'assistant') return false
   if (item.phase === 'commentary') return true
   if (item.phase === 'final_answer') return false
-  for (let i = index + 1; i < items.length; i++) {
-    const next = items[i]
-    if (!isObject(next)) return false
-    const type = next.type ?? 'message'
-    if (type === 'function_call') return true
-    if (type === 'message' && next.role !== 'assistant') return false
+  return callFollows
+}
+
+/**
+ * For each item, whether a function_call comes after it before the next message from someone other than the
+ * assistant (or anything that is not an object): one pass from the end, so a request of many assistant items
+ * costs linear time (a scan forward from each of them was quadratic).
+ */
+function functionCallFollows(items: readonly unknown[]): boolean[] {
+  const follows: boolean[] = new Array(items.length)
+  let callAhead = false
+  for (let i = items.length - 1; i >= 0; i--) {
+    follows[i] = callAhead
+    const item = items[i]
+    if (!isObject(item)) callAhead = false
+    else {
+      const type = item.type ?? 'message'
+      if (type === 'function_call') callAhead = true
+      else if (type === 'message' && item.role !== 'assistant') callAhead = false
+    }
   }
-  return false
+  return follows
 }
 
 /** The chain of thought of a reasoning item: its `reasoning_text` content when sent, else its summary. */
