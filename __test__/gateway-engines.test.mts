@@ -128,7 +128,8 @@ for (const kind of KINDS) {
 
 test("an engine that refuses before streaming: the client gets a 502 in OpenAI's shape, and the gateway keeps serving", async (t) => {
   const refusing = await fakeVllm({ completion: COMPLETION, httpError: 400 })
-  const server = createGateway({ engine: new VllmEngine({ url: refusing.url }), onDiagnostic: () => {}, onError: () => {} })
+  const logged: unknown[] = []
+  const server = createGateway({ engine: new VllmEngine({ url: refusing.url }), onDiagnostic: () => {}, onError: (e: unknown) => logged.push(e) })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   t.teardown(async () => {
     server.close()
@@ -140,6 +141,10 @@ test("an engine that refuses before streaming: the client gets a 502 in OpenAI's
       client.chat.completions.create({ model: 'gpt-oss', messages: [{ role: 'user', content: 'hi' }], stream: true }),
     )
     t.is((error as { status?: number }).status, 502)
-    t.regex(error!.message, /the prompt is too long for this model/)
+    t.is((error as { code?: string }).code, 'engine-http-error')
+    // The engine's own text and address go to the log, not to the client.
+    t.notRegex(error!.message, /the prompt is too long|127\.0\.0\.1/)
   }
+  t.is(logged.length, 2)
+  t.regex(String((logged[0] as Error).message), /the prompt is too long for this model/)
 })

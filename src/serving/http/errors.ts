@@ -29,8 +29,22 @@ export class HttpError extends HarmonyError {
 }
 
 /**
+ * What a client is told of an engine failure, by code: enough to decide whether to retry, nothing of the
+ * engine's address or its own error text, which go to the server's log (`onError`).
+ */
+const ENGINE_FAILED: Record<string, string> = {
+  'engine-http-error': 'the inference engine answered with an error',
+  'engine-connect-timeout': 'the inference engine could not be reached in time',
+  'engine-read-timeout': 'the inference engine stopped sending',
+  'engine-connection-error': 'the connection to the inference engine failed',
+  'engine-protocol-error': 'the inference engine sent something this gateway cannot read',
+  'engine-stream-error': 'the inference engine reported an error while generating',
+  'engine-aborted': 'the inference engine aborted the request',
+}
+
+/**
  * The HTTP status and body for any error: `HttpError` as it is, `HarmonyRequestError` → 400, an engine's failure
- * (`EngineError`) → 502, anything else → 500 with a generic message (the details
+ * (`EngineError`) → 502 with its code and a generic message (the engine's URL and error text stay in the log), anything else → 500 with a generic message (the details
  * belong in the server's log, not in the answer).
  */
 export function errorResponse(error: unknown): { status: number; body: OpenAIErrorBody } {
@@ -39,7 +53,9 @@ export function errorResponse(error: unknown): { status: number; body: OpenAIErr
   if (error instanceof EngineError) {
     return {
       status: 502,
-      body: { error: { message: `the inference engine failed: ${error.message}`, type: 'server_error', param: null, code: error.code } },
+      body: {
+        error: { message: ENGINE_FAILED[error.code] ?? 'the inference engine failed', type: 'server_error', param: null, code: error.code },
+      },
     }
   }
   return { status: 500, body: { error: { message: 'internal error', type: 'server_error', param: null, code: 'internal-error' } } }
