@@ -78,6 +78,7 @@ export {
 } from './render'
 export { DEFAULT_BODY_LIMIT, type ReadJsonOptions, readJsonBody } from './serving/http/body'
 export { errorResponse, HttpError, type OpenAIErrorBody, sendError } from './serving/http/errors'
+export { DEFAULT_SERVER_LIMITS, hardenServer, type ServerLimits } from './serving/http/server'
 export {
   chatFrames,
   type PipeSseOptions,

@@ -2,7 +2,7 @@
  * OpenAI-shaped HTTP errors: `{ error: { message, type, param, code } }` with the status OpenAI uses for the
  * case, so OpenAI clients raise their usual typed errors (BadRequestError, …).
  */
-import type { ServerResponse } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import { HarmonyError, HarmonyRequestError } from '../../base/errors'
 import { EngineError } from '../engines/errors'
 
@@ -62,9 +62,16 @@ export function errorResponse(error: unknown): { status: number; body: OpenAIErr
 }
 
 /**
- * Answers with the OpenAI error body and status for `error` (see `errorResponse`); a 413 also closes the
- * connection, so the unread rest of the body is dropped instead of read.
+ * Answers with the OpenAI error body and status for `error` (see `errorResponse`); when the request's body was
+ * not read to its end (a 413, or any refusal before reading), the connection is closed with the answer.
  */
+/** Whether the request has a body that was not read to its end. */
+function unreadBody(request: IncomingMessage | undefined): boolean {
+  if (request === undefined || request.complete) return false
+  const { 'transfer-encoding': chunked, 'content-length': length } = request.headers
+  return chunked !== undefined || (length !== undefined && length !== '0')
+}
+
 export function sendError(response: ServerResponse, error: unknown): number {
   const { status, body } = errorResponse(error)
   if (response.headersSent) {
@@ -72,7 +79,9 @@ export function sendError(response: ServerResponse, error: unknown): number {
     return status
   }
   const headers: Record<string, string> = { 'content-type': 'application/json' }
-  if (status === 413) headers.connection = 'close'
+  // A refusal sent before the body was read (404, 405, 415, 413, a bad header…) closes the connection, so the
+  // rest of the body is dropped with it instead of read: an endless body must not keep the server reading.
+  if (status === 413 || unreadBody(response.req)) headers.connection = 'close'
   response.writeHead(status, headers)
   response.end(JSON.stringify(body))
   return status
