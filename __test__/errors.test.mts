@@ -4,7 +4,15 @@
  * (its address, its own error text), which belong in the server's log.
  */
 import test from 'ava'
-import { errorResponse, HarmonyError, HarmonyRequestError, HttpError } from 'harmony-stream'
+import {
+  chatGenerationParameters,
+  DEFAULT_MAX_MODEL_LENGTH,
+  errorResponse,
+  HarmonyError,
+  HarmonyRequestError,
+  HttpError,
+  responsesGenerationParameters,
+} from 'harmony-stream'
 import { EngineError } from 'harmony-stream/engines'
 
 test('an engine failure is a 502 with its code and a generic message: no URL, host or engine text reaches the client', (t) => {
@@ -42,4 +50,20 @@ test('every error answers with its stable code: request errors 400, HTTP errors 
   t.is(internal.status, 500)
   t.deepEqual(internal.body.error, { message: 'internal error', type: 'server_error', param: null, code: 'internal-error' })
   t.is(errorResponse(new Error('boom at /home/user/secret')).body.error.message, 'internal error')
+})
+
+test('model has a length cap (it is repeated in every chunk): a 400 naming it, configurable', (t) => {
+  const long = 'm'.repeat(1_000_000)
+  for (const parameters of [chatGenerationParameters, responsesGenerationParameters]) {
+    const error = t.throws(() => parameters({ model: long }), { instanceOf: HttpError })
+    t.is(error!.status, 400)
+    t.is(error!.param, 'model')
+    t.regex(error!.message, new RegExp(`at most ${DEFAULT_MAX_MODEL_LENGTH} characters`))
+    t.is(parameters({ model: 'm'.repeat(DEFAULT_MAX_MODEL_LENGTH) }).model.length, DEFAULT_MAX_MODEL_LENGTH)
+    t.is(parameters({ model: 'm'.repeat(1000) }, { maxModelLength: 1000 }).model.length, 1000)
+    t.throws(() => parameters({ model: 'm' }, { maxModelLen: 3 } as never), {
+      instanceOf: TypeError,
+      message: /did you mean 'maxModelLength'/,
+    })
+  }
 })

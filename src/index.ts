@@ -88,7 +88,13 @@ export {
   SSE_HEADERS,
   type SseStep,
 } from './serving/http/sse'
-export { chatGenerationParameters, type GenerationParameters, responsesGenerationParameters } from './serving/http/validate'
+export {
+  chatGenerationParameters,
+  DEFAULT_MAX_MODEL_LENGTH,
+  type GenerationParameterOptions,
+  type GenerationParameters,
+  responsesGenerationParameters,
+} from './serving/http/validate'
 export { SseFrames, SsePool, type SsePoolOptions, type SseStreamError } from './serving/sse-pool'
 export {
   type AdapterDiagnostic,

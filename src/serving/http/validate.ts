@@ -2,6 +2,7 @@
  * The fields of a Chat Completions or Responses request that steer generation (the conversation itself is
  * checked by the renderer): each must have the type and range OpenAI documents, else 400 naming it.
  */
+import { checkOptions, is, type OptionSpec } from '../../base/options'
 import { HttpError } from './errors'
 
 export interface GenerationParameters {
@@ -34,8 +35,24 @@ function optionalInteger(body: Record<string, unknown>, param: string, min: numb
   return value
 }
 
-function common(body: Record<string, unknown>): Omit<GenerationParameters, 'maxTokens' | 'includeUsage'> {
+export interface GenerationParameterOptions {
+  /** Longest `model` accepted, in characters: it is repeated in every chunk of the stream. Default 256. */
+  maxModelLength?: number
+}
+
+export const DEFAULT_MAX_MODEL_LENGTH = 256
+
+const PARAMETER_OPTIONS: OptionSpec = { maxModelLength: is.integer(1) }
+
+function common(
+  body: Record<string, unknown>,
+  options: GenerationParameterOptions,
+  where: string,
+): Omit<GenerationParameters, 'maxTokens' | 'includeUsage'> {
+  const maxModelLength =
+    checkOptions<GenerationParameterOptions>(options, PARAMETER_OPTIONS, where).maxModelLength ?? DEFAULT_MAX_MODEL_LENGTH
   if (typeof body.model !== 'string' || body.model === '') bad('model', 'must be a non-empty string')
+  if (body.model.length > maxModelLength) bad('model', `must be at most ${maxModelLength} characters (it is repeated in every chunk)`)
   if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') bad('stream', 'must be a boolean')
   const seed = body.seed === undefined || body.seed === null ? undefined : body.seed
   if (seed !== undefined && (typeof seed !== 'number' || !Number.isSafeInteger(seed))) bad('seed', 'must be an integer')
@@ -48,8 +65,8 @@ function common(body: Record<string, unknown>): Omit<GenerationParameters, 'maxT
   }
 }
 
-export function chatGenerationParameters(body: Record<string, unknown>): GenerationParameters {
-  const base = common(body)
+export function chatGenerationParameters(body: Record<string, unknown>, options: GenerationParameterOptions = {}): GenerationParameters {
+  const base = common(body, options, 'chatGenerationParameters')
   const n = optionalInteger(body, 'n', 1)
   if (n !== undefined && n !== 1) bad('n', 'must be 1: one completion per request is supported')
   const maxTokens = optionalInteger(body, 'max_completion_tokens', 1) ?? optionalInteger(body, 'max_tokens', 1)
@@ -61,6 +78,13 @@ export function chatGenerationParameters(body: Record<string, unknown>): Generat
   return { ...base, maxTokens, includeUsage: includeUsage === true }
 }
 
-export function responsesGenerationParameters(body: Record<string, unknown>): GenerationParameters {
-  return { ...common(body), maxTokens: optionalInteger(body, 'max_output_tokens', 1), includeUsage: true }
+export function responsesGenerationParameters(
+  body: Record<string, unknown>,
+  options: GenerationParameterOptions = {},
+): GenerationParameters {
+  return {
+    ...common(body, options, 'responsesGenerationParameters'),
+    maxTokens: optionalInteger(body, 'max_output_tokens', 1),
+    includeUsage: true,
+  }
 }
