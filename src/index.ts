@@ -95,6 +95,7 @@ export {
   type GenerationParameters,
   responsesGenerationParameters,
 } from './serving/http/validate'
+export { RenderWorkers, type RenderWorkersOptions } from './serving/render-workers'
 export { SseFrames, SsePool, type SsePoolOptions, type SseStreamError } from './serving/sse-pool'
 export {
   type AdapterDiagnostic,

@@ -1,0 +1,131 @@
+/**
+ * Rendering off the event loop. Byte-pair encoding a large request costs time that grows with its size (and
+ * faster than linearly within one long word with gpt-tokenizer), so one large request rendered on the event
+ * loop would delay every other stream and `/health` by that much. `RenderWorkers` renders requests in a pool
+ * of worker threads instead; the event loop only clones the body there and receives the tokens back.
+ *
+ *   const workers = new RenderWorkers({ renderOptions: { implementation } })
+ *   const prompt = await workers.render('chat', body)     // as renderChatCompletionRequest(body, renderOptions)
+ *
+ * The results are those of the synchronous renderers with the same options (each worker has its own render
+ * cache); request errors come back as the same `HarmonyRequestError`. A full queue answers 503, so a burst of
+ * large requests waits in a bounded line instead of piling up in memory.
+ */
+import { availableParallelism } from 'node:os'
+import { join } from 'node:path'
+import { Worker } from 'node:worker_threads'
+
+import { HarmonyError, HarmonyRequestError } from '../base/errors'
+import { checkOptions, is, type OptionSpec } from '../base/options'
+import { type RenderedPrompt, type RenderRequestOptions, renderChatCompletionRequest } from '../render/index'
+import { HttpError } from './http/errors'
+import type { RenderAnswer, RenderJob } from './render-worker'
+
+export interface RenderWorkersOptions {
+  /** Worker threads. Default: the cores the machine suggests, less one for the event loop (at least 1). */
+  size?: number
+  /** Options of every render (implementation, currentDate, limits…); a `cache` cannot cross to a worker. */
+  renderOptions?: Omit<RenderRequestOptions, 'cache'>
+  /** Requests waiting for a worker before `render` answers 503. Default 256. */
+  maxQueue?: number
+}
+
+const PROBE = { model: 'probe', messages: [{ role: 'user', content: 'x' }] }
+
+const OPTIONS: OptionSpec = { size: is.integer(1, 256), renderOptions: is.object, maxQueue: is.integer(0) }
+
+interface Pending {
+  job: RenderJob
+  resolve: (prompt: RenderedPrompt) => void
+  reject: (error: unknown) => void
+}
+
+export class RenderWorkers {
+  readonly size: number
+  private readonly maxQueue: number
+  private readonly idle: Worker[] = []
+  private readonly busy = new Map<Worker, Pending>()
+  private readonly queue: Pending[] = []
+  private nextId = 0
+  private closed = false
+
+  constructor(options: RenderWorkersOptions = {}) {
+    const checked = checkOptions<RenderWorkersOptions>(options, OPTIONS, 'RenderWorkers')
+    if (checked.renderOptions !== undefined && 'cache' in checked.renderOptions) {
+      throw new TypeError("RenderWorkers: option 'renderOptions' cannot hold a cache: each worker keeps its own")
+    }
+    // The renderer checks its options: once here, so a bad option fails now rather than in every worker.
+    renderChatCompletionRequest(PROBE, { ...checked.renderOptions, cache: null })
+    this.size = checked.size ?? Math.max(1, availableParallelism() - 1)
+    this.maxQueue = checked.maxQueue ?? 256
+    for (let i = 0; i < this.size; i++) this.idle.push(this.spawn(checked.renderOptions ?? {}))
+  }
+
+  /** Renders a Chat Completions (`'chat'`) or Responses request body in a worker. */
+  render(kind: 'chat' | 'responses', body: unknown): Promise<RenderedPrompt> {
+    if (this.closed) return Promise.reject(new HarmonyError('render-workers-closed', 'RenderWorkers: closed'))
+    if (kind !== 'chat' && kind !== 'responses')
+      return Promise.reject(new TypeError(`RenderWorkers.render: kind must be 'chat' or 'responses', not ${String(kind)}`))
+    return new Promise((resolve, reject) => {
+      const pending = { job: { id: this.nextId++, kind, body }, resolve, reject }
+      const worker = this.idle.pop()
+      if (worker !== undefined) this.start(worker, pending)
+      else if (this.queue.length < this.maxQueue) this.queue.push(pending)
+      else reject(new HttpError(503, 'the gateway is rendering too many requests; retry later', { code: 'render-queue-full' }))
+    })
+  }
+
+  /** Stops the workers; renders not yet answered are rejected. */
+  async close(): Promise<void> {
+    this.closed = true
+    const gone = new HarmonyError('render-workers-closed', 'RenderWorkers: closed')
+    for (const pending of this.queue.splice(0)) pending.reject(gone)
+    for (const pending of this.busy.values()) pending.reject(gone)
+    const workers = [...this.idle, ...this.busy.keys()]
+    this.idle.length = 0
+    this.busy.clear()
+    await Promise.all(workers.map((worker) => worker.terminate()))
+  }
+
+  private spawn(renderOptions: object): Worker {
+    const worker = new Worker(join(__dirname, 'render-worker.js'), { workerData: renderOptions })
+    // An idle pool must not keep the process alive.
+    worker.unref()
+    worker.on('message', (answer: RenderAnswer) => this.answered(worker, answer))
+    worker.on('error', (error) => this.failed(worker, error, renderOptions))
+    return worker
+  }
+
+  private start(worker: Worker, pending: Pending): void {
+    this.busy.set(worker, pending)
+    worker.postMessage(pending.job)
+  }
+
+  private answered(worker: Worker, answer: RenderAnswer): void {
+    const pending = this.busy.get(worker)
+    this.busy.delete(worker)
+    if (pending !== undefined) {
+      if ('tokens' in answer) pending.resolve({ tokens: answer.tokens, toolNames: answer.toolNames, promptTokens: answer.tokens.length })
+      else if ('requestError' in answer) pending.reject(new HarmonyRequestError(answer.requestError.message, answer.requestError.param))
+      else pending.reject(new HarmonyError('internal-error', `harmony-stream internal error while rendering: ${answer.failure}`))
+    }
+    this.next(worker)
+  }
+
+  /** A worker that died (a crash in it, never bad input) fails its render and is replaced. */
+  private failed(worker: Worker, error: Error, renderOptions: object): void {
+    const pending = this.busy.get(worker)
+    this.busy.delete(worker)
+    pending?.reject(
+      new HarmonyError('internal-error', `harmony-stream internal error: a render worker failed: ${error.message}`, { cause: error }),
+    )
+    if (!this.closed) this.next(this.spawn(renderOptions))
+  }
+
+  private next(worker: Worker): void {
+    if (this.closed) return
+    const pending = this.queue.shift()
+    if (pending === undefined) this.idle.push(worker)
+    else this.start(worker, pending)
+  }
+}
