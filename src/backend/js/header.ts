@@ -146,7 +146,7 @@ export function rustDebugString(text: string): string {
         out += RUST_DEBUG_ESCAPED.test(char) ? `\\u{${char.codePointAt(0)!.toString(16)}}` : char
     }
   }
-  return out + '"'
+  return `${out}"`
 }
 
 export interface ParsedHeader {
