@@ -64,7 +64,7 @@ export interface FakeEngine {
   close(): Promise<void>
 }
 
-export const STOPS = [200002, 200012]
+const STOPS = [200002, 200012]
 
 type Writer = (res: ServerResponse, body: Record<string, unknown>, behaviour: FakeBehaviour, send: Sender) => Promise<void>
 type Sender = (frame: string) => Promise<boolean>

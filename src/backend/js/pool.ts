@@ -5,7 +5,7 @@
 import {
   COMPACT_BAD_INDEX,
   COMPACT_DIAGNOSTICS,
-  COMPACT_HEADER_SLOTS,
+  COMPACT_FIRST_RECORD,
   COMPACT_RECORD_SLOTS,
   COMPACT_RECORDS,
   COMPACT_STATE,
@@ -60,8 +60,8 @@ export function callStream(stream: Stream, tokens: Uint32Array | null, out: Uint
   checkCapacity(out, compactCapacity(tokens === null ? 0 : tokens.length))
   const wrote = runStream(stream, tokens, out)
   const output = stream.parser.output
-  const at = wrote ? writeRecords(output, names, out, COMPACT_HEADER_SLOTS, 0) : COMPACT_HEADER_SLOTS
-  out[COMPACT_RECORDS] = (at - COMPACT_HEADER_SLOTS) / COMPACT_RECORD_SLOTS
+  const at = wrote ? writeRecords(output, names, out, COMPACT_FIRST_RECORD, 0) : COMPACT_FIRST_RECORD
+  out[COMPACT_RECORDS] = (at - COMPACT_FIRST_RECORD) / COMPACT_RECORD_SLOTS
   return wrote ? output.text : ''
 }
 
@@ -179,7 +179,7 @@ export class StreamPool implements PoolBackend {
     const texts = this.texts
     texts.length = 0
     let utf16 = 0
-    let at = COMPACT_HEADER_SLOTS
+    let at = COMPACT_FIRST_RECORD
     for (let i = 0; i < streams.length; i++) {
       const id = streams[i]
       const stream = this.streamOf(id)!
@@ -197,8 +197,8 @@ export class StreamPool implements PoolBackend {
       }
       if (close) this.finished.push(id)
     }
-    out.fill(0, 0, COMPACT_HEADER_SLOTS)
-    out[COMPACT_RECORDS] = (at - COMPACT_HEADER_SLOTS) / COMPACT_RECORD_SLOTS
+    out.fill(0, 0, COMPACT_FIRST_RECORD)
+    out[COMPACT_RECORDS] = (at - COMPACT_FIRST_RECORD) / COMPACT_RECORD_SLOTS
     return texts.length === 1 ? texts[0] : texts.join('')
   }
 
@@ -234,8 +234,8 @@ export class StreamPool implements PoolBackend {
 
 /** Errors the caller can cause, as data (`status`, `index`), like `PoolError::write_status`. */
 function failed(out: Uint32Array, status: number, index: number): string {
-  if (out.length < COMPACT_HEADER_SLOTS) throw new Error('output array too small')
-  out.fill(0, 0, COMPACT_HEADER_SLOTS)
+  if (out.length < COMPACT_FIRST_RECORD) throw new Error('output array too small')
+  out.fill(0, 0, COMPACT_FIRST_RECORD)
   out[COMPACT_STATUS] = status
   out[COMPACT_BAD_INDEX] = index
   return ''
