@@ -80,7 +80,6 @@ module.exports = {
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     doNotFollow: { path: 'node_modules' },
-    includeOnly: '^src/',
     exclude: { path: '\\.d\\.ts$' },
   },
 }
