@@ -62,7 +62,7 @@ for (const implementation of IMPLEMENTATIONS) {
       if (size === 1) {
         const stream1 = new ResponsesStream({ model: 'm', parser: { implementation } })
         stream1.start()
-        COMPLETION.slice(0, CALL_HEADER_END).forEach((id) => stream1.push([id]))
+        for (const id of COMPLETION.slice(0, CALL_HEADER_END)) stream1.push([id])
         const atHeader = stream1.push([COMPLETION[CALL_HEADER_END]])
         t.deepEqual(
           atHeader.map((e) => e.type),

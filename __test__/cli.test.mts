@@ -45,7 +45,8 @@ test('inspect reads replay files, highlights diagnostics, and colours channels o
   })
   t.is(status, 0)
   t.true(out.includes('\x1b[32massistant [final]'), 'final in green')
-  t.regex(out, /\x1b\[1;33m! stray-tokens at token \d+/)
+  t.true(out.includes('\x1b[1;33m! stray-tokens at token '), 'diagnostics in bold yellow')
+  t.regex(out, /! stray-tokens at token \d+/)
 })
 
 test('inspect --events chat|responses prints the wire events as JSON lines', (t) => {

@@ -174,7 +174,7 @@ contractTest('tool result messages have role tool and the tool as name', (t, imp
 })
 
 contractTest('several messages in one batch, counted by messageIndex', (t, implementation) => {
-  const text = ANALYSIS_TO_TOOL + '<|start|>assistant<|channel|>final<|message|>Done.<|return|>'
+  const text = `${ANALYSIS_TO_TOOL}<|start|>assistant<|channel|>final<|message|>Done.<|return|>`
   const parser = new HarmonyStreamParser({ implementation })
   const batch = parser.push(harmony(text))
   t.deepEqual(
@@ -496,7 +496,7 @@ contractTest('an endless header is capped by maxHeaderTokens', (t, implementatio
   const tokens = harmony('word '.repeat(100))
   const lenient = replay(batches(tokens, 9), { implementation, maxHeaderTokens: 16 })
   t.is(lenient.messages.length, 1)
-  t.is(lenient.messages[0].content, 'word '.repeat(100).trim() + ' ')
+  t.is(lenient.messages[0].content, `${'word '.repeat(100).trim()} `)
   t.deepEqual(
     lenient.batches.flatMap((b) => b.diagnostics).map((d) => [d.code, d.tokenOffset]),
     [['header-too-long', 16]],

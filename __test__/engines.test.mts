@@ -442,7 +442,11 @@ async function raw(frames: string[]): Promise<{ url: string; close(): Promise<vo
   await once(server, 'listening')
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise((resolve) => (server.close(() => resolve()), server.closeAllConnections())),
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      }),
   }
 }
 

@@ -127,7 +127,9 @@ nativeTest(test)("header error texts escape characters exactly as Rust's {:?} do
     if (native !== js) {
       const a = native.split(' ')
       const b = js.split(' ')
-      a.forEach((word, i) => word !== b[i] && mismatches.push(`${word} vs ${b[i]}`))
+      a.forEach((word, i) => {
+        if (word !== b[i]) mismatches.push(`${word} vs ${b[i]}`)
+      })
     }
   }
   t.deepEqual(mismatches, [])

@@ -58,7 +58,25 @@ async function start(options: Record<string, unknown>) {
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
   const { port } = server.address() as AddressInfo
-  return { port, close: () => new Promise<void>((resolve) => (server.close(() => resolve()), server.closeAllConnections())) }
+  return {
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      }),
+  }
+}
+
+/** What the tests read of the gateway's JSON answers (errors, /v1/models, /health, a completion); null for an empty body. */
+interface Answer {
+  error?: { type: string; param: string | null }
+  object?: string
+  data?: { id: string }[]
+  choices?: { message: { content: string } }[]
+  status?: string
+  engine?: string
+  implementation?: string
 }
 
 function send(
@@ -68,7 +86,7 @@ function send(
   body?: string | Buffer,
   headers: Record<string, string | number> = { 'content-type': 'application/json' },
 ) {
-  return new Promise<{ status: number; json: any }>((resolve, reject) => {
+  return new Promise<{ status: number; json: Answer | null }>((resolve, reject) => {
     const req = httpRequest({ host: '127.0.0.1', port, method, path, headers }, (res) => {
       let text = ''
       res
@@ -104,22 +122,22 @@ test('bad requests: OpenAI-shaped 4xx naming the field; /v1/models and /health',
   ] as const) {
     const answer = await send(port, 'POST', '/v1/chat/completions', body)
     t.is(answer.status, status, body)
-    t.is(answer.json.error.type, 'invalid_request_error', body)
-    t.is(answer.json.error.param, param, body)
+    t.is(answer.json?.error?.type, 'invalid_request_error', body)
+    t.is(answer.json?.error?.param, param, body)
   }
   t.is((await send(port, 'POST', '/v1/chat/completions', CHAT, { 'content-type': 'text/plain' })).status, 415)
   t.is(
-    (await send(port, 'POST', '/v1/responses', '{"model":"m","input":"x","previous_response_id":"r"}')).json.error.param,
+    (await send(port, 'POST', '/v1/responses', '{"model":"m","input":"x","previous_response_id":"r"}')).json?.error?.param,
     'previous_response_id',
   )
   t.is((await send(port, 'GET', '/v1/chat/completions')).status, 405)
   t.is((await send(port, 'GET', '/nowhere')).status, 404)
   const models = await send(port, 'GET', '/v1/models')
-  t.is(models.json.object, 'list')
-  t.is(models.json.data[0].id, 'gpt-oss')
+  t.is(models.json?.object, 'list')
+  t.is(models.json?.data?.[0].id, 'gpt-oss')
   t.deepEqual((await send(port, 'GET', '/health')).json, { status: 'ok', engine: 'counting', implementation: 'js' })
   const ok = await send(port, 'POST', '/v1/chat/completions', CHAT)
-  t.is(ok.json.choices[0].message.content, 'ok')
+  t.is(ok.json?.choices?.[0].message.content, 'ok')
 })
 
 test.serial('oversized bodies: 413 without reading them, eight at once, memory bounded', async (t) => {

@@ -31,7 +31,15 @@ async function serve(handler: (request: IncomingMessage, response: ServerRespons
   await once(server, 'listening')
   const { port } = server.address() as AddressInfo
   // closeAllConnections: a test that fails mid-way must not leave teardown waiting on an open connection.
-  return { port, close: () => new Promise<void>((resolve) => (server.close(() => resolve()), server.closeAllConnections())), server }
+  return {
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      }),
+    server,
+  }
 }
 
 function post(
@@ -162,7 +170,10 @@ test('pipeSse: Chat frames end with [DONE], Responses frames are typed events, o
   let writes = 0
   const { port, close } = await serve(async (request, response) => {
     const write = response.write.bind(response)
-    response.write = ((...args: Parameters<typeof write>) => (writes++, write(...args))) as typeof response.write
+    response.write = ((...args: Parameters<typeof write>) => {
+      writes++
+      return write(...args)
+    }) as typeof response.write
     const adapter =
       request.url === '/'
         ? new ChatCompletionsStream({ model: 'm', parser: { implementation: 'js' } })
@@ -265,7 +276,10 @@ test('pipeSse coalesceMs: the same bytes in fewer writes, and a client that stop
   let writes = 0
   const { port, close } = await serve(async (request, response) => {
     const write = response.write.bind(response)
-    response.write = ((...args: Parameters<typeof write>) => (writes++, write(...args))) as typeof response.write
+    response.write = ((...args: Parameters<typeof write>) => {
+      writes++
+      return write(...args)
+    }) as typeof response.write
     const adapter = new ChatCompletionsStream({ model: 'm', id: 'chatcmpl-x', created: 1, parser: { implementation: 'js' } })
     await pipeSse(response, adapter, steps(COMPLETION), {
       coalesceMs: request.url === '/coalesced' ? 50 : 0,

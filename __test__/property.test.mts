@@ -71,7 +71,9 @@ for (const implementation of IMPLEMENTATIONS) {
           parts.batches.flatMap((b) => b.diagnostics),
           whole.batches.flatMap((b) => b.diagnostics),
         )
-        whole.messages.forEach((m, i) => t.is(whole.textByMessage[i] ?? '', m.content, 'segments add up to the content'))
+        whole.messages.forEach((m, i) => {
+          t.is(whole.textByMessage[i] ?? '', m.content, 'segments add up to the content')
+        })
         // Every message is opened once, in order, with its header, no later than its first text and its end.
         const opened = parts.batches.flatMap((b) => b.opened)
         t.deepEqual(

@@ -18,7 +18,7 @@ import {
 } from 'harmony-stream'
 
 import { harmony, IMPLEMENTATIONS, nativeTest, random } from './helpers/harmony.mjs'
-import { type RenderCase, referenceRender } from './helpers/reference-render.mjs'
+import { referenceRender } from './helpers/reference-render.mjs'
 import {
   type AbstractConversation,
   chatRequest,
@@ -56,7 +56,10 @@ test(`the reference renderer, token for token, on ${CONVERSATIONS} generated con
   let withTools = 0
   conversations.forEach((c, i) => {
     const reference = expected[i]
-    if (reference.error !== undefined) return t.fail(`conversation ${i}: the reference failed: ${reference.error}`)
+    if (reference.error !== undefined) {
+      t.fail(`conversation ${i}: the reference failed: ${reference.error}`)
+      return
+    }
     withTools += c.tools.length > 0 ? 1 : 0
     for (const implementation of IMPLEMENTATIONS) {
       const fromChat = chat(

@@ -69,7 +69,9 @@ for (let step = 0; step * interval < completion.length; step++) {
       `step ${String(step).padStart(2)}  #${s.messageIndex} ${paint(s.channel, (s.channel ?? '').padEnd(10))} → ${route.padEnd(34)} ${JSON.stringify(s.text)}`,
     )
   }
-  batch.completed.forEach((m, i) => console.log(`step ${String(step).padStart(2)}  #${closedBefore + i} closed by <|${m.terminator}|>`))
+  batch.completed.forEach((m, i) => {
+    console.log(`step ${String(step).padStart(2)}  #${closedBefore + i} closed by <|${m.terminator}|>`)
+  })
 }
 parser.finish()
 console.log('\nmessages:')

@@ -163,6 +163,7 @@ function describe(message: HarmonyMessage): string {
 /** Control characters of model text made visible on a terminal, where they would act (escape sequences). */
 function visible(text: string, color: boolean): string {
   if (!color) return text
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is this function's purpose
   return text.replace(/[\x00-\x08\x0b-\x1f\x7f\x9b]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
 }
 

@@ -3,7 +3,6 @@
  * src/backend/compact.ts (not from the library's own reader), so that tests check the format as users read it.
  */
 import {
-  COMPACT_DIAGNOSTICS,
   COMPACT_FIRST_RECORD,
   COMPACT_RECORD_SLOTS,
   COMPACT_RECORDS,
@@ -112,5 +111,3 @@ export function streamRanges(out: Uint32Array): StreamResult[] {
   }
   return results
 }
-
-export { COMPACT_DIAGNOSTICS }

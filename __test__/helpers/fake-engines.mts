@@ -64,7 +64,7 @@ export interface FakeEngine {
   close(): Promise<void>
 }
 
-export const STOPS = [200002, 200012]
+const STOPS = [200002, 200012]
 
 type Writer = (res: ServerResponse, body: Record<string, unknown>, behaviour: FakeBehaviour, send: Sender) => Promise<void>
 type Sender = (frame: string) => Promise<boolean>
@@ -143,7 +143,11 @@ async function fake(
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
   engine.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  engine.close = () => new Promise<void>((resolve) => (server.close(() => resolve()), server.closeAllConnections()))
+  engine.close = () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve())
+      server.closeAllConnections()
+    })
   return engine
 }
 

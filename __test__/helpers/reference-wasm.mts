@@ -17,7 +17,7 @@ import type { ReferenceMessage } from './reference.mjs'
 
 const require = createRequire(import.meta.url)
 
-export type ReferenceResult = { messages: ReferenceMessage[] } | { error: string }
+type ReferenceResult = { messages: ReferenceMessage[] } | { error: string }
 
 interface JsHarmonyEncoding {
   parseMessagesFromCompletionTokens(tokens: Uint32Array, role?: string | null): string

@@ -29,7 +29,7 @@ export interface ReferenceResult {
   error?: string
 }
 
-export const PYTHON = join(root, '.venv', 'bin', 'python')
+const PYTHON = join(root, '.venv', 'bin', 'python')
 
 /**
  * Runs `{ cases }` through a Python script of this folder in the project's `.venv`, in one process, with the

@@ -10,13 +10,13 @@ import { random } from './harmony.mjs'
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
 
-export interface AbstractCall {
+interface AbstractCall {
   id: string
   name: string
   args: string
 }
 
-export type AbstractTurn =
+type AbstractTurn =
   | { kind: 'user'; text: string }
   | { kind: 'reasoning'; text: string }
   | { kind: 'final'; text: string }

@@ -1,5 +1,5 @@
 /** Adapter options that change what goes on the wire, shared by the SSE tests (sse, sse-pool). */
-export const TOOLS = [
+const TOOLS = [
   { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { location: { type: 'string' } } } } },
 ]
 

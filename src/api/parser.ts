@@ -66,7 +66,7 @@ function scratch(length: number): Uint32Array {
 }
 
 /** Checks and converts the tokens argument; the backends check the ids' range. */
-export function tokenArray(tokens: unknown): Uint32Array {
+function tokenArray(tokens: unknown): Uint32Array {
   if (tokens instanceof Uint32Array) {
     // Memory another thread may write to must be copied (the backends validate ids, then read them again).
     // A short array is copied without asking: asking for its buffer makes V8 create one, which costs more.

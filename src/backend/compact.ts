@@ -23,13 +23,14 @@
  * read that message's header from `takeHeaders()`.
  */
 
-export const COMPACT_HEADER_SLOTS = 8
+const COMPACT_HEADER_SLOTS = 8
 export const COMPACT_RECORDS = 0
 export const COMPACT_STATUS = 1
 export const COMPACT_DIAGNOSTICS = 2
 export const COMPACT_STATE = 3
 /** Internal: with an invalid-token, unknown-stream status, the index of the offending entry. */
 export const COMPACT_BAD_INDEX = 4
+/** The records follow the header slots; the slots before this index are the header. */
 export const COMPACT_FIRST_RECORD = COMPACT_HEADER_SLOTS
 export const COMPACT_RECORD_SLOTS = 4
 

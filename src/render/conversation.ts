@@ -53,7 +53,7 @@ interface MessageParts {
 
 const CONSTRAIN_MARKER = '<|constrain|>'
 
-export function hasFunctionTools(messages: readonly ConversationMessage[]): boolean {
+function hasFunctionTools(messages: readonly ConversationMessage[]): boolean {
   return messages.some((m) => m.role === 'developer' && typeof m.content === 'object' && (m.content.tools?.length ?? 0) > 0)
 }
 

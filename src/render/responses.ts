@@ -85,7 +85,7 @@ export function responsesConversation(body: unknown): RequestConversation {
       }
       case 'item_reference':
         fail(`${at} is an item_reference: this gateway keeps no server-side state; send the item itself`, `${at}.type`)
-      // falls through: fail() never returns
+        break
       default:
         fail(`${at}.type '${type}' is not supported (message, reasoning, function_call, function_call_output)`, `${at}.type`)
     }

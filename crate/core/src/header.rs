@@ -309,7 +309,10 @@ fn repair_recipient(header: &mut Header, words: &mut Vec<String>, tool_names: &[
         problems.push(HeaderProblem::DuplicateRecipient(format!("to={recipient}")));
     }
     if header.content_type.is_none() && !tool_names.contains(&recipient) {
-        let tool = tool_names.iter().filter(|t| !t.is_empty() && recipient.len() > t.len() && recipient.starts_with(t.as_str())).max_by_key(|t| t.len());
+        let tool = tool_names
+            .iter()
+            .filter(|t| !t.is_empty() && recipient.len() > t.len() && recipient.starts_with(t.as_str()))
+            .max_by_key(|t| t.len());
         if let Some(tool) = tool {
             problems.push(HeaderProblem::GluedContentType(recipient.clone()));
             header.content_type = normalize_content_type(recipient[tool.len()..].to_owned());
@@ -342,10 +345,7 @@ pub fn recover_header(text: &str, given_role: Option<&str>, continues: bool) -> 
         None if ROLES.contains(&first_word) => (first_word, &rest[first_word_end..]),
         None => ("assistant", rest),
     };
-    RecoveredHeader {
-        header: Header { role: role.to_owned(), channel, ..Header::default() },
-        content: content.trim_start().to_owned(),
-    }
+    RecoveredHeader { header: Header { role: role.to_owned(), channel, ..Header::default() }, content: content.trim_start().to_owned() }
 }
 
 /// What the stream parser reads at `<|message|>`: the header's text (lossily decoded), whether its bytes
@@ -511,7 +511,10 @@ mod tests {
             header("assistant", None, Some("analysis"), Some("lookup_weather"), Some("code"))
         );
         assert_eq!(parse("final", Some("assistant")).0, header("assistant", None, None, Some("final"), None));
-        assert_eq!(parse("<|channel|>final <|constrain|>json", Some("assistant")).0, header("assistant", None, Some("final"), None, Some("json")));
+        assert_eq!(
+            parse("<|channel|>final <|constrain|>json", Some("assistant")).0,
+            header("assistant", None, Some("final"), None, Some("json"))
+        );
     }
 
     #[test]
@@ -522,10 +525,7 @@ mod tests {
         assert_eq!((header.role.as_str(), problems[0].message()), ("final", "Unknown role: final".to_owned()));
         assert_eq!(parse("<|channel|>", Some("assistant")).1, vec![HeaderProblem::EmptyChannel]);
         assert_eq!(parse("<|channel|>final", None).1, vec![HeaderProblem::MissingRole]);
-        assert_eq!(
-            parse("<|start|>assistant", None).1[0].message(),
-            "Unknown role: <|start|>assistant"
-        );
+        assert_eq!(parse("<|start|>assistant", None).1[0].message(), "Unknown role: <|start|>assistant");
     }
 
     fn repaired(text: &str, role: Option<&str>, tools: &[&str]) -> (Header, Vec<&'static str>) {
@@ -538,25 +538,46 @@ mod tests {
     fn lenient_repairs() {
         // The reference fails on a space after <|constrain|>; lenient mode joins it, and a doubled marker counts once.
         let spaced = header("assistant", None, Some("commentary"), Some("functions.f"), Some("json"));
-        assert_eq!(parse("assistant to=functions.f<|channel|>commentary <|constrain|> json", None).1, vec![HeaderProblem::ExtraWords("to=functions.f".into())]);
-        assert_eq!(repaired("assistant to=functions.f<|channel|>commentary <|constrain|> json", None, &[]), (spaced.clone(), vec!["spaced-constrain"]));
-        assert_eq!(repaired("assistant to=functions.f<|channel|>commentary <|constrain|><|constrain|>json", None, &[]), (spaced, vec!["spaced-constrain"]));
+        assert_eq!(
+            parse("assistant to=functions.f<|channel|>commentary <|constrain|> json", None).1,
+            vec![HeaderProblem::ExtraWords("to=functions.f".into())]
+        );
+        assert_eq!(
+            repaired("assistant to=functions.f<|channel|>commentary <|constrain|> json", None, &[]),
+            (spaced.clone(), vec!["spaced-constrain"])
+        );
+        assert_eq!(
+            repaired("assistant to=functions.f<|channel|>commentary <|constrain|><|constrain|>json", None, &[]),
+            (spaced, vec!["spaced-constrain"])
+        );
         let call = header("assistant", None, Some("commentary"), Some("functions.bash"), None);
-        assert_eq!(repaired("<|channel|>commentary to=functions.bash<|channel|>commentary", Some("assistant"), &[]), (call.clone(), vec!["repeated-channel"]));
-        assert_eq!(repaired("assistant<|channel|>bash<|channel|>commentary to=functions.bash", None, &[]), (call.clone(), vec!["repeated-channel"]));
+        assert_eq!(
+            repaired("<|channel|>commentary to=functions.bash<|channel|>commentary", Some("assistant"), &[]),
+            (call.clone(), vec!["repeated-channel"])
+        );
+        assert_eq!(
+            repaired("assistant<|channel|>bash<|channel|>commentary to=functions.bash", None, &[]),
+            (call.clone(), vec!["repeated-channel"])
+        );
         assert_eq!(
             repaired("<|channel|>commentary to=functions.bash to=functions.bash", Some("assistant"), &[]),
             (call.clone(), vec!["duplicate-recipient"])
         );
         let glued = header("assistant", None, Some("commentary"), Some("functions.shell"), Some("json"));
-        assert_eq!(repaired("<|channel|>commentary to=functions.shelljson", Some("assistant"), &["functions.shell"]), (glued, vec!["glued-content-type"]));
+        assert_eq!(
+            repaired("<|channel|>commentary to=functions.shelljson", Some("assistant"), &["functions.shell"]),
+            (glued, vec!["glued-content-type"])
+        );
         let final_ = header("assistant", None, Some("final"), None, None);
         assert_eq!(repaired("assistantfinal", None, &[]), (final_.clone(), vec!["glued-role"]));
         assert_eq!(repaired("final", None, &[]), (final_.clone(), vec!["missing-channel-marker"]));
         assert_eq!(repaired("final", Some("assistant"), &[]), (final_.clone(), vec!["missing-channel-marker"]));
         assert_eq!(repaired("assistantassistant<|channel|>final", None, &[]), (final_, vec!["glued-role"]));
         assert_eq!(
-            repaired("assistant to=functions.f<|channel|>commentary<|constrain|>json<|end|><|start|>assistant", None, &[]).0.recipient.as_deref(),
+            repaired("assistant to=functions.f<|channel|>commentary<|constrain|>json<|end|><|start|>assistant", None, &[])
+                .0
+                .recipient
+                .as_deref(),
             Some("functions.f")
         );
         let leaked = repaired("assistant to=functions.f<|channel|>commentary<|constrain|>json<|endoftext|>", None, &[]);

@@ -86,7 +86,10 @@ impl BatchOutput {
 
     /// Whether the buffers' capacities are small enough to be worth keeping for another parser.
     pub(crate) fn is_modest(&self) -> bool {
-        self.text.text.capacity() <= 16 * 1024 && self.events.capacity() <= 1024 && self.headers.capacity() <= 64 && self.diagnostics.capacity() <= 64
+        self.text.text.capacity() <= 16 * 1024
+            && self.events.capacity() <= 1024
+            && self.headers.capacity() <= 64
+            && self.diagnostics.capacity() <= 64
     }
 
     fn keep_spare_headers(&mut self) {

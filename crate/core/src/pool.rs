@@ -9,8 +9,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use crate::compact::{
-    capacity, write_records, NameTable, AT_BAD_INDEX, AT_DIAGNOSTICS, AT_RECORDS, AT_STATE, AT_STATUS, HEADER_SLOTS,
-    RECORD_SLOTS, STATUS_BAD_OFFSETS, STATUS_FINISHED, STATUS_INTERNAL_ERROR, STATUS_INVALID_TOKEN, STATUS_OK, STATUS_PARSE_ERROR,
+    capacity, write_records, NameTable, AT_BAD_INDEX, AT_DIAGNOSTICS, AT_RECORDS, AT_STATE, AT_STATUS, HEADER_SLOTS, RECORD_SLOTS,
+    STATUS_BAD_OFFSETS, STATUS_FINISHED, STATUS_INTERNAL_ERROR, STATUS_INVALID_TOKEN, STATUS_OK, STATUS_PARSE_ERROR,
     STATUS_REPEATED_STREAM, STATUS_UNKNOWN_STREAM, STREAM,
 };
 use crate::frames::{FrameTemplate, Lane, LaneProgress};
@@ -117,7 +117,16 @@ pub struct StreamPool {
 
 impl StreamPool {
     pub fn new(vocabulary: Arc<Vocabulary>) -> StreamPool {
-        StreamPool { vocabulary, slots: Vec::new(), free: Vec::new(), open: 0, finished: Vec::new(), names: NameTable::default(), text: String::new(), frame_steps: 0 }
+        StreamPool {
+            vocabulary,
+            slots: Vec::new(),
+            free: Vec::new(),
+            open: 0,
+            finished: Vec::new(),
+            names: NameTable::default(),
+            text: String::new(),
+            frame_steps: 0,
+        }
     }
 
     /// Number of open streams (finished ones count until they are closed).
@@ -489,11 +498,8 @@ fn guard(stream: &mut Stream, call: impl FnOnce(&mut StreamParser) -> Result<(),
             STATUS_INVALID_TOKEN
         }
         Err(panic) => {
-            let reason = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
+            let reason =
+                panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
             stream.broken = true;
             stream.error = Some(internal_error(format!("internal error in the native parser (a Rust panic: {reason})")));
             STATUS_INTERNAL_ERROR
@@ -590,10 +596,16 @@ mod tests {
         assert_eq!(pool.state(b), Some(State::Content), "the slow stream consumed nothing");
         // A special token is never the lane's; a stream named twice is refused before anything is consumed.
         slow.clear();
-        assert_eq!(pool.step_frames(2, &[a], &[0, 1], &[END], &mut bytes, &mut ends, &mut slow), Err(PoolError::UnknownStream { index: 0, id: a }));
+        assert_eq!(
+            pool.step_frames(2, &[a], &[0, 1], &[END], &mut bytes, &mut ends, &mut slow),
+            Err(PoolError::UnknownStream { index: 0, id: a })
+        );
         pool.step_frames(1, &[a], &[0, 1], &[END], &mut bytes, &mut ends, &mut slow).unwrap();
         assert_eq!(slow, [0, LaneReport::TEXT | 2], "the report takes the two tokens; the text waits for take_lane");
-        assert_eq!(pool.step_frames(1, &[a, a], &[0, 1, 2], &[1, 2], &mut bytes, &mut ends, &mut slow), Err(PoolError::RepeatedStream { index: 1, id: a }));
+        assert_eq!(
+            pool.step_frames(1, &[a, a], &[0, 1, 2], &[1, 2], &mut bytes, &mut ends, &mut slow),
+            Err(PoolError::RepeatedStream { index: 1, id: a })
+        );
         assert_eq!(pool.take_lane(a), Some(LaneProgress { text, tokens: 0, counter: 8 }));
         assert_eq!(pool.take_lane(a), Some(LaneProgress { text: String::new(), tokens: 0, counter: 8 }), "taken once");
         assert_eq!(pool.take_lane(b), None);

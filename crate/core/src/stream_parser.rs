@@ -151,7 +151,11 @@ impl StreamParser {
                     state = State::Header;
                     header = 0;
                 }
-                State::Header if token != MESSAGE && header < self.max_header_tokens && (self.strict || (token != START && Terminator::of_token(token).is_none())) => {
+                State::Header
+                    if token != MESSAGE
+                        && header < self.max_header_tokens
+                        && (self.strict || (token != START && Terminator::of_token(token).is_none())) =>
+                {
                     header += 1
                 }
                 _ => return false,
@@ -240,7 +244,12 @@ impl StreamParser {
                 if !self.header_tokens.is_empty() {
                     self.recover_unfinished_header(None, self.offset, "unterminated-header", "the stream ended inside a message header");
                 } else if self.header_start.is_some() {
-                    self.diagnose("unterminated-header", "the stream ended inside a message header".to_owned(), self.offset, Some(String::new()));
+                    self.diagnose(
+                        "unterminated-header",
+                        "the stream ended inside a message header".to_owned(),
+                        self.offset,
+                        Some(String::new()),
+                    );
                 }
                 self.state = State::ExpectStart;
             }
@@ -259,7 +268,12 @@ impl StreamParser {
                     // Lenient: the model began a new message without closing this one (no token id can
                     // stand for these as text, so this is never content the model meant).
                     None if !self.strict && (token == START || token == CHANNEL) => {
-                        self.diagnose("missing-end", "a new message began before <|end|>; the open message was closed".to_owned(), offset, None);
+                        self.diagnose(
+                            "missing-end",
+                            "a new message began before <|end|>; the open message was closed".to_owned(),
+                            offset,
+                            None,
+                        );
                         self.close_message(None);
                         return self.expect_start(token, offset);
                     }
@@ -338,7 +352,12 @@ impl StreamParser {
         let text = self.header_text();
         let recovered = recover_header(&text, self.next_role.as_deref(), false);
         if recovered.content.is_empty() {
-            self.diagnose("repeated-start", "<|start|> inside a header without text; the header was dropped".to_owned(), offset, Some(text));
+            self.diagnose(
+                "repeated-start",
+                "<|start|> inside a header without text; the header was dropped".to_owned(),
+                offset,
+                Some(text),
+            );
         } else {
             self.recover_unfinished_header(None, offset, "header-without-message", "<|start|> ended a message header");
         }
@@ -386,14 +405,29 @@ impl StreamParser {
         if read.invalid_utf8 {
             if self.strict {
                 self.reset_header();
-                return Err(ParseError { code: "invalid-header-utf8", message: "could not decode header".to_owned(), token_offset: offset, header: Some(read.text.clone()) });
+                return Err(ParseError {
+                    code: "invalid-header-utf8",
+                    message: "could not decode header".to_owned(),
+                    token_offset: offset,
+                    header: Some(read.text.clone()),
+                });
             }
-            self.diagnose("invalid-header-utf8", "could not decode header: invalid UTF-8 replaced".to_owned(), offset, Some(read.text.clone()));
+            self.diagnose(
+                "invalid-header-utf8",
+                "could not decode header: invalid UTF-8 replaced".to_owned(),
+                offset,
+                Some(read.text.clone()),
+            );
         }
         if self.strict {
             if let Some(problem) = read.parsed.problems.first() {
                 self.reset_header();
-                return Err(ParseError { code: problem.code(), message: problem.message(), token_offset: offset, header: Some(read.text.clone()) });
+                return Err(ParseError {
+                    code: problem.code(),
+                    message: problem.message(),
+                    token_offset: offset,
+                    header: Some(read.text.clone()),
+                });
             }
         }
         for problem in &read.parsed.problems {

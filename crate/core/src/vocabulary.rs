@@ -22,7 +22,9 @@ impl std::fmt::Display for VocabularyError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             VocabularyError::Malformed { line } => write!(f, "malformed vocabulary file: line {line} is not `base64 rank`"),
-            VocabularyError::BadRank { line, rank } => write!(f, "malformed vocabulary file: line {line} has rank {rank}, out of range or repeated"),
+            VocabularyError::BadRank { line, rank } => {
+                write!(f, "malformed vocabulary file: line {line} has rank {rank}, out of range or repeated")
+            }
             VocabularyError::MissingRank { rank } => write!(f, "malformed vocabulary file: rank {rank} is missing"),
         }
     }

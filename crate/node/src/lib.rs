@@ -15,7 +15,9 @@ use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 
 use harmony_stream_core::compact::{AT_BAD_INDEX, AT_STATUS, HEADER_SLOTS, STATUS_INTERNAL_ERROR};
-use harmony_stream_core::{Diagnostic, Encoder, FrameSlot, FrameTemplate, Header, ParseError, ParserOptions, PoolError, StreamPool, Vocabulary};
+use harmony_stream_core::{
+    Diagnostic, Encoder, FrameSlot, FrameTemplate, Header, ParseError, ParserOptions, PoolError, StreamPool, Vocabulary,
+};
 use napi::bindgen_prelude::{BufferSlice, Uint32Array, Uint32ArraySlice};
 use napi::{Env, Error, JsString, Result};
 use napi_derive::napi;
@@ -125,7 +127,13 @@ fn with_thread_pool<T>(call: impl FnOnce(&mut ThreadPool) -> Result<T>) -> Resul
     THREAD_POOL.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
-            *slot = Some(ThreadPool { pool: StreamPool::new(shared_vocabulary()?), input: None, output: None, frames: Vec::new(), slow: Vec::new() });
+            *slot = Some(ThreadPool {
+                pool: StreamPool::new(shared_vocabulary()?),
+                input: None,
+                output: None,
+                frames: Vec::new(),
+                slow: Vec::new(),
+            });
         }
         call(slot.as_mut().expect("created above"))
     })
@@ -178,7 +186,9 @@ pub fn parser_push() -> Result<String> {
             return Err(Error::from_reason("call parserBind first"));
         };
         let (id, count) = (input[INPUT_STREAM], input[INPUT_COUNT] as usize);
-        let tokens = input.get(INPUT_TOKENS..INPUT_TOKENS.saturating_add(count)).ok_or_else(|| Error::from_reason("count exceeds the bound input"))?;
+        let tokens = input
+            .get(INPUT_TOKENS..INPUT_TOKENS.saturating_add(count))
+            .ok_or_else(|| Error::from_reason("count exceeds the bound input"))?;
         // SAFETY: the call is synchronous, so JavaScript cannot touch the buffer while Rust holds the
         // slice, and parserBind refused arrays that overlap.
         let out = unsafe { output.as_mut() };
@@ -254,7 +264,10 @@ pub fn parser_set_lane(id: u32, literals: Option<Vec<String>>, slots: Vec<u32>, 
                 })
                 .collect::<Result<Vec<_>>>()?;
             let literals = literals.into_iter().map(String::into_boxed_str).collect();
-            Some(FrameTemplate::new(literals, slots).ok_or_else(|| Error::from_reason("a frame template has one literal more than slots"))?)
+            Some(
+                FrameTemplate::new(literals, slots)
+                    .ok_or_else(|| Error::from_reason("a frame template has one literal more than slots"))?,
+            )
         }
     };
     with_thread_pool(|thread| Ok(thread.pool.set_lane(id, template, counter)))
@@ -278,7 +291,11 @@ pub fn parser_claim(id: u32, owner: u32) -> Result<bool> {
 #[napi]
 pub fn parser_take_lane(id: u32) -> Result<Option<NativeLaneProgress>> {
     with_thread_pool(|thread| {
-        Ok(thread.pool.take_lane(id).map(|progress| NativeLaneProgress { text: progress.text, tokens: progress.tokens as f64, counter: progress.counter }))
+        Ok(thread.pool.take_lane(id).map(|progress| NativeLaneProgress {
+            text: progress.text,
+            tokens: progress.tokens as f64,
+            counter: progress.counter,
+        }))
     })
 }
 

@@ -9,7 +9,7 @@
  */
 
 /** Marker strings and their token ids (o200k_harmony). */
-export const MARKERS: ReadonlyMap<string, number> = new Map([
+const MARKERS: ReadonlyMap<string, number> = new Map([
   ['<|start|>', 200_006],
   ['<|channel|>', 200_005],
   ['<|message|>', 200_008],

@@ -7,8 +7,8 @@
  * whitespace only (space, \t, \n, \f, \r; not \v).
  */
 
-export const ROLES: readonly string[] = ['user', 'assistant', 'system', 'developer', 'tool']
-export const CHANNELS: readonly string[] = ['analysis', 'commentary', 'final']
+const ROLES: readonly string[] = ['user', 'assistant', 'system', 'developer', 'tool']
+const CHANNELS: readonly string[] = ['analysis', 'commentary', 'final']
 
 const CHANNEL_MARKER = '<|channel|>'
 const CONSTRAIN_MARKER = '<|constrain|>'
@@ -120,7 +120,7 @@ export function problemMessage(problem: HeaderProblem): string {
 const RUST_DEBUG_ESCAPED = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cn}\p{Grapheme_Extend}]|(?! )\p{Zs}/u
 
 /** Rust's `format!("{:?}", s)` for a string: quoted, with Rust's escapes. */
-export function rustDebugString(text: string): string {
+function rustDebugString(text: string): string {
   let out = '"'
   for (const char of text) {
     switch (char) {
@@ -146,7 +146,7 @@ export function rustDebugString(text: string): string {
         out += RUST_DEBUG_ESCAPED.test(char) ? `\\u{${char.codePointAt(0)!.toString(16)}}` : char
     }
   }
-  return out + '"'
+  return `${out}"`
 }
 
 export interface ParsedHeader {

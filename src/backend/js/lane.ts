@@ -23,19 +23,8 @@ import {
 } from '../frames'
 import { STATE_CONTENT } from '../protocol'
 import { FIRST_SPECIAL } from '../tokens'
-import { runGuarded, type Stream } from './pool'
+import { type Lane, runGuarded, type Stream } from './guarded-stream'
 import { sharedVocabulary } from './vocabulary'
-
-/**
- * A stream's fast lane: the template of the open message's frames if the adapter gave one, and what the
- * lane did since the adapter last looked (`takeLane`). Without a template it still takes silent tokens.
- */
-export interface Lane {
-  template: FrameTemplate | null
-  counter: number
-  text: string
-  tokens: number
-}
 
 /** Opens the lane of a claimed stream or changes its template (`set_lane` in pool.rs); false if not claimed. */
 export function setLane(stream: Stream, template: FrameTemplate | null, counter: number): boolean {

@@ -5,17 +5,14 @@
 import {
   COMPACT_BAD_INDEX,
   COMPACT_DIAGNOSTICS,
-  COMPACT_HEADER_SLOTS,
+  COMPACT_FIRST_RECORD,
   COMPACT_RECORD_SLOTS,
   COMPACT_RECORDS,
   COMPACT_STATE,
   COMPACT_STATUS,
   COMPACT_STATUS_BAD_OFFSETS,
-  COMPACT_STATUS_FINISHED,
   COMPACT_STATUS_INTERNAL_ERROR,
   COMPACT_STATUS_INVALID_TOKEN,
-  COMPACT_STATUS_OK,
-  COMPACT_STATUS_PARSE_ERROR,
   COMPACT_STATUS_UNKNOWN_STREAM,
   compactCapacity,
   NameTable,
@@ -23,34 +20,12 @@ import {
 } from '../compact'
 import type { PoolBackend, RawDiagnostic, RawHeader, RawParseError } from '../protocol'
 import { writeRecords } from './compact'
-import type { Lane } from './lane'
-import type { ParseError } from './output'
-import { type ParserOptions, type PushError, StreamParser } from './stream-parser'
+import { failGuarded, newStream, runGuarded, type Stream } from './guarded-stream'
 import { sharedVocabulary, type Vocabulary } from './vocabulary'
 
 /** Stream ids: the slot index in the low 24 bits, a generation in the high 8 (as in pool.rs). */
 const INDEX_BITS = 24
 const INDEX_MASK = (1 << INDEX_BITS) - 1
-
-/** A parser with what the backend protocol adds: its last error, and whether a bug broke it. */
-export interface Stream {
-  parser: StreamParser
-  error: ParseError | null
-  /** With COMPACT_STATUS_INVALID_TOKEN: the index of the offending id in the last call's batch. */
-  badIndex: number
-  broken: boolean
-  /** The fast lane of `stepFrames` (lane.ts), while the adapter has one for the open message. */
-  lane: Lane | null
-  /** The `stepFrames` call that last served this stream (a stream may appear once per call). */
-  servedIn: number
-  /** Who may name this stream in `stepFrames` (0: nobody); see `claimLane`. */
-  owner: number
-}
-
-/** A stream over a new parser with these options. */
-export function newStream(vocabulary: Vocabulary, options: ParserOptions): Stream {
-  return { parser: new StreamParser(vocabulary, options), error: null, badIndex: 0, broken: false, lane: null, servedIn: 0, owner: 0 }
-}
 
 /**
  * A single stream's call in the single form of the compact format (status, diagnostic count and state in
@@ -60,8 +35,8 @@ export function callStream(stream: Stream, tokens: Uint32Array | null, out: Uint
   checkCapacity(out, compactCapacity(tokens === null ? 0 : tokens.length))
   const wrote = runStream(stream, tokens, out)
   const output = stream.parser.output
-  const at = wrote ? writeRecords(output, names, out, COMPACT_HEADER_SLOTS, 0) : COMPACT_HEADER_SLOTS
-  out[COMPACT_RECORDS] = (at - COMPACT_HEADER_SLOTS) / COMPACT_RECORD_SLOTS
+  const at = wrote ? writeRecords(output, names, out, COMPACT_FIRST_RECORD, 0) : COMPACT_FIRST_RECORD
+  out[COMPACT_RECORDS] = (at - COMPACT_FIRST_RECORD) / COMPACT_RECORD_SLOTS
   return wrote ? output.text : ''
 }
 
@@ -179,7 +154,7 @@ export class StreamPool implements PoolBackend {
     const texts = this.texts
     texts.length = 0
     let utf16 = 0
-    let at = COMPACT_HEADER_SLOTS
+    let at = COMPACT_FIRST_RECORD
     for (let i = 0; i < streams.length; i++) {
       const id = streams[i]
       const stream = this.streamOf(id)!
@@ -197,8 +172,8 @@ export class StreamPool implements PoolBackend {
       }
       if (close) this.finished.push(id)
     }
-    out.fill(0, 0, COMPACT_HEADER_SLOTS)
-    out[COMPACT_RECORDS] = (at - COMPACT_HEADER_SLOTS) / COMPACT_RECORD_SLOTS
+    out.fill(0, 0, COMPACT_FIRST_RECORD)
+    out[COMPACT_RECORDS] = (at - COMPACT_FIRST_RECORD) / COMPACT_RECORD_SLOTS
     return texts.length === 1 ? texts[0] : texts.join('')
   }
 
@@ -234,8 +209,8 @@ export class StreamPool implements PoolBackend {
 
 /** Errors the caller can cause, as data (`status`, `index`), like `PoolError::write_status`. */
 function failed(out: Uint32Array, status: number, index: number): string {
-  if (out.length < COMPACT_HEADER_SLOTS) throw new Error('output array too small')
-  out.fill(0, 0, COMPACT_HEADER_SLOTS)
+  if (out.length < COMPACT_FIRST_RECORD) throw new Error('output array too small')
+  out.fill(0, 0, COMPACT_FIRST_RECORD)
   out[COMPACT_STATUS] = status
   out[COMPACT_BAD_INDEX] = index
   return ''
@@ -243,52 +218,4 @@ function failed(out: Uint32Array, status: number, index: number): string {
 
 function checkCapacity(out: Uint32Array, needed: number): void {
   if (out.length < needed) throw new Error(`output array too small: ${needed} slots needed`)
-}
-
-/**
- * Pushes `tokens` into the stream, or finishes it for null; returns the status. An exception (a bug)
- * marks the stream broken, as a panic does in Rust. (No closures: this runs once per call.)
- */
-export function runGuarded(stream: Stream, tokens: Uint32Array | null): number {
-  if (stream.broken) return refuseBroken(stream)
-  let result: PushError | null
-  try {
-    result = tokens === null ? stream.parser.finish() : stream.parser.push(tokens)
-  } catch (cause) {
-    return markBroken(stream, cause)
-  }
-  return statusOf(stream, result)
-}
-
-/** Test hook: fails inside the guard, as a bug would. */
-export function failGuarded(stream: Stream): number {
-  if (stream.broken) return refuseBroken(stream)
-  return markBroken(stream, new Error('deliberate failure (debugPanic)'))
-}
-
-function refuseBroken(stream: Stream): number {
-  stream.error = internalError('this parser failed earlier with an internal error and cannot be used')
-  stream.parser.output.clear()
-  return COMPACT_STATUS_INTERNAL_ERROR
-}
-
-function markBroken(stream: Stream, cause: unknown): number {
-  stream.broken = true
-  stream.error = internalError(`internal error in the TypeScript parser: ${cause instanceof Error ? cause.message : String(cause)}`)
-  return COMPACT_STATUS_INTERNAL_ERROR
-}
-
-function statusOf(stream: Stream, result: PushError | null): number {
-  if (result === null) return COMPACT_STATUS_OK
-  if (result.kind === 'parse') {
-    stream.error = result.error
-    return COMPACT_STATUS_PARSE_ERROR
-  }
-  if (result.kind === 'finished') return COMPACT_STATUS_FINISHED
-  stream.badIndex = result.index
-  return COMPACT_STATUS_INVALID_TOKEN
-}
-
-function internalError(message: string): ParseError {
-  return { code: 'internal-error', message, tokenOffset: 0, header: null }
 }

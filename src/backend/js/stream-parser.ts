@@ -4,14 +4,14 @@
  * recovers from everything with a diagnostic and drops no content text.
  */
 import { STATE_CONTENT, STATE_EXPECT_START, STATE_HEADER, TERMINATOR_NONE } from '../protocol'
-import { CHANNEL, LAST_TOKEN, MESSAGE, START, terminatorOf } from '../tokens'
+import { CHANNEL, MESSAGE, START, terminatorOf } from '../tokens'
 import { type Header, parseHeader, problemCode, problemMessage, recoverHeader } from './header'
 import { BatchOutput, type ParseError } from './output'
 import { decodeLossy, Utf8Assembler, validUpTo } from './utf8'
 import type { Vocabulary } from './vocabulary'
 
 /** Ignored text between messages is reported in diagnostics of at most this many bytes each. */
-export const MAX_STRAY_BYTES = 4096
+const MAX_STRAY_BYTES = 4096
 
 const REPLACEMENT = '\uFFFD'
 
@@ -24,17 +24,6 @@ export interface ParserOptions {
 }
 
 export type PushError = { kind: 'invalid-token'; index: number; id: number } | { kind: 'finished' } | { kind: 'parse'; error: ParseError }
-
-export function pushErrorMessage(error: PushError): string {
-  switch (error.kind) {
-    case 'invalid-token':
-      return `token id ${error.id} at index ${error.index} is outside the vocabulary (0..=${LAST_TOKEN})`
-    case 'finished':
-      return 'the parser is finished; create a new parser for a new stream'
-    case 'parse':
-      return error.error.message
-  }
-}
 
 /** Thrown inside the token loop to stop it; caught in `push`. */
 class StrictFailure {

@@ -5,8 +5,9 @@
 import { compactCapacity, NAME_NOT_INTERNED, NameTable } from '../compact'
 import type { FrameTemplate, LaneProgress } from '../frames'
 import type { BackendStream, LaneStepper, RawDiagnostic, RawHeader, RawParseError, ResultVisitor } from '../protocol'
+import { failGuarded, newStream, type Stream } from './guarded-stream'
 import { claimLane, releaseLane, setLane, stepFrames, takeLane } from './lane'
-import { callStream, failGuarded, newStream, runStream, type Stream } from './pool'
+import { callStream, runStream } from './pool'
 import { sharedVocabulary } from './vocabulary'
 
 // Shared by all TypeScript parsers of this thread: calls are synchronous, so one at a time writes `out`.

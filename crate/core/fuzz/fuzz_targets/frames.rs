@@ -42,7 +42,11 @@ fn template() -> FrameTemplate {
 fn decode_frames(mut bytes: &[u8]) -> String {
     let mut text = String::new();
     while let Some(rest) = bytes.strip_prefix(b"<\"") {
-        let end = rest.iter().enumerate().position(|(i, &b)| b == b'"' && rest[..i].iter().rev().take_while(|&&c| c == b'\\').count() % 2 == 0).expect("a closing quote");
+        let end = rest
+            .iter()
+            .enumerate()
+            .position(|(i, &b)| b == b'"' && rest[..i].iter().rev().take_while(|&&c| c == b'\\').count() % 2 == 0)
+            .expect("a closing quote");
         let literal = std::str::from_utf8(&rest[..end]).expect("frames are UTF-8");
         let mut chars = literal.chars();
         while let Some(c) = chars.next() {
@@ -136,14 +140,23 @@ fuzz_target!(|data: &[u8]| {
     let mut taken: Vec<usize> = vec![0; count];
     let mut stopped = vec![false; count];
     // The caller's call on a stream: its records' text by message, its diagnostics, its strict error.
-    let serve = |pool: &mut StreamPool, i: usize, call: Option<&[u32]>, actual: &mut Vec<Outcome>, open: &mut Vec<Option<u32>>, stopped: &mut Vec<bool>| {
+    let serve = |pool: &mut StreamPool,
+                 i: usize,
+                 call: Option<&[u32]>,
+                 actual: &mut Vec<Outcome>,
+                 open: &mut Vec<Option<u32>>,
+                 stopped: &mut Vec<bool>| {
         let mut out = vec![0; capacity(1, call.map_or(0, <[u32]>::len))];
         let text: Vec<u16> = pool.call_one(ids[i], call, &mut out).expect("an open stream").encode_utf16().collect();
         let status = out[harmony_stream_core::compact::AT_STATUS];
         for at in (HEADER_SLOTS..HEADER_SLOTS + RECORD_SLOTS * out[0] as usize).step_by(RECORD_SLOTS) {
             match out[at] {
                 OPEN => open[i] = Some(out[at + 1]),
-                TEXT => actual[i].texts.entry(out[at + 1]).or_default().push_str(&String::from_utf16(&text[out[at + 2] as usize..out[at + 3] as usize]).unwrap()),
+                TEXT => actual[i]
+                    .texts
+                    .entry(out[at + 1])
+                    .or_default()
+                    .push_str(&String::from_utf16(&text[out[at + 2] as usize..out[at + 3] as usize]).unwrap()),
                 CLOSE => open[i] = None,
                 _ => {}
             }

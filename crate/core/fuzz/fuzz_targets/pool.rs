@@ -12,8 +12,7 @@
 #![no_main]
 
 use harmony_stream_core::compact::{
-    capacity, write_records, NameTable, CLOSE, FIELDS, HEADER_SLOTS, NOT_INTERNED, OPEN, RECORD_SLOTS, STATUS_PARSE_ERROR, STREAM,
-    TEXT,
+    capacity, write_records, NameTable, CLOSE, FIELDS, HEADER_SLOTS, NOT_INTERNED, OPEN, RECORD_SLOTS, STATUS_PARSE_ERROR, STREAM, TEXT,
 };
 use harmony_stream_core::output::Diagnostic;
 use harmony_stream_core::{PushError, StreamParser, StreamPool};

@@ -146,21 +146,15 @@ fuzz_target!(|data: &[u8]| {
     }
     let (cut_bytes, token_bytes) = rest.split_at(2 * cut_count);
     let tokens = decode_tokens(token_bytes);
-    let mut cuts: Vec<usize> = cut_bytes
-        .chunks_exact(2)
-        .map(|c| usize::from(u16::from_le_bytes([c[0], c[1]])) % (tokens.len() + 1))
-        .collect();
+    let mut cuts: Vec<usize> =
+        cut_bytes.chunks_exact(2).map(|c| usize::from(u16::from_le_bytes([c[0], c[1]])) % (tokens.len() + 1)).collect();
     cuts.sort_unstable();
 
     let options = ParserOptions {
         role: (flags & 2 != 0).then(|| "assistant".to_owned()),
         strict: flags & 1 != 0,
         max_header_tokens: 1 + usize::from(max_header % 64),
-        tool_names: if flags & 4 != 0 {
-            vec!["functions.get_weather".to_owned(), "functions.shell".to_owned()]
-        } else {
-            Vec::new()
-        },
+        tool_names: if flags & 4 != 0 { vec!["functions.get_weather".to_owned(), "functions.shell".to_owned()] } else { Vec::new() },
     };
     let probe = (flags & 8 != 0).then(|| u32::from(flags >> 4));
 

@@ -16,10 +16,8 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let (cut_bytes, payload) = rest.split_at(2 * count);
-    let mut cuts: Vec<usize> = cut_bytes
-        .chunks_exact(2)
-        .map(|c| usize::from(u16::from_le_bytes([c[0], c[1]])) % (payload.len() + 1))
-        .collect();
+    let mut cuts: Vec<usize> =
+        cut_bytes.chunks_exact(2).map(|c| usize::from(u16::from_le_bytes([c[0], c[1]])) % (payload.len() + 1)).collect();
     cuts.sort_unstable();
 
     let expected = String::from_utf8_lossy(payload).into_owned();

@@ -1,0 +1,85 @@
+// The layers of src/ (lowest first; imports point down only):
+//   backend/ -> api/ -> render/ | wire/ (siblings) -> serving/ -> cli.ts and the entries index.ts, engines.ts
+// `npm run lint` runs `depcruise src`; each rule's comment is what a violation prints, so it names the rule it enforces.
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'No cycles in src/, type-only imports included: a cycle makes two modules one, and the layers meaningless.',
+      from: { path: '^src/' },
+      to: { circular: true },
+    },
+    {
+      name: 'backend-is-the-lowest-layer',
+      severity: 'error',
+      comment: 'Layer rule: backend/ imports nothing from api/, render/, wire/, serving/ or cli.ts.',
+      from: { path: '^src/backend/' },
+      to: { path: ['^src/(api|render|wire|serving)/', '^src/cli\\.ts$'] },
+    },
+    {
+      name: 'api-is-below-render-wire-serving',
+      severity: 'error',
+      comment: 'Layer rule: api/ imports nothing from render/, wire/ or serving/.',
+      from: { path: '^src/api/' },
+      to: { path: '^src/(render|wire|serving)/' },
+    },
+    {
+      name: 'render-does-not-import-wire',
+      severity: 'error',
+      comment: 'Layer rule: render/ and wire/ are siblings that never import each other.',
+      from: { path: '^src/render/' },
+      to: { path: '^src/wire/' },
+    },
+    {
+      name: 'wire-does-not-import-render',
+      severity: 'error',
+      comment: 'Layer rule: render/ and wire/ are siblings that never import each other.',
+      from: { path: '^src/wire/' },
+      to: { path: '^src/render/' },
+    },
+    {
+      name: 'render-and-wire-are-below-serving',
+      severity: 'error',
+      comment: 'Layer rule: render/ and wire/ import nothing from serving/.',
+      from: { path: '^src/(render|wire)/' },
+      to: { path: '^src/serving/' },
+    },
+    {
+      name: 'entries-are-the-top',
+      severity: 'error',
+      comment: 'Layer rule: nothing inside src/ imports the entries index.ts, engines.ts or cli.ts; they only list and use the layers below.',
+      from: { path: '^src/' },
+      to: { path: '^src/(index|engines|cli)\\.ts$' },
+    },
+    {
+      name: 'js-backend-does-not-import-native',
+      severity: 'error',
+      comment: 'Backend rule: backend/js/ and backend/native.ts are two implementations of one protocol and do not import each other.',
+      from: { path: '^src/backend/js/' },
+      to: { path: '^src/backend/native\\.ts$' },
+    },
+    {
+      name: 'native-backend-does-not-import-js',
+      severity: 'error',
+      comment: 'Backend rule: backend/js/ and backend/native.ts are two implementations of one protocol and do not import each other.',
+      from: { path: '^src/backend/native\\.ts$' },
+      to: { path: '^src/backend/js/' },
+    },
+    {
+      name: 'no-unresolvable-import',
+      severity: 'error',
+      comment: 'Every import in src/ resolves (a typo in a path is otherwise only found by the build).',
+      from: { path: '^src/' },
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    // Type-only imports are dependencies too: a type cycle still ties two modules together.
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '\\.d\\.ts$' },
+  },
+}
