@@ -1,5 +1,6 @@
 // The layers of src/ (lowest first; imports point down only):
-//   backend/ -> api/ -> render/ | wire/ (siblings) -> serving/ -> cli.ts and the entries index.ts, engines.ts
+//   base/ -> backend/ -> api/ -> render/ | wire/ (siblings) -> serving/ -> cli.ts and the entries index.ts, engines.ts
+// base/ is the package's shared vocabulary (public types, the error hierarchy, the option kit) that every layer uses.
 // `npm run lint` runs `depcruise src`; each rule's comment is what a violation prints, so it names the rule it enforces.
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -12,9 +13,16 @@ module.exports = {
       to: { circular: true },
     },
     {
-      name: 'backend-is-the-lowest-layer',
+      name: 'base-imports-nothing',
       severity: 'error',
-      comment: 'Layer rule: backend/ imports nothing from api/, render/, wire/, serving/ or cli.ts.',
+      comment: 'Layer rule: base/ (types, errors, the option kit) is below every other layer and imports only from base/.',
+      from: { path: '^src/base/' },
+      to: { path: '^src/', pathNot: '^src/base/' },
+    },
+    {
+      name: 'backend-is-below-api',
+      severity: 'error',
+      comment: 'Layer rule: backend/ imports only from base/ and itself: nothing from api/, render/, wire/, serving/ or cli.ts.',
       from: { path: '^src/backend/' },
       to: { path: ['^src/(api|render|wire|serving)/', '^src/cli\\.ts$'] },
     },

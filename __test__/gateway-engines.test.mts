@@ -129,7 +129,11 @@ for (const kind of KINDS) {
 test("an engine that refuses before streaming: the client gets a 502 in OpenAI's shape, and the gateway keeps serving", async (t) => {
   const refusing = await fakeVllm({ completion: COMPLETION, httpError: 400 })
   const logged: unknown[] = []
-  const server = createGateway({ engine: new VllmEngine({ url: refusing.url }), onDiagnostic: () => {}, onError: (e: unknown) => logged.push(e) })
+  const server = createGateway({
+    engine: new VllmEngine({ url: refusing.url }),
+    onDiagnostic: () => {},
+    onError: (e: unknown) => logged.push(e),
+  })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   t.teardown(async () => {
     server.close()
