@@ -96,18 +96,19 @@ export declare function parserPush(): string
 
 /**
  * Sets the fast lane of parser `id`: its frames are `literals` with, between two of them, the text
- * (slot 0) or the counter (slot 1); `literals` null removes it. False if `id` is not open.
+ * (slot `FRAME_TEXT`) or the counter (slot `FRAME_COUNTER`); `literals` null removes it. False if `id`
+ * is not open.
  */
 export declare function parserSetLane(id: number, literals: Array<string> | undefined | null, slots: Array<number>, counter: number): boolean
 
-/** The stream's parser state code, or 0xFFFFFFFF if `id` is not open. */
+/** The stream's parser state code, or `STATE_NOT_OPEN` (0xFFFFFFFF) if `id` is not open. */
 export declare function parserState(id: number): number
 
 /**
  * One engine step for many of this thread's parsers, those `owner` claimed (`StreamPool::step_frames`): returns the frames
  * the fast lane wrote, as one new buffer that JavaScript owns (never reused: a socket may still hold a
- * part of it), and the layout above in `ends` (3 + 3 × streams slots). A panic outside the
- * streams' own guards becomes a JavaScript error (`catch_unwind`), never an abort.
+ * part of it), and the layout above in `ends` (`FRAMES_ENDS + FRAMES_SLOTS_PER_STREAM` × streams slots).
+ * A panic outside the streams' own guards becomes a JavaScript error (`catch_unwind`), never an abort.
  */
 export declare function parserStepFrames(owner: number, streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): Buffer
 

@@ -75,7 +75,7 @@ export function throwForStepStatus(status: number, index: number, streams: Uint3
 }
 
 /** A pool's options: the implementation its streams run on. */
-export const POOL_OPTIONS: OptionSpec = { implementation: is.oneOf('native', 'js') }
+const POOL_OPTIONS: OptionSpec = { implementation: is.oneOf('native', 'js') }
 
 /** The implementation a pool's options ask for (checked), else the process-wide one. */
 export function poolImplementation(options: unknown, where: string): Implementation {

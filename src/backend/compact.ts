@@ -1,7 +1,8 @@
 /**
  * The compact output format: the fast path's results as small integers in a `Uint32Array` the caller
  * owns and reuses, beside one string holding the batch's text. `HarmonyStreamParser#pushCompact` and
- * `HarmonyStreamPool#step` answer in it, on both implementations. Mirrors crate/core/src/compact.rs.
+ * `HarmonyStreamPool#step` answer in it, on both implementations. Mirrors crate/core/src/compact.rs
+ * (__test__/constants.test.mts compares the two).
  *
  * Layout: 8 header slots, then records of 4 slots each.
  *
@@ -14,7 +15,7 @@
  *   RECORD_OPEN    message, role id, name id        (always followed by RECORD_FIELDS)
  *   RECORD_FIELDS  channel id, recipient id, content type id   (of the message just opened)
  *   RECORD_TEXT    message, start, end              (UTF-16 offsets into the returned string: text.slice(start, end))
- *   RECORD_CLOSE   message, terminator (0 end of stream, 1 <|end|>, 2 <|return|>, 3 <|call|>), 0
+ *   RECORD_CLOSE   message, terminator (TERMINATOR_*: 0 end of stream, 1 <|end|>, 2 <|return|>, 3 <|call|>), 0
  *   RECORD_STREAM  stream id, status, diagnostic count   (pool steps: the records up to the next STREAM are this stream's)
  *
  * Header fields are interned: 0 means absent; other ids name a string, `nameOf(id)` on the parser or pool
@@ -23,6 +24,7 @@
  * read that message's header from `takeHeaders()`.
  */
 
+/** Slots before the first record (HEADER_SLOTS in crate/core/src/compact.rs; compared as COMPACT_FIRST_RECORD). */
 const COMPACT_HEADER_SLOTS = 8
 export const COMPACT_RECORDS = 0
 export const COMPACT_STATUS = 1
@@ -58,7 +60,7 @@ export const COMPACT_STATUS_REPEATED_STREAM = 7
 export const NAME_NOT_INTERNED = 0xffff_ffff
 
 /** Records one token can cause at most (OPEN + FIELDS, TEXT, CLOSE); one more token's worth covers finish. */
-const MAX_RECORDS_PER_TOKEN = 4
+export const MAX_RECORDS_PER_TOKEN = 4
 
 /** Slots an output array needs for a call over `tokens` tokens in all, spread over `streams` streams. */
 export function compactCapacity(tokens: number, streams = 1): number {

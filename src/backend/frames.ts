@@ -4,7 +4,8 @@
  * adapters describe it once per message as a `FrameTemplate`. Their SSE face writes every delta with
  * `writeFrame`; while a stream stays inside that message and receives only ordinary tokens, a backend's
  * lane stepper (js/lane.ts; crate/core/src/frames.rs and `StreamPool::step_frames` in pool.rs) writes the
- * same frame without going through the adapter.
+ * same frame without going through the adapter. The codes and slots here mirror crate/node/src/lib.rs and
+ * pool.rs (__test__/constants.test.mts compares them).
  */
 
 /**
@@ -36,11 +37,12 @@ export interface LaneProgress {
   counter: number
 }
 
-/** The top bit of a lane report: the lane holds text to take (`LaneReport` in pool.rs). */
+/** The top bit of a lane report: the lane holds text to take (mirrors `LaneReport::TEXT` in pool.rs). */
 export const LANE_TEXT = 2 ** 31
 
 /**
- * Where a lane step writes into `ends` (3 + 3 × streams slots), as `parserStepFrames` in crate/node: a
+ * Where a lane step writes into `ends` (FRAMES_ENDS + FRAMES_SLOTS_PER_STREAM × streams slots), as
+ * `parserStepFrames` in crate/node: a
  * status, the index it concerns, how many streams are left to the caller, one end per stream in the
  * native step's buffer (unused by `stepFrames`), then for each stream left to the caller its index and its
  * lane report.
@@ -49,3 +51,5 @@ export const FRAMES_STATUS = 0
 export const FRAMES_BAD_INDEX = 1
 export const FRAMES_SLOW = 2
 export const FRAMES_ENDS = 3
+/** Slots `ends` needs per stream past FRAMES_ENDS: its end, and its index and report if left to the caller. @mirrored */
+export const FRAMES_SLOTS_PER_STREAM = 3

@@ -40,10 +40,12 @@ export interface NativeBinding {
   parserStepFrames(owner: number, streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): Uint8Array
 }
 
-/** Slots of the bound input (as in crate/node): the stream id, the count of tokens, then the tokens. */
-const INPUT_STREAM = 0
-const INPUT_COUNT = 1
-const INPUT_TOKENS = 2
+/** Slots of the bound input: the stream id, the count of tokens, then the tokens. Mirror INPUT_* in crate/node/src/lib.rs. @mirrored */
+export const INPUT_STREAM = 0
+/** Compared with its Rust twin by __test__/constants.test.mts. @mirrored */
+export const INPUT_COUNT = 1
+/** Compared with its Rust twin by __test__/constants.test.mts. @mirrored */
+export const INPUT_TOKENS = 2
 
 /** What all native parsers of this thread share: the binding, the bound arrays and the names. */
 class Channel {

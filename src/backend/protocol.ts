@@ -9,11 +9,15 @@
 
 import type { FrameTemplate, LaneProgress } from './frames'
 
-/** Codes of the backends' internal event lists (`js/output.ts`, crate/core/src/output.rs). */
+/**
+ * Codes of the TypeScript backend's event list (`js/output.ts`). The Rust core's events (crate/core/src/output.rs)
+ * are an enum without codes: these never cross the boundary.
+ */
 export const EVENT_OPEN = 1
 export const EVENT_TEXT = 2
 export const EVENT_CLOSE = 3
 
+/** Mirror `Terminator` and TERMINATOR_NONE in crate/core/src/tokens.rs (__test__/constants.test.mts compares them). */
 export const TERMINATOR_NONE = 0
 export const TERMINATOR_END = 1
 export const TERMINATOR_RETURN = 2
@@ -21,13 +25,16 @@ export const TERMINATOR_CALL = 3
 
 /**
  * Headers are a handful of tokens; a header this long means the model never wrote `<|message|>`
- * (`DEFAULT_MAX_HEADER_TOKENS` in crate/core/src/stream_parser.rs).
+ * (mirrors `DEFAULT_MAX_HEADER_TOKENS` in crate/core/src/stream_parser.rs).
  */
 export const DEFAULT_MAX_HEADER_TOKENS = 256
 
+/** Mirror `State` in crate/core/src/stream_parser.rs. */
 export const STATE_EXPECT_START = 0
 export const STATE_HEADER = 1
 export const STATE_CONTENT = 2
+/** The state code a pool answers for an id that is not open (mirrors STATE_NOT_OPEN in crate/node/src/lib.rs). */
+export const STATE_NOT_OPEN = 0xffff_ffff
 
 /** Absent fields may come as `null` or `undefined`. */
 export interface RawHeader {
@@ -63,7 +70,7 @@ export interface PoolBackend {
   takeDiagnostics(id: number): RawDiagnostic[]
   takeHeaders(id: number): RawHeader[]
   takeError(id: number): RawParseError | null
-  /** The state code, or 0xFFFFFFFF for an id that is not open. */
+  /** The state code, or STATE_NOT_OPEN. */
   state(id: number): number
   /** Interned names with ids `from + 1` onwards. */
   names(from: number): string[]

@@ -1,5 +1,6 @@
 /**
- * Token ids of the o200k_harmony encoding and the Harmony special tokens. Mirrors crate/core/src/tokens.rs.
+ * Token ids of the o200k_harmony encoding and the Harmony special tokens. Mirrors crate/core/src/tokens.rs
+ * (__test__/constants.test.mts compares the two).
  *
  * Ordinary text tokens are the o200k_base ranks 0..=199_997; every id in 199_998..=201_088 is special.
  * Names follow the reference parser, not tiktoken: 200_018 is `<|reserved_200018|>` and 201_088 exists.
@@ -18,6 +19,17 @@ export const END = 200_007
 export const MESSAGE = 200_008
 export const CALL = 200_012
 
+/** `<|startoftext|>`: mirrors START_OF_TEXT in crate/core/src/tokens.rs. @mirrored */
+export const START_OF_TEXT = 199_998
+/** `<|endoftext|>`: mirrors END_OF_TEXT in crate/core/src/tokens.rs. @mirrored */
+export const END_OF_TEXT = 199_999
+/**
+ * From here to LAST_TOKEN, an id without a name of its own is `<|reserved_{id}|>`. Mirrors FIRST_RESERVED in
+ * crate/core/src/tokens.rs.
+ * @mirrored
+ */
+export const FIRST_RESERVED = 200_000
+
 /** The terminator code of a stop token, or TERMINATOR_NONE for any other token. */
 export function terminatorOf(token: number): number {
   switch (token) {
@@ -33,8 +45,8 @@ export function terminatorOf(token: number): number {
 }
 
 const NAMED_SPECIALS: Record<number, string> = {
-  199998: '<|startoftext|>',
-  199999: '<|endoftext|>',
+  [START_OF_TEXT]: '<|startoftext|>',
+  [END_OF_TEXT]: '<|endoftext|>',
   [RETURN]: '<|return|>',
   [CONSTRAIN]: '<|constrain|>',
   [CHANNEL]: '<|channel|>',
@@ -48,6 +60,6 @@ const NAMED_SPECIALS: Record<number, string> = {
 export function specialTokenText(id: number): string | null {
   const named = NAMED_SPECIALS[id]
   if (named !== undefined) return named
-  if (id >= 200_000 && id <= LAST_TOKEN) return `<|reserved_${id}|>`
+  if (id >= FIRST_RESERVED && id <= LAST_TOKEN) return `<|reserved_${id}|>`
   return null
 }

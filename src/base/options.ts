@@ -22,14 +22,14 @@ export interface Rule {
 /** The options a function takes, by name. `undefined` always passes: every option is optional unless `required`. */
 export type OptionSpec = Readonly<Record<string, Rule>>
 
-export const OPTION_ERROR_CODE = 'invalid-option'
+const OPTION_ERROR_CODE = 'invalid-option'
 
 function optionError(Kind: typeof TypeError | typeof RangeError, message: string): TypeError {
   return Object.assign(new Kind(message), { code: OPTION_ERROR_CODE })
 }
 
 /** Short, bounded text of a value for a message. */
-export function describe(value: unknown): string {
+function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)
   if (typeof value === 'function') return 'a function'
   if (Array.isArray(value)) return 'an array'
@@ -110,7 +110,7 @@ export function checkOptions<T extends object>(options: unknown, spec: OptionSpe
  * The known name closest to `name`: the same but for case, at most two edits away (a typo), or the start
  * of it (`prefixPreserve` for `prefixPreserving`); null when none is that close.
  */
-export function closestName(name: string, known: readonly string[]): string | null {
+function closestName(name: string, known: readonly string[]): string | null {
   const lower = name.toLowerCase()
   let best: string | null = null
   let bestDistance = 3

@@ -87,7 +87,7 @@ function classOf(code: number, text: string, at: number): number {
 }
 
 /** The longest run of one class in `text` if it is longer than `limit`, else 0. Linear in the text. */
-export function runOver(text: string, limit: number): number {
+function runOver(text: string, limit: number): number {
   if (text.length <= limit) return 0
   let run = 0
   let previous = 0
@@ -115,7 +115,7 @@ export function runOver(text: string, limit: number): number {
  * against `maxRunLength`, without recursion: the first value over a bound throws, naming its path. `root` is
  * the path of `body` itself ('' for a request body).
  */
-export function checkValueLimits(body: unknown, limits: RenderLimits, root = ''): void {
+function checkValueLimits(body: unknown, limits: RenderLimits, root = ''): void {
   const stack: { value: unknown; path: string; depth: number }[] = [{ value: body, path: root, depth: 0 }]
   while (stack.length > 0) {
     const { value, path, depth } = stack.pop()!
@@ -148,12 +148,12 @@ export function checkValueLimits(body: unknown, limits: RenderLimits, root = '')
 }
 
 /** A count bound: `count` items of `param` against `limit` (named `name` in the message). */
-export function checkCount(count: number, limit: number, param: string, name: keyof RenderLimits): void {
+function checkCount(count: number, limit: number, param: string, name: keyof RenderLimits): void {
   if (count > limit) tooBig(`${param} has ${count} entries; the limit is ${limit} (limits.${name})`, param)
 }
 
 /** An identifier bound: a name or id longer than `maxIdentifierLength`. */
-export function checkIdentifier(value: unknown, limits: RenderLimits, param: string): void {
+function checkIdentifier(value: unknown, limits: RenderLimits, param: string): void {
   if (typeof value === 'string' && value.length > limits.maxIdentifierLength) {
     tooBig(`${param} is ${value.length} characters long; the limit is ${limits.maxIdentifierLength} (limits.maxIdentifierLength)`, param)
   }

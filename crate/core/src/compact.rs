@@ -1,7 +1,8 @@
 //! The compact output format: a batch's results as small integers in a `u32` array the caller owns and
 //! reuses, beside one string holding the batch's text. It is the public fast path of the Node package and
 //! the form a `StreamPool` step answers in; the TypeScript implementation writes exactly the same
-//! (`src/backend/compact.ts` documents the layout for users and mirrors these constants).
+//! (`src/backend/compact.ts` documents the layout for users and mirrors these constants;
+//! `__test__/constants.test.mts` compares the two).
 //!
 //! Layout: `HEADER_SLOTS` slots (record count, status, diagnostic count, parser state, index of a bad
 //! token), then records of `RECORD_SLOTS` slots each:
@@ -11,7 +12,7 @@
 //! | `OPEN` | message index, role id, name id; always followed by a `FIELDS` record |
 //! | `FIELDS` | channel id, recipient id, content type id (of the message just opened) |
 //! | `TEXT` | message index, start, end (UTF-16 offsets into the returned string) |
-//! | `CLOSE` | message index, terminator code (0 = end of stream), 0 |
+//! | `CLOSE` | message index, terminator code (`TERMINATOR_NONE` = end of stream), 0 |
 //! | `STREAM` | stream id, status, diagnostic count (pool steps only: the records up to the next `STREAM` are this stream's) |
 //!
 //! Header fields are interned: 0 means absent, other ids name a string in the `NameTable` of the pool
@@ -20,6 +21,7 @@
 use std::collections::HashMap;
 
 use crate::output::{BatchOutput, Event};
+use crate::tokens::TERMINATOR_NONE;
 
 pub const HEADER_SLOTS: usize = 8;
 pub const AT_RECORDS: usize = 0;
@@ -123,7 +125,7 @@ pub fn write_records(output: &BatchOutput, names: &mut NameTable, out: &mut [u32
                 text_start = text_base + end;
                 &[[TEXT, message, start, text_start]]
             }
-            Event::Close { message, terminator } => &[[CLOSE, message, terminator.map_or(0, |t| t as u32), 0]],
+            Event::Close { message, terminator } => &[[CLOSE, message, terminator.map_or(TERMINATOR_NONE, |t| t as u32), 0]],
         };
         for record in records {
             out.get_mut(at..at + RECORD_SLOTS)?.copy_from_slice(record);

@@ -21,7 +21,8 @@ use crate::tokens::FIRST_SPECIAL;
 use crate::vocabulary::Vocabulary;
 
 /// Stream ids: the slot index in the low 24 bits, a generation in the high 8, so that an id used after
-/// `close` is refused (unless 256 streams reused the slot since).
+/// `close` is refused (unless 256 streams reused the slot since). The TypeScript backend numbers its
+/// streams alike (INDEX_BITS and INDEX_MASK in src/backend/js/pool.ts).
 const INDEX_BITS: u32 = 24;
 const INDEX_MASK: u32 = (1 << INDEX_BITS) - 1;
 
@@ -423,6 +424,7 @@ fn stream_in(slots: &mut [Slot], id: u32) -> Option<&mut Stream> {
 
 /// How the caller learns what a lane did before a step it serves itself: the lane's tokens since it last
 /// looked (which start afresh), and the top bit set when the lane also holds text to take (`take_lane`).
+/// `TEXT` is mirrored by LANE_TEXT in src/backend/frames.ts.
 pub struct LaneReport;
 
 impl LaneReport {

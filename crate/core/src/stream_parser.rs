@@ -14,6 +14,8 @@ use crate::utf8::{decode_lossy, TextSink, Utf8Assembler};
 use crate::vocabulary::Vocabulary;
 
 /// Headers are a handful of tokens; a header this long means the model never wrote `<|message|>`.
+/// Mirrored, as this file's other limits and codes shared with the TypeScript backend, in `src/backend/`
+/// (`__test__/constants.test.mts` compares them).
 pub const DEFAULT_MAX_HEADER_TOKENS: usize = 256;
 /// Bytes of text a content token holds, a little above the average (English ~4, CJK 3–6), for reserving.
 const TYPICAL_TOKEN_BYTES: usize = 6;
@@ -41,7 +43,7 @@ impl Default for ParserOptions {
     }
 }
 
-/// The state codes are part of the engine protocol shared with TypeScript.
+/// The state codes are part of the backend protocol shared with TypeScript (STATE_* in src/backend/protocol.ts).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum State {
     ExpectStart = 0,

@@ -3,6 +3,8 @@
 //! Ordinary text tokens are the o200k_base ranks 0..=199_997. Every id in 199_998..=201_088 is a special
 //! token. Names follow the reference parser (openai/harmony), not tiktoken: 200_018 is
 //! `<|reserved_200018|>` (tiktoken calls it `<|endofprompt|>`) and 201_088 exists.
+//!
+//! `src/backend/tokens.ts` mirrors these ids; `__test__/constants.test.mts` compares the two.
 
 pub const FIRST_SPECIAL: u32 = 199_998;
 pub const LAST_TOKEN: u32 = 201_088;
@@ -17,13 +19,26 @@ pub const END: u32 = 200_007;
 pub const MESSAGE: u32 = 200_008;
 pub const CALL: u32 = 200_012;
 
-/// How a message was closed. The numeric codes are part of the engine protocol shared with TypeScript.
+/// `<|startoftext|>` and `<|endoftext|>`: special, never met in a completion, named for `special_token_text`.
+/// Mirror START_OF_TEXT and END_OF_TEXT in src/backend/tokens.ts.
+pub const START_OF_TEXT: u32 = 199_998;
+pub const END_OF_TEXT: u32 = 199_999;
+/// From here to `LAST_TOKEN`, an id without a name of its own is `<|reserved_{id}|>`. Mirrors FIRST_RESERVED
+/// in src/backend/tokens.ts.
+pub const FIRST_RESERVED: u32 = 200_000;
+
+/// How a message was closed. The numeric codes are part of the backend protocol shared with TypeScript
+/// (TERMINATOR_* in src/backend/protocol.ts).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Terminator {
     End = 1,
     Return = 2,
     Call = 3,
 }
+
+/// The terminator code of a message closed by the end of the stream (no stop token): a CLOSE record's code
+/// when the `Option<Terminator>` is `None`. Mirrors TERMINATOR_NONE in src/backend/protocol.ts.
+pub const TERMINATOR_NONE: u32 = 0;
 
 impl Terminator {
     pub fn of_token(token: u32) -> Option<Terminator> {
@@ -39,8 +54,8 @@ impl Terminator {
 /// The literal text of a special token, e.g. `<|channel|>`; `None` for ordinary ids.
 pub fn special_token_text(id: u32) -> Option<String> {
     let name = match id {
-        199_998 => "<|startoftext|>",
-        199_999 => "<|endoftext|>",
+        START_OF_TEXT => "<|startoftext|>",
+        END_OF_TEXT => "<|endoftext|>",
         RETURN => "<|return|>",
         CONSTRAIN => "<|constrain|>",
         CHANNEL => "<|channel|>",
@@ -48,7 +63,7 @@ pub fn special_token_text(id: u32) -> Option<String> {
         END => "<|end|>",
         MESSAGE => "<|message|>",
         CALL => "<|call|>",
-        200_000..=LAST_TOKEN => return Some(format!("<|reserved_{id}|>")),
+        FIRST_RESERVED..=LAST_TOKEN => return Some(format!("<|reserved_{id}|>")),
         _ => return None,
     };
     Some(name.to_owned())

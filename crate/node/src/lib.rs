@@ -171,7 +171,9 @@ pub fn parser_close(id: u32) -> Result<bool> {
     with_thread_pool(|thread| Ok(thread.pool.close(id)))
 }
 
-/// Slots of the bound input: the stream id, the count of tokens, then the tokens.
+/// Slots of the bound input: the stream id, the count of tokens, then the tokens. Mirror INPUT_* in
+/// src/backend/native.ts, which writes them (`__test__/constants.test.mts` compares the two, as it does for
+/// every constant here that TypeScript mirrors).
 const INPUT_STREAM: usize = 0;
 const INPUT_COUNT: usize = 1;
 const INPUT_TOKENS: usize = 2;
@@ -227,10 +229,14 @@ pub fn parser_take_error(id: u32) -> Result<Option<NativeParseError>> {
     with_thread_pool(|thread| Ok(thread.pool.take_error(id).map(error_to_js)))
 }
 
-/// The stream's parser state code, or 0xFFFFFFFF if `id` is not open.
+/// The state code `parserState` and `NativePool#state` answer for an id that is not open. Mirrors
+/// STATE_NOT_OPEN in src/backend/protocol.ts.
+const STATE_NOT_OPEN: u32 = u32::MAX;
+
+/// The stream's parser state code, or `STATE_NOT_OPEN` (0xFFFFFFFF) if `id` is not open.
 #[napi]
 pub fn parser_state(id: u32) -> Result<u32> {
-    with_thread_pool(|thread| Ok(thread.pool.state(id).map_or(u32::MAX, |state| state as u32)))
+    with_thread_pool(|thread| Ok(thread.pool.state(id).map_or(STATE_NOT_OPEN, |state| state as u32)))
 }
 
 /// Names the default pool interned, with ids `from + 1` onwards.
@@ -248,8 +254,13 @@ pub fn parser_debug_panic(id: u32) -> Result<u32> {
 
 // ---- the fast lane of many adapters per engine step (SsePool), on this thread's parsers ----
 
+/// The codes of a frame template's slots: mirror FRAME_TEXT and FRAME_COUNTER in src/backend/frames.ts.
+const FRAME_TEXT: u32 = 0;
+const FRAME_COUNTER: u32 = 1;
+
 /// Sets the fast lane of parser `id`: its frames are `literals` with, between two of them, the text
-/// (slot 0) or the counter (slot 1); `literals` null removes it. False if `id` is not open.
+/// (slot `FRAME_TEXT`) or the counter (slot `FRAME_COUNTER`); `literals` null removes it. False if `id`
+/// is not open.
 #[napi]
 pub fn parser_set_lane(id: u32, literals: Option<Vec<String>>, slots: Vec<u32>, counter: u32) -> Result<bool> {
     let template = match literals {
@@ -258,8 +269,8 @@ pub fn parser_set_lane(id: u32, literals: Option<Vec<String>>, slots: Vec<u32>, 
             let slots = slots
                 .iter()
                 .map(|&slot| match slot {
-                    0 => Ok(FrameSlot::Text),
-                    1 => Ok(FrameSlot::Counter),
+                    FRAME_TEXT => Ok(FrameSlot::Text),
+                    FRAME_COUNTER => Ok(FrameSlot::Counter),
                     _ => Err(Error::from_reason(format!("unknown frame slot {slot}"))),
                 })
                 .collect::<Result<Vec<_>>>()?;
@@ -301,16 +312,19 @@ pub fn parser_take_lane(id: u32) -> Result<Option<NativeLaneProgress>> {
 
 /// Where `parserStepFrames` writes into its `ends` argument: a status (a `COMPACT_STATUS_*`), the index
 /// it concerns, how many streams the lane left to the caller, then one end per stream, then for each
-/// stream left to the caller its index and its lane's report (`LaneReport`).
+/// stream left to the caller its index and its lane's report (`LaneReport`). Mirror FRAMES_* in
+/// src/backend/frames.ts.
 const FRAMES_STATUS: usize = 0;
 const FRAMES_BAD_INDEX: usize = 1;
 const FRAMES_SLOW: usize = 2;
 const FRAMES_ENDS: usize = 3;
+/// Slots `ends` needs per stream past `FRAMES_ENDS`: its end, and its index and report if left to the caller.
+const FRAMES_SLOTS_PER_STREAM: usize = 3;
 
 /// One engine step for many of this thread's parsers, those `owner` claimed (`StreamPool::step_frames`): returns the frames
 /// the fast lane wrote, as one new buffer that JavaScript owns (never reused: a socket may still hold a
-/// part of it), and the layout above in `ends` (3 + 3 × streams slots). A panic outside the
-/// streams' own guards becomes a JavaScript error (`catch_unwind`), never an abort.
+/// part of it), and the layout above in `ends` (`FRAMES_ENDS + FRAMES_SLOTS_PER_STREAM` × streams slots).
+/// A panic outside the streams' own guards becomes a JavaScript error (`catch_unwind`), never an abort.
 #[napi(catch_unwind)]
 pub fn parser_step_frames<'env>(
     env: &'env Env,
@@ -322,7 +336,7 @@ pub fn parser_step_frames<'env>(
 ) -> Result<BufferSlice<'env>> {
     let ends = writable(&mut ends, &[&streams, &offsets, &tokens])?;
     let count = streams.len();
-    if ends.len() < FRAMES_ENDS + 3 * count {
+    if ends.len() < FRAMES_ENDS + FRAMES_SLOTS_PER_STREAM * count {
         return Err(Error::from_reason("ends array too small"));
     }
     with_thread_pool(|thread| {
@@ -428,7 +442,7 @@ impl NativePool {
 
     #[napi]
     pub fn state(&self, id: u32) -> u32 {
-        self.pool.state(id).map_or(u32::MAX, |state| state as u32)
+        self.pool.state(id).map_or(STATE_NOT_OPEN, |state| state as u32)
     }
 
     #[napi]

@@ -7,11 +7,14 @@
  * whitespace only (space, \t, \n, \f, \r; not \v).
  */
 
-const ROLES: readonly string[] = ['user', 'assistant', 'system', 'developer', 'tool']
-const CHANNELS: readonly string[] = ['analysis', 'commentary', 'final']
-
-const CHANNEL_MARKER = '<|channel|>'
-const CONSTRAIN_MARKER = '<|constrain|>'
+/** These four mirror crate/core/src/header.rs (__test__/constants.test.mts compares them). @mirrored */
+export const ROLES: readonly string[] = ['user', 'assistant', 'system', 'developer', 'tool']
+/** Compared with its Rust twin by __test__/constants.test.mts. @mirrored */
+export const CHANNELS: readonly string[] = ['analysis', 'commentary', 'final']
+/** Compared with its Rust twin by __test__/constants.test.mts. @mirrored */
+export const CHANNEL_MARKER = '<|channel|>'
+/** Compared with its Rust twin by __test__/constants.test.mts. @mirrored */
+export const CONSTRAIN_MARKER = '<|constrain|>'
 
 /** Rust `char::is_whitespace` (Unicode White_Space). */
 const WHITE_SPACE = '\\t\\n\\v\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000'

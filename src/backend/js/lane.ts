@@ -24,6 +24,7 @@ import {
 import { STATE_CONTENT } from '../protocol'
 import { FIRST_SPECIAL } from '../tokens'
 import { type Lane, runGuarded, type Stream } from './guarded-stream'
+import { INDEX_BITS, INDEX_MASK } from './pool'
 import { sharedVocabulary } from './vocabulary'
 
 /** Opens the lane of a claimed stream or changes its template (`set_lane` in pool.rs); false if not claimed. */
@@ -68,12 +69,12 @@ export function claimLane(stream: Stream, owner: number): number | null {
   stream.owner = owner
   let index = freeLaneSlots.pop()
   if (index === undefined) {
-    if (laneSlots.length > 0xff_ffff) throw new Error('2^24 streams are in lane steppers: the table is full')
+    if (laneSlots.length > INDEX_MASK) throw new Error('2^24 streams are in lane steppers: the table is full')
     index = laneSlots.push({ generation: 0, stream: null }) - 1
   }
   const slot = laneSlots[index]
   slot.stream = stream
-  return (index | (slot.generation << 24)) >>> 0
+  return (index | (slot.generation << INDEX_BITS)) >>> 0
 }
 
 /** Forgets stream `id` of stepper `owner` (a finished or abandoned stream). */
@@ -82,15 +83,15 @@ export function releaseLane(id: number, owner: number): void {
   if (stream === null || stream.owner !== owner) return
   stream.owner = 0
   stream.lane = null
-  const slot = laneSlots[id & 0xff_ffff]
+  const slot = laneSlots[id & INDEX_MASK]
   slot.stream = null
   slot.generation = (slot.generation + 1) & 0xff
-  freeLaneSlots.push(id & 0xff_ffff)
+  freeLaneSlots.push(id & INDEX_MASK)
 }
 
 function laneStream(id: number): Stream | null {
-  const slot = laneSlots[id & 0xff_ffff]
-  return slot !== undefined && slot.generation === id >>> 24 ? slot.stream : null
+  const slot = laneSlots[id & INDEX_MASK]
+  return slot !== undefined && slot.generation === id >>> INDEX_BITS ? slot.stream : null
 }
 
 let step = 0

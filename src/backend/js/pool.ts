@@ -18,14 +18,14 @@ import {
   NameTable,
   RECORD_STREAM,
 } from '../compact'
-import type { PoolBackend, RawDiagnostic, RawHeader, RawParseError } from '../protocol'
+import { type PoolBackend, type RawDiagnostic, type RawHeader, type RawParseError, STATE_NOT_OPEN } from '../protocol'
 import { writeRecords } from './compact'
 import { failGuarded, newStream, runGuarded, type Stream } from './guarded-stream'
 import { sharedVocabulary, type Vocabulary } from './vocabulary'
 
-/** Stream ids: the slot index in the low 24 bits, a generation in the high 8 (as in pool.rs). */
-const INDEX_BITS = 24
-const INDEX_MASK = (1 << INDEX_BITS) - 1
+/** Stream ids: the slot index in the low 24 bits, a generation in the high 8 (mirror INDEX_BITS and INDEX_MASK in pool.rs). */
+export const INDEX_BITS = 24
+export const INDEX_MASK = (1 << INDEX_BITS) - 1
 
 /**
  * A single stream's call in the single form of the compact format (status, diagnostic count and state in
@@ -194,7 +194,7 @@ export class StreamPool implements PoolBackend {
   }
 
   state(id: number): number {
-    return this.streamOf(id)?.parser.state ?? 0xffff_ffff
+    return this.streamOf(id)?.parser.state ?? STATE_NOT_OPEN
   }
 
   names(from: number): string[] {

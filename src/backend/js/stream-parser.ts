@@ -10,8 +10,12 @@ import { BatchOutput, type ParseError } from './output'
 import { decodeLossy, Utf8Assembler, validUpTo } from './utf8'
 import type { Vocabulary } from './vocabulary'
 
-/** Ignored text between messages is reported in diagnostics of at most this many bytes each. */
-const MAX_STRAY_BYTES = 4096
+/**
+ * Ignored text between messages is reported in diagnostics of at most this many bytes each (mirrors
+ * MAX_STRAY_BYTES in crate/core/src/stream_parser.rs).
+ * @mirrored
+ */
+export const MAX_STRAY_BYTES = 4096
 
 const REPLACEMENT = '\uFFFD'
 
