@@ -19,6 +19,7 @@ import * as streamParser from '../src/backend/js/stream-parser.ts'
 import * as native from '../src/backend/native.ts'
 import * as protocol from '../src/backend/protocol.ts'
 import * as tokens from '../src/backend/tokens.ts'
+import * as types from '../src/base/types.ts'
 
 const root = join(import.meta.dirname, '..')
 
@@ -79,7 +80,7 @@ const PAIRS: readonly (readonly [rust: string, typescript: string])[] = [
   ['core/pool.rs:INDEX_BITS', 'backend/js/pool:INDEX_BITS'],
   ['core/pool.rs:INDEX_MASK', 'backend/js/pool:INDEX_MASK'],
   // Header words (header.rs, js/header.ts).
-  ['core/header.rs:ROLES', 'backend/js/header:ROLES'],
+  ['core/header.rs:ROLES', 'base/types:ROLES'],
   ['core/header.rs:CHANNELS', 'backend/js/header:CHANNELS'],
   ['core/header.rs:CHANNEL_MARKER', 'backend/js/header:CHANNEL_MARKER'],
   ['core/header.rs:CONSTRAIN_MARKER', 'backend/js/header:CONSTRAIN_MARKER'],
@@ -140,6 +141,7 @@ const TYPESCRIPT_MODULES: Record<string, Record<string, unknown>> = {
   'backend/protocol': protocol,
   'backend/tokens': tokens,
   'backend/js/header': header,
+  'base/types': types,
   'backend/js/pool': pool,
   'backend/js/stream-parser': streamParser,
 }

@@ -7,8 +7,9 @@
 import { readFileSync } from 'node:fs'
 import { HarmonyStreamParser } from './api/parser'
 import { HarmonyTextParser } from './api/text-parser'
+import { LAST_TOKEN } from './backend/tokens'
 import { HarmonyParseError } from './base/errors'
-import type { HarmonyDiagnostic, HarmonyMessage, Implementation, Role } from './base/types'
+import { type HarmonyDiagnostic, type HarmonyMessage, type Implementation, ROLES, type Role } from './base/types'
 import { ChatCompletionsStream } from './wire/chat'
 import { ResponsesStream } from './wire/responses'
 
@@ -46,8 +47,6 @@ interface CliOptions {
 
 export class UsageError extends Error {}
 
-const ROLES = ['user', 'assistant', 'system', 'developer', 'tool']
-
 export function parseArguments(args: string[], isTty: boolean, env: NodeJS.ProcessEnv): CliOptions | 'help' {
   const options: CliOptions = {
     file: null,
@@ -78,7 +77,7 @@ export function parseArguments(args: string[], isTty: boolean, env: NodeJS.Proce
     else if (arg === '--text') options.text = true
     else if (arg === '--role') {
       const v = value()
-      if (v !== 'none' && !ROLES.includes(v)) throw new UsageError(`--role takes one of ${ROLES.join(', ')} or none`)
+      if (v !== 'none' && !(ROLES as readonly string[]).includes(v)) throw new UsageError(`--role takes one of ${ROLES.join(', ')} or none`)
       options.role = v === 'none' ? null : (v as Role)
     } else if (arg === '--implementation') {
       const v = value()
@@ -129,7 +128,7 @@ export function readCompletions(text: string): number[][] {
   const completions = isReplay ? value.map((entry) => (entry as { tokens?: unknown } | null)?.tokens) : [value]
   return completions.map((tokens, n) => {
     if (!Array.isArray(tokens)) throw new UsageError(`completion ${n}: expected { "tokens": [...] } with an array of token ids`)
-    const bad = tokens.findIndex((id) => !Number.isInteger(id) || id < 0 || id > 201_088)
+    const bad = tokens.findIndex((id) => !Number.isInteger(id) || id < 0 || id > LAST_TOKEN)
     if (bad >= 0) throw new UsageError(`${isReplay ? `completion ${n}, ` : ''}${badTokenId(bad, tokens[bad])}`)
     return tokens as number[]
   })
@@ -139,7 +138,7 @@ export function readCompletions(text: string): number[][] {
 function badTokenId(position: number, value: unknown): string {
   const shown = JSON.stringify(value) ?? String(value)
   const hint = typeof value === 'string' && LOOKS_LIKE_TEXT.test(value) ? TEXT_HINT : ''
-  return `token ${position} is ${shown.length > 40 ? `${shown.slice(0, 40)}…` : shown}, not a token id (an integer from 0 to 201088)${hint}`
+  return `token ${position} is ${shown.length > 40 ? `${shown.slice(0, 40)}…` : shown}, not a token id (an integer from 0 to ${LAST_TOKEN})${hint}`
 }
 
 const COLORS: Record<string, string> = { analysis: '\x1b[2;36m', commentary: '\x1b[35m', final: '\x1b[32m' }

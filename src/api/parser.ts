@@ -45,8 +45,8 @@ import type {
   ParserState,
   Terminator,
 } from '../base/types'
+import { ROLES } from '../base/types'
 
-const ROLES = ['user', 'assistant', 'system', 'developer', 'tool']
 const TERMINATORS: Terminator[] = []
 TERMINATORS[TERMINATOR_END] = 'end'
 TERMINATORS[TERMINATOR_RETURN] = 'return'

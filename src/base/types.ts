@@ -4,7 +4,8 @@
 export type Implementation = 'native' | 'js'
 
 /** The roles of the reference parser. */
-export type Role = 'user' | 'assistant' | 'system' | 'developer' | 'tool'
+export const ROLES = Object.freeze(['user', 'assistant', 'system', 'developer', 'tool'] as const)
+export type Role = (typeof ROLES)[number]
 
 /** How a message ended: by `<|end|>`, `<|return|>` or `<|call|>`, or (null) by the end of the stream. */
 export type Terminator = 'end' | 'return' | 'call' | null

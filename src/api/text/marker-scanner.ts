@@ -8,14 +8,16 @@
  * `<|example|>` is text. Each character is looked at a bounded number of times: linear in the input.
  */
 
+import { CALL, CHANNEL, END, MESSAGE, RETURN, START } from '../../backend/tokens'
+
 /** Marker strings and their token ids (o200k_harmony). */
 const MARKERS: ReadonlyMap<string, number> = new Map([
-  ['<|start|>', 200_006],
-  ['<|channel|>', 200_005],
-  ['<|message|>', 200_008],
-  ['<|end|>', 200_007],
-  ['<|return|>', 200_002],
-  ['<|call|>', 200_012],
+  ['<|start|>', START],
+  ['<|channel|>', CHANNEL],
+  ['<|message|>', MESSAGE],
+  ['<|end|>', END],
+  ['<|return|>', RETURN],
+  ['<|call|>', CALL],
 ])
 
 const LONGEST = Math.max(...[...MARKERS.keys()].map((m) => m.length))
