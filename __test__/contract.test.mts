@@ -272,7 +272,7 @@ contractTest('finish() mid-message flushes it without a terminator', (t, impleme
 })
 
 contractTest('invalid UTF-8 becomes U+FFFD exactly as the reference final content', (t, implementation) => {
-  // harmony-reference.md §2.4: [9552, 9552] + "worked" + <|end|> → " \uFFFD \uFFFDworked"
+  // docs/SEMANTICS.md "The reference's UTF-8 replacement behaviour": [9552, 9552] + "worked" + <|end|> → " \uFFFD \uFFFDworked"
   const tokens = [SPECIAL['<|message|>'], 9552, 9552, ...harmony('worked'), SPECIAL['<|end|>']]
   for (const size of [1, 2, 3, tokens.length]) {
     const result = replay(batches(tokens, size), { implementation })
@@ -326,7 +326,7 @@ contractTest('reference fixture: test_simple_tool_call with a recipient after th
   )
 })
 
-/** Strict-mode errors: reference texts (harmony-reference.md §2.8), codes and offsets. */
+/** Strict-mode errors: reference texts (docs/SEMANTICS.md "Strict error texts"), codes and offsets. */
 const STRICT_ERRORS: [string, string, string, (tokens: number[]) => number][] = [
   [
     '<|channel|>final<|message|>Answer<|end|><|return|>',

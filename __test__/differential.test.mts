@@ -5,7 +5,7 @@
  *   implementations, strict and lenient, at random batch splits.
  * - The same streams with one random token inserted, deleted, duplicated or replaced: in strict mode we
  *   throw exactly where the reference errors, with its message text, and agree on the messages otherwise.
- * - Every place where we differ on purpose (README, "Where we differ from the reference") has a test here
+ * - Every place where we differ on purpose (docs/SEMANTICS.md "Differences from the reference, on purpose") has a test here
  *   that shows the reference's behaviour next to ours.
  *
  * HARMONY_DIFF_STREAMS sets the number of generated streams (default 400; `npm run test:differential`
@@ -223,7 +223,7 @@ test('difference: <|start|> inside content ends the message in lenient mode', (t
 })
 
 test('difference: segments add up to the content around invalid UTF-8, where the reference deltas fall short', (t) => {
-  // harmony-reference.md §2.4: " \uFFFD \uFFFDworked", where "worked" never reaches a delta.
+  // docs/SEMANTICS.md "The reference's UTF-8 replacement behaviour": " \uFFFD \uFFFDworked", where "worked" never reaches a delta.
   const tokens = [SPECIAL['<|message|>'], 9552, 9552, ...harmony('worked'), SPECIAL['<|end|>']]
   const [ref] = reference([{ tokens, role: 'assistant', strict: true, stream: true }])
   t.is(ref.messages?.[0].content, ' \uFFFD \uFFFDworked')

@@ -1,7 +1,7 @@
 /**
- * Lenient recovery from the malformed model output catalogued in peer-parsers-and-failures.md §4 (A–H).
- * Each case states what the model emitted and what the parser gives; the README's table "What the model
- * emitted → what you get" lists the same cases. For every case, on both implementations:
+ * Lenient recovery from the malformed model output catalogued in docs/SEMANTICS.md "Malformed model output (A–H)".
+ * Each case states what the model emitted and what the parser gives; the table of docs/SEMANTICS.md "What the
+ * model emitted → what you get" lists the same cases. For every case, on both implementations:
  * - nothing is thrown, at every batch size from 1 to the whole stream, and the outcome (messages and
  *   diagnostics) does not depend on the batch size;
  * - the messages and diagnostic codes are the documented ones, and text not placed in a message is in a

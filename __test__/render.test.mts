@@ -150,7 +150,7 @@ function toConversationMessages(conversation: { messages: Record<string, unknown
   })
 }
 
-// ---- Each mapping rule on its own (README "Rendering", the table) ----
+// ---- Each mapping rule on its own (docs/API.md "The mapping", the table) ----
 
 test('system message: the reference system content, today by default, effort from the request over the option', (t) => {
   const body = { model: 'm', messages: [{ role: 'user', content: 'hi' }] }

@@ -1,6 +1,6 @@
 /**
  * Test helpers: Harmony text → token ids (ordinary text encoded with gpt-tokenizer's o200k BPE, the seven
- * markers inserted as special ids; see harmony-reference.md, Appendix A for why not `allowedSpecial`),
+ * markers inserted as special ids; docs/SEMANTICS.md "Building token streams from text" says why not `allowedSpecial`),
  * batch replay, and a per-message view of results.
  */
 import { statSync, writeFileSync } from 'node:fs'

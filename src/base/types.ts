@@ -51,7 +51,7 @@ export interface HarmonySegment {
   text: string
 }
 
-/** A recovery made in lenient mode (see the README's table of codes). */
+/** A recovery made in lenient mode (codes: docs/SEMANTICS.md "Diagnostics catalogue"). */
 export interface HarmonyDiagnostic {
   code: string
   message: string

@@ -1,5 +1,5 @@
 /**
- * A Chat Completions request → the Harmony conversation (README "Rendering" has the table):
+ * A Chat Completions request → the Harmony conversation (docs/API.md "The mapping" has the table):
  * system/developer messages → the developer message's instructions; user → user; assistant → analysis
  * (from `reasoning` or `reasoning_content`), then a commentary preamble and one tool call message per call, or
  * a final message; tool → a message from `functions.NAME` to the assistant, NAME found by `tool_call_id`.

@@ -36,7 +36,7 @@ export interface RenderRequestOptions extends RenderEngineOptions {
   modelIdentity?: string
   /** Default '2024-06'. */
   knowledgeCutoff?: string
-  /** Keep the analysis of finished turns too (default false: dropped, see README "Rendering"). */
+  /** Keep the analysis of finished turns too (default false: dropped, see docs/API.md "Earlier reasoning"). */
   keepAnalysis?: boolean
 }
 

@@ -4,10 +4,10 @@
  * reference writes, quirks included (see each comment): the model was trained on this text, so "better"
  * output is worse.
  *
- * Two differences come from JavaScript, not from this code (README "Rendering", tested): the schema arrives
- * parsed by `JSON.parse`, so numbers print as JavaScript prints them (`1.0` → `1`, `1e21` → `1e+21`, where
- * the reference keeps `1.0` and writes `1e21`), and integer-like property names (`"2"`) come first in object
- * order, as JavaScript orders them.
+ * Two differences come from JavaScript, not from this code (docs/API.md "Where the output can differ from the
+ * reference", tested): the schema arrives parsed by `JSON.parse`, so numbers print as JavaScript prints them
+ * (`1.0` → `1`, `1e21` → `1e+21`, where the reference keeps `1.0` and writes `1e21`), and integer-like property
+ * names (`"2"`) come first in object order, as JavaScript orders them.
  */
 
 type Json = unknown

@@ -42,7 +42,7 @@ export interface ChatAdapterOptions extends RoutingOptions {
   tools?: readonly unknown[] | null
   /**
    * `'recover'`: a call of a declared tool that the model wrote as JSON in its final text becomes a real tool
-   * call (README "Tool calls written as text"). Default `'off'`.
+   * call (docs/API.md "Tool calls written as text"). Default `'off'`.
    */
   textToolCalls?: 'off' | 'recover'
   /** `'text'` to feed text whose markers arrive as text (llama.cpp, Ollama) instead of token ids. */

@@ -1,14 +1,14 @@
 //! Parsing a message header: the text between `<|start|>` (or the parser start) and `<|message|>`.
 //!
 //! Follows the reference parser step by step (channel first, then role, then recipient and content type;
-//! see `harmony-reference.md` §2.3), with three deliberate changes, all documented in the README:
+//! see docs/SEMANTICS.md "Header rules"), with three deliberate changes, all documented there:
 //! - a content type `<|constrain|>json` or ` json` is reported as `json` (and in lenient mode `<|constrain|> json`);
 //! - a lone `<|constrain|>json` after the channel is a content type, not a recipient (openai/harmony PR #144);
 //! - instead of stopping at the first problem, every problem is collected and a best-effort header is
 //!   still produced, so lenient mode can recover; strict mode turns the first problem into the
 //!   reference's error.
 //!
-//! Lenient mode also repairs what models are seen to emit (`peer-parsers-and-failures.md` §4): repeated
+//! Lenient mode also repairs what models are seen to emit (docs/SEMANTICS.md "Malformed model output (A–H)"): repeated
 //! `<|channel|>` markers, a role glued to a channel (`assistantfinal`), a channel word without its marker,
 //! markers leaked into the recipient, a duplicated `to=`, and (given the request's tool names) a content
 //! type glued to the recipient (`to=functions.shelljson`). Each repair is reported as a problem too.

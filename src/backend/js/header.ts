@@ -121,7 +121,7 @@ export function problemMessage(problem: HeaderProblem): string {
 
 // Characters Rust's `{:?}` prints as \u{…}: not printable (controls, format characters, separators other
 // than the space, private use, unassigned) or grapheme extenders. Rust's tables follow its own Unicode
-// version, so characters assigned since Node's ICU version can differ (documented in the README).
+// version, so characters assigned since Node's ICU version can differ (documented in docs/SEMANTICS.md "Strict error texts").
 const RUST_DEBUG_ESCAPED = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cn}\p{Grapheme_Extend}]|(?! )\p{Zs}/u
 
 /** Rust's `format!("{:?}", s)` for a string: quoted, with Rust's escapes. */

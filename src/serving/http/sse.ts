@@ -31,7 +31,7 @@ export interface PipeSseOptions {
   /**
    * Collect the frames of this many milliseconds into one write. Default 0: every engine step is written at
    * once. At one token per step the write (a system call per stream per token) is most of a gateway's CPU;
-   * a few milliseconds of coalescing trade that much latency for far fewer writes (README "Performance").
+   * a few milliseconds of coalescing trade that much latency for far fewer writes (docs/PERFORMANCE.md).
    */
   coalesceMs?: number
 }
