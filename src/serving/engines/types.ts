@@ -1,6 +1,6 @@
 /**
  * One interface for every token-level inference server: a prompt as token ids in, each decode step's new
- * token ids out. Render and engines know nothing of adapters or HTTP (see DESIGN.md, "the direction of arrows").
+ * token ids out. Render and engines know nothing of adapters or HTTP (docs/ARCHITECTURE.md "Layers").
  */
 
 /** Why generation ended: a stop token (`<|return|>`/`<|call|>`), the token limit, or an abort. */
