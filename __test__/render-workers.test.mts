@@ -58,6 +58,11 @@ for (const implementation of IMPLEMENTATIONS) {
       },
     )
     t.is(error!.param, 'messages[0].tool_call_id')
+    // A body over the bounds is refused before it is copied to a worker (one nested too deep cannot be copied).
+    let deep: Record<string, unknown> = {}
+    for (let i = 0; i < 5000; i++) deep = { function: deep }
+    const tooDeep = await t.throwsAsync(workers.render('chat', { ...CHAT, tool_choice: deep }), { instanceOf: HarmonyRequestError })
+    t.regex(tooDeep!.message, /limits\.maxDepth/)
     // The workers go on after a refused request.
     t.deepEqual(await workers.render('chat', CHAT), chat)
   })

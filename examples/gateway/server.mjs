@@ -21,10 +21,14 @@
  *   GATEWAY_STATS    1: GET /stats answers this process's CPU time, GC time and heap (for benchmarks)
  *   SSE_COALESCE_MS  collect each stream's frames for this many ms per write (default 0: write every step)
  *   LOG_DIAGNOSTICS  0: do not log what the parser recovered from (default 1: one line each on stderr)
+ *   RENDER_WORKERS   threads that render requests off the event loop (default: cores less one; 0: render inline)
+ *   RENDER_INLINE_BYTES  bodies up to this many bytes are rendered inline, larger ones in a worker (default 16384)
+ *   HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS, KEEPALIVE_TIMEOUT_MS  the server's timeouts (default 10 s, 30 s, 5 s)
  */
 import cluster from 'node:cluster'
 import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
+import { availableParallelism } from 'node:os'
 import { dirname, join } from 'node:path'
 import { PerformanceObserver } from 'node:perf_hooks'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -36,7 +40,9 @@ import {
   DEFAULT_BODY_LIMIT,
   implementation as defaultImplementation,
   HttpError,
+  hardenServer,
   pipeSse,
+  RenderWorkers,
   ResponsesStream,
   readJsonBody,
   renderChatCompletionRequest,
@@ -50,6 +56,10 @@ import { createEngine, ReplayEngine } from 'harmony-stream/engines'
 /**
  * Creates (does not start) the gateway. `engine`: any `Engine` of harmony-stream/engines (or pass `replay`,
  * completions as token arrays, and `interval` for the replay engine); `implementation`: the parser's.
+ * `renderWorkers`: threads that render large requests off the event loop (0: all inline), `renderInlineBytes`:
+ * the body size up to which a request is rendered inline; `serverLimits`: `hardenServer`'s timeouts.
+ * `server.outcomes` counts how streams ended: `completed`, `failed`, `clientClosed` (a client that left is an
+ * outcome, not an error: it is counted, never logged).
  */
 export function createGateway({
   engine,
@@ -64,8 +74,13 @@ export function createGateway({
   frames = 'sse',
   coalesceMs = 0,
   stats = null,
+  renderWorkers = 0,
+  renderInlineBytes = 16 * 1024,
+  serverLimits = {},
 }) {
   engine ??= new ReplayEngine({ completions: replay, interval })
+  const workers = renderWorkers > 0 ? new RenderWorkers({ size: renderWorkers, renderOptions }) : null
+  const outcomes = { completed: 0, failed: 0, clientClosed: 0 }
   const created = Math.floor(Date.now() / 1000)
 
   /** Steps of one generation; the first is awaited here, so an engine that fails at once gets a 502, not a stream. */
@@ -117,6 +132,7 @@ export function createGateway({
   /** What differs between the two APIs; the path through them is the same (`serve`). */
   const apis = {
     chat: {
+      kind: 'chat',
       parameters: chatGenerationParameters,
       render: renderChatCompletionRequest,
       adapterOptions: (params, prompt) => ({ model: params.model, promptTokens: prompt.promptTokens }),
@@ -124,6 +140,7 @@ export function createGateway({
       stream: (options, params) => new ChatCompletionsStream({ ...options, includeUsage: params.includeUsage }),
     },
     responses: {
+      kind: 'responses',
       parameters: responsesGenerationParameters,
       render: renderResponsesRequest,
       adapterOptions: (params, prompt) => ({ model: params.model, inputTokens: prompt.promptTokens }),
@@ -132,10 +149,17 @@ export function createGateway({
     },
   }
 
+  /** The prompt: rendered here for a small body, in a worker for a large one (BPE time grows with the body). */
+  function render(api, request, body) {
+    const length = Number(request.headers['content-length'])
+    if (workers === null || (Number.isFinite(length) && length <= renderInlineBytes)) return api.render(body, renderOptions)
+    return workers.render(api.kind, body)
+  }
+
   /** request → render → engine → adapter → SSE (or one JSON object). */
   async function serve(api, request, response, body) {
     const params = api.parameters(body)
-    const prompt = api.render(body, renderOptions)
+    const prompt = await render(api, request, body)
     const abort = abortOnClose(response)
     const steps = await generate(request, prompt, params, abort.signal)
     const options = { ...api.adapterOptions(params, prompt), parser: { implementation, toolNames: prompt.toolNames } }
@@ -149,6 +173,7 @@ export function createGateway({
 
   function report(result, adapter) {
     if (result.outcome === 'failed') onError(result.error)
+    outcomes[result.outcome === 'client-closed' ? 'clientClosed' : result.outcome]++
     adapter.diagnostics.forEach(onDiagnostic)
   }
 
@@ -161,14 +186,14 @@ export function createGateway({
     },
     '/health': { GET: (_request, response) => sendJson(response, 200, { status: 'ok', engine: engine.name, implementation }) },
   }
-  if (stats !== null) routes['/stats'] = { GET: (_request, response) => sendJson(response, 200, stats()) }
+  if (stats !== null) routes['/stats'] = { GET: (_request, response) => sendJson(response, 200, { ...stats(), outcomes }) }
 
   async function withBody(request, response, api) {
     const body = await readJsonBody(request, { limit: bodyLimit })
     await serve(api, request, response, body)
   }
 
-  return createServer(async (request, response) => {
+  const server = createServer(async (request, response) => {
     try {
       const path = new URL(request.url ?? '/', 'http://localhost').pathname
       const route = routes[path]
@@ -180,9 +205,18 @@ export function createGateway({
       }
       await handle(request, response)
     } catch (error) {
+      // A client that left before its first step (the engine request was aborted with it) is an outcome.
+      if (response.destroyed && !response.writableFinished) {
+        outcomes.clientClosed++
+        return
+      }
       if (sendError(response, error) >= 500) onError(error)
     }
   })
+  hardenServer(server, serverLimits)
+  server.outcomes = outcomes
+  if (workers !== null) server.on('close', () => workers.close())
+  return server
 }
 
 /** CPU, GC and heap of this process, for benchmarks (GATEWAY_STATS=1). */
@@ -284,7 +318,28 @@ function serveFromEnvironment(label) {
   const stats = process.env.GATEWAY_STATS === '1' ? processStats() : null
   const onDiagnostic = process.env.LOG_DIAGNOSTICS === '0' ? () => {} : logDiagnostic
   const coalesceMs = Number(process.env.SSE_COALESCE_MS ?? 0)
-  const server = createGateway({ engine, bodyLimit, frames, coalesceMs, stats, onDiagnostic, model: process.env.MODEL ?? 'gpt-oss' })
+  const renderWorkers = Number(process.env.RENDER_WORKERS ?? Math.max(1, availableParallelism() - 1))
+  const renderInlineBytes = Number(process.env.RENDER_INLINE_BYTES ?? 16 * 1024)
+  const serverLimits = {}
+  for (const [name, key] of [
+    ['HEADERS_TIMEOUT_MS', 'headersTimeoutMs'],
+    ['REQUEST_TIMEOUT_MS', 'requestTimeoutMs'],
+    ['KEEPALIVE_TIMEOUT_MS', 'keepAliveTimeoutMs'],
+  ]) {
+    if (process.env[name] !== undefined) serverLimits[key] = Number(process.env[name])
+  }
+  const server = createGateway({
+    engine,
+    bodyLimit,
+    frames,
+    coalesceMs,
+    stats,
+    onDiagnostic,
+    model: process.env.MODEL ?? 'gpt-oss',
+    renderWorkers,
+    renderInlineBytes,
+    serverLimits,
+  })
   server.listen(port, '127.0.0.1', () => {
     const { port: bound } = server.address()
     console.log(`harmony-stream gateway on http://127.0.0.1:${bound}/v1 (${defaultImplementation} parser, ${engine.name} engine)${label}`)

@@ -149,6 +149,15 @@ function requestPrompt(conversation: RequestConversation, options: RenderRequest
   return { tokens, toolNames: conversation.tools.map((tool) => `functions.${tool.name}`), promptTokens: tokens.length }
 }
 
+/**
+ * The checks a request body gets before any rendering work (its bounds, `limits.ts`): what `RenderWorkers` runs
+ * on the event loop before it hands a body to a worker, so no body too deep to copy ever crosses.
+ */
+export function checkRequestBody(kind: 'chat' | 'responses', body: unknown, options: RenderRequestOptions = {}): void {
+  const fn = kind === 'chat' ? 'renderChatCompletionRequest' : 'renderResponsesRequest'
+  checkRequestLimits(body, kind, limitsOf(checkRenderOptions(options, 'request', fn) as RenderRequestOptions, fn))
+}
+
 /** A Chat Completions request body → the prompt. Bad requests throw `HarmonyRequestError` (HTTP 400). */
 export function renderChatCompletionRequest(body: unknown, options?: RenderRequestOptions): RenderedPrompt {
   const checked = checkRenderOptions(options, 'request', 'renderChatCompletionRequest') as RenderRequestOptions

@@ -17,7 +17,7 @@ import { Worker } from 'node:worker_threads'
 
 import { HarmonyError, HarmonyRequestError } from '../base/errors'
 import { checkOptions, is, type OptionSpec } from '../base/options'
-import { type RenderedPrompt, type RenderRequestOptions, renderChatCompletionRequest } from '../render/index'
+import { checkRequestBody, type RenderedPrompt, type RenderRequestOptions, renderChatCompletionRequest } from '../render/index'
 import { HttpError } from './http/errors'
 import type { RenderAnswer, RenderJob } from './render-worker'
 
@@ -43,6 +43,7 @@ interface Pending {
 export class RenderWorkers {
   readonly size: number
   private readonly maxQueue: number
+  private readonly renderOptions: Omit<RenderRequestOptions, 'cache'>
   private readonly idle: Worker[] = []
   private readonly busy = new Map<Worker, Pending>()
   private readonly queue: Pending[] = []
@@ -56,6 +57,7 @@ export class RenderWorkers {
     }
     // The renderer checks its options: once here, so a bad option fails now rather than in every worker.
     renderChatCompletionRequest(PROBE, { ...checked.renderOptions, cache: null })
+    this.renderOptions = checked.renderOptions ?? {}
     this.size = checked.size ?? Math.max(1, availableParallelism() - 1)
     this.maxQueue = checked.maxQueue ?? 256
     for (let i = 0; i < this.size; i++) this.idle.push(this.spawn(checked.renderOptions ?? {}))
@@ -66,6 +68,12 @@ export class RenderWorkers {
     if (this.closed) return Promise.reject(new HarmonyError('render-workers-closed', 'RenderWorkers: closed'))
     if (kind !== 'chat' && kind !== 'responses')
       return Promise.reject(new TypeError(`RenderWorkers.render: kind must be 'chat' or 'responses', not ${String(kind)}`))
+    try {
+      // Cheap and linear: a body over the bounds is refused here, and only bodies within them cross.
+      checkRequestBody(kind, body, this.renderOptions)
+    } catch (error) {
+      return Promise.reject(error)
+    }
     return new Promise((resolve, reject) => {
       const pending = { job: { id: this.nextId++, kind, body }, resolve, reject }
       const worker = this.idle.pop()
