@@ -86,9 +86,12 @@ function classOf(code: number, text: string, at: number): number {
   return classOfChar(String.fromCodePoint(text.codePointAt(at) ?? code))
 }
 
-/** The longest run of one class in `text` if it is longer than `limit`, else 0. Linear in the text. */
-function runOver(text: string, limit: number): number {
-  if (text.length <= limit) return 0
+/**
+ * Whether `text` has a run of one class longer than `limit`: linear, and it stops at the first such run (a
+ * hostile string is not read to its end).
+ */
+function runOver(text: string, limit: number): boolean {
+  if (text.length <= limit) return false
   let run = 0
   let previous = 0
   for (let i = 0; i < text.length; i++) {
@@ -101,13 +104,9 @@ function runOver(text: string, limit: number): number {
     const kind = classOf(code, text, i)
     run = kind === previous && kind !== DIGIT ? run + 1 : 1
     previous = kind
-    if (run > limit) {
-      let end = i + 1
-      while (end < text.length && classOf(text.charCodeAt(end), text, end) === kind) end++
-      return run + (end - i - 1)
-    }
+    if (run > limit) return true
   }
-  return 0
+  return false
 }
 
 /**
@@ -120,10 +119,9 @@ function checkValueLimits(body: unknown, limits: RenderLimits, root = ''): void 
   while (stack.length > 0) {
     const { value, path, depth } = stack.pop()!
     if (typeof value === 'string') {
-      const run = runOver(value, limits.maxRunLength)
-      if (run > 0) {
+      if (runOver(value, limits.maxRunLength)) {
         tooBig(
-          `${path || 'the request'} has a run of ${run} characters of one kind (letters, spaces or punctuation); the limit is ${limits.maxRunLength} (limits.maxRunLength)`,
+          `${path || 'the request'} has a run of more than ${limits.maxRunLength} characters of one kind (letters, spaces or punctuation): the limit is ${limits.maxRunLength} (limits.maxRunLength)`,
           path || null,
         )
       }
@@ -194,17 +192,19 @@ function identifiers(body: Record<string, unknown>, kind: 'chat' | 'responses'):
 
 /** Every bound on a Chat Completions or Responses request body, before it is read for rendering. */
 export function checkRequestLimits(body: unknown, kind: 'chat' | 'responses', limits: RenderLimits): void {
+  // Counts and names first: they are cheap, and a body with too many items is refused before it is walked.
+  if (body !== null && typeof body === 'object' && !Array.isArray(body)) {
+    const request = body as Record<string, unknown>
+    const list = kind === 'chat' ? request.messages : request.input
+    if (Array.isArray(list)) checkCount(list.length, limits.maxMessages, kind === 'chat' ? 'messages' : 'input', 'maxMessages')
+    if (Array.isArray(request.tools)) checkCount(request.tools.length, limits.maxTools, 'tools', 'maxTools')
+    for (const [value, param] of identifiers(request, kind)) checkIdentifier(value, limits, param)
+  }
   checkValueLimits(body, limits)
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) return
-  const request = body as Record<string, unknown>
-  const list = kind === 'chat' ? request.messages : request.input
-  if (Array.isArray(list)) checkCount(list.length, limits.maxMessages, kind === 'chat' ? 'messages' : 'input', 'maxMessages')
-  if (Array.isArray(request.tools)) checkCount(request.tools.length, limits.maxTools, 'tools', 'maxTools')
-  for (const [value, param] of identifiers(request, kind)) checkIdentifier(value, limits, param)
 }
 
 /** The bounds on a conversation given as messages (`renderConversation`, `renderForTraining`). */
 export function checkConversationLimits(messages: unknown, limits: RenderLimits): void {
-  checkValueLimits(messages, limits, 'messages')
   if (Array.isArray(messages)) checkCount(messages.length, limits.maxMessages, 'messages', 'maxMessages')
+  checkValueLimits(messages, limits, 'messages')
 }
