@@ -152,7 +152,7 @@ def design(ranks):
     edges[t(" world")].append([ENDOFTEXT, BRANCH])
     for i, current in enumerate(walk):
         edges[current] = [[walk[(i + 1) % len(walk)], SURE], [walk[(i + 5) % len(walk)], BRANCH]]
-    # Every id that is no state (the special ids that end generation included) leads to <|return|>.
+    # Every id that is no state (<|return|> and <|call|> among them) leads to <|return|>.
     fallback = [[RETURN, SURE]]
     return edges, chains, fallback
 

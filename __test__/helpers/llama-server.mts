@@ -133,7 +133,6 @@ export async function startLlamaServer(build: LlamaBuild, options: LlamaServerOp
     ['--ctx-size', String(ctxSize)],
     ['--parallel', String(parallel)],
     ['--threads', String(options.threads ?? 1)],
-    ['--threads-http', '4'],
     // Nothing the tests do not use: no web UI, no chat templates (prompts are ids), no warm-up run.
     ['--no-webui', '--no-jinja', '--no-warmup'],
     // Each slot its own ctxSize / parallel (not one pool the slots share), so a slot's limit is fixed.
