@@ -1,0 +1,216 @@
+/**
+ * A real llama.cpp server for the engine integration tests: the binary and the bigram model that
+ * scripts/llama-server.mjs builds (outside the repository), started on a free 127.0.0.1 port.
+ *
+ * The model's next id depends only on the current one (scripts/make-bigram-model.py): a test picks what it
+ * generates by the last id of its prompt, from the named chains of the model's sidecar (`model.chains`), and
+ * can compute greedy continuations from its edges (`model.greedy`).
+ *
+ * Not built: the tests skip, with a note saying how to build (`npm run test:engines`). Under CI
+ * (process.env.CI) a missing build is a failure instead.
+ *
+ * To extend (constrained decoding, prefix cache, …): add a chain in make-bigram-model.py (its hash names the
+ * model, so the next run rebuilds it), and pass server flags through `startLlamaServer({ args })`.
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
+import { once } from 'node:events'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+
+const root = join(import.meta.dirname, '..', '..')
+
+export interface LlamaBuild {
+  server: string
+  model: string
+  chains: string
+}
+
+/** One named chain: the prompt's last id that starts it, and the ids greedy decoding then generates. */
+export interface Chain {
+  start: number
+  /** Up to and including the first end-of-generation id (nothing more for `cycle` chains). */
+  tokens: number[]
+  /** Repeated without end after `tokens`. */
+  cycle?: number[]
+}
+
+export interface BigramModel {
+  vocabSize: number
+  chains: Record<string, Chain>
+  /** The successors of `id` with their logits (every other id: logit 0). */
+  successors(id: number): [number, number][]
+  /** The `count` ids greedy decoding generates after `id` (end-of-generation ids not special-cased). */
+  greedy(id: number, count: number): number[]
+}
+
+interface Sidecar {
+  vocabSize: number
+  edges: Record<string, [number, number][]>
+  fallback: [number, number][]
+  chains: Record<string, Chain>
+}
+
+/** What scripts/llama-server.mjs has built, or why the tests cannot run. */
+export function findLlamaBuild(): { build: LlamaBuild } | { missing: string } {
+  const check = spawnSync(process.execPath, [join(root, 'scripts', 'llama-server.mjs'), '--check'], { encoding: 'utf8' })
+  if (check.status !== 0) return { missing: `scripts/llama-server.mjs --check failed: ${check.stderr.trim()}` }
+  const found = JSON.parse(check.stdout) as Record<keyof LlamaBuild, string | null>
+  const absent = (Object.keys(found) as (keyof LlamaBuild)[]).filter((key) => found[key] === null)
+  if (absent.length > 0) return { missing: `not built (${absent.join(', ')}): run \`npm run test:engines\`, which builds them` }
+  return { build: found as LlamaBuild }
+}
+
+/**
+ * The build, or null where it is missing (with a note on stderr, once); under CI a missing build throws, so
+ * the test file fails instead of skipping.
+ */
+export function llamaBuildOrSkip(): LlamaBuild | null {
+  const found = findLlamaBuild()
+  if ('build' in found) return found.build
+  if (process.env.CI) throw new Error(`llama-server tests cannot run under CI: ${found.missing}`)
+  console.warn(`llama-server tests skipped: ${found.missing}`)
+  return null
+}
+
+export function loadModel(build: LlamaBuild): BigramModel {
+  const sidecar = JSON.parse(readFileSync(build.chains, 'utf8')) as Sidecar
+  const successors = (id: number) => sidecar.edges[String(id)] ?? sidecar.fallback
+  return {
+    vocabSize: sidecar.vocabSize,
+    chains: sidecar.chains,
+    successors,
+    greedy(id, count) {
+      const ids: number[] = []
+      for (let current = id; ids.length < count; ) {
+        // The highest logit; ties (none in the model) would go to the lowest id, as llama.cpp's greedy sampler.
+        const [next] = successors(current).reduce((best, edge) =>
+          edge[1] > best[1] || (edge[1] === best[1] && edge[0] < best[0]) ? edge : best,
+        )
+        ids.push(next)
+        current = next
+      }
+      return ids
+    },
+  }
+}
+
+export interface LlamaServerOptions {
+  /** Total context (KV cache) in tokens; each slot gets ctxSize / parallel. Default 4096 (512 a slot). */
+  ctxSize?: number
+  /** Slots (sequences decoded together). Default 8. */
+  parallel?: number
+  /** CPU threads. Default 1: the machine's other core is the test's. */
+  threads?: number
+  /** More llama-server flags. */
+  args?: string[]
+}
+
+export interface LlamaServer {
+  /** Base URL, e.g. http://127.0.0.1:41234 */
+  url: string
+  /** Context per slot. */
+  slotContext: number
+  model: BigramModel
+  /** `GET /slots`: one object per slot (`id`, `is_processing`, `next_token: [{n_decoded, n_remain, …}]`, …). */
+  slots(): Promise<Record<string, unknown>[]>
+  /** POST `path` with a JSON body; the status and the parsed JSON (or the text). */
+  post(path: string, body: unknown): Promise<{ status: number; json: unknown }>
+  /** What the server wrote to stderr so far (for failure messages). */
+  log(): string
+  close(): Promise<void>
+}
+
+const START_TIMEOUT_MS = 60_000
+
+/** Starts llama-server with the bigram model on a port of its choosing (`--port 0`) and waits for /health. */
+export async function startLlamaServer(build: LlamaBuild, options: LlamaServerOptions = {}): Promise<LlamaServer> {
+  const ctxSize = options.ctxSize ?? 4096
+  const parallel = options.parallel ?? 8
+  const args = [
+    ['--model', build.model],
+    ['--host', '127.0.0.1'],
+    ['--port', '0'],
+    ['--ctx-size', String(ctxSize)],
+    ['--parallel', String(parallel)],
+    ['--threads', String(options.threads ?? 1)],
+    // Nothing the tests do not use: no web UI, no chat templates (prompts are ids), no warm-up run.
+    ['--no-webui', '--no-jinja', '--no-warmup'],
+    // Each slot its own ctxSize / parallel (not one pool the slots share), so a slot's limit is fixed.
+    ['--no-kv-unified'],
+    ['--slots'],
+    options.args ?? [],
+  ].flat()
+  const child = spawn(build.server, args, { stdio: ['ignore', 'ignore', 'pipe'] })
+  let log = ''
+  child.stderr?.setEncoding('utf8').on('data', (text: string) => {
+    log += text
+    if (log.length > 1_000_000) log = log.slice(-500_000)
+  })
+  const exited = once(child, 'exit')
+  try {
+    const url = await listening(child, () => log)
+    await healthy(url, child, () => log)
+    return {
+      url,
+      slotContext: Math.floor(ctxSize / parallel),
+      model: loadModel(build),
+      slots: async () => (await (await fetch(`${url}/slots`)).json()) as Record<string, unknown>[],
+      post: async (path, body) => {
+        const response = await fetch(new URL(path, url), {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        })
+        const text = await response.text()
+        let json: unknown = text
+        try {
+          json = JSON.parse(text)
+        } catch {
+          // Not JSON: the text stays.
+        }
+        return { status: response.status, json }
+      },
+      log: () => log,
+      close: () => stop(child, exited),
+    }
+  } catch (error) {
+    await stop(child, exited)
+    throw error
+  }
+}
+
+/** The address from the server's `listening on http://…` line. */
+async function listening(child: ChildProcess, log: () => string): Promise<string> {
+  const deadline = Date.now() + START_TIMEOUT_MS
+  while (Date.now() < deadline) {
+    const found = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(log())
+    if (found) return found[1]
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`llama-server exited before listening:\n${log()}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  throw new Error(`llama-server did not start listening within ${START_TIMEOUT_MS} ms:\n${log()}`)
+}
+
+/** /health answers 503 while the model loads, 200 once requests are served. */
+async function healthy(url: string, child: ChildProcess, log: () => string): Promise<void> {
+  const deadline = Date.now() + START_TIMEOUT_MS
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`llama-server exited while loading:\n${log()}`)
+    const status = await fetch(`${url}/health`).then(
+      (response) => response.status,
+      () => 0,
+    )
+    if (status === 200) return
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  throw new Error(`llama-server was not healthy within ${START_TIMEOUT_MS} ms:\n${log()}`)
+}
+
+/** SIGTERM, then SIGKILL if it has not exited within 5 s. */
+async function stop(child: ChildProcess, exited: Promise<unknown>): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  child.kill('SIGTERM')
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5000)
+  await exited
+  clearTimeout(timer)
+}
