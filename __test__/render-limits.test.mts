@@ -74,7 +74,12 @@ for (const implementation of IMPLEMENTATIONS) {
       'messages[0].content',
       /run of more than 4096 characters.*the limit is 4096 \(limits\.maxRunLength\)/,
     )
-    refused(t, () => renderResponsesRequest({ model: 'm', input: 'x'.repeat(3_900_000) }, options), 'input', /run of more than 4096 characters/)
+    refused(
+      t,
+      () => renderResponsesRequest({ model: 'm', input: 'x'.repeat(3_900_000) }, options),
+      'input',
+      /run of more than 4096 characters/,
+    )
     refused(
       t,
       () => renderChatCompletionRequest({ model: 'm', messages: [user('!'.repeat(5000))] }, options),

@@ -97,8 +97,8 @@ export {
 } from './serving/http/validate'
 export { RenderWorkers, type RenderWorkersOptions } from './serving/render-workers'
 export { SseFrames, SsePool, type SsePoolOptions, type SseStreamError } from './serving/sse-pool'
+export type { AdapterDiagnostic } from './wire/adapter'
 export {
-  type AdapterDiagnostic,
   type ChatAdapterOptions,
   type ChatCompletion,
   type ChatCompletionChunk,
@@ -108,9 +108,8 @@ export {
   type ChatToolCallDelta,
   type ChatUsage,
   chatCompletion,
-  type FinishOptions,
-  type FinishReason,
 } from './wire/chat'
+export type { FinishOptions, FinishReason } from './wire/finish'
 export type { InputKind } from './wire/message-stream'
 export {
   type ResponseEvent,

@@ -26,7 +26,7 @@ export interface LlamaBuild {
 }
 
 /** One named chain: the prompt's last id that starts it, and the ids greedy decoding then generates. */
-export interface Chain {
+interface Chain {
   start: number
   /** Up to and including the first end-of-generation id (nothing more for `cycle` chains). */
   tokens: number[]
@@ -34,7 +34,7 @@ export interface Chain {
   cycle?: number[]
 }
 
-export interface BigramModel {
+interface BigramModel {
   vocabSize: number
   chains: Record<string, Chain>
   /** The successors of `id` with their logits (every other id: logit 0). */
@@ -51,7 +51,7 @@ interface Sidecar {
 }
 
 /** What scripts/llama-server.mjs has built, or why the tests cannot run. */
-export function findLlamaBuild(): { build: LlamaBuild } | { missing: string } {
+function findLlamaBuild(): { build: LlamaBuild } | { missing: string } {
   const check = spawnSync(process.execPath, [join(root, 'scripts', 'llama-server.mjs'), '--check'], { encoding: 'utf8' })
   if (check.status !== 0) return { missing: `scripts/llama-server.mjs --check failed: ${check.stderr.trim()}` }
   const found = JSON.parse(check.stdout) as Record<keyof LlamaBuild, string | null>
@@ -72,7 +72,7 @@ export function llamaBuildOrSkip(): LlamaBuild | null {
   return null
 }
 
-export function loadModel(build: LlamaBuild): BigramModel {
+function loadModel(build: LlamaBuild): BigramModel {
   const sidecar = JSON.parse(readFileSync(build.chains, 'utf8')) as Sidecar
   const successors = (id: number) => sidecar.edges[String(id)] ?? sidecar.fallback
   return {

@@ -22,14 +22,14 @@ export interface Rule {
 /** The options a function takes, by name. `undefined` always passes: every option is optional unless `required`. */
 export type OptionSpec = Readonly<Record<string, Rule>>
 
-const OPTION_ERROR_CODE = 'invalid-option'
+export const OPTION_ERROR_CODE = 'invalid-option'
 
 function optionError(Kind: typeof TypeError | typeof RangeError, message: string): TypeError {
   return Object.assign(new Kind(message), { code: OPTION_ERROR_CODE })
 }
 
 /** Short, bounded text of a value for a message. */
-function describe(value: unknown): string {
+export function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)
   if (typeof value === 'function') return 'a function'
   if (Array.isArray(value)) return 'an array'

@@ -23,9 +23,9 @@ import { FRAMES_BAD_INDEX, FRAMES_ENDS, FRAMES_SLOW, FRAMES_STATUS, type FrameTe
 import type { BackendStream, LaneStepper } from '../backend/protocol'
 import { HarmonyLimitError } from '../base/errors'
 import type { Implementation } from '../base/types'
-import type { ChatCompletionsStream, FinishOptions } from '../wire/chat'
+import type { WireAdapter } from '../wire/adapter'
+import type { FinishOptions } from '../wire/finish'
 import type { LaneTemplate, PooledAdapter } from '../wire/lane'
-import type { ResponsesStream } from '../wire/responses'
 
 export interface SsePoolOptions {
   /** Run on a given implementation instead of the process-wide one; adapters added must use the same. */
@@ -84,7 +84,8 @@ interface Entry {
   counter: number
 }
 
-type SseAdapter = ChatCompletionsStream | ResponsesStream
+/** Any wire adapter (`ChatCompletionsStream`, `ResponsesStream`): the base gives each the lane hooks. */
+type SseAdapter = WireAdapter<object, unknown>
 
 /** Adapters in some pool: one adapter, one pool, or two decode loops would feed one completion. */
 const pooled = new WeakSet<object>()
@@ -124,7 +125,7 @@ export class SsePool {
     if (backend === null) throw new TypeError('this adapter is finished or closed')
     const id = this.addToStepper(backend)
     pooled.add(adapter)
-    const entry: Entry = { adapter: adapter as unknown as PooledAdapter, backend, laneOpen: false, template: null, counter: 0 }
+    const entry: Entry = { adapter, backend, laneOpen: false, template: null, counter: 0 }
     this.entries.set(id, entry)
     this.setLane(entry)
     return id

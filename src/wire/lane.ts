@@ -5,7 +5,7 @@
 
 import type { FrameTemplate, LaneProgress } from '../backend/frames'
 import type { BackendStream } from '../backend/protocol'
-import type { FinishOptions } from './chat'
+import type { FinishOptions } from './finish'
 
 /** A message whose text is sent nowhere (a dropped message): a template without slots, which writes nothing. */
 export const SILENT_FRAME: FrameTemplate = { literals: [''], slots: [] }

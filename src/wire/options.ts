@@ -1,58 +1,75 @@
 /**
- * The adapters' options, checked once at construction: a `TypeError` naming the option instead of a
- * default silently taken. Also where `tools` (a request's own tools array, Chat or Responses shape) and bare
- * tool names become the parser's `toolNames` (`functions.get_weather`).
+ * The adapters' options, checked once at construction through the option kit (`base/options.ts`): a misspelt
+ * option is a TypeError naming it and the closest valid name, instead of a default silently taken. Also
+ * where `tools` (a request's own tools array, Chat or Responses shape) and bare tool names become the
+ * parser's `toolNames` (`functions.get_weather`).
  */
+
 import { checkParserOptions } from '../api/parser'
+import { checkOptions, is, OPTION_ERROR_CODE, type OptionSpec, type Rule } from '../base/options'
 import type { HarmonyStreamParserOptions } from '../base/types'
 
 type Options = Record<string, unknown>
 
-const ROUTING = ['preamble', 'builtinTools', 'textToolCalls'] as const
-const COMMON = ['model', 'id', 'parser', 'input', 'tools', ...ROUTING]
-export const CHAT_OPTIONS = new Set([...COMMON, 'created', 'reasoningField', 'promptTokens', 'includeUsage', 'truncated'])
-export const RESPONSES_OPTIONS = new Set([...COMMON, 'createdAt', 'inputTokens', 'truncated'])
+/** A count (tokens, Unix seconds). Negative is a TypeError, as these options have always answered. */
+const count: Rule = { what: 'a non-negative integer', test: (value) => Number.isSafeInteger(value) && (value as number) >= 0 }
 
-const CHOICES: Record<string, readonly unknown[]> = {
-  reasoningField: ['reasoning_content', 'reasoning', 'both'],
-  preamble: ['content', 'reasoning'],
-  builtinTools: ['ignore', 'surface'],
-  input: ['tokens', 'text'],
-  textToolCalls: ['off', 'recover'],
+/** The request's `tools` as it came; its elements are read by `functionNamesOf`. */
+const toolsArray: Rule = { what: "the request's tools array (or null)", test: (value) => value === null || Array.isArray(value) }
+
+/** The options of every wire format (routing, parser, input, identity). */
+const COMMON: OptionSpec = {
+  model: is.nonEmptyString,
+  id: is.nonEmptyString,
+  parser: is.object,
+  input: is.oneOf('tokens', 'text'),
+  tools: toolsArray,
+  preamble: is.oneOf('content', 'reasoning'),
+  builtinTools: is.oneOf('ignore', 'surface'),
+  textToolCalls: is.oneOf('off', 'recover'),
+}
+
+export const CHAT_OPTIONS: OptionSpec = {
+  ...COMMON,
+  created: count,
+  reasoningField: is.oneOf('reasoning_content', 'reasoning', 'both'),
+  promptTokens: count,
+  includeUsage: is.boolean,
+}
+
+export const RESPONSES_OPTIONS: OptionSpec = { ...COMMON, createdAt: count, inputTokens: count }
+
+/** `finish(options)`, and the non-streaming functions' extra option. */
+export const FINISH_OPTIONS: OptionSpec = { truncated: is.boolean }
+
+/** The options of a non-streaming function (`chatCompletion`, `responseObject`): the stream's, and how it ended. */
+export function wholeOptions(spec: OptionSpec): OptionSpec {
+  return { ...spec, ...FINISH_OPTIONS }
+}
+
+function optionError(Kind: typeof TypeError | typeof RangeError, message: string): TypeError {
+  return Object.assign(new Kind(message), { code: OPTION_ERROR_CODE })
 }
 
 function fail(where: string, message: string): never {
-  throw new TypeError(`${where}: ${message}`)
+  throw optionError(TypeError, `${where}: ${message}`)
 }
 
-/** Checks `options` of the adapter `where` (`ChatCompletionsStream`, …) against the option names `known`. */
-export function checkAdapterOptions(options: unknown, known: ReadonlySet<string>, where: string): asserts options is Options {
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) fail(where, 'options must be an object')
-  const o = options as Options
-  for (const key of Object.keys(o)) if (!known.has(key)) fail(where, `unknown option '${key}' (known: ${[...known].join(', ')})`)
-  if (typeof o.model !== 'string' || o.model === '') fail(where, "option 'model' is required: a non-empty string")
-  if (o.id !== undefined && (typeof o.id !== 'string' || o.id === '')) fail(where, "option 'id' must be a non-empty string")
-  for (const key of ['created', 'createdAt', 'promptTokens', 'inputTokens']) {
-    if (o[key] !== undefined && (typeof o[key] !== 'number' || !Number.isSafeInteger(o[key]) || (o[key] as number) < 0)) {
-      fail(where, `option '${key}' must be a non-negative integer`)
-    }
-  }
-  for (const key of ['includeUsage', 'truncated'])
-    if (o[key] !== undefined && typeof o[key] !== 'boolean') fail(where, `option '${key}' must be a boolean`)
-  for (const [key, choices] of Object.entries(CHOICES)) {
-    if (o[key] !== undefined && !choices.includes(o[key]))
-      fail(where, `option '${key}' must be ${choices.map((c) => `'${c}'`).join(' or ')}, not ${JSON.stringify(o[key])}`)
-  }
-  if (o.parser !== undefined) checkParserOptions(o.parser, `${where}: option 'parser'`)
-
-  if (o.tools !== undefined && o.tools !== null && !Array.isArray(o.tools)) fail(where, "option 'tools' must be the request's tools array")
+/**
+ * Checks `options` of the adapter `where` (`ChatCompletionsStream`, …) against `spec`; `model` is required,
+ * every function tool in `tools` needs a name, and `parser` must be what `HarmonyStreamParser` takes.
+ */
+export function checkAdapterOptions(options: unknown, spec: OptionSpec, where: string): asserts options is Options {
+  const checked = checkOptions<Options>(options, spec, where, ['model'])
+  functionNamesOf(checked.tools, where)
+  if (checked.parser !== undefined) checkParserOptions(checked.parser, `${where}: option 'parser'`)
 }
 
 /**
  * The function names of a request's `tools`: Chat `{ type: 'function', function: { name } }` or Responses
  * `{ type: 'function', name }`; other tool types have no Harmony function.
  */
-export function functionNamesOf(tools: unknown, where: string): string[] {
+function functionNamesOf(tools: unknown, where: string): string[] {
   if (tools === undefined || tools === null) return []
   return (tools as unknown[]).flatMap((tool, i) => {
     if (tool === null || typeof tool !== 'object') fail(where, `tools[${i}] must be an object`)
@@ -77,7 +94,7 @@ export function functionFields(tool: unknown): Record<string, unknown> | null {
 }
 
 /** A tool name as the parser wants it: bare names (as requests spell them) get the `functions.` namespace. */
-export function qualifiedToolName(name: string): string {
+function qualifiedToolName(name: string): string {
   return name.includes('.') ? name : `functions.${name}`
 }
 

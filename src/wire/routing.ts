@@ -67,11 +67,11 @@ export function toolArgumentsDiagnostic(
 }
 
 /** Whether a tool call's arguments should be JSON: content type absent or mentioning json (as vLLM decides). */
-export function expectsJson(contentType: string | null | undefined): boolean {
+function expectsJson(contentType: string | null | undefined): boolean {
   return contentType == null || contentType.includes('json')
 }
 
-export function isJson(text: string): boolean {
+function isJson(text: string): boolean {
   try {
     JSON.parse(text)
     return true

@@ -88,7 +88,7 @@ function mapArguments(args: Json, tool: DeclaredTool): Json {
 }
 
 /** A parsed JSON value as a call of a declared tool, or null. */
-export function callOf(value: unknown, declared: ReadonlyMap<string, DeclaredTool>, source: string): RecoveredCall | null {
+function callOf(value: unknown, declared: ReadonlyMap<string, DeclaredTool>, source: string): RecoveredCall | null {
   if (!isObject(value)) return null
   const rawName = typeof value.tool === 'string' ? value.tool : typeof value.name === 'string' ? value.name : null
   if (rawName === null) return null

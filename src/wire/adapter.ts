@@ -1,0 +1,451 @@
+/**
+ * The base of the wire adapters: everything a wire format (Chat Completions, Responses) shares, so that a
+ * format is only its own events.
+ *
+ * The base reads the completion (token ids, Harmony text or engine steps, `input.ts`) through a
+ * `MessageStream`, routes each message once (`routing.ts`), holds back text that may be a tool call written
+ * as text (`recovery.ts`), counts tokens, reasoning tokens and tool calls, keeps the diagnostics, decides the
+ * finish reason (`finish.ts`), and knows when the completion is finished. It gives the format its messages
+ * through five hooks (`opened`, `text`, `recovered`, `closed`, `closing`), and owns both faces: every event
+ * the format emits becomes an object (`push`/`finish`) or its SSE frame (`pushSse`/`finishSse`), byte for
+ * byte the JSON of that object. The SSE face has a fast lane: while a message is open and a step only adds
+ * ordinary tokens to it, its text is written with the frame template the format gave for that message
+ * (`textFrame`), without events; `SsePool` runs the same lane for many adapters at once (the `lane.ts`
+ * hooks, implemented here).
+ *
+ * A format subclasses `WireAdapter` with its event type and what it keeps per message, describes itself in a
+ * `WireFormat` (name, option spec, id prefix), serializes its events (`frameOf`), and implements the hooks.
+ */
+
+import { type FrameTemplate, type LaneProgress, writeFrame } from '../backend/frames'
+import type { BackendStream } from '../backend/protocol'
+import { HarmonyStateError } from '../base/errors'
+import { checkOptions, type OptionSpec } from '../base/options'
+import type { HarmonyDiagnostic, HarmonyMessage, HarmonyStreamParserOptions } from '../base/types'
+import { type FinishOptions, type FinishReason, finishReasonOf } from './finish'
+import { type AdapterInput, type EngineStepInput, engineStepOf, type StepFinishReason, type TokenIds } from './input'
+import { type LaneTemplate, type PooledAdapter, SILENT_FRAME } from './lane'
+import { type InputKind, type MessageEvent, MessageStream } from './message-stream'
+import { checkAdapterOptions, FINISH_OPTIONS, parserOptionsOf } from './options'
+import { recoveredDiagnostic, TextCallRecovery } from './recovery'
+import { droppedDiagnostic, type Route, type RouteFields, type RoutingOptions, routeOf, toolArgumentsDiagnostic, toolName } from './routing'
+import type { HeldOutput, RecoveredCall } from './text-tool-calls'
+
+/** A diagnostic of the adapter itself, e.g. tool arguments that are not valid JSON. */
+export interface AdapterDiagnostic extends HarmonyDiagnostic {
+  /** The tool call concerned, for `invalid-tool-arguments` and `text-tool-call`. */
+  toolCallId?: string
+}
+
+/** The options every wire format takes. */
+export interface AdapterOptions extends RoutingOptions {
+  model: string
+  /** The completion's id; ids of tool calls and items derive from it. Default: a random one. */
+  id?: string
+  /**
+   * Options of the underlying parser (role, strict, toolNames, implementation…). Tool names may be bare
+   * (`get_weather`): names without a namespace get `functions.`.
+   */
+  parser?: HarmonyStreamParserOptions
+  /** The request's `tools` array as it came (Chat or Responses shape): its functions become the parser's `toolNames`. */
+  tools?: readonly unknown[] | null
+  /**
+   * `'recover'`: a call of a declared tool that the model wrote as JSON in its final text becomes a real tool
+   * call (README "Tool calls written as text"). Default `'off'`.
+   */
+  textToolCalls?: 'off' | 'recover'
+  /** `'text'` to feed text whose markers arrive as text (llama.cpp, Ollama) instead of token ids. */
+  input?: InputKind
+}
+
+/** What a format tells the base about itself. */
+export interface WireFormat {
+  /** The class name, for errors (`ChatCompletionsStream`). */
+  readonly name: string
+  /** Its options (`options.ts`); `model` is always required. */
+  readonly options: OptionSpec
+  /** Of its random ids (`chatcmpl-`, `resp_`); ids of tool calls and items derive from the id without it. */
+  readonly idPrefix: string
+  /** The option that gives the prompt's tokens for usage (`promptTokens`, `inputTokens`). */
+  readonly promptTokensOption: string
+  /** What `push` after the end says, after `push() after `. */
+  readonly finished: string
+}
+
+/** A message of the completion as the base tracks it from its header to its close. */
+export interface WireMessage<Kept> {
+  readonly index: number
+  readonly route: Route
+  /** Its text goes through text-call recovery (content, `textToolCalls: 'recover'`): released only when it cannot be a call. */
+  readonly held: boolean
+  /** The function name of a tool call (`get_weather`; a built-in keeps its recipient), else null. */
+  readonly toolName: string | null
+  /** A tool call's place among the completion's tool calls (recovered ones included), from 0; -1 for others. */
+  readonly toolIndex: number
+  /** What the format keeps for it (Chat: its call's announcement and frame; Responses: its output item). */
+  kept: Kept | null
+}
+
+function randomId(prefix: string): string {
+  return `${prefix}${Math.random().toString(36).slice(2, 14)}${Math.random().toString(36).slice(2, 14)}`
+}
+
+/** Unix seconds, the default of `created`/`createdAt`. */
+export function nowSeconds(): number {
+  return Math.floor(Date.now() / 1000)
+}
+
+type CloseEvent = Extract<MessageEvent, { kind: 'close' }>
+
+/** The non-streaming form of every format: the whole completion in one push, then finish (the events are not kept). */
+export function readWhole(
+  adapter: { push(input: AdapterInput): unknown; finish(options: FinishOptions): unknown },
+  input: AdapterInput,
+  options: FinishOptions,
+): void {
+  adapter.push(input)
+  adapter.finish(options)
+}
+
+export abstract class WireAdapter<Event extends object, Kept, Options extends AdapterOptions = AdapterOptions> implements PooledAdapter {
+  readonly id: string
+  /** The id without the format's prefix: the stem of tool call and item ids. */
+  protected readonly idStem: string
+  protected readonly stream: MessageStream
+  /** Diagnostics of the adapter (the parser's are the stream's). */
+  protected readonly adapterDiagnostics: AdapterDiagnostic[] = []
+  /** The format's first frame went out (Chat: the first chunk, with the role; Responses: `response.created`). */
+  protected started = false
+  /** `finish`, `close` (or Responses' `error`) was called: nothing more is read. */
+  protected done = false
+  /** The counter of the next frame: Responses' `sequence_number`. A format without one leaves it alone. */
+  protected counter = 0
+  /** Tool calls so far (counted at first sight; recovered ones included), and the recovered ones among them. */
+  protected toolCalls = 0
+  protected recoveredCalls = 0
+  /** Tokens of the reasoning messages closed so far. */
+  protected reasoningTokens = 0
+  /** The terminator of the last message closed (`undefined` before the first, `null` for one cut off). */
+  protected lastTerminator: string | null | undefined = undefined
+  /** Set at finish: the completion was cut (`finish({ truncated })`, or an engine step's `finishReason: 'length'`). */
+  protected truncated = false
+
+  private readonly recovery: TextCallRecovery
+  private readonly messages = new Map<number, WireMessage<Kept>>()
+  /** The `finishReason` of the last engine step that had one, and the prompt tokens the engine reported. */
+  private engineFinish: StepFinishReason | undefined = undefined
+  private enginePromptTokens: number | undefined = undefined
+  /** Where events go: collected as objects (the object face), or null to write their frames into `frames`. */
+  private sink: Event[] | null = null
+  private frames = ''
+  /** `pushSse`'s fast lane: the frame of the open message's text deltas, set after each of its calls. */
+  private lane: FrameTemplate | null = null
+
+  protected constructor(
+    readonly options: Options,
+    private readonly format: WireFormat,
+  ) {
+    checkAdapterOptions(options, format.options, format.name)
+    this.id = options.id ?? randomId(format.idPrefix)
+    this.idStem = this.id.startsWith(format.idPrefix) ? this.id.slice(format.idPrefix.length) : this.id
+    const parserOptions = parserOptionsOf(options, format.name)
+    this.stream = new MessageStream(parserOptions, options.input)
+    this.recovery = new TextCallRecovery(options, parserOptions.toolNames ?? [])
+  }
+
+  // ---- What a format implements ----
+
+  /** The SSE frame of an event: byte for byte what a client parses back into it. */
+  protected abstract frameOf(event: Event): string
+  /** A message's header completed (messages whose text is held are opened by their first released text). */
+  protected abstract opened(message: WireMessage<Kept>): void
+  /** Text of a message that is not dropped: as it streams, or as text-call recovery releases it. */
+  protected abstract text(message: WireMessage<Kept>, text: string): void
+  /**
+   * A call recovered from a held message's text, the completion's tool call number `toolIndex` and its
+   * recovered call number `ordinal` (both from 0). Returns the call's id.
+   */
+  protected abstract recovered(message: WireMessage<Kept>, call: RecoveredCall, toolIndex: number, ordinal: number): string
+  /** A message ended (after the base's bookkeeping). */
+  protected abstract closed(message: WireMessage<Kept>, close: CloseEvent): void
+  /** The id of a tool call message, for its diagnostics. */
+  protected abstract callIdOf(message: WireMessage<Kept>): string
+  /** The end of the completion, after its last message: the format's closing events. */
+  protected abstract closing(reason: FinishReason): void
+  /**
+   * The frame of every text delta of an open message from now on (its counter slot, if any, takes
+   * `counter`), or null when a delta would be more than one frame (e.g. a call not yet announced).
+   */
+  protected abstract textFrame(message: WireMessage<Kept>): FrameTemplate | null
+
+  /** The events a format owes before anything else (Responses: `response.created`); called before every read. */
+  protected opening(): void {}
+
+  /** Whether the format still owes its opening events (a step that writes nothing would leave them unsent). */
+  protected owesOpening(): boolean {
+    return false
+  }
+
+  // ---- The object face and the SSE face ----
+
+  /** The events for the next tokens of the completion. */
+  push(input: AdapterInput): Event[] {
+    const events: Event[] = []
+    this.sink = events
+    this.pushInto(input, 'push')
+    return events
+  }
+
+  /** `push`, as the SSE bytes of its events: what to write to the socket. */
+  pushSse(input: AdapterInput): string {
+    // The fast lane: tokens that only add text to the open message, written with its frame.
+    const lane = this.lane
+    if (lane !== null) {
+      const read = this.read(input, 'pushSse')
+      if (typeof read !== 'string') {
+        const text = this.stream.pushText(read)
+        if (text !== null) return text === '' || lane.slots.length === 0 ? '' : writeFrame(lane, text, this.counter++)
+      }
+      input = read
+    }
+    this.writeSse()
+    this.pushInto(input, 'pushSse')
+    this.lane = this.laneFrame()
+    return this.takeFrames()
+  }
+
+  /** The last events: what the end of the stream flushes, and the format's closing events. */
+  finish(options: FinishOptions = {}): Event[] {
+    const events: Event[] = []
+    this.sink = events
+    this.finishInto(options, 'finish')
+    return events
+  }
+
+  /** `finish`, as SSE bytes. */
+  finishSse(options: FinishOptions = {}): string {
+    this.writeSse()
+    this.finishInto(options, 'finishSse')
+    return this.takeFrames()
+  }
+
+  /**
+   * Abandons the completion (the client went away): releases the parser at once and builds no events.
+   * `push` then throws; `finish` returns nothing.
+   */
+  close(): void {
+    this.end()
+    this.stream.close()
+  }
+
+  /** `close()`, under the name an abort handler looks for. */
+  abort(): void {
+    this.close()
+  }
+
+  /** Diagnostics of the parser and of the adapter (invalid tool arguments, dropped messages, …) so far. */
+  get diagnostics(): AdapterDiagnostic[] {
+    return [...this.stream.diagnostics, ...this.adapterDiagnostics]
+  }
+
+  /** Ends the completion where it stands (Responses' `error`): nothing more is read or written. */
+  protected end(): void {
+    this.done = true
+    this.lane = null
+  }
+
+  /** For a format's own calls (Responses' `start`): `build`'s events as objects. */
+  protected objectsOf(build: () => void): Event[] {
+    const events: Event[] = []
+    this.sink = events
+    build()
+    return events
+  }
+
+  /** For a format's own calls: `build`'s events as SSE bytes. */
+  protected sseOf(build: () => void): string {
+    this.writeSse()
+    build()
+    return this.takeFrames()
+  }
+
+  /** One event: kept as an object, or written as its frame. */
+  protected emit(event: Event): void {
+    if (this.sink !== null) this.sink.push(event)
+    else this.frames += this.frameOf(event)
+  }
+
+  /** Whether events are being written as SSE: a format may then write a frame itself (`write`) without the object. */
+  protected get writesSse(): boolean {
+    return this.sink === null
+  }
+
+  /** A frame the format wrote itself, byte for byte `frameOf` of the event it stands for (SSE face only). */
+  protected write(frame: string): void {
+    this.frames += frame
+  }
+
+  /** Events from now on are written as frames, from none (a call that threw left its frames unsent). */
+  private writeSse(): void {
+    this.sink = null
+    this.frames = ''
+  }
+
+  private takeFrames(): string {
+    const frames = this.frames
+    this.frames = ''
+    return frames
+  }
+
+  // ---- Usage, finish ----
+
+  /** Tokens of the prompt: the format's option, else what the engine reported, else 0. */
+  protected get promptTokens(): number {
+    return (this.options as unknown as Record<string, number | undefined>)[this.format.promptTokensOption] ?? this.enginePromptTokens ?? 0
+  }
+
+  /** Tokens of the completion so far. */
+  protected get completionTokens(): number {
+    return this.stream.tokens
+  }
+
+  /** How the completion ended (as it stands: `length` until a last message closes). */
+  protected finishReason(): FinishReason {
+    return finishReasonOf(this.lastTerminator, this.toolCalls, this.truncated, this.recoveredCalls)
+  }
+
+  // ---- Reading ----
+
+  /** Token ids or text from what was pushed; an engine step's finish reason and usage are kept. */
+  private read(input: unknown, method: string): TokenIds | string {
+    if (input instanceof Uint32Array || typeof input === 'string' || Array.isArray(input)) return input
+    const step: EngineStepInput | null = engineStepOf(input, `${this.format.name}.${method}`)
+    if (step === null) return input as TokenIds
+    if (step.finishReason !== undefined) this.engineFinish = step.finishReason
+    if (step.usage !== undefined) this.enginePromptTokens = step.usage.promptTokens
+    return step.tokens
+  }
+
+  private pushInto(input: AdapterInput, method: string): void {
+    this.lane = null
+    if (this.done) throw new HarmonyStateError('adapter-finished', `push() after ${this.format.finished}`)
+    const read = this.read(input, method)
+    this.opening()
+    this.handle(this.stream.pushInput(read))
+  }
+
+  private finishInto(options: FinishOptions, method: string): void {
+    checkOptions(options, FINISH_OPTIONS, `${this.format.name}.${method}`)
+    this.lane = null
+    if (this.done) return
+    this.done = true
+    // An explicit `truncated` wins over what the engine said.
+    this.truncated = options.truncated ?? this.engineFinish === 'length'
+    this.opening()
+    this.handle(this.stream.finish())
+    this.closing(this.finishReason())
+  }
+
+  /** The message stream's events, in order, to the format's hooks. */
+  private handle(events: MessageEvent[]): void {
+    for (const event of events) {
+      if (event.kind === 'open') {
+        const message = this.messageOf(event.opened.messageIndex, event.opened)
+        if (!message.held) this.opened(message)
+      } else if (event.kind === 'text') {
+        const { segment } = event
+        const message = this.messageOf(segment.messageIndex, segment)
+        if (message.held) this.release(message, this.recovery.feed(message.index, segment.text))
+        else if (message.route !== 'ignore') this.text(message, segment.text)
+      } else this.closeMessage(event)
+    }
+  }
+
+  /** A message on first sight (its open, or its text or close when the header was never reported): routed once. */
+  private messageOf(index: number, header: RouteFields): WireMessage<Kept> {
+    let message = this.messages.get(index)
+    if (message === undefined) {
+      const route = routeOf(header, this.options)
+      const tool = route === 'tool'
+      message = {
+        index,
+        route,
+        held: route === 'content' && this.recovery.applies(header),
+        toolName: tool ? toolName(header.recipient!) : null,
+        toolIndex: tool ? this.toolCalls++ : -1,
+        kept: null,
+      }
+      this.messages.set(index, message)
+    }
+    return message
+  }
+
+  private closeMessage(event: CloseEvent): void {
+    const message = this.messageOf(event.index, event.message)
+    if (message.held) this.release(message, this.recovery.end(message.index))
+    this.messages.delete(event.index)
+    this.lastTerminator = event.message.terminator
+    if (message.route === 'reasoning') this.reasoningTokens += event.tokens
+    else if (message.route === 'ignore') this.adapterDiagnostics.push(droppedDiagnostic(event.message, this.stream.tokens))
+    this.closed(message, event)
+    if (message.route === 'tool') this.checkArguments(message, event.message)
+  }
+
+  /** Tool arguments that should be JSON and are not were streamed as they are: a diagnostic says so. */
+  private checkArguments(message: WireMessage<Kept>, closed: HarmonyMessage): void {
+    const call = { name: message.toolName!, id: this.callIdOf(message), arguments: closed.content, contentType: closed.contentType }
+    const diagnostic = toolArgumentsDiagnostic(call, this.stream.tokens)
+    if (diagnostic !== null) this.adapterDiagnostics.push(diagnostic)
+  }
+
+  /** What text-call recovery released: text, or calls (each the next tool call). */
+  private release(message: WireMessage<Kept>, outputs: HeldOutput[]): void {
+    for (const output of outputs) {
+      if ('text' in output) {
+        this.text(message, output.text)
+        continue
+      }
+      const id = this.recovered(message, output.call, this.toolCalls++, this.recoveredCalls++)
+      this.adapterDiagnostics.push(recoveredDiagnostic(output.call, id, this.stream.tokens))
+    }
+  }
+
+  // ---- The lane (SsePool's hooks, and pushSse's own fast lane) ----
+
+  /** The frame every text delta of the open message gets now, or null when there is no such frame. */
+  private laneFrame(): FrameTemplate | null {
+    if (this.done || !this.started) return null
+    const open = this.stream.parser.openMessage()
+    const message = open === null ? undefined : this.messages.get(open.index)
+    if (message === undefined || message.held) return null
+    return message.route === 'ignore' ? SILENT_FRAME : this.textFrame(message)
+  }
+
+  /** @internal `SsePool`: the backend stream under this adapter's parser. */
+  laneStream(): BackendStream | null {
+    return this.done ? null : this.stream.parser.laneStream()
+  }
+
+  /** @internal `SsePool`: whether the lane may take steps that write nothing. */
+  laneReady(): boolean {
+    return !this.done && !this.owesOpening()
+  }
+
+  /** @internal `SsePool`: whether a message is being read. */
+  readsMessage(): boolean {
+    return this.stream.parser.openMessage() !== null
+  }
+
+  /** @internal `SsePool`: the frame every text delta of the open message gets from `pushSse` now. */
+  laneTemplate(): LaneTemplate | null {
+    const template = this.laneFrame()
+    return template === null ? null : { template, counter: this.counter }
+  }
+
+  /** @internal `SsePool`: what the fast lane sent of the open message (its frames used counters up to `counter`). */
+  absorbLane(progress: LaneProgress): void {
+    this.stream.absorbLane(progress.text, progress.tokens)
+    // Frames were written only for text; without text the counter says nothing.
+    if (progress.text !== '') this.counter = progress.counter
+  }
+}
