@@ -19,10 +19,19 @@ import {
   LlamaCppEngine,
   ReplayEngine,
   SglangEngine,
+  TrtllmEngine,
   VllmEngine,
 } from 'harmony-stream/engines'
 
-import { type FakeBehaviour, type FakeEngine, fakeLlamaCpp, fakeSglang, fakeVllm, fakeVllmGenerate } from './helpers/fake-engines.mjs'
+import {
+  type FakeBehaviour,
+  type FakeEngine,
+  fakeLlamaCpp,
+  fakeSglang,
+  fakeTrtllm,
+  fakeVllm,
+  fakeVllmGenerate,
+} from './helpers/fake-engines.mjs'
 
 const START = 200006
 const END = 200007
@@ -79,6 +88,7 @@ const KINDS: Kind[] = [
     stopOutOfIds: true,
   },
   { name: 'llamacpp', start: fakeLlamaCpp, client: (url, o = {}) => new LlamaCppEngine({ url, ...o }), stopOutOfIds: false },
+  { name: 'trtllm', start: fakeTrtllm, client: (url, o = {}) => new TrtllmEngine({ url, model: 'gpt-oss', ...o }), stopOutOfIds: true },
 ]
 
 async function collect(steps: AsyncIterable<EngineStep>): Promise<{ tokens: number[]; steps: EngineStep[] }> {
@@ -172,6 +182,26 @@ for (const kind of KINDS) {
           stream: true,
         },
         'null: until the context is full',
+      )
+    } else if (kind.name === 'trtllm') {
+      // Only CompletionRequest's own fields: the server refuses any other (the stand-in too, see its test below).
+      const stream = { stream: true, stream_options: { include_usage: true } }
+      const tokens = { skip_special_tokens: false, detokenize: false }
+      t.deepEqual(full, {
+        model: 'gpt-oss',
+        prompt: PROMPT,
+        max_tokens: 64,
+        stop_token_ids: [RETURN, CALL],
+        ...tokens,
+        temperature: 0.25,
+        top_p: 0.75,
+        seed: 11,
+        ...stream,
+      })
+      t.deepEqual(
+        bare,
+        { model: 'gpt-oss', prompt: PROMPT, stop_token_ids: [RETURN], ...tokens, ...stream },
+        "no max_tokens: the engine's own limit",
       )
     } else {
       t.deepEqual(full, {
@@ -677,7 +707,7 @@ test('options are checked at construction, and createEngine builds each engine b
     [() => new ReplayEngine({ completions: [[1]], interval: 0 }), /option 'interval'/],
     [() => new ReplayEngine({ completions: [[1]], pick: 1 as never }), /option 'pick'/],
     [() => new ReplayEngine({ completions: [[1]], url: 'x' } as never), /unknown option 'url'/],
-    [() => createEngine('tgi' as never, {} as never), /unknown engine "tgi" \(replay, vllm, sglang, llamacpp\)/],
+    [() => createEngine('tgi' as never, {} as never), /unknown engine "tgi" \(replay, vllm, sglang, llamacpp, trtllm\)/],
     [() => createEngine(undefined as never, {} as never), /unknown engine/],
     [() => createEngine('toString' as never, {} as never), /unknown engine/],
     [() => createEngine('vllm', {} as never), /VllmEngine: option 'url'/],
@@ -693,4 +723,25 @@ test('options are checked at construction, and createEngine builds each engine b
     ['vllm', 'sglang', 'llamacpp'].map((name) => createEngine(name as 'vllm', { url: 'http://127.0.0.1:1' }).name),
     ['vllm', 'sglang', 'llamacpp'],
   )
+})
+
+test('trtllm: the stand-in refuses what trtllm-serve refuses, and the client needs a model name', async (t) => {
+  const engine = await fakeTrtllm({ completion: COMPLETION })
+  t.teardown(() => engine.close())
+  const post = (body: Record<string, unknown>) =>
+    fetch(new URL('v1/completions', `${engine.url}/`), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    })
+  const unknown = await post({ model: 'm', prompt: [1], return_token_ids: true })
+  t.is(unknown.status, 400)
+  t.regex(((await unknown.json()) as { message: string }).message, /return_token_ids[\s\S]*Extra inputs are not permitted/)
+  t.is((await post({ prompt: [1] })).status, 400)
+  t.throws(() => new TrtllmEngine({ url: engine.url } as never), { instanceOf: TypeError, message: /option 'model' is required/ })
+  t.true(createEngine('trtllm', { url: engine.url, model: 'm' }) instanceof TrtllmEngine)
+  // Without detokenize: false the server sends text and no ids: the client asks for ids.
+  const { tokens } = await collect(new TrtllmEngine({ url: engine.url, model: 'm' }).generate({ tokens: PROMPT }))
+  const stop = COMPLETION.findIndex((id) => id === RETURN || id === CALL)
+  t.deepEqual(tokens, COMPLETION.slice(0, stop + 1))
 })

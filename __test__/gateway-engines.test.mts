@@ -8,10 +8,10 @@ import { join } from 'node:path'
 
 import test from 'ava'
 import { renderChatCompletionRequest, renderResponsesRequest } from 'harmony-stream'
-import { LlamaCppEngine, SglangEngine, VllmEngine } from 'harmony-stream/engines'
+import { LlamaCppEngine, SglangEngine, TrtllmEngine, VllmEngine } from 'harmony-stream/engines'
 import OpenAI from 'openai'
 
-import { fakeLlamaCpp, fakeSglang, fakeVllm } from './helpers/fake-engines.mjs'
+import { fakeLlamaCpp, fakeSglang, fakeTrtllm, fakeVllm } from './helpers/fake-engines.mjs'
 import { harmony } from './helpers/harmony.mjs'
 
 const root = join(import.meta.dirname, '..')
@@ -55,6 +55,13 @@ const KINDS = [
     engine: (url: string) => new LlamaCppEngine({ url }),
     prompt: (b: Record<string, unknown>) => b.prompt,
     limit: (b: Record<string, unknown>) => b.n_predict,
+  },
+  {
+    name: 'trtllm',
+    start: fakeTrtllm,
+    engine: (url: string) => new TrtllmEngine({ url, model: 'gpt-oss' }),
+    prompt: (b: Record<string, unknown>) => b.prompt,
+    limit: (b: Record<string, unknown>) => b.max_tokens,
   },
 ]
 

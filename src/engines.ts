@@ -1,5 +1,5 @@
 /**
- * harmony-stream/engines: clients for token-level inference servers (vLLM, SGLang, llama.cpp) and the replay
+ * harmony-stream/engines: clients for token-level inference servers (vLLM, SGLang, llama.cpp, TensorRT-LLM) and the replay
  * engine, behind one interface (`Engine.generate`). The subpath's whole public API, listed by name.
  */
 export { EngineError } from './serving/engines/errors'
@@ -9,5 +9,6 @@ export { createEngine, type EngineName, type EngineOptionsByName } from './servi
 export { ReplayEngine, type ReplayEngineOptions, type ReplayGenerateRequest } from './serving/engines/replay'
 export { checkGenerateRequest } from './serving/engines/request'
 export { SglangEngine, type SglangEngineOptions } from './serving/engines/sglang'
+export { TrtllmEngine, type TrtllmEngineOptions } from './serving/engines/trtllm'
 export type { Engine, EngineFinishReason, EngineStep, EngineUsage, GenerateRequest } from './serving/engines/types'
 export { VLLM_DEFAULT_MAX_TOKENS, VllmEngine, type VllmEngineOptions } from './serving/engines/vllm'

@@ -76,6 +76,8 @@ async function fake(
   behaviour: FakeBehaviour,
   write: Writer,
   httpErrorBody: (message: string, status: number) => unknown,
+  /** The engine's own validation of a request body: a message for its 400, or null to serve it. */
+  refuse: (body: Record<string, unknown>) => string | null = () => null,
 ): Promise<FakeEngine> {
   const engine: FakeEngine = {
     url: '',
@@ -103,6 +105,11 @@ async function fake(
       const errorBody =
         behaviour.httpErrorText ?? JSON.stringify(httpErrorBody('the prompt is too long for this model', behaviour.httpError))
       res.writeHead(behaviour.httpError, { 'content-type': behaviour.httpErrorText ? 'text/plain' : 'application/json' }).end(errorBody)
+      return
+    }
+    const refusal = refuse(body)
+    if (refusal !== null) {
+      res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify(httpErrorBody(refusal, 400)))
       return
     }
     let chunks = 0
@@ -351,5 +358,88 @@ export function fakeLlamaCpp(behaviour: FakeBehaviour): Promise<FakeEngine> {
       })
     },
     (message, code) => ({ error: errorObject(message, code) }),
+  )
+}
+
+/** trtllm-serve's ErrorResponse (tensorrt_llm/serve/openai_protocol.py): flat, with an integer code. */
+const trtllmError = (message: string, code: number) => ({ object: 'error', message, type: 'BadRequestError', param: null, code })
+
+/** The fields of trtllm-serve's CompletionRequest (tensorrt_llm/serve/openai_protocol.py), which forbids any other. */
+const TRTLLM_FIELDS = new Set([
+  'model',
+  'prompt',
+  'best_of',
+  'echo',
+  'frequency_penalty',
+  'logit_bias',
+  'logprobs',
+  'max_tokens',
+  'n',
+  'presence_penalty',
+  'seed',
+  'stop',
+  'stream',
+  'stream_options',
+  'suffix',
+  'temperature',
+  'top_p',
+  'user',
+  'lora_request',
+  'prompt_ignore_length',
+  'use_beam_search',
+  'top_k',
+  'top_p_min',
+  'min_p',
+  'repetition_penalty',
+  'length_penalty',
+  'early_stopping',
+  'stop_token_ids',
+  'include_stop_str_in_output',
+  'ignore_eos',
+  'min_tokens',
+  'skip_special_tokens',
+  'spaces_between_special_tokens',
+  'truncate_prompt_tokens',
+  'return_context_logits',
+  'detokenize',
+  'thinking_token_budget',
+  'add_special_tokens',
+  'response_format',
+  'disaggregated_params',
+  'priority',
+  'conversation_params',
+])
+
+/**
+ * trtllm-serve `/v1/completions` (tensorrt_llm/serve/postprocess_handlers.py, completion_stream_post_processor):
+ * pydantic's refusals of unknown fields, a missing model and stream_options without stream; `token_ids` in
+ * each chunk only with `detokenize: false`; the usage chunk with `prompt_tokens_details`; `data: [DONE]`.
+ */
+export function fakeTrtllm(behaviour: FakeBehaviour): Promise<FakeEngine> {
+  const refuse = (body: Record<string, unknown>) => {
+    const extra = Object.keys(body).filter((key) => !TRTLLM_FIELDS.has(key))
+    if (extra.length > 0) return `1 validation error for CompletionRequest\n${extra[0]}\n  Extra inputs are not permitted`
+    if (typeof body.model !== 'string') return '1 validation error for CompletionRequest\nmodel\n  Field required'
+    if (body.stream_options && !body.stream) return 'Stream options can only be defined when stream is true.'
+    return null
+  }
+  return fake(
+    '/v1/completions',
+    behaviour,
+    async (res, body, b, send) => {
+      const ids = (tokens: number[]) => (body.detokenize === false ? tokens : null)
+      const frame = (choice: Record<string, unknown>) =>
+        `data: ${JSON.stringify({ id: 'cmpl-1', object: 'text_completion', created: 1, model: body.model, choices: [choice], usage: null, ...pad(b) })}\n\n`
+      await stream(res, b, send, body.max_tokens as number, {
+        chunk: (tokens) => frame({ index: 0, text: '', token_ids: ids(tokens), logprobs: null, finish_reason: null, stop_reason: null }),
+        final: (tokens, sent, reason, stop) =>
+          frame({ index: 0, text: '', token_ids: ids(tokens), logprobs: null, finish_reason: reason, stop_reason: stop ?? null }) +
+          `data: ${JSON.stringify({ id: 'cmpl-1', object: 'text_completion', created: 1, model: body.model, choices: [], usage: { prompt_tokens: (body.prompt as number[]).length, total_tokens: 0, completion_tokens: sent.length + tokens.length, prompt_tokens_details: { cached_tokens: 0 } } })}\n\n`,
+        error: (message) => `data: ${JSON.stringify(trtllmError(message, 500))}\n\n`,
+        end: 'data: [DONE]\n\n',
+      })
+    },
+    trtllmError,
+    refuse,
   )
 }

@@ -6,9 +6,9 @@
  *
  * Start it with `npm run gateway`; point any OpenAI client at http://127.0.0.1:8787/v1.
  *
- *   HARMONY_ENGINE   replay (default) | vllm | sglang | llamacpp
+ *   HARMONY_ENGINE   replay (default) | vllm | sglang | llamacpp | trtllm (any name createEngine knows)
  *   ENGINE_URL       the engine's base URL, e.g. http://127.0.0.1:8000 (vllm, sglang, llamacpp)
- *   ENGINE_MODEL     the model name the engine serves (vllm)
+ *   ENGINE_MODEL     the model name the engine serves (vllm; required by trtllm)
  *   ENGINE_API       vllm: completions (default) or generate (the tokens-only /inference/v1/generate)
  *   HARMONY_REPLAY   replay engine: JSON file [{ "tokens": number[] }, …] of completions, served round-robin;
  *                    default replay.json beside this file; header x-harmony-replay: <index> picks one
@@ -283,8 +283,9 @@ export function engineFromEnvironment(env = process.env) {
     return createEngine('replay', { completions, interval: Number(env.STREAM_INTERVAL ?? 1) })
   }
   if (!env.ENGINE_URL) throw new Error(`HARMONY_ENGINE=${name} needs ENGINE_URL (e.g. http://127.0.0.1:8000)`)
-  if (name !== 'vllm' && (env.ENGINE_MODEL || env.ENGINE_API))
-    throw new Error('ENGINE_MODEL and ENGINE_API apply to HARMONY_ENGINE=vllm only')
+  if (name !== 'vllm' && env.ENGINE_API) throw new Error('ENGINE_API applies to HARMONY_ENGINE=vllm only')
+  if (name !== 'vllm' && name !== 'trtllm' && env.ENGINE_MODEL)
+    throw new Error('ENGINE_MODEL applies to HARMONY_ENGINE=vllm and trtllm only')
   return createEngine(name, {
     url: env.ENGINE_URL,
     ...(env.ENGINE_MODEL ? { model: env.ENGINE_MODEL } : {}),

@@ -24,7 +24,7 @@ import { checkOptions, type OptionSpec } from '../base/options'
 import type { HarmonyDiagnostic, HarmonyMessage, HarmonyStreamParserOptions } from '../base/types'
 import { type FinishOptions, type FinishReason, finishReasonOf } from './finish'
 import { type AdapterInput, type EngineStepInput, engineStepOf, type StepFinishReason, type TokenIds } from './input'
-import { type LaneTemplate, type PooledAdapter, SILENT_FRAME } from './lane'
+import { type LaneTemplate, SILENT_FRAME } from './lane'
 import { type InputKind, type MessageEvent, MessageStream } from './message-stream'
 import { checkAdapterOptions, FINISH_OPTIONS, parserOptionsOf } from './options'
 import { recoveredDiagnostic, TextCallRecovery } from './recovery'
@@ -51,7 +51,7 @@ export interface AdapterOptions extends RoutingOptions {
   tools?: readonly unknown[] | null
   /**
    * `'recover'`: a call of a declared tool that the model wrote as JSON in its final text becomes a real tool
-   * call (README "Tool calls written as text"). Default `'off'`.
+   * call (docs/API.md "Tool calls written as text"). Default `'off'`.
    */
   textToolCalls?: 'off' | 'recover'
   /** `'text'` to feed text whose markers arrive as text (llama.cpp, Ollama) instead of token ids. */
@@ -107,7 +107,9 @@ export function readWhole(
   adapter.finish(options)
 }
 
-export abstract class WireAdapter<Event extends object, Kept, Options extends AdapterOptions = AdapterOptions> implements PooledAdapter {
+// Not declared `implements PooledAdapter`: those members are internal (stripped from the published typings),
+// where such a clause would not compile. SsePool's entries hold adapters as `PooledAdapter`, which checks the shape.
+export abstract class WireAdapter<Event extends object, Kept, Options extends AdapterOptions = AdapterOptions> {
   readonly id: string
   /** The id without the format's prefix: the stem of tool call and item ids. */
   protected readonly idStem: string

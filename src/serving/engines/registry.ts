@@ -4,10 +4,11 @@
 import { LlamaCppEngine, type LlamaCppEngineOptions } from './llamacpp'
 import { ReplayEngine, type ReplayEngineOptions } from './replay'
 import { SglangEngine, type SglangEngineOptions } from './sglang'
+import { TrtllmEngine, type TrtllmEngineOptions } from './trtllm'
 import type { Engine } from './types'
 import { VllmEngine, type VllmEngineOptions } from './vllm'
 
-export type EngineName = 'replay' | 'vllm' | 'sglang' | 'llamacpp'
+export type EngineName = 'replay' | 'vllm' | 'sglang' | 'llamacpp' | 'trtllm'
 
 /** The options of each engine, by name. */
 export interface EngineOptionsByName {
@@ -15,6 +16,7 @@ export interface EngineOptionsByName {
   vllm: VllmEngineOptions
   sglang: SglangEngineOptions
   llamacpp: LlamaCppEngineOptions
+  trtllm: TrtllmEngineOptions
 }
 
 const ENGINES: { [N in EngineName]: new (options: EngineOptionsByName[N]) => Engine } = {
@@ -22,6 +24,7 @@ const ENGINES: { [N in EngineName]: new (options: EngineOptionsByName[N]) => Eng
   vllm: VllmEngine,
   sglang: SglangEngine,
   llamacpp: LlamaCppEngine,
+  trtllm: TrtllmEngine,
 }
 
 /**
@@ -32,6 +35,7 @@ export function createEngine(name: 'replay', options: ReplayEngineOptions): Repl
 export function createEngine(name: 'vllm', options: VllmEngineOptions): VllmEngine
 export function createEngine(name: 'sglang', options: SglangEngineOptions): SglangEngine
 export function createEngine(name: 'llamacpp', options: LlamaCppEngineOptions): LlamaCppEngine
+export function createEngine(name: 'trtllm', options: TrtllmEngineOptions): TrtllmEngine
 export function createEngine(name: EngineName, options: EngineOptionsByName[EngineName]): Engine
 export function createEngine(name: EngineName, options: EngineOptionsByName[EngineName]): Engine {
   if (typeof name !== 'string' || !Object.hasOwn(ENGINES, name)) {
