@@ -14,16 +14,16 @@
  *   stream with `data: [DONE]` and answers a bad request with its `ErrorResponse` (`{object: 'error', message,
  *   type, code}`).
  *
- * The stop id is read as vLLM's: when `stop_reason` names one of the request's stop ids and the ids do not
- * end with it, it is appended, so the parser always gets its terminator.
+ * The stream is read by completion-stream.ts, as vLLM's: when `stop_reason` names one of the request's stop ids
+ * and the ids do not end with it, it is appended, so the parser always gets its terminator.
  */
 import { ASSISTANT_ACTION_STOP_TOKENS } from '../../api/special-tokens'
-import { EngineError } from './errors'
+import { completionSteps } from './completion-stream'
 import { type HttpOptions, postEvents } from './http'
 import { checkEngineOptions } from './options'
 import { checkGenerateRequest } from './request'
-import { isObject, openAIStyleMessage, parseEvent, samplingFields, step, streamError, tokenIds, withStopToken } from './steps'
-import type { Engine, EngineFinishReason, EngineStep, EngineUsage, GenerateRequest } from './types'
+import { openAIStyleMessage, samplingFields } from './steps'
+import type { Engine, EngineStep, GenerateRequest } from './types'
 
 export interface TrtllmEngineOptions extends HttpOptions {
   /** Base URL of `trtllm-serve`, e.g. `http://127.0.0.1:8000`. */
@@ -70,47 +70,9 @@ export class TrtllmEngine implements Engine {
     }
   }
 
-  private async *run(request: GenerateRequest): AsyncGenerator<EngineStep> {
+  private run(request: GenerateRequest): AsyncIterable<EngineStep> {
     const stops = request.stopTokens ?? ASSISTANT_ACTION_STOP_TOKENS
     const events = postEvents(ENGINE, this.endpoint, this.body(request), this.options, request.signal, openAIStyleMessage)
-    let last: number | undefined
-    let generated = 0
-    let finished: { tokens: number[]; finishReason: EngineFinishReason } | null = null
-    let usage: EngineUsage | undefined
-    for await (const event of events) {
-      if (event.data === '[DONE]') break
-      const json = parseEvent(ENGINE, event)
-      const failure = streamError(ENGINE, json)
-      if (failure !== null) throw failure
-      if (!isObject(json))
-        throw new EngineError('engine-protocol-error', `${ENGINE} sent an event that is not an object`, { engine: ENGINE })
-      if (isObject(json.usage)) usage = usageOf(json.usage)
-      const choice = Array.isArray(json.choices) ? json.choices[0] : undefined
-      if (!isObject(choice)) continue
-      if (finished !== null)
-        throw new EngineError('engine-protocol-error', `${ENGINE} sent ids after the finish reason`, { engine: ENGINE })
-      let tokens = tokenIds(ENGINE, choice.token_ids ?? [], 'token_ids')
-      const reason = choice.finish_reason
-      if (reason === null || reason === undefined) {
-        if (tokens.length === 0) continue
-        last = tokens[tokens.length - 1]
-        generated += tokens.length
-        yield step(tokens)
-        continue
-      }
-      if (reason === 'stop') tokens = withStopToken(tokens, last, choice.stop_reason, stops)
-      generated += tokens.length
-      // Held until the stream ends, so that the usage chunk after it goes out with it.
-      finished = { tokens, finishReason: reason === 'stop' ? 'stop' : reason === 'length' ? 'length' : 'abort' }
-    }
-    if (finished === null)
-      throw new EngineError('engine-protocol-error', `${ENGINE}: the stream ended without a finish reason`, { engine: ENGINE })
-    if (usage !== undefined) usage.completionTokens = Math.max(usage.completionTokens, generated)
-    yield step(finished.tokens, finished.finishReason, usage)
+    return completionSteps(events, { engine: ENGINE, stops })
   }
-}
-
-function usageOf(usage: Record<string, unknown>): EngineUsage {
-  const count = (value: unknown) => (Number.isSafeInteger(value) && (value as number) >= 0 ? (value as number) : 0)
-  return { promptTokens: count(usage.prompt_tokens), completionTokens: count(usage.completion_tokens) }
 }

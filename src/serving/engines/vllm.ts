@@ -26,12 +26,12 @@
  * a stream that ends without one is read as `stop` when its last id is a stop id, else `length`.
  */
 import { ASSISTANT_ACTION_STOP_TOKENS } from '../../api/special-tokens'
-import { EngineError } from './errors'
+import { completionSteps } from './completion-stream'
 import { type HttpOptions, postEvents } from './http'
 import { checkEngineOptions, positiveInteger } from './options'
 import { checkGenerateRequest } from './request'
-import { isObject, openAIStyleMessage, parseEvent, samplingFields, step, streamError, tokenIds, withStopToken } from './steps'
-import type { Engine, EngineFinishReason, EngineStep, EngineUsage, GenerateRequest } from './types'
+import { openAIStyleMessage, samplingFields } from './steps'
+import type { Engine, EngineStep, GenerateRequest } from './types'
 
 export interface VllmEngineOptions extends HttpOptions {
   /** Base URL, e.g. `http://127.0.0.1:8000` (a path prefix is kept: `http://host/vllm` → `/vllm/v1/completions`). */
@@ -86,68 +86,9 @@ export class VllmEngine implements Engine {
     return { ...model, prompt: Array.from(request.tokens), max_tokens: maxTokens, return_token_ids: true, ...sampling, ...stream }
   }
 
-  private async *run(request: GenerateRequest): AsyncGenerator<EngineStep> {
+  private run(request: GenerateRequest): AsyncIterable<EngineStep> {
     const stops = request.stopTokens ?? ASSISTANT_ACTION_STOP_TOKENS
     const events = postEvents(ENGINE, this.endpoint, this.body(request), this.options, request.signal, openAIStyleMessage)
-    let last: number | undefined
-    let generated = 0
-    let finished: { tokens: number[]; finishReason: EngineFinishReason } | null = null
-    let usage: EngineUsage | undefined
-    let done = false
-    for await (const event of events) {
-      if (event.data === '[DONE]') {
-        done = true
-        break
-      }
-      const json = parseEvent(ENGINE, event)
-      const failure = streamError(ENGINE, json)
-      if (failure !== null) throw failure
-      if (!isObject(json))
-        throw new EngineError('engine-protocol-error', `${ENGINE} sent an event that is not an object`, { engine: ENGINE })
-      if (isObject(json.usage)) usage = usageOf(json.usage)
-      const choice = Array.isArray(json.choices) ? json.choices[0] : undefined
-      if (!isObject(choice)) continue
-      if (finished !== null)
-        throw new EngineError('engine-protocol-error', `${ENGINE} sent ids after the finish reason`, { engine: ENGINE })
-      let tokens = tokenIds(ENGINE, choice.token_ids, 'token_ids')
-      const reason = choice.finish_reason
-      if (reason === null || reason === undefined) {
-        if (tokens.length === 0) continue
-        last = tokens[tokens.length - 1]
-        generated += tokens.length
-        yield step(tokens)
-        continue
-      }
-      if (reason === 'stop') tokens = withStopToken(tokens, last, choice.stop_reason, stops)
-      if (tokens.length > 0) last = tokens[tokens.length - 1]
-      generated += tokens.length
-      // Held until the stream ends, so that the usage chunk after it goes out with it.
-      finished = { tokens, finishReason: finishReasonOf(reason) }
-    }
-    if (finished === null) {
-      // Only the tokens-only endpoint may end without a finish reason (see the top of this file), and only
-      // with its [DONE]; a stream cut short is a broken stream.
-      if (this.options.api !== 'generate' || !done)
-        throw new EngineError('engine-protocol-error', `${ENGINE}: the stream ended without a finish reason`, { engine: ENGINE })
-      finished = { tokens: [], finishReason: last !== undefined && stops.includes(last) ? 'stop' : 'length' }
-    }
-    // vLLM counts the ids it generated; an appended stop id it had left out counts too.
-    if (usage !== undefined) usage.completionTokens = Math.max(usage.completionTokens, generated)
-    yield step(finished.tokens, finished.finishReason, usage)
+    return completionSteps(events, { engine: ENGINE, stops, mayEndWithoutFinish: this.options.api === 'generate' })
   }
-}
-
-function usageOf(usage: Record<string, unknown>): EngineUsage {
-  const count = (value: unknown) => (Number.isSafeInteger(value) && (value as number) >= 0 ? (value as number) : 0)
-  return { promptTokens: count(usage.prompt_tokens), completionTokens: count(usage.completion_tokens) }
-}
-
-function finishReasonOf(reason: unknown): EngineFinishReason {
-  if (reason === 'stop') return 'stop'
-  if (reason === 'length') return 'length'
-  if (reason === 'abort') return 'abort'
-  throw new EngineError('engine-stream-error', `${ENGINE} ended generation with finish_reason ${JSON.stringify(reason)}`, {
-    engine: ENGINE,
-    engineMessage: String(reason),
-  })
 }

@@ -1,0 +1,86 @@
+/**
+ * The streamed answer of an OpenAI-style completions endpoint that returns token ids, as vLLM
+ * (`/v1/completions` and `/inference/v1/generate`) and trtllm-serve (`/v1/completions`) send it: one
+ * `data: <json>` chunk per engine output with `choices[0].token_ids`, `finish_reason` and `stop_reason` on the
+ * last; with `include_usage`, a chunk with `choices: []` and `usage`; an error as an error object; `data: [DONE]`.
+ * The clients differ in their request bodies (see vllm.ts and trtllm.ts for the sources followed); their
+ * answers are read here, once.
+ */
+import { EngineError } from './errors'
+import type { SseEvent } from './sse'
+import { isObject, parseEvent, step, streamError, tokenIds, withStopToken } from './steps'
+import type { EngineFinishReason, EngineStep, EngineUsage } from './types'
+
+export interface CompletionStreamOptions {
+  /** The client's name, for errors. */
+  engine: string
+  /** The request's stop ids: a `stop_reason` naming one that the ids left out is appended to them. */
+  stops: readonly number[]
+  /**
+   * vLLM's tokens-only endpoint skips an output with no new ids, finish reason included: its stream may end
+   * (with `[DONE]`) without one, read as `stop` when the last id is a stop id, else `length`.
+   */
+  mayEndWithoutFinish?: boolean
+}
+
+/** The engine steps of such a stream; the finishing step is held until the stream ends, to carry the usage. */
+export async function* completionSteps(events: AsyncIterable<SseEvent>, options: CompletionStreamOptions): AsyncGenerator<EngineStep> {
+  const { engine, stops } = options
+  let last: number | undefined
+  let generated = 0
+  let finished: { tokens: number[]; finishReason: EngineFinishReason } | null = null
+  let usage: EngineUsage | undefined
+  let done = false
+  for await (const event of events) {
+    if (event.data === '[DONE]') {
+      done = true
+      break
+    }
+    const json = parseEvent(engine, event)
+    const failure = streamError(engine, json)
+    if (failure !== null) throw failure
+    if (!isObject(json)) throw new EngineError('engine-protocol-error', `${engine} sent an event that is not an object`, { engine })
+    if (isObject(json.usage)) usage = usageOf(json.usage)
+    const choice = Array.isArray(json.choices) ? json.choices[0] : undefined
+    if (!isObject(choice)) continue
+    if (finished !== null) throw new EngineError('engine-protocol-error', `${engine} sent ids after the finish reason`, { engine })
+    let tokens = tokenIds(engine, choice.token_ids, 'token_ids')
+    const reason = choice.finish_reason
+    if (reason === null || reason === undefined) {
+      if (tokens.length === 0) continue
+      last = tokens[tokens.length - 1]
+      generated += tokens.length
+      yield step(tokens)
+      continue
+    }
+    if (reason === 'stop') tokens = withStopToken(tokens, last, choice.stop_reason, stops)
+    if (tokens.length > 0) last = tokens[tokens.length - 1]
+    generated += tokens.length
+    finished = { tokens, finishReason: finishReasonOf(engine, reason) }
+  }
+  if (finished === null) {
+    // A stream cut short is a broken stream; only an endpoint that may skip its finishing output ends without one.
+    if (!options.mayEndWithoutFinish || !done) {
+      throw new EngineError('engine-protocol-error', `${engine}: the stream ended without a finish reason`, { engine })
+    }
+    finished = { tokens: [], finishReason: last !== undefined && stops.includes(last) ? 'stop' : 'length' }
+  }
+  // The engine counts the ids it generated; an appended stop id it had left out counts too.
+  if (usage !== undefined) usage.completionTokens = Math.max(usage.completionTokens, generated)
+  yield step(finished.tokens, finished.finishReason, usage)
+}
+
+function usageOf(usage: Record<string, unknown>): EngineUsage {
+  const count = (value: unknown) => (Number.isSafeInteger(value) && (value as number) >= 0 ? (value as number) : 0)
+  return { promptTokens: count(usage.prompt_tokens), completionTokens: count(usage.completion_tokens) }
+}
+
+function finishReasonOf(engine: string, reason: unknown): EngineFinishReason {
+  if (reason === 'stop') return 'stop'
+  if (reason === 'length') return 'length'
+  if (reason === 'abort') return 'abort'
+  throw new EngineError('engine-stream-error', `${engine} ended generation with finish_reason ${JSON.stringify(reason)}`, {
+    engine,
+    engineMessage: String(reason),
+  })
+}
