@@ -707,6 +707,7 @@ test('options are checked at construction, and createEngine builds each engine b
     [() => new ReplayEngine({ completions: [[1]], interval: 0 }), /option 'interval'/],
     [() => new ReplayEngine({ completions: [[1]], pick: 1 as never }), /option 'pick'/],
     [() => new ReplayEngine({ completions: [[1]], url: 'x' } as never), /unknown option 'url'/],
+    [() => new VllmEngine({ url: 'http://x', readTimeoutMS: 5 } as never), /VllmEngine: unknown option 'readTimeoutMS' \(did you mean 'readTimeoutMs'\?\)/],
     [() => createEngine('tgi' as never, {} as never), /unknown engine "tgi" \(replay, vllm, sglang, llamacpp, trtllm\)/],
     [() => createEngine(undefined as never, {} as never), /unknown engine/],
     [() => createEngine('toString' as never, {} as never), /unknown engine/],

@@ -3,6 +3,15 @@
  * configuration fails at startup rather than on the first request, or never (an unknown option is an error,
  * not something quietly ignored).
  */
+import { checkOptions, is } from '../../base/options'
+
+/**
+ * Through the option kit: an object, and no option but `known` (an unknown one is named with the closest valid
+ * name); the values are checked by the caller, each with the message its meaning needs.
+ */
+export function knownOptions(options: unknown, where: string, known: readonly string[]): Record<string, unknown> {
+  return checkOptions<Record<string, unknown>>(options, Object.fromEntries(known.map((key) => [key, is.any])), where)
+}
 
 /**
  * Checks what every HTTP engine client takes (`url`, timeouts, `headers`, `maxEventBytes`, and `model` where
@@ -10,10 +19,7 @@
  * paths resolve under it (`http://host/prefix` + `generate` → `http://host/prefix/generate`).
  */
 export function checkEngineOptions(options: unknown, where: string, known: readonly string[]): URL {
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new TypeError(`${where}: options must be an object`)
-  const o = options as Record<string, unknown>
-  for (const key of Object.keys(o))
-    if (!known.includes(key)) throw new TypeError(`${where}: unknown option '${key}' (known: ${known.join(', ')})`)
+  const o = knownOptions(options, where, known)
   if (typeof o.url !== 'string') throw new TypeError(`${where}: option 'url' is required, e.g. 'http://127.0.0.1:8000'`)
   let url: URL
   try {

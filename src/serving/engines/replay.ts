@@ -7,6 +7,8 @@
  * `length` when `maxTokens` cuts it short; the adapters tell an unterminated last message from the tokens
  * themselves. An aborted `signal` ends the replay at the next step with finish reason `abort` and no more ids.
  */
+
+import { knownOptions } from './options'
 import { checkGenerateRequest } from './request'
 import type { Engine, EngineFinishReason, EngineStep, GenerateRequest } from './types'
 
@@ -38,9 +40,7 @@ export class ReplayEngine implements Engine {
   private turn = 0
 
   constructor(options: ReplayEngineOptions) {
-    if (options === null || typeof options !== 'object') throw new TypeError('ReplayEngine: options must be an object')
-    for (const key of Object.keys(options))
-      if (!OPTIONS.includes(key)) throw new TypeError(`ReplayEngine: unknown option '${key}' (known: ${OPTIONS.join(', ')})`)
+    knownOptions(options, 'ReplayEngine', OPTIONS)
     const { completions, interval = 1, pick } = options
     if (!Array.isArray(completions) || completions.length === 0)
       throw new TypeError("ReplayEngine: option 'completions' must be a non-empty array of token arrays")
