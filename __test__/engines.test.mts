@@ -707,7 +707,10 @@ test('options are checked at construction, and createEngine builds each engine b
     [() => new ReplayEngine({ completions: [[1]], interval: 0 }), /option 'interval'/],
     [() => new ReplayEngine({ completions: [[1]], pick: 1 as never }), /option 'pick'/],
     [() => new ReplayEngine({ completions: [[1]], url: 'x' } as never), /unknown option 'url'/],
-    [() => new VllmEngine({ url: 'http://x', readTimeoutMS: 5 } as never), /VllmEngine: unknown option 'readTimeoutMS' \(did you mean 'readTimeoutMs'\?\)/],
+    [
+      () => new VllmEngine({ url: 'http://x', readTimeoutMS: 5 } as never),
+      /VllmEngine: unknown option 'readTimeoutMS' \(did you mean 'readTimeoutMs'\?\)/,
+    ],
     [() => createEngine('tgi' as never, {} as never), /unknown engine "tgi" \(replay, vllm, sglang, llamacpp, trtllm\)/],
     [() => createEngine(undefined as never, {} as never), /unknown engine/],
     [() => createEngine('toString' as never, {} as never), /unknown engine/],
@@ -746,3 +749,15 @@ test('trtllm: the stand-in refuses what trtllm-serve refuses, and the client nee
   const stop = COMPLETION.findIndex((id) => id === RETURN || id === CALL)
   t.deepEqual(tokens, COMPLETION.slice(0, stop + 1))
 })
+
+for (const kind of KINDS) {
+  test(`${kind.name}: an engine that ignores the token limit is cut at it, finish reason length, and its request closed`, async (t) => {
+    const long = [...COMPLETION.filter((id) => id !== RETURN && id !== CALL), ...text(50, 400)]
+    const engine = await kind.start({ completion: long, chunk: 3, ignoreLimit: true, delayMs: 10 })
+    t.teardown(() => engine.close())
+    const { tokens, steps } = await collect(kind.client(engine.url).generate({ tokens: PROMPT, maxTokens: 10 }))
+    t.deepEqual(tokens, long.slice(0, 10))
+    t.is(steps.at(-1)?.finishReason, 'length')
+    t.true(await until(() => engine.clientClosed === 1), 'the engine request was closed')
+  })
+}

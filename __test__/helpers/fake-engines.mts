@@ -42,6 +42,8 @@ export interface FakeBehaviour {
   looseFraming?: boolean
   /** llama.cpp: keep generating past stop ids (a stop id the server does not treat as end-of-generation). */
   ignoreStops?: boolean
+  /** Generate past the request's token limit (a runaway engine that ignores max_tokens). */
+  ignoreLimit?: boolean
   /** vLLM generate: no finish reason, as when the finishing output brings no new ids (the server skips it). */
   omitFinish?: boolean
 }
@@ -201,6 +203,7 @@ async function stream(
   maxTokens: number | undefined,
   frames: Frames,
 ): Promise<void> {
+  if (behaviour.ignoreLimit) maxTokens = undefined
   const stopAt = behaviour.ignoreStops ? -1 : behaviour.completion.findIndex((id) => STOPS.includes(id))
   const natural = stopAt < 0 ? behaviour.completion : behaviour.completion.slice(0, stopAt + 1)
   const generated = natural.slice(0, Math.min(natural.length, maxTokens ?? Infinity))

@@ -24,7 +24,7 @@ import { EngineError } from './errors'
 import { type HttpOptions, postEvents } from './http'
 import { checkEngineOptions } from './options'
 import { checkGenerateRequest } from './request'
-import { isObject, openAIStyleMessage, parseEvent, samplingFields, step, streamError, tokenIds } from './steps'
+import { isObject, openAIStyleMessage, parseEvent, samplingFields, step, streamError, tokenIds, withinLimit } from './steps'
 import type { Engine, EngineFinishReason, EngineStep, GenerateRequest } from './types'
 
 export interface LlamaCppEngineOptions extends HttpOptions {
@@ -48,7 +48,7 @@ export class LlamaCppEngine implements Engine {
 
   generate(request: GenerateRequest): AsyncIterable<EngineStep> {
     checkGenerateRequest(request, 'LlamaCppEngine.generate')
-    return this.run(request)
+    return withinLimit(this.run(request), request.maxTokens)
   }
 
   /** The request body, in the README's `/completion` fields (see the top of this file). */

@@ -10,7 +10,8 @@ import { checkOptions, is } from '../../base/options'
  * name); the values are checked by the caller, each with the message its meaning needs.
  */
 export function knownOptions(options: unknown, where: string, known: readonly string[]): Record<string, unknown> {
-  return checkOptions<Record<string, unknown>>(options, Object.fromEntries(known.map((key) => [key, is.any])), where)
+  // Every engine needs some option: no options at all is refused like any non-object.
+  return checkOptions<Record<string, unknown>>(options ?? null, Object.fromEntries(known.map((key) => [key, is.any])), where)
 }
 
 /**

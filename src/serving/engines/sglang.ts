@@ -32,7 +32,7 @@ import { EngineError } from './errors'
 import { type HttpOptions, postEvents } from './http'
 import { checkEngineOptions, positiveInteger } from './options'
 import { checkGenerateRequest } from './request'
-import { isObject, openAIStyleMessage, parseEvent, samplingFields, step, streamError, tokenIds, withStopToken } from './steps'
+import { isObject, openAIStyleMessage, parseEvent, samplingFields, step, streamError, tokenIds, withinLimit, withStopToken } from './steps'
 import type { Engine, EngineFinishReason, EngineStep, GenerateRequest } from './types'
 
 export interface SglangEngineOptions extends HttpOptions {
@@ -67,7 +67,7 @@ export class SglangEngine implements Engine {
 
   generate(request: GenerateRequest): AsyncIterable<EngineStep> {
     checkGenerateRequest(request, 'SglangEngine.generate')
-    return this.run(request)
+    return withinLimit(this.run(request), request.maxTokens)
   }
 
   /** The request body, in GenerateReqInput's fields (see the top of this file). */

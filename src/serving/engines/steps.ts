@@ -82,3 +82,31 @@ export function streamError(engine: string, json: unknown): EngineError | null {
   const message = openAIStyleMessage(json) ?? 'unknown error'
   return new EngineError('engine-stream-error', `${engine} failed mid-stream: ${message}`, { engine, engineMessage: message })
 }
+
+/**
+ * The request's token limit, enforced here whatever the engine sends: an engine that ignores `max_tokens` (a
+ * bug, or a server that caps it differently) gets its stream cut at the limit, with finish reason `length`, and
+ * its request closed (returning from the engine's iterator ends the HTTP request, so the engine stops). Without
+ * `maxTokens` the engine's own limit applies.
+ */
+export async function* withinLimit(steps: AsyncIterable<EngineStep>, maxTokens: number | undefined): AsyncGenerator<EngineStep> {
+  if (maxTokens === undefined) {
+    yield* steps
+    return
+  }
+  let left = maxTokens
+  for await (const engineStep of steps) {
+    // At the limit exactly, the next step is still read: an empty one carries the engine's own finish reason.
+    if (engineStep.tokens.length <= left) {
+      left -= engineStep.tokens.length
+      yield engineStep
+      if (engineStep.finishReason !== undefined) return
+      continue
+    }
+    // Ids past the limit: they are dropped, and the stream ends here.
+    const cut: EngineStep = { tokens: engineStep.tokens.subarray(0, left), finishReason: 'length' }
+    if (engineStep.usage !== undefined) cut.usage = { ...engineStep.usage, completionTokens: maxTokens }
+    yield cut
+    return
+  }
+}

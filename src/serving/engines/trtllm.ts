@@ -22,7 +22,7 @@ import { completionSteps } from './completion-stream'
 import { type HttpOptions, postEvents } from './http'
 import { checkEngineOptions } from './options'
 import { checkGenerateRequest } from './request'
-import { openAIStyleMessage, samplingFields } from './steps'
+import { openAIStyleMessage, samplingFields, withinLimit } from './steps'
 import type { Engine, EngineStep, GenerateRequest } from './types'
 
 export interface TrtllmEngineOptions extends HttpOptions {
@@ -51,7 +51,7 @@ export class TrtllmEngine implements Engine {
 
   generate(request: GenerateRequest): AsyncIterable<EngineStep> {
     checkGenerateRequest(request, 'TrtllmEngine.generate')
-    return this.run(request)
+    return withinLimit(this.run(request), request.maxTokens)
   }
 
   /** The request body, in `CompletionRequest`'s fields only (the server refuses any other). */

@@ -30,7 +30,7 @@ import { completionSteps } from './completion-stream'
 import { type HttpOptions, postEvents } from './http'
 import { checkEngineOptions, positiveInteger } from './options'
 import { checkGenerateRequest } from './request'
-import { openAIStyleMessage, samplingFields } from './steps'
+import { openAIStyleMessage, samplingFields, withinLimit } from './steps'
 import type { Engine, EngineStep, GenerateRequest } from './types'
 
 export interface VllmEngineOptions extends HttpOptions {
@@ -69,7 +69,7 @@ export class VllmEngine implements Engine {
 
   generate(request: GenerateRequest): AsyncIterable<EngineStep> {
     checkGenerateRequest(request, 'VllmEngine.generate')
-    return this.run(request)
+    return withinLimit(this.run(request), request.maxTokens)
   }
 
   /** The request body, in the fields of the endpoint's protocol.py (see the top of this file). */
