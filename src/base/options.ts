@@ -88,20 +88,22 @@ export function checkOptions<T extends object>(options: unknown, spec: OptionSpe
     throw optionError(TypeError, `${where}: options must be an object, not ${describe(options)}`)
   }
   const values = options as Record<string, unknown>
-  for (const key of Object.keys(values)) {
-    if (Object.hasOwn(spec, key)) continue
-    const closest = closestName(key, Object.keys(spec))
-    const hint = closest === null ? '' : ` (did you mean '${closest}'?)`
-    throw optionError(TypeError, `${where}: unknown option '${key}'${hint}; the options are ${Object.keys(spec).join(', ')}`)
-  }
-  for (const key of required) {
-    if (values[key] === undefined) throw optionError(TypeError, `${where}: option '${key}' is required: ${spec[key]?.what ?? 'a value'}`)
-  }
-  for (const [key, check] of Object.entries(spec)) {
+  // One pass over the keys given (usually a few), not over the spec: constructors call this on hot paths.
+  for (const key in values) {
+    if (!Object.hasOwn(values, key)) continue
+    const check = Object.hasOwn(spec, key) ? spec[key] : undefined
+    if (check === undefined) {
+      const closest = closestName(key, Object.keys(spec))
+      const hint = closest === null ? '' : ` (did you mean '${closest}'?)`
+      throw optionError(TypeError, `${where}: unknown option '${key}'${hint}; the options are ${Object.keys(spec).join(', ')}`)
+    }
     const value = values[key]
     if (value === undefined || check.test(value)) continue
     const Kind = check.range && typeof value === 'number' ? RangeError : TypeError
     throw optionError(Kind, `${where}: option '${key}' must be ${check.what}, not ${describe(value)}`)
+  }
+  for (const key of required) {
+    if (values[key] === undefined) throw optionError(TypeError, `${where}: option '${key}' is required: ${spec[key]?.what ?? 'a value'}`)
   }
   return options as T
 }

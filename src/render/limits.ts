@@ -75,13 +75,16 @@ function classOfChar(char: string): number {
   return /\p{N}/u.test(char) ? DIGIT : OTHER
 }
 
+/** Classes of the ASCII characters, looked up rather than worked out: this runs over every character of a request. */
+const ASCII_CLASSES = Uint8Array.from({ length: 128 }, (_, code) => {
+  if (code === 32 || (code >= 9 && code <= 13)) return WHITESPACE
+  if ((code >= 65 && code <= 90) || (code >= 97 && code <= 122)) return LETTER
+  if (code >= 48 && code <= 57) return DIGIT
+  return OTHER
+})
+
 function classOf(code: number, text: string, at: number): number {
-  if (code < 128) {
-    if (code === 32 || (code >= 9 && code <= 13)) return WHITESPACE
-    if ((code >= 65 && code <= 90) || (code >= 97 && code <= 122)) return LETTER
-    if (code >= 48 && code <= 57) return DIGIT
-    return OTHER
-  }
+  if (code < 128) return ASCII_CLASSES[code]
   if (code < 0xd800 || code > 0xdfff) return (bmpClasses[code] ||= classOfChar(String.fromCharCode(code)))
   return classOfChar(String.fromCodePoint(text.codePointAt(at) ?? code))
 }
