@@ -51,5 +51,5 @@ export const FRAMES_STATUS = 0
 export const FRAMES_BAD_INDEX = 1
 export const FRAMES_SLOW = 2
 export const FRAMES_ENDS = 3
-/** Slots `ends` needs per stream past FRAMES_ENDS: its end, and its index and report if left to the caller. @mirrored */
+/** Slots `ends` needs per stream past FRAMES_ENDS: its end, and its index and report if left to the caller. */
 export const FRAMES_SLOTS_PER_STREAM = 3

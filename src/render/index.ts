@@ -149,27 +149,36 @@ function requestPrompt(conversation: RequestConversation, options: RenderRequest
   return { tokens, toolNames: conversation.tools.map((tool) => `functions.${tool.name}`), promptTokens: tokens.length }
 }
 
+const RENDERERS = {
+  chat: { fn: 'renderChatCompletionRequest', conversation: chatConversation },
+  responses: { fn: 'renderResponsesRequest', conversation: responsesConversation },
+} as const
+
 /**
- * The checks a request body gets before any rendering work (its bounds, `limits.ts`): what `RenderWorkers` runs
- * on the event loop before it hands a body to a worker, so no body too deep to copy ever crosses.
+ * The checks a request body gets before any rendering work: the options, and the body's bounds (`limits.ts`).
+ * Returns the checked options. `RenderWorkers` runs this on the event loop before it hands a body to a worker,
+ * so no body too deep to copy ever crosses, and the worker renders with `renderCheckedRequest`.
  */
-export function checkRequestBody(kind: 'chat' | 'responses', body: unknown, options: RenderRequestOptions = {}): void {
-  const fn = kind === 'chat' ? 'renderChatCompletionRequest' : 'renderResponsesRequest'
-  checkRequestLimits(body, kind, limitsOf(checkRenderOptions(options, 'request', fn) as RenderRequestOptions, fn))
+export function checkRequestBody(kind: 'chat' | 'responses', body: unknown, options?: RenderRequestOptions): RenderRequestOptions {
+  const { fn } = RENDERERS[kind]
+  const checked = checkRenderOptions(options, 'request', fn) as RenderRequestOptions
+  checkRequestLimits(body, kind, limitsOf(checked, fn))
+  return checked
+}
+
+/** The prompt of a body `checkRequestBody` accepted, with the options it returned (the bounds are not walked again). */
+export function renderCheckedRequest(kind: 'chat' | 'responses', body: unknown, checked: RenderRequestOptions): RenderedPrompt {
+  return requestPrompt(RENDERERS[kind].conversation(body), checked)
 }
 
 /** A Chat Completions request body → the prompt. Bad requests throw `HarmonyRequestError` (HTTP 400). */
 export function renderChatCompletionRequest(body: unknown, options?: RenderRequestOptions): RenderedPrompt {
-  const checked = checkRenderOptions(options, 'request', 'renderChatCompletionRequest') as RenderRequestOptions
-  checkRequestLimits(body, 'chat', limitsOf(checked, 'renderChatCompletionRequest'))
-  return requestPrompt(chatConversation(body), checked)
+  return renderCheckedRequest('chat', body, checkRequestBody('chat', body, options))
 }
 
 /** A Responses request body → the prompt. Bad requests throw `HarmonyRequestError` (HTTP 400). */
 export function renderResponsesRequest(body: unknown, options?: RenderRequestOptions): RenderedPrompt {
-  const checked = checkRenderOptions(options, 'request', 'renderResponsesRequest') as RenderRequestOptions
-  checkRequestLimits(body, 'responses', limitsOf(checked, 'renderResponsesRequest'))
-  return requestPrompt(responsesConversation(body), checked)
+  return renderCheckedRequest('responses', body, checkRequestBody('responses', body, options))
 }
 
 /** Messages of the reference's conversation model → tokens (for completion: ending with `<|start|>assistant`). */

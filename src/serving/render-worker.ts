@@ -1,11 +1,11 @@
 /**
  * The worker thread of `RenderWorkers` (render-workers.ts): renders the requests it is sent with the options
- * it was started with, and answers with the prompt's tokens (transferred, not copied) or the error to rethrow.
+ * it was started with (checked by the pool), and answers with the prompt's tokens (transferred, not copied) or the error to rethrow.
  */
 import { parentPort, workerData } from 'node:worker_threads'
 
 import { HarmonyRequestError } from '../base/errors'
-import { type RenderRequestOptions, renderChatCompletionRequest, renderResponsesRequest } from '../render/index'
+import { type RenderRequestOptions, renderCheckedRequest } from '../render/index'
 
 export interface RenderJob {
   id: number
@@ -25,8 +25,8 @@ if (port === null) throw new Error('render-worker.ts runs as a worker thread of 
 port.on('message', (job: RenderJob) => {
   let answer: RenderAnswer
   try {
-    const render = job.kind === 'chat' ? renderChatCompletionRequest : renderResponsesRequest
-    const { tokens, toolNames } = render(job.body, options)
+    // The event loop checked the body's bounds and these options (RenderWorkers.render): not walked again here.
+    const { tokens, toolNames } = renderCheckedRequest(job.kind, job.body, options)
     answer = { id: job.id, tokens, toolNames }
   } catch (error) {
     answer =

@@ -17,7 +17,7 @@ import { Worker } from 'node:worker_threads'
 
 import { HarmonyError, HarmonyRequestError } from '../base/errors'
 import { checkOptions, is, type OptionSpec } from '../base/options'
-import { checkRequestBody, type RenderedPrompt, type RenderRequestOptions, renderChatCompletionRequest } from '../render/index'
+import { checkRequestBody, type RenderedPrompt, type RenderRequestOptions } from '../render/index'
 import { HttpError } from './http/errors'
 import type { RenderAnswer, RenderJob } from './render-worker'
 
@@ -55,8 +55,8 @@ export class RenderWorkers {
     if (checked.renderOptions !== undefined && 'cache' in checked.renderOptions) {
       throw new TypeError("RenderWorkers: option 'renderOptions' cannot hold a cache: each worker keeps its own")
     }
-    // The renderer checks its options: once here, so a bad option fails now rather than in every worker.
-    renderChatCompletionRequest(PROBE, { ...checked.renderOptions, cache: null })
+    // The renderer's options are checked once, here: a bad one fails now rather than in every worker.
+    checkRequestBody('chat', PROBE, { ...checked.renderOptions, cache: null })
     this.renderOptions = checked.renderOptions ?? {}
     this.size = checked.size ?? Math.max(1, availableParallelism() - 1)
     this.maxQueue = checked.maxQueue ?? 256

@@ -19,7 +19,15 @@
 import { internalError } from '../api/parser'
 import { plainUint32Array, poolImplementation, throwForStepStatus } from '../api/pool'
 import { createLaneStepper } from '../backend/choose'
-import { FRAMES_BAD_INDEX, FRAMES_ENDS, FRAMES_SLOW, FRAMES_STATUS, type FrameTemplate, LANE_TEXT } from '../backend/frames'
+import {
+  FRAMES_BAD_INDEX,
+  FRAMES_ENDS,
+  FRAMES_SLOTS_PER_STREAM,
+  FRAMES_SLOW,
+  FRAMES_STATUS,
+  type FrameTemplate,
+  LANE_TEXT,
+} from '../backend/frames'
 import type { BackendStream, LaneStepper } from '../backend/protocol'
 import { HarmonyLimitError } from '../base/errors'
 import type { Implementation } from '../base/types'
@@ -97,7 +105,7 @@ export class SsePool {
   private readonly stepper: LaneStepper
   private readonly entries = new Map<number, Entry>()
   /** The stepper's answer (FRAMES_* layout: 3 + 3 × streams slots), reused. */
-  private ends = new Uint32Array(FRAMES_ENDS + 3 * 64)
+  private ends = new Uint32Array(FRAMES_ENDS + FRAMES_SLOTS_PER_STREAM * 64)
 
   constructor(options: SsePoolOptions = {}) {
     this.implementation = poolImplementation(options, 'SsePool')
@@ -153,7 +161,8 @@ export class SsePool {
     offsets = plainUint32Array(offsets, 'offsets')
     tokens = plainUint32Array(tokens, 'tokens')
     const count = streams.length
-    if (this.ends.length < FRAMES_ENDS + 3 * count) this.ends = new Uint32Array(FRAMES_ENDS + 3 * Math.max(count, this.ends.length))
+    if (this.ends.length < FRAMES_ENDS + FRAMES_SLOTS_PER_STREAM * count)
+      this.ends = new Uint32Array(FRAMES_ENDS + FRAMES_SLOTS_PER_STREAM * Math.max(count, this.ends.length))
     const ends = this.ends
     let frames: Uint8Array | string[]
     try {
