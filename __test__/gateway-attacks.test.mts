@@ -13,6 +13,7 @@ import test from 'ava'
 // @ts-expect-error the example gateway is plain JavaScript
 import { createGateway } from '../examples/gateway/server.mjs'
 import { harmony } from './helpers/harmony.mjs'
+import { exchange } from './helpers/raw-http.mjs'
 
 const COMPLETION = harmony('<|channel|>final<|message|>Hello there, this is a longer answer.<|return|>')
 
@@ -128,23 +129,12 @@ test('clients that leave before the first step are counted, not logged as errors
 test("Node's own refusals and refusals before the body come from the gateway in OpenAI's shape, closing the connection", async (t) => {
   const { server, port } = await startGateway()
   t.teardown(() => server.close())
-  const exchange = async (bytes: string) => {
-    const socket = connect(port, '127.0.0.1')
-    await once(socket, 'connect')
-    let answer = ''
-    socket.on('data', (d) => (answer += d))
-    socket.on('error', () => {})
-    socket.write(bytes)
-    await Promise.race([once(socket, 'close'), new Promise((resolve) => setTimeout(resolve, 3000))])
-    const closed = socket.destroyed || socket.readableEnded
-    socket.destroy()
-    return { answer, closed }
-  }
-  const malformed = await exchange('GARBAGE\r\n\r\n')
+  const malformed = await exchange(port, 'GARBAGE\r\n\r\n')
   t.regex(malformed.answer, /^HTTP\/1.1 400 [\s\S]*"code":"malformed-request"/)
   t.true(malformed.closed)
   // A 404 for a request with a body it will never read: answered at once, connection closed.
   const notFound = await exchange(
+    port,
     'POST /v2/nothing HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n',
   )
   t.regex(notFound.answer, /^HTTP\/1.1 404 [\s\S]*connection: close/i)

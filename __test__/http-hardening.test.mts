@@ -10,6 +10,7 @@ import { type AddressInfo, connect, type Socket } from 'node:net'
 
 import test from 'ava'
 import { DEFAULT_SERVER_LIMITS, HttpError, hardenServer, readJsonBody, sendError } from 'harmony-stream'
+import { exchange } from './helpers/raw-http.mjs'
 
 /** A server whose routes refuse as a gateway's do: 404 anywhere but /v1/x, 405 for GET, 415 for a non-JSON body. */
 async function start(limits = {}, checkEveryMs = 50): Promise<{ server: Server; port: number; bytesRead: () => number }> {
@@ -101,31 +102,19 @@ test('a GET refused with 404 keeps a keep-alive connection: nothing was left unr
 test("Node's own refusals come in OpenAI's error shape and close the connection: malformed HTTP, huge headers, a request too slow", async (t) => {
   const { server, port } = await start({ headersTimeoutMs: 300, requestTimeoutMs: 600 })
   t.teardown(() => server.close())
-  const exchange = async (bytes: string, waitMs = 3000) => {
-    const socket = connect(port, '127.0.0.1')
-    await once(socket, 'connect')
-    let answer = ''
-    socket.on('data', (d) => (answer += d))
-    socket.on('error', () => {})
-    socket.write(bytes)
-    await Promise.race([once(socket, 'close'), new Promise((r) => setTimeout(r, waitMs))])
-    const closed = socket.destroyed || socket.readableEnded
-    socket.destroy()
-    return { answer, closed }
-  }
   const body = (answer: string) => JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))
 
-  const malformed = await exchange('BREW /pot HTCPCP/1.0\r\n\r\n')
+  const malformed = await exchange(port, 'BREW /pot HTCPCP/1.0\r\n\r\n')
   t.regex(malformed.answer, /^HTTP\/1.1 400 /)
   t.deepEqual(body(malformed.answer).error.code, 'malformed-request')
   t.is(body(malformed.answer).error.type, 'invalid_request_error')
 
-  const huge = await exchange(`GET /v1/x HTTP/1.1\r\nhost: x\r\nx-big: ${'a'.repeat(40_000)}\r\n\r\n`)
+  const huge = await exchange(port, `GET /v1/x HTTP/1.1\r\nhost: x\r\nx-big: ${'a'.repeat(40_000)}\r\n\r\n`)
   t.regex(huge.answer, /^HTTP\/1.1 431 /)
   t.is(body(huge.answer).error.code, 'headers-too-large')
 
   // Headers never finished: the headers timeout answers 408 and closes.
-  const slow = await exchange('POST /v1/x HTTP/1.1\r\nhost: x\r\n')
+  const slow = await exchange(port, 'POST /v1/x HTTP/1.1\r\nhost: x\r\n')
   t.regex(slow.answer, /^HTTP\/1.1 408 /)
   t.is(body(slow.answer).error.code, 'request-timeout')
   t.true(slow.closed)

@@ -9,12 +9,13 @@
  *   npm run bench:gateway                 all cases (a few minutes)
  *   BENCH_QUICK=1 npm run bench:gateway   fewer cases
  */
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { request } from 'node:http'
 import { join } from 'node:path'
 
 import { generator } from '../__test__/helpers/generator.mjs'
+import { percentile, startGatewayProcess } from './gateway-process.mjs'
 
 const root = join(import.meta.dirname, '..')
 const quick = process.env.BENCH_QUICK === '1'
@@ -63,12 +64,6 @@ interface Result {
   gapP99: number
   cpuMsPerMillion: number
   gcMsPerMillion: number | null
-}
-
-function percentile(values: number[], p: number): number {
-  if (values.length === 0) return 0
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
 }
 
 /** CPU ms (user + system) of a process and its children, from /proc. */
@@ -149,29 +144,11 @@ function stream(port: number): Promise<{ tokens: number; ttfb: number; gaps: num
 }
 
 async function run(c: Case, replay: string): Promise<Result> {
-  const child = spawn(process.execPath, [c.server], {
-    cwd: root,
-    env: {
-      ...process.env,
-      PORT: '0',
-      HARMONY_REPLAY: replay,
-      STREAM_INTERVAL: String(c.interval),
-      GATEWAY_STATS: '1',
-      LOG_DIAGNOSTICS: '0',
-      ...c.env,
-    },
-    stdio: ['ignore', 'pipe', 'ignore'],
-  })
+  const { child, port } = await startGatewayProcess(
+    { HARMONY_REPLAY: replay, STREAM_INTERVAL: String(c.interval), GATEWAY_STATS: '1', ...c.env },
+    c.server,
+  )
   try {
-    const port = await new Promise<number>((resolve, reject) => {
-      let out = ''
-      child.stdout!.on('data', (d) => {
-        out += d
-        const match = /127\.0\.0\.1:(\d+)/.exec(out)
-        if (match) resolve(Number(match[1]))
-      })
-      child.on('exit', (code) => reject(new Error(`gateway exited (${code})`)))
-    })
     // Workers each print a line; give them a moment, then warm up.
     await new Promise((resolve) => setTimeout(resolve, 300))
     await Promise.all(Array.from({ length: 8 }, () => stream(port)))

@@ -8,12 +8,10 @@
  *
  * Bounded: each attack is sent a fixed number of times, every connection is closed, the gateway is stopped.
  */
-import { spawn } from 'node:child_process'
 import { request } from 'node:http'
 import { connect } from 'node:net'
-import { join } from 'node:path'
+import { percentile, startGatewayProcess } from './gateway-process.mjs'
 
-const root = join(import.meta.dirname, '..')
 const REPEATS = 3
 
 interface Attack {
@@ -114,29 +112,6 @@ function probe(port: number): { stop: () => Promise<number[]> } {
   }
 }
 
-const percentile = (xs: number[], p: number) => {
-  const sorted = [...xs].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0
-}
-
-async function startGateway(env: Record<string, string>): Promise<{ port: number; stop: () => void }> {
-  const child = spawn(process.execPath, [join(root, 'examples', 'gateway', 'server.mjs')], {
-    cwd: root,
-    env: { ...process.env, PORT: '0', LOG_DIAGNOSTICS: '0', ...env },
-    stdio: ['ignore', 'pipe', 'ignore'],
-  })
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = ''
-    child.stdout!.on('data', (d) => {
-      out += d
-      const match = /127\.0\.0\.1:(\d+)/.exec(out)
-      if (match) resolve(Number(match[1]))
-    })
-    child.on('exit', (code) => reject(new Error(`gateway exited (${code})`)))
-  })
-  return { port, stop: () => child.kill('SIGTERM') }
-}
-
 console.log('Worst /health latency while each attack runs (example gateway, replay engine, 127.0.0.1), ms\n')
 console.log('| attack | renders | statuses | /health p50 | p99 | max |')
 console.log('|---|---|---|---:|---:|---:|')
@@ -144,7 +119,7 @@ for (const [label, env] of [
   ['in a worker', {}],
   ['inline', { RENDER_WORKERS: '0' }],
 ] as const) {
-  const gateway = await startGateway(env)
+  const gateway = await startGatewayProcess(env)
   try {
     // Warm up: the first request loads the tokenizer.
     await post(gateway.port, '/v1/chat/completions', `{"model":"m","messages":[${user}]}`)
@@ -159,6 +134,6 @@ for (const [label, env] of [
       )
     }
   } finally {
-    gateway.stop()
+    gateway.child.kill('SIGTERM')
   }
 }
