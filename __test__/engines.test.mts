@@ -16,6 +16,7 @@ import {
   EngineError,
   type EngineStep,
   type GenerateRequest,
+  LAST_MODEL_TOKEN,
   LlamaCppEngine,
   ReplayEngine,
   SglangEngine,
@@ -40,6 +41,7 @@ const CHANNEL = 200005
 const CONSTRAIN = 200003
 const RETURN = 200002
 const CALL = 200012
+const ENDOFTEXT = 199999
 
 /** Ordinary ids standing for text (the clients never look at them). */
 const text = (n: number, from: number) => Array.from({ length: n }, (_, i) => from + ((i * 7919) % 5000))
@@ -147,7 +149,7 @@ for (const kind of KINDS) {
     )
     await collect(kind.client(engine.url).generate({ tokens: PROMPT, stopTokens: [RETURN] }))
     const [full, bare] = engine.bodies
-    const sampling = { stop_token_ids: [RETURN, CALL], skip_special_tokens: false, temperature: 0.25, top_p: 0.75 }
+    const sampling = { stop_token_ids: [RETURN, CALL, ENDOFTEXT], skip_special_tokens: false, temperature: 0.25, top_p: 0.75 }
     if (kind.name === 'vllm') {
       const stream = { stream: true, stream_options: { include_usage: true } }
       t.deepEqual(full, { model: 'gpt-oss', prompt: PROMPT, max_tokens: 64, return_token_ids: true, ...sampling, seed: 11, ...stream })
@@ -191,7 +193,7 @@ for (const kind of KINDS) {
         model: 'gpt-oss',
         prompt: PROMPT,
         max_tokens: 64,
-        stop_token_ids: [RETURN, CALL],
+        stop_token_ids: [RETURN, CALL, ENDOFTEXT],
         ...tokens,
         temperature: 0.25,
         top_p: 0.75,
@@ -235,7 +237,8 @@ for (const kind of KINDS) {
   test(`${kind.name}: HTTP errors and mid-stream errors are EngineErrors with the engine's status and message`, async (t) => {
     for (const status of [400, 503]) {
       const refused = await kind.start({ completion: COMPLETION, httpError: status })
-      const error = await engineError(t, collect(kind.client(refused.url).generate({ tokens: PROMPT })), 'engine-http-error')
+      const code = status === 503 ? 'engine-overloaded' : 'engine-http-error'
+      const error = await engineError(t, collect(kind.client(refused.url).generate({ tokens: PROMPT })), code)
       t.is(error.status, status)
       t.is(error.engineMessage, 'the prompt is too long for this model')
       t.is(error.engine, (kind.client(refused.url) as unknown as { name: string }).name)
@@ -683,8 +686,13 @@ test('requests are checked before anything is sent: TypeError or RangeError nami
   }
   t.is(engine.bodies.length, 0, 'the engine saw none of them')
   t.notThrows(() =>
-    clients[0].generate({ tokens: new Uint32Array([1, 201_088]), maxTokens: 1, temperature: 0, topP: 1, seed: -3, stopTokens: [] }),
+    clients[0].generate({ tokens: new Uint32Array([1, LAST_MODEL_TOKEN]), maxTokens: 1, temperature: 0, topP: 1, seed: -3, stopTokens: [] }),
   )
+  // One past the model's vocabulary (the parser's 201088, which the Harmony encoding names and no model has).
+  for (const client of clients) {
+    t.throws(() => client.generate({ tokens: [1, LAST_MODEL_TOKEN + 1] }), { instanceOf: RangeError, message: /tokens\[1\] is 201088/ })
+    t.throws(() => client.generate({ tokens: [1], stopTokens: [LAST_MODEL_TOKEN + 1] }), { instanceOf: RangeError })
+  }
 })
 
 test('options are checked at construction, and createEngine builds each engine by name', (t) => {

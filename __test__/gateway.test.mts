@@ -234,6 +234,7 @@ test('adapters: usage counts reasoning tokens exactly, and invalid tool JSON is 
     prompt_tokens: 0,
     completion_tokens: tokens.length,
     total_tokens: tokens.length,
+    prompt_tokens_details: { cached_tokens: 0 },
     completion_tokens_details: { reasoning_tokens: reasoningTokens },
   })
   t.deepEqual(

@@ -139,6 +139,10 @@ def design(ranks):
         "final": chain(t("assistant"), CHANNEL, t("final"), MESSAGE, t("Hello"), t(" world"), RETURN),
         # 🪽 (U+1FABD) is two ids, neither of them whole UTF-8.
         "split": chain(t(" wing"), 4103, 50888, RETURN),
+        # 🪽 again as three ids (the bytes F0 and 9F alone, then the split chain's AA BD): two are held back.
+        "split3": {**chain(t(" wings"), 172, 253, then=[50888]), "tokens": [172, 253, 50888, RETURN]},
+        # The byte E2 alone (the start of a three-byte character), then <|return|>: the text never completes.
+        "cut": {**chain(t(" cut"), 158), "tokens": [158, RETURN]},
         # <|end|> ends a message, not the generation: more follows it.
         "end": chain(t(" end"), t("Done"), END, t(" after"), RETURN),
         "call": chain(t(" call"), t("Paris"), CALL),

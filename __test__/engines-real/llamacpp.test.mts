@@ -14,7 +14,7 @@ import { join } from 'node:path'
 import test, { type ExecutionContext } from 'ava'
 import { encode } from 'gpt-tokenizer/encoding/o200k_base'
 import { renderChatCompletionRequest } from 'harmony-stream'
-import { EngineError, type EngineStep, type GenerateRequest, LlamaCppEngine } from 'harmony-stream/engines'
+import { EngineError, type EngineStep, type GenerateRequest, LAST_MODEL_TOKEN, LlamaCppEngine } from 'harmony-stream/engines'
 import OpenAI from 'openai'
 
 import { type LlamaServer, llamaBuildOrSkip, startLlamaServer } from '../helpers/llama-server.mjs'
@@ -27,8 +27,6 @@ const { createGateway } = (await import(join(root, 'examples/gateway/server.mjs'
 const build = llamaBuildOrSkip()
 const real = build ? test : test.skip
 const realSerial = build ? test.serial : test.skip
-/** A known bug, written with the right expectation: it passes (and must be turned into `real`) once fixed. */
-const knownBug = build ? test.failing : test.skip
 
 const RETURN = 200_002
 const CALL = 200_012
@@ -157,7 +155,9 @@ for (const name of ['final', 'end', 'call']) {
     const reference = await unstreamed(request)
     t.deepEqual(streamed.tokens, reference.tokens)
     t.is(streamed.finishReason, 'stop')
-    t.deepEqual(streamed.usage, { promptTokens: request.tokens.length, completionTokens: reference.tokens.length })
+    const { cachedPromptTokens, ...counts } = streamed.usage ?? {}
+    t.deepEqual(counts, { promptTokens: request.tokens.length, completionTokens: reference.tokens.length })
+    t.true(Number.isInteger(cachedPromptTokens), 'timings.cache_n is read from the final result')
   })
 }
 
@@ -250,18 +250,16 @@ real('errors: a prompt longer than the slot context is an EngineError with the s
   t.regex(error?.engineMessage ?? '', /context/i)
 })
 
-real('errors: an id past the vocabulary (the client lets 201088 through: the server refuses it)', async (t) => {
-  const error = await t.throwsAsync(collect(engine().generate({ tokens: [...encode('hi'), server.model.vocabSize] })), {
-    instanceOf: EngineError,
-  })
-  t.is(error?.code, 'engine-http-error')
-  t.is(error?.status, 400)
-  t.truthy(error?.engineMessage)
-  // The server keeps serving.
-  t.deepEqual(
-    (await collect(engine().generate({ tokens: promptEndingWith(chain('call').start), temperature: 0 }))).tokens,
-    chain('call').tokens,
-  )
+real('errors: an id past the vocabulary is refused before it is sent, as the server itself refuses it', async (t) => {
+  const past = server.model.vocabSize
+  t.is(past, LAST_MODEL_TOKEN + 1, "the client's last id is the model's")
+  t.throws(() => engine().generate({ tokens: [...encode('hi'), past] }), { instanceOf: RangeError, message: /201088/ })
+  // The server's own answer to it, straight: a 400.
+  const { status } = await server.post('/completion', { prompt: [...encode('hi'), past], n_predict: 1 })
+  t.is(status, 400)
+  // The model's last id is taken.
+  const last = await collect(engine().generate({ tokens: [...encode('hi'), LAST_MODEL_TOKEN], maxTokens: 1, temperature: 0 }))
+  t.is(last.tokens.length, 1)
 })
 
 real('errors: a path the server does not have is an EngineError with status 404', async (t) => {
@@ -350,15 +348,83 @@ real('the gateway over HTTP with a LlamaCppEngine: the openai client gets the fi
   t.is(response.status, 'completed')
 })
 
-// Known bug: llama-server sends no partial result while the text ends inside a UTF-8 sequence, and each
-// partial result carries only its own token (tools/server/server-context.cpp process_token /
-// send_partial_response), so the first id of a character split over two tokens never reaches the client.
-knownBug('a character split over two ids (🪽 = 4103 50888): streamed, both ids arrive', async (t) => {
+// llama-server sends no partial result while the text ends inside a UTF-8 sequence, and each partial result
+// carries only its own id (tools/server/server-context.cpp process_token / send_partial_response): the client
+// finds the held id again from the text of the result that completes the character (held-ids.ts).
+real('a character split over two ids (🪽 = 4103 50888): streamed, both ids arrive, in order, and usage counts both', async (t) => {
   const request = { tokens: promptEndingWith(chain('split').start), temperature: 0 }
   const streamed = await collect(engine().generate(request))
   t.deepEqual(streamed.tokens, (await unstreamed(request)).tokens)
   t.deepEqual(streamed.tokens, chain('split').tokens)
   t.is(streamed.finishReason, 'stop')
+  t.is(streamed.usage?.completionTokens, chain('split').tokens.length)
+  t.true(streamed.steps.every((step) => step.diagnostics === undefined))
+})
+
+real('a character split over three ids (F0, 9F, AA BD): both held ids are found again, in order', async (t) => {
+  const request = { tokens: promptEndingWith(chain('split3').start), temperature: 0 }
+  const streamed = await collect(engine().generate(request))
+  t.deepEqual(streamed.tokens, (await unstreamed(request)).tokens)
+  t.deepEqual(streamed.tokens, chain('split3').tokens)
+  t.is(streamed.usage?.completionTokens, chain('split3').tokens.length)
+  t.true(streamed.steps.every((step) => step.diagnostics === undefined))
+  // The held ids come in the step that completes the character, before its own id.
+  const whole = streamed.steps.find((step) => step.tokens.length === 3)
+  t.deepEqual(Array.from(whole?.tokens ?? []), chain('split3').tokens.slice(0, 3))
+})
+
+real('a held id the server never reveals (the limit falls inside a character): a diagnostic says so, and usage counts it', async (t) => {
+  const streamed = await collect(engine().generate({ tokens: promptEndingWith(chain('split').start), temperature: 0, maxTokens: 1 }))
+  t.deepEqual(streamed.tokens, [])
+  t.is(streamed.finishReason, 'length')
+  t.is(streamed.usage?.completionTokens, 1)
+  t.deepEqual(
+    streamed.steps.flatMap((step) => step.diagnostics ?? []).map(({ code, count }) => ({ code, count })),
+    [{ code: 'engine-ids-lost', count: 1 }],
+  )
+})
+
+real('text that never completes a character, then <|return|>: neither id is streamed; the diagnostic counts both', async (t) => {
+  const request = { tokens: promptEndingWith(chain('cut').start), temperature: 0 }
+  t.deepEqual((await unstreamed(request)).tokens, chain('cut').tokens, 'the server generated both')
+  const streamed = await collect(engine().generate(request))
+  t.deepEqual(streamed.tokens, [])
+  t.is(streamed.usage?.completionTokens, 2)
+  const lost = streamed.steps.flatMap((step) => step.diagnostics ?? [])
+  t.is(lost.length, 1)
+  t.is(lost[0].code, 'engine-ids-lost')
+  t.is(lost[0].count, 2)
+})
+
+realSerial('cached tokens: a repeated prompt reports the prefix the slot reused (timings.cache_n), through the gateway too', async (t) => {
+  const solo = await startLlamaServer(build!, { parallel: 1 })
+  t.teardown(() => solo.close())
+  const prompt = [...encode('A long shared prefix for the cache. '.repeat(8)), solo.model.chains.final.start]
+  const soloEngine = new LlamaCppEngine({ url: solo.url })
+  const first = await collect(soloEngine.generate({ tokens: prompt, temperature: 0 }))
+  const second = await collect(soloEngine.generate({ tokens: prompt, temperature: 0 }))
+  t.is(first.usage?.cachedPromptTokens, 0, 'nothing cached the first time')
+  // llama.cpp reuses all but the last prompt id (it evaluates at least one).
+  t.is(second.usage?.cachedPromptTokens, prompt.length - 1)
+
+  const gateway = createGateway({ engine: soloEngine, onDiagnostic: () => {} })
+  await new Promise<void>((resolve) => gateway.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => gateway.close(() => resolve())))
+  const client = new OpenAI({ baseURL: `http://127.0.0.1:${(gateway.address() as AddressInfo).port}/v1`, apiKey: 'x', maxRetries: 0 })
+  const body = { model: 'gpt-oss', messages: [{ role: 'user' as const, content: 'Say hello, with a long question. '.repeat(6) }], temperature: 0 }
+  await client.chat.completions.create(body)
+  const chat = await client.chat.completions.create(body)
+  const promptTokens = renderChatCompletionRequest(body).promptTokens
+  t.is(chat.usage?.prompt_tokens_details?.cached_tokens, promptTokens - 1)
+  const stream = await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } })
+  let cached: number | undefined
+  for await (const chunk of stream) cached = chunk.usage?.prompt_tokens_details?.cached_tokens ?? cached
+  t.is(cached, promptTokens - 1)
+  const input = 'Say hello, with a long question. '.repeat(6)
+  await client.responses.create({ model: 'gpt-oss', input, temperature: 0 })
+  const response = await client.responses.create({ model: 'gpt-oss', input, temperature: 0 })
+  t.true((response.usage?.input_tokens_details.cached_tokens ?? 0) > 0)
+  t.is(response.usage?.input_tokens_details.cached_tokens, (response.usage?.input_tokens ?? 0) - 1)
 })
 
 real(
@@ -373,10 +439,7 @@ real(
   },
 )
 
-// Known bug: the engine ends with <|endoftext|> and finish reason 'stop', but the adapters know only
-// <|return|> and <|call|> as the end of an answer: the text gets a literal "<|endoftext|>" and the finish
-// reason becomes 'length' (Responses: incomplete, max_output_tokens).
-knownBug('<|endoftext|> after a final answer: the gateway answers the text without it, finish reason stop', async (t) => {
+real('<|endoftext|> after a final answer: the gateway answers the text without it, finish reason stop', async (t) => {
   const gateway = createGateway({ engine: engine(), onDiagnostic: () => {} })
   await new Promise<void>((resolve) => gateway.listen(0, '127.0.0.1', resolve))
   t.teardown(() => new Promise<void>((resolve) => gateway.close(() => resolve())))

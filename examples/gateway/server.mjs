@@ -51,7 +51,7 @@ import {
   responsesGenerationParameters,
   sendError,
 } from 'harmony-stream'
-import { createEngine, ReplayEngine } from 'harmony-stream/engines'
+import { collectSteps, createEngine, ReplayEngine } from 'harmony-stream/engines'
 
 /**
  * Creates (does not start) the gateway. `engine`: any `Engine` of harmony-stream/engines (or pass `replay`,
@@ -83,8 +83,8 @@ export function createGateway({
   const outcomes = { completed: 0, failed: 0, clientClosed: 0 }
   const created = Math.floor(Date.now() / 1000)
 
-  /** Steps of one generation; the first is awaited here, so an engine that fails at once gets a 502, not a stream. */
-  async function generate(request, prompt, params, signal) {
+  /** Steps of one generation (an engine that fails before its first step: pipeSse and collectSteps throw, a 502/503). */
+  function generate(request, prompt, params, signal) {
     const header = request.headers['x-harmony-replay']
     const replayIndex = header === undefined ? undefined : Number(header)
     if (replayIndex !== undefined && !(engine instanceof ReplayEngine))
@@ -92,7 +92,7 @@ export function createGateway({
     if (replayIndex !== undefined && !(/^\d+$/.test(header) && engine.size > replayIndex)) {
       throw new HttpError(400, `x-harmony-replay must be an index from 0 to ${engine.size - 1}`, { param: 'x-harmony-replay' })
     }
-    const steps = engine.generate({
+    return engine.generate({
       tokens: prompt.tokens,
       maxTokens: params.maxTokens,
       temperature: params.temperature,
@@ -101,32 +101,6 @@ export function createGateway({
       signal,
       ...(replayIndex !== undefined ? { replayIndex } : {}),
     })
-    const iterator = steps[Symbol.asyncIterator]()
-    // The engine's own iterator, with its first result already in hand (no extra generator per step).
-    let first = await iterator.next()
-    return {
-      [Symbol.asyncIterator]: () => ({
-        next: () => {
-          if (first === null) return iterator.next()
-          const result = first
-          first = null
-          return Promise.resolve(result)
-        },
-        return: (value) => iterator.return?.(value) ?? Promise.resolve({ done: true, value }),
-      }),
-    }
-  }
-
-  /** Not streaming: the whole completion, then one object (the engine's own limits bound its length). */
-  async function collect(steps) {
-    const tokens = []
-    let finishReason
-    for await (const step of steps) {
-      for (const id of step.tokens) tokens.push(id)
-      finishReason = step.finishReason ?? finishReason
-    }
-    if (finishReason === 'abort') throw new HttpError(502, 'the inference engine aborted the request', { code: 'engine-aborted' })
-    return { tokens, truncated: finishReason === 'length' }
   }
 
   /** What differs between the two APIs; the path through them is the same (`serve`). */
@@ -161,11 +135,12 @@ export function createGateway({
     const params = api.parameters(body)
     const prompt = await render(api, request, body)
     const abort = abortOnClose(response)
-    const steps = await generate(request, prompt, params, abort.signal)
+    const steps = generate(request, prompt, params, abort.signal)
     const options = { ...api.adapterOptions(params, prompt), parser: { implementation, toolNames: prompt.toolNames } }
     if (!params.stream) {
-      const { tokens, truncated } = await collect(steps)
-      return sendJson(response, 200, withoutDiagnostics(api.whole(tokens, { ...options, truncated }), onDiagnostic))
+      const whole = await collectSteps(steps)
+      if (whole.finishReason === 'abort') throw new HttpError(502, 'the inference engine aborted the request', { code: 'engine-aborted' })
+      return sendJson(response, 200, withoutDiagnostics(api.whole(whole, options), onDiagnostic))
     }
     const adapter = api.stream(options, params)
     report(await pipeSse(response, adapter, steps, { abort, frames, coalesceMs }), adapter)

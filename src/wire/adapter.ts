@@ -137,6 +137,8 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
   /** The `finishReason` of the last engine step that had one, and the prompt tokens the engine reported. */
   private engineFinish: StepFinishReason | undefined = undefined
   private enginePromptTokens: number | undefined = undefined
+  /** Prompt tokens the engine served from its prefix cache, as it reported them (0 when it did not). */
+  protected cachedPromptTokens = 0
   /** Where events go: collected as objects (the object face), or null to write their frames into `frames`. */
   private sink: Event[] | null = null
   private frames = ''
@@ -313,7 +315,10 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
 
   /** How the completion ended (as it stands: `length` until a last message closes). */
   protected finishReason(): FinishReason {
-    return finishReasonOf(this.lastTerminator, this.toolCalls, this.truncated, this.recoveredCalls)
+    // A completion the model ended with <|endoftext|> before any message closed ended as at <|return|>
+    // (MessageStream); one that ended inside a message closed it that way already.
+    const terminator = this.lastTerminator === undefined && this.stream.endedAtEndOfText ? 'return' : this.lastTerminator
+    return finishReasonOf(terminator, this.toolCalls, this.truncated, this.recoveredCalls)
   }
 
   // ---- Reading ----
@@ -324,7 +329,13 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
     const step: EngineStepInput | null = engineStepOf(input, `${this.format.name}.${method}`)
     if (step === null) return input as TokenIds
     if (step.finishReason !== undefined) this.engineFinish = step.finishReason
-    if (step.usage !== undefined) this.enginePromptTokens = step.usage.promptTokens
+    if (step.usage !== undefined) {
+      this.enginePromptTokens = step.usage.promptTokens
+      if (step.usage.cachedPromptTokens !== undefined) this.cachedPromptTokens = step.usage.cachedPromptTokens
+    }
+    if (step.diagnostics !== undefined) {
+      for (const { code, message } of step.diagnostics) this.adapterDiagnostics.push({ code, message, tokenOffset: this.stream.tokens })
+    }
     return step.tokens
   }
 

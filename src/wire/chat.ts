@@ -21,7 +21,7 @@ import {
   type WireMessage,
 } from './adapter'
 import type { FinishOptions, FinishReason } from './finish'
-import type { AdapterInput, TokenIds } from './input'
+import type { AdapterInput } from './input'
 import type { MessageEvent } from './message-stream'
 import { CHAT_OPTIONS, checkAdapterOptions, wholeOptions } from './options'
 import type { RecoveredCall } from './text-tool-calls'
@@ -60,6 +60,8 @@ export interface ChatUsage {
   prompt_tokens: number
   completion_tokens: number
   total_tokens: number
+  /** `cached_tokens`: prompt tokens the engine took from its prefix cache (0 when it did not say). */
+  prompt_tokens_details: { cached_tokens: number }
   completion_tokens_details: { reasoning_tokens: number }
 }
 
@@ -141,6 +143,7 @@ export class ChatCompletionsStream extends WireAdapter<ChatCompletionChunk, Anno
       prompt_tokens: prompt,
       completion_tokens: completion,
       total_tokens: prompt + completion,
+      prompt_tokens_details: { cached_tokens: this.cachedPromptTokens },
       completion_tokens_details: { reasoning_tokens: this.reasoningTokens },
     }
   }
@@ -312,14 +315,18 @@ export class ChatCompletionsStream extends WireAdapter<ChatCompletionChunk, Anno
   }
 }
 
-/** Non-streaming Chat Completions: a whole completion's tokens → one `chat.completion` (the streamed one, whole). */
+/**
+ * Non-streaming Chat Completions: a whole completion (its token ids, its text for `input: 'text'`, or one
+ * engine step holding all of it, as `collectSteps` of `harmony-stream/engines` gives) → one `chat.completion`
+ * (the streamed one, whole).
+ */
 export function chatCompletion(
-  tokens: TokenIds | string,
+  completion: AdapterInput,
   options: ChatAdapterOptions & FinishOptions,
 ): ChatCompletion & { diagnostics: AdapterDiagnostic[] } {
   checkAdapterOptions(options, CHAT_WHOLE_OPTIONS, 'chatCompletion')
   const { truncated, ...streamOptions } = options
   const chat = new ChatCompletionsStream(streamOptions)
-  readWhole(chat, tokens as AdapterInput, { truncated })
+  readWhole(chat, completion, { truncated })
   return { ...chat.completion(), diagnostics: chat.diagnostics }
 }

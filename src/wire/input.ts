@@ -16,8 +16,13 @@ export interface EngineStepInput {
   tokens: TokenIds
   /** On the last step: `length` makes `finish()` report the completion as cut (`finish_reason: 'length'`, `response.incomplete`). */
   finishReason?: StepFinishReason
-  /** As the engine reports it: its `promptTokens` stand in for the `promptTokens`/`inputTokens` option when that is not given. */
-  usage?: { promptTokens: number; completionTokens: number }
+  /**
+   * As the engine reports it: its `promptTokens` stand in for the `promptTokens`/`inputTokens` option when that
+   * is not given; `cachedPromptTokens` becomes usage's `cached_tokens`.
+   */
+  usage?: { promptTokens: number; completionTokens: number; cachedPromptTokens?: number }
+  /** What the engine client could not deliver (`engine-ids-lost`): kept in the adapter's `diagnostics`. */
+  diagnostics?: readonly { code: string; message: string }[]
 }
 
 /** What `push`/`pushSse` take. */
@@ -53,7 +58,18 @@ export function engineStepOf(input: unknown, where: string): EngineStepInput | n
     throw new TypeError(`${where}: the engine step's tokens must be a Uint32Array or an array of token ids, not ${describe(tokens)}`)
   if (finishReason !== undefined && !FINISH_REASONS.includes(finishReason))
     throw new TypeError(`${where}: the engine step's finishReason must be "stop", "length" or "abort", not ${describe(finishReason)}`)
-  if (usage !== undefined && !(isObject(usage) && isCount(usage.promptTokens)))
-    throw new TypeError(`${where}: the engine step's usage must be { promptTokens, completionTokens } with counts, not ${describe(usage)}`)
+  if (
+    usage !== undefined &&
+    !(isObject(usage) && isCount(usage.promptTokens) && (usage.cachedPromptTokens === undefined || isCount(usage.cachedPromptTokens)))
+  )
+    throw new TypeError(
+      `${where}: the engine step's usage must be { promptTokens, completionTokens, cachedPromptTokens? } with counts, not ${describe(usage)}`,
+    )
+  const { diagnostics } = input
+  if (
+    diagnostics !== undefined &&
+    !(Array.isArray(diagnostics) && diagnostics.every((d) => isObject(d) && typeof d.code === 'string' && typeof d.message === 'string'))
+  )
+    throw new TypeError(`${where}: the engine step's diagnostics must be an array of { code, message }, not ${describe(diagnostics)}`)
   return input as unknown as EngineStepInput
 }

@@ -12,6 +12,7 @@ import { byteTokens } from '../api/text/byte-tokens'
 import { MarkerScanner, type Piece } from '../api/text/marker-scanner'
 import { DEFAULT_MAX_HEADER_BYTES, tokensOfPieces } from '../api/text-parser'
 import { ordinaryEncoder } from '../backend/encoder'
+import { CHANNEL, END_OF_TEXT, FIRST_SPECIAL, RETURN, START } from '../backend/tokens'
 import type {
   HarmonyBatch,
   HarmonyDiagnostic,
@@ -20,11 +21,6 @@ import type {
   HarmonySegment,
   HarmonyStreamParserOptions,
 } from '../base/types'
-
-/** First id of the special tokens: a message can only open or close at one of them. */
-const FIRST_SPECIAL = 199_998
-const START = 200_006
-const CHANNEL = 200_005
 
 export type MessageEvent =
   /** A header completed: the message's route is known before any of its text. */
@@ -65,6 +61,11 @@ export class MessageStream {
   closed = 0
   /** Diagnostics of everything pushed so far. */
   readonly diagnostics: HarmonyDiagnostic[] = []
+  /**
+   * The model ended the completion with `<|endoftext|>` (docs/SEMANTICS.md "The end of a completion"): ids
+   * after it are not read.
+   */
+  endedAtEndOfText = false
   /** Tokens since the last close: the header, content and terminator of the message being read. */
   private pending = 0
 
@@ -125,15 +126,52 @@ export class MessageStream {
    */
   push(tokens: Uint32Array | readonly number[]): MessageEvent[] {
     const events: MessageEvent[] = []
+    if (this.endedAtEndOfText) {
+      this.ignoreAfterEnd(tokens, 0)
+      return events
+    }
     let from = 0
     for (let i = 0; i < tokens.length; i++) {
       if (tokens[i] >= FIRST_SPECIAL) {
+        if (tokens[i] === END_OF_TEXT) {
+          if (from < i) this.feed(part(tokens, from, i), events)
+          this.endOfText(events)
+          this.ignoreAfterEnd(tokens, i + 1)
+          return events
+        }
         this.feed(part(tokens, from, i + 1), events)
         from = i + 1
       }
     }
     if (from < tokens.length) this.feed(part(tokens, from, tokens.length), events)
     return events
+  }
+
+  /**
+   * `<|endoftext|>` from the model: the engines end generation there (llama.cpp and vLLM count it among a
+   * gpt-oss model's end-of-generation ids), so the completion ends here rather than taking it as content text,
+   * as the reference parser would. A message being read ends as at `<|return|>` (the parser is given that id
+   * in its place, so both backends close it the same way, and it counts as the one token it was).
+   */
+  private endOfText(events: MessageEvent[]): void {
+    this.endedAtEndOfText = true
+    if (this.parser.state === 'expect-start') {
+      this.tokens += 1
+      this.pending += 1
+    } else {
+      this.feed([RETURN], events)
+    }
+  }
+
+  /** Ids after `<|endoftext|>` (an engine that did not stop there): counted, not read, and reported. */
+  private ignoreAfterEnd(tokens: Uint32Array | readonly number[], from: number): void {
+    if (from >= tokens.length) return
+    this.diagnostics.push({
+      code: 'after-end-of-text',
+      message: `${tokens.length - from} token(s) after <|endoftext|> were not read: the completion ended there`,
+      tokenOffset: this.tokens,
+    })
+    this.tokens += tokens.length - from
   }
 
   /**

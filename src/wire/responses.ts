@@ -21,7 +21,7 @@ import {
   type WireMessage,
 } from './adapter'
 import type { FinishOptions, FinishReason } from './finish'
-import type { AdapterInput, TokenIds } from './input'
+import type { AdapterInput } from './input'
 import type { MessageEvent } from './message-stream'
 import { checkAdapterOptions, RESPONSES_OPTIONS, wholeOptions } from './options'
 import type { RecoveredCall } from './text-tool-calls'
@@ -149,7 +149,7 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
           ? null
           : {
               input_tokens: input,
-              input_tokens_details: { cached_tokens: 0 },
+              input_tokens_details: { cached_tokens: this.cachedPromptTokens },
               output_tokens: output,
               output_tokens_details: { reasoning_tokens: this.reasoningTokens },
               total_tokens: input + output,
@@ -318,14 +318,17 @@ function deltaFrame(open: OpenItem): FrameTemplate {
   return { literals: [`event: ${type}\ndata: {"type":"${type}","sequence_number":`, middle, tail], slots: [FRAME_COUNTER, FRAME_TEXT] }
 }
 
-/** Non-streaming Responses: a whole completion's tokens → one `response` object (the streamed one, complete). */
+/**
+ * Non-streaming Responses: a whole completion (token ids, text for `input: 'text'`, or one engine step holding
+ * all of it, as `collectSteps` of `harmony-stream/engines` gives) → one `response` object (the streamed one, complete).
+ */
 export function responseObject(
-  tokens: TokenIds | string,
+  completion: AdapterInput,
   options: ResponsesAdapterOptions & FinishOptions,
 ): ResponseObject & { diagnostics: AdapterDiagnostic[] } {
   checkAdapterOptions(options, RESPONSES_WHOLE_OPTIONS, 'responseObject')
   const { truncated, ...streamOptions } = options
   const stream = new ResponsesStream(streamOptions)
-  readWhole(stream, tokens as AdapterInput, { truncated })
+  readWhole(stream, completion, { truncated })
   return { ...stream.response(), diagnostics: stream.diagnostics }
 }

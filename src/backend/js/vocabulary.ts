@@ -21,6 +21,8 @@ export class Vocabulary {
   private readonly ends: Uint32Array
   /** Text of each token: undefined until first asked for, null when not valid UTF-8 on its own. */
   private readonly texts: (string | null | undefined)[] = new Array(VOCAB_SIZE)
+  /** Ordinary token by its bytes (as a latin1 string): built on the first `idOfBytes`, which only rare paths call. */
+  private byBytes: Map<string, number> | null = null
 
   private constructor(bytes: Buffer, starts: Uint32Array, ends: Uint32Array) {
     this.bytes = bytes
@@ -78,6 +80,18 @@ export class Vocabulary {
   /** The bytes of token `id` (a view, not a copy). */
   tokenBytes(id: number): Uint8Array {
     return this.bytes.subarray(this.starts[id], this.ends[id])
+  }
+
+  /**
+   * The ordinary token (0 to 199997) whose bytes are `bytes[from, to)`, or undefined. Each o200k rank has
+   * bytes of its own, so there is at most one.
+   */
+  idOfBytes(bytes: Uint8Array, from = 0, to = bytes.length): number | undefined {
+    if (this.byBytes === null) {
+      this.byBytes = new Map()
+      for (let id = 0; id < FIRST_SPECIAL; id++) this.byBytes.set(this.bytes.toString('latin1', this.starts[id], this.ends[id]), id)
+    }
+    return this.byBytes.get(Buffer.from(bytes.buffer, bytes.byteOffset + from, to - from).toString('latin1'))
   }
 
   /** The bytes of tokens `ids`, one after the other, in a new array. */

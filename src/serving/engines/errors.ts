@@ -9,21 +9,26 @@ import { HarmonyError } from '../../base/errors'
  * `engine-read-timeout` (silence longer than the read timeout, before the response head or mid-stream),
  * `engine-connection-error` (refused, reset, or closed before the stream's end), `engine-protocol-error` (not
  * the engine's wire format, or an event over the size limit), `engine-stream-error` (an error reported inside
- * a running stream), `engine-aborted` (the request's `signal` was aborted).
+ * a running stream), `engine-aborted` (the request's `signal` was aborted), `engine-overloaded` (the engine
+ * answered 429 or 503: busy, rate limited or still loading; `retryAfter` is its `Retry-After` when it sent a
+ * valid one).
  */
 export class EngineError extends HarmonyError {
   readonly engine: string
   readonly status: number | null
   readonly engineMessage: string | null
+  /** The engine's `Retry-After` (seconds or an HTTP date) on `engine-overloaded`, else null. */
+  readonly retryAfter: string | null
 
   constructor(
     code: string,
     message: string,
-    details: { engine: string; status?: number | null; engineMessage?: string | null; cause?: unknown },
+    details: { engine: string; status?: number | null; engineMessage?: string | null; retryAfter?: string | null; cause?: unknown },
   ) {
     super(code, message, { cause: details.cause })
     this.engine = details.engine
     this.status = details.status ?? null
     this.engineMessage = details.engineMessage ?? null
+    this.retryAfter = details.retryAfter ?? null
   }
 }

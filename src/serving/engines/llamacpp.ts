@@ -19,13 +19,13 @@
  * a subset), the client watches the ids itself: at the first stop id it ends the step there with finish
  * reason `stop` and closes the connection, which makes llama.cpp stop that slot.
  */
-import { ASSISTANT_ACTION_STOP_TOKENS } from '../../api/special-tokens'
 import { EngineError } from './errors'
+import { heldIds } from './held-ids'
 import { type HttpOptions, postEvents } from './http'
 import { checkEngineOptions } from './options'
-import { checkGenerateRequest } from './request'
+import { checkGenerateRequest, GENERATION_STOP_TOKENS } from './request'
 import { isObject, openAIStyleMessage, parseEvent, samplingFields, step, streamError, tokenIds, withinLimit } from './steps'
-import type { Engine, EngineFinishReason, EngineStep, GenerateRequest } from './types'
+import type { Engine, EngineDiagnostic, EngineFinishReason, EngineStep, EngineUsage, GenerateRequest } from './types'
 
 export interface LlamaCppEngineOptions extends HttpOptions {
   /** Base URL, e.g. `http://127.0.0.1:8080`. */
@@ -65,8 +65,14 @@ export class LlamaCppEngine implements Engine {
   }
 
   private async *run(request: GenerateRequest): AsyncGenerator<EngineStep> {
-    const stops = request.stopTokens ?? ASSISTANT_ACTION_STOP_TOKENS
+    const stops = request.stopTokens ?? GENERATION_STOP_TOKENS
+    /** Ids delivered so far (held ids found again included), and ids generated but neither sent nor found. */
     let generated = 0
+    let lost = 0
+    /** The end of the text received so far: what held-ids.ts needs to follow the server's rule. */
+    let recent = ''
+    /** A stop id was delivered: the next result only ends the stream. */
+    let stopped = false
     let promptTokens = request.tokens.length
     for await (const event of postEvents(ENGINE, this.endpoint, this.body(request), this.options, request.signal, openAIStyleMessage)) {
       if (event.data === '[DONE]') break
@@ -77,27 +83,70 @@ export class LlamaCppEngine implements Engine {
       if (!isObject(json))
         throw new EngineError('engine-protocol-error', `${ENGINE} sent a chunk that is not an object`, { engine: ENGINE })
       if (Number.isSafeInteger(json.tokens_evaluated)) promptTokens = json.tokens_evaluated as number
+      if (stopped) {
+        // The result after a stop id: the final one when llama.cpp stopped there too (its timings give the
+        // cached tokens), else the next id, which is not read.
+        yield step([], 'stop', withCache({ promptTokens, completionTokens: generated + lost }, json))
+        return
+      }
       let tokens = tokenIds(ENGINE, json.tokens, 'tokens')
+      // `tokens_predicted` counts every id generated so far: more than were delivered means ids were held
+      // (see held-ids.ts), found again from this result's text, or reported.
+      const predicted = Number.isSafeInteger(json.tokens_predicted) ? (json.tokens_predicted as number) : generated + tokens.length
+      const diagnostics: EngineDiagnostic[] = []
+      const missing = predicted - generated - lost - tokens.length
+      if (missing > 0) {
+        const found = tokens.length > 0 && typeof json.content === 'string' ? heldIds(json.content, tokens, missing, recent) : null
+        if (found !== null) tokens = [...found, ...tokens]
+        else {
+          lost += missing
+          diagnostics.push(idsLost(missing, json.stop === true))
+        }
+      }
+      if (typeof json.content === 'string' && json.content !== '') recent = (recent + json.content).slice(-8)
+      const usage = (completionTokens: number): EngineUsage => withCache({ promptTokens, completionTokens }, json)
       const stopAt = tokens.findIndex((id) => stops.includes(id))
       if (stopAt >= 0) {
-        // A stop id: generation ends here, whatever llama.cpp would do next (leaving the loop closes the
-        // connection, and llama.cpp releases the slot).
+        // A stop id: generation ends here, whatever llama.cpp does next. Its ids go out now; the step that
+        // ends the stream waits for the next result (leaving the loop then closes the connection, and
+        // llama.cpp releases the slot).
         tokens = tokens.slice(0, stopAt + 1)
         generated += tokens.length
-        yield step(tokens, 'stop', { promptTokens, completionTokens: generated })
-        return
+        stopped = true
+        if (tokens.length > 0 || diagnostics.length > 0) yield step(tokens, undefined, undefined, diagnostics)
+        if (json.stop === true) {
+          yield step([], 'stop', usage(generated + lost))
+          return
+        }
+        continue
       }
       generated += tokens.length
       if (json.stop !== true) {
-        if (tokens.length > 0) yield step(tokens)
+        if (tokens.length > 0 || diagnostics.length > 0) yield step(tokens, undefined, undefined, diagnostics)
         continue
       }
-      const predicted = Number.isSafeInteger(json.tokens_predicted) ? (json.tokens_predicted as number) : generated
-      yield step(tokens, finishReasonOf(json.stop_type), { promptTokens, completionTokens: Math.max(predicted, generated) })
+      yield step(tokens, finishReasonOf(json.stop_type), usage(Math.max(predicted, generated + lost)), diagnostics)
+      return
+    }
+    if (stopped) {
+      yield step([], 'stop', { promptTokens, completionTokens: generated + lost })
       return
     }
     throw new EngineError('engine-protocol-error', `${ENGINE}: the stream ended without a final chunk`, { engine: ENGINE })
   }
+}
+
+/** Ids the server generated and never sent, which could not be found again: said, not lost silently. */
+function idsLost(count: number, atEnd: boolean): EngineDiagnostic {
+  const where = atEnd ? 'before the end of the stream (the text ended inside a character)' : 'and their bytes are not in its text'
+  return { code: 'engine-ids-lost', count, message: `${ENGINE} generated ${count} id(s) it did not stream ${where}` }
+}
+
+/** The prompt tokens llama.cpp reused from the slot's cache (`timings.cache_n`, on the final result), when it says. */
+function withCache(usage: EngineUsage, json: Record<string, unknown>): EngineUsage {
+  const timings = json.timings
+  if (isObject(timings) && Number.isSafeInteger(timings.cache_n)) usage.cachedPromptTokens = timings.cache_n as number
+  return usage
 }
 
 /** An older server's `error: {…}` line (see the top of this file). */

@@ -27,11 +27,10 @@
  * with it, it is appended: nothing changes when the ids have it, and a server that leaves it out still hands
  * the parser its terminator.
  */
-import { ASSISTANT_ACTION_STOP_TOKENS } from '../../api/special-tokens'
 import { EngineError } from './errors'
 import { type HttpOptions, postEvents } from './http'
 import { checkEngineOptions, positiveInteger } from './options'
-import { checkGenerateRequest } from './request'
+import { checkGenerateRequest, GENERATION_STOP_TOKENS } from './request'
 import { isObject, openAIStyleMessage, parseEvent, samplingFields, step, streamError, tokenIds, withinLimit, withStopToken } from './steps'
 import type { Engine, EngineFinishReason, EngineStep, GenerateRequest } from './types'
 
@@ -74,7 +73,7 @@ export class SglangEngine implements Engine {
   private body(request: GenerateRequest): Record<string, unknown> {
     const sampling: Record<string, unknown> = {
       max_new_tokens: request.maxTokens ?? this.options.defaultMaxTokens ?? null,
-      stop_token_ids: [...(request.stopTokens ?? ASSISTANT_ACTION_STOP_TOKENS)],
+      stop_token_ids: [...(request.stopTokens ?? GENERATION_STOP_TOKENS)],
       skip_special_tokens: false,
       ...samplingFields(request, 'sampling_seed'),
     }
@@ -82,7 +81,7 @@ export class SglangEngine implements Engine {
   }
 
   private async *run(request: GenerateRequest): AsyncGenerator<EngineStep> {
-    const stops = request.stopTokens ?? ASSISTANT_ACTION_STOP_TOKENS
+    const stops = request.stopTokens ?? GENERATION_STOP_TOKENS
     const ids = new OutputIds(this.options.incremental ?? 'auto')
     for await (const event of postEvents(ENGINE, this.endpoint, this.body(request), this.options, request.signal, openAIStyleMessage)) {
       if (event.data === '[DONE]') break

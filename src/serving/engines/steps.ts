@@ -2,7 +2,7 @@
 import { EngineError } from './errors'
 import { isTokenId } from './request'
 import type { SseEvent } from './sse'
-import type { EngineFinishReason, EngineStep, EngineUsage, GenerateRequest } from './types'
+import type { EngineDiagnostic, EngineFinishReason, EngineStep, EngineUsage, GenerateRequest } from './types'
 
 export function parseEvent(engine: string, event: SseEvent): unknown {
   try {
@@ -53,10 +53,11 @@ export function samplingFields(request: GenerateRequest, seedField: 'seed' | 'sa
   return fields
 }
 
-export function step(tokens: number[], finishReason?: EngineFinishReason, usage?: EngineUsage): EngineStep {
+export function step(tokens: number[], finishReason?: EngineFinishReason, usage?: EngineUsage, diagnostics?: EngineDiagnostic[]): EngineStep {
   const out: EngineStep = { tokens: Uint32Array.from(tokens) }
   if (finishReason !== undefined) out.finishReason = finishReason
   if (usage !== undefined) out.usage = usage
+  if (diagnostics !== undefined && diagnostics.length > 0) out.diagnostics = diagnostics
   return out
 }
 
@@ -106,7 +107,26 @@ export async function* withinLimit(steps: AsyncIterable<EngineStep>, maxTokens: 
     // Ids past the limit: they are dropped, and the stream ends here.
     const cut: EngineStep = { tokens: engineStep.tokens.subarray(0, left), finishReason: 'length' }
     if (engineStep.usage !== undefined) cut.usage = { ...engineStep.usage, completionTokens: maxTokens }
+    if (engineStep.diagnostics !== undefined) cut.diagnostics = engineStep.diagnostics
     yield cut
     return
   }
+}
+
+/**
+ * A whole generation as one step, for a non-streamed answer: every id in order, the last finish reason, the
+ * engine's usage and every diagnostic (`chatCompletion` and `responseObject` take it as it is). The engine's
+ * own limits bound its length, and a runaway engine is cut at the request's `maxTokens` (`withinLimit`).
+ */
+export async function collectSteps(steps: AsyncIterable<EngineStep>): Promise<EngineStep> {
+  const tokens: number[] = []
+  const whole: EngineStep = { tokens: new Uint32Array(0) }
+  for await (const engineStep of steps) {
+    for (const id of engineStep.tokens) tokens.push(id)
+    if (engineStep.finishReason !== undefined) whole.finishReason = engineStep.finishReason
+    if (engineStep.usage !== undefined) whole.usage = engineStep.usage
+    if (engineStep.diagnostics !== undefined) (whole.diagnostics ??= []).push(...engineStep.diagnostics)
+  }
+  whole.tokens = Uint32Array.from(tokens)
+  return whole
 }

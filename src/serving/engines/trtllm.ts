@@ -17,11 +17,10 @@
  * The stream is read by completion-stream.ts, as vLLM's: when `stop_reason` names one of the request's stop ids
  * and the ids do not end with it, it is appended, so the parser always gets its terminator.
  */
-import { ASSISTANT_ACTION_STOP_TOKENS } from '../../api/special-tokens'
 import { completionSteps } from './completion-stream'
 import { type HttpOptions, postEvents } from './http'
 import { checkEngineOptions } from './options'
-import { checkGenerateRequest } from './request'
+import { checkGenerateRequest, GENERATION_STOP_TOKENS } from './request'
 import { openAIStyleMessage, samplingFields, withinLimit } from './steps'
 import type { Engine, EngineStep, GenerateRequest } from './types'
 
@@ -56,7 +55,7 @@ export class TrtllmEngine implements Engine {
 
   /** The request body, in `CompletionRequest`'s fields only (the server refuses any other). */
   private body(request: GenerateRequest): Record<string, unknown> {
-    const stops = request.stopTokens ?? ASSISTANT_ACTION_STOP_TOKENS
+    const stops = request.stopTokens ?? GENERATION_STOP_TOKENS
     return {
       model: this.options.model,
       prompt: Array.from(request.tokens),
@@ -71,7 +70,7 @@ export class TrtllmEngine implements Engine {
   }
 
   private run(request: GenerateRequest): AsyncIterable<EngineStep> {
-    const stops = request.stopTokens ?? ASSISTANT_ACTION_STOP_TOKENS
+    const stops = request.stopTokens ?? GENERATION_STOP_TOKENS
     const events = postEvents(ENGINE, this.endpoint, this.body(request), this.options, request.signal, openAIStyleMessage)
     return completionSteps(events, { engine: ENGINE, stops })
   }

@@ -9,6 +9,19 @@ export type EngineFinishReason = 'stop' | 'length' | 'abort'
 export interface EngineUsage {
   promptTokens: number
   completionTokens: number
+  /** Prompt tokens the engine took from its prefix cache instead of computing them, when it says. */
+  cachedPromptTokens?: number
+}
+
+/**
+ * Something the engine client could not deliver as the engine meant it, reported beside the step instead of
+ * lost silently. `engine-ids-lost`: the engine generated `count` ids that it never sent and that could not be
+ * found again (the text misses their bytes; usage still counts them).
+ */
+export interface EngineDiagnostic {
+  code: 'engine-ids-lost'
+  message: string
+  count: number
 }
 
 /** One engine step: the ids generated since the previous step (possibly none), and how generation ended. */
@@ -18,6 +31,8 @@ export interface EngineStep {
   finishReason?: EngineFinishReason
   /** As reported by the engine, when it reports it (usually on the last step). */
   usage?: EngineUsage
+  /** What this step could not deliver (rare; absent when there is nothing to report). The adapters keep them in `diagnostics`. */
+  diagnostics?: EngineDiagnostic[]
 }
 
 export interface GenerateRequest {
@@ -29,8 +44,8 @@ export interface GenerateRequest {
   topP?: number
   seed?: number
   /**
-   * Ids that end generation. Default `ASSISTANT_ACTION_STOP_TOKENS` (`<|return|>`, `<|call|>`); `<|end|>` must
-   * never be among them (it only separates messages within one completion).
+   * Ids that end generation. Default `<|return|>`, `<|call|>` and `<|endoftext|>` (`GENERATION_STOP_TOKENS`);
+   * `<|end|>` must never be among them (it only separates messages within one completion).
    */
   stopTokens?: readonly number[]
   /** Aborting it aborts the HTTP request to the engine, so the engine frees the sequence. */

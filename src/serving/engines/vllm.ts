@@ -25,11 +25,10 @@
  * tokens-only endpoint has no `stop_reason`, and it skips an output with no new ids, finish reason included:
  * a stream that ends without one is read as `stop` when its last id is a stop id, else `length`.
  */
-import { ASSISTANT_ACTION_STOP_TOKENS } from '../../api/special-tokens'
 import { completionSteps } from './completion-stream'
 import { type HttpOptions, postEvents } from './http'
 import { checkEngineOptions, positiveInteger } from './options'
-import { checkGenerateRequest } from './request'
+import { checkGenerateRequest, GENERATION_STOP_TOKENS } from './request'
 import { openAIStyleMessage, samplingFields, withinLimit } from './steps'
 import type { Engine, EngineStep, GenerateRequest } from './types'
 
@@ -74,7 +73,7 @@ export class VllmEngine implements Engine {
 
   /** The request body, in the fields of the endpoint's protocol.py (see the top of this file). */
   private body(request: GenerateRequest): Record<string, unknown> {
-    const stops = request.stopTokens ?? ASSISTANT_ACTION_STOP_TOKENS
+    const stops = request.stopTokens ?? GENERATION_STOP_TOKENS
     const sampling: Record<string, unknown> = { stop_token_ids: [...stops], skip_special_tokens: false, ...samplingFields(request, 'seed') }
     const model = this.options.model === undefined ? {} : { model: this.options.model }
     const stream = { stream: true, stream_options: { include_usage: true } }
@@ -87,7 +86,7 @@ export class VllmEngine implements Engine {
   }
 
   private run(request: GenerateRequest): AsyncIterable<EngineStep> {
-    const stops = request.stopTokens ?? ASSISTANT_ACTION_STOP_TOKENS
+    const stops = request.stopTokens ?? GENERATION_STOP_TOKENS
     const events = postEvents(ENGINE, this.endpoint, this.body(request), this.options, request.signal, openAIStyleMessage)
     return completionSteps(events, { engine: ENGINE, stops, mayEndWithoutFinish: this.options.api === 'generate' })
   }

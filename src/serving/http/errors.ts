@@ -40,23 +40,24 @@ const ENGINE_FAILED: Record<string, string> = {
   'engine-protocol-error': 'the inference engine sent something this gateway cannot read',
   'engine-stream-error': 'the inference engine reported an error while generating',
   'engine-aborted': 'the inference engine aborted the request',
+  'engine-overloaded': 'the inference engine is overloaded; retry later',
 }
 
 /**
- * The HTTP status and body for any error: `HttpError` as it is, `HarmonyRequestError` → 400, an engine's failure
- * (`EngineError`) → 502 with its code and a generic message (the engine's URL and error text stay in the log), anything else → 500 with a generic message (the details
- * belong in the server's log, not in the answer).
+ * The HTTP status, body and extra headers for any error: `HttpError` as it is, `HarmonyRequestError` → 400, an
+ * engine's failure (`EngineError`) → 502 with its code and a generic message (the engine's URL and error text
+ * stay in the log), an overloaded engine → 503 with its `Retry-After`, anything else → 500 with a generic
+ * message (the details belong in the server's log, not in the answer).
  */
-export function errorResponse(error: unknown): { status: number; body: OpenAIErrorBody } {
+export function errorResponse(error: unknown): { status: number; body: OpenAIErrorBody; headers?: Record<string, string> } {
   if (error instanceof HttpError) return { status: error.status, body: error.toOpenAIError() }
   if (error instanceof HarmonyRequestError) return { status: 400, body: error.toOpenAIError() }
   if (error instanceof EngineError) {
-    return {
-      status: 502,
-      body: {
-        error: { message: ENGINE_FAILED[error.code] ?? 'the inference engine failed', type: 'server_error', param: null, code: error.code },
-      },
-    }
+    const message = ENGINE_FAILED[error.code] ?? 'the inference engine failed'
+    const body = { error: { message, type: 'server_error', param: null, code: error.code } }
+    // An overloaded engine is the gateway's 503 too, with the engine's Retry-After: clients back off as it asks.
+    if (error.code !== 'engine-overloaded') return { status: 502, body }
+    return { status: 503, body, ...(error.retryAfter !== null ? { headers: { 'retry-after': error.retryAfter } } : {}) }
   }
   return { status: 500, body: { error: { message: 'internal error', type: 'server_error', param: null, code: 'internal-error' } } }
 }
@@ -73,12 +74,12 @@ function unreadBody(request: IncomingMessage | undefined): boolean {
 }
 
 export function sendError(response: ServerResponse, error: unknown): number {
-  const { status, body } = errorResponse(error)
+  const { status, body, headers: extra } = errorResponse(error)
   if (response.headersSent) {
     response.end()
     return status
   }
-  const headers: Record<string, string> = { 'content-type': 'application/json' }
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...extra }
   // A refusal sent before the body was read (404, 405, 415, 413, a bad header…) closes the connection, so the
   // rest of the body is dropped with it instead of read: an endless body must not keep the server reading.
   if (status === 413 || unreadBody(response.req)) headers.connection = 'close'

@@ -8,15 +8,13 @@
 import type { ServerResponse } from 'node:http'
 import { checkOptions, is, type OptionSpec } from '../../base/options'
 import type { ChatCompletionChunk } from '../../wire/chat'
+import type { EngineStepInput, TokenIds } from '../../wire/input'
 import { ChatCompletionsStream } from '../../wire/chat'
 import type { ResponseEvent, ResponsesStream } from '../../wire/responses'
-import { errorResponse, HttpError } from './errors'
+import { errorResponse, HttpError, sendError } from './errors'
 
 /** An engine step (`harmony-stream/engines`), or just its token ids. */
-export type SseStep =
-  | Uint32Array
-  | readonly number[]
-  | { tokens: Uint32Array | readonly number[]; finishReason?: 'stop' | 'length' | 'abort' }
+export type SseStep = TokenIds | EngineStepInput
 
 export interface PipeSseOptions {
   /** Aborted when the client disconnects: pass the controller whose signal the engine request uses. */
@@ -75,24 +73,25 @@ export function responsesFrames(events: readonly ResponseEvent[]): string {
   return out
 }
 
-function tokensOf(step: SseStep): { tokens: Uint32Array | readonly number[]; finishReason?: string } {
-  return ArrayBuffer.isView(step) || Array.isArray(step) ? { tokens: step as Uint32Array } : (step as { tokens: Uint32Array })
+/** The engine's finish reason, for an engine step that has one. */
+function finishOf(step: SseStep): string | undefined {
+  return ArrayBuffer.isView(step) || Array.isArray(step) ? undefined : (step as EngineStepInput).finishReason
 }
 
 /** What pipeSse writes from: an adapter's SSE face, or its object face serialized (`frames: 'objects'`). */
 interface SseFace {
   startSse?(): string
-  pushSse(tokens: Uint32Array | readonly number[]): string
+  pushSse(step: SseStep): string
   finishSse(options: { truncated: boolean }): string
 }
 
 function serializedObjects(adapter: ChatCompletionsStream | ResponsesStream): SseFace {
   if (adapter instanceof ChatCompletionsStream) {
-    return { pushSse: (tokens) => chatFrames(adapter.push(tokens)), finishSse: (options) => chatFrames(adapter.finish(options)) }
+    return { pushSse: (step) => chatFrames(adapter.push(step)), finishSse: (options) => chatFrames(adapter.finish(options)) }
   }
   return {
     startSse: () => responsesFrames(adapter.start()),
-    pushSse: (tokens) => responsesFrames(adapter.push(tokens)),
+    pushSse: (step) => responsesFrames(adapter.push(step)),
     finishSse: (options) => responsesFrames(adapter.finish(options)),
   }
 }
@@ -143,26 +142,41 @@ export async function pipeSse(
     full = false
     wake = null
   }
+  const iterator = steps[Symbol.asyncIterator]()
+  let first: IteratorResult<SseStep>
+  try {
+    // The first step before the status line: an engine that fails before generating anything (unreachable,
+    // overloaded, the prompt refused) is answered with its HTTP error status, not a 200 and an error frame.
+    first = await iterator.next()
+  } catch (error) {
+    response.off('close', onClose).off('drain', onDrain)
+    if (clientClosed) return { outcome: 'client-closed', error }
+    sendError(response, error)
+    return { outcome: 'failed', error }
+  }
   try {
     if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
     // The adapters' SSE faces: the bytes of their events, built without event objects.
     // Responses opens with response.created / in_progress; Chat has no opening events.
     if (face.startSse !== undefined) await send(face.startSse())
     let finishReason: string | undefined
-    for await (const step of steps) {
-      if (clientClosed) break // ends the iteration: the engine client closes its request
-      const { tokens, finishReason: reason } = tokensOf(step)
-      finishReason = reason ?? finishReason
-      await send(face.pushSse(tokens))
-      if (clientClosed) break
+    for (let next = first; !next.done && !clientClosed; next = await iterator.next()) {
+      finishReason = finishOf(next.value) ?? finishReason
+      // The whole step: the adapter keeps an engine step's usage and diagnostics.
+      await send(face.pushSse(next.value))
     }
-    if (clientClosed) return { outcome: 'client-closed' }
+    if (clientClosed) {
+      // Ends the iteration: the engine client closes its request.
+      await iterator.return?.()
+      return { outcome: 'client-closed' }
+    }
     if (finishReason === 'abort') throw new HttpError(502, 'the inference engine aborted the request', { code: 'engine-aborted' })
     const last = pending + face.finishSse({ truncated: finishReason === 'length' })
     pending = ''
     response.end(chat ? `${last}data: [DONE]\n\n` : last)
     return { outcome: 'completed' }
   } catch (error) {
+    await iterator.return?.().catch(() => {})
     if (clientClosed) return { outcome: 'client-closed', error }
     const { body } = errorResponse(error)
     if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
