@@ -66,6 +66,8 @@ export class MessageStream {
    * after it are not read.
    */
   endedAtEndOfText = false
+  /** Ids came after `<|endoftext|>` (reported once). */
+  private readAfterEnd = false
   /** Tokens since the last close: the header, content and terminator of the message being read. */
   private pending = 0
 
@@ -155,7 +157,8 @@ export class MessageStream {
    */
   private endOfText(events: MessageEvent[]): void {
     this.endedAtEndOfText = true
-    if (this.parser.state === 'expect-start') {
+    // Between messages, or before a message's first token (the completion's start): there is nothing to close.
+    if (this.parser.state === 'expect-start' || this.pending === 0) {
       this.tokens += 1
       this.pending += 1
     } else {
@@ -163,14 +166,17 @@ export class MessageStream {
     }
   }
 
-  /** Ids after `<|endoftext|>` (an engine that did not stop there): counted, not read, and reported. */
+  /** Ids after `<|endoftext|>` (an engine that did not stop there): counted, not read, and reported once. */
   private ignoreAfterEnd(tokens: Uint32Array | readonly number[], from: number): void {
     if (from >= tokens.length) return
-    this.diagnostics.push({
-      code: 'after-end-of-text',
-      message: `${tokens.length - from} token(s) after <|endoftext|> were not read: the completion ended there`,
-      tokenOffset: this.tokens,
-    })
+    if (!this.readAfterEnd) {
+      this.readAfterEnd = true
+      this.diagnostics.push({
+        code: 'after-end-of-text',
+        message: 'tokens after <|endoftext|> are not read: the completion ended there (they count in usage)',
+        tokenOffset: this.tokens,
+      })
+    }
     this.tokens += tokens.length - from
   }
 

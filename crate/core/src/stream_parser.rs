@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::header::{cache, parse_header, recover_header, Header, HeaderRules, ReadHeader};
 use crate::output::{BatchOutput, Diagnostic, ParseError};
-use crate::tokens::{Terminator, CHANNEL, FIRST_SPECIAL, LAST_TOKEN, MESSAGE, START};
+use crate::tokens::{Terminator, CHANNEL, END_OF_TEXT, FIRST_SPECIAL, LAST_TOKEN, MESSAGE, START};
 use crate::utf8::{decode_lossy, TextSink, Utf8Assembler};
 use crate::vocabulary::Vocabulary;
 
@@ -145,6 +145,8 @@ impl StreamParser {
     /// `<|start|>` that opens a header with no stray tokens to report, and header tokens other than
     /// `<|message|>` while the header has room (lenient mode: nor a stop token or `<|start|>`, which end it).
     /// What a caller serving many streams may skip telling anyone about (`StreamPool::step_frames`).
+    /// `<|endoftext|>` is never taken silently: the adapters above end the completion there
+    /// (src/wire/message-stream.ts), so it must reach them.
     pub fn takes_silently(&self, tokens: &[u32]) -> bool {
         let (mut state, mut header) = (self.state, self.header_tokens.len());
         for &token in tokens {
@@ -155,6 +157,7 @@ impl StreamParser {
                 }
                 State::Header
                     if token != MESSAGE
+                        && token != END_OF_TEXT
                         && header < self.max_header_tokens
                         && (self.strict || (token != START && Terminator::of_token(token).is_none())) =>
                 {

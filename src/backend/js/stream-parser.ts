@@ -4,7 +4,7 @@
  * recovers from everything with a diagnostic and drops no content text.
  */
 import { STATE_CONTENT, STATE_EXPECT_START, STATE_HEADER, TERMINATOR_NONE } from '../protocol'
-import { CHANNEL, MESSAGE, START, terminatorOf } from '../tokens'
+import { CHANNEL, END_OF_TEXT, MESSAGE, START, terminatorOf } from '../tokens'
 import { type Header, parseHeader, problemCode, problemMessage, recoverHeader } from './header'
 import { BatchOutput, type ParseError } from './output'
 import { decodeLossy, Utf8Assembler, validUpTo } from './utf8'
@@ -76,7 +76,8 @@ export class StreamParser {
   /**
    * Whether pushing `tokens[from..to)` would produce nothing at all (as `takes_silently` in
    * stream_parser.rs): a `<|start|>` that opens a header with no stray tokens to report, and header tokens
-   * other than `<|message|>` while the header has room (lenient: nor a stop token or `<|start|>`).
+   * other than `<|message|>` while the header has room (lenient: nor a stop token or `<|start|>`). Never
+   * `<|endoftext|>`: the adapters end the completion there (wire/message-stream.ts), so it must reach them.
    */
   takesSilently(tokens: Uint32Array, from: number, to: number): boolean {
     let state = this.currentState
@@ -89,6 +90,7 @@ export class StreamParser {
       } else if (
         state === STATE_HEADER &&
         token !== MESSAGE &&
+        token !== END_OF_TEXT &&
         header < this.maxHeaderTokens &&
         (this.strict || (token !== START && terminatorOf(token) === TERMINATOR_NONE))
       ) {
