@@ -24,7 +24,7 @@ function names(id: number): string {
   return named[id] ?? `<|reserved_${id}|>`
 }
 
-function tokenBytes(id: number): Buffer {
+export function tokenBytes(id: number): Buffer {
   if (!table) {
     table = []
     for (const line of readFileSync(require.resolve('gpt-tokenizer/data/o200k_base.tiktoken'), 'latin1').split('\n')) {
