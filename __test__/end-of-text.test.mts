@@ -95,7 +95,10 @@ for (const implementation of IMPLEMENTATIONS) {
     })
 
     test(`${implementation}: <|endoftext|> ${c.name}: SSE, whole or one id a push, ends the same, and SsePool writes what the adapter does`, (t) => {
-      for (const make of [() => new ChatCompletionsStream(chatOptions(implementation)), () => new ResponsesStream(responsesOptions(implementation))]) {
+      for (const make of [
+        () => new ChatCompletionsStream(chatOptions(implementation)),
+        () => new ResponsesStream(responsesOptions(implementation)),
+      ]) {
         const whole = make()
         const wholeBytes = whole.pushSse(c.tokens) + whole.finishSse()
         const single = make()

@@ -62,7 +62,12 @@ const PROMPT = Array.from(renderChatCompletionRequest({ messages: [{ role: 'user
 
 const failures = [
   { name: 'an overloaded engine (503, Retry-After: 7)', status: 503, retryAfter: '7', code: 'engine-overloaded' },
-  { name: 'a rate-limiting engine (429, an HTTP date)', status: 429, retryAfter: 'Wed, 25 Nov 2026 08:00:00 GMT', code: 'engine-overloaded' },
+  {
+    name: 'a rate-limiting engine (429, an HTTP date)',
+    status: 429,
+    retryAfter: 'Wed, 25 Nov 2026 08:00:00 GMT',
+    code: 'engine-overloaded',
+  },
   { name: 'an engine with a Retry-After that is no delay or date', status: 503, retryAfter: '7; drop table', code: 'engine-overloaded' },
   { name: 'an engine that answers 500', status: 500, retryAfter: undefined, code: 'engine-http-error' },
   { name: 'nothing listening', status: null, retryAfter: undefined, code: 'engine-connection-error' },
@@ -131,7 +136,9 @@ test('the example gateway: an overloaded engine is a 503 with its Retry-After, s
     t.is((error as InstanceType<typeof OpenAI.APIError>).headers?.get('retry-after'), '3')
     t.is((error as InstanceType<typeof OpenAI.APIError>).code, 'engine-overloaded')
   }
-  const responses = await t.throwsAsync(client.responses.create({ model: 'gpt-oss', input: 'Hi', stream: true }), { instanceOf: OpenAI.APIError })
+  const responses = await t.throwsAsync(client.responses.create({ model: 'gpt-oss', input: 'Hi', stream: true }), {
+    instanceOf: OpenAI.APIError,
+  })
   t.is((responses as InstanceType<typeof OpenAI.APIError>).status, 503)
   t.is(errors.length, 3, 'each failure reaches onError (the log)')
 })

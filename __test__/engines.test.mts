@@ -686,7 +686,14 @@ test('requests are checked before anything is sent: TypeError or RangeError nami
   }
   t.is(engine.bodies.length, 0, 'the engine saw none of them')
   t.notThrows(() =>
-    clients[0].generate({ tokens: new Uint32Array([1, LAST_MODEL_TOKEN]), maxTokens: 1, temperature: 0, topP: 1, seed: -3, stopTokens: [] }),
+    clients[0].generate({
+      tokens: new Uint32Array([1, LAST_MODEL_TOKEN]),
+      maxTokens: 1,
+      temperature: 0,
+      topP: 1,
+      seed: -3,
+      stopTokens: [],
+    }),
   )
   // One past the model's vocabulary (the parser's 201088, which the Harmony encoding names and no model has).
   for (const client of clients) {

@@ -38,7 +38,14 @@ function chunksOf(generated: number[]): object[] {
   generated.forEach((id, i) => {
     text = Buffer.concat([text, id >= 199_998 ? Buffer.alloc(0) : Buffer.from(tokenBytes(id))])
     if (validUtf8Length(text) < text.length) return
-    chunks.push({ index: 0, content: text.subarray(sent).toString('utf8'), tokens: [id], stop: false, tokens_predicted: i + 1, tokens_evaluated: 3 })
+    chunks.push({
+      index: 0,
+      content: text.subarray(sent).toString('utf8'),
+      tokens: [id],
+      stop: false,
+      tokens_predicted: i + 1,
+      tokens_evaluated: 3,
+    })
     sent = text.length
   })
   chunks.push({ index: 0, content: '', tokens: [], stop: true, stop_type: 'eos', tokens_predicted: generated.length, tokens_evaluated: 3 })
@@ -48,7 +55,11 @@ function chunksOf(generated: number[]): object[] {
 async function generate(generated: number[]): Promise<{ tokens: number[]; steps: EngineStep[] }> {
   const server = createServer((_request, response) => {
     response.writeHead(200, { 'content-type': 'text/event-stream' })
-    response.end(chunksOf(generated).map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join(''))
+    response.end(
+      chunksOf(generated)
+        .map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`)
+        .join(''),
+    )
   })
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')

@@ -411,7 +411,11 @@ realSerial('cached tokens: a repeated prompt reports the prefix the slot reused 
   await new Promise<void>((resolve) => gateway.listen(0, '127.0.0.1', resolve))
   t.teardown(() => new Promise<void>((resolve) => gateway.close(() => resolve())))
   const client = new OpenAI({ baseURL: `http://127.0.0.1:${(gateway.address() as AddressInfo).port}/v1`, apiKey: 'x', maxRetries: 0 })
-  const body = { model: 'gpt-oss', messages: [{ role: 'user' as const, content: 'Say hello, with a long question. '.repeat(6) }], temperature: 0 }
+  const body = {
+    model: 'gpt-oss',
+    messages: [{ role: 'user' as const, content: 'Say hello, with a long question. '.repeat(6) }],
+    temperature: 0,
+  }
   await client.chat.completions.create(body)
   const chat = await client.chat.completions.create(body)
   const promptTokens = renderChatCompletionRequest(body).promptTokens

@@ -264,12 +264,16 @@ async function httpError(
   message ??= text === '' ? null : text.slice(0, MAX_ERROR_TEXT)
   // 429 and 503: the engine is busy (full queue, rate limit, still loading): a client may retry, when it says.
   const overloaded = status === 429 || status === 503
-  return new EngineError(overloaded ? 'engine-overloaded' : 'engine-http-error', `${engine} answered HTTP ${status}${message ? `: ${message}` : ''}`, {
-    engine,
-    status,
-    engineMessage: message,
-    retryAfter: overloaded ? retryAfterOf(response.headers['retry-after']) : null,
-  })
+  return new EngineError(
+    overloaded ? 'engine-overloaded' : 'engine-http-error',
+    `${engine} answered HTTP ${status}${message ? `: ${message}` : ''}`,
+    {
+      engine,
+      status,
+      engineMessage: message,
+      retryAfter: overloaded ? retryAfterOf(response.headers['retry-after']) : null,
+    },
+  )
 }
 
 /** A `Retry-After` value as RFC 9110 defines it (delay seconds, or an HTTP date), else null: nothing else is passed on. */
@@ -277,7 +281,9 @@ function retryAfterOf(value: string | undefined): string | null {
   if (value === undefined) return null
   const trimmed = value.trim()
   if (/^\d{1,10}$/.test(trimmed)) return trimmed
-  return trimmed.length <= 64 && /^[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(trimmed) && !Number.isNaN(Date.parse(trimmed))
+  return trimmed.length <= 64 &&
+    /^[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(trimmed) &&
+    !Number.isNaN(Date.parse(trimmed))
     ? trimmed
     : null
 }

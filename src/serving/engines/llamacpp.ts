@@ -12,6 +12,10 @@
  * wrote `error: {…}` lines instead). The response head comes only with the first result, after the prefill:
  * that wait is under `readTimeoutMs`, not `connectTimeoutMs`.
  *
+ * Ids held back: llama-server streams no result while its text ends inside a character, and a result carries
+ * only its own id; held-ids.ts finds such ids again from the text (`tokens_predicted` says how many are
+ * missing), or the step reports `engine-ids-lost`. Cached tokens: the final result's `timings.cache_n`.
+ *
  * Stop tokens: llama.cpp takes no stop token ids. It ends generation at the vocabulary's end-of-generation
  * tokens: for a gpt-oss GGUF `<|return|>` and `<|call|>`, and not `<|end|>` (src/llama-vocab.cpp drops
  * `<|end|>` from that set when `<|return|>` and `<|call|>` are in it; builds before that stop at `<|end|>`).

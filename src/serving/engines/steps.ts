@@ -53,7 +53,12 @@ export function samplingFields(request: GenerateRequest, seedField: 'seed' | 'sa
   return fields
 }
 
-export function step(tokens: number[], finishReason?: EngineFinishReason, usage?: EngineUsage, diagnostics?: EngineDiagnostic[]): EngineStep {
+export function step(
+  tokens: number[],
+  finishReason?: EngineFinishReason,
+  usage?: EngineUsage,
+  diagnostics?: EngineDiagnostic[],
+): EngineStep {
   const out: EngineStep = { tokens: Uint32Array.from(tokens) }
   if (finishReason !== undefined) out.finishReason = finishReason
   if (usage !== undefined) out.usage = usage

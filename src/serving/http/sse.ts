@@ -8,8 +8,8 @@
 import type { ServerResponse } from 'node:http'
 import { checkOptions, is, type OptionSpec } from '../../base/options'
 import type { ChatCompletionChunk } from '../../wire/chat'
-import type { EngineStepInput, TokenIds } from '../../wire/input'
 import { ChatCompletionsStream } from '../../wire/chat'
+import type { EngineStepInput, TokenIds } from '../../wire/input'
 import type { ResponseEvent, ResponsesStream } from '../../wire/responses'
 import { errorResponse, HttpError, sendError } from './errors'
 
