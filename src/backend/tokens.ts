@@ -21,7 +21,7 @@ export const CALL = 200_012
 
 /** `<|startoftext|>`: mirrors START_OF_TEXT in crate/core/src/tokens.rs. @mirrored */
 export const START_OF_TEXT = 199_998
-/** `<|endoftext|>`: mirrors END_OF_TEXT in crate/core/src/tokens.rs. @mirrored */
+/** `<|endoftext|>`: mirrors END_OF_TEXT in crate/core/src/tokens.rs. */
 export const END_OF_TEXT = 199_999
 /**
  * From here to LAST_TOKEN, an id without a name of its own is `<|reserved_{id}|>`. Mirrors FIRST_RESERVED in
