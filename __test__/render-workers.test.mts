@@ -4,12 +4,14 @@
  */
 import test from 'ava'
 import {
+  chatGenerationParameters,
   HarmonyError,
   HarmonyRequestError,
   HttpError,
   RenderWorkers,
   renderChatCompletionRequest,
   renderResponsesRequest,
+  responsesGenerationParameters,
 } from 'harmony-stream'
 
 import { IMPLEMENTATIONS } from './helpers/harmony.mjs'
@@ -104,3 +106,44 @@ test('a full queue answers 503; close rejects what is waiting; options are check
   })
   t.throws(() => new RenderWorkers({ renderOptions: { cache: null } as never }), { instanceOf: TypeError, message: /cache/ })
 })
+
+for (const implementation of IMPLEMENTATIONS) {
+  test(`${implementation}: prepare parses, checks and renders a body's bytes in a worker, as the event loop would`, async (t) => {
+    const renderOptions = { implementation, currentDate: '2026-01-01' } as const
+    const workers = new RenderWorkers({ size: 1, renderOptions, parameterOptions: { maxModelLength: 8 } })
+    t.teardown(() => workers.close())
+    for (const [kind, body, parameters] of [
+      ['chat', { ...CHAT, max_tokens: 7, temperature: 0.5, stream: true }, chatGenerationParameters],
+      ['responses', { ...RESPONSES, max_output_tokens: 9 }, responsesGenerationParameters],
+    ] as const) {
+      // A large body owns its memory and is transferred (detached here); a small one is a slice of Node's pool and copied.
+      for (const bytes of [Buffer.from(JSON.stringify(body)), Buffer.from(JSON.stringify({ ...body, padding: 'word '.repeat(4000) }))]) {
+        const owned = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
+        const prepared = await workers.prepare(kind, bytes)
+        t.deepEqual(prepared.parameters, parameters(body))
+        const render = kind === 'chat' ? renderChatCompletionRequest : renderResponsesRequest
+        t.deepEqual(prepared.prompt, render(body, { ...renderOptions, cache: null }))
+        t.is(bytes.byteLength === 0, owned, 'transferred exactly when the bytes own their memory')
+      }
+    }
+    const refused = async (bytes: string, type: typeof HttpError | typeof HarmonyRequestError, code: string, param: string | null) => {
+      const error = await t.throwsAsync(workers.prepare('chat', Buffer.from(bytes)), { instanceOf: type })
+      t.is(error?.code, code, bytes.slice(0, 40))
+      t.is((error as HttpError).param, param)
+      if (type === HttpError) t.is((error as HttpError).status, 400)
+    }
+    await refused('{"model": "m", "messages": [', HttpError, 'invalid-json', null)
+    await refused('[1, 2]', HttpError, 'invalid-json', null)
+    await refused('{"model": "a-much-too-long-name", "messages": []}', HttpError, 'invalid-parameter', 'model')
+    await refused('{"model": "m", "temperature": "hot", "messages": []}', HttpError, 'invalid-parameter', 'temperature')
+    await refused(
+      JSON.stringify({ model: 'm', messages: [{ role: 'tool', tool_call_id: 'x', content: 'y' }] }),
+      HarmonyRequestError,
+      'invalid-request',
+      'messages[0].tool_call_id',
+    )
+    await t.throwsAsync(workers.prepare('chat', 'not bytes' as never), { instanceOf: TypeError })
+    // The worker serves on after every refusal.
+    t.is((await workers.prepare('chat', Buffer.from(JSON.stringify(CHAT)))).parameters.model, 'm')
+  })
+}

@@ -76,7 +76,7 @@ export {
   type TextMessage,
   type TrainingRender,
 } from './render'
-export { DEFAULT_BODY_LIMIT, type ReadJsonOptions, readJsonBody } from './serving/http/body'
+export { DEFAULT_BODY_LIMIT, type ReadJsonOptions, readJsonBody, readJsonBytes } from './serving/http/body'
 export { errorResponse, HttpError, type OpenAIErrorBody, sendError } from './serving/http/errors'
 export { DEFAULT_SERVER_LIMITS, hardenServer, type ServerLimits } from './serving/http/server'
 export {
@@ -95,7 +95,7 @@ export {
   type GenerationParameters,
   responsesGenerationParameters,
 } from './serving/http/validate'
-export { RenderWorkers, type RenderWorkersOptions } from './serving/render-workers'
+export { type PreparedRequest, RenderWorkers, type RenderWorkersOptions } from './serving/render-workers'
 export { SseFrames, SsePool, type SsePoolOptions, type SseStreamError } from './serving/sse-pool'
 export type { AdapterDiagnostic } from './wire/adapter'
 export {

@@ -22,7 +22,7 @@
  *   SSE_COALESCE_MS  collect each stream's frames for this many ms per write (default 0: write every step)
  *   LOG_DIAGNOSTICS  0: do not log what the parser recovered from (default 1: one line each on stderr)
  *   RENDER_WORKERS   threads that render requests off the event loop (default: cores less one; 0: render inline)
- *   RENDER_INLINE_BYTES  bodies up to this many bytes are rendered inline, larger ones in a worker (default 16384)
+ *   RENDER_INLINE_BYTES  bodies up to this many bytes are parsed and rendered inline, larger ones in a worker (default 16384)
  *   HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS, KEEPALIVE_TIMEOUT_MS  the server's timeouts (default 10 s, 30 s, 5 s)
  */
 import cluster from 'node:cluster'
@@ -45,6 +45,7 @@ import {
   RenderWorkers,
   ResponsesStream,
   readJsonBody,
+  readJsonBytes,
   renderChatCompletionRequest,
   renderResponsesRequest,
   responseObject,
@@ -123,17 +124,23 @@ export function createGateway({
     },
   }
 
-  /** The prompt: rendered here for a small body, in a worker for a large one (BPE time grows with the body). */
-  function render(api, request, body) {
+  /**
+   * The request's generation parameters and prompt: for a small body read, parsed and rendered here; a large one
+   * (over `renderInlineBytes`) is handed to a worker as bytes, so neither JSON.parse nor BPE of it holds the event loop.
+   */
+  async function prepare(api, request) {
     const length = Number(request.headers['content-length'])
-    if (workers === null || (Number.isFinite(length) && length <= renderInlineBytes)) return api.render(body, renderOptions)
-    return workers.render(api.kind, body)
+    if (workers !== null && !(Number.isFinite(length) && length <= renderInlineBytes)) {
+      return await workers.prepare(api.kind, await readJsonBytes(request, { limit: bodyLimit }))
+    }
+    const body = await readJsonBody(request, { limit: bodyLimit })
+    const parameters = api.parameters(body)
+    return { parameters, prompt: api.render(body, renderOptions) }
   }
 
-  /** request → render → engine → adapter → SSE (or one JSON object). */
-  async function serve(api, request, response, body) {
-    const params = api.parameters(body)
-    const prompt = await render(api, request, body)
+  /** request → parameters and prompt → engine → adapter → SSE (or one JSON object). */
+  async function serve(api, request, response) {
+    const { parameters: params, prompt } = await prepare(api, request)
     const abort = abortOnClose(response)
     const steps = generate(request, prompt, params, abort.signal)
     const options = { ...api.adapterOptions(params, prompt), parser: { implementation, toolNames: prompt.toolNames } }
@@ -153,8 +160,8 @@ export function createGateway({
   }
 
   const routes = {
-    '/v1/chat/completions': { POST: (request, response) => withBody(request, response, apis.chat) },
-    '/v1/responses': { POST: (request, response) => withBody(request, response, apis.responses) },
+    '/v1/chat/completions': { POST: (request, response) => serve(apis.chat, request, response) },
+    '/v1/responses': { POST: (request, response) => serve(apis.responses, request, response) },
     '/v1/models': {
       GET: (_request, response) =>
         sendJson(response, 200, { object: 'list', data: [{ id: model, object: 'model', created, owned_by: 'harmony-stream' }] }),
@@ -162,11 +169,6 @@ export function createGateway({
     '/health': { GET: (_request, response) => sendJson(response, 200, { status: 'ok', engine: engine.name, implementation }) },
   }
   if (stats !== null) routes['/stats'] = { GET: (_request, response) => sendJson(response, 200, { ...stats(), outcomes }) }
-
-  async function withBody(request, response, api) {
-    const body = await readJsonBody(request, { limit: bodyLimit })
-    await serve(api, request, response, body)
-  }
 
   const server = createServer(async (request, response) => {
     try {

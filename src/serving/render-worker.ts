@@ -1,38 +1,61 @@
 /**
  * The worker thread of `RenderWorkers` (render-workers.ts): renders the requests it is sent with the options
- * it was started with (checked by the pool), and answers with the prompt's tokens (transferred, not copied) or the error to rethrow.
+ * it was started with (checked by the pool), and answers with the prompt's tokens (transferred, not copied) or
+ * the error to rethrow. A job is a parsed body (`render`, its bounds checked on the event loop already) or
+ * a body's JSON bytes (`prepare`), which are parsed, checked and turned into generation parameters here.
  */
 import { parentPort, workerData } from 'node:worker_threads'
 
 import { HarmonyRequestError } from '../base/errors'
-import { type RenderRequestOptions, renderCheckedRequest } from '../render/index'
+import { checkRequestBody, type RenderedPrompt, type RenderRequestOptions, renderCheckedRequest } from '../render/index'
+import { parseJsonBody } from './http/body'
+import { HttpError } from './http/errors'
+import { chatGenerationParameters, type GenerationParameterOptions, type GenerationParameters, responsesGenerationParameters } from './http/validate'
 
 export interface RenderJob {
   id: number
   kind: 'chat' | 'responses'
-  body: unknown
+  /** `render`: the parsed body, within its bounds. */
+  body?: unknown
+  /** `prepare`: the body's JSON bytes. */
+  bytes?: Uint8Array
 }
 
 export type RenderAnswer =
-  | { id: number; tokens: Uint32Array; toolNames: string[] }
+  | { id: number; tokens: Uint32Array; toolNames: string[]; parameters?: GenerationParameters }
   | { id: number; requestError: { message: string; param: string | null } }
+  | { id: number; httpError: { status: number; message: string; param: string | null; code: string } }
   | { id: number; failure: string }
 
-const options = workerData as RenderRequestOptions
+export interface RenderWorkerData {
+  renderOptions: RenderRequestOptions
+  parameterOptions: GenerationParameterOptions
+}
+
+const { renderOptions, parameterOptions } = workerData as RenderWorkerData
 const port = parentPort
 if (port === null) throw new Error('render-worker.ts runs as a worker thread of RenderWorkers')
+
+/** The job's prompt, and for `prepare` the body's generation parameters. */
+function run(job: RenderJob): { prompt: RenderedPrompt; parameters?: GenerationParameters } {
+  // `render`: the event loop checked the body's bounds and these options: not walked again here.
+  if (job.bytes === undefined) return { prompt: renderCheckedRequest(job.kind, job.body, renderOptions) }
+  const body = parseJsonBody(job.bytes)
+  const parameters = (job.kind === 'chat' ? chatGenerationParameters : responsesGenerationParameters)(body, parameterOptions)
+  checkRequestBody(job.kind, body, renderOptions)
+  return { prompt: renderCheckedRequest(job.kind, body, renderOptions), parameters }
+}
 
 port.on('message', (job: RenderJob) => {
   let answer: RenderAnswer
   try {
-    // The event loop checked the body's bounds and these options (RenderWorkers.render): not walked again here.
-    const { tokens, toolNames } = renderCheckedRequest(job.kind, job.body, options)
-    answer = { id: job.id, tokens, toolNames }
+    const { prompt, parameters } = run(job)
+    answer = { id: job.id, tokens: prompt.tokens, toolNames: prompt.toolNames, ...(parameters === undefined ? {} : { parameters }) }
   } catch (error) {
-    answer =
-      error instanceof HarmonyRequestError
-        ? { id: job.id, requestError: { message: error.message, param: error.param } }
-        : { id: job.id, failure: error instanceof Error ? error.message : String(error) }
+    if (error instanceof HarmonyRequestError) answer = { id: job.id, requestError: { message: error.message, param: error.param } }
+    else if (error instanceof HttpError)
+      answer = { id: job.id, httpError: { status: error.status, message: error.message, param: error.param, code: error.code } }
+    else answer = { id: job.id, failure: error instanceof Error ? error.message : String(error) }
   }
   port.postMessage(answer, 'tokens' in answer ? [answer.tokens.buffer as ArrayBuffer] : [])
 })

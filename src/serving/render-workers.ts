@@ -6,6 +6,7 @@
  *
  *   const workers = new RenderWorkers({ renderOptions: { implementation } })
  *   const prompt = await workers.render('chat', body)     // as renderChatCompletionRequest(body, renderOptions)
+ *   const { parameters, prompt } = await workers.prepare('chat', await readJsonBytes(request))  // JSON.parse there too
  *
  * The results are those of the synchronous renderers with the same options (each worker has its own render
  * cache); request errors come back as the same `HarmonyRequestError`. A full queue answers 503, so a burst of
@@ -19,7 +20,8 @@ import { HarmonyError, HarmonyRequestError } from '../base/errors'
 import { checkOptions, is, type OptionSpec } from '../base/options'
 import { checkRequestBody, type RenderedPrompt, type RenderRequestOptions } from '../render/index'
 import { HttpError } from './http/errors'
-import type { RenderAnswer, RenderJob } from './render-worker'
+import { chatGenerationParameters, type GenerationParameterOptions, type GenerationParameters } from './http/validate'
+import type { RenderAnswer, RenderJob, RenderWorkerData } from './render-worker'
 
 export interface RenderWorkersOptions {
   /** Worker threads. Default: the cores the machine suggests, less one for the event loop (at least 1). */
@@ -28,15 +30,23 @@ export interface RenderWorkersOptions {
   renderOptions?: Omit<RenderRequestOptions, 'cache'>
   /** Requests waiting for a worker before `render` answers 503. Default 256. */
   maxQueue?: number
+  /** Options of the generation parameters `prepare` reads (`maxModelLength`), as `chatGenerationParameters` takes them. */
+  parameterOptions?: GenerationParameterOptions
+}
+
+/** What `prepare` gives: the request's generation parameters and its prompt. */
+export interface PreparedRequest {
+  parameters: GenerationParameters
+  prompt: RenderedPrompt
 }
 
 const PROBE = { model: 'probe', messages: [{ role: 'user', content: 'x' }] }
 
-const OPTIONS: OptionSpec = { size: is.integer(1, 256), renderOptions: is.object, maxQueue: is.integer(0) }
+const OPTIONS: OptionSpec = { size: is.integer(1, 256), renderOptions: is.object, maxQueue: is.integer(0), parameterOptions: is.object }
 
 interface Pending {
   job: RenderJob
-  resolve: (prompt: RenderedPrompt) => void
+  resolve: (answer: PreparedRequest | RenderedPrompt) => void
   reject: (error: unknown) => void
 }
 
@@ -44,6 +54,7 @@ export class RenderWorkers {
   readonly size: number
   private readonly maxQueue: number
   private readonly renderOptions: Omit<RenderRequestOptions, 'cache'>
+  private readonly workerData: RenderWorkerData
   private readonly idle: Worker[] = []
   private readonly busy = new Map<Worker, Pending>()
   private readonly queue: Pending[] = []
@@ -55,12 +66,15 @@ export class RenderWorkers {
     if (checked.renderOptions !== undefined && 'cache' in checked.renderOptions) {
       throw new TypeError("RenderWorkers: option 'renderOptions' cannot hold a cache: each worker keeps its own")
     }
-    // The renderer's options are checked once, here: a bad one fails now rather than in every worker.
+    // The renderer's and the parameters' options are checked once, here: a bad one fails now rather than in
+    // every worker.
     checkRequestBody('chat', PROBE, { ...checked.renderOptions, cache: null })
+    chatGenerationParameters(PROBE, checked.parameterOptions)
     this.renderOptions = checked.renderOptions ?? {}
     this.size = checked.size ?? Math.max(1, availableParallelism() - 1)
     this.maxQueue = checked.maxQueue ?? 256
-    for (let i = 0; i < this.size; i++) this.idle.push(this.spawn(checked.renderOptions ?? {}))
+    this.workerData = { renderOptions: this.renderOptions, parameterOptions: checked.parameterOptions ?? {} }
+    for (let i = 0; i < this.size; i++) this.idle.push(this.spawn())
   }
 
   /** Renders a Chat Completions (`'chat'`) or Responses request body in a worker. */
@@ -74,8 +88,27 @@ export class RenderWorkers {
     } catch (error) {
       return Promise.reject(error)
     }
+    return this.enqueue({ id: this.nextId++, kind, body }) as Promise<RenderedPrompt>
+  }
+
+  /**
+   * A request body's JSON bytes (`readJsonBytes`) → its generation parameters (as `chatGenerationParameters` or
+   * `responsesGenerationParameters`) and its prompt (as the renderer), all in a worker: parsing, the bounds
+   * check and the render, so not even JSON.parse of a large body holds the event loop. Errors are those of
+   * the same steps on the event loop (`HttpError` 400 for bad JSON or a bad field, `HarmonyRequestError`).
+   * The bytes are handed to the worker (transferred when the array owns its memory): do not use them after.
+   */
+  prepare(kind: 'chat' | 'responses', bytes: Uint8Array): Promise<PreparedRequest> {
+    if (this.closed) return Promise.reject(new HarmonyError('render-workers-closed', 'RenderWorkers: closed'))
+    if (kind !== 'chat' && kind !== 'responses')
+      return Promise.reject(new TypeError(`RenderWorkers.prepare: kind must be 'chat' or 'responses', not ${String(kind)}`))
+    if (!(bytes instanceof Uint8Array)) return Promise.reject(new TypeError('RenderWorkers.prepare: bytes must be a Uint8Array (a Buffer)'))
+    return this.enqueue({ id: this.nextId++, kind, bytes }) as Promise<PreparedRequest>
+  }
+
+  private enqueue(job: RenderJob): Promise<PreparedRequest | RenderedPrompt> {
     return new Promise((resolve, reject) => {
-      const pending = { job: { id: this.nextId++, kind, body }, resolve, reject }
+      const pending = { job, resolve, reject }
       const worker = this.idle.pop()
       if (worker !== undefined) this.start(worker, pending)
       else if (this.queue.length < this.maxQueue) this.queue.push(pending)
@@ -95,39 +128,48 @@ export class RenderWorkers {
     await Promise.all(workers.map((worker) => worker.terminate()))
   }
 
-  private spawn(renderOptions: object): Worker {
-    const worker = new Worker(join(__dirname, 'render-worker.js'), { workerData: renderOptions })
+  private spawn(): Worker {
+    const worker = new Worker(join(__dirname, 'render-worker.js'), { workerData: this.workerData })
     // An idle pool must not keep the process alive.
     worker.unref()
     worker.on('message', (answer: RenderAnswer) => this.answered(worker, answer))
-    worker.on('error', (error) => this.failed(worker, error, renderOptions))
+    worker.on('error', (error) => this.failed(worker, error))
     return worker
   }
 
   private start(worker: Worker, pending: Pending): void {
     this.busy.set(worker, pending)
-    worker.postMessage(pending.job)
+    // A body's bytes are handed over (transferred) when they own their memory, else copied once.
+    const { bytes } = pending.job
+    const own = bytes !== undefined && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
+    worker.postMessage(pending.job, own ? [bytes.buffer as ArrayBuffer] : [])
   }
 
   private answered(worker: Worker, answer: RenderAnswer): void {
     const pending = this.busy.get(worker)
     this.busy.delete(worker)
     if (pending !== undefined) {
-      if ('tokens' in answer) pending.resolve({ tokens: answer.tokens, toolNames: answer.toolNames, promptTokens: answer.tokens.length })
-      else if ('requestError' in answer) pending.reject(new HarmonyRequestError(answer.requestError.message, answer.requestError.param))
+      if ('tokens' in answer) {
+        const prompt = { tokens: answer.tokens, toolNames: answer.toolNames, promptTokens: answer.tokens.length }
+        pending.resolve(answer.parameters === undefined ? prompt : { parameters: answer.parameters, prompt })
+      } else if ('requestError' in answer) pending.reject(new HarmonyRequestError(answer.requestError.message, answer.requestError.param))
+      else if ('httpError' in answer) {
+        const { status, message, param, code } = answer.httpError
+        pending.reject(new HttpError(status, message, { param, code }))
+      }
       else pending.reject(new HarmonyError('internal-error', `harmony-stream internal error while rendering: ${answer.failure}`))
     }
     this.next(worker)
   }
 
   /** A worker that died (a crash in it, never bad input) fails its render and is replaced. */
-  private failed(worker: Worker, error: Error, renderOptions: object): void {
+  private failed(worker: Worker, error: Error): void {
     const pending = this.busy.get(worker)
     this.busy.delete(worker)
     pending?.reject(
       new HarmonyError('internal-error', `harmony-stream internal error: a render worker failed: ${error.message}`, { cause: error }),
     )
-    if (!this.closed) this.next(this.spawn(renderOptions))
+    if (!this.closed) this.next(this.spawn())
   }
 
   private next(worker: Worker): void {
