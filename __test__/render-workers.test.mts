@@ -127,7 +127,8 @@ for (const implementation of IMPLEMENTATIONS) {
       }
     }
     const refused = async (bytes: string, type: typeof HttpError | typeof HarmonyRequestError, code: string, param: string | null) => {
-      const error = await t.throwsAsync(workers.prepare('chat', Buffer.from(bytes)), { instanceOf: type })
+      const error = (await t.throwsAsync(workers.prepare('chat', Buffer.from(bytes)))) as HttpError | HarmonyRequestError
+      t.true(error instanceof type, bytes.slice(0, 40))
       t.is(error?.code, code, bytes.slice(0, 40))
       t.is((error as HttpError).param, param)
       if (type === HttpError) t.is((error as HttpError).status, 400)

@@ -3,7 +3,13 @@
  * engine, behind one interface (`Engine.generate`). The subpath's whole public API, listed by name.
  */
 export { EngineError } from './serving/engines/errors'
-export { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_MAX_EVENT_BYTES, DEFAULT_READ_TIMEOUT_MS, type HttpOptions } from './serving/engines/http'
+export {
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_MAX_EVENT_BYTES,
+  DEFAULT_MAX_STREAM_BYTES,
+  DEFAULT_READ_TIMEOUT_MS,
+  type HttpOptions,
+} from './serving/engines/http'
 export { LlamaCppEngine, type LlamaCppEngineOptions } from './serving/engines/llamacpp'
 export { createEngine, type EngineName, type EngineOptionsByName } from './serving/engines/registry'
 export { ReplayEngine, type ReplayEngineOptions, type ReplayGenerateRequest } from './serving/engines/replay'

@@ -46,6 +46,13 @@ export interface FakeBehaviour {
   ignoreLimit?: boolean
   /** vLLM generate: no finish reason, as when the finishing output brings no new ids (the server skips it). */
   omitFinish?: boolean
+  /**
+   * Prompt tokens served from the prefix cache, reported as the engine does (sent as given, a bad value too):
+   * vLLM and trtllm-serve `usage.prompt_tokens_details.cached_tokens` (vLLM generate: not when 0, as the server
+   * does), SGLang `meta_info.cached_tokens` (every output), llama.cpp `timings.cache_n` (the final result).
+   * Unset: the field is left out, as by vLLM without `--enable-prompt-tokens-details` or a server that predates it.
+   */
+  cachedTokens?: number
 }
 
 export interface FakeEngine {
@@ -243,6 +250,9 @@ async function stream(
   res.end()
 }
 
+/** vLLM's and trtllm-serve's `usage.prompt_tokens_details` (UsageInfo), when the behaviour reports cached tokens. */
+const promptDetails = (cached: number | undefined) => (cached === undefined ? {} : { prompt_tokens_details: { cached_tokens: cached } })
+
 const pad = (behaviour: FakeBehaviour) => (behaviour.padding ? { padding: 'x'.repeat(behaviour.padding) } : {})
 
 /** vLLM's error object (vllm/entrypoints/openai/engine/protocol.py, ErrorResponse), for HTTP errors and mid-stream. */
@@ -269,7 +279,7 @@ export function fakeVllm(behaviour: FakeBehaviour): Promise<FakeEngine> {
           }),
         final: (ids, sent, reason, stop) =>
           frame({ index: 0, text: '', logprobs: null, finish_reason: reason, stop_reason: stop ?? null, token_ids: ids }) +
-          `data: ${JSON.stringify({ id: 'cmpl-1', object: 'text_completion', created: 1, model: 'gpt-oss', choices: [], usage: { prompt_tokens: (body.prompt as number[]).length, completion_tokens: sent.length + ids.length, total_tokens: 0 } })}\n\n`,
+          `data: ${JSON.stringify({ id: 'cmpl-1', object: 'text_completion', created: 1, model: 'gpt-oss', choices: [], usage: { prompt_tokens: (body.prompt as number[]).length, completion_tokens: sent.length + ids.length, total_tokens: 0, ...promptDetails(b.cachedTokens) } })}\n\n`,
         error: (message) => `data: ${JSON.stringify(vllmError(message, 500))}\n\n`,
         end: 'data: [DONE]\n\n',
       })
@@ -287,8 +297,9 @@ export function fakeVllmGenerate(behaviour: FakeBehaviour): Promise<FakeEngine> 
       const sampling = body.sampling_params as Record<string, unknown>
       const frame = (ids: number[], reason: string | null) =>
         `data: ${JSON.stringify({ request_id: 'generate-tokens-1', choices: [{ index: 0, logprobs: null, finish_reason: reason, token_ids: ids }], usage: null, ...pad(b) })}\n\n`
+      // serve_tokens_stream_generator adds prompt_tokens_details only when the count is truthy (not 0).
       const usage = (count: number) =>
-        `data: ${JSON.stringify({ request_id: 'generate-tokens-1', choices: [], usage: { prompt_tokens: (body.token_ids as number[]).length, completion_tokens: count, total_tokens: 0 } })}\n\n`
+        `data: ${JSON.stringify({ request_id: 'generate-tokens-1', choices: [], usage: { prompt_tokens: (body.token_ids as number[]).length, completion_tokens: count, total_tokens: 0, ...(b.cachedTokens ? promptDetails(b.cachedTokens) : {}) } })}\n\n`
       // vLLM keeps the stop id in the ids, and this endpoint has no stop reason to name it otherwise.
       await stream(res, { ...b, stopInIds: true }, send, sampling.max_tokens as number | undefined, {
         chunk: (ids) => frame(ids, null),
@@ -317,7 +328,7 @@ export function fakeSglang(behaviour: FakeBehaviour): Promise<FakeEngine> {
       const sampling = body.sampling_params as Record<string, unknown>
       const prompt = (body.input_ids as number[]).length
       const frame = (ids: number[], sent: number[], finish: unknown, completion: number) =>
-        `data: ${JSON.stringify({ text: '', output_ids: b.incremental ? ids : [...sent, ...ids], meta_info: { id: 'req-1', finish_reason: finish, prompt_tokens: prompt, completion_tokens: completion, cached_tokens: 0 }, ...pad(b) })}\n\n`
+        `data: ${JSON.stringify({ text: '', output_ids: b.incremental ? ids : [...sent, ...ids], meta_info: { id: 'req-1', finish_reason: finish, prompt_tokens: prompt, completion_tokens: completion, ...(b.cachedTokens === undefined ? {} : { cached_tokens: b.cachedTokens }) }, ...pad(b) })}\n\n`
       await stream(res, b, send, (sampling.max_new_tokens as number | null) ?? undefined, {
         chunk: (ids, sent) => frame(ids, sent, null, sent.length + ids.length),
         // completion_tokens counts the stop id whether or not the ids show it.
@@ -353,7 +364,7 @@ export function fakeLlamaCpp(behaviour: FakeBehaviour): Promise<FakeEngine> {
         // In stream mode the last chunk carries no tokens: they went out in the partial chunks before it.
         final: (ids, sent, reason) =>
           (ids.length > 0 ? partial(ids, sent) : '') +
-          `data: ${JSON.stringify({ index: 0, content: '', tokens: [], id_slot: 0, stop: true, model: 'gpt-oss', tokens_predicted: sent.length + ids.length, tokens_evaluated: prompt, truncated: false, stop_type: reason === 'stop' ? 'eos' : 'limit', stopping_word: '', tokens_cached: 0, timings: {} })}\n\n`,
+          `data: ${JSON.stringify({ index: 0, content: '', tokens: [], id_slot: 0, stop: true, model: 'gpt-oss', tokens_predicted: sent.length + ids.length, tokens_evaluated: prompt, truncated: false, stop_type: reason === 'stop' ? 'eos' : 'limit', stopping_word: '', tokens_cached: 0, timings: b.cachedTokens === undefined ? {} : { cache_n: b.cachedTokens } })}\n\n`,
         error: (message) =>
           b.errorFraming === 'line'
             ? `error: ${JSON.stringify(errorObject(message, 500))}\n\n`
@@ -437,7 +448,7 @@ export function fakeTrtllm(behaviour: FakeBehaviour): Promise<FakeEngine> {
         chunk: (tokens) => frame({ index: 0, text: '', token_ids: ids(tokens), logprobs: null, finish_reason: null, stop_reason: null }),
         final: (tokens, sent, reason, stop) =>
           frame({ index: 0, text: '', token_ids: ids(tokens), logprobs: null, finish_reason: reason, stop_reason: stop ?? null }) +
-          `data: ${JSON.stringify({ id: 'cmpl-1', object: 'text_completion', created: 1, model: body.model, choices: [], usage: { prompt_tokens: (body.prompt as number[]).length, total_tokens: 0, completion_tokens: sent.length + tokens.length, prompt_tokens_details: { cached_tokens: 0 } } })}\n\n`,
+          `data: ${JSON.stringify({ id: 'cmpl-1', object: 'text_completion', created: 1, model: body.model, choices: [], usage: { prompt_tokens: (body.prompt as number[]).length, total_tokens: 0, completion_tokens: sent.length + tokens.length, ...promptDetails(b.cachedTokens) } })}\n\n`,
         error: (message) => `data: ${JSON.stringify(trtllmError(message, 500))}\n\n`,
         end: 'data: [DONE]\n\n',
       })

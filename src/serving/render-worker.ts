@@ -10,7 +10,12 @@ import { HarmonyRequestError } from '../base/errors'
 import { checkRequestBody, type RenderedPrompt, type RenderRequestOptions, renderCheckedRequest } from '../render/index'
 import { parseJsonBody } from './http/body'
 import { HttpError } from './http/errors'
-import { chatGenerationParameters, type GenerationParameterOptions, type GenerationParameters, responsesGenerationParameters } from './http/validate'
+import {
+  chatGenerationParameters,
+  type GenerationParameterOptions,
+  type GenerationParameters,
+  responsesGenerationParameters,
+} from './http/validate'
 
 export interface RenderJob {
   id: number

@@ -156,8 +156,7 @@ export class RenderWorkers {
       else if ('httpError' in answer) {
         const { status, message, param, code } = answer.httpError
         pending.reject(new HttpError(status, message, { param, code }))
-      }
-      else pending.reject(new HarmonyError('internal-error', `harmony-stream internal error while rendering: ${answer.failure}`))
+      } else pending.reject(new HarmonyError('internal-error', `harmony-stream internal error while rendering: ${answer.failure}`))
     }
     this.next(worker)
   }

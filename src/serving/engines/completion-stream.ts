@@ -4,7 +4,8 @@
  * `data: <json>` chunk per engine output with `choices[0].token_ids`, `finish_reason` and `stop_reason` on the
  * last; with `include_usage`, a chunk with `choices: []` and `usage`; an error as an error object; `data: [DONE]`.
  * The clients differ in their request bodies (see vllm.ts and trtllm.ts for the sources followed); their
- * answers are read here, once.
+ * answers are read here, once. Cached prompt tokens: the usage's `prompt_tokens_details.cached_tokens`, when
+ * the engine sends it (vLLM only with `--enable-prompt-tokens-details`; see vllm.ts and trtllm.ts).
  */
 import { EngineError } from './errors'
 import type { SseEvent } from './sse'
@@ -71,8 +72,13 @@ export async function* completionSteps(events: AsyncIterable<SseEvent>, options:
 }
 
 function usageOf(usage: Record<string, unknown>): EngineUsage {
-  const count = (value: unknown) => (Number.isSafeInteger(value) && (value as number) >= 0 ? (value as number) : 0)
-  return { promptTokens: count(usage.prompt_tokens), completionTokens: count(usage.completion_tokens) }
+  const isCount = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0
+  const count = (value: unknown) => (isCount(value) ? value : 0)
+  const out: EngineUsage = { promptTokens: count(usage.prompt_tokens), completionTokens: count(usage.completion_tokens) }
+  // Absent (or not a count): the engine did not say, which is not the same as none cached.
+  const details = usage.prompt_tokens_details
+  if (isObject(details) && isCount(details.cached_tokens)) out.cachedPromptTokens = details.cached_tokens
+  return out
 }
 
 function finishReasonOf(engine: string, reason: unknown): EngineFinishReason {

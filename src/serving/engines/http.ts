@@ -27,11 +27,17 @@ export interface HttpOptions {
   headers?: Record<string, string>
   /** Largest single event accepted (see `SseReader`). Default 1 MiB. */
   maxEventBytes?: number
+  /**
+   * Most bytes one generation's stream may take, whatever its events hold (a runaway engine without a token
+   * limit, or one sending events without ids). Default 256 MiB: far above a whole context's worth of events.
+   */
+  maxStreamBytes?: number
 }
 
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000
 export const DEFAULT_READ_TIMEOUT_MS = 120_000
 export const DEFAULT_MAX_EVENT_BYTES = 1 << 20
+export const DEFAULT_MAX_STREAM_BYTES = 256 * (1 << 20)
 /** How much of an error body is read to find the engine's message, and how much of it a message keeps. */
 const MAX_ERROR_BODY = 64 * 1024
 const MAX_ERROR_TEXT = 1000
@@ -61,9 +67,15 @@ export async function* postEvents(
     const status = response.statusCode ?? 0
     if (status < 200 || status >= 300) throw await httpError(engine, response, status, readTimeout, signal, engineMessage)
     const reader = new SseReader(options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES)
+    let left = options.maxStreamBytes ?? DEFAULT_MAX_STREAM_BYTES
     for (;;) {
       const chunk = await nextChunk(engine, response, readTimeout, signal)
       if (chunk === null) break
+      left -= chunk.length
+      if (left < 0) {
+        const limit = options.maxStreamBytes ?? DEFAULT_MAX_STREAM_BYTES
+        throw new EngineError('engine-protocol-error', `${engine}: the stream passed ${limit} bytes (maxStreamBytes)`, { engine })
+      }
       let events: SseEvent[]
       try {
         events = reader.push(chunk)

@@ -26,7 +26,7 @@
 import { EngineError } from './errors'
 import { heldIds } from './held-ids'
 import { type HttpOptions, postEvents } from './http'
-import { checkEngineOptions } from './options'
+import { checkEngineOptions, HTTP_ENGINE_OPTIONS } from './options'
 import { checkGenerateRequest, GENERATION_STOP_TOKENS } from './request'
 import { isObject, openAIStyleMessage, parseEvent, samplingFields, step, streamError, tokenIds, withinLimit } from './steps'
 import type { Engine, EngineDiagnostic, EngineFinishReason, EngineStep, EngineUsage, GenerateRequest } from './types'
@@ -37,7 +37,7 @@ export interface LlamaCppEngineOptions extends HttpOptions {
 }
 
 const ENGINE = 'llamacpp'
-const OPTIONS = ['url', 'connectTimeoutMs', 'readTimeoutMs', 'headers', 'maxEventBytes'] as const
+const OPTIONS = HTTP_ENGINE_OPTIONS
 
 export class LlamaCppEngine implements Engine {
   readonly name = ENGINE
@@ -149,7 +149,8 @@ function idsLost(count: number, atEnd: boolean): EngineDiagnostic {
 /** The prompt tokens llama.cpp reused from the slot's cache (`timings.cache_n`, on the final result), when it says. */
 function withCache(usage: EngineUsage, json: Record<string, unknown>): EngineUsage {
   const timings = json.timings
-  if (isObject(timings) && Number.isSafeInteger(timings.cache_n)) usage.cachedPromptTokens = timings.cache_n as number
+  if (isObject(timings) && Number.isSafeInteger(timings.cache_n) && (timings.cache_n as number) >= 0)
+    usage.cachedPromptTokens = timings.cache_n as number
   return usage
 }
 

@@ -14,8 +14,11 @@ export function knownOptions(options: unknown, where: string, known: readonly st
   return checkOptions<Record<string, unknown>>(options ?? null, Object.fromEntries(known.map((key) => [key, is.any])), where)
 }
 
+/** The options every HTTP engine client takes (`HttpOptions` and the base `url`). */
+export const HTTP_ENGINE_OPTIONS = ['url', 'connectTimeoutMs', 'readTimeoutMs', 'headers', 'maxEventBytes', 'maxStreamBytes'] as const
+
 /**
- * Checks what every HTTP engine client takes (`url`, timeouts, `headers`, `maxEventBytes`, and `model` where
+ * Checks what every HTTP engine client takes (`url`, timeouts, `headers`, `maxEventBytes`, `maxStreamBytes`, and `model` where
  * it is known) and that no other option is present; returns the base URL with a trailing slash, so endpoint
  * paths resolve under it (`http://host/prefix` + `generate` → `http://host/prefix/generate`).
  */
@@ -31,7 +34,7 @@ export function checkEngineOptions(options: unknown, where: string, known: reado
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     throw new TypeError(`${where}: option 'url' must be http or https, not ${url.protocol}`)
   if (url.search !== '' || url.hash !== '') throw new TypeError(`${where}: option 'url' must be a base URL without query or fragment`)
-  for (const key of ['connectTimeoutMs', 'readTimeoutMs', 'maxEventBytes']) positiveInteger(o, key, where)
+  for (const key of ['connectTimeoutMs', 'readTimeoutMs', 'maxEventBytes', 'maxStreamBytes']) positiveInteger(o, key, where)
   if (o.model !== undefined && (typeof o.model !== 'string' || o.model === ''))
     throw new TypeError(`${where}: option 'model' must be a non-empty string`)
   if (

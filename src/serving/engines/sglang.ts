@@ -9,9 +9,10 @@
  * - python/sglang/srt/managers/tokenizer_manager.py (its output processor: each output is `{text, output_ids,
  *   meta_info}`; `output_ids` are every id so far, or only the new ones with `--incremental-streaming-output`;
  *   `meta_info` has `finish_reason` (null, or `{type: 'stop', matched: <id or string>}`, `{type: 'length',
- *   length}`, `{type: 'abort', message}`), `prompt_tokens` and `completion_tokens`) and the scheduler's
- *   scheduler_output_processor_mixin.py (stream_output_generation: ids sent through the stop token,
- *   `completion_tokens` = all ids so far).
+ *   length}`, `{type: 'abort', message}`), `prompt_tokens`, `completion_tokens` and `cached_tokens`) and the
+ *   scheduler's scheduler_output_processor_mixin.py (stream_output_generation: ids sent through the stop token,
+ *   `completion_tokens` = all ids so far, `cached_tokens` = the request's prompt tokens taken from the prefix
+ *   cache, `req.cached_tokens`). Cached tokens are read from the last output's `meta_info.cached_tokens`.
  *
  * Cumulative or incremental `output_ids` (option `incremental`, default `'auto'`): the first output with ids
  * reads the same either way. The next one decides: cumulative when its `output_ids` are as many as
@@ -29,10 +30,10 @@
  */
 import { EngineError } from './errors'
 import { type HttpOptions, postEvents } from './http'
-import { checkEngineOptions, positiveInteger } from './options'
+import { checkEngineOptions, HTTP_ENGINE_OPTIONS, positiveInteger } from './options'
 import { checkGenerateRequest, GENERATION_STOP_TOKENS } from './request'
 import { isObject, openAIStyleMessage, parseEvent, samplingFields, step, streamError, tokenIds, withinLimit, withStopToken } from './steps'
-import type { Engine, EngineFinishReason, EngineStep, GenerateRequest } from './types'
+import type { Engine, EngineFinishReason, EngineStep, EngineUsage, GenerateRequest } from './types'
 
 export interface SglangEngineOptions extends HttpOptions {
   /** Base URL, e.g. `http://127.0.0.1:30000`. */
@@ -47,7 +48,7 @@ export interface SglangEngineOptions extends HttpOptions {
 }
 
 const ENGINE = 'sglang'
-const OPTIONS = ['url', 'incremental', 'defaultMaxTokens', 'connectTimeoutMs', 'readTimeoutMs', 'headers', 'maxEventBytes'] as const
+const OPTIONS = [...HTTP_ENGINE_OPTIONS, 'incremental', 'defaultMaxTokens']
 
 export class SglangEngine implements Engine {
   readonly name = ENGINE
@@ -103,10 +104,12 @@ export class SglangEngine implements Engine {
         ids.record(repaired.slice(fresh.length))
         fresh = repaired
       }
-      const usage = {
+      const usage: EngineUsage = {
         promptTokens: count(meta.prompt_tokens) ?? request.tokens.length,
         completionTokens: Math.max(count(meta.completion_tokens) ?? 0, ids.total),
       }
+      const cached = count(meta.cached_tokens)
+      if (cached !== undefined) usage.cachedPromptTokens = cached
       yield step(fresh, finishReason, usage)
       return
     }

@@ -16,10 +16,14 @@
  *
  * The stream is read by completion-stream.ts, as vLLM's: when `stop_reason` names one of the request's stop ids
  * and the ids do not end with it, it is appended, so the parser always gets its terminator.
+ *
+ * Cached prompt tokens: openai_protocol.py's `UsageInfo` has `prompt_tokens_details: PromptTokensDetails`
+ * (`cached_tokens`), and completion_stream_post_processor always fills it in the usage chunk (the result's
+ * `cached_tokens`, 0 when none were cached); completion-stream.ts reads it as vLLM's.
  */
 import { completionSteps } from './completion-stream'
 import { type HttpOptions, postEvents } from './http'
-import { checkEngineOptions } from './options'
+import { checkEngineOptions, HTTP_ENGINE_OPTIONS } from './options'
 import { checkGenerateRequest, GENERATION_STOP_TOKENS } from './request'
 import { openAIStyleMessage, samplingFields, withinLimit } from './steps'
 import type { Engine, EngineStep, GenerateRequest } from './types'
@@ -32,7 +36,7 @@ export interface TrtllmEngineOptions extends HttpOptions {
 }
 
 const ENGINE = 'trtllm'
-const OPTIONS = ['url', 'model', 'connectTimeoutMs', 'readTimeoutMs', 'headers', 'maxEventBytes'] as const
+const OPTIONS = [...HTTP_ENGINE_OPTIONS, 'model']
 
 export class TrtllmEngine implements Engine {
   readonly name = ENGINE

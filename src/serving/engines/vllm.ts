@@ -18,6 +18,12 @@
  *   [{index, logprobs, finish_reason, token_ids}]}`, a usage-only last chunk with `include_usage`, the same
  *   error object, `data: [DONE]`; without `max_tokens` the server allows the rest of the context).
  *
+ * Cached prompt tokens: the usage chunk's `prompt_tokens_details.cached_tokens` (vllm/entrypoints/openai/engine/
+ * protocol.py, UsageInfo and PromptTokenUsageInfo; vllm/entrypoints/openai/protocol.py before that split). vLLM
+ * sends `prompt_tokens_details` only when served with `--enable-prompt-tokens-details` (completions: whenever
+ * the count is known, 0 included; the generate endpoint: only when it is not 0); without it, usage has no
+ * `cachedPromptTokens`.
+ *
  * Stop tokens: vLLM keeps the stop token it matched in the ids (vllm/v1/core/sched/utils.py, check_stop, trims
  * only what follows it) and names it in `stop_reason` (None when it was the model's EOS, `<|return|>` for
  * gpt-oss). The rule here: when `stop_reason` is one of the request's stop ids and the ids do not already end
@@ -27,7 +33,7 @@
  */
 import { completionSteps } from './completion-stream'
 import { type HttpOptions, postEvents } from './http'
-import { checkEngineOptions, positiveInteger } from './options'
+import { checkEngineOptions, HTTP_ENGINE_OPTIONS, positiveInteger } from './options'
 import { checkGenerateRequest, GENERATION_STOP_TOKENS } from './request'
 import { openAIStyleMessage, samplingFields, withinLimit } from './steps'
 import type { Engine, EngineStep, GenerateRequest } from './types'
@@ -49,7 +55,7 @@ export interface VllmEngineOptions extends HttpOptions {
 }
 
 const ENGINE = 'vllm'
-const OPTIONS = ['url', 'model', 'api', 'defaultMaxTokens', 'connectTimeoutMs', 'readTimeoutMs', 'headers', 'maxEventBytes'] as const
+const OPTIONS = [...HTTP_ENGINE_OPTIONS, 'model', 'api', 'defaultMaxTokens']
 export const VLLM_DEFAULT_MAX_TOKENS = 8192
 
 export class VllmEngine implements Engine {
