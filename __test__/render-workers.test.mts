@@ -117,7 +117,10 @@ for (const implementation of IMPLEMENTATIONS) {
       ['responses', { ...RESPONSES, max_output_tokens: 9 }, responsesGenerationParameters],
     ] as const) {
       // A large body owns its memory and is transferred (detached here); a small one is a slice of Node's pool and copied.
-      for (const bytes of [Buffer.from(JSON.stringify(body)), Buffer.from(JSON.stringify({ ...body, padding: 'word '.repeat(4000) }))]) {
+      for (const bytes of [
+        Buffer.from(JSON.stringify(body)),
+        Buffer.from(JSON.stringify({ ...body, metadata: { note: 'word '.repeat(4000) } })),
+      ]) {
         const owned = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
         const prepared = await workers.prepare(kind, bytes)
         t.deepEqual(prepared.parameters, parameters(body))

@@ -78,6 +78,7 @@ export {
 } from './render'
 export { DEFAULT_BODY_LIMIT, type ReadJsonOptions, readJsonBody, readJsonBytes } from './serving/http/body'
 export { errorResponse, HttpError, type OpenAIErrorBody, sendError } from './serving/http/errors'
+export { CHAT_REQUEST_FIELDS, type FieldHandling, RESPONSES_REQUEST_FIELDS, type RequestField } from './serving/http/fields'
 export { DEFAULT_SERVER_LIMITS, hardenServer, type ServerLimits } from './serving/http/server'
 export {
   chatFrames,

@@ -24,6 +24,7 @@
  *   RENDER_WORKERS   threads that render requests off the event loop (default: cores less one; 0: render inline)
  *   RENDER_INLINE_BYTES  bodies up to this many bytes are parsed and rendered inline, larger ones in a worker (default 16384)
  *   HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS, KEEPALIVE_TIMEOUT_MS  the server's timeouts (default 10 s, 30 s, 5 s)
+ *   UNKNOWN_FIELDS   refuse (default): a request field no table knows is a 400, as OpenAI answers; ignore: taken without it
  */
 import cluster from 'node:cluster'
 import { readFileSync } from 'node:fs'
@@ -59,7 +60,8 @@ import { collectSteps, createEngine, ReplayEngine } from 'harmony-stream/engines
  * completions as token arrays, and `interval` for the replay engine); `implementation`: the parser's.
  * `renderWorkers`: threads that render large requests off the event loop (0: all inline), `renderInlineBytes`:
  * the body size up to which a request is rendered inline; `serverLimits`: `hardenServer`'s timeouts.
- * `server.outcomes` counts how streams ended: `completed`, `failed`, `clientClosed` (a client that left is an
+ * `unknownFields`: `'refuse'` (default) answers a request field no table knows with a 400, as OpenAI does;
+ * `'ignore'` takes such requests without the field. `server.outcomes` counts how streams ended: `completed`, `failed`, `clientClosed` (a client that left is an
  * outcome, not an error: it is counted, never logged).
  */
 export function createGateway({
@@ -78,9 +80,11 @@ export function createGateway({
   renderWorkers = 0,
   renderInlineBytes = 16 * 1024,
   serverLimits = {},
+  unknownFields = 'refuse',
 }) {
   engine ??= new ReplayEngine({ completions: replay, interval })
-  const workers = renderWorkers > 0 ? new RenderWorkers({ size: renderWorkers, renderOptions }) : null
+  const parameterOptions = { unknownFields }
+  const workers = renderWorkers > 0 ? new RenderWorkers({ size: renderWorkers, renderOptions, parameterOptions }) : null
   const outcomes = { completed: 0, failed: 0, clientClosed: 0 }
   const created = Math.floor(Date.now() / 1000)
 
@@ -134,7 +138,7 @@ export function createGateway({
       return await workers.prepare(api.kind, await readJsonBytes(request, { limit: bodyLimit }))
     }
     const body = await readJsonBody(request, { limit: bodyLimit })
-    const parameters = api.parameters(body)
+    const parameters = api.parameters(body, parameterOptions)
     return { parameters, prompt: api.render(body, renderOptions) }
   }
 
@@ -298,6 +302,8 @@ function serveFromEnvironment(label) {
   const coalesceMs = Number(process.env.SSE_COALESCE_MS ?? 0)
   const renderWorkers = Number(process.env.RENDER_WORKERS ?? Math.max(1, availableParallelism() - 1))
   const renderInlineBytes = Number(process.env.RENDER_INLINE_BYTES ?? 16 * 1024)
+  const unknownFields = process.env.UNKNOWN_FIELDS ?? 'refuse'
+  if (unknownFields !== 'refuse' && unknownFields !== 'ignore') throw new Error('UNKNOWN_FIELDS must be refuse or ignore')
   const serverLimits = {}
   for (const [name, key] of [
     ['HEADERS_TIMEOUT_MS', 'headersTimeoutMs'],
@@ -317,6 +323,7 @@ function serveFromEnvironment(label) {
     renderWorkers,
     renderInlineBytes,
     serverLimits,
+    unknownFields,
   })
   server.listen(port, '127.0.0.1', () => {
     const { port: bound } = server.address()

@@ -45,6 +45,15 @@ export function responsesConversation(body: unknown): RequestConversation {
     messages: [],
     reasoningEffort: reasoningEffort(reasoning?.effort, 'reasoning.effort'),
   }
+  // gpt-oss writes no reasoning summary: 'auto' (as the model can) is taken, a summary asked for is not.
+  for (const field of ['summary', 'generate_summary']) {
+    const summary = reasoning?.[field]
+    if (summary !== undefined && summary !== null && summary !== 'auto')
+      fail(
+        `reasoning.${field} ${JSON.stringify(summary).slice(0, 40)} is not supported: gpt-oss writes no reasoning summary ('auto' is taken)`,
+        `reasoning.${field}`,
+      )
+  }
   const instructions = optionalString(request.instructions, 'instructions')
   if (instructions !== undefined) conversation.instructions.push(instructions)
 

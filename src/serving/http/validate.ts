@@ -1,9 +1,11 @@
 /**
  * The fields of a Chat Completions or Responses request that steer generation (the conversation itself is
- * checked by the renderer): each must have the type and range OpenAI documents, else 400 naming it.
+ * checked by the renderer): each must have the type and range OpenAI documents, else 400 naming it. Every
+ * other field is checked against the API's table of fields first (fields.ts).
  */
 import { checkOptions, is, type OptionSpec } from '../../base/options'
 import { HttpError } from './errors'
+import { checkRequestFields, type RequestApi } from './fields'
 
 export interface GenerationParameters {
   model: string
@@ -38,19 +40,26 @@ function optionalInteger(body: Record<string, unknown>, param: string, min: numb
 export interface GenerationParameterOptions {
   /** Longest `model` accepted, in characters: it is repeated in every chunk of the stream. Default 256. */
   maxModelLength?: number
+  /**
+   * A field no table of fields.ts knows: `'refuse'` (default) answers 400 as OpenAI does ("Unrecognized
+   * request argument supplied"); `'ignore'` takes the request without it.
+   */
+  unknownFields?: 'refuse' | 'ignore'
 }
 
 export const DEFAULT_MAX_MODEL_LENGTH = 256
 
-const PARAMETER_OPTIONS: OptionSpec = { maxModelLength: is.integer(1) }
+const PARAMETER_OPTIONS: OptionSpec = { maxModelLength: is.integer(1), unknownFields: is.oneOf('refuse', 'ignore') }
 
 function common(
+  api: RequestApi,
   body: Record<string, unknown>,
   options: GenerationParameterOptions,
   where: string,
 ): Omit<GenerationParameters, 'maxTokens' | 'includeUsage'> {
-  const maxModelLength =
-    checkOptions<GenerationParameterOptions>(options, PARAMETER_OPTIONS, where).maxModelLength ?? DEFAULT_MAX_MODEL_LENGTH
+  const checked = checkOptions<GenerationParameterOptions>(options, PARAMETER_OPTIONS, where)
+  const maxModelLength = checked.maxModelLength ?? DEFAULT_MAX_MODEL_LENGTH
+  checkRequestFields(api, body, checked.unknownFields)
   if (typeof body.model !== 'string' || body.model === '') bad('model', 'must be a non-empty string')
   if (body.model.length > maxModelLength) bad('model', `must be at most ${maxModelLength} characters (it is repeated in every chunk)`)
   if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') bad('stream', 'must be a boolean')
@@ -66,7 +75,7 @@ function common(
 }
 
 export function chatGenerationParameters(body: Record<string, unknown>, options: GenerationParameterOptions = {}): GenerationParameters {
-  const base = common(body, options, 'chatGenerationParameters')
+  const base = common('chat', body, options, 'chatGenerationParameters')
   const n = optionalInteger(body, 'n', 1)
   if (n !== undefined && n !== 1) bad('n', 'must be 1: one completion per request is supported')
   const maxTokens = optionalInteger(body, 'max_completion_tokens', 1) ?? optionalInteger(body, 'max_tokens', 1)
@@ -75,6 +84,9 @@ export function chatGenerationParameters(body: Record<string, unknown>, options:
     bad('stream_options', 'must be an object')
   const includeUsage = (streamOptions as Record<string, unknown> | null | undefined)?.include_usage
   if (includeUsage !== undefined && typeof includeUsage !== 'boolean') bad('stream_options.include_usage', 'must be a boolean')
+  const obfuscation = (streamOptions as Record<string, unknown> | null | undefined)?.include_obfuscation
+  if (obfuscation !== undefined && obfuscation !== null && typeof obfuscation !== 'boolean')
+    bad('stream_options.include_obfuscation', 'must be a boolean')
   return { ...base, maxTokens, includeUsage: includeUsage === true }
 }
 
@@ -83,7 +95,7 @@ export function responsesGenerationParameters(
   options: GenerationParameterOptions = {},
 ): GenerationParameters {
   return {
-    ...common(body, options, 'responsesGenerationParameters'),
+    ...common('responses', body, options, 'responsesGenerationParameters'),
     maxTokens: optionalInteger(body, 'max_output_tokens', 1),
     includeUsage: true,
   }

@@ -1,0 +1,152 @@
+/**
+ * Every field of a Chat Completions and a Responses request, classified (docs/API.md "Request fields" shows
+ * the same tables): nothing a client sends is dropped without a word.
+ *
+ * - `honoured`: rendered into the prompt, sent to the engine, or echoed (each checked where it is read: the
+ *   renderer for the conversation, `validate.ts` for the generation fields);
+ * - `accepted`: it cannot change a gpt-oss generation (`user`, `metadata`, cache keys…), so it is taken as it
+ *   is, its type checked;
+ * - `refused`: a 400 naming it, saying why, for any value but those that ask for nothing (`stop: null`,
+ *   `logprobs: false`, `audio` absent…).
+ *
+ * Fields of the `openai` package's request types (ChatCompletionCreateParamsBase, ResponseCreateParamsBase)
+ * are all here (a test fails when the pinned package gains one), plus the few that other servers' clients
+ * send. Any other field is refused as OpenAI refuses it ("Unrecognized request argument supplied"), unless
+ * the gateway chose `unknownFields: 'ignore'`.
+ */
+import { HttpError } from './errors'
+
+export type FieldHandling = 'honoured' | 'accepted' | 'refused'
+
+export interface RequestField {
+  handling: FieldHandling
+  /** What happens to it, or (refused) why. */
+  note: string
+  /** `accepted`: the JSON type a value must have (null is always taken). */
+  type?: 'string' | 'boolean' | 'object' | 'number'
+  /** `refused`: values that ask for nothing and are taken (null and absent always are). */
+  allows?: (value: unknown) => boolean
+}
+
+const is =
+  (...values: unknown[]) =>
+  (value: unknown) =>
+    values.includes(value)
+const emptyArray = (value: unknown) => Array.isArray(value) && value.length === 0
+const textOnly = (value: unknown) => Array.isArray(value) && value.length === 1 && value[0] === 'text'
+const textFormat = (value: unknown) =>
+  value !== null && typeof value === 'object' && (value as { type?: unknown }).type === 'text' && Object.keys(value).length === 1
+
+const accepted = (note: string, type: RequestField['type']): RequestField => ({ handling: 'accepted', note, type })
+const honoured = (note: string): RequestField => ({ handling: 'honoured', note })
+const refused = (note: string, allows?: (value: unknown) => boolean): RequestField =>
+  allows === undefined ? { handling: 'refused', note } : { handling: 'refused', note, allows }
+
+const NOT_YET = 'not supported by this gateway yet'
+
+/** The fields both APIs share, with the same meaning. */
+const SHARED = {
+  model: honoured('echoed in every chunk and object (at most 256 characters)'),
+  stream: honoured('SSE or one object'),
+  temperature: honoured('sent to the engine'),
+  top_p: honoured('sent to the engine'),
+  tools: honoured('function tools rendered into the developer message; other tool types refused'),
+  tool_choice: honoured("'auto' offers the tools, 'none' does not; anything else cannot be enforced for gpt-oss and is refused"),
+  parallel_tool_calls: accepted(
+    'a gpt-oss turn ends at its first tool call (`<|call|>` stops generation), so at most one call is made either way',
+    'boolean',
+  ),
+  user: accepted('cannot change a generation', 'string'),
+  metadata: accepted('cannot change a generation', 'object'),
+  safety_identifier: accepted('cannot change a generation', 'string'),
+  prompt_cache_key: accepted("the engines' prefix caches need no key", 'string'),
+  prompt_cache_retention: accepted("the engines' prefix caches keep what they keep", 'string'),
+  service_tier: accepted('one tier here', 'string'),
+} as const satisfies Record<string, RequestField>
+
+export const CHAT_REQUEST_FIELDS = Object.freeze({
+  messages: honoured('rendered into the Harmony prompt'),
+  ...SHARED,
+  stream_options: honoured('`include_usage` adds the usage chunk; `include_obfuscation` is accepted (no obfuscation is added)'),
+  max_tokens: honoured('sent to the engine, and held to by the gateway'),
+  max_completion_tokens: honoured('as `max_tokens` (it wins when both are given)'),
+  seed: honoured('sent to the engine'),
+  n: honoured('1 only: one completion per request'),
+  reasoning_effort: honoured("the system message's `Reasoning:` level (low, medium, high)"),
+  store: refused('this gateway stores no chat completions', is(false)),
+  audio: refused('gpt-oss reads and writes text only'),
+  modalities: refused('gpt-oss writes text only', textOnly),
+  function_call: refused("deprecated: use 'tool_choice'"),
+  functions: refused("deprecated: use 'tools'"),
+  frequency_penalty: refused(NOT_YET, is(0)),
+  presence_penalty: refused(NOT_YET, is(0)),
+  logit_bias: refused(NOT_YET),
+  logprobs: refused(NOT_YET, is(false)),
+  top_logprobs: refused(NOT_YET, is(0)),
+  prediction: refused('predicted outputs cannot be given to the engines'),
+  response_format: refused(`${NOT_YET} (structured outputs); 'text' is taken`, textFormat),
+  stop: refused(NOT_YET),
+  verbosity: refused('gpt-oss has no verbosity control'),
+  web_search_options: refused('no built-in web search here'),
+} as const satisfies Record<string, RequestField>)
+
+export const RESPONSES_REQUEST_FIELDS = Object.freeze({
+  input: honoured('rendered into the Harmony prompt'),
+  instructions: honoured("the developer message's instructions"),
+  ...SHARED,
+  max_output_tokens: honoured('sent to the engine, and held to by the gateway'),
+  reasoning: honoured("`effort` is the system message's `Reasoning:` level; a `summary` is refused (gpt-oss writes none)"),
+  // Not in OpenAI's Responses API; read as in Chat Completions, which some clients rely on.
+  seed: honoured('sent to the engine (an extension: Chat Completions has it)'),
+  stream_options: accepted('no obfuscation is added', 'object'),
+  store: accepted('nothing is stored yet: every request must carry its whole conversation', 'boolean'),
+  background: refused(NOT_YET, is(false)),
+  conversation: refused('this gateway keeps no server-side state; send the whole conversation in input'),
+  previous_response_id: refused('this gateway keeps no server-side state; send the whole conversation in input'),
+  prompt: refused('no stored prompt templates here'),
+  context_management: refused(NOT_YET),
+  include: refused(NOT_YET, emptyArray),
+  text: refused(`${NOT_YET} (structured outputs, verbosity); '{ format: { type: "text" } }' is taken`, (value) => {
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) return false
+    const { format, ...rest } = value as { format?: unknown }
+    return Object.keys(rest).length === 0 && (format === undefined || format === null || textFormat(format))
+  }),
+  truncation: refused("the conversation is never cut to fit: 'disabled' only", is('disabled')),
+  max_tool_calls: refused(NOT_YET),
+  top_logprobs: refused(NOT_YET, is(0)),
+} as const satisfies Record<string, RequestField>)
+
+export type RequestApi = 'chat' | 'responses'
+
+const TABLES: Record<RequestApi, Readonly<Record<string, RequestField>>> = {
+  chat: CHAT_REQUEST_FIELDS,
+  responses: RESPONSES_REQUEST_FIELDS,
+}
+
+function refuse(param: string, message: string): never {
+  throw new HttpError(400, message, { param, code: 'invalid-parameter' })
+}
+
+/**
+ * Checks every top-level field of `body` against the API's table: a refused field with a value that asks for
+ * something, an accepted one of the wrong type, or (unless `unknownFields` is `'ignore'`) a field the table
+ * does not know is a 400 naming it. Honoured fields are checked where they are read.
+ */
+export function checkRequestFields(api: RequestApi, body: Record<string, unknown>, unknownFields: 'refuse' | 'ignore' = 'refuse'): void {
+  const table = TABLES[api]
+  for (const [name, value] of Object.entries(body)) {
+    const field = Object.hasOwn(table, name) ? table[name] : undefined
+    if (field === undefined) {
+      if (unknownFields === 'refuse') refuse(name, `Unrecognized request argument supplied: ${name}`)
+      continue
+    }
+    if (value === undefined || value === null || field.handling === 'honoured') continue
+    if (field.handling === 'refused') {
+      if (field.allows?.(value) !== true) refuse(name, `${name} is not supported: ${field.note}`)
+    } else if (!hasType(value, field.type!)) refuse(name, `${name} must be ${field.type === 'object' ? 'an object' : `a ${field.type}`}`)
+  }
+}
+
+function hasType(value: unknown, type: NonNullable<RequestField['type']>): boolean {
+  return type === 'object' ? typeof value === 'object' && !Array.isArray(value) : typeof value === type
+}
