@@ -17,5 +17,13 @@ export { checkGenerateRequest, GENERATION_STOP_TOKENS, LAST_MODEL_TOKEN } from '
 export { SglangEngine, type SglangEngineOptions } from './serving/engines/sglang'
 export { collectSteps } from './serving/engines/steps'
 export { TrtllmEngine, type TrtllmEngineOptions } from './serving/engines/trtllm'
-export type { Engine, EngineDiagnostic, EngineFinishReason, EngineStep, EngineUsage, GenerateRequest } from './serving/engines/types'
+export type {
+  Engine,
+  EngineDiagnostic,
+  EngineFinishReason,
+  EngineStep,
+  EngineUsage,
+  GenerateRequest,
+  SamplingField,
+} from './serving/engines/types'
 export { VLLM_DEFAULT_MAX_TOKENS, VllmEngine, type VllmEngineOptions } from './serving/engines/vllm'

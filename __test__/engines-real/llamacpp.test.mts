@@ -210,6 +210,27 @@ real("seeded sampling: the streamed ids are the server's own for the same seed",
   t.true(offGreedy > 0, 'some seed leaves the greedy path')
 })
 
+real("logit bias: a banned successor is never sampled, and the streamed ids are the server's own for the same bias", async (t) => {
+  const { cycle } = chain('walk')
+  // Greedy after cycle[0] is cycle[1]; with cycle[1] banned, the model's other edge (cycle[5]) wins.
+  const request = { tokens: promptEndingWith(cycle![0]), temperature: 0, maxTokens: 3, logitBias: { [cycle![1]]: -100 } }
+  const streamed = await collect(engine().generate(request))
+  t.is(streamed.tokens[0], cycle![5])
+  t.false(streamed.tokens.includes(cycle![1]))
+  const { json } = await server.post('/completion', {
+    prompt: request.tokens,
+    n_predict: 3,
+    temperature: 0,
+    stream: false,
+    return_tokens: true,
+    logit_bias: [[cycle![1], -100]],
+  })
+  t.deepEqual(streamed.tokens, (json as { tokens: number[] }).tokens)
+  // Penalties are taken by the server (the bigram chains are too short for them to change a greedy walk).
+  const penalised = await collect(engine().generate({ ...request, logitBias: undefined, presencePenalty: 0.5, frequencyPenalty: 0.5 }))
+  t.is(penalised.tokens.length, 3)
+})
+
 real("max tokens: exactly that many ids, finish reason 'length'", async (t) => {
   const { start } = chain('walk')
   const streamed = await collect(engine().generate({ tokens: promptEndingWith(start), temperature: 0, maxTokens: 300 }))

@@ -103,6 +103,9 @@ export function createGateway({
       temperature: params.temperature,
       topP: params.topP,
       seed: params.seed,
+      presencePenalty: params.presencePenalty,
+      frequencyPenalty: params.frequencyPenalty,
+      logitBias: params.logitBias,
       signal,
       ...(replayIndex !== undefined ? { replayIndex } : {}),
     })

@@ -51,7 +51,7 @@ export class LlamaCppEngine implements Engine {
   }
 
   generate(request: GenerateRequest): AsyncIterable<EngineStep> {
-    checkGenerateRequest(request, 'LlamaCppEngine.generate')
+    checkGenerateRequest(request, 'LlamaCppEngine.generate', this)
     return withinLimit(this.run(request), request.maxTokens)
   }
 
@@ -64,7 +64,7 @@ export class LlamaCppEngine implements Engine {
       stream: true,
       return_tokens: true,
       cache_prompt: true,
-      ...samplingFields(request, 'seed'),
+      ...samplingFields(request, 'seed', 'pairs'),
     }
   }
 

@@ -63,7 +63,7 @@ export class ReplayEngine implements Engine {
   }
 
   generate(request: ReplayGenerateRequest): AsyncIterable<EngineStep> {
-    checkGenerateRequest(request, 'ReplayEngine.generate')
+    checkGenerateRequest(request, 'ReplayEngine.generate', this)
     let index = request.replayIndex
     let field = 'replayIndex'
     if (index === undefined) {

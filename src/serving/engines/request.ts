@@ -4,7 +4,8 @@
  * otherwise: a float temperature sent as a string, a stop id it does not know).
  */
 import { CALL, END, END_OF_TEXT, RETURN } from '../../backend/tokens'
-import type { GenerateRequest } from './types'
+import { HarmonyRequestError } from '../../base/errors'
+import { type Engine, type GenerateRequest, SAMPLING_FIELDS, type SamplingField } from './types'
 
 /**
  * The last id a gpt-oss model knows: its vocabulary (o200k_harmony, the embedding's rows) has 201,088 ids,
@@ -25,7 +26,11 @@ export function isTokenId(id: unknown): id is number {
  */
 export const GENERATION_STOP_TOKENS: readonly number[] = Object.freeze([RETURN, CALL, END_OF_TEXT])
 
-export function checkGenerateRequest(request: Partial<GenerateRequest>, where: string): void {
+/**
+ * Checks a request as the package's clients do (each field's type and range); with `engine`, also that it sets
+ * no sampling field the engine does not apply (`checkEngineSampling`).
+ */
+export function checkGenerateRequest(request: Partial<GenerateRequest>, where: string, engine?: Engine): void {
   if (request === null || typeof request !== 'object') throw new TypeError(`${where}: the request must be an object`)
   const { tokens } = request
   if (!(tokens instanceof Uint32Array) && !Array.isArray(tokens))
@@ -45,6 +50,13 @@ export function checkGenerateRequest(request: Partial<GenerateRequest>, where: s
   }
   if (request.seed !== undefined && !Number.isSafeInteger(request.seed))
     throw new RangeError(`${where}: seed must be an integer, not ${String(request.seed)}`)
+  for (const key of ['presencePenalty', 'frequencyPenalty'] as const) {
+    const value = request[key]
+    if (value !== undefined && (typeof value !== 'number' || !Number.isFinite(value) || value < -2 || value > 2)) {
+      throw new RangeError(`${where}: ${key} must be a number from -2 to 2, not ${String(value)}`)
+    }
+  }
+  if (request.logitBias !== undefined) checkLogitBias(request.logitBias, where)
   if (request.stopTokens !== undefined) {
     if (!Array.isArray(request.stopTokens)) throw new TypeError(`${where}: stopTokens must be an array of token ids`)
     request.stopTokens.forEach((id, i) => {
@@ -55,4 +67,32 @@ export function checkGenerateRequest(request: Partial<GenerateRequest>, where: s
   }
   if (request.signal !== undefined && !(request.signal instanceof AbortSignal))
     throw new TypeError(`${where}: signal must be an AbortSignal`)
+  if (engine !== undefined) checkEngineSampling(request as GenerateRequest, engine)
+}
+
+/** Largest logit bias OpenAI takes, either way. */
+const MAX_BIAS = 100
+
+function checkLogitBias(bias: unknown, where: string): void {
+  if (bias === null || typeof bias !== 'object' || Array.isArray(bias))
+    throw new TypeError(`${where}: logitBias must be an object of token id to bias`)
+  for (const [key, value] of Object.entries(bias)) {
+    if (!/^(0|[1-9][0-9]*)$/.test(key) || !isTokenId(Number(key)))
+      throw new RangeError(`${where}: logitBias key ${JSON.stringify(key).slice(0, 40)} is not a token id from 0 to ${LAST_MODEL_TOKEN}`)
+    if (typeof value !== 'number' || !Number.isFinite(value) || Math.abs(value) > MAX_BIAS)
+      throw new RangeError(`${where}: logitBias[${key}] must be a number from -${MAX_BIAS} to ${MAX_BIAS}, not ${String(value)}`)
+  }
+}
+
+/**
+ * A request that sets a sampling field `engine` does not apply is refused as a request error (HTTP 400 naming
+ * OpenAI's field), rather than sent to an engine that would ignore it.
+ */
+export function checkEngineSampling(request: GenerateRequest, engine: Engine): void {
+  const applies = engine.sampling
+  if (applies === undefined) return
+  for (const [field, param] of Object.entries(SAMPLING_FIELDS) as [SamplingField, string][]) {
+    if (request[field] !== undefined && !applies.includes(field))
+      throw new HarmonyRequestError(`${param} is not supported by the ${engine.name} engine`, param)
+  }
 }

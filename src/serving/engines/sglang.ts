@@ -66,7 +66,7 @@ export class SglangEngine implements Engine {
   }
 
   generate(request: GenerateRequest): AsyncIterable<EngineStep> {
-    checkGenerateRequest(request, 'SglangEngine.generate')
+    checkGenerateRequest(request, 'SglangEngine.generate', this)
     return withinLimit(this.run(request), request.maxTokens)
   }
 

@@ -41,15 +41,26 @@ export function withStopToken(tokens: number[], lastSeen: number | undefined, ma
 }
 
 /**
- * The request's sampling settings under the names the engines share (`temperature`, `top_p`) and the one they
- * do not (`seedField`: vLLM and llama.cpp `seed`, SGLang `sampling_seed`); unset ones are left out, so the
- * engine's defaults apply.
+ * The request's sampling settings under the names the engines share (`temperature`, `top_p`,
+ * `presence_penalty`, `frequency_penalty`) and those they do not: `seedField` (vLLM and llama.cpp `seed`,
+ * SGLang `sampling_seed`) and the shape of `logit_bias` (`'object'`: `{"<id>": bias}` as OpenAI's; `'pairs'`:
+ * llama.cpp's `[[id, bias], …]`). Unset ones are left out, so the engine's defaults apply.
  */
-export function samplingFields(request: GenerateRequest, seedField: 'seed' | 'sampling_seed'): Record<string, number> {
-  const fields: Record<string, number> = {}
+export function samplingFields(
+  request: GenerateRequest,
+  seedField: 'seed' | 'sampling_seed',
+  logitBias: 'object' | 'pairs' = 'object',
+): Record<string, unknown> {
+  const fields: Record<string, unknown> = {}
   if (request.temperature !== undefined) fields.temperature = request.temperature
   if (request.topP !== undefined) fields.top_p = request.topP
   if (request.seed !== undefined) fields[seedField] = request.seed
+  if (request.presencePenalty !== undefined) fields.presence_penalty = request.presencePenalty
+  if (request.frequencyPenalty !== undefined) fields.frequency_penalty = request.frequencyPenalty
+  if (request.logitBias !== undefined) {
+    const entries = Object.entries(request.logitBias)
+    fields.logit_bias = logitBias === 'pairs' ? entries.map(([id, bias]) => [Number(id), bias]) : Object.fromEntries(entries)
+  }
   return fields
 }
 

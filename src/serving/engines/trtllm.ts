@@ -53,7 +53,7 @@ export class TrtllmEngine implements Engine {
   }
 
   generate(request: GenerateRequest): AsyncIterable<EngineStep> {
-    checkGenerateRequest(request, 'TrtllmEngine.generate')
+    checkGenerateRequest(request, 'TrtllmEngine.generate', this)
     return withinLimit(this.run(request), request.maxTokens)
   }
 

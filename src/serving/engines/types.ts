@@ -43,6 +43,12 @@ export interface GenerateRequest {
   temperature?: number
   topP?: number
   seed?: number
+  /** OpenAI's presence penalty, -2 to 2: subtracted once from the logit of every id already generated. */
+  presencePenalty?: number
+  /** OpenAI's frequency penalty, -2 to 2: subtracted from an id's logit once for each time it was generated. */
+  frequencyPenalty?: number
+  /** Added to the logits of these ids, -100 to 100 (-100 bans an id in practice), by token id. */
+  logitBias?: Readonly<Record<number, number>>
   /**
    * Ids that end generation. Default `<|return|>`, `<|call|>` and `<|endoftext|>` (`GENERATION_STOP_TOKENS`);
    * `<|end|>` must never be among them (it only separates messages within one completion).
@@ -52,9 +58,26 @@ export interface GenerateRequest {
   signal?: AbortSignal
 }
 
+/** The sampling fields of a `GenerateRequest`, each named as OpenAI's request field it comes from. */
+export const SAMPLING_FIELDS = Object.freeze({
+  temperature: 'temperature',
+  topP: 'top_p',
+  seed: 'seed',
+  presencePenalty: 'presence_penalty',
+  frequencyPenalty: 'frequency_penalty',
+  logitBias: 'logit_bias',
+} as const)
+
+export type SamplingField = keyof typeof SAMPLING_FIELDS
+
 export interface Engine {
   /** e.g. `'vllm'`, `'sglang'`, `'llamacpp'`, `'replay'`. */
   readonly name: string
+  /**
+   * The sampling fields this engine applies; a request setting any other is refused (`HarmonyRequestError`,
+   * a 400 naming OpenAI's field) rather than sent to an engine that would ignore it. Absent: all of them.
+   */
+  readonly sampling?: readonly SamplingField[]
   /**
    * Streams one generation. The iterator pulls from the engine only as fast as it is consumed (no unbounded
    * buffering); breaking out of the loop or aborting `signal` ends the engine request. Failures throw

@@ -73,7 +73,7 @@ export class VllmEngine implements Engine {
   }
 
   generate(request: GenerateRequest): AsyncIterable<EngineStep> {
-    checkGenerateRequest(request, 'VllmEngine.generate')
+    checkGenerateRequest(request, 'VllmEngine.generate', this)
     return withinLimit(this.run(request), request.maxTokens)
   }
 

@@ -50,6 +50,8 @@ const SHARED = {
   stream: honoured('SSE or one object'),
   temperature: honoured('sent to the engine'),
   top_p: honoured('sent to the engine'),
+  presence_penalty: honoured('sent to the engine (a 400 for an engine that does not apply it)'),
+  frequency_penalty: honoured('sent to the engine (a 400 for an engine that does not apply it)'),
   tools: honoured('function tools rendered into the developer message; other tool types refused'),
   tool_choice: honoured("'auto' offers the tools, 'none' does not; anything else cannot be enforced for gpt-oss and is refused"),
   parallel_tool_calls: accepted(
@@ -78,9 +80,7 @@ export const CHAT_REQUEST_FIELDS = Object.freeze({
   modalities: refused('gpt-oss writes text only', textOnly),
   function_call: refused("deprecated: use 'tool_choice'"),
   functions: refused("deprecated: use 'tools'"),
-  frequency_penalty: refused(NOT_YET, is(0)),
-  presence_penalty: refused(NOT_YET, is(0)),
-  logit_bias: refused(NOT_YET),
+  logit_bias: honoured('sent to the engine by token id (a 400 for an engine that does not apply it)'),
   logprobs: refused(NOT_YET, is(false)),
   top_logprobs: refused(NOT_YET, is(0)),
   prediction: refused('predicted outputs cannot be given to the engines'),
@@ -96,7 +96,8 @@ export const RESPONSES_REQUEST_FIELDS = Object.freeze({
   ...SHARED,
   max_output_tokens: honoured('sent to the engine, and held to by the gateway'),
   reasoning: honoured("`effort` is the system message's `Reasoning:` level; a `summary` is refused (gpt-oss writes none)"),
-  // Not in OpenAI's Responses API; read as in Chat Completions, which some clients rely on.
+  // Not in OpenAI's Responses API; read as in Chat Completions, which some clients rely on (the Open Responses
+  // specification has the penalties).
   seed: honoured('sent to the engine (an extension: Chat Completions has it)'),
   stream_options: accepted('no obfuscation is added', 'object'),
   store: accepted('nothing is stored yet: every request must carry its whole conversation', 'boolean'),

@@ -4,6 +4,7 @@
  * other field is checked against the API's table of fields first (fields.ts).
  */
 import { checkOptions, is, type OptionSpec } from '../../base/options'
+import { LAST_MODEL_TOKEN } from '../engines/request'
 import { HttpError } from './errors'
 import { checkRequestFields, type RequestApi } from './fields'
 
@@ -16,6 +17,10 @@ export interface GenerationParameters {
   temperature: number | undefined
   topP: number | undefined
   seed: number | undefined
+  presencePenalty: number | undefined
+  frequencyPenalty: number | undefined
+  /** Chat `logit_bias`: token id → bias. */
+  logitBias: Record<number, number> | undefined
 }
 
 function bad(param: string, message: string): never {
@@ -56,7 +61,7 @@ function common(
   body: Record<string, unknown>,
   options: GenerationParameterOptions,
   where: string,
-): Omit<GenerationParameters, 'maxTokens' | 'includeUsage'> {
+): Omit<GenerationParameters, 'maxTokens' | 'includeUsage' | 'logitBias'> {
   const checked = checkOptions<GenerationParameterOptions>(options, PARAMETER_OPTIONS, where)
   const maxModelLength = checked.maxModelLength ?? DEFAULT_MAX_MODEL_LENGTH
   checkRequestFields(api, body, checked.unknownFields)
@@ -71,7 +76,31 @@ function common(
     temperature: optionalNumber(body, 'temperature', 0, 2),
     topP: optionalNumber(body, 'top_p', 0, 1),
     seed: seed as number | undefined,
+    presencePenalty: optionalNumber(body, 'presence_penalty', -2, 2),
+    frequencyPenalty: optionalNumber(body, 'frequency_penalty', -2, 2),
   }
+}
+
+/** OpenAI takes at most 300 biased tokens. */
+const MAX_LOGIT_BIAS = 300
+
+/** Chat `logit_bias`: `{"<token id>": bias}`, bias from -100 to 100, at most 300 ids. */
+function logitBias(body: Record<string, unknown>): Record<number, number> | undefined {
+  const value = body.logit_bias
+  if (value === undefined || value === null) return undefined
+  if (typeof value !== 'object' || Array.isArray(value)) bad('logit_bias', 'must be an object of token id to bias')
+  const entries = Object.entries(value)
+  if (entries.length > MAX_LOGIT_BIAS) bad('logit_bias', `must hold at most ${MAX_LOGIT_BIAS} token ids`)
+  const bias: Record<number, number> = {}
+  for (const [key, amount] of entries) {
+    const id = Number(key)
+    if (!/^(0|[1-9][0-9]*)$/.test(key) || id > LAST_MODEL_TOKEN)
+      bad('logit_bias', `keys must be token ids from 0 to ${LAST_MODEL_TOKEN}, not ${JSON.stringify(key).slice(0, 40)}`)
+    if (typeof amount !== 'number' || !Number.isFinite(amount) || Math.abs(amount) > 100)
+      bad('logit_bias', `values must be numbers from -100 to 100`)
+    bias[id] = amount
+  }
+  return entries.length === 0 ? undefined : bias
 }
 
 export function chatGenerationParameters(body: Record<string, unknown>, options: GenerationParameterOptions = {}): GenerationParameters {
@@ -87,7 +116,7 @@ export function chatGenerationParameters(body: Record<string, unknown>, options:
   const obfuscation = (streamOptions as Record<string, unknown> | null | undefined)?.include_obfuscation
   if (obfuscation !== undefined && obfuscation !== null && typeof obfuscation !== 'boolean')
     bad('stream_options.include_obfuscation', 'must be a boolean')
-  return { ...base, maxTokens, includeUsage: includeUsage === true }
+  return { ...base, maxTokens, includeUsage: includeUsage === true, logitBias: logitBias(body) }
 }
 
 export function responsesGenerationParameters(
@@ -98,5 +127,6 @@ export function responsesGenerationParameters(
     ...common('responses', body, options, 'responsesGenerationParameters'),
     maxTokens: optionalInteger(body, 'max_output_tokens', 1),
     includeUsage: true,
+    logitBias: undefined,
   }
 }
