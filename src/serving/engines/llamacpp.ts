@@ -12,6 +12,10 @@
  * wrote `error: {…}` lines instead). The response head comes only with the first result, after the prefill:
  * that wait is under `readTimeoutMs`, not `connectTimeoutMs`.
  *
+ * Penalties and logit bias: `presence_penalty`, `frequency_penalty`, and `logit_bias` as `[[id, bias], …]`
+ * (tools/server/server-schema.cpp, the `logit_bias` field's handler; ids past the vocabulary are skipped there,
+ * so the client checks them first).
+ *
  * Ids held back: llama-server streams no result while its text ends inside a character, and a result carries
  * only its own id; held-ids.ts finds such ids again from the text (`tokens_predicted` says how many are
  * missing), or the step reports `engine-ids-lost`. Cached tokens: the final result's `timings.cache_n`.

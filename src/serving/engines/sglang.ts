@@ -14,6 +14,10 @@
  *   `completion_tokens` = all ids so far, `cached_tokens` = the request's prompt tokens taken from the prefix
  *   cache, `req.cached_tokens`). Cached tokens are read from the last output's `meta_info.cached_tokens`.
  *
+ * Penalties and logit bias: `sampling_params.presence_penalty`, `frequency_penalty` and `logit_bias`
+ * (`{"<id>": bias}`), python/sglang/srt/sampling/sampling_params.py (SamplingParams, verify: penalties in [-2, 2],
+ * logit bias ids within the vocabulary).
+ *
  * Cumulative or incremental `output_ids` (option `incremental`, default `'auto'`): the first output with ids
  * reads the same either way. The next one decides: cumulative when its `output_ids` are as many as
  * `meta_info.completion_tokens` (an incremental one carries only the new ones, fewer once any came before; on

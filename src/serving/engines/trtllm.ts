@@ -17,6 +17,10 @@
  * The stream is read by completion-stream.ts, as vLLM's: when `stop_reason` names one of the request's stop ids
  * and the ids do not end with it, it is appended, so the parser always gets its terminator.
  *
+ * Penalties and logit bias: CompletionRequest's `presence_penalty`, `frequency_penalty` and `logit_bias`
+ * (`{"<id>": bias}`, turned into an embedding bias by to_sampling_params, which refuses ids past the vocabulary
+ * and biases beyond [-100, 100]).
+ *
  * Cached prompt tokens: openai_protocol.py's `UsageInfo` has `prompt_tokens_details: PromptTokensDetails`
  * (`cached_tokens`), and completion_stream_post_processor always fills it in the usage chunk (the result's
  * `cached_tokens`, 0 when none were cached); completion-stream.ts reads it as vLLM's.

@@ -18,6 +18,11 @@
  *   [{index, logprobs, finish_reason, token_ids}]}`, a usage-only last chunk with `include_usage`, the same
  *   error object, `data: [DONE]`; without `max_tokens` the server allows the rest of the context).
  *
+ * Penalties and logit bias: top-level `presence_penalty`, `frequency_penalty` and `logit_bias` (`{"<id>": bias}`)
+ * on /v1/completions (CompletionRequest; vllm/sampling_params.py SamplingParams.from_optional converts the keys,
+ * _verify_args holds the penalties to [-2, 2], verify refuses ids past the vocabulary), the same names in
+ * `sampling_params` on the generate endpoint (SamplingParams itself).
+ *
  * Cached prompt tokens: the usage chunk's `prompt_tokens_details.cached_tokens` (vllm/entrypoints/openai/engine/
  * protocol.py, UsageInfo and PromptTokenUsageInfo; vllm/entrypoints/openai/protocol.py before that split). vLLM
  * sends `prompt_tokens_details` only when served with `--enable-prompt-tokens-details` (completions: whenever
