@@ -118,8 +118,24 @@ test('generation parameters: type and range checked, 400 naming the field', (t) 
     temperature: 0.7,
     top_p: 0.9,
     seed: 3,
+    presence_penalty: 0.5,
+    frequency_penalty: -1,
+    logit_bias: { 1000: -5 },
+    stop: 'END',
   })
-  t.deepEqual(ok, { model: 'm', stream: true, includeUsage: true, maxTokens: 10, temperature: 0.7, topP: 0.9, seed: 3 })
+  t.deepEqual(ok, {
+    model: 'm',
+    stream: true,
+    includeUsage: true,
+    maxTokens: 10,
+    temperature: 0.7,
+    topP: 0.9,
+    seed: 3,
+    presencePenalty: 0.5,
+    frequencyPenalty: -1,
+    logitBias: { 1000: -5 },
+    stop: ['END'],
+  })
   t.is(chatGenerationParameters({ model: 'm', max_completion_tokens: 5, max_tokens: 9 }).maxTokens, 5)
   t.is(responsesGenerationParameters({ model: 'm', max_output_tokens: 7 }).maxTokens, 7)
   for (const [body, param] of [
@@ -128,6 +144,14 @@ test('generation parameters: type and range checked, 400 naming the field', (t) 
     [{ model: 'm', stream: 'yes' }, 'stream'],
     [{ model: 'm', n: 2 }, 'n'],
     [{ model: 'm', temperature: 3 }, 'temperature'],
+    [{ model: 'm', presence_penalty: 3 }, 'presence_penalty'],
+    [{ model: 'm', frequency_penalty: '1' }, 'frequency_penalty'],
+    [{ model: 'm', logit_bias: { x: 1 } }, 'logit_bias'],
+    [{ model: 'm', logit_bias: { 201088: 1 } }, 'logit_bias'],
+    [{ model: 'm', logit_bias: { 5: 101 } }, 'logit_bias'],
+    [{ model: 'm', stop: ['a', 'b', 'c', 'd', 'e'] }, 'stop'],
+    [{ model: 'm', stop: '' }, 'stop'],
+    [{ model: 'm', stop: [1] }, 'stop'],
     [{ model: 'm', top_p: -1 }, 'top_p'],
     [{ model: 'm', max_tokens: 0 }, 'max_tokens'],
     [{ model: 'm', max_tokens: 1.5 }, 'max_tokens'],

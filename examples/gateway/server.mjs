@@ -117,7 +117,11 @@ export function createGateway({
       kind: 'chat',
       parameters: chatGenerationParameters,
       render: renderChatCompletionRequest,
-      adapterOptions: (params, prompt) => ({ model: params.model, promptTokens: prompt.promptTokens }),
+      adapterOptions: (params, prompt) => ({
+        model: params.model,
+        promptTokens: prompt.promptTokens,
+        ...(params.stop === undefined ? {} : { stop: params.stop }),
+      }),
       whole: chatCompletion,
       stream: (options, params) => new ChatCompletionsStream({ ...options, includeUsage: params.includeUsage }),
     },
@@ -125,7 +129,19 @@ export function createGateway({
       kind: 'responses',
       parameters: responsesGenerationParameters,
       render: renderResponsesRequest,
-      adapterOptions: (params, prompt) => ({ model: params.model, inputTokens: prompt.promptTokens }),
+      // The response object echoes its request (instructions, tools, tool_choice, metadata, sampling fields…).
+      // A body parsed in a render worker stays there: then only its generation parameters are echoed.
+      adapterOptions: (params, prompt, body) => ({
+        model: params.model,
+        inputTokens: prompt.promptTokens,
+        request: body ?? {
+          temperature: params.temperature,
+          top_p: params.topP,
+          presence_penalty: params.presencePenalty,
+          frequency_penalty: params.frequencyPenalty,
+          max_output_tokens: params.maxTokens,
+        },
+      }),
       whole: responseObject,
       stream: (options) => new ResponsesStream(options),
     },
@@ -142,15 +158,15 @@ export function createGateway({
     }
     const body = await readJsonBody(request, { limit: bodyLimit })
     const parameters = api.parameters(body, parameterOptions)
-    return { parameters, prompt: api.render(body, renderOptions) }
+    return { parameters, prompt: api.render(body, renderOptions), body }
   }
 
   /** request → parameters and prompt → engine → adapter → SSE (or one JSON object). */
   async function serve(api, request, response) {
-    const { parameters: params, prompt } = await prepare(api, request)
+    const { parameters: params, prompt, body } = await prepare(api, request)
     const abort = abortOnClose(response)
     const steps = generate(request, prompt, params, abort.signal)
-    const options = { ...api.adapterOptions(params, prompt), parser: { implementation, toolNames: prompt.toolNames } }
+    const options = { ...api.adapterOptions(params, prompt, body), parser: { implementation, toolNames: prompt.toolNames } }
     if (!params.stream) {
       const whole = await collectSteps(steps)
       if (whole.finishReason === 'abort') throw new HttpError(502, 'the inference engine aborted the request', { code: 'engine-aborted' })
@@ -181,7 +197,7 @@ export function createGateway({
     try {
       const path = new URL(request.url ?? '/', 'http://localhost').pathname
       const route = routes[path]
-      if (route === undefined) throw new HttpError(404, `no route for ${request.method} ${path}`, { code: 'not-found' })
+      if (route === undefined) throw new HttpError(404, `no route for ${request.method} ${path}`, { code: 'not-found', type: 'not_found' })
       const handle = route[request.method]
       if (handle === undefined) {
         response.setHeader('allow', Object.keys(route).join(', '))

@@ -29,6 +29,7 @@ import { type InputKind, type MessageEvent, MessageStream } from './message-stre
 import { checkAdapterOptions, FINISH_OPTIONS, parserOptionsOf } from './options'
 import { recoveredDiagnostic, TextCallRecovery } from './recovery'
 import { droppedDiagnostic, type Route, type RouteFields, type RoutingOptions, routeOf, toolArgumentsDiagnostic, toolName } from './routing'
+import { StopStrings } from './stop-strings'
 import type { HeldOutput, RecoveredCall } from './text-tool-calls'
 
 /** A diagnostic of the adapter itself, e.g. tool arguments that are not valid JSON. */
@@ -56,6 +57,12 @@ export interface AdapterOptions extends RoutingOptions {
   textToolCalls?: 'off' | 'recover'
   /** `'text'` to feed text whose markers arrive as text (llama.cpp, Ollama) instead of token ids. */
   input?: InputKind
+  /**
+   * OpenAI's `stop`: up to 4 strings. The answer's text ends before the first of them (never shown, also when
+   * split across tokens or steps), the completion ends there with finish reason `stop`, and `stopped` tells
+   * the caller to stop reading the engine. Reasoning and tool arguments are not cut.
+   */
+  stop?: string | readonly string[]
 }
 
 /** What a format tells the base about itself. */
@@ -133,6 +140,11 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
   protected truncated = false
 
   private readonly recovery: TextCallRecovery
+  /** The `stop` option's matcher (null without it), and the text of the answer's open message delivered so far. */
+  private readonly stops: StopStrings | null
+  private answerText = ''
+  /** A stop string ended the completion: in message `index`, whose text was `text` up to it. */
+  private stoppedAt: { index: number; text: string } | null = null
   private readonly messages = new Map<number, WireMessage<Kept>>()
   /** The `finishReason` of the last engine step that had one, and the prompt tokens the engine reported. */
   private engineFinish: StepFinishReason | undefined = undefined
@@ -155,6 +167,7 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
     const parserOptions = parserOptionsOf(options, format.name)
     this.stream = new MessageStream(parserOptions, options.input)
     this.recovery = new TextCallRecovery(options, parserOptions.toolNames ?? [])
+    this.stops = options.stop === undefined ? null : new StopStrings(options.stop)
   }
 
   // ---- What a format implements ----
@@ -247,6 +260,11 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
     this.close()
   }
 
+  /** A stop string ended the completion: nothing more is read (the caller may stop reading the engine). */
+  get stopped(): boolean {
+    return this.stoppedAt !== null
+  }
+
   /** Diagnostics of the parser and of the adapter (invalid tool arguments, dropped messages, …) so far. */
   get diagnostics(): AdapterDiagnostic[] {
     return [...this.stream.diagnostics, ...this.adapterDiagnostics]
@@ -315,6 +333,7 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
 
   /** How the completion ended (as it stands: `length` until a last message closes). */
   protected finishReason(): FinishReason {
+    if (this.stoppedAt !== null) return 'stop'
     // A completion the model ended with <|endoftext|> before any message closed ended as at <|return|>
     // (MessageStream); one that ended inside a message closed it that way already.
     const terminator = this.lastTerminator === undefined && this.stream.endedAtEndOfText ? 'return' : this.lastTerminator
@@ -362,6 +381,13 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
   /** The message stream's events, in order, to the format's hooks. */
   private handle(events: MessageEvent[]): void {
     for (const event of events) {
+      if (this.stoppedAt !== null) {
+        // After a stop string only the close of the message it was found in counts, with the text up to it.
+        if (event.kind === 'close' && event.index === this.stoppedAt.index) {
+          this.closeMessage({ ...event, message: { ...event.message, content: this.stoppedAt.text } })
+        }
+        continue
+      }
       if (event.kind === 'open') {
         const message = this.messageOf(event.opened.messageIndex, event.opened)
         if (!message.held) this.opened(message)
@@ -369,7 +395,7 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
         const { segment } = event
         const message = this.messageOf(segment.messageIndex, segment)
         if (message.held) this.release(message, this.recovery.feed(message.index, segment.text))
-        else if (message.route !== 'ignore') this.text(message, segment.text)
+        else if (message.route !== 'ignore') this.deliver(message, segment.text)
       } else this.closeMessage(event)
     }
   }
@@ -393,9 +419,27 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
     return message
   }
 
+  /** Text of a message to the format; the answer's text through the stop strings, when there are any. */
+  private deliver(message: WireMessage<Kept>, text: string): void {
+    if (this.stops === null || message.route !== 'content') return this.text(message, text)
+    const { text: released, stopped } = this.stops.feed(text)
+    if (released !== '') this.text(message, released)
+    this.answerText += released
+    if (stopped) {
+      this.stoppedAt = { index: message.index, text: this.answerText }
+      this.stream.stopReading()
+    }
+  }
+
   private closeMessage(event: CloseEvent): void {
     const message = this.messageOf(event.index, event.message)
     if (message.held) this.release(message, this.recovery.end(message.index))
+    if (this.stops !== null && message.route === 'content' && this.stoppedAt === null) {
+      // The answer's message ended without a stop string: what was held back is its end.
+      const rest = this.stops.flush()
+      if (rest !== '') this.text(message, rest)
+      this.answerText = ''
+    }
     this.messages.delete(event.index)
     this.lastTerminator = event.message.terminator
     if (message.route === 'reasoning') this.reasoningTokens += event.tokens
@@ -414,8 +458,9 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
   /** What text-call recovery released: text, or calls (each the next tool call). */
   private release(message: WireMessage<Kept>, outputs: HeldOutput[]): void {
     for (const output of outputs) {
+      if (this.stoppedAt !== null) return
       if ('text' in output) {
-        this.text(message, output.text)
+        this.deliver(message, output.text)
         continue
       }
       const id = this.recovered(message, output.call, this.toolCalls++, this.recoveredCalls++)
@@ -427,7 +472,8 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
 
   /** The frame every text delta of the open message gets now, or null when there is no such frame. */
   private laneFrame(): FrameTemplate | null {
-    if (this.done || !this.started) return null
+    // With stop strings every text goes through `deliver`: no lane writes text past them.
+    if (this.done || !this.started || this.stops !== null) return null
     const open = this.stream.parser.openMessage()
     const message = open === null ? undefined : this.messages.get(open.index)
     if (message === undefined || message.held) return null

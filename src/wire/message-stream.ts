@@ -68,6 +68,8 @@ export class MessageStream {
   endedAtEndOfText = false
   /** Ids came after `<|endoftext|>` (reported once). */
   private readAfterEnd = false
+  /** The adapter read what it needed (a stop string ended the answer): ids from now on are counted, not read. */
+  private stopped = false
   /** Tokens since the last close: the header, content and terminator of the message being read. */
   private pending = 0
 
@@ -128,7 +130,7 @@ export class MessageStream {
    */
   push(tokens: Uint32Array | readonly number[]): MessageEvent[] {
     const events: MessageEvent[] = []
-    if (this.endedAtEndOfText) {
+    if (this.endedAtEndOfText || this.stopped) {
       this.ignoreAfterEnd(tokens, 0)
       return events
     }
@@ -166,10 +168,15 @@ export class MessageStream {
     }
   }
 
-  /** Ids after `<|endoftext|>` (an engine that did not stop there): counted, not read, and reported once. */
+  /** Nothing more is read: later ids are only counted (a stop string ended the answer). */
+  stopReading(): void {
+    this.stopped = true
+  }
+
+  /** Ids after `<|endoftext|>` (an engine that did not stop there) or a stop: counted, not read; the first reported. */
   private ignoreAfterEnd(tokens: Uint32Array | readonly number[], from: number): void {
     if (from >= tokens.length) return
-    if (!this.readAfterEnd) {
+    if (this.endedAtEndOfText && !this.readAfterEnd) {
       this.readAfterEnd = true
       this.diagnostics.push({
         code: 'after-end-of-text',

@@ -17,7 +17,15 @@ const count: Rule = { what: 'a non-negative integer', test: (value) => Number.is
 /** The request's `tools` as it came; its elements are read by `functionNamesOf`. */
 const toolsArray: Rule = { what: "the request's tools array (or null)", test: (value) => value === null || Array.isArray(value) }
 
-/** The options of every wire format (routing, parser, input, identity). */
+/** OpenAI's `stop`: a non-empty string, or up to 4 of them. */
+const stopStrings: Rule = {
+  what: 'a non-empty string or an array of 1 to 4 of them',
+  test: (value) =>
+    (typeof value === 'string' && value !== '') ||
+    (Array.isArray(value) && value.length >= 1 && value.length <= 4 && value.every((s) => typeof s === 'string' && s !== '')),
+}
+
+/** The options of every wire format (routing, parser, input, identity, stop strings). */
 const COMMON: OptionSpec = {
   model: is.nonEmptyString,
   id: is.nonEmptyString,
@@ -27,6 +35,7 @@ const COMMON: OptionSpec = {
   preamble: is.oneOf('content', 'reasoning'),
   builtinTools: is.oneOf('ignore', 'surface'),
   textToolCalls: is.oneOf('off', 'recover'),
+  stop: stopStrings,
 }
 
 export const CHAT_OPTIONS: OptionSpec = {
@@ -37,7 +46,7 @@ export const CHAT_OPTIONS: OptionSpec = {
   includeUsage: is.boolean,
 }
 
-export const RESPONSES_OPTIONS: OptionSpec = { ...COMMON, createdAt: count, inputTokens: count }
+export const RESPONSES_OPTIONS: OptionSpec = { ...COMMON, createdAt: count, inputTokens: count, request: is.object }
 
 /** `finish(options)`, and the non-streaming functions' extra option. */
 export const FINISH_OPTIONS: OptionSpec = { truncated: is.boolean }

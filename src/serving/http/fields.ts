@@ -85,7 +85,7 @@ export const CHAT_REQUEST_FIELDS = Object.freeze({
   top_logprobs: refused(NOT_YET, is(0)),
   prediction: refused('predicted outputs cannot be given to the engines'),
   response_format: refused(`${NOT_YET} (structured outputs); 'text' is taken`, textFormat),
-  stop: refused(NOT_YET),
+  stop: honoured('the answer ends before the first stop string (never shown), finish reason stop, and the engine request ends'),
   verbosity: refused('gpt-oss has no verbosity control'),
   web_search_options: refused('no built-in web search here'),
 } as const satisfies Record<string, RequestField>)

@@ -164,6 +164,12 @@ export async function pipeSse(
       finishReason = finishOf(next.value) ?? finishReason
       // The whole step: the adapter keeps an engine step's usage and diagnostics.
       await send(face.pushSse(next.value))
+      if (adapter.stopped) {
+        // A stop string ended the answer: the engine request ends now (its iterator closes the connection).
+        await iterator.return?.()
+        finishReason = 'stop'
+        break
+      }
     }
     if (clientClosed) {
       // Ends the iteration: the engine client closes its request.
@@ -181,11 +187,11 @@ export async function pipeSse(
     const { body } = errorResponse(error)
     if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
     flush()
-    // Chat: the error object OpenAI clients raise from a stream; Responses: its `error` event.
+    // Chat: the error object OpenAI clients raise from a stream; Responses: its `error` event, then `response.failed`.
     response.end(
       chat
         ? `data: ${JSON.stringify(body)}\n\n`
-        : responsesFrames([(adapter as ResponsesStream).error(body.error.message, body.error.code ?? 'server_error')]),
+        : responsesFrames((adapter as ResponsesStream).error(body.error.message, body.error.code ?? 'server_error', body.error.type)),
     )
     return { outcome: 'failed', error }
   } finally {

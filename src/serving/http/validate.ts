@@ -21,6 +21,8 @@ export interface GenerationParameters {
   frequencyPenalty: number | undefined
   /** Chat `logit_bias`: token id → bias. */
   logitBias: Record<number, number> | undefined
+  /** Chat `stop`: up to 4 strings that end the answer (the adapters' `stop` option). */
+  stop: string[] | undefined
 }
 
 function bad(param: string, message: string): never {
@@ -61,7 +63,7 @@ function common(
   body: Record<string, unknown>,
   options: GenerationParameterOptions,
   where: string,
-): Omit<GenerationParameters, 'maxTokens' | 'includeUsage' | 'logitBias'> {
+): Omit<GenerationParameters, 'maxTokens' | 'includeUsage' | 'logitBias' | 'stop'> {
   const checked = checkOptions<GenerationParameterOptions>(options, PARAMETER_OPTIONS, where)
   const maxModelLength = checked.maxModelLength ?? DEFAULT_MAX_MODEL_LENGTH
   checkRequestFields(api, body, checked.unknownFields)
@@ -83,6 +85,16 @@ function common(
 
 /** OpenAI takes at most 300 biased tokens. */
 const MAX_LOGIT_BIAS = 300
+
+/** Chat `stop`: a string or up to 4, none empty. */
+function stopStrings(body: Record<string, unknown>): string[] | undefined {
+  const value = body.stop
+  if (value === undefined || value === null) return undefined
+  const strings = typeof value === 'string' ? [value] : value
+  if (!Array.isArray(strings) || strings.length > 4 || !strings.every((s) => typeof s === 'string' && s !== ''))
+    bad('stop', 'must be a non-empty string or an array of up to 4 of them')
+  return strings.length === 0 ? undefined : (strings as string[])
+}
 
 /** Chat `logit_bias`: `{"<token id>": bias}`, bias from -100 to 100, at most 300 ids. */
 function logitBias(body: Record<string, unknown>): Record<number, number> | undefined {
@@ -116,7 +128,7 @@ export function chatGenerationParameters(body: Record<string, unknown>, options:
   const obfuscation = (streamOptions as Record<string, unknown> | null | undefined)?.include_obfuscation
   if (obfuscation !== undefined && obfuscation !== null && typeof obfuscation !== 'boolean')
     bad('stream_options.include_obfuscation', 'must be a boolean')
-  return { ...base, maxTokens, includeUsage: includeUsage === true, logitBias: logitBias(body) }
+  return { ...base, maxTokens, includeUsage: includeUsage === true, logitBias: logitBias(body), stop: stopStrings(body) }
 }
 
 export function responsesGenerationParameters(
@@ -128,5 +140,6 @@ export function responsesGenerationParameters(
     maxTokens: optionalInteger(body, 'max_output_tokens', 1),
     includeUsage: true,
     logitBias: undefined,
+    stop: undefined,
   }
 }
