@@ -8,17 +8,13 @@
 import { once } from 'node:events'
 import { createServer, request as httpRequest } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { join } from 'node:path'
 
 import test from 'ava'
 import { ChatCompletionsStream, pipeSse, ResponsesStream, renderChatCompletionRequest, sendError } from 'harmony-stream'
 import { EngineError, LlamaCppEngine } from 'harmony-stream/engines'
 import OpenAI from 'openai'
 
-const root = join(import.meta.dirname, '..')
-const { createGateway } = (await import(join(root, 'examples/gateway/server.mjs'))) as {
-  createGateway(options: Record<string, unknown>): import('node:http').Server
-}
+import { startGateway } from './helpers/gateway.mjs'
 
 async function listen(server: import('node:http').Server): Promise<number> {
   server.listen(0, '127.0.0.1')
@@ -119,10 +115,10 @@ test('the example gateway: an overloaded engine is a 503 with its Retry-After, s
   const engine = await refusingEngine(503, { 'retry-after': '3' })
   t.teardown(engine.close)
   const errors: unknown[] = []
-  const gateway = createGateway({ engine: new LlamaCppEngine({ url: engine.url }), onError: (error: unknown) => errors.push(error) })
-  const port = await listen(gateway)
-  t.teardown(() => new Promise<void>((resolve) => gateway.close(() => resolve())))
-  const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'x', maxRetries: 0 })
+  const { client } = await startGateway(t, {
+    engine: new LlamaCppEngine({ url: engine.url }),
+    onError: (error: unknown) => errors.push(error),
+  })
   const body = { model: 'gpt-oss', messages: [{ role: 'user' as const, content: 'Hi' }] }
   for (const stream of [false, true]) {
     const error = await t.throwsAsync(

@@ -4,9 +4,6 @@
  * sets one an engine does not apply is refused (a 400 naming OpenAI's field through the gateway) instead of
  * sent to be ignored. The real llama-server's own answer to a logit bias is in engines-real/llamacpp.test.mts.
  */
-import type { AddressInfo } from 'node:net'
-import { join } from 'node:path'
-
 import test from 'ava'
 import { HarmonyRequestError } from 'harmony-stream'
 import {
@@ -30,9 +27,9 @@ import {
   fakeVllm,
   fakeVllmGenerate,
 } from './helpers/fake-engines.mjs'
+import { startGateway } from './helpers/gateway.mjs'
 import { harmony } from './helpers/harmony.mjs'
 
-const root = join(import.meta.dirname, '..')
 const PROMPT = harmony('<|start|>user<|message|>Hi<|end|><|start|>assistant')
 const COMPLETION = harmony('<|channel|>final<|message|>Hello.<|return|>')
 const SAMPLING = { presencePenalty: 0.5, frequencyPenalty: -0.25, logitBias: { 1000: 5, 200002: -100 } }
@@ -137,9 +134,6 @@ test('an engine that does not apply a sampling field: the request is refused, th
   t.is(error?.param, 'presence_penalty')
   t.notThrows(() => checkGenerateRequest({ tokens: PROMPT, temperature: 1 }, 'x', engine))
 
-  const { createGateway } = (await import(join(root, 'examples/gateway/server.mjs'))) as {
-    createGateway(options: Record<string, unknown>): import('node:http').Server
-  }
   const checking: Engine = {
     name: engine.name,
     sampling: engine.sampling,
@@ -148,10 +142,7 @@ test('an engine that does not apply a sampling field: the request is refused, th
       return engine.generate(request)
     },
   }
-  const gateway = createGateway({ engine: checking, onDiagnostic: () => {} })
-  await new Promise<void>((resolve) => gateway.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => gateway.close(() => resolve())))
-  const client = new OpenAI({ baseURL: `http://127.0.0.1:${(gateway.address() as AddressInfo).port}/v1`, apiKey: 'x', maxRetries: 0 })
+  const { client } = await startGateway(t, { engine: checking, onDiagnostic: () => {} })
   const messages = [{ role: 'user' as const, content: 'Hi' }]
   for (const [field, value] of [
     ['presence_penalty', 1],

@@ -7,7 +7,6 @@
  * show them as they are.
  */
 import { readFileSync } from 'node:fs'
-import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 
 import test from 'ava'
@@ -23,6 +22,8 @@ import {
 import OpenAI from 'openai'
 import type { ChatCompletionCreateParamsBase } from 'openai/resources/chat/completions/completions'
 import type { ResponseCreateParamsBase } from 'openai/resources/responses/responses'
+
+import { exampleReplay, startGateway } from './helpers/gateway.mjs'
 
 const root = join(import.meta.dirname, '..')
 
@@ -158,21 +159,14 @@ test('the tables hold every field of the openai request types (checked at type-c
 })
 
 test('the example gateway answers a refused or unknown field with a 400 the openai client raises, naming it', async (t) => {
-  const { createGateway, loadReplay } = (await import(join(root, 'examples/gateway/server.mjs'))) as {
-    createGateway(options: Record<string, unknown>): import('node:http').Server
-    loadReplay(path: string): number[][]
-  }
-  const replay = loadReplay(join(root, 'examples/gateway/replay.json'))
+  const replay = await exampleReplay()
   for (const unknownFields of ['refuse', 'ignore']) {
-    const gateway = createGateway({ replay, unknownFields, onDiagnostic: () => {} })
-    await new Promise<void>((resolve) => gateway.listen(0, '127.0.0.1', resolve))
-    t.teardown(() => new Promise<void>((resolve) => gateway.close(() => resolve())))
-    const client = new OpenAI({ baseURL: `http://127.0.0.1:${(gateway.address() as AddressInfo).port}/v1`, apiKey: 'x', maxRetries: 0 })
+    const { client } = await startGateway(t, { replay, unknownFields, onDiagnostic: () => {} })
     const messages = [{ role: 'user' as const, content: 'Hi' }]
-    const stop = await t.throwsAsync(client.chat.completions.create({ model: 'gpt-oss', messages, stop: ['\n'] }), {
+    const logprobs = await t.throwsAsync(client.chat.completions.create({ model: 'gpt-oss', messages, logprobs: true }), {
       instanceOf: OpenAI.BadRequestError,
     })
-    t.is(stop?.param, 'stop')
+    t.is(logprobs?.param, 'logprobs')
     const unknown = client.chat.completions.create({ model: 'gpt-oss', messages, foo: 1 } as never)
     if (unknownFields === 'refuse') {
       const error = await t.throwsAsync(unknown, { instanceOf: OpenAI.BadRequestError })

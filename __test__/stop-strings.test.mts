@@ -4,17 +4,13 @@
  * arguments are not cut; both faces, both implementations, Chat and Responses, `SsePool` as the adapter alone;
  * through the gateway the engine request ends at once.
  */
-import type { AddressInfo } from 'node:net'
-import { join } from 'node:path'
-
 import test from 'ava'
 import { ChatCompletionsStream, chatCompletion, type Implementation, ResponsesStream, responseObject, SsePool } from 'harmony-stream'
 import type { Engine, EngineStep, GenerateRequest } from 'harmony-stream/engines'
-import OpenAI from 'openai'
 
+import { startGateway } from './helpers/gateway.mjs'
 import { harmony, IMPLEMENTATIONS, random } from './helpers/harmony.mjs'
 
-const root = join(import.meta.dirname, '..')
 const ANALYSIS = '<|channel|>analysis<|message|>Think. Then stop. Done.<|end|>'
 
 const completion = (answer: string, terminator = '<|return|>') =>
@@ -149,13 +145,7 @@ test('the gateway: the openai client gets the answer up to the stop string, fini
       })()
     },
   }
-  const { createGateway } = (await import(join(root, 'examples/gateway/server.mjs'))) as {
-    createGateway(options: Record<string, unknown>): import('node:http').Server
-  }
-  const gateway = createGateway({ engine, onDiagnostic: () => {} })
-  await new Promise<void>((resolve) => gateway.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => gateway.close(() => resolve())))
-  const client = new OpenAI({ baseURL: `http://127.0.0.1:${(gateway.address() as AddressInfo).port}/v1`, apiKey: 'x', maxRetries: 0 })
+  const { client } = await startGateway(t, { engine, onDiagnostic: () => {} })
   const body = { model: 'gpt-oss', messages: [{ role: 'user' as const, content: 'Count.' }], stop: [', 4', 'never'] }
   const stream = await client.chat.completions.create({ ...body, stream: true })
   let content = ''

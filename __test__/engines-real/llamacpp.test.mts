@@ -15,14 +15,12 @@ import test, { type ExecutionContext } from 'ava'
 import { encode } from 'gpt-tokenizer/encoding/o200k_base'
 import { renderChatCompletionRequest } from 'harmony-stream'
 import { EngineError, type EngineStep, type GenerateRequest, LAST_MODEL_TOKEN, LlamaCppEngine } from 'harmony-stream/engines'
-import OpenAI from 'openai'
+import type OpenAI from 'openai'
 
+import { startGateway } from '../helpers/gateway.mjs'
 import { type LlamaServer, llamaBuildOrSkip, startLlamaServer } from '../helpers/llama-server.mjs'
 
 const root = join(import.meta.dirname, '..', '..')
-const { createGateway } = (await import(join(root, 'examples/gateway/server.mjs'))) as {
-  createGateway(options: Record<string, unknown>): import('node:http').Server
-}
 
 const build = llamaBuildOrSkip()
 const real = build ? test : test.skip
@@ -340,10 +338,7 @@ real('abort: aborting the signal mid-stream ends the request and frees the slot'
 })
 
 real('the gateway over HTTP with a LlamaCppEngine: the openai client gets the final answer', async (t) => {
-  const gateway = createGateway({ engine: engine(), onDiagnostic: () => {} })
-  await new Promise<void>((resolve) => gateway.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => gateway.close(() => resolve())))
-  const client = new OpenAI({ baseURL: `http://127.0.0.1:${(gateway.address() as AddressInfo).port}/v1`, apiKey: 'x', maxRetries: 0 })
+  const { client } = await startGateway(t, { engine: engine(), onDiagnostic: () => {} })
   // The rendered prompt ends with `<|start|>assistant`, which starts the model's `final` chain.
   const answer = await finalAnswerText()
   const body = { model: 'gpt-oss', messages: [{ role: 'user' as const, content: 'Say hello.' }], temperature: 0 }
@@ -428,10 +423,7 @@ realSerial('cached tokens: a repeated prompt reports the prefix the slot reused 
   // llama.cpp reuses all but the last prompt id (it evaluates at least one).
   t.is(second.usage?.cachedPromptTokens, prompt.length - 1)
 
-  const gateway = createGateway({ engine: soloEngine, onDiagnostic: () => {} })
-  await new Promise<void>((resolve) => gateway.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => gateway.close(() => resolve())))
-  const client = new OpenAI({ baseURL: `http://127.0.0.1:${(gateway.address() as AddressInfo).port}/v1`, apiKey: 'x', maxRetries: 0 })
+  const { client } = await startGateway(t, { engine: soloEngine, onDiagnostic: () => {} })
   const body = {
     model: 'gpt-oss',
     messages: [{ role: 'user' as const, content: 'Say hello, with a long question. '.repeat(6) }],
@@ -465,10 +457,7 @@ real(
 )
 
 real('<|endoftext|> after a final answer: the gateway answers the text without it, finish reason stop', async (t) => {
-  const gateway = createGateway({ engine: engine(), onDiagnostic: () => {} })
-  await new Promise<void>((resolve) => gateway.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => gateway.close(() => resolve())))
-  const client = new OpenAI({ baseURL: `http://127.0.0.1:${(gateway.address() as AddressInfo).port}/v1`, apiKey: 'x', maxRetries: 0 })
+  const { client } = await startGateway(t, { engine: engine(), onDiagnostic: () => {} })
   const body = { model: 'gpt-oss', messages: [{ role: 'user' as const, content: 'Say hello.' }], temperature: 1, max_tokens: 40 }
   // A seed for which the server's own sampling ends the answer with <|endoftext|> instead of <|return|>.
   const prompt = Array.from(renderChatCompletionRequest(body).tokens)
