@@ -365,13 +365,15 @@ test('the gateway sends an error frame when the engine fails midway, and the ope
       { message: /the connection to the inference engine failed/ },
     )
     const responses = client.responses.stream({ model: 'm', input: 'hi' })
-    // openai-node rejects with the `error` event itself here, not an Error instance.
+    // openai-node raises the `error` event's nested `error` as an APIError, with its type and code.
     const failure = await responses.finalResponse().then(
       () => null,
-      (error: unknown) => error as { type?: string; message?: string },
+      (error: unknown) => error,
     )
-    t.is(failure?.type, 'error')
-    t.regex(failure?.message ?? '', /the connection to the inference engine failed/)
+    t.true(failure instanceof OpenAI.APIError)
+    t.is((failure as InstanceType<typeof OpenAI.APIError>).type, 'server_error')
+    t.is((failure as InstanceType<typeof OpenAI.APIError>).code, 'engine-connection-error')
+    t.regex((failure as Error).message, /the connection to the inference engine failed/)
     t.is(errors.length, 2)
     t.regex(String((errors[0] as Error).message), /the connection to the engine broke/)
   } finally {

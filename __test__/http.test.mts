@@ -293,7 +293,9 @@ test('pipeSse: an engine failure mid-stream becomes an error frame (Chat) or err
         .on('end', () => resolve(text))
     }).end()
   })
-  t.regex(responsesText.trim().split('\n\n').at(-1)!, /^event: error\n/)
+  const frames = responsesText.trim().split('\n\n')
+  t.regex(frames.at(-2)!, /^event: error\n/)
+  t.regex(frames.at(-1)!, /^event: response\.failed\n/)
 })
 
 test('pipeSse coalesceMs: the same bytes in fewer writes, and a client that stops reading still holds the engine back', async (t) => {

@@ -12,6 +12,7 @@ import {
   renderChatCompletionRequest,
   renderResponsesRequest,
   responsesGenerationParameters,
+  responsesRequestEcho,
 } from 'harmony-stream'
 
 import { IMPLEMENTATIONS } from './helpers/harmony.mjs'
@@ -114,7 +115,7 @@ for (const implementation of IMPLEMENTATIONS) {
     t.teardown(() => workers.close())
     for (const [kind, body, parameters] of [
       ['chat', { ...CHAT, max_tokens: 7, temperature: 0.5, stream: true }, chatGenerationParameters],
-      ['responses', { ...RESPONSES, max_output_tokens: 9 }, responsesGenerationParameters],
+      ['responses', { ...RESPONSES, max_output_tokens: 9, metadata: { team: 'a' }, temperature: 0.3 }, responsesGenerationParameters],
     ] as const) {
       // A large body owns its memory and is transferred (detached here); a small one is a slice of Node's pool and copied.
       for (const bytes of [
@@ -122,10 +123,13 @@ for (const implementation of IMPLEMENTATIONS) {
         Buffer.from(JSON.stringify({ ...body, metadata: { note: 'word '.repeat(4000) } })),
       ]) {
         const owned = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
+        const bytesText = bytes.toString('utf8')
         const prepared = await workers.prepare(kind, bytes)
         t.deepEqual(prepared.parameters, parameters(body))
         const render = kind === 'chat' ? renderChatCompletionRequest : renderResponsesRequest
         t.deepEqual(prepared.prompt, render(body, { ...renderOptions, cache: null }))
+        // Responses: what the response object echoes of the body, which stays in the worker.
+        t.deepEqual(prepared.echo, kind === 'responses' ? responsesRequestEcho(JSON.parse(bytesText)) : undefined)
         t.is(bytes.byteLength === 0, owned, 'transferred exactly when the bytes own their memory')
       }
     }

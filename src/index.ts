@@ -114,11 +114,14 @@ export type { FinishOptions, FinishReason } from './wire/finish'
 export type { InputKind } from './wire/message-stream'
 export {
   type ResponseEvent,
+  type ResponseFunctionTool,
   type ResponseItem,
   type ResponseObject,
+  type ResponseRequestEcho,
   type ResponsesAdapterOptions,
   ResponsesStream,
   type ResponseUsage,
   responseObject,
+  responsesRequestEcho,
 } from './wire/responses'
 export type { RoutingOptions } from './wire/routing'

@@ -17,7 +17,7 @@ interface GatewayModule {
 }
 
 /** The example gateway's module (examples/gateway/server.mjs). */
-export async function gatewayModule(): Promise<GatewayModule> {
+async function gatewayModule(): Promise<GatewayModule> {
   return (await import(join(root, 'examples/gateway/server.mjs'))) as GatewayModule
 }
 

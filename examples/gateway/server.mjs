@@ -129,32 +129,25 @@ export function createGateway({
       kind: 'responses',
       parameters: responsesGenerationParameters,
       render: renderResponsesRequest,
-      // The response object echoes its request (instructions, tools, tool_choice, metadata, sampling fields…).
-      // A body parsed in a render worker stays there: then only its generation parameters are echoed.
-      adapterOptions: (params, prompt, body) => ({
-        model: params.model,
-        inputTokens: prompt.promptTokens,
-        request: body ?? {
-          temperature: params.temperature,
-          top_p: params.topP,
-          presence_penalty: params.presencePenalty,
-          frequency_penalty: params.frequencyPenalty,
-          max_output_tokens: params.maxTokens,
-        },
-      }),
+      // The response object echoes its request (instructions, tools, tool_choice, metadata, sampling fields…):
+      // the body read here, or the echo a render worker made of the body it parsed.
+      adapterOptions: (params, prompt, body) => ({ model: params.model, inputTokens: prompt.promptTokens, request: body }),
       whole: responseObject,
       stream: (options) => new ResponsesStream(options),
     },
   }
 
   /**
-   * The request's generation parameters and prompt: for a small body read, parsed and rendered here; a large one
-   * (over `renderInlineBytes`) is handed to a worker as bytes, so neither JSON.parse nor BPE of it holds the event loop.
+   * The request's generation parameters and prompt: for a small body read, parsed and rendered here (with the
+   * body, which a response echoes); a large one (over `renderInlineBytes`) is handed to a worker as bytes, so
+   * neither JSON.parse nor BPE of it holds the event loop.
    */
   async function prepare(api, request) {
     const length = Number(request.headers['content-length'])
     if (workers !== null && !(Number.isFinite(length) && length <= renderInlineBytes)) {
-      return await workers.prepare(api.kind, await readJsonBytes(request, { limit: bodyLimit }))
+      // The body stays in the worker; for Responses its echo comes back (what the response object says of it).
+      const { parameters, prompt, echo } = await workers.prepare(api.kind, await readJsonBytes(request, { limit: bodyLimit }))
+      return { parameters, prompt, body: echo }
     }
     const body = await readJsonBody(request, { limit: bodyLimit })
     const parameters = api.parameters(body, parameterOptions)

@@ -8,6 +8,7 @@ import { parentPort, workerData } from 'node:worker_threads'
 
 import { HarmonyRequestError } from '../base/errors'
 import { checkRequestBody, type RenderedPrompt, type RenderRequestOptions, renderCheckedRequest } from '../render/index'
+import { type ResponseRequestEcho, responsesRequestEcho } from '../wire/responses'
 import { parseJsonBody } from './http/body'
 import { HttpError } from './http/errors'
 import {
@@ -27,7 +28,7 @@ export interface RenderJob {
 }
 
 export type RenderAnswer =
-  | { id: number; tokens: Uint32Array; toolNames: string[]; parameters?: GenerationParameters }
+  | { id: number; tokens: Uint32Array; toolNames: string[]; parameters?: GenerationParameters; echo?: ResponseRequestEcho }
   | { id: number; requestError: { message: string; param: string | null } }
   | { id: number; httpError: { status: number; message: string; param: string | null; code: string } }
   | { id: number; failure: string }
@@ -41,21 +42,29 @@ const { renderOptions, parameterOptions } = workerData as RenderWorkerData
 const port = parentPort
 if (port === null) throw new Error('render-worker.ts runs as a worker thread of RenderWorkers')
 
-/** The job's prompt, and for `prepare` the body's generation parameters. */
-function run(job: RenderJob): { prompt: RenderedPrompt; parameters?: GenerationParameters } {
+/** The job's prompt, and for `prepare` the body's generation parameters (and what a Responses object echoes of it). */
+function run(job: RenderJob): { prompt: RenderedPrompt; parameters?: GenerationParameters; echo?: ResponseRequestEcho } {
   // `render`: the event loop checked the body's bounds and these options: not walked again here.
   if (job.bytes === undefined) return { prompt: renderCheckedRequest(job.kind, job.body, renderOptions) }
   const body = parseJsonBody(job.bytes)
   const parameters = (job.kind === 'chat' ? chatGenerationParameters : responsesGenerationParameters)(body, parameterOptions)
   checkRequestBody(job.kind, body, renderOptions)
-  return { prompt: renderCheckedRequest(job.kind, body, renderOptions), parameters }
+  const prompt = renderCheckedRequest(job.kind, body, renderOptions)
+  // The body stays here: what the response object says of its request goes back instead.
+  return job.kind === 'responses' ? { prompt, parameters, echo: responsesRequestEcho(body) } : { prompt, parameters }
 }
 
 port.on('message', (job: RenderJob) => {
   let answer: RenderAnswer
   try {
-    const { prompt, parameters } = run(job)
-    answer = { id: job.id, tokens: prompt.tokens, toolNames: prompt.toolNames, ...(parameters === undefined ? {} : { parameters }) }
+    const { prompt, parameters, echo } = run(job)
+    answer = {
+      id: job.id,
+      tokens: prompt.tokens,
+      toolNames: prompt.toolNames,
+      ...(parameters === undefined ? {} : { parameters }),
+      ...(echo === undefined ? {} : { echo }),
+    }
   } catch (error) {
     if (error instanceof HarmonyRequestError) answer = { id: job.id, requestError: { message: error.message, param: error.param } }
     else if (error instanceof HttpError)

@@ -19,6 +19,7 @@ import { Worker } from 'node:worker_threads'
 import { HarmonyError, HarmonyRequestError } from '../base/errors'
 import { checkOptions, is, type OptionSpec } from '../base/options'
 import { checkRequestBody, type RenderedPrompt, type RenderRequestOptions } from '../render/index'
+import type { ResponseRequestEcho } from '../wire/responses'
 import { HttpError } from './http/errors'
 import { chatGenerationParameters, type GenerationParameterOptions, type GenerationParameters } from './http/validate'
 import type { RenderAnswer, RenderJob, RenderWorkerData } from './render-worker'
@@ -34,10 +35,12 @@ export interface RenderWorkersOptions {
   parameterOptions?: GenerationParameterOptions
 }
 
-/** What `prepare` gives: the request's generation parameters and its prompt. */
+/** What `prepare` gives: the request's generation parameters and its prompt (and for Responses, what its object echoes). */
 export interface PreparedRequest {
   parameters: GenerationParameters
   prompt: RenderedPrompt
+  /** Responses: the request's fields a response object echoes (`responsesRequestEcho`), for `ResponsesStream`'s `request`. */
+  echo?: ResponseRequestEcho
 }
 
 const PROBE = { model: 'probe', messages: [{ role: 'user', content: 'x' }] }
@@ -151,7 +154,8 @@ export class RenderWorkers {
     if (pending !== undefined) {
       if ('tokens' in answer) {
         const prompt = { tokens: answer.tokens, toolNames: answer.toolNames, promptTokens: answer.tokens.length }
-        pending.resolve(answer.parameters === undefined ? prompt : { parameters: answer.parameters, prompt })
+        if (answer.parameters === undefined) pending.resolve(prompt)
+        else pending.resolve({ parameters: answer.parameters, prompt, ...(answer.echo === undefined ? {} : { echo: answer.echo }) })
       } else if ('requestError' in answer) pending.reject(new HarmonyRequestError(answer.requestError.message, answer.requestError.param))
       else if ('httpError' in answer) {
         const { status, message, param, code } = answer.httpError

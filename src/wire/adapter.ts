@@ -421,7 +421,10 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
 
   /** Text of a message to the format; the answer's text through the stop strings, when there are any. */
   private deliver(message: WireMessage<Kept>, text: string): void {
-    if (this.stops === null || message.route !== 'content') return this.text(message, text)
+    if (this.stops === null || message.route !== 'content') {
+      this.text(message, text)
+      return
+    }
     const { text: released, stopped } = this.stops.feed(text)
     if (released !== '') this.text(message, released)
     this.answerText += released

@@ -7,7 +7,9 @@
  * → a `reasoning` item (`reasoning_text`), content → a `message` item (`output_text`), a tool call → a
  * `function_call` item. Each item gets its added/delta/done events at the message's own boundaries, also
  * when a batch holds the end of one message and the start of the next, and at the end of the stream. The
- * stream ends with `response.completed`, or `response.incomplete` when it ended without a stop token.
+ * stream ends with `response.completed`, or `response.incomplete` when it ended without a stop token, or
+ * (`error()`) `error` and `response.failed`. Every `response` snapshot carries what the request asked for
+ * (option `request`, `responsesRequestEcho`).
  */
 
 import { FRAME_COUNTER, FRAME_TEXT, type FrameTemplate, writeFrame } from '../backend/frames'
@@ -23,7 +25,7 @@ import {
 import type { FinishOptions, FinishReason } from './finish'
 import type { AdapterInput } from './input'
 import type { MessageEvent } from './message-stream'
-import { checkAdapterOptions, RESPONSES_OPTIONS, wholeOptions } from './options'
+import { checkAdapterOptions, functionFields, RESPONSES_OPTIONS, wholeOptions } from './options'
 import type { RecoveredCall } from './text-tool-calls'
 
 export interface ResponsesAdapterOptions extends AdapterOptions {
@@ -34,6 +36,13 @@ export interface ResponsesAdapterOptions extends AdapterOptions {
   createdAt?: number
   /** Input tokens, for `usage`. Default: what an engine step's `usage` reported, else 0. */
   inputTokens?: number
+  /**
+   * The Responses request body as it came (or any object with its fields): the response object echoes what it
+   * asked for (`instructions`, `tools`, `tool_choice`, sampling fields, `metadata`, …; `responsesRequestEcho`).
+   * Only echoed: the parser's tool names still come from `parser.toolNames` and `tools`. Default: the option
+   * `tools`, and OpenAI's defaults for the rest.
+   */
+  request?: object
 }
 
 export type ResponseItem =
@@ -57,23 +66,63 @@ export interface ResponseUsage {
   total_tokens: number
 }
 
-export interface ResponseObject {
+/** A function tool as a response lists it: the request's, with the fields it left out null. */
+export interface ResponseFunctionTool {
+  type: 'function'
+  name: string
+  description: string | null
+  parameters: Record<string, unknown> | null
+  /** As the request said; null when it did not (nothing here enforces a schema either way). */
+  strict: boolean | null
+  [field: string]: unknown
+}
+
+/**
+ * The fields of a response that say what its request asked for (`responsesRequestEcho`): every field of the
+ * Open Responses specification's ResponseResource that is not about the generation itself.
+ */
+export interface ResponseRequestEcho {
+  background: boolean
+  instructions: string | null
+  max_output_tokens: number | null
+  max_tool_calls: number | null
+  parallel_tool_calls: boolean
+  presence_penalty: number
+  frequency_penalty: number
+  previous_response_id: string | null
+  prompt_cache_key: string | null
+  reasoning: { effort: string | null; summary: string | null }
+  safety_identifier: string | null
+  service_tier: string
+  store: boolean
+  temperature: number
+  text: { format: { type: string; [field: string]: unknown }; [field: string]: unknown }
+  tool_choice: string | Record<string, unknown>
+  tools: (ResponseFunctionTool | Record<string, unknown>)[]
+  top_logprobs: number
+  top_p: number
+  truncation: 'auto' | 'disabled'
+  user: string | null
+  metadata: Record<string, string>
+}
+
+/**
+ * A `response` object: every field the Open Responses specification's ResponseResource requires
+ * (openresponses/openresponses, public/openapi/openapi.json), and `user` as OpenAI's Response has it.
+ */
+export interface ResponseObject extends ResponseRequestEcho {
   id: string
   object: 'response'
   created_at: number
-  status: 'in_progress' | 'completed' | 'incomplete'
+  status: 'in_progress' | 'completed' | 'incomplete' | 'failed'
+  /** Unix seconds when it completed: set with status `completed` only (as OpenAI's Response says), else null. */
+  completed_at: number | null
   model: string
   output: ResponseItem[]
   usage: ResponseUsage | null
   incomplete_details: { reason: 'max_output_tokens' } | null
-  error: null
-  instructions: null
-  metadata: Record<string, string>
-  temperature: null
-  top_p: null
-  parallel_tool_calls: boolean
-  tool_choice: 'auto'
-  tools: []
+  /** Why it failed, with status `failed` (`error()`); else null. */
+  error: { code: string; message: string } | null
 }
 
 /** A `response.*` event; fields as in the OpenAI API reference for each type. */
@@ -108,11 +157,22 @@ type ItemHeader = Pick<WireMessage<OpenItem>, 'index' | 'route' | 'toolName'>
 /** Streaming Responses for one completion: `start()`, then `push(tokens)` per engine step, then `finish()`. */
 export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, ResponsesAdapterOptions> {
   private readonly createdAt: number
+  /** When the adapter was made (`performance.now()`), for `completed_at` after a given `createdAt`. */
+  private readonly madeAt = performance.now()
   private readonly output: ResponseItem[] = []
+  /** What the request asked for, as every snapshot of the response repeats it. */
+  private readonly echo: ResponseRequestEcho
+  /** `completed_at`, set when the response completes. */
+  private completedAt: number | null = null
+  /** What `error()` said: the response failed. */
+  private failure: { code: string; message: string } | null = null
+  /** The messages read and not yet closed, by index (`error()` cuts their items). */
+  private readonly openMessages = new Map<number, WireMessage<OpenItem>>()
 
   constructor(options: ResponsesAdapterOptions) {
     super(options, RESPONSES)
     this.createdAt = options.createdAt ?? nowSeconds()
+    this.echo = responsesRequestEcho(options.request ?? (options.tools == null ? null : { tools: options.tools }))
   }
 
   /** `response.created` and `response.in_progress` (once; the first `push` sends them otherwise). */
@@ -125,45 +185,93 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     return this.sseOf(() => this.opening())
   }
 
-  /** The `error` event to send when the stream cannot go on (the engine failed, a strict parse error). */
-  error(message: string, code = 'server_error'): ResponseEvent {
+  /**
+   * The events to send when the stream cannot go on (the engine failed, a strict parse error): `error`, then
+   * `response.failed` with the response as it stands (status `failed`, `error: { code, message }`, items
+   * still open `incomplete`). The `error` event carries its fields both ways: nested in `error: { type,
+   * code, message, param }` as the Open Responses specification's ErrorStreamingEvent has them (and as
+   * OpenAI's API sends them, which openai-node raises as an APIError), and flat (`code`, `message`,
+   * `param`) as the openai package's ResponseErrorEvent type has them. `type` is the error's, as in an
+   * OpenAI error body (`server_error`).
+   */
+  error(message: string, code = 'server_error', type = 'server_error'): ResponseEvent[] {
+    if (!this.done) this.cutOpenItems()
     this.end()
-    return this.event('error', { code, message, param: null })
+    this.failure = { code, message }
+    return [
+      this.event('error', { code, message, param: null, error: { type, code, message, param: null } }),
+      this.event('response.failed', { response: this.response('failed') }),
+    ]
   }
 
-  /** The response as it stands (complete after `finish()`). */
-  response(
-    status: ResponseObject['status'] = this.done ? (this.finishReason() === 'length' ? 'incomplete' : 'completed') : 'in_progress',
-  ): ResponseObject {
+  /** The response as it stands (complete after `finish()`, failed after `error()`). */
+  response(status: ResponseObject['status'] = this.status()): ResponseObject {
     const input = this.promptTokens
     const output = this.completionTokens
+    const open = status === 'in_progress'
     return {
       id: this.id,
       object: 'response',
       created_at: this.createdAt,
       status,
-      model: this.options.model,
-      output: status === 'in_progress' ? [] : structuredClone(this.output),
-      usage:
-        status === 'in_progress'
-          ? null
-          : {
-              input_tokens: input,
-              input_tokens_details: { cached_tokens: this.cachedPromptTokens },
-              output_tokens: output,
-              output_tokens_details: { reasoning_tokens: this.reasoningTokens },
-              total_tokens: input + output,
-            },
+      completed_at: status === 'completed' ? (this.completedAt ?? this.secondsNow()) : null,
+      error: status === 'failed' ? { ...(this.failure ?? { code: 'server_error', message: 'the response failed' }) } : null,
       incomplete_details: status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
-      error: null,
-      instructions: null,
-      metadata: {},
-      temperature: null,
-      top_p: null,
-      parallel_tool_calls: true,
-      tool_choice: 'auto',
-      tools: [],
+      model: this.options.model,
+      output: open ? [] : structuredClone(this.output),
+      usage: open
+        ? null
+        : {
+            input_tokens: input,
+            input_tokens_details: { cached_tokens: this.cachedPromptTokens },
+            output_tokens: output,
+            output_tokens_details: { reasoning_tokens: this.reasoningTokens },
+            total_tokens: input + output,
+          },
+      ...structuredClone(this.echo),
     }
+  }
+
+  /** The status the response has now. */
+  private status(): ResponseObject['status'] {
+    if (this.failure !== null) return 'failed'
+    if (!this.done) return 'in_progress'
+    return this.finishReason() === 'length' ? 'incomplete' : 'completed'
+  }
+
+  /**
+   * A failing response's items that never closed: `incomplete`, with the text read so far (the parser is
+   * finished for it, and released; held text is what was released of it). No events: `response.failed` shows them.
+   */
+  private cutOpenItems(): void {
+    let closes: MessageEvent[] = []
+    try {
+      closes = this.stream.finish()
+    } catch {
+      // A parser that failed (strict mode) has nothing more to give; it is released.
+      this.stream.close()
+    }
+    for (const event of closes) {
+      const message = event.kind === 'close' ? this.openMessages.get(event.index) : undefined
+      const open = message?.kept
+      if (open == null) continue
+      const text = message!.held ? open.released : (event as Extract<MessageEvent, { kind: 'close' }>).message.content
+      const { item } = open
+      if (item.type === 'reasoning') item.content = [{ type: 'reasoning_text', text }]
+      else if (item.type === 'message') item.content = [{ type: 'output_text', text, annotations: [], logprobs: [] }]
+      else item.arguments = text
+    }
+    this.openMessages.clear()
+    for (const item of this.output) if (item.status === 'in_progress') item.status = 'incomplete'
+  }
+
+  /**
+   * Unix seconds now: the clock, or with a given `createdAt`, that plus the whole seconds since the adapter
+   * was made (the same bytes for the same completion, as a fixed `createdAt` promises).
+   */
+  private secondsNow(): number {
+    if (this.options.createdAt === undefined) return nowSeconds()
+    return this.createdAt + Math.floor((performance.now() - this.madeAt) / 1000)
   }
 
   protected frameOf(event: ResponseEvent): string {
@@ -212,6 +320,7 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
   }
 
   protected closed(message: WireMessage<OpenItem>, close: Extract<MessageEvent, { kind: 'close' }>): void {
+    this.openMessages.delete(message.index)
     // A held message whose text all became tool calls has no item of its own.
     const open = message.held ? message.kept : this.itemOf(message)
     if (open === null) return
@@ -225,6 +334,7 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
 
   protected closing(reason: FinishReason): void {
     const complete = reason !== 'length'
+    if (complete) this.completedAt = this.secondsNow()
     const response = this.response(complete ? 'completed' : 'incomplete')
     this.emit(this.event(complete ? 'response.completed' : 'response.incomplete', { response }))
   }
@@ -243,6 +353,7 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     if (message.kept !== null) return message.kept
     if (message.route === 'ignore') return null
     message.kept = this.add(newItem(`${this.idStem}_${message.index}`, message))
+    this.openMessages.set(message.index, message)
     return message.kept
   }
 
@@ -316,6 +427,90 @@ function deltaFrame(open: OpenItem): FrameTemplate {
   const middle = open.item.type === 'function_call' ? `${where},"delta":` : `${where},"content_index":0,"delta":`
   const tail = open.item.type === 'message' ? ',"logprobs":[]}\n\n' : '}\n\n'
   return { literals: [`event: ${type}\ndata: {"type":"${type}","sequence_number":`, middle, tail], slots: [FRAME_COUNTER, FRAME_TEXT] }
+}
+
+type Fields = Readonly<Record<string, unknown>>
+
+function fieldsOf(value: unknown): Fields | null {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Fields) : null
+}
+
+function stringOr<T>(value: unknown, otherwise: T): string | T {
+  return typeof value === 'string' ? value : otherwise
+}
+
+function numberOr<T>(value: unknown, otherwise: T): number | T {
+  return typeof value === 'number' && Number.isFinite(value) ? value : otherwise
+}
+
+function integerOr<T>(value: unknown, otherwise: T): number | T {
+  return Number.isSafeInteger(value) ? (value as number) : otherwise
+}
+
+/**
+ * A tool as the response lists it: a function tool (Responses shape, or Chat's nested `function`) in the
+ * Responses shape with `description`, `parameters` and `strict` null where the request left them out (the
+ * specification's FunctionTool requires the three, nullable); another tool type as it came.
+ */
+function echoedTool(tool: unknown): ResponseFunctionTool | Record<string, unknown> {
+  const fields = functionFields(tool)
+  if (fields === null) return tool as Record<string, unknown>
+  const { function: _nested, ...rest } = tool as Record<string, unknown>
+  return {
+    ...rest,
+    type: 'function',
+    name: fields.name as string,
+    description: (fields.description as string | null | undefined) ?? null,
+    parameters: (fields.parameters as Record<string, unknown> | null | undefined) ?? null,
+    strict: (fields.strict as boolean | null | undefined) ?? null,
+  }
+}
+
+/**
+ * What a response says of its request (`ResponsesAdapterOptions.request`): the fields of a Responses request
+ * `body` that the response object repeats, each as the request gave it when it has the field's type, else
+ * what OpenAI answers when a request leaves it out. The defaults are those of the Open Responses
+ * specification's example response (public/openapi/openapi.json, ResponseResource `example`): `temperature`
+ * 1, `top_p` 1, the penalties 0, `top_logprobs` 0, `parallel_tool_calls` true, `tool_choice` 'auto', `tools`
+ * [], `metadata` {}, `text` `{ format: { type: 'text' } }`, `truncation` 'disabled' (also "`disabled`
+ * (default)" in the openai package's Response type, resources/responses/responses.d.ts); the nullable ones
+ * (`instructions`, `max_output_tokens`, `max_tool_calls`, `previous_response_id`, `safety_identifier`,
+ * `prompt_cache_key`, `user`; `reasoning.effort` "if specified", and `.summary`) null. Three say what
+ * happened rather than what was asked: `store` false and `background` false (nothing is stored, nothing runs
+ * in the background), `service_tier` 'default' (OpenAI's response names the tier it used, responses.d.ts;
+ * there is one). The result shares nothing with `body`.
+ */
+export function responsesRequestEcho(body: object | null = null): ResponseRequestEcho {
+  const request: Fields = fieldsOf(body) ?? {}
+  const reasoning = fieldsOf(request.reasoning)
+  const text = fieldsOf(request.text)
+  const format = fieldsOf(text?.format)
+  const toolChoice = request.tool_choice
+  const metadata = fieldsOf(request.metadata)
+  return structuredClone({
+    background: false,
+    instructions: stringOr(request.instructions, null),
+    max_output_tokens: integerOr(request.max_output_tokens, null),
+    max_tool_calls: integerOr(request.max_tool_calls, null),
+    parallel_tool_calls: typeof request.parallel_tool_calls === 'boolean' ? request.parallel_tool_calls : true,
+    presence_penalty: numberOr(request.presence_penalty, 0),
+    frequency_penalty: numberOr(request.frequency_penalty, 0),
+    previous_response_id: stringOr(request.previous_response_id, null),
+    prompt_cache_key: stringOr(request.prompt_cache_key, null),
+    reasoning: { effort: stringOr(reasoning?.effort, null), summary: stringOr(reasoning?.summary, null) },
+    safety_identifier: stringOr(request.safety_identifier, null),
+    service_tier: 'default',
+    store: false,
+    temperature: numberOr(request.temperature, 1),
+    text: { ...text, format: format === null ? { type: 'text' } : { type: stringOr(format.type, 'text'), ...format } },
+    tool_choice: typeof toolChoice === 'string' ? toolChoice : ((fieldsOf(toolChoice) as Record<string, unknown> | null) ?? 'auto'),
+    tools: Array.isArray(request.tools) ? request.tools.map(echoedTool) : [],
+    top_logprobs: integerOr(request.top_logprobs, 0),
+    top_p: numberOr(request.top_p, 1),
+    truncation: request.truncation === 'auto' ? 'auto' : 'disabled',
+    user: stringOr(request.user, null),
+    metadata: (metadata ?? {}) as Record<string, string>,
+  })
 }
 
 /**

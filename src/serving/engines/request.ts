@@ -88,7 +88,7 @@ function checkLogitBias(bias: unknown, where: string): void {
  * A request that sets a sampling field `engine` does not apply is refused as a request error (HTTP 400 naming
  * OpenAI's field), rather than sent to an engine that would ignore it.
  */
-export function checkEngineSampling(request: GenerateRequest, engine: Engine): void {
+function checkEngineSampling(request: GenerateRequest, engine: Engine): void {
   const applies = engine.sampling
   if (applies === undefined) return
   for (const [field, param] of Object.entries(SAMPLING_FIELDS) as [SamplingField, string][]) {
