@@ -200,12 +200,20 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     this.failure = { code, message }
     return [
       this.event('error', { code, message, param: null, error: { type, code, message, param: null } }),
-      this.event('response.failed', { response: this.response('failed') }),
+      this.event('response.failed', { response: this.snapshot('failed', true) }),
     ]
   }
 
   /** The response as it stands (complete after `finish()`, failed after `error()`). */
   response(status: ResponseObject['status'] = this.status()): ResponseObject {
+    return this.snapshot(status, true)
+  }
+
+  /**
+   * The response object with `status`. `copy`: its echoed request fields are copies of the adapter's (the object
+   * face, where the caller keeps the object); events written as SSE bytes are serialized at once and may share them.
+   */
+  private snapshot(status: ResponseObject['status'], copy: boolean): ResponseObject {
     const input = this.promptTokens
     const output = this.completionTokens
     const open = status === 'in_progress'
@@ -228,7 +236,7 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
             output_tokens_details: { reasoning_tokens: this.reasoningTokens },
             total_tokens: input + output,
           },
-      ...structuredClone(this.echo),
+      ...(copy ? structuredClone(this.echo) : this.echo),
     }
   }
 
@@ -281,8 +289,8 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
   protected opening(): void {
     if (this.started) return
     this.started = true
-    this.emit(this.event('response.created', { response: this.response('in_progress') }))
-    this.emit(this.event('response.in_progress', { response: this.response('in_progress') }))
+    this.emit(this.event('response.created', { response: this.snapshot('in_progress', !this.writesSse) }))
+    this.emit(this.event('response.in_progress', { response: this.snapshot('in_progress', !this.writesSse) }))
   }
 
   protected owesOpening(): boolean {
@@ -335,7 +343,7 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
   protected closing(reason: FinishReason): void {
     const complete = reason !== 'length'
     if (complete) this.completedAt = this.secondsNow()
-    const response = this.response(complete ? 'completed' : 'incomplete')
+    const response = this.snapshot(complete ? 'completed' : 'incomplete', !this.writesSse)
     this.emit(this.event(complete ? 'response.completed' : 'response.incomplete', { response }))
   }
 
