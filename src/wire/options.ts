@@ -17,8 +17,8 @@ const count: Rule = { what: 'a non-negative integer', test: (value) => Number.is
 /** The request's `tools` as it came; its elements are read by `functionNamesOf`. */
 const toolsArray: Rule = { what: "the request's tools array (or null)", test: (value) => value === null || Array.isArray(value) }
 
-/** OpenAI's `stop`: a non-empty string, or up to 4 of them. */
-const stopStrings: Rule = {
+/** OpenAI's `stop`: a non-empty string, or up to 4 of them (the adapters' option, and Chat's request field). */
+export const STOP_STRINGS: Rule = {
   what: 'a non-empty string or an array of 1 to 4 of them',
   test: (value) =>
     (typeof value === 'string' && value !== '') ||
@@ -35,7 +35,7 @@ const COMMON: OptionSpec = {
   preamble: is.oneOf('content', 'reasoning'),
   builtinTools: is.oneOf('ignore', 'surface'),
   textToolCalls: is.oneOf('off', 'recover'),
-  stop: stopStrings,
+  stop: STOP_STRINGS,
 }
 
 export const CHAT_OPTIONS: OptionSpec = {

@@ -73,15 +73,26 @@ export function checkGenerateRequest(request: Partial<GenerateRequest>, where: s
 /** Largest logit bias OpenAI takes, either way. */
 const MAX_BIAS = 100
 
-function checkLogitBias(bias: unknown, where: string): void {
+/**
+ * What is wrong with a logit bias (an object of token id to a bias from -100 to 100), with `name` as the field
+ * is called where it was given (`logitBias`, `logit_bias`); null when nothing is. `kind` tells a value of the
+ * wrong shape from one out of range. The one check of the engine clients and of the HTTP helpers.
+ */
+export function logitBiasProblem(bias: unknown, name: string): { kind: 'type' | 'range'; message: string } | null {
   if (bias === null || typeof bias !== 'object' || Array.isArray(bias))
-    throw new TypeError(`${where}: logitBias must be an object of token id to bias`)
+    return { kind: 'type', message: `${name} must be an object of token id to bias` }
   for (const [key, value] of Object.entries(bias)) {
     if (!/^(0|[1-9][0-9]*)$/.test(key) || !isTokenId(Number(key)))
-      throw new RangeError(`${where}: logitBias key ${JSON.stringify(key).slice(0, 40)} is not a token id from 0 to ${LAST_MODEL_TOKEN}`)
+      return { kind: 'range', message: `${name} key ${JSON.stringify(key).slice(0, 40)} is not a token id from 0 to ${LAST_MODEL_TOKEN}` }
     if (typeof value !== 'number' || !Number.isFinite(value) || Math.abs(value) > MAX_BIAS)
-      throw new RangeError(`${where}: logitBias[${key}] must be a number from -${MAX_BIAS} to ${MAX_BIAS}, not ${String(value)}`)
+      return { kind: 'range', message: `${name}[${key}] must be a number from -${MAX_BIAS} to ${MAX_BIAS}, not ${String(value)}` }
   }
+  return null
+}
+
+function checkLogitBias(bias: unknown, where: string): void {
+  const problem = logitBiasProblem(bias, 'logitBias')
+  if (problem !== null) throw new (problem.kind === 'type' ? TypeError : RangeError)(`${where}: ${problem.message}`)
 }
 
 /**

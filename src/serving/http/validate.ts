@@ -4,7 +4,8 @@
  * other field is checked against the API's table of fields first (fields.ts).
  */
 import { checkOptions, is, type OptionSpec } from '../../base/options'
-import { LAST_MODEL_TOKEN } from '../engines/request'
+import { STOP_STRINGS } from '../../wire/options'
+import { logitBiasProblem } from '../engines/request'
 import { HttpError } from './errors'
 import { checkRequestFields, type RequestApi } from './fields'
 
@@ -90,29 +91,21 @@ const MAX_LOGIT_BIAS = 300
 function stopStrings(body: Record<string, unknown>): string[] | undefined {
   const value = body.stop
   if (value === undefined || value === null) return undefined
-  const strings = typeof value === 'string' ? [value] : value
-  if (!Array.isArray(strings) || strings.length > 4 || !strings.every((s) => typeof s === 'string' && s !== ''))
-    bad('stop', 'must be a non-empty string or an array of up to 4 of them')
-  return strings.length === 0 ? undefined : (strings as string[])
+  // An empty list asks for nothing, as null does.
+  if (Array.isArray(value) && value.length === 0) return undefined
+  if (!STOP_STRINGS.test(value)) bad('stop', `must be ${STOP_STRINGS.what}`)
+  return typeof value === 'string' ? [value] : (value as string[])
 }
 
 /** Chat `logit_bias`: `{"<token id>": bias}`, bias from -100 to 100, at most 300 ids. */
 function logitBias(body: Record<string, unknown>): Record<number, number> | undefined {
   const value = body.logit_bias
   if (value === undefined || value === null) return undefined
-  if (typeof value !== 'object' || Array.isArray(value)) bad('logit_bias', 'must be an object of token id to bias')
-  const entries = Object.entries(value)
+  const problem = logitBiasProblem(value, 'logit_bias')
+  if (problem !== null) throw new HttpError(400, problem.message, { param: 'logit_bias', code: 'invalid-parameter' })
+  const entries = Object.entries(value as Record<string, number>)
   if (entries.length > MAX_LOGIT_BIAS) bad('logit_bias', `must hold at most ${MAX_LOGIT_BIAS} token ids`)
-  const bias: Record<number, number> = {}
-  for (const [key, amount] of entries) {
-    const id = Number(key)
-    if (!/^(0|[1-9][0-9]*)$/.test(key) || id > LAST_MODEL_TOKEN)
-      bad('logit_bias', `keys must be token ids from 0 to ${LAST_MODEL_TOKEN}, not ${JSON.stringify(key).slice(0, 40)}`)
-    if (typeof amount !== 'number' || !Number.isFinite(amount) || Math.abs(amount) > 100)
-      bad('logit_bias', `values must be numbers from -100 to 100`)
-    bias[id] = amount
-  }
-  return entries.length === 0 ? undefined : bias
+  return entries.length === 0 ? undefined : Object.fromEntries(entries.map(([id, bias]) => [Number(id), bias]))
 }
 
 export function chatGenerationParameters(body: Record<string, unknown>, options: GenerationParameterOptions = {}): GenerationParameters {
