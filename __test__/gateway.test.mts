@@ -16,9 +16,9 @@ import {
   parseCompletion,
   ResponsesStream,
 } from 'harmony-stream'
-import { EngineError } from 'harmony-stream/engines'
 import OpenAI from 'openai'
 
+import { failingEngine } from './helpers/gateway.mjs'
 import { harmony, IMPLEMENTATIONS, random } from './helpers/harmony.mjs'
 import { decodeTokens } from './helpers/token-bytes.mjs'
 
@@ -333,16 +333,6 @@ test('adapters: reasoning tokens of a message closed by <|start|> without <|end|
     ['missing-end'],
   )
 })
-
-/** An engine that sends a few tokens, then fails as a broken engine connection does. */
-const failingEngine = {
-  name: 'failing',
-  async *generate() {
-    yield { tokens: Uint32Array.from(harmony('<|channel|>final<|message|>hello')) }
-    await new Promise((resolve) => setImmediate(resolve))
-    throw new EngineError('engine-connection-error', 'the connection to the engine broke', { engine: 'failing' })
-  },
-}
 
 test('the gateway sends an error frame when the engine fails midway, and the openai client raises it', async (t) => {
   const errors: unknown[] = []

@@ -14,11 +14,10 @@ import {
   responseObject,
   responsesFrames,
 } from 'harmony-stream'
-import { EngineError } from 'harmony-stream/engines'
 import OpenAI from 'openai'
 import type { ResponseCreateParamsNonStreaming, ResponseCreateParamsStreaming } from 'openai/resources/responses/responses'
 
-import { startGateway } from './helpers/gateway.mjs'
+import { failingEngine, startGateway } from './helpers/gateway.mjs'
 import { harmony, IMPLEMENTATIONS } from './helpers/harmony.mjs'
 
 type Check = (value: unknown) => boolean
@@ -449,16 +448,6 @@ test('the option request must be an object', (t) => {
   t.throws(() => new ResponsesStream({ model: 'm', request: 'x' as never }), { instanceOf: TypeError, message: /request/ })
   t.throws(() => responseObject([], { model: 'm', request: [] as never }), { instanceOf: TypeError, message: /request/ })
 })
-
-/** An engine that sends a few tokens, then fails as a broken engine connection does. */
-const failingEngine = {
-  name: 'failing',
-  async *generate() {
-    yield { tokens: Uint32Array.from(harmony('<|channel|>final<|message|>hello')) }
-    await new Promise((resolve) => setImmediate(resolve))
-    throw new EngineError('engine-connection-error', 'the connection to the engine broke', { engine: 'failing' })
-  },
-}
 
 test('the example gateway ends a failing stream with the error event and response.failed; the openai client raises it', async (t) => {
   const errors: unknown[] = []

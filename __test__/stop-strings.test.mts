@@ -8,7 +8,7 @@ import test from 'ava'
 import { ChatCompletionsStream, chatCompletion, type Implementation, ResponsesStream, responseObject, SsePool } from 'harmony-stream'
 import type { Engine, EngineStep, GenerateRequest } from 'harmony-stream/engines'
 
-import { startGateway } from './helpers/gateway.mjs'
+import { readChatStream, startGateway } from './helpers/gateway.mjs'
 import { harmony, IMPLEMENTATIONS, random } from './helpers/harmony.mjs'
 
 const ANALYSIS = '<|channel|>analysis<|message|>Think. Then stop. Done.<|end|>'
@@ -147,13 +147,7 @@ test('the gateway: the openai client gets the answer up to the stop string, fini
   }
   const { client } = await startGateway(t, { engine, onDiagnostic: () => {} })
   const body = { model: 'gpt-oss', messages: [{ role: 'user' as const, content: 'Count.' }], stop: [', 4', 'never'] }
-  const stream = await client.chat.completions.create({ ...body, stream: true })
-  let content = ''
-  let finish: string | null = null
-  for await (const chunk of stream) {
-    content += chunk.choices[0]?.delta?.content ?? ''
-    finish = chunk.choices[0]?.finish_reason ?? finish
-  }
+  const { content, finish } = await readChatStream(await client.chat.completions.create({ ...body, stream: true }))
   t.is(content, 'Count: 1, 2, 3')
   t.is(finish, 'stop')
   t.true(pulled < answer.length / 2, `the engine was pulled ${pulled} times of ${answer.length}`)

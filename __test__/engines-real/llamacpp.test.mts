@@ -17,7 +17,7 @@ import { renderChatCompletionRequest } from 'harmony-stream'
 import { EngineError, type EngineStep, type GenerateRequest, LAST_MODEL_TOKEN, LlamaCppEngine } from 'harmony-stream/engines'
 import type OpenAI from 'openai'
 
-import { startGateway } from '../helpers/gateway.mjs'
+import { readChatStream, startGateway } from '../helpers/gateway.mjs'
 import { type LlamaServer, llamaBuildOrSkip, startLlamaServer } from '../helpers/llama-server.mjs'
 
 const root = join(import.meta.dirname, '..', '..')
@@ -349,13 +349,7 @@ real('the gateway over HTTP with a LlamaCppEngine: the openai client gets the fi
   t.is(whole.usage?.prompt_tokens, renderChatCompletionRequest(body).promptTokens)
   t.is(whole.usage?.completion_tokens, chain('final').tokens.length)
 
-  const stream = await client.chat.completions.create({ ...body, stream: true })
-  let content = ''
-  let finish: string | null = null
-  for await (const chunk of stream) {
-    content += chunk.choices[0]?.delta?.content ?? ''
-    finish = chunk.choices[0]?.finish_reason ?? finish
-  }
+  const { content, finish } = await readChatStream(await client.chat.completions.create({ ...body, stream: true }))
   t.is(content, answer)
   t.is(finish, 'stop')
 

@@ -7,7 +7,10 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 
 import type { ExecutionContext } from 'ava'
+import { type Engine, EngineError } from 'harmony-stream/engines'
 import OpenAI from 'openai'
+
+import { harmony } from './harmony.mjs'
 
 const root = join(import.meta.dirname, '..', '..')
 
@@ -36,4 +39,27 @@ export async function startGateway(
   t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
   const { port } = server.address() as AddressInfo
   return { server, port, client: new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'x', maxRetries: 0 }) }
+}
+
+/** An engine that sends a few tokens, then fails as a broken engine connection does. */
+export const failingEngine: Engine = {
+  name: 'failing',
+  async *generate() {
+    yield { tokens: Uint32Array.from(harmony('<|channel|>final<|message|>hello')) }
+    await new Promise((resolve) => setImmediate(resolve))
+    throw new EngineError('engine-connection-error', 'the connection to the engine broke', { engine: 'failing' })
+  },
+}
+
+/** What a client reads from a streamed Chat completion: its content, and the last finish reason. */
+export async function readChatStream(
+  stream: AsyncIterable<{ choices: { delta?: { content?: string | null }; finish_reason?: string | null }[] }>,
+): Promise<{ content: string; finish: string | null }> {
+  let content = ''
+  let finish: string | null = null
+  for await (const chunk of stream) {
+    content += chunk.choices[0]?.delta?.content ?? ''
+    finish = chunk.choices[0]?.finish_reason ?? finish
+  }
+  return { content, finish }
 }
