@@ -112,7 +112,6 @@ export class LlamaCppEngine implements Engine {
         }
       }
       if (typeof json.content === 'string' && json.content !== '') recent = (recent + json.content).slice(-8)
-      const usage = (completionTokens: number): EngineUsage => withCache({ promptTokens, completionTokens }, json)
       const stopAt = tokens.findIndex((id) => stops.includes(id))
       if (stopAt >= 0) {
         // A stop id: generation ends here, whatever llama.cpp does next. Its ids go out now; the step that
@@ -123,7 +122,7 @@ export class LlamaCppEngine implements Engine {
         stopped = true
         if (tokens.length > 0 || diagnostics.length > 0) yield step(tokens, undefined, undefined, diagnostics)
         if (json.stop === true) {
-          yield step([], 'stop', usage(generated + lost))
+          yield step([], 'stop', withCache({ promptTokens, completionTokens: generated + lost }, json))
           return
         }
         continue
@@ -133,7 +132,12 @@ export class LlamaCppEngine implements Engine {
         if (tokens.length > 0 || diagnostics.length > 0) yield step(tokens, undefined, undefined, diagnostics)
         continue
       }
-      yield step(tokens, finishReasonOf(json.stop_type), usage(Math.max(predicted, generated + lost)), diagnostics)
+      yield step(
+        tokens,
+        finishReasonOf(json.stop_type),
+        withCache({ promptTokens, completionTokens: Math.max(predicted, generated + lost) }, json),
+        diagnostics,
+      )
       return
     }
     if (stopped) {
