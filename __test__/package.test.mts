@@ -213,7 +213,9 @@ function packageWithoutAddon(t: ExecutionContext): { dir: string; pkg: string } 
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const pkg = join(dir, 'node_modules', 'harmony-stream')
   for (const file of ['package.json', 'native.cjs', 'native.d.ts', 'dist']) cpSync(join(root, file), join(pkg, file), { recursive: true })
-  symlinkSync(join(root, 'node_modules', 'gpt-tokenizer'), join(dir, 'node_modules', 'gpt-tokenizer'))
+  // The package's runtime dependencies, as an install would put them beside it (theirs resolve from the real path).
+  const { dependencies } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }
+  for (const name of Object.keys(dependencies)) symlinkSync(join(root, 'node_modules', name), join(dir, 'node_modules', name))
   return { dir, pkg }
 }
 

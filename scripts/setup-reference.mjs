@@ -1,5 +1,9 @@
-// Installs the reference parser for the differential tests (PyPI openai-harmony 0.0.8, pinned with its
-// dependencies in __test__/reference-requirements.txt) into .venv, unless it is already there.
+// Installs the Python oracles of the tests into .venv, unless they are already there: the reference parser
+// and renderer (PyPI openai-harmony 0.0.8) for the differential tests, and the grammar engine xgrammar 0.2.8
+// (the one vLLM, SGLang and TensorRT-LLM constrain generation with) for the structured-output grammars.
+// __test__/reference-requirements.txt pins every package, dependencies included, and pip installs exactly
+// those (--no-deps): xgrammar declares torch, transformers and triton, gigabytes that its grammar compiler
+// and matcher never use (__test__/helpers/xgrammar_match.py says how it runs without them).
 import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 
@@ -8,10 +12,19 @@ const run = (command, args) => {
   const result = spawnSync(command, args, { stdio: 'inherit' })
   if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed`)
 }
-const ready = () => existsSync(python) && spawnSync(python, ['-c', 'import openai_harmony'], { stdio: 'ignore' }).status === 0
+const MODULES = ['openai_harmony', 'xgrammar', 'tvm_ffi', 'numpy', 'pydantic']
+const ready = () =>
+  existsSync(python) &&
+  spawnSync(
+    python,
+    ['-c', `import importlib.util as u, sys; sys.exit(0 if all(u.find_spec(m) for m in ${JSON.stringify(MODULES)}) else 1)`],
+    {
+      stdio: 'ignore',
+    },
+  ).status === 0
 
 if (!ready()) {
-  console.log('Installing the reference parser (openai-harmony 0.0.8) into .venv for the differential tests')
-  run('python3', ['-m', 'venv', '.venv'])
-  run(python, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '-r', '__test__/reference-requirements.txt'])
+  console.log('Installing the test oracles (openai-harmony 0.0.8, xgrammar 0.2.8) into .venv')
+  if (!existsSync(python)) run('python3', ['-m', 'venv', '.venv'])
+  run(python, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-deps', '-r', '__test__/reference-requirements.txt'])
 }

@@ -106,6 +106,8 @@ export function createGateway({
       presencePenalty: params.presencePenalty,
       frequencyPenalty: params.frequencyPenalty,
       logitBias: params.logitBias,
+      // Structured outputs: the engine enforces the final answer's JSON (the adapters check it too).
+      ...(prompt.responseFormat === undefined ? {} : { responseFormat: prompt.responseFormat }),
       signal,
       ...(replayIndex !== undefined ? { replayIndex } : {}),
     })
@@ -159,7 +161,11 @@ export function createGateway({
     const { parameters: params, prompt, body } = await prepare(api, request)
     const abort = abortOnClose(response)
     const steps = generate(request, prompt, params, abort.signal)
-    const options = { ...api.adapterOptions(params, prompt, body), parser: { implementation, toolNames: prompt.toolNames } }
+    const options = {
+      ...api.adapterOptions(params, prompt, body),
+      ...(prompt.responseFormat === undefined ? {} : { responseFormat: prompt.responseFormat }),
+      parser: { implementation, toolNames: prompt.toolNames },
+    }
     if (!params.stream) {
       const whole = await collectSteps(steps)
       if (whole.finishReason === 'abort') throw new HttpError(502, 'the inference engine aborted the request', { code: 'engine-aborted' })

@@ -6,6 +6,7 @@
  */
 import type { TextMessage } from './conversation'
 import type { FunctionTool } from './developer'
+import { type ResponseFormat, responseFormat } from './output-schema'
 import {
   array,
   fail,
@@ -29,6 +30,8 @@ export interface RequestConversation {
   tools: FunctionTool[]
   messages: TextMessage[]
   reasoningEffort: ReasoningEffort | undefined
+  /** Chat `response_format` / Responses `text.format` asking for JSON (structured outputs). */
+  responseFormat: ResponseFormat | undefined
 }
 
 export function toolCallMessage(name: string, args: string): TextMessage {
@@ -57,6 +60,7 @@ export function chatConversation(body: unknown): RequestConversation {
     tools,
     messages: [],
     reasoningEffort: reasoningEffort(request.reasoning_effort, 'reasoning_effort'),
+    responseFormat: responseFormat(request.response_format, 'response_format', 'chat'),
   }
   /** tool_call_id → function name, from the assistant messages seen so far. */
   const calls = new Map<string, string>()

@@ -14,6 +14,7 @@ import { chatConversation, type RequestConversation } from './chat'
 import { type ConversationMessage, concat, MessageRenderer, nextTurnTokens } from './conversation'
 import { dropFinishedAnalysis, referenceAutoDropAnalysis } from './drop'
 import { checkConversationLimits, checkRequestLimits, DEFAULT_RENDER_LIMITS, LIMIT_OPTIONS, type RenderLimits } from './limits'
+import type { ResponseFormat } from './output-schema'
 import { responsesConversation } from './responses'
 import { DEFAULT_KNOWLEDGE_CUTOFF, DEFAULT_MODEL_IDENTITY, REASONING_EFFORTS, type ReasoningEffort } from './system'
 import { validateConversation } from './validate'
@@ -47,6 +48,8 @@ export interface RenderedPrompt {
   toolNames: string[]
   /** `tokens.length`, for usage. */
   promptTokens: number
+  /** The JSON the answer must be (structured outputs): for the engine to enforce and the adapters to check. */
+  responseFormat?: ResponseFormat
 }
 
 export interface RenderConversationOptions extends RenderEngineOptions {
@@ -137,16 +140,25 @@ function requestPrompt(conversation: RequestConversation, options: RenderRequest
       },
     },
   ]
-  if (conversation.instructions.length > 0 || conversation.tools.length > 0) {
+  const { responseFormat } = conversation
+  // JSON mode has no schema to show: only a json_schema format gets a `# Response Formats` section.
+  const shown = responseFormat?.format === 'json_schema' ? [responseFormat] : []
+  if (conversation.instructions.length > 0 || conversation.tools.length > 0 || shown.length > 0) {
     const instructions = conversation.instructions.length > 0 ? conversation.instructions.join('\n\n') : null
-    messages.push({ role: 'developer', content: { instructions, tools: conversation.tools } })
+    messages.push({ role: 'developer', content: { instructions, tools: conversation.tools, responseFormats: shown } })
   }
   // A loop, not push(...spread): a spread call takes every message as an argument, beyond the stack's room for
   // a long conversation.
   for (const message of options.keepAnalysis ? conversation.messages : dropFinishedAnalysis(conversation.messages)) messages.push(message)
   const renderer = rendererFor(options)
   const tokens = concat([...renderer.render(messages), ...nextTurnTokens(renderer, 'assistant')])
-  return { tokens, toolNames: conversation.tools.map((tool) => `functions.${tool.name}`), promptTokens: tokens.length }
+  const prompt: RenderedPrompt = {
+    tokens,
+    toolNames: conversation.tools.map((tool) => `functions.${tool.name}`),
+    promptTokens: tokens.length,
+  }
+  if (responseFormat !== undefined) prompt.responseFormat = responseFormat
+  return prompt
 }
 
 const RENDERERS = {
@@ -222,5 +234,6 @@ export function renderForTraining(messages: readonly ConversationMessage[], opti
 
 export { DEFAULT_RENDER_CACHE_BYTES, RenderCache, type RenderCacheOptions, type RenderCacheStats } from './cache'
 export type { ConversationMessage, DeveloperMessage, SystemMessage, TextMessage } from './conversation'
-export type { DeveloperContent, FunctionTool } from './developer'
+export type { DeveloperContent, FunctionTool, OutputSchema } from './developer'
+export type { ResponseFormat } from './output-schema'
 export type { ReasoningEffort, SystemContent } from './system'

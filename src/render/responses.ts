@@ -11,6 +11,7 @@
 
 import { offersTools, type RequestConversation, toolCallMessage, toolResultMessage } from './chat'
 import type { TextMessage } from './conversation'
+import { responseFormat } from './output-schema'
 import {
   array,
   fail,
@@ -38,12 +39,16 @@ export function responsesConversation(body: unknown): RequestConversation {
     }
   }
   const declared = functionTools(request.tools, 'tools', 'responses')
+  const text = request.text === undefined || request.text === null ? undefined : object(request.text, 'text')
+  if (text?.verbosity !== undefined && text.verbosity !== null)
+    fail('text.verbosity is not supported: gpt-oss has no verbosity control', 'text.verbosity')
   const reasoning = request.reasoning === undefined || request.reasoning === null ? undefined : object(request.reasoning, 'reasoning')
   const conversation: RequestConversation = {
     instructions: [],
     tools: offersTools(request.tool_choice, 'tool_choice') ? declared : [],
     messages: [],
     reasoningEffort: reasoningEffort(reasoning?.effort, 'reasoning.effort'),
+    responseFormat: responseFormat(text?.format, 'text.format', 'responses'),
   }
   // gpt-oss writes no reasoning summary: 'auto' (as the model can) is taken, a summary asked for is not.
   for (const field of ['summary', 'generate_summary']) {

@@ -7,7 +7,13 @@
 import { parentPort, workerData } from 'node:worker_threads'
 
 import { HarmonyRequestError } from '../base/errors'
-import { checkRequestBody, type RenderedPrompt, type RenderRequestOptions, renderCheckedRequest } from '../render/index'
+import {
+  checkRequestBody,
+  type RenderedPrompt,
+  type RenderRequestOptions,
+  type ResponseFormat,
+  renderCheckedRequest,
+} from '../render/index'
 import { type ResponseRequestEcho, responsesRequestEcho } from '../wire/responses'
 import { parseJsonBody } from './http/body'
 import { HttpError } from './http/errors'
@@ -28,7 +34,14 @@ export interface RenderJob {
 }
 
 export type RenderAnswer =
-  | { id: number; tokens: Uint32Array; toolNames: string[]; parameters?: GenerationParameters; echo?: ResponseRequestEcho }
+  | {
+      id: number
+      tokens: Uint32Array
+      toolNames: string[]
+      responseFormat?: ResponseFormat
+      parameters?: GenerationParameters
+      echo?: ResponseRequestEcho
+    }
   | { id: number; requestError: { message: string; param: string | null } }
   | { id: number; httpError: { status: number; message: string; param: string | null; code: string } }
   | { id: number; failure: string }
@@ -62,6 +75,7 @@ port.on('message', (job: RenderJob) => {
       id: job.id,
       tokens: prompt.tokens,
       toolNames: prompt.toolNames,
+      ...(prompt.responseFormat === undefined ? {} : { responseFormat: prompt.responseFormat }),
       ...(parameters === undefined ? {} : { parameters }),
       ...(echo === undefined ? {} : { echo }),
     }

@@ -153,7 +153,8 @@ export class RenderWorkers {
     this.busy.delete(worker)
     if (pending !== undefined) {
       if ('tokens' in answer) {
-        const prompt = { tokens: answer.tokens, toolNames: answer.toolNames, promptTokens: answer.tokens.length }
+        const prompt: RenderedPrompt = { tokens: answer.tokens, toolNames: answer.toolNames, promptTokens: answer.tokens.length }
+        if (answer.responseFormat !== undefined) prompt.responseFormat = answer.responseFormat
         if (answer.parameters === undefined) pending.resolve(prompt)
         else pending.resolve({ parameters: answer.parameters, prompt, ...(answer.echo === undefined ? {} : { echo: answer.echo }) })
       } else if ('requestError' in answer) pending.reject(new HarmonyRequestError(answer.requestError.message, answer.requestError.param))

@@ -29,6 +29,7 @@ import { type InputKind, type MessageEvent, MessageStream } from './message-stre
 import { checkAdapterOptions, FINISH_OPTIONS, parserOptionsOf } from './options'
 import { recoveredDiagnostic, TextCallRecovery } from './recovery'
 import { droppedDiagnostic, type Route, type RouteFields, type RoutingOptions, routeOf, toolArgumentsDiagnostic, toolName } from './routing'
+import { structuredOutputDiagnostic } from './schema-check'
 import { StopStrings } from './stop-strings'
 import type { HeldOutput, RecoveredCall } from './text-tool-calls'
 
@@ -63,6 +64,12 @@ export interface AdapterOptions extends RoutingOptions {
    * the caller to stop reading the engine. Reasoning and tool arguments are not cut.
    */
   stop?: string | readonly string[]
+  /**
+   * The request's structured output (`response_format` / `text.format` asking for JSON, as the renderer reads
+   * it: `RenderedPrompt.responseFormat`): each final answer is checked against `schema` when it closes, and one
+   * that is not such JSON gets an `invalid-structured-output` diagnostic. The text is delivered as it is.
+   */
+  responseFormat?: { name: string; schema: object }
 }
 
 /** What a format tells the base about itself. */
@@ -449,6 +456,13 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
     else if (message.route === 'ignore') this.adapterDiagnostics.push(droppedDiagnostic(event.message, this.stream.tokens))
     this.closed(message, event)
     if (message.route === 'tool') this.checkArguments(message, event.message)
+    else if (this.options.responseFormat !== undefined && event.message.channel === 'final') this.checkAnswer(event.message)
+  }
+
+  /** A final answer that is not the JSON the response format asks for: a diagnostic says so. */
+  private checkAnswer(closed: HarmonyMessage): void {
+    const diagnostic = structuredOutputDiagnostic(closed.content, this.options.responseFormat!, this.stream.tokens)
+    if (diagnostic !== null) this.adapterDiagnostics.push(diagnostic)
   }
 
   /** Tool arguments that should be JSON and are not were streamed as they are: a diagnostic says so. */

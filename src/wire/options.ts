@@ -25,7 +25,23 @@ export const STOP_STRINGS: Rule = {
     (Array.isArray(value) && value.length >= 1 && value.length <= 4 && value.every((s) => typeof s === 'string' && s !== '')),
 }
 
-/** The options of every wire format (routing, parser, input, identity, stop strings). */
+/** A response format as the renderer reads it: a name, and the JSON Schema of the answer. */
+const responseFormat: Rule = {
+  what: 'an object { name: string, schema: object }',
+  test: (value) => {
+    const format = value as { name?: unknown; schema?: unknown } | null
+    return (
+      format !== null &&
+      typeof format === 'object' &&
+      typeof format.name === 'string' &&
+      format.schema !== null &&
+      typeof format.schema === 'object' &&
+      !Array.isArray(format.schema)
+    )
+  },
+}
+
+/** The options of every wire format (routing, parser, input, identity, stop strings, structured output). */
 const COMMON: OptionSpec = {
   model: is.nonEmptyString,
   id: is.nonEmptyString,
@@ -36,6 +52,7 @@ const COMMON: OptionSpec = {
   builtinTools: is.oneOf('ignore', 'surface'),
   textToolCalls: is.oneOf('off', 'recover'),
   stop: STOP_STRINGS,
+  responseFormat,
 }
 
 export const CHAT_OPTIONS: OptionSpec = {

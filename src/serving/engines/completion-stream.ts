@@ -8,9 +8,10 @@
  * the engine sends it (vLLM only with `--enable-prompt-tokens-details`; see vllm.ts and trtllm.ts).
  */
 import { EngineError } from './errors'
+import { vllmLogprobs } from './logprobs'
 import type { SseEvent } from './sse'
 import { isObject, parseEvent, step, streamError, tokenIds, withStopToken } from './steps'
-import type { EngineFinishReason, EngineStep, EngineUsage } from './types'
+import type { EngineFinishReason, EngineStep, EngineUsage, TokenLogprob } from './types'
 
 export interface CompletionStreamOptions {
   /** The client's name, for errors. */
@@ -22,6 +23,8 @@ export interface CompletionStreamOptions {
    * (with `[DONE]`) without one, read as `stop` when the last id is a stop id, else `length`.
    */
   mayEndWithoutFinish?: boolean
+  /** The request's `logprobs` (vLLM's chunks then carry them, `return_tokens_as_token_ids` naming the ids). */
+  logprobs?: number
 }
 
 /** The engine steps of such a stream; the finishing step is held until the stream ends, to carry the usage. */
@@ -29,7 +32,9 @@ export async function* completionSteps(events: AsyncIterable<SseEvent>, options:
   const { engine, stops } = options
   let last: number | undefined
   let generated = 0
-  let finished: { tokens: number[]; finishReason: EngineFinishReason } | null = null
+  let finished: { tokens: number[]; finishReason: EngineFinishReason; logprobs?: (TokenLogprob | null)[] } | null = null
+  const logprobsOf = (choice: Record<string, unknown>, tokens: number[]) =>
+    options.logprobs === undefined ? undefined : vllmLogprobs(choice.logprobs, tokens, options.logprobs)
   let usage: EngineUsage | undefined
   let done = false
   for await (const event of events) {
@@ -51,13 +56,19 @@ export async function* completionSteps(events: AsyncIterable<SseEvent>, options:
       if (tokens.length === 0) continue
       last = tokens[tokens.length - 1]
       generated += tokens.length
-      yield step(tokens)
+      yield step(tokens, undefined, undefined, undefined, logprobsOf(choice, tokens))
       continue
     }
-    if (reason === 'stop') tokens = withStopToken(tokens, last, choice.stop_reason, stops)
+    const logprobs = logprobsOf(choice, tokens)
+    if (reason === 'stop') {
+      const sent = tokens.length
+      tokens = withStopToken(tokens, last, choice.stop_reason, stops)
+      // An appended stop id came with no log probability.
+      if (logprobs !== undefined) for (let i = sent; i < tokens.length; i++) logprobs.push(null)
+    }
     if (tokens.length > 0) last = tokens[tokens.length - 1]
     generated += tokens.length
-    finished = { tokens, finishReason: finishReasonOf(engine, reason) }
+    finished = { tokens, finishReason: finishReasonOf(engine, reason), ...(logprobs === undefined ? {} : { logprobs }) }
   }
   if (finished === null) {
     // A stream cut short is a broken stream; only an endpoint that may skip its finishing output ends without one.
@@ -68,7 +79,7 @@ export async function* completionSteps(events: AsyncIterable<SseEvent>, options:
   }
   // The engine counts the ids it generated; an appended stop id it had left out counts too.
   if (usage !== undefined) usage.completionTokens = Math.max(usage.completionTokens, generated)
-  yield step(finished.tokens, finished.finishReason, usage)
+  yield step(finished.tokens, finished.finishReason, usage, undefined, finished.logprobs)
 }
 
 function usageOf(usage: Record<string, unknown>): EngineUsage {

@@ -16,6 +16,14 @@
  * (tools/server/server-schema.cpp, the `logit_bias` field's handler; ids past the vocabulary are skipped there,
  * so the client checks them first).
  *
+ * Structured outputs: `grammar` (GBNF) with `grammar_lazy` and `grammar_triggers` (tools/server/server-schema.cpp,
+ * the fields of make_llama_cmpl_schema; trigger objects `{type, value}` as server_grammar_trigger in
+ * server-common.h), from constraints.ts. `json_schema` is not used: its grammar would start at the trigger's
+ * text, not at the JSON.
+ *
+ * Log probabilities: `n_probs` (tools/server/server-schema.cpp), read from each result's
+ * `completion_probabilities` (logprobs.ts); ids found again by held-ids.ts have none (null).
+ *
  * Ids held back: llama-server streams no result while its text ends inside a character, and a result carries
  * only its own id; held-ids.ts finds such ids again from the text (`tokens_predicted` says how many are
  * missing), or the step reports `engine-ids-lost`. Cached tokens: the final result's `timings.cache_n`.
@@ -27,9 +35,11 @@
  * a subset), the client watches the ids itself: at the first stop id it ends the step there with finish
  * reason `stop` and closes the connection, which makes llama.cpp stop that slot.
  */
+import { llamaCppGrammarFields } from './constraints'
 import { EngineError } from './errors'
 import { heldIds } from './held-ids'
 import { type HttpOptions, postEvents } from './http'
+import { llamaCppLogprobs } from './logprobs'
 import { checkEngineOptions, HTTP_ENGINE_OPTIONS } from './options'
 import { checkGenerateRequest, GENERATION_STOP_TOKENS } from './request'
 import { isObject, openAIStyleMessage, parseEvent, samplingFields, step, streamError, tokenIds, withinLimit } from './steps'
@@ -69,6 +79,9 @@ export class LlamaCppEngine implements Engine {
       return_tokens: true,
       cache_prompt: true,
       ...samplingFields(request, 'seed', 'pairs'),
+      ...(request.responseFormat === undefined ? {} : llamaCppGrammarFields(request.responseFormat)),
+      // n_probs 0 sends no probabilities at all: at least 1, and the alternatives cut to what was asked.
+      ...(request.logprobs === undefined ? {} : { n_probs: Math.max(1, request.logprobs) }),
     }
   }
 
@@ -112,15 +125,17 @@ export class LlamaCppEngine implements Engine {
         }
       }
       if (typeof json.content === 'string' && json.content !== '') recent = (recent + json.content).slice(-8)
+      let logprobs = request.logprobs === undefined ? undefined : llamaCppLogprobs(json.completion_probabilities, tokens, request.logprobs)
       const stopAt = tokens.findIndex((id) => stops.includes(id))
       if (stopAt >= 0) {
         // A stop id: generation ends here, whatever llama.cpp does next. Its ids go out now; the step that
         // ends the stream waits for the next result (leaving the loop then closes the connection, and
         // llama.cpp releases the slot).
         tokens = tokens.slice(0, stopAt + 1)
+        logprobs = logprobs?.slice(0, stopAt + 1)
         generated += tokens.length
         stopped = true
-        if (tokens.length > 0 || diagnostics.length > 0) yield step(tokens, undefined, undefined, diagnostics)
+        if (tokens.length > 0 || diagnostics.length > 0) yield step(tokens, undefined, undefined, diagnostics, logprobs)
         if (json.stop === true) {
           yield step([], 'stop', withCache({ promptTokens, completionTokens: generated + lost }, json))
           return
@@ -129,7 +144,7 @@ export class LlamaCppEngine implements Engine {
       }
       generated += tokens.length
       if (json.stop !== true) {
-        if (tokens.length > 0 || diagnostics.length > 0) yield step(tokens, undefined, undefined, diagnostics)
+        if (tokens.length > 0 || diagnostics.length > 0) yield step(tokens, undefined, undefined, diagnostics, logprobs)
         continue
       }
       yield step(
@@ -137,6 +152,7 @@ export class LlamaCppEngine implements Engine {
         finishReasonOf(json.stop_type),
         withCache({ promptTokens, completionTokens: Math.max(predicted, generated + lost) }, json),
         diagnostics,
+        logprobs,
       )
       return
     }

@@ -10,7 +10,14 @@
 
 import { knownOptions } from './options'
 import { checkGenerateRequest } from './request'
-import type { Engine, EngineFinishReason, EngineStep, GenerateRequest } from './types'
+import {
+  ALL_SAMPLING_FIELDS,
+  type Engine,
+  type EngineFinishReason,
+  type EngineStep,
+  type GenerateRequest,
+  type SamplingField,
+} from './types'
 
 export interface ReplayGenerateRequest extends GenerateRequest {
   /** Replay this completion (an index into `completions`) instead of the one `pick` or the turn gives. */
@@ -34,6 +41,11 @@ const OPTIONS = ['completions', 'interval', 'pick']
 
 export class ReplayEngine implements Engine {
   readonly name = 'replay'
+  /**
+   * Every sampling field is taken and has no effect (a recording is replayed as it is); log probabilities are
+   * refused, as a recording has none to give.
+   */
+  readonly sampling: readonly SamplingField[] = ALL_SAMPLING_FIELDS.filter((field) => field !== 'logprobs')
   private readonly completions: Uint32Array[]
   private readonly interval: number
   private readonly pick: ((request: ReplayGenerateRequest, turn: number) => number) | undefined

@@ -5,6 +5,7 @@
  */
 import { CALL, END, END_OF_TEXT, RETURN } from '../../backend/tokens'
 import { HarmonyRequestError } from '../../base/errors'
+import { checkEnforceable } from '../../render/output-schema'
 import { type Engine, type GenerateRequest, SAMPLING_FIELDS, type SamplingField } from './types'
 
 /**
@@ -65,10 +66,30 @@ export function checkGenerateRequest(request: Partial<GenerateRequest>, where: s
     if (request.stopTokens.includes(END))
       throw new RangeError(`${where}: stopTokens must not hold <|end|> (${END}): it separates messages within one completion`)
   }
+  if (request.responseFormat !== undefined) checkResponseFormat(request.responseFormat, where)
+  if (
+    request.logprobs !== undefined &&
+    (!Number.isSafeInteger(request.logprobs) || request.logprobs < 0 || request.logprobs > MAX_TOP_LOGPROBS)
+  )
+    throw new RangeError(`${where}: logprobs must be an integer from 0 to ${MAX_TOP_LOGPROBS}, not ${String(request.logprobs)}`)
   if (request.signal !== undefined && !(request.signal instanceof AbortSignal))
     throw new TypeError(`${where}: signal must be an AbortSignal`)
   if (engine !== undefined) checkEngineSampling(request as GenerateRequest, engine)
 }
+
+/**
+ * A response format of the subset the engines' grammars enforce: a name, and a schema `checkEnforceable`
+ * takes (a schema outside it is a `HarmonyRequestError` naming the keyword, a 400 through the HTTP helpers).
+ */
+function checkResponseFormat(format: unknown, where: string): void {
+  const { name, schema } = (format ?? {}) as { name?: unknown; schema?: unknown }
+  if (typeof name !== 'string' || schema === null || typeof schema !== 'object' || Array.isArray(schema))
+    throw new TypeError(`${where}: responseFormat must be an object { name: string, schema: object }`)
+  checkEnforceable(schema, 'responseFormat.schema')
+}
+
+/** The most alternatives per position OpenAI reports (`top_logprobs`). */
+const MAX_TOP_LOGPROBS = 20
 
 /** Largest logit bias OpenAI takes, either way. */
 const MAX_BIAS = 100

@@ -14,6 +14,10 @@
  *   `completion_tokens` = all ids so far, `cached_tokens` = the request's prompt tokens taken from the prefix
  *   cache, `req.cached_tokens`). Cached tokens are read from the last output's `meta_info.cached_tokens`.
  *
+ * Log probabilities: `return_logprob`, `top_logprobs_num`, `logprob_start_len: -1` (GenerateReqInput in
+ * python/sglang/srt/managers/io_struct.py), read from `meta_info.output_token_logprobs` and
+ * `output_top_logprobs` (logprobs.ts).
+ *
  * Penalties and logit bias: `sampling_params.presence_penalty`, `frequency_penalty` and `logit_bias`
  * (`{"<id>": bias}`), python/sglang/srt/sampling/sampling_params.py (SamplingParams, verify: penalties in [-2, 2],
  * logit bias ids within the vocabulary).
@@ -32,8 +36,10 @@
  * with it, it is appended: nothing changes when the ids have it, and a server that leaves it out still hands
  * the parser its terminator.
  */
+import { structuralTag } from './constraints'
 import { EngineError } from './errors'
 import { type HttpOptions, postEvents } from './http'
+import { sglangLogprobs } from './logprobs'
 import { checkEngineOptions, HTTP_ENGINE_OPTIONS, positiveInteger } from './options'
 import { checkGenerateRequest, GENERATION_STOP_TOKENS } from './request'
 import { isObject, openAIStyleMessage, parseEvent, samplingFields, step, streamError, tokenIds, withinLimit, withStopToken } from './steps'
@@ -82,7 +88,12 @@ export class SglangEngine implements Engine {
       skip_special_tokens: false,
       ...samplingFields(request, 'sampling_seed'),
     }
-    return { input_ids: Array.from(request.tokens), sampling_params: sampling, stream: true }
+    // GenerateReqInput: log probabilities of the output ids only (logprob_start_len -1), `top_logprobs_num` alternatives.
+    const logprobs =
+      request.logprobs === undefined ? {} : { return_logprob: true, top_logprobs_num: request.logprobs, logprob_start_len: -1 }
+    // SamplingParams.structural_tag: the tag as a JSON string (python/sglang/srt/sampling/sampling_params.py).
+    if (request.responseFormat !== undefined) sampling.structural_tag = JSON.stringify(structuralTag(request.responseFormat))
+    return { input_ids: Array.from(request.tokens), sampling_params: sampling, ...logprobs, stream: true }
   }
 
   private async *run(request: GenerateRequest): AsyncGenerator<EngineStep> {
@@ -98,14 +109,17 @@ export class SglangEngine implements Engine {
       const meta = isObject(json.meta_info) ? json.meta_info : {}
       const finish = isObject(meta.finish_reason) ? meta.finish_reason : null
       let fresh = ids.next(tokenIds(ENGINE, json.output_ids, 'output_ids'), meta.completion_tokens, finish !== null)
+      const logprobs = request.logprobs === undefined ? undefined : sglangLogprobs(meta, fresh, request.logprobs)
       if (finish === null) {
-        if (fresh.length > 0) yield step(fresh)
+        if (fresh.length > 0) yield step(fresh, undefined, undefined, undefined, logprobs)
         continue
       }
       const finishReason = finishReasonOf(finish)
       if (finishReason === 'stop') {
         const repaired = withStopToken(fresh, ids.last, finish.matched, stops)
         ids.record(repaired.slice(fresh.length))
+        // An appended stop id came with no log probability.
+        if (logprobs !== undefined) for (let i = fresh.length; i < repaired.length; i++) logprobs.push(null)
         fresh = repaired
       }
       const usage: EngineUsage = {
@@ -114,7 +128,7 @@ export class SglangEngine implements Engine {
       }
       const cached = count(meta.cached_tokens)
       if (cached !== undefined) usage.cachedPromptTokens = cached
-      yield step(fresh, finishReason, usage)
+      yield step(fresh, finishReason, usage, undefined, logprobs)
       return
     }
     throw new EngineError('engine-protocol-error', `${ENGINE}: the stream ended without a finish reason`, { engine: ENGINE })

@@ -2,7 +2,7 @@
 import { EngineError } from './errors'
 import { isTokenId } from './request'
 import type { SseEvent } from './sse'
-import type { EngineDiagnostic, EngineFinishReason, EngineStep, EngineUsage, GenerateRequest } from './types'
+import type { EngineDiagnostic, EngineFinishReason, EngineStep, EngineUsage, GenerateRequest, TokenLogprob } from './types'
 
 export function parseEvent(engine: string, event: SseEvent): unknown {
   try {
@@ -69,8 +69,10 @@ export function step(
   finishReason?: EngineFinishReason,
   usage?: EngineUsage,
   diagnostics?: EngineDiagnostic[],
+  logprobs?: (TokenLogprob | null)[],
 ): EngineStep {
   const out: EngineStep = { tokens: Uint32Array.from(tokens) }
+  if (logprobs !== undefined) out.logprobs = logprobs
   if (finishReason !== undefined) out.finishReason = finishReason
   if (usage !== undefined) out.usage = usage
   if (diagnostics !== undefined && diagnostics.length > 0) out.diagnostics = diagnostics

@@ -26,11 +26,12 @@
  * `cached_tokens`, 0 when none were cached); completion-stream.ts reads it as vLLM's.
  */
 import { completionSteps } from './completion-stream'
+import { structuralTag } from './constraints'
 import { type HttpOptions, postEvents } from './http'
 import { checkEngineOptions, HTTP_ENGINE_OPTIONS } from './options'
 import { checkGenerateRequest, GENERATION_STOP_TOKENS } from './request'
 import { openAIStyleMessage, samplingFields, withinLimit } from './steps'
-import type { Engine, EngineStep, GenerateRequest } from './types'
+import { ALL_SAMPLING_FIELDS, type Engine, type EngineStep, type GenerateRequest, type SamplingField } from './types'
 
 export interface TrtllmEngineOptions extends HttpOptions {
   /** Base URL of `trtllm-serve`, e.g. `http://127.0.0.1:8000`. */
@@ -44,6 +45,8 @@ const OPTIONS = [...HTTP_ENGINE_OPTIONS, 'model']
 
 export class TrtllmEngine implements Engine {
   readonly name = ENGINE
+  /** Not `logprobs`: trtllm-serve names the alternatives by their text only, which two ids may share. */
+  readonly sampling: readonly SamplingField[] = ALL_SAMPLING_FIELDS.filter((field) => field !== 'logprobs')
   private readonly options: TrtllmEngineOptions
   private readonly endpoint: URL
 
@@ -72,6 +75,10 @@ export class TrtllmEngine implements Engine {
       skip_special_tokens: false,
       detokenize: false,
       ...samplingFields(request, 'seed'),
+      // ResponseFormat of openai_protocol.py: `structural_tag` with the tag's `format` (xgrammar's form).
+      ...(request.responseFormat === undefined
+        ? {}
+        : { response_format: { type: 'structural_tag', format: structuralTag(request.responseFormat).format } }),
       stream: true,
       stream_options: { include_usage: true },
     }

@@ -3,6 +3,8 @@
  * token ids out. Render and engines know nothing of adapters or HTTP (docs/ARCHITECTURE.md "Layers").
  */
 
+import type { OutputSchema } from '../../render/developer'
+
 /** Why generation ended: a stop token (`<|return|>`/`<|call|>`), the token limit, or an abort. */
 export type EngineFinishReason = 'stop' | 'length' | 'abort'
 
@@ -24,6 +26,13 @@ export interface EngineDiagnostic {
   count: number
 }
 
+/** The log probability of a generated id, and of the ids the model found likeliest there. */
+export interface TokenLogprob {
+  logprob: number
+  /** The `logprobs` likeliest ids at that position, likeliest first (the generated one among them when it is). */
+  top: { id: number; logprob: number }[]
+}
+
 /** One engine step: the ids generated since the previous step (possibly none), and how generation ended. */
 export interface EngineStep {
   tokens: Uint32Array
@@ -33,6 +42,11 @@ export interface EngineStep {
   usage?: EngineUsage
   /** What this step could not deliver (rare; absent when there is nothing to report). The adapters keep them in `diagnostics`. */
   diagnostics?: EngineDiagnostic[]
+  /**
+   * With `GenerateRequest.logprobs`: one entry per id of `tokens`, in order; null where the engine gave none
+   * for that id (an id llama.cpp held back and the client found again, a stop id the client appended).
+   */
+  logprobs?: (TokenLogprob | null)[]
 }
 
 export interface GenerateRequest {
@@ -50,6 +64,17 @@ export interface GenerateRequest {
   /** Added to the logits of these ids, -100 to 100 (-100 bans an id in practice), by token id. */
   logitBias?: Readonly<Record<number, number>>
   /**
+   * Structured outputs: the final answer must be JSON that `schema` accepts (the JSON Schema subset of
+   * docs/API.md "Structured outputs"), enforced by the engine's constrained decoding on the final message only
+   * (analysis, preambles and tool calls stay free). `RenderedPrompt.responseFormat` is one.
+   */
+  responseFormat?: OutputSchema
+  /**
+   * Log probabilities: each generated id's, with the `logprobs` likeliest ids at its position (0 to 20; 0:
+   * the generated id's alone), on `EngineStep.logprobs`. Absent: none are asked for.
+   */
+  logprobs?: number
+  /**
    * Ids that end generation. Default `<|return|>`, `<|call|>` and `<|endoftext|>` (`GENERATION_STOP_TOKENS`);
    * `<|end|>` must never be among them (it only separates messages within one completion).
    */
@@ -66,9 +91,14 @@ export const SAMPLING_FIELDS = Object.freeze({
   presencePenalty: 'presence_penalty',
   frequencyPenalty: 'frequency_penalty',
   logitBias: 'logit_bias',
+  responseFormat: 'response_format',
+  logprobs: 'logprobs',
 } as const)
 
 export type SamplingField = keyof typeof SAMPLING_FIELDS
+
+/** Every sampling field, for an engine's `sampling` list. */
+export const ALL_SAMPLING_FIELDS: readonly SamplingField[] = Object.freeze(Object.keys(SAMPLING_FIELDS) as SamplingField[])
 
 export interface Engine {
   /** e.g. `'vllm'`, `'sglang'`, `'llamacpp'`, `'replay'`. */

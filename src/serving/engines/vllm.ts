@@ -23,6 +23,17 @@
  * _verify_args holds the penalties to [-2, 2], verify refuses ids past the vocabulary), the same names in
  * `sampling_params` on the generate endpoint (SamplingParams itself).
  *
+ * Log probabilities (/v1/completions only): `logprobs` (the number of alternatives) with
+ * `return_tokens_as_token_ids`, so each chunk's `choices[0].logprobs` names ids, not text (logprobs.ts).
+ * The tokens-only endpoint is not read for them: a request asking for them there is refused.
+ *
+ * Structured outputs: `structured_outputs: { structural_tag }` (the same on both endpoints: a field of
+ * CompletionRequest and of SamplingParams; StructuredOutputsParams in vllm/sampling_params.py, whose
+ * `structural_tag` is a JSON string), compiled by vLLM's xgrammar backend (vllm/v1/structured_output/
+ * backend_xgrammar.py, the `format` form). The older `guided_json`-style fields are gone from vLLM and would be
+ * ignored with a 200. Serve without `--reasoning-parser`: with one, vLLM starts the grammar only where its
+ * parser sees the reasoning end, which this tag, written for the whole completion, does not expect.
+ *
  * Cached prompt tokens: the usage chunk's `prompt_tokens_details.cached_tokens` (vllm/entrypoints/openai/engine/
  * protocol.py, UsageInfo and PromptTokenUsageInfo; vllm/entrypoints/openai/protocol.py before that split). vLLM
  * sends `prompt_tokens_details` only when served with `--enable-prompt-tokens-details` (completions: whenever
@@ -37,11 +48,12 @@
  * a stream that ends without one is read as `stop` when its last id is a stop id, else `length`.
  */
 import { completionSteps } from './completion-stream'
+import { structuralTag } from './constraints'
 import { type HttpOptions, postEvents } from './http'
 import { checkEngineOptions, HTTP_ENGINE_OPTIONS, positiveInteger } from './options'
 import { checkGenerateRequest, GENERATION_STOP_TOKENS } from './request'
 import { openAIStyleMessage, samplingFields, withinLimit } from './steps'
-import type { Engine, EngineStep, GenerateRequest } from './types'
+import { ALL_SAMPLING_FIELDS, type Engine, type EngineStep, type GenerateRequest, type SamplingField } from './types'
 
 export interface VllmEngineOptions extends HttpOptions {
   /** Base URL, e.g. `http://127.0.0.1:8000` (a path prefix is kept: `http://host/vllm` → `/vllm/v1/completions`). */
@@ -65,6 +77,8 @@ export const VLLM_DEFAULT_MAX_TOKENS = 8192
 
 export class VllmEngine implements Engine {
   readonly name = ENGINE
+  /** Everything on /v1/completions; the tokens-only endpoint's chunks carry no log probabilities this client reads. */
+  readonly sampling: readonly SamplingField[]
   private readonly options: VllmEngineOptions
   private readonly endpoint: URL
 
@@ -75,6 +89,7 @@ export class VllmEngine implements Engine {
     positiveInteger(options, 'defaultMaxTokens', 'VllmEngine')
     this.options = { ...options }
     this.endpoint = new URL(options.api === 'generate' ? 'inference/v1/generate' : 'v1/completions', url)
+    this.sampling = options.api === 'generate' ? ALL_SAMPLING_FIELDS.filter((field) => field !== 'logprobs') : ALL_SAMPLING_FIELDS
   }
 
   generate(request: GenerateRequest): AsyncIterable<EngineStep> {
@@ -86,6 +101,9 @@ export class VllmEngine implements Engine {
   private body(request: GenerateRequest): Record<string, unknown> {
     const stops = request.stopTokens ?? GENERATION_STOP_TOKENS
     const sampling: Record<string, unknown> = { stop_token_ids: [...stops], skip_special_tokens: false, ...samplingFields(request, 'seed') }
+    // StructuredOutputsParams (vllm/sampling_params.py): its `structural_tag` is the tag as a JSON string.
+    if (request.responseFormat !== undefined)
+      sampling.structured_outputs = { structural_tag: JSON.stringify(structuralTag(request.responseFormat)) }
     const model = this.options.model === undefined ? {} : { model: this.options.model }
     const stream = { stream: true, stream_options: { include_usage: true } }
     if (this.options.api === 'generate') {
@@ -93,12 +111,27 @@ export class VllmEngine implements Engine {
       return { ...model, token_ids: Array.from(request.tokens), sampling_params: sampling, ...stream }
     }
     const maxTokens = request.maxTokens ?? this.options.defaultMaxTokens ?? VLLM_DEFAULT_MAX_TOKENS
-    return { ...model, prompt: Array.from(request.tokens), max_tokens: maxTokens, return_token_ids: true, ...sampling, ...stream }
+    // Log probabilities name their ids as `token_id:N` (return_tokens_as_token_ids), not as text two ids may share.
+    const logprobs = request.logprobs === undefined ? {} : { logprobs: request.logprobs, return_tokens_as_token_ids: true }
+    return {
+      ...model,
+      prompt: Array.from(request.tokens),
+      max_tokens: maxTokens,
+      return_token_ids: true,
+      ...sampling,
+      ...logprobs,
+      ...stream,
+    }
   }
 
   private run(request: GenerateRequest): AsyncIterable<EngineStep> {
     const stops = request.stopTokens ?? GENERATION_STOP_TOKENS
     const events = postEvents(ENGINE, this.endpoint, this.body(request), this.options, request.signal, openAIStyleMessage)
-    return completionSteps(events, { engine: ENGINE, stops, mayEndWithoutFinish: this.options.api === 'generate' })
+    return completionSteps(events, {
+      engine: ENGINE,
+      stops,
+      mayEndWithoutFinish: this.options.api === 'generate',
+      ...(request.logprobs === undefined ? {} : { logprobs: request.logprobs }),
+    })
   }
 }

@@ -34,8 +34,6 @@ const is =
     values.includes(value)
 const emptyArray = (value: unknown) => Array.isArray(value) && value.length === 0
 const textOnly = (value: unknown) => Array.isArray(value) && value.length === 1 && value[0] === 'text'
-const textFormat = (value: unknown) =>
-  value !== null && typeof value === 'object' && (value as { type?: unknown }).type === 'text' && Object.keys(value).length === 1
 
 const accepted = (note: string, type: RequestField['type']): RequestField => ({ handling: 'accepted', note, type })
 const honoured = (note: string): RequestField => ({ handling: 'honoured', note })
@@ -84,7 +82,9 @@ export const CHAT_REQUEST_FIELDS = Object.freeze({
   logprobs: refused(NOT_YET, is(false)),
   top_logprobs: refused(NOT_YET, is(0)),
   prediction: refused('predicted outputs cannot be given to the engines'),
-  response_format: refused(`${NOT_YET} (structured outputs); 'text' is taken`, textFormat),
+  response_format: honoured(
+    "structured outputs: `json_schema` shown in the prompt's `# Response Formats`, enforced by the engine, the answer checked; `json_object` enforced",
+  ),
   stop: honoured('the answer ends before the first stop string (never shown), finish reason stop, and the engine request ends'),
   verbosity: refused('gpt-oss has no verbosity control'),
   web_search_options: refused('no built-in web search here'),
@@ -107,11 +107,7 @@ export const RESPONSES_REQUEST_FIELDS = Object.freeze({
   prompt: refused('no stored prompt templates here'),
   context_management: refused(NOT_YET),
   include: refused(NOT_YET, emptyArray),
-  text: refused(`${NOT_YET} (structured outputs, verbosity); '{ format: { type: "text" } }' is taken`, (value) => {
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) return false
-    const { format, ...rest } = value as { format?: unknown }
-    return Object.keys(rest).length === 0 && (format === undefined || format === null || textFormat(format))
-  }),
+  text: honoured('`format` as Chat `response_format` (structured outputs); a `verbosity` is refused (gpt-oss has none)'),
   truncation: refused("the conversation is never cut to fit: 'disabled' only", is('disabled')),
   max_tool_calls: refused(NOT_YET),
   top_logprobs: refused(NOT_YET, is(0)),

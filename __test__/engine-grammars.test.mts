@@ -1,0 +1,276 @@
+/**
+ * The grammars the engine clients send for structured outputs (issue 20 item 2), proved with a real grammar
+ * engine: xgrammar from PyPI (helpers/xgrammar_match.py), the one vLLM, SGLang and TensorRT-LLM compile
+ * structural tags with. Each client's request body is taken from a stand-in server (what the engine would
+ * receive), and its grammar run over Harmony completions token by token.
+ *
+ * Truth about the JSON is Ajv's: a completion whose final answer Ajv finds valid (written compactly, in the
+ * schema's property order) must be accepted and end at `<|return|>`; one whose answer Ajv refuses must be
+ * refused. Analysis, preambles and a tool call instead of an answer stay free. llama.cpp's GBNF (checked on a
+ * real llama-server in engines-real/llamacpp-grammar.test.mts) is compiled by xgrammar too, from the text its
+ * lazy trigger feeds it: accepted answers must be Ajv-valid, and the schema-ordered valid ones accepted.
+ */
+import { spawnSync } from 'node:child_process'
+import { createRequire } from 'node:module'
+import { join } from 'node:path'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import addFormats from 'ajv-formats'
+import test from 'ava'
+import fc from 'fast-check'
+import { HarmonyRequestError } from 'harmony-stream'
+import { type Engine, type EngineStep, LlamaCppEngine, SglangEngine, TrtllmEngine, VllmEngine } from 'harmony-stream/engines'
+
+import { type FakeEngine, fakeLlamaCpp, fakeSglang, fakeTrtllm, fakeVllm, fakeVllmGenerate } from './helpers/fake-engines.mjs'
+import { harmony } from './helpers/harmony.mjs'
+
+const require = createRequire(import.meta.url)
+const PYTHON = join(import.meta.dirname, '..', '.venv', 'bin', 'python')
+
+const ajv = new Ajv2020({ strict: false })
+addFormats.default(ajv, ['date', 'time', 'date-time', 'uuid'])
+
+interface Schema {
+  schema: Record<string, unknown>
+  /** Answers Ajv accepts, written in the schema's property order. */
+  valid: unknown[]
+  /** Answers to try; Ajv says which are valid. */
+  others: unknown[]
+}
+
+const SCHEMAS: Record<string, Schema> = {
+  verdict: {
+    schema: {
+      type: 'object',
+      properties: {
+        answer: { enum: ['yes', 'no'] },
+        confidence: { type: 'integer' },
+        tags: { type: 'array', items: { enum: ['short', 'long'] }, minItems: 1, maxItems: 2 },
+        note: { type: ['string', 'null'], maxLength: 5 },
+        when: { type: 'string', format: 'date' },
+      },
+      required: ['answer', 'confidence', 'tags'],
+      additionalProperties: false,
+    },
+    valid: [
+      { answer: 'yes', confidence: 90, tags: ['short'] },
+      { answer: 'no', confidence: -3, tags: ['long', 'short'], note: null, when: '2025-02-28' },
+      { answer: 'no', confidence: 0, tags: ['long'], note: 'abc' },
+    ],
+    others: [
+      // Valid, but xgrammar 0.2.8 writes strings with a maxLength without escapes: its tag refuses this one.
+      { answer: 'no', confidence: 0, tags: ['long'], note: 'ab"c' },
+      { answer: 'maybe', confidence: 90, tags: ['short'] },
+      { answer: 'yes', tags: ['short'] },
+      { answer: 'yes', confidence: 1.5, tags: ['short'] },
+      { answer: 'yes', confidence: 1, tags: [] },
+      { answer: 'yes', confidence: 1, tags: ['short', 'short', 'long'] },
+      { answer: 'yes', confidence: 1, tags: ['short'], note: 'too long' },
+      { answer: 'yes', confidence: 1, tags: ['short'], when: '2025-13-01' },
+      { answer: 'yes', confidence: 1, tags: ['short'], extra: true },
+      { confidence: 1, answer: 'yes', tags: ['short'] },
+      ['yes'],
+      'yes',
+    ],
+  },
+  nested: {
+    schema: {
+      type: 'object',
+      $defs: {
+        node: {
+          type: 'object',
+          properties: { id: { type: 'string', format: 'uuid' }, children: { type: 'array', items: { $ref: '#/$defs/node' } } },
+          required: ['id'],
+        },
+      },
+      properties: {
+        root: { $ref: '#/$defs/node' },
+        at: { type: 'string', format: 'date-time' },
+        kind: { anyOf: [{ const: 'a' }, { type: 'null' }] },
+      },
+      required: ['root', 'kind'],
+    },
+    valid: [
+      { root: { id: '123e4567-e89b-12d3-a456-426614174000' }, kind: null },
+      {
+        root: { id: '123e4567-e89b-12d3-a456-426614174000', children: [{ id: 'ffffffff-ffff-ffff-ffff-ffffffffffff', children: [] }] },
+        at: '2025-01-02T03:04:05Z',
+        kind: 'a',
+      },
+    ],
+    others: [
+      { root: { id: 'not-a-uuid' }, kind: null },
+      { root: { id: '123e4567-e89b-12d3-a456-426614174000', children: [{}] }, kind: null },
+      { root: { id: '123e4567-e89b-12d3-a456-426614174000' }, kind: 'b' },
+      { root: { id: '123e4567-e89b-12d3-a456-426614174000' } },
+    ],
+  },
+  optional: {
+    schema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'boolean' }, c: { type: 'null' } }, required: ['b'] },
+    valid: [{ b: true }, { a: 1, b: false }, { b: true, c: null }, { a: -2.5e3, b: true, c: null }],
+    others: [{}, { a: 1 }, { b: true, d: 1 }, { a: 'x', b: true }, { c: null, b: true }],
+  },
+  map: {
+    schema: { type: 'object', additionalProperties: { type: 'number' } },
+    valid: [{}, { a: 1 }, { a: 1, 'b c': -2.5e3 }],
+    others: [{ a: 'one' }, { a: null }, []],
+  },
+  jsonObject: {
+    schema: { type: 'object' },
+    valid: [{}, { a: [1, { b: null }], 'key with "quote"': 'ü' }],
+    others: [[], 'text', 1, null],
+  },
+  tuple: {
+    schema: { type: 'array', prefixItems: [{ type: 'boolean' }, { type: 'string', maxLength: 3 }], items: false, minItems: 1 },
+    valid: [[true], [false, 'abc']],
+    others: [[], ['x'], [true, 'abcd'], [true, 'a', 1]],
+  },
+}
+
+/** Random answers too: Ajv sorts them into valid and invalid, whatever they are. */
+function randomAnswers(seed: number): unknown[] {
+  return fc.sample(fc.jsonValue({ maxDepth: 3 }), { seed, numRuns: 25 })
+}
+
+/** Harmony completions with `json` as the final answer, in the shapes gpt-oss writes. */
+function completions(json: string): number[][] {
+  const answer = (header: string) => harmony(`${header}${json}<|return|>`)
+  const analysis = harmony('<|channel|>analysis<|message|>Think 🪽 it over.<|end|><|start|>assistant')
+  const preamble = harmony('<|channel|>commentary<|message|>Checking.<|end|><|start|>assistant')
+  return [
+    answer('<|channel|>final<|message|>'),
+    [...analysis, ...answer('<|channel|>final<|message|>')],
+    [...analysis, ...preamble, ...answer('<|channel|>final <|constrain|>json<|message|>')],
+  ]
+}
+
+/** What a stand-in server received from each client asked for `schema`. */
+async function bodiesFor(schema: Record<string, unknown>): Promise<Record<string, Record<string, unknown>>> {
+  const clients: [string, (b: { completion: number[] }) => Promise<FakeEngine>, (url: string) => Engine][] = [
+    ['vllm', fakeVllm, (url) => new VllmEngine({ url })],
+    ['vllm generate', fakeVllmGenerate, (url) => new VllmEngine({ url, api: 'generate' })],
+    ['sglang', fakeSglang, (url) => new SglangEngine({ url })],
+    ['trtllm', fakeTrtllm, (url) => new TrtllmEngine({ url, model: 'gpt-oss' })],
+    ['llamacpp', fakeLlamaCpp, (url) => new LlamaCppEngine({ url })],
+  ]
+  const bodies: Record<string, Record<string, unknown>> = {}
+  for (const [name, start, client] of clients) {
+    const fake = await start({ completion: harmony('<|channel|>final<|message|>{}<|return|>') })
+    try {
+      const steps: EngineStep[] = []
+      for await (const step of client(fake.url).generate({ tokens: [1, 2, 3], responseFormat: { name: 'answer', schema } }))
+        steps.push(step)
+      bodies[name] = fake.bodies[0]!
+    } finally {
+      await fake.close()
+    }
+  }
+  return bodies
+}
+
+/** The structural tag each xgrammar engine received, as its text. */
+function structuralTags(bodies: Record<string, Record<string, unknown>>): Record<string, string> {
+  const sampling = (name: string) => bodies[name]!.sampling_params as Record<string, unknown>
+  return {
+    vllm: (bodies.vllm!.structured_outputs as { structural_tag: string }).structural_tag,
+    'vllm generate': (sampling('vllm generate').structured_outputs as { structural_tag: string }).structural_tag,
+    sglang: sampling('sglang').structural_tag as string,
+    trtllm: JSON.stringify(bodies.trtllm!.response_format),
+  }
+}
+
+interface Match {
+  accepted: boolean
+  rejectedAt: number | null
+  terminated: boolean
+}
+
+function xgrammar(cases: { kind: 'structural_tag' | 'ebnf'; grammar: string; sequences: number[][] }[]): (Match[] | { error: string })[] {
+  const run = spawnSync(PYTHON, [join(import.meta.dirname, 'helpers', 'xgrammar_match.py')], {
+    input: JSON.stringify({ vocabulary: require.resolve('gpt-tokenizer/data/o200k_base.tiktoken'), cases }),
+    encoding: 'utf8',
+    maxBuffer: 1 << 28,
+  })
+  if (run.error || run.status !== 0)
+    throw new Error(`xgrammar did not run (${run.error?.message ?? run.stderr}); run: node scripts/setup-reference.mjs`)
+  return JSON.parse(run.stdout)
+}
+
+for (const [name, { schema, valid, others }] of Object.entries(SCHEMAS)) {
+  test(`${name}: every engine's grammar, compiled by xgrammar, takes the completions Ajv finds valid and refuses the others`, async (t) => {
+    const bodies = await bodiesFor(schema)
+    const tags = structuralTags(bodies)
+    // One layout for every xgrammar engine.
+    t.is(new Set(Object.values(tags).map((tag) => JSON.stringify(JSON.parse(tag)))).size, 1)
+    const llamacpp = bodies.llamacpp!
+    t.is(llamacpp.grammar_lazy, true)
+    t.deepEqual(llamacpp.grammar_triggers, [{ type: 1, value: '<|channel|>final' }])
+
+    const answers = [...valid, ...others, ...randomAnswers(name.length)]
+    const verdicts = answers.map((value) => ajv.validate(schema, value))
+    valid.forEach((value, i) => {
+      t.true(verdicts[i], `Ajv takes the valid example ${JSON.stringify(value)}`)
+    })
+    const perAnswer = answers.map((value) => completions(JSON.stringify(value)))
+    // Free before the answer: a tool call instead of one, and more text after the JSON or a wrong end refused.
+    const toolCall = harmony('<|channel|>commentary to=functions.lookup <|constrain|>json<|message|>{"q":1}<|call|>')
+    const firstValid = JSON.stringify(valid[0])
+    const wrongEnds = [
+      harmony(`<|channel|>final<|message|>${firstValid} and more<|return|>`),
+      harmony(`<|channel|>final<|message|>${firstValid}<|end|>`),
+    ]
+    const [tagResult, gbnfResult] = xgrammar([
+      { kind: 'structural_tag', grammar: tags.vllm!, sequences: [...perAnswer.flat(), toolCall, ...wrongEnds] },
+      // llama.cpp's grammar is fed the text from its trigger on: the final message's header, then the answer.
+      {
+        kind: 'ebnf',
+        grammar: llamacpp.grammar as string,
+        sequences: answers.flatMap((value) => [
+          harmony(`<|channel|>final<|message|>${JSON.stringify(value)}<|return|>`),
+          harmony(`<|channel|>final <|constrain|>json<|message|>${JSON.stringify(value)}<|return|>`),
+        ]),
+      },
+    ])
+    if (!Array.isArray(tagResult) || !Array.isArray(gbnfResult))
+      throw new Error(`xgrammar could not compile: ${JSON.stringify([tagResult, gbnfResult])}`)
+
+    const perCompletion = perAnswer[0]!.length
+    answers.forEach((value, i) => {
+      const label = `${JSON.stringify(value)} (Ajv: ${verdicts[i] ? 'valid' : 'invalid'})`
+      const canonical = i < valid.length
+      for (let k = 0; k < perCompletion; k++) {
+        const result = tagResult[i * perCompletion + k]!
+        const taken = result.accepted && result.terminated
+        if (canonical) t.true(taken, `structural tag, completion ${k}: ${label} ${JSON.stringify(result)}`)
+        else if (!verdicts[i]) t.false(taken, `structural tag, completion ${k}: ${label}`)
+      }
+      for (let k = 0; k < 2; k++) {
+        const result = gbnfResult[i * 2 + k]!
+        const taken = result.accepted && result.terminated
+        if (canonical) t.true(taken, `GBNF, header ${k}: ${label} ${JSON.stringify(result)}`)
+        // The GBNF generates a part of what the schema accepts (its property order, bounded numbers): what
+        // it takes must be valid.
+        if (taken) t.true(verdicts[i], `GBNF takes only valid answers: ${label}`)
+      }
+    })
+    const rest = tagResult.slice(answers.length * perCompletion)
+    t.true(rest[0]!.accepted && rest[0]!.terminated, 'a tool call instead of an answer is free')
+    t.false(rest[1]!.accepted && rest[1]!.terminated, 'text after the JSON is refused')
+    t.false(rest[2]!.accepted && rest[2]!.terminated, 'a final answer ends with <|return|>, not <|end|>')
+  })
+}
+
+test('a responseFormat the grammars cannot enforce is refused by every client before any request', async (t) => {
+  const fake = await fakeVllm({ completion: [200_002] })
+  try {
+    const engine = new VllmEngine({ url: fake.url })
+    const request = (responseFormat: unknown) => () => engine.generate({ tokens: [1], responseFormat: responseFormat as never })
+    t.throws(request({ name: 'x', schema: { type: 'string', pattern: '^a$' } }), {
+      instanceOf: HarmonyRequestError,
+      message: /responseFormat\.schema\.pattern/,
+    })
+    t.throws(request({ schema: {} }), { instanceOf: TypeError, message: /responseFormat must be/ })
+    t.is(fake.bodies.length, 0)
+  } finally {
+    await fake.close()
+  }
+})

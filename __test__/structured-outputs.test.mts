@@ -1,0 +1,264 @@
+/**
+ * Structured outputs (issue 20 item 2), the request and adapter sides: Chat `response_format` and Responses
+ * `text.format` rendered into the developer message's `# Response Formats` section, schemas the engines'
+ * grammars cannot enforce refused with a 400 naming the keyword's path, and answers checked against the schema
+ * (`invalid-structured-output`). The engine side (grammars, xgrammar, a real llama-server) is tested in
+ * engine-constraints.test.mts and engines-real/.
+ *
+ * The reference renderer has no API for response formats, so the expected text comes from the Harmony format
+ * guide (openai/harmony docs/format.md, "Structured output"): the section ends the developer message, and each
+ * format is `## {format name}`, a blank line, `// {description}`, then the schema. (The guide's own example
+ * below that template is garbled: it shows `Reasoning: high` where the name belongs; the template is followed.)
+ */
+import test from 'ava'
+import {
+  ChatCompletionsStream,
+  chatCompletion,
+  HarmonyRequestError,
+  ResponsesStream,
+  renderChatCompletionRequest,
+  renderResponsesRequest,
+  responseObject,
+} from 'harmony-stream'
+
+import type { Engine, GenerateRequest } from 'harmony-stream/engines'
+
+import { startGateway } from './helpers/gateway.mjs'
+import { harmony, IMPLEMENTATIONS } from './helpers/harmony.mjs'
+import { decodeTokens } from './helpers/token-bytes.mjs'
+
+const SCHEMA = {
+  type: 'object',
+  properties: { answer: { enum: ['yes', 'no'] }, confidence: { type: 'integer' } },
+  required: ['answer', 'confidence'],
+  additionalProperties: false,
+}
+
+const chatBody = (responseFormat: unknown, extra: object = {}) => ({
+  model: 'gpt-oss',
+  messages: [
+    { role: 'system', content: 'Answer briefly.' },
+    { role: 'user', content: 'Is water wet?' },
+  ],
+  response_format: responseFormat,
+  ...extra,
+})
+
+const JSON_SCHEMA_FORMAT = {
+  type: 'json_schema',
+  json_schema: { name: 'verdict', description: 'A yes or no verdict.\nWith a confidence.', schema: SCHEMA, strict: true },
+}
+
+/** Ordinary text of a prompt: the special tokens decode to their names. */
+const promptText = (tokens: Uint32Array) => decodeTokens([...tokens])
+
+/** The developer message's text: between `<|start|>developer<|message|>` and its `<|end|>`. */
+function developerText(tokens: Uint32Array): string {
+  const text = promptText(tokens)
+  const start = text.indexOf('<|start|>developer<|message|>')
+  return text.slice(start + '<|start|>developer<|message|>'.length, text.indexOf('<|end|>', start))
+}
+
+for (const implementation of IMPLEMENTATIONS) {
+  test(`${implementation}: a json_schema format ends the developer message as the format guide lays it out`, (t) => {
+    const prompt = renderChatCompletionRequest(chatBody(JSON_SCHEMA_FORMAT), { implementation, currentDate: null })
+    t.is(
+      developerText(prompt.tokens),
+      `# Instructions\n\nAnswer briefly.\n\n# Response Formats\n\n## verdict\n\n// A yes or no verdict.\n// With a confidence.\n${JSON.stringify(SCHEMA)}`,
+    )
+    t.deepEqual(prompt.responseFormat, {
+      format: 'json_schema',
+      name: 'verdict',
+      description: 'A yes or no verdict.\nWith a confidence.',
+      schema: SCHEMA,
+    })
+  })
+
+  test(`${implementation}: the section comes after the tools, and a format alone makes a developer message`, (t) => {
+    const tools = [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: {} } } }]
+    const withTools = developerText(
+      renderChatCompletionRequest(chatBody(JSON_SCHEMA_FORMAT, { tools }), { implementation, currentDate: null }).tokens,
+    )
+    t.true(withTools.indexOf('# Tools') < withTools.indexOf('# Response Formats'))
+    t.true(withTools.endsWith(JSON.stringify(SCHEMA)))
+    const alone = renderResponsesRequest(
+      { model: 'm', input: 'Is water wet?', text: { format: { type: 'json_schema', name: 'verdict', schema: SCHEMA } } },
+      { implementation, currentDate: null },
+    )
+    // No description: no comment line.
+    t.is(developerText(alone.tokens), `# Response Formats\n\n## verdict\n\n${JSON.stringify(SCHEMA)}`)
+    t.is(alone.responseFormat?.name, 'verdict')
+  })
+}
+
+test('json_object shows no section (JSON mode has no schema) but asks the engine for an object; text asks for nothing', (t) => {
+  const json = renderChatCompletionRequest(chatBody({ type: 'json_object' }), { currentDate: null })
+  t.false(promptText(json.tokens).includes('# Response Formats'))
+  t.deepEqual(json.responseFormat, { format: 'json_object', name: 'json_object', schema: { type: 'object' } })
+  const text = renderChatCompletionRequest(chatBody({ type: 'text' }), { currentDate: null })
+  t.is(text.responseFormat, undefined)
+  t.deepEqual(text.tokens, renderChatCompletionRequest(chatBody(undefined), { currentDate: null }).tokens)
+  t.is(renderResponsesRequest({ model: 'm', input: 'x', text: { format: { type: 'text' } } }).responseFormat, undefined)
+})
+
+test('a schema the grammars cannot enforce is a 400 naming the keyword by its path', (t) => {
+  const refused = (schema: unknown, param: string) => {
+    const error = t.throws(() => renderChatCompletionRequest(chatBody({ type: 'json_schema', json_schema: { name: 'x', schema } })), {
+      instanceOf: HarmonyRequestError,
+    })
+    t.is(error?.param, `response_format.json_schema.schema${param}`, JSON.stringify(schema))
+    t.is(error?.status, 400)
+  }
+  refused({ type: 'object', not: { type: 'null' } }, '.not')
+  refused({ type: 'object', properties: { a: { type: 'number', minimum: 1 } } }, '.properties.a.minimum')
+  refused({ type: 'object', properties: { a: { type: 'integer', exclusiveMaximum: 9 } } }, '.properties.a.exclusiveMaximum')
+  refused({ type: 'object', properties: { a: { type: 'string', pattern: '^a$' } } }, '.properties.a.pattern')
+  refused({ type: 'object', properties: { a: { $ref: '#/$defs/b', type: 'string' } }, $defs: { b: {} } }, '.properties.a.type')
+  refused({ type: 'object', properties: { a: false } }, '.properties.a')
+  refused({ type: 'object', properties: {}, required: ['ghost'] }, '.required')
+  refused({ type: 'array', maxItems: -1 }, '.maxItems')
+  refused({ type: 'object', properties: { a: {} }, additionalProperties: { type: 'number' } }, '.additionalProperties')
+  refused({ type: 'object', properties: { a: { type: 'string', format: 'hostname' } } }, '.properties.a.format')
+  refused({ type: 'array', items: { $ref: '#/$defs/missing' } }, '.items.$ref')
+  refused({ anyOf: [] }, '.anyOf')
+  refused({ type: 'object', properties: { a: { type: 'string', if: {} } } }, '.properties.a.if')
+  refused({ type: 'array', uniqueItems: true }, '.uniqueItems')
+  refused({ type: 'thing' }, '.type')
+  // What both grammars enforce is taken: $defs and references (recursive too), anyOf, lengths, formats.
+  const tree = {
+    type: 'object',
+    $defs: { node: { type: 'object', properties: { children: { type: 'array', items: { $ref: '#/$defs/node' } } } } },
+    properties: {
+      root: { $ref: '#/$defs/node' },
+      when: { type: 'string', format: 'date-time' },
+      n: { type: ['integer', 'null'] },
+      code: { type: 'string', minLength: 3, maxLength: 3 },
+      open: { type: 'object', additionalProperties: { type: 'number' } },
+      closed: { type: 'array', prefixItems: [{ type: 'null' }], items: false },
+      pair: { type: 'array', prefixItems: [{ type: 'string' }, { type: 'boolean' }], minItems: 2, maxItems: 2 },
+      kind: { anyOf: [{ const: 'a' }, { type: 'null' }], description: 'annotations are taken', title: 'Kind' },
+    },
+  }
+  t.notThrows(() => renderChatCompletionRequest(chatBody({ type: 'json_schema', json_schema: { name: 'tree', schema: tree } })))
+})
+
+test('response formats of the wrong shape are 400s naming the field', (t) => {
+  const param = (body: object, render = renderChatCompletionRequest) =>
+    t.throws(() => render(body as never), { instanceOf: HarmonyRequestError })?.param
+  t.is(param(chatBody({ type: 'xml' })), 'response_format.type')
+  t.is(param(chatBody({ type: 'json_schema' })), 'response_format.json_schema')
+  t.is(param(chatBody({ type: 'json_schema', json_schema: { name: 'has space', schema: {} } })), 'response_format.json_schema.name')
+  t.is(param(chatBody({ type: 'json_schema', json_schema: { name: 'a', schema: [] } })), 'response_format.json_schema.schema')
+  t.is(param(chatBody({ type: 'json_schema', json_schema: { name: 'a', strict: 'yes' } })), 'response_format.json_schema.strict')
+  t.is(
+    param({ model: 'm', input: 'x', text: { format: { type: 'json_schema', schema: SCHEMA } } }, renderResponsesRequest as never),
+    'text.format.name',
+  )
+  t.is(param({ model: 'm', input: 'x', text: { verbosity: 'low' } }, renderResponsesRequest as never), 'text.verbosity')
+})
+
+const answer = (json: string) =>
+  harmony(`<|channel|>analysis<|message|>Water makes things wet.<|end|><|start|>assistant<|channel|>final<|message|>${json}<|return|>`)
+
+const FORMAT = { name: 'verdict', schema: SCHEMA }
+
+for (const implementation of IMPLEMENTATIONS) {
+  test(`${implementation}: an answer that is not the schema's JSON gets an invalid-structured-output diagnostic, on both APIs`, (t) => {
+    const cases: [string, string | null][] = [
+      ['{"answer":"yes","confidence":90}', null],
+      ['{"confidence":90,"answer":"no"}', null],
+      ['{"answer":"maybe","confidence":90}', 'does not match the schema: /answer must be equal to one of the allowed values'],
+      ['{"answer":"yes"}', "does not match the schema: / must have required property 'confidence'"],
+      ['{"answer":"yes","confidence":90', 'is not valid JSON'],
+      ['Yes, it is.', 'is not valid JSON'],
+    ]
+    for (const [json, problem] of cases) {
+      const options = { model: 'm', parser: { implementation }, responseFormat: FORMAT }
+      const chat = chatCompletion(answer(json), options)
+      const response = responseObject(answer(json), options)
+      for (const diagnostics of [chat.diagnostics, response.diagnostics]) {
+        const found = diagnostics.filter((d) => d.code === 'invalid-structured-output')
+        if (problem === null) t.deepEqual(found, [], json)
+        else {
+          t.is(found.length, 1, json)
+          t.is(found[0]!.message, `the answer (response format verdict) ${problem}`)
+          t.is(found[0]!.text, json)
+        }
+      }
+      // The answer is delivered as it was generated, valid or not.
+      t.is(chat.choices[0]!.message.content, json)
+    }
+  })
+
+  test(`${implementation}: streamed adapters check the answer when it closes, whatever the batching; reasoning is not checked`, (t) => {
+    const tokens = answer('{"answer":"no","confidence":"high"}')
+    for (const batch of [1, 3, tokens.length]) {
+      for (const adapter of [
+        new ChatCompletionsStream({ model: 'm', parser: { implementation }, responseFormat: FORMAT }),
+        new ResponsesStream({ model: 'm', parser: { implementation }, responseFormat: FORMAT }),
+      ]) {
+        for (let i = 0; i < tokens.length; i += batch) adapter.push(tokens.slice(i, i + batch))
+        adapter.finish()
+        const found = adapter.diagnostics.filter((d) => d.code === 'invalid-structured-output')
+        t.is(found.length, 1)
+        t.regex(found[0]!.message, /\/confidence must be integer/)
+      }
+    }
+  })
+}
+
+test('the responseFormat option is checked like every adapter option', (t) => {
+  t.throws(() => new ChatCompletionsStream({ model: 'm', responseFormat: { name: 'x' } as never }), {
+    instanceOf: TypeError,
+    message: /responseFormat/,
+  })
+  t.throws(() => new ResponsesStream({ model: 'm', responseFormat: { name: 'x', schema: [] } as never }), { instanceOf: TypeError })
+})
+
+test('patterns are left to the grammar: the check never runs a client-written regular expression', (t) => {
+  // A pattern that backtracks exponentially on this input in JavaScript: checked, it would hold the event loop.
+  // Requests with a pattern are refused; a gateway can still hand the adapters any schema.
+  const format = { name: 'p', schema: { type: 'object', properties: { s: { type: 'string', pattern: '^(a+)+$' } } } }
+  const chat = chatCompletion(answer(JSON.stringify({ s: `${'a'.repeat(40)}!` })), { model: 'm', responseFormat: format })
+  t.deepEqual(
+    chat.diagnostics.filter((d) => d.code === 'invalid-structured-output'),
+    [],
+  )
+  // (Were the pattern run, this test would not end before ava's timeout: 2^40 ways to split the a's.)
+})
+
+test('through the example gateway: the format reaches the engine and the adapters, inline and from a render worker', async (t) => {
+  const requests: GenerateRequest[] = []
+  // An engine that writes prose where JSON was asked for: the gateway answers 200 and reports the answer.
+  const engine: Engine = {
+    name: 'prose',
+    async *generate(request) {
+      requests.push(request)
+      yield { tokens: Uint32Array.from(harmony('<|channel|>final<|message|>Yes, it is.<|return|>')), finishReason: 'stop' }
+    },
+  }
+  for (const renderWorkers of [0, 1]) {
+    const diagnostics: { code: string }[] = []
+    const { client } = await startGateway(t, {
+      engine,
+      renderWorkers,
+      renderInlineBytes: 0,
+      onDiagnostic: (d: { code: string }) => diagnostics.push(d),
+    })
+    const completion = await client.chat.completions.create(chatBody(JSON_SCHEMA_FORMAT) as never)
+    t.is(completion.choices[0]!.message.content, 'Yes, it is.')
+    const response = await client.responses.create({
+      model: 'gpt-oss',
+      input: 'Is water wet?',
+      text: { format: { type: 'json_schema', name: 'verdict', schema: SCHEMA } },
+    })
+    t.deepEqual(response.text?.format, { type: 'json_schema', name: 'verdict', schema: SCHEMA })
+    t.deepEqual(
+      diagnostics.map((d) => d.code),
+      ['invalid-structured-output', 'invalid-structured-output'],
+      `renderWorkers ${renderWorkers}`,
+    )
+  }
+  t.is(requests.length, 4)
+  for (const request of requests) t.deepEqual(request.responseFormat?.schema, SCHEMA)
+})

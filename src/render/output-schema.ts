@@ -1,0 +1,197 @@
+/**
+ * Structured outputs of a request: Chat `response_format` and Responses `text.format`. Each becomes a JSON
+ * Schema that the prompt shows (developer.ts), that the engine enforces with its own constrained decoding
+ * (serving/engines/constraints.ts), and that the adapters check the answer against afterwards.
+ *
+ * An engine grammar can express only part of JSON Schema, so a schema is checked here, keyword by keyword,
+ * against what both grammar builders the engines use enforce (llama.cpp's json-schema-to-grammar and
+ * xgrammar, used by vLLM, SGLang and TensorRT-LLM): anything else is a 400 naming the keyword's path, rather
+ * than a schema the engine would quietly enforce in part. docs/API.md "Structured outputs" lists the subset.
+ */
+import type { OutputSchema } from './developer'
+import { array, fail, isObject, object, optionalString, string } from './request-fields'
+
+/**
+ * A response format that asks for JSON: the final answer's content must match `schema`. `json_object` is
+ * `{ type: 'object' }` and shows no schema in the prompt (OpenAI's JSON mode has none to show).
+ */
+export interface ResponseFormat extends OutputSchema {
+  format: 'json_schema' | 'json_object'
+}
+
+/** The keywords that only describe a schema; no grammar needs them. */
+const ANNOTATIONS = new Set([
+  'title',
+  'description',
+  'default',
+  'examples',
+  '$schema',
+  '$id',
+  '$comment',
+  'deprecated',
+  'readOnly',
+  'writeOnly',
+])
+
+/** The keywords the engines' grammars enforce. */
+const ENFORCED = new Set([
+  'type',
+  'enum',
+  'const',
+  'anyOf',
+  'oneOf',
+  '$ref',
+  '$defs',
+  'definitions',
+  'properties',
+  'required',
+  'additionalProperties',
+  'items',
+  'prefixItems',
+  'minItems',
+  'maxItems',
+  'minLength',
+  'maxLength',
+  'format',
+])
+
+/** String formats with a grammar rule (json-grammar.ts) and a rule in xgrammar. */
+export const FORMATS: ReadonlySet<string> = new Set(['date', 'time', 'date-time', 'uuid'])
+
+const TYPES = new Set(['string', 'number', 'integer', 'boolean', 'object', 'array', 'null'])
+
+/** Why the commonest keywords outside the subset are left out (the rest: "cannot be enforced while generating"). */
+const WHY: Record<string, string> = {
+  pattern: 'a regular expression cannot be turned into every grammar here',
+  minimum: 'number bounds are not enforced by the grammars here',
+  maximum: 'number bounds are not enforced by the grammars here',
+  exclusiveMinimum: 'number bounds are not enforced by the grammars here',
+  exclusiveMaximum: 'number bounds are not enforced by the grammars here',
+}
+
+function cannot(path: string, why: string): never {
+  fail(
+    `${path}: ${why}; structured outputs take the JSON Schema subset the engines' grammars enforce (docs/API.md "Structured outputs")`,
+    path,
+  )
+}
+
+function count(value: unknown, at: string): void {
+  if (!Number.isSafeInteger(value) || (value as number) < 0) cannot(at, 'must be a non-negative integer')
+}
+
+/**
+ * Checks that every keyword of `schema` (at JSON path `path`) is one the engines' grammars enforce: the
+ * subset json-grammar.ts turns into GBNF and xgrammar into its own grammar. `extra`: the schema of
+ * `additionalProperties` or `items`, where `false` (nothing more) is meaningful; elsewhere `false` matches
+ * no value, so no grammar could generate one.
+ */
+export function checkEnforceable(schema: unknown, path: string, root: unknown = schema, extra = false): void {
+  if (schema === true || (schema === false && extra)) return
+  if (schema === false) cannot(path, 'a false schema matches no value')
+  const node = object(schema, path)
+  for (const [keyword, value] of Object.entries(node)) {
+    const at = `${path}.${keyword}`
+    if (ANNOTATIONS.has(keyword)) continue
+    if (!ENFORCED.has(keyword)) cannot(at, WHY[keyword] ?? `'${keyword}' cannot be enforced while generating`)
+    switch (keyword) {
+      case 'type': {
+        const types = Array.isArray(value) ? value : [value]
+        if (types.length === 0 || !types.every((t) => typeof t === 'string' && TYPES.has(t))) cannot(at, 'type must name JSON types')
+        break
+      }
+      case 'enum':
+        if (array(value, at).length === 0) cannot(at, 'an empty enum matches nothing')
+        break
+      case 'const':
+        break
+      case 'anyOf':
+      case 'oneOf':
+      case 'prefixItems': {
+        const schemas = array(value, at)
+        if (schemas.length === 0) cannot(at, `an empty ${keyword} matches nothing`)
+        schemas.forEach((inner, i) => {
+          checkEnforceable(inner, `${at}[${i}]`, root)
+        })
+        break
+      }
+      case '$defs':
+      case 'definitions':
+      case 'properties':
+        for (const [name, inner] of Object.entries(object(value, at))) checkEnforceable(inner, `${at}.${name}`, root)
+        break
+      case 'additionalProperties':
+        // A grammar cannot keep an extra key from being one of the declared names with another value: extra
+        // keys are taken only where no property is declared (a map).
+        if (value !== false && isObject(node.properties) && Object.keys(node.properties).length > 0)
+          cannot(
+            at,
+            'properties beside declared ones cannot be told apart from them by a grammar: declare them all, or use additionalProperties alone (a map)',
+          )
+        checkEnforceable(value, at, root, true)
+        break
+      case 'items':
+        checkEnforceable(value, at, root, true)
+        break
+      case 'required':
+        for (const name of array(value, at)) {
+          // A grammar generates the properties it knows: a required one it does not know it could never write.
+          if (typeof name !== 'string' || !isObject(node.properties) || !Object.hasOwn(node.properties, name))
+            cannot(at, `required lists ${JSON.stringify(name).slice(0, 60)}, which properties does not declare`)
+        }
+        break
+      case '$ref':
+        checkReference(string(value, at), at, root)
+        // The grammar follows the reference alone: a keyword beside it would be left out.
+        for (const other of Object.keys(node))
+          if (other !== '$ref' && !ANNOTATIONS.has(other)) cannot(`${path}.${other}`, 'no keyword but annotations may stand beside $ref')
+        break
+      case 'format':
+        if (!FORMATS.has(string(value, at))) cannot(at, `format ${JSON.stringify(value)} has no grammar rule (${[...FORMATS].join(', ')})`)
+        break
+      default:
+        // minItems, maxItems, minLength, maxLength.
+        count(value, at)
+    }
+  }
+}
+
+/** Only references into the schema's own `$defs` (or `definitions`) resolve inside a grammar. */
+function checkReference(reference: string, at: string, root: unknown): void {
+  const match = /^#\/(\$defs|definitions)\/([^/]+)$/.exec(reference)
+  const defs = match === null || !isObject(root) ? undefined : root[match[1]]
+  if (match === null || !isObject(defs) || !Object.hasOwn(defs, match[2]))
+    cannot(at, `$ref ${JSON.stringify(reference).slice(0, 80)} must point into the schema's own $defs`)
+}
+
+/** OpenAI's rule for a response format's name. */
+const FORMAT_NAME = /^[A-Za-z0-9_-]{1,64}$/
+
+const JSON_OBJECT: ResponseFormat = { format: 'json_object', name: 'json_object', schema: { type: 'object' } }
+
+/**
+ * A response format: Chat `response_format` (`{ type, json_schema: { name, description, schema, strict } }`)
+ * or Responses `text.format` (`{ type, name, description, schema, strict }`). `text` asks for nothing.
+ * A schema is enforced whatever `strict` says (vLLM and SGLang enforce it too): an answer that follows the
+ * schema is what a client sending one is after.
+ */
+export function responseFormat(value: unknown, param: string, shape: 'chat' | 'responses'): ResponseFormat | undefined {
+  if (value === undefined || value === null) return undefined
+  const format = object(value, param)
+  const type = string(format.type, `${param}.type`)
+  if (type === 'text') return undefined
+  if (type === 'json_object') return JSON_OBJECT
+  if (type !== 'json_schema')
+    fail(`${param}.type must be 'text', 'json_object' or 'json_schema', not ${JSON.stringify(type).slice(0, 40)}`, `${param}.type`)
+  const at = shape === 'chat' ? `${param}.json_schema` : param
+  const fields = shape === 'chat' ? object(format.json_schema, at) : format
+  const name = string(fields.name, `${at}.name`)
+  if (!FORMAT_NAME.test(name)) fail(`${at}.name must be 1 to 64 letters, digits, '_' or '-'`, `${at}.name`)
+  const description = optionalString(fields.description, `${at}.description`)
+  if (fields.strict !== undefined && fields.strict !== null && typeof fields.strict !== 'boolean')
+    fail(`${at}.strict must be a boolean`, `${at}.strict`)
+  // OpenAI: a json_schema format without a schema takes any JSON object.
+  const schema = fields.schema === undefined || fields.schema === null ? { type: 'object' } : object(fields.schema, `${at}.schema`)
+  checkEnforceable(schema, `${at}.schema`)
+  return { format: 'json_schema', name, ...(description === undefined ? {} : { description }), schema }
+}
