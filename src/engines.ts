@@ -25,5 +25,6 @@ export type {
   EngineUsage,
   GenerateRequest,
   SamplingField,
+  TokenLogprob,
 } from './serving/engines/types'
 export { VLLM_DEFAULT_MAX_TOKENS, VllmEngine, type VllmEngineOptions } from './serving/engines/vllm'

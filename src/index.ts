@@ -107,12 +107,14 @@ export {
   type ChatCompletionChunk,
   ChatCompletionsStream,
   type ChatDelta,
+  type ChatLogprobs,
   type ChatToolCall,
   type ChatToolCallDelta,
   type ChatUsage,
   chatCompletion,
 } from './wire/chat'
 export type { FinishOptions, FinishReason } from './wire/finish'
+export type { OutputLogprob } from './wire/logprobs'
 export type { InputKind } from './wire/message-stream'
 export {
   type ResponseEvent,

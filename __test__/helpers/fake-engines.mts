@@ -250,6 +250,18 @@ async function stream(
   res.end()
 }
 
+/**
+ * The stand-ins' "model": the log probability of generating `id` at `position`, and the likeliest ids there
+ * (the generated one first, then others, each less likely), as many as asked. Each engine's stand-in writes
+ * these in its own shape; tests compare what the clients read with this.
+ */
+export function fakeLogprobs(id: number, position: number, count: number): { logprob: number; top: { id: number; logprob: number }[] } {
+  const logprob = -0.01 - ((id * 7 + position) % 10) / 20
+  const top = [{ id, logprob }]
+  for (let k = 1; top.length < count; k++) top.push({ id: (id + k * 101) % 199_998, logprob: logprob - k / 2 })
+  return { logprob, top: top.slice(0, count) }
+}
+
 /** vLLM's and trtllm-serve's `usage.prompt_tokens_details` (UsageInfo), when the behaviour reports cached tokens. */
 const promptDetails = (cached: number | undefined) => (cached === undefined ? {} : { prompt_tokens_details: { cached_tokens: cached } })
 
@@ -266,19 +278,31 @@ export function fakeVllm(behaviour: FakeBehaviour): Promise<FakeEngine> {
     async (res, body, b, send) => {
       const frame = (choice: Record<string, unknown>) =>
         `data: ${JSON.stringify({ id: 'cmpl-1', object: 'text_completion', created: 1, model: body.model ?? 'gpt-oss', choices: [choice], ...pad(b) })}\n\n`
+      // _create_completion_logprobs: the chunk's ids (as `token_id:N` with return_tokens_as_token_ids), up to N+1 alternatives.
+      const name = (id: number) => (body.return_tokens_as_token_ids === true ? `token_id:${id}` : `text${id}`)
+      const logprobs = (ids: number[], sent: number[]) => {
+        if (typeof body.logprobs !== 'number') return null
+        const entries = ids.map((id, i) => fakeLogprobs(id, sent.length + i, (body.logprobs as number) + 1))
+        return {
+          text_offset: ids.map(() => 0),
+          token_logprobs: entries.map((e) => e.logprob),
+          tokens: ids.map(name),
+          top_logprobs: entries.map((e) => Object.fromEntries(e.top.map((t) => [name(t.id), t.logprob]))),
+        }
+      }
       await stream(res, b, send, body.max_tokens as number, {
         chunk: (ids, sent) =>
           frame({
             index: 0,
             text: '',
-            logprobs: null,
+            logprobs: logprobs(ids, sent),
             finish_reason: null,
             stop_reason: null,
             token_ids: ids,
             ...(sent.length === 0 ? { prompt_token_ids: body.prompt } : {}),
           }),
         final: (ids, sent, reason, stop) =>
-          frame({ index: 0, text: '', logprobs: null, finish_reason: reason, stop_reason: stop ?? null, token_ids: ids }) +
+          frame({ index: 0, text: '', logprobs: logprobs(ids, sent), finish_reason: reason, stop_reason: stop ?? null, token_ids: ids }) +
           `data: ${JSON.stringify({ id: 'cmpl-1', object: 'text_completion', created: 1, model: 'gpt-oss', choices: [], usage: { prompt_tokens: (body.prompt as number[]).length, completion_tokens: sent.length + ids.length, total_tokens: 0, ...promptDetails(b.cachedTokens) } })}\n\n`,
         error: (message) => `data: ${JSON.stringify(vllmError(message, 500))}\n\n`,
         end: 'data: [DONE]\n\n',
@@ -327,8 +351,20 @@ export function fakeSglang(behaviour: FakeBehaviour): Promise<FakeEngine> {
     async (res, body, b, send) => {
       const sampling = body.sampling_params as Record<string, unknown>
       const prompt = (body.input_ids as number[]).length
+      // With return_logprob: a [logprob, id, null] triple per output id and top_logprobs_num of them per position,
+      // cumulative or incremental as the ids are.
+      const logprobs = (ids: number[], sent: number[]) => {
+        if (body.return_logprob !== true) return {}
+        const shown = b.incremental ? ids : [...sent, ...ids]
+        const first = b.incremental ? sent.length : 0
+        const entries = shown.map((id, i) => fakeLogprobs(id, first + i, body.top_logprobs_num as number))
+        return {
+          output_token_logprobs: entries.map((e, i) => [e.logprob, shown[i], null]),
+          output_top_logprobs: entries.map((e) => e.top.map((t) => [t.logprob, t.id, null])),
+        }
+      }
       const frame = (ids: number[], sent: number[], finish: unknown, completion: number) =>
-        `data: ${JSON.stringify({ text: '', output_ids: b.incremental ? ids : [...sent, ...ids], meta_info: { id: 'req-1', finish_reason: finish, prompt_tokens: prompt, completion_tokens: completion, ...(b.cachedTokens === undefined ? {} : { cached_tokens: b.cachedTokens }) }, ...pad(b) })}\n\n`
+        `data: ${JSON.stringify({ text: '', output_ids: b.incremental ? ids : [...sent, ...ids], meta_info: { id: 'req-1', finish_reason: finish, prompt_tokens: prompt, completion_tokens: completion, ...logprobs(ids, sent), ...(b.cachedTokens === undefined ? {} : { cached_tokens: b.cachedTokens }) }, ...pad(b) })}\n\n`
       await stream(res, b, send, (sampling.max_new_tokens as number | null) ?? undefined, {
         chunk: (ids, sent) => frame(ids, sent, null, sent.length + ids.length),
         // completion_tokens counts the stop id whether or not the ids show it.
@@ -356,8 +392,25 @@ export function fakeLlamaCpp(behaviour: FakeBehaviour): Promise<FakeEngine> {
     async (res, body, b, send) => {
       const prompt = (body.prompt as number[]).length
       const nPredict = body.n_predict as number
+      // probs_vector_to_json: with n_probs, each id's probability and n_probs alternatives.
+      const probabilities = (ids: number[], sent: number[]) => {
+        const count = body.n_probs as number | undefined
+        if (count === undefined || count === 0) return {}
+        return {
+          completion_probabilities: ids.map((id, i) => {
+            const { logprob, top } = fakeLogprobs(id, sent.length + i, count)
+            return {
+              id,
+              token: '',
+              bytes: [],
+              logprob,
+              top_logprobs: top.map((t) => ({ id: t.id, token: '', bytes: [], logprob: t.logprob })),
+            }
+          }),
+        }
+      }
       const partial = (ids: number[], sent: number[]) =>
-        `data: ${JSON.stringify({ index: 0, content: '', tokens: ids, stop: false, id_slot: 0, tokens_predicted: sent.length + ids.length, tokens_evaluated: prompt, ...pad(b) })}\n\n`
+        `data: ${JSON.stringify({ index: 0, content: '', tokens: ids, stop: false, id_slot: 0, tokens_predicted: sent.length + ids.length, tokens_evaluated: prompt, ...probabilities(ids, sent), ...pad(b) })}\n\n`
       // llama.cpp sends every sampled id, the end-of-generation one included.
       await stream(res, { ...b, stopInIds: true }, send, nPredict < 0 ? undefined : nPredict, {
         chunk: partial,

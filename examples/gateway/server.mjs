@@ -108,6 +108,7 @@ export function createGateway({
       logitBias: params.logitBias,
       // Structured outputs: the engine enforces the final answer's JSON (the adapters check it too).
       ...(prompt.responseFormat === undefined ? {} : { responseFormat: prompt.responseFormat }),
+      ...(params.logprobs === undefined ? {} : { logprobs: params.logprobs }),
       signal,
       ...(replayIndex !== undefined ? { replayIndex } : {}),
     })
@@ -164,6 +165,7 @@ export function createGateway({
     const options = {
       ...api.adapterOptions(params, prompt, body),
       ...(prompt.responseFormat === undefined ? {} : { responseFormat: prompt.responseFormat }),
+      ...(params.logprobs === undefined ? {} : { logprobs: true }),
       parser: { implementation, toolNames: prompt.toolNames },
     }
     if (!params.stream) {

@@ -128,6 +128,8 @@ export class SsePool {
       throw new TypeError('add() takes a ChatCompletionsStream or a ResponsesStream')
     }
     if (candidate.options?.input === 'text') throw new TypeError("the pool feeds token ids: this adapter reads text (input: 'text')")
+    if ((candidate.options as { logprobs?: boolean } | undefined)?.logprobs === true)
+      throw new TypeError('the pool feeds token ids: an adapter with logprobs reads them from engine steps (push or pushSse)')
     if (pooled.has(adapter)) throw new TypeError('this adapter is already in a pool')
     const backend = candidate.laneStream!()
     if (backend === null) throw new TypeError('this adapter is finished or closed')

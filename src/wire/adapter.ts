@@ -19,12 +19,14 @@
 
 import { type FrameTemplate, type LaneProgress, writeFrame } from '../backend/frames'
 import type { BackendStream } from '../backend/protocol'
+import { FIRST_SPECIAL } from '../backend/tokens'
 import { HarmonyStateError } from '../base/errors'
 import { checkOptions, type OptionSpec } from '../base/options'
 import type { HarmonyDiagnostic, HarmonyMessage, HarmonyStreamParserOptions } from '../base/types'
 import { type FinishOptions, type FinishReason, finishReasonOf } from './finish'
 import { type AdapterInput, type EngineStepInput, engineStepOf, type StepFinishReason, type TokenIds } from './input'
 import { type LaneTemplate, SILENT_FRAME } from './lane'
+import { isStepLogprob, type OutputLogprob, outputLogprob, type StepLogprob } from './logprobs'
 import { type InputKind, type MessageEvent, MessageStream } from './message-stream'
 import { checkAdapterOptions, FINISH_OPTIONS, parserOptionsOf } from './options'
 import { recoveredDiagnostic, TextCallRecovery } from './recovery'
@@ -70,6 +72,13 @@ export interface AdapterOptions extends RoutingOptions {
    * that is not such JSON gets an `invalid-structured-output` diagnostic. The text is delivered as it is.
    */
   responseFormat?: { name: string; schema: object }
+  /**
+   * Log probabilities of the answer's tokens (content only: never reasoning, tool arguments, headers or
+   * special tokens), from engine steps' `logprobs` (asked for with `GenerateRequest.logprobs`): Chat
+   * `logprobs.content`, Responses `output_text` logprobs. Tokens pushed without one are left out and counted
+   * in a `logprobs-missing` diagnostic. Not with `stop`, `textToolCalls: 'recover'` or `input: 'text'`.
+   */
+  logprobs?: boolean
 }
 
 /** What a format tells the base about itself. */
@@ -163,6 +172,11 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
   private frames = ''
   /** `pushSse`'s fast lane: the frame of the open message's text deltas, set after each of its calls. */
   private lane: FrameTemplate | null = null
+  /** With the `logprobs` option: the log probabilities of the step being read (null: none came with it). */
+  private stepLogprobs: readonly (StepLogprob | null)[] | null = null
+  /** Answer tokens read whose text is not delivered yet (part of a character), and answer tokens that had none. */
+  private pendingLogprobs: OutputLogprob[] = []
+  private missingLogprobs = 0
 
   protected constructor(
     readonly options: Options,
@@ -175,6 +189,18 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
     this.stream = new MessageStream(parserOptions, options.input)
     this.recovery = new TextCallRecovery(options, parserOptions.toolNames ?? [])
     this.stops = options.stop === undefined ? null : new StopStrings(options.stop)
+    if (options.logprobs === true) {
+      // Each of these moves text away from the token it came with.
+      const conflict =
+        options.stop !== undefined
+          ? 'stop'
+          : options.textToolCalls === 'recover'
+            ? "textToolCalls: 'recover'"
+            : options.input === 'text'
+              ? "input: 'text'"
+              : null
+      if (conflict !== null) throw new TypeError(`${format.name}: option 'logprobs' cannot be combined with ${conflict}`)
+    }
   }
 
   // ---- What a format implements ----
@@ -362,15 +388,48 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
     if (step.diagnostics !== undefined) {
       for (const { code, message } of step.diagnostics) this.adapterDiagnostics.push({ code, message, tokenOffset: this.stream.tokens })
     }
+    if (this.options.logprobs === true) this.stepLogprobs = step.logprobs ?? null
     return step.tokens
   }
 
   private pushInto(input: AdapterInput, method: string): void {
     this.lane = null
     if (this.done) throw new HarmonyStateError('adapter-finished', `push() after ${this.format.finished}`)
+    this.stepLogprobs = null
     const read = this.read(input, method)
     this.opening()
-    this.handle(this.stream.pushInput(read))
+    if (this.options.logprobs !== true || typeof read === 'string') this.handle(this.stream.pushInput(read))
+    else this.pushWithLogprobs(read)
+  }
+
+  /**
+   * One id at a time, so that each answer token's log probability goes out with the text it makes: after an
+   * id is read (before its events are handled), an ordinary id inside an open answer message is an answer
+   * token; the message was opened by an earlier id (`<|message|>`), so its route is known by then.
+   */
+  private pushWithLogprobs(read: TokenIds): void {
+    const logprobs = this.stepLogprobs
+    for (let i = 0; i < read.length; i++) {
+      const id = read[i]!
+      const events = this.stream.pushInput(read.slice(i, i + 1))
+      const open = id < FIRST_SPECIAL ? this.stream.parser.openMessage() : null
+      if (open !== null && this.messages.get(open.index)?.route === 'content') {
+        const logprob = logprobs?.[i] ?? null
+        if (logprob === null) this.missingLogprobs++
+        else if (!isStepLogprob(logprob))
+          throw new TypeError(`${this.format.name}: logprobs[${i}] of the engine step must be { logprob, top: [{ id, logprob }] } or null`)
+        else this.pendingLogprobs.push(outputLogprob(id, logprob))
+      }
+      this.handle(events)
+    }
+  }
+
+  /** The log probabilities of the answer text being delivered (null without the `logprobs` option). */
+  protected takeLogprobs(): OutputLogprob[] | null {
+    if (this.options.logprobs !== true) return null
+    const taken = this.pendingLogprobs
+    this.pendingLogprobs = []
+    return taken
   }
 
   private finishInto(options: FinishOptions, method: string): void {
@@ -382,6 +441,13 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
     this.truncated = options.truncated ?? this.engineFinish === 'length'
     this.opening()
     this.handle(this.stream.finish())
+    if (this.missingLogprobs > 0) {
+      this.adapterDiagnostics.push({
+        code: 'logprobs-missing',
+        message: `${this.missingLogprobs} token(s) of the answer came without a log probability from the engine: left out of logprobs`,
+        tokenOffset: this.stream.tokens,
+      })
+    }
     this.closing(this.finishReason())
   }
 
@@ -450,6 +516,8 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
       if (rest !== '') this.text(message, rest)
       this.answerText = ''
     }
+    // Log probabilities of tokens whose text never came (a character cut by the end): with an empty delta.
+    if (this.pendingLogprobs.length > 0 && message.route === 'content') this.text(message, '')
     this.messages.delete(event.index)
     this.lastTerminator = event.message.terminator
     if (message.route === 'reasoning') this.reasoningTokens += event.tokens
@@ -489,8 +557,9 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
 
   /** The frame every text delta of the open message gets now, or null when there is no such frame. */
   private laneFrame(): FrameTemplate | null {
-    // With stop strings every text goes through `deliver`: no lane writes text past them.
-    if (this.done || !this.started || this.stops !== null) return null
+    // With stop strings every text goes through `deliver`, and with log probabilities each token's text goes
+    // with its own: no lane writes text past them.
+    if (this.done || !this.started || this.stops !== null || this.options.logprobs === true) return null
     const open = this.stream.parser.openMessage()
     const message = open === null ? undefined : this.messages.get(open.index)
     if (message === undefined || message.held) return null

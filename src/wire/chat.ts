@@ -22,6 +22,7 @@ import {
 } from './adapter'
 import type { FinishOptions, FinishReason } from './finish'
 import type { AdapterInput } from './input'
+import type { OutputLogprob } from './logprobs'
 import type { MessageEvent } from './message-stream'
 import { CHAT_OPTIONS, checkAdapterOptions, wholeOptions } from './options'
 import type { RecoveredCall } from './text-tool-calls'
@@ -70,8 +71,14 @@ export interface ChatCompletionChunk {
   object: 'chat.completion.chunk'
   created: number
   model: string
-  choices: { index: 0; delta: ChatDelta; finish_reason: FinishReason | null; logprobs: null }[]
+  choices: { index: 0; delta: ChatDelta; finish_reason: FinishReason | null; logprobs: ChatLogprobs | null }[]
   usage?: ChatUsage | null
+}
+
+/** With the `logprobs` option: the log probabilities of the content's tokens (a chunk's, or the whole completion's). */
+export interface ChatLogprobs {
+  content: OutputLogprob[]
+  refusal: null
 }
 
 export interface ChatToolCall {
@@ -89,7 +96,7 @@ export interface ChatCompletion {
     index: 0
     message: { role: 'assistant'; content: string | null; reasoning_content?: string; reasoning?: string; tool_calls?: ChatToolCall[] }
     finish_reason: FinishReason
-    logprobs: null
+    logprobs: ChatLogprobs | null
   }[]
   usage: ChatUsage
 }
@@ -128,6 +135,8 @@ export class ChatCompletionsStream extends WireAdapter<ChatCompletionChunk, Anno
   private readonly content: string[] = []
   private readonly reasoning: string[] = []
   private readonly calls: ChatToolCall[] = []
+  /** With the `logprobs` option: every content token's, for `completion()`. */
+  private readonly logprobs: OutputLogprob[] = []
 
   constructor(options: ChatAdapterOptions) {
     super(options, CHAT)
@@ -164,7 +173,14 @@ export class ChatCompletionsStream extends WireAdapter<ChatCompletionChunk, Anno
       object: 'chat.completion',
       created: this.created,
       model: this.options.model,
-      choices: [{ index: 0, message, finish_reason: this.finishReason(), logprobs: null }],
+      choices: [
+        {
+          index: 0,
+          message,
+          finish_reason: this.finishReason(),
+          logprobs: this.options.logprobs === true ? { content: this.logprobs, refusal: null } : null,
+        },
+      ],
       usage: this.usage(),
     }
   }
@@ -183,7 +199,12 @@ export class ChatCompletionsStream extends WireAdapter<ChatCompletionChunk, Anno
     else if (message.route === 'content') {
       // Held text arrives as released; the rest of the content is taken whole at the message's close.
       if (message.held) this.content.push(text)
-      this.emitText('content', text)
+      const logprobs = this.takeLogprobs()
+      if (logprobs === null) this.emitText('content', text)
+      else {
+        for (const entry of logprobs) this.logprobs.push(entry)
+        this.emitDelta({ content: text }, null, { content: logprobs, refusal: null })
+      }
     } else this.emitArguments(message, text)
   }
 
@@ -226,29 +247,29 @@ export class ChatCompletionsStream extends WireAdapter<ChatCompletionChunk, Anno
     return `call_${this.idStem}_${index}`
   }
 
-  private chunkOf(delta: ChatDelta, finishReason: FinishReason | null): ChatCompletionChunk {
+  private chunkOf(delta: ChatDelta, finishReason: FinishReason | null, logprobs: ChatLogprobs | null = null): ChatCompletionChunk {
     return {
       id: this.id,
       object: 'chat.completion.chunk',
       created: this.created,
       model: this.options.model,
-      choices: [{ index: 0, delta, finish_reason: finishReason, logprobs: null }],
+      choices: [{ index: 0, delta, finish_reason: finishReason, logprobs }],
     }
   }
 
   /** One chunk around `delta`; the first gets the role. Its SSE frame is written without the chunk object. */
-  private emitDelta(delta: ChatDelta, finishReason: FinishReason | null = null): void {
+  private emitDelta(delta: ChatDelta, finishReason: FinishReason | null = null, logprobs: ChatLogprobs | null = null): void {
     if (!this.started) {
       this.started = true
       delta = { role: 'assistant', ...delta }
     }
     if (!this.writesSse) {
-      this.emit(this.chunkOf(delta, finishReason))
+      this.emit(this.chunkOf(delta, finishReason, logprobs))
       return
     }
-    // Byte for byte `frameOf(chunkOf(delta, finishReason))`.
+    // Byte for byte `frameOf(chunkOf(delta, finishReason, logprobs))`.
     this.write(
-      `${this.head()}${JSON.stringify(delta)},"finish_reason":${finishReason === null ? 'null' : JSON.stringify(finishReason)},"logprobs":null}]}\n\n`,
+      `${this.head()}${JSON.stringify(delta)},"finish_reason":${finishReason === null ? 'null' : JSON.stringify(finishReason)},"logprobs":${logprobs === null ? 'null' : JSON.stringify(logprobs)}}]}\n\n`,
     )
   }
 

@@ -5,6 +5,7 @@
  * decode loop passing the wrong thing fails at once instead of losing the answer.
  */
 import { describe } from '../base/options'
+import type { StepLogprob } from './logprobs'
 
 export type TokenIds = Uint32Array | readonly number[]
 
@@ -23,6 +24,8 @@ export interface EngineStepInput {
   usage?: { promptTokens: number; completionTokens: number; cachedPromptTokens?: number }
   /** What the engine client could not deliver (`engine-ids-lost`): kept in the adapter's `diagnostics`. */
   diagnostics?: readonly { code: string; message: string }[]
+  /** With the adapters' `logprobs` option: one per id of `tokens` (null where the engine gave none). */
+  logprobs?: readonly (StepLogprob | null)[]
 }
 
 /** What `push`/`pushSse` take. */
@@ -71,5 +74,9 @@ export function engineStepOf(input: unknown, where: string): EngineStepInput | n
     !(Array.isArray(diagnostics) && diagnostics.every((d) => isObject(d) && typeof d.code === 'string' && typeof d.message === 'string'))
   )
     throw new TypeError(`${where}: the engine step's diagnostics must be an array of { code, message }, not ${describe(diagnostics)}`)
+  const { logprobs } = input
+  // Each entry is read only for an answer token the adapter asked for: checked there by shape, here by count.
+  if (logprobs !== undefined && !(Array.isArray(logprobs) && logprobs.length === (tokens as ArrayLike<number>).length))
+    throw new TypeError(`${where}: the engine step's logprobs must be an array with one entry (or null) per id, not ${describe(logprobs)}`)
   return input as unknown as EngineStepInput
 }

@@ -53,6 +53,7 @@ const COMMON: OptionSpec = {
   textToolCalls: is.oneOf('off', 'recover'),
   stop: STOP_STRINGS,
   responseFormat,
+  logprobs: is.boolean,
 }
 
 export const CHAT_OPTIONS: OptionSpec = {

@@ -24,6 +24,7 @@ import {
 } from './adapter'
 import type { FinishOptions, FinishReason } from './finish'
 import type { AdapterInput } from './input'
+import type { OutputLogprob } from './logprobs'
 import type { MessageEvent } from './message-stream'
 import { checkAdapterOptions, functionFields, RESPONSES_OPTIONS, wholeOptions } from './options'
 import type { RecoveredCall } from './text-tool-calls'
@@ -52,7 +53,8 @@ export type ResponseItem =
       type: 'message'
       role: 'assistant'
       status: ItemStatus
-      content: { type: 'output_text'; text: string; annotations: []; logprobs: [] }[]
+      /** `logprobs`: with the `logprobs` option, the log probabilities of the text's tokens. */
+      content: { type: 'output_text'; text: string; annotations: []; logprobs: OutputLogprob[] }[]
     }
   | { id: string; type: 'function_call'; call_id: string; name: string; arguments: string; status: ItemStatus }
 
@@ -150,6 +152,8 @@ interface OpenItem {
   released: string
   /** SSE: the delta frame around its sequence number and delta, made on the item's first delta. */
   frame: FrameTemplate | null
+  /** A message item's log probabilities so far (the `logprobs` option). */
+  logprobs: OutputLogprob[]
 }
 
 type ItemHeader = Pick<WireMessage<OpenItem>, 'index' | 'route' | 'toolName'>
@@ -307,7 +311,7 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     const open = this.itemOf(message)
     if (open === null) return
     if (message.held) open.released += text
-    this.delta(open, text)
+    this.delta(open, text, message.route === 'content' ? this.takeLogprobs() : null)
   }
 
   protected recovered(message: WireMessage<OpenItem>, call: RecoveredCall, _toolIndex: number, ordinal: number): string {
@@ -367,7 +371,7 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
 
   /** A new item in the output: its added events. */
   private add(item: ResponseItem): OpenItem {
-    const open: OpenItem = { outputIndex: this.output.length, item, released: '', frame: null }
+    const open: OpenItem = { outputIndex: this.output.length, item, released: '', frame: null, logprobs: [] }
     this.output.push(item)
     this.emit(this.event('response.output_item.added', { output_index: open.outputIndex, item: structuredClone(item) }))
     const where = { item_id: item.id, output_index: open.outputIndex, content_index: 0 }
@@ -381,7 +385,21 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     return open
   }
 
-  private delta(open: OpenItem, delta: string): void {
+  /** A delta of an item; `logprobs` (the `logprobs` option, answer text): its tokens' log probabilities. */
+  private delta(open: OpenItem, delta: string, logprobs: OutputLogprob[] | null = null): void {
+    if (logprobs !== null) {
+      for (const entry of logprobs) open.logprobs.push(entry)
+      this.emit(
+        this.event('response.output_text.delta', {
+          item_id: open.item.id,
+          output_index: open.outputIndex,
+          content_index: 0,
+          delta,
+          logprobs,
+        }),
+      )
+      return
+    }
     if (this.writesSse) {
       // Byte for byte the frame of the event object below, without making it.
       this.write(writeFrame((open.frame ??= deltaFrame(open)), delta, this.counter++))
@@ -403,9 +421,9 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
       this.emit(this.event('response.reasoning_text.done', { ...where, content_index: 0, text }))
       this.emit(this.event('response.content_part.done', { ...where, content_index: 0, part }))
     } else if (item.type === 'message') {
-      const part = { type: 'output_text' as const, text, annotations: [] as [], logprobs: [] as [] }
+      const part = { type: 'output_text' as const, text, annotations: [] as [], logprobs: open.logprobs }
       item.content = [part]
-      this.emit(this.event('response.output_text.done', { ...where, content_index: 0, text, logprobs: [] }))
+      this.emit(this.event('response.output_text.done', { ...where, content_index: 0, text, logprobs: open.logprobs }))
       this.emit(this.event('response.content_part.done', { ...where, content_index: 0, part }))
     } else {
       item.arguments = text

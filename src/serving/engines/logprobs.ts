@@ -10,9 +10,9 @@ type Json = Record<string, unknown>
 const isObject = (value: unknown): value is Json => value !== null && typeof value === 'object' && !Array.isArray(value)
 const isLogprob = (value: unknown): value is number => typeof value === 'number' && !Number.isNaN(value) && value <= 0
 
-/** The `count` likeliest of `candidates`, likeliest first. */
+/** The `count` likeliest of `candidates`, likeliest first (equals in the engine's order: the sort is stable). */
 function topOf(candidates: { id: number; logprob: number }[], count: number): { id: number; logprob: number }[] {
-  return candidates.sort((a, b) => b.logprob - a.logprob || a.id - b.id).slice(0, count)
+  return candidates.sort((a, b) => b.logprob - a.logprob).slice(0, count)
 }
 
 /** vLLM's id placeholder with `return_tokens_as_token_ids` (vllm/entrypoints/utils.py `format_token_id_placeholder`). */

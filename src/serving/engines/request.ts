@@ -89,7 +89,7 @@ function checkResponseFormat(format: unknown, where: string): void {
 }
 
 /** The most alternatives per position OpenAI reports (`top_logprobs`). */
-const MAX_TOP_LOGPROBS = 20
+export const MAX_TOP_LOGPROBS = 20
 
 /** Largest logit bias OpenAI takes, either way. */
 const MAX_BIAS = 100

@@ -139,12 +139,17 @@ export async function* withinLimit(steps: AsyncIterable<EngineStep>, maxTokens: 
 export async function collectSteps(steps: AsyncIterable<EngineStep>): Promise<EngineStep> {
   const tokens: number[] = []
   const whole: EngineStep = { tokens: new Uint32Array(0) }
+  /** One entry per id, when any step had log probabilities (null for the ids of steps without). */
+  let logprobs: (TokenLogprob | null)[] | null = null
   for await (const engineStep of steps) {
+    if (engineStep.logprobs !== undefined && logprobs === null) logprobs = tokens.map(() => null)
+    if (logprobs !== null) for (let i = 0; i < engineStep.tokens.length; i++) logprobs.push(engineStep.logprobs?.[i] ?? null)
     for (const id of engineStep.tokens) tokens.push(id)
     if (engineStep.finishReason !== undefined) whole.finishReason = engineStep.finishReason
     if (engineStep.usage !== undefined) whole.usage = engineStep.usage
     if (engineStep.diagnostics !== undefined) (whole.diagnostics ??= []).push(...engineStep.diagnostics)
   }
   whole.tokens = Uint32Array.from(tokens)
+  if (logprobs !== null) whole.logprobs = logprobs
   return whole
 }

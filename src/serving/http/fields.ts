@@ -32,7 +32,6 @@ const is =
   (...values: unknown[]) =>
   (value: unknown) =>
     values.includes(value)
-const emptyArray = (value: unknown) => Array.isArray(value) && value.length === 0
 const textOnly = (value: unknown) => Array.isArray(value) && value.length === 1 && value[0] === 'text'
 
 const accepted = (note: string, type: RequestField['type']): RequestField => ({ handling: 'accepted', note, type })
@@ -79,8 +78,10 @@ export const CHAT_REQUEST_FIELDS = Object.freeze({
   function_call: refused("deprecated: use 'tool_choice'"),
   functions: refused("deprecated: use 'tools'"),
   logit_bias: honoured('sent to the engine by token id (a 400 for an engine that does not apply it)'),
-  logprobs: refused(NOT_YET, is(false)),
-  top_logprobs: refused(NOT_YET, is(0)),
+  logprobs: honoured(
+    "asked of the engine: each content token's log probability in `choices[].logprobs.content` (a 400 for an engine that cannot give them, and with `stop`)",
+  ),
+  top_logprobs: honoured('the alternatives per token, 0 to 20 (needs `logprobs: true`)'),
   prediction: refused('predicted outputs cannot be given to the engines'),
   response_format: honoured(
     "structured outputs: `json_schema` shown in the prompt's `# Response Formats`, enforced by the engine, the answer checked; `json_object` enforced",
@@ -106,11 +107,13 @@ export const RESPONSES_REQUEST_FIELDS = Object.freeze({
   previous_response_id: refused('this gateway keeps no server-side state; send the whole conversation in input'),
   prompt: refused('no stored prompt templates here'),
   context_management: refused(NOT_YET),
-  include: refused(NOT_YET, emptyArray),
+  include: honoured(
+    "'message.output_text.logprobs' only: the answer's log probabilities in its `output_text` parts and deltas; anything else refused",
+  ),
   text: honoured('`format` as Chat `response_format` (structured outputs); a `verbosity` is refused (gpt-oss has none)'),
   truncation: refused("the conversation is never cut to fit: 'disabled' only", is('disabled')),
   max_tool_calls: refused(NOT_YET),
-  top_logprobs: refused(NOT_YET, is(0)),
+  top_logprobs: honoured("the alternatives per token, 0 to 20, with `include: ['message.output_text.logprobs']` (echoed either way)"),
 } as const satisfies Record<string, RequestField>)
 
 export type RequestApi = 'chat' | 'responses'

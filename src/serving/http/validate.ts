@@ -5,7 +5,7 @@
  */
 import { checkOptions, is, type OptionSpec } from '../../base/options'
 import { STOP_STRINGS } from '../../wire/options'
-import { logitBiasProblem } from '../engines/request'
+import { logitBiasProblem, MAX_TOP_LOGPROBS } from '../engines/request'
 import { HttpError } from './errors'
 import { checkRequestFields, type RequestApi } from './fields'
 
@@ -24,6 +24,11 @@ export interface GenerationParameters {
   logitBias: Record<number, number> | undefined
   /** Chat `stop`: up to 4 strings that end the answer (the adapters' `stop` option). */
   stop: string[] | undefined
+  /**
+   * Log probabilities asked for (Chat `logprobs: true`, Responses `include: ['message.output_text.logprobs']`):
+   * the number of alternatives per token (`top_logprobs`, 0 when not given); undefined when none are asked for.
+   */
+  logprobs: number | undefined
 }
 
 function bad(param: string, message: string): never {
@@ -64,7 +69,7 @@ function common(
   body: Record<string, unknown>,
   options: GenerationParameterOptions,
   where: string,
-): Omit<GenerationParameters, 'maxTokens' | 'includeUsage' | 'logitBias' | 'stop'> {
+): Omit<GenerationParameters, 'maxTokens' | 'includeUsage' | 'logitBias' | 'stop' | 'logprobs'> {
   const checked = checkOptions<GenerationParameterOptions>(options, PARAMETER_OPTIONS, where)
   const maxModelLength = checked.maxModelLength ?? DEFAULT_MAX_MODEL_LENGTH
   checkRequestFields(api, body, checked.unknownFields)
@@ -82,6 +87,43 @@ function common(
     presencePenalty: optionalNumber(body, 'presence_penalty', -2, 2),
     frequencyPenalty: optionalNumber(body, 'frequency_penalty', -2, 2),
   }
+}
+
+/** Chat `logprobs` and `top_logprobs` (which needs `logprobs: true`, as OpenAI answers). */
+function chatLogprobs(body: Record<string, unknown>): number | undefined {
+  const asked = body.logprobs
+  if (asked !== undefined && asked !== null && typeof asked !== 'boolean') bad('logprobs', 'must be a boolean')
+  const top = optionalInteger(body, 'top_logprobs', 0)
+  if (top !== undefined && top > MAX_TOP_LOGPROBS) bad('top_logprobs', `must be an integer from 0 to ${MAX_TOP_LOGPROBS}`)
+  if (asked !== true) {
+    if (top !== undefined) bad('top_logprobs', 'needs logprobs: true')
+    return undefined
+  }
+  return top ?? 0
+}
+
+/** What a Responses `include` may ask for here. */
+const OUTPUT_TEXT_LOGPROBS = 'message.output_text.logprobs'
+
+/** Responses `include` and `top_logprobs`: log probabilities only when `include` asks for them, as OpenAI does. */
+function responsesLogprobs(body: Record<string, unknown>): number | undefined {
+  const include = body.include
+  if (include !== undefined && include !== null && !Array.isArray(include)) bad('include', 'must be an array of strings')
+  const items = (include ?? []) as unknown[]
+  items.forEach((item, i) => {
+    if (item !== OUTPUT_TEXT_LOGPROBS)
+      throw new HttpError(
+        400,
+        `include[${i}] ${JSON.stringify(item).slice(0, 60)} is not supported: '${OUTPUT_TEXT_LOGPROBS}' is the only output this gateway can include`,
+        {
+          param: `include[${i}]`,
+          code: 'invalid-parameter',
+        },
+      )
+  })
+  const top = optionalInteger(body, 'top_logprobs', 0)
+  if (top !== undefined && top > MAX_TOP_LOGPROBS) bad('top_logprobs', `must be an integer from 0 to ${MAX_TOP_LOGPROBS}`)
+  return items.length > 0 ? (top ?? 0) : undefined
 }
 
 /** OpenAI takes at most 300 biased tokens. */
@@ -121,7 +163,11 @@ export function chatGenerationParameters(body: Record<string, unknown>, options:
   const obfuscation = (streamOptions as Record<string, unknown> | null | undefined)?.include_obfuscation
   if (obfuscation !== undefined && obfuscation !== null && typeof obfuscation !== 'boolean')
     bad('stream_options.include_obfuscation', 'must be a boolean')
-  return { ...base, maxTokens, includeUsage: includeUsage === true, logitBias: logitBias(body), stop: stopStrings(body) }
+  const stop = stopStrings(body)
+  const logprobs = chatLogprobs(body)
+  // The adapters cannot give each token's log probability with text cut at a stop string.
+  if (logprobs !== undefined && stop !== undefined) bad('logprobs', 'cannot be combined with stop here')
+  return { ...base, maxTokens, includeUsage: includeUsage === true, logitBias: logitBias(body), stop, logprobs }
 }
 
 export function responsesGenerationParameters(
@@ -134,5 +180,6 @@ export function responsesGenerationParameters(
     includeUsage: true,
     logitBias: undefined,
     stop: undefined,
+    logprobs: responsesLogprobs(body),
   }
 }
