@@ -18,7 +18,15 @@ import addFormats from 'ajv-formats'
 import test from 'ava'
 import fc from 'fast-check'
 import { HarmonyRequestError } from 'harmony-stream'
-import { type Engine, type EngineStep, LlamaCppEngine, SglangEngine, TrtllmEngine, VllmEngine } from 'harmony-stream/engines'
+import {
+  type Engine,
+  type EngineStep,
+  type GenerateRequest,
+  LlamaCppEngine,
+  SglangEngine,
+  TrtllmEngine,
+  VllmEngine,
+} from 'harmony-stream/engines'
 
 import { type FakeEngine, fakeLlamaCpp, fakeSglang, fakeTrtllm, fakeVllm, fakeVllmGenerate } from './helpers/fake-engines.mjs'
 import { harmony } from './helpers/harmony.mjs'
@@ -143,8 +151,11 @@ function completions(json: string): number[][] {
   ]
 }
 
-/** What a stand-in server received from each client asked for `schema`. */
-async function bodiesFor(schema: Record<string, unknown>): Promise<Record<string, Record<string, unknown>>> {
+/** What a stand-in server received from each client asked for `schema` (and, or instead, `constraints`). */
+async function bodiesFor(
+  schema: Record<string, unknown> | null,
+  constraints: Pick<GenerateRequest, 'argumentSchemas'> = {},
+): Promise<Record<string, Record<string, unknown>>> {
   const clients: [string, (b: { completion: number[] }) => Promise<FakeEngine>, (url: string) => Engine][] = [
     ['vllm', fakeVllm, (url) => new VllmEngine({ url })],
     ['vllm generate', fakeVllmGenerate, (url) => new VllmEngine({ url, api: 'generate' })],
@@ -157,8 +168,12 @@ async function bodiesFor(schema: Record<string, unknown>): Promise<Record<string
     const fake = await start({ completion: harmony('<|channel|>final<|message|>{}<|return|>') })
     try {
       const steps: EngineStep[] = []
-      for await (const step of client(fake.url).generate({ tokens: [1, 2, 3], responseFormat: { name: 'answer', schema } }))
-        steps.push(step)
+      const request: GenerateRequest = {
+        tokens: [1, 2, 3],
+        ...constraints,
+        ...(schema === null ? {} : { responseFormat: { name: 'answer', schema } }),
+      }
+      for await (const step of client(fake.url).generate(request)) steps.push(step)
       bodies[name] = fake.bodies[0]!
     } finally {
       await fake.close()
@@ -184,7 +199,9 @@ interface Match {
   terminated: boolean
 }
 
-function xgrammar(cases: { kind: 'structural_tag' | 'ebnf'; grammar: string; sequences: number[][] }[]): (Match[] | { error: string })[] {
+function xgrammar(
+  cases: { kind: 'structural_tag' | 'ebnf'; grammar: string; sequences: number[][]; stops?: number[] }[],
+): (Match[] | { error: string })[] {
   const run = spawnSync(PYTHON, [join(import.meta.dirname, 'helpers', 'xgrammar_match.py')], {
     input: JSON.stringify({ vocabulary: require.resolve('gpt-tokenizer/data/o200k_base.tiktoken'), cases }),
     encoding: 'utf8',
@@ -218,8 +235,10 @@ for (const [name, { schema, valid, others }] of Object.entries(SCHEMAS)) {
       harmony(`<|channel|>final<|message|>${firstValid} and more<|return|>`),
       harmony(`<|channel|>final<|message|>${firstValid}<|end|>`),
     ]
-    const [tagResult, gbnfResult] = xgrammar([
+    const [tagResult, tagReturnOnly, gbnfResult] = xgrammar([
       { kind: 'structural_tag', grammar: tags.vllm!, sequences: [...perAnswer.flat(), toolCall, ...wrongEnds] },
+      // As an engine whose xgrammar vocabulary has <|return|> alone for a stop token: the same verdicts.
+      { kind: 'structural_tag', grammar: tags.vllm!, sequences: [...perAnswer.flat(), toolCall, ...wrongEnds], stops: [200_002] },
       // llama.cpp's grammar is fed the text from its trigger on: the final message's header, then the answer.
       {
         kind: 'ebnf',
@@ -230,8 +249,13 @@ for (const [name, { schema, valid, others }] of Object.entries(SCHEMAS)) {
         ]),
       },
     ])
-    if (!Array.isArray(tagResult) || !Array.isArray(gbnfResult))
+    if (!Array.isArray(tagResult) || !Array.isArray(tagReturnOnly) || !Array.isArray(gbnfResult))
       throw new Error(`xgrammar could not compile: ${JSON.stringify([tagResult, gbnfResult])}`)
+    // Whether <|return|> is a stop token to xgrammar or text, every id is taken or refused alike.
+    t.deepEqual(
+      tagReturnOnly.map((match) => match.accepted),
+      tagResult.map((match) => match.accepted),
+    )
 
     const perCompletion = perAnswer[0]!.length
     answers.forEach((value, i) => {
@@ -274,3 +298,91 @@ test('a responseFormat the grammars cannot enforce is refused by every client be
     await fake.close()
   }
 })
+
+/**
+ * Strict tools: `get_weather`'s arguments enforced, the others free. A call counts as taken when xgrammar took
+ * every id of it, `<|call|>` included (the engine stops there: whether xgrammar then counts itself ended
+ * depends on whether `<|call|>` is one of its stop tokens, which the tag leaves open).
+ */
+/** Strict tools: `get_weather`'s arguments enforced, `get` (whose name starts the other's) and `lookup` free. */
+const WEATHER = {
+  type: 'object',
+  properties: { city: { enum: ['Paris', 'Rome'] }, days: { type: 'integer' } },
+  required: ['city'],
+  additionalProperties: false,
+}
+const TOOLS = [
+  { name: 'get_weather', schema: WEATHER },
+  { name: 'get', schema: null },
+  { name: 'lookup', schema: null },
+]
+
+for (const withFormat of [false, true]) {
+  test(`strict tools${withFormat ? ' with a response format' : ''}: calls of a strict tool take only arguments Ajv finds valid, other calls and the rest stay free`, async (t) => {
+    const answerSchema = SCHEMAS.verdict!.schema
+    const bodies = await bodiesFor(withFormat ? answerSchema : null, { argumentSchemas: TOOLS })
+    const tags = structuralTags(bodies)
+    t.is(new Set(Object.values(tags).map((tag) => JSON.stringify(JSON.parse(tag)))).size, 1)
+    const llamacpp = bodies.llamacpp!
+    t.deepEqual(llamacpp.grammar_triggers, [
+      ...(withFormat ? [{ type: 1, value: '<|channel|>final' }] : []),
+      { type: 1, value: ' to=functions.' },
+    ])
+    const argumentsTried = [
+      { city: 'Paris' },
+      { city: 'Rome', days: 3 },
+      { city: 'Oslo' },
+      { days: 3 },
+      { city: 'Paris', extra: 1 },
+      'Paris',
+      [],
+    ]
+    const verdicts = argumentsTried.map((value) => ajv.validate(WEATHER, value))
+    // The two header orders gpt-oss writes (the prompt ends with `<|start|>assistant`), after some analysis.
+    const analysis = harmony('<|channel|>analysis<|message|>Look it up.<|end|><|start|>assistant')
+    const calls = (args: string, name = 'get_weather') => [
+      harmony(`<|channel|>commentary to=functions.${name} <|constrain|>json<|message|>${args}<|call|>`),
+      [...analysis, ...harmony(` to=functions.${name}<|channel|>commentary json<|message|>${args}<|call|>`)],
+    ]
+    // What llama.cpp's lazy grammar is fed in each order: the text from the trigger word on.
+    const fromTrigger = (args: string, name = 'get_weather') => [
+      harmony(` to=functions.${name} <|constrain|>json<|message|>${args}<|call|>`),
+      harmony(` to=functions.${name}<|channel|>commentary json<|message|>${args}<|call|>`),
+    ]
+    const strictCalls = argumentsTried.flatMap((value) => calls(JSON.stringify(value)))
+    const freeCalls = [...calls('not json at all', 'lookup'), ...calls('{"anything": true}', 'get')]
+    const freeAnswer = harmony('<|channel|>final<|message|>Any text at all.<|return|>')
+    const [tag, tagReturnOnly, gbnf] = xgrammar([
+      { kind: 'structural_tag', grammar: tags.vllm!, sequences: [...strictCalls, ...freeCalls, freeAnswer] },
+      { kind: 'structural_tag', grammar: tags.vllm!, sequences: [...strictCalls, ...freeCalls, freeAnswer], stops: [200_002] },
+      // llama.cpp's grammar is fed from the trigger word on: ` to=functions.` and the rest of the call.
+      {
+        kind: 'ebnf',
+        grammar: llamacpp.grammar as string,
+        sequences: [
+          ...argumentsTried.flatMap((value) => fromTrigger(JSON.stringify(value))),
+          ...fromTrigger('not json at all', 'lookup'),
+          ...fromTrigger('{"anything": true}', 'get'),
+        ],
+      },
+    ])
+    if (!Array.isArray(tag) || !Array.isArray(tagReturnOnly) || !Array.isArray(gbnf))
+      throw new Error(`xgrammar: ${JSON.stringify([tag, gbnf])}`)
+    for (const result of [tag, tagReturnOnly, gbnf]) {
+      argumentsTried.forEach((value, i) => {
+        for (let k = 0; k < 2; k++) {
+          const match = result[i * 2 + k]!
+          t.is(match.accepted, verdicts[i], `${JSON.stringify(value)}, header order ${k}: ${JSON.stringify(match)}`)
+        }
+      })
+      const free = result.slice(argumentsTried.length * 2)
+      t.true(
+        free.slice(0, 4).every((match) => match.accepted),
+        `free tools: ${JSON.stringify(free)}`,
+      )
+    }
+    // Without a response format the answer is free; with one, prose is refused.
+    const answer = tag[tag.length - 1]!
+    t.is(answer.accepted, !withFormat)
+  })
+}

@@ -262,3 +262,64 @@ test('through the example gateway: the format reaches the engine and the adapter
   t.is(requests.length, 4)
   for (const request of requests) t.deepEqual(request.responseFormat?.schema, SCHEMA)
 })
+
+const WEATHER = { type: 'object', properties: { city: { enum: ['Paris', 'Rome'] } }, required: ['city'], additionalProperties: false }
+
+test('strict tools: their schemas go with the prompt (all offered functions listed), checked like response formats', (t) => {
+  const tools = [
+    { type: 'function', function: { name: 'get_weather', parameters: WEATHER, strict: true } },
+    { type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string', pattern: 'x' } } } } },
+    { type: 'function', function: { name: 'ping', strict: true } },
+  ]
+  const prompt = renderChatCompletionRequest(chatBody(undefined, { tools }))
+  t.deepEqual(prompt.argumentSchemas, [
+    { name: 'get_weather', schema: WEATHER },
+    // Not strict: free, whatever its schema holds.
+    { name: 'lookup', schema: null },
+    // Strict without parameters: an empty object.
+    { name: 'ping', schema: { type: 'object', properties: {}, additionalProperties: false } },
+  ])
+  // No strict tool, or no tool offered: nothing to enforce.
+  t.is(renderChatCompletionRequest(chatBody(undefined, { tools: [tools[1]] })).argumentSchemas, undefined)
+  t.is(renderChatCompletionRequest(chatBody(undefined, { tools, tool_choice: 'none' })).argumentSchemas, undefined)
+  const responses = renderResponsesRequest({
+    model: 'm',
+    input: 'x',
+    tools: [{ type: 'function', name: 'get_weather', parameters: WEATHER, strict: true }],
+  })
+  t.deepEqual(responses.argumentSchemas, [{ name: 'get_weather', schema: WEATHER }])
+  const param = (body: object, render = renderChatCompletionRequest) =>
+    t.throws(() => render(body as never), { instanceOf: HarmonyRequestError })?.param
+  const strictPattern = {
+    type: 'function',
+    function: { name: 'f', strict: true, parameters: { type: 'object', properties: { q: { type: 'string', pattern: '^x$' } } } },
+  }
+  t.is(param(chatBody(undefined, { tools: [strictPattern] })), 'tools[0].function.parameters.properties.q.pattern')
+  t.is(param(chatBody(undefined, { tools: [{ type: 'function', function: { name: 'f', strict: 'yes' } }] })), 'tools[0].function.strict')
+})
+
+for (const implementation of IMPLEMENTATIONS) {
+  test(`${implementation}: a strict tool's arguments that do not match its schema get an invalid-tool-arguments diagnostic`, (t) => {
+    const call = (args: string) => harmony(`<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>${args}<|call|>`)
+    const options = {
+      model: 'm',
+      parser: { implementation, toolNames: ['functions.get_weather'] },
+      argumentSchemas: [{ name: 'get_weather', schema: WEATHER }],
+    }
+    for (const [args, problem] of [
+      ['{"city":"Paris"}', null],
+      ['{"city":"Oslo"}', /\(strict\) does not match the schema: \/city must be equal to one of the allowed values/],
+      ['{"town":"Paris"}', /must have required property 'city'/],
+    ] as const) {
+      for (const diagnostics of [chatCompletion(call(args), options).diagnostics, responseObject(call(args), options).diagnostics]) {
+        const found = diagnostics.filter((d) => d.code === 'invalid-tool-arguments')
+        if (problem === null) t.deepEqual(found, [], args)
+        else {
+          t.is(found.length, 1, args)
+          t.regex(found[0]!.message, problem)
+          t.truthy(found[0]!.toolCallId)
+        }
+      }
+    }
+  })
+}

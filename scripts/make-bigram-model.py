@@ -146,6 +146,13 @@ def design(ranks):
         # <|end|> ends a message, not the generation: more follows it.
         "end": chain(t(" end"), t("Done"), END, t(" after"), RETURN),
         "call": chain(t(" call"), t("Paris"), CALL),
+        # A call header with its recipient first and no channel (` to=functions.get_weather json<|message|>`),
+        # then the final chain's text: arguments that are not JSON, what a strict tool's grammar must correct.
+        # (<|channel|> and <|message|> lead elsewhere already: a state has one successor.)
+        "tool": {
+            **chain(t(" tool"), t(" to"), t("="), t("functions"), t(".get"), t("_weather"), t(" json"), then=[MESSAGE]),
+            "tokens": [t(" to"), t("="), t("functions"), t(".get"), t("_weather"), t(" json"), MESSAGE, t("Hello"), t(" world"), RETURN],
+        },
         # <|endoftext|>, then the walk (what follows if it does not end the generation).
         "endoftext": chain(t(" stop"), t("Bye"), ENDOFTEXT, then=walk),
         # Never ends (`cycle`): greedy goes round the 16 ids; sampling takes a step of 5 about one time in three.

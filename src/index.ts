@@ -52,6 +52,7 @@ export type {
   Terminator,
 } from './base/types'
 export {
+  type ArgumentSchema,
   type ConversationMessage,
   DEFAULT_RENDER_CACHE_BYTES,
   type DeveloperContent,

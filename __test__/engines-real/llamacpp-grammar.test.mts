@@ -133,3 +133,26 @@ real('through the gateway: a Chat response_format gets schema-valid JSON from ll
   t.true(ajv.validate(schema, JSON.parse(response.output_text)), response.output_text)
   t.deepEqual(response.text?.format, { type: 'json_schema', name: 'verdict', schema })
 })
+
+real('a strict tool on llama-server: the call the model starts gets arguments its schema accepts', async (t) => {
+  const engine = new LlamaCppEngine({ url: server.url })
+  const weather = {
+    type: 'object',
+    properties: { city: { enum: ['Paris', 'Rome'] }, days: { type: 'integer' } },
+    required: ['city', 'days'],
+  }
+  const prompt = [...encode('Call the tool.'), server.model.chains.tool.start]
+  const free = await collect(engine.generate({ tokens: prompt, temperature: 0, maxTokens: 64 }))
+  t.deepEqual(free, server.model.chains.tool.tokens, 'without the grammar the model writes its chain: not JSON after the header')
+  const argumentSchemas = [
+    { name: 'get_weather', schema: weather },
+    { name: 'get', schema: null },
+  ]
+  const tokens = await collect(engine.generate({ tokens: prompt, temperature: 0, maxTokens: 200, argumentSchemas }))
+  const parser = new HarmonyStreamParser({ role: 'assistant', toolNames: ['functions.get_weather', 'functions.get'] })
+  const messages = [...parser.push(tokens).completed, ...parser.finish().completed]
+  const call = messages.find((message) => message.recipient === 'functions.get_weather')
+  t.not(call, undefined, JSON.stringify(messages))
+  t.log(call!.content)
+  t.true(ajv.validate(weather, JSON.parse(call!.content)), `${call!.content}: ${ajv.errorsText()}`)
+})

@@ -1,12 +1,15 @@
 """xgrammar (PyPI, the grammar engine of vLLM, SGLang and TensorRT-LLM) as an oracle for the structured-output
-grammars: reads {"cases": [{"kind": "structural_tag" | "ebnf", "grammar": str, "sequences": [[id, ...], ...]}]}
+grammars: reads {"cases": [{"kind": "structural_tag" | "ebnf", "grammar": str, "sequences": [[id, ...], ...],
+"stops": [id, ...]?}]}
 on stdin and writes, per case, one result per sequence: {"accepted": bool, "rejectedAt": int | null,
 "terminated": bool} (whether the matcher took every id, where it refused one, and whether it ended there), or
 {"error": str} for a grammar xgrammar cannot compile.
 
 The vocabulary is o200k_harmony as the engines give it to xgrammar: they build it from the Hugging Face
 tokenizer, which names Harmony's special tokens by their text (`<|channel|>`), so grammars match them as text.
-Stop ids: <|return|>, <|call|>, <|endoftext|> (what the engine clients send as stop ids).
+Stop ids (to xgrammar: the ids a matcher takes where its grammar may end): a case's `stops`, by default
+<|return|>, <|call|>, <|endoftext|> (what the engine clients send as stop ids); an engine that builds the
+vocabulary from the tokenizer's end-of-sequence id alone has <|return|> only.
 
 xgrammar 0.2.8 imports torch (matcher.py, testing.py) and transformers (tokenizer_info.py) when it loads, yet
 its compiler and matcher are C++ behind apache-tvm-ffi and use neither. Installing them would take gigabytes
@@ -49,7 +52,7 @@ SPECIAL = {
     200008: "<|message|>",
     200012: "<|call|>",
 }
-STOP_IDS = [200002, 200012, 199999]
+DEFAULT_STOPS = [200002, 200012, 199999]
 
 
 def vocabulary(path):
@@ -80,12 +83,15 @@ def match(compiled, sequence):
 
 def main():
     request = json.load(sys.stdin)
-    info = xgrammar.TokenizerInfo(
-        vocabulary(request["vocabulary"]), xgrammar.VocabType.RAW, vocab_size=VOCAB_SIZE, stop_token_ids=STOP_IDS
-    )
-    compiler = xgrammar.GrammarCompiler(info, max_threads=2)
+    encoded = vocabulary(request["vocabulary"])
+    compilers = {}
     results = []
     for case in request["cases"]:
+        stops = tuple(case.get("stops", DEFAULT_STOPS))
+        if stops not in compilers:
+            info = xgrammar.TokenizerInfo(encoded, xgrammar.VocabType.RAW, vocab_size=VOCAB_SIZE, stop_token_ids=list(stops))
+            compilers[stops] = xgrammar.GrammarCompiler(info, max_threads=2)
+        compiler = compilers[stops]
         try:
             compiled = compile_case(compiler, case)
         except Exception as error:  # noqa: BLE001  (any compile failure is the answer for this case)

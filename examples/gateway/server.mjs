@@ -106,8 +106,9 @@ export function createGateway({
       presencePenalty: params.presencePenalty,
       frequencyPenalty: params.frequencyPenalty,
       logitBias: params.logitBias,
-      // Structured outputs: the engine enforces the final answer's JSON (the adapters check it too).
+      // Structured outputs: the engine enforces the final answer's JSON and strict tools' arguments (the adapters check them too).
       ...(prompt.responseFormat === undefined ? {} : { responseFormat: prompt.responseFormat }),
+      ...(prompt.argumentSchemas === undefined ? {} : { argumentSchemas: prompt.argumentSchemas }),
       ...(params.logprobs === undefined ? {} : { logprobs: params.logprobs }),
       signal,
       ...(replayIndex !== undefined ? { replayIndex } : {}),
@@ -165,6 +166,7 @@ export function createGateway({
     const options = {
       ...api.adapterOptions(params, prompt, body),
       ...(prompt.responseFormat === undefined ? {} : { responseFormat: prompt.responseFormat }),
+      ...(prompt.argumentSchemas === undefined ? {} : { argumentSchemas: prompt.argumentSchemas }),
       ...(params.logprobs === undefined ? {} : { logprobs: true }),
       parser: { implementation, toolNames: prompt.toolNames },
     }

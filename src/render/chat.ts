@@ -6,7 +6,7 @@
  */
 import type { TextMessage } from './conversation'
 import type { FunctionTool } from './developer'
-import { type ResponseFormat, responseFormat } from './output-schema'
+import { type ArgumentSchema, argumentSchemas, type ResponseFormat, responseFormat } from './output-schema'
 import {
   array,
   fail,
@@ -32,6 +32,8 @@ export interface RequestConversation {
   reasoningEffort: ReasoningEffort | undefined
   /** Chat `response_format` / Responses `text.format` asking for JSON (structured outputs). */
   responseFormat: ResponseFormat | undefined
+  /** The offered functions, when one of them is strict (its arguments enforced). */
+  argumentSchemas: ArgumentSchema[] | undefined
 }
 
 export function toolCallMessage(name: string, args: string): TextMessage {
@@ -54,13 +56,15 @@ export function chatConversation(body: unknown): RequestConversation {
   const rawMessages = array(request.messages, 'messages')
   if (rawMessages.length === 0) fail('messages must hold at least one message', 'messages')
   const declared = functionTools(request.tools, 'tools', 'chat')
-  const tools = offersTools(request.tool_choice, 'tool_choice') ? declared : []
+  const offered = offersTools(request.tool_choice, 'tool_choice')
+  const tools = offered ? declared : []
   const conversation: RequestConversation = {
     instructions: [],
     tools,
     messages: [],
     reasoningEffort: reasoningEffort(request.reasoning_effort, 'reasoning_effort'),
     responseFormat: responseFormat(request.response_format, 'response_format', 'chat'),
+    argumentSchemas: offered ? argumentSchemas(request.tools, 'chat') : undefined,
   }
   /** tool_call_id → function name, from the assistant messages seen so far. */
   const calls = new Map<string, string>()

@@ -14,7 +14,7 @@ import { chatConversation, type RequestConversation } from './chat'
 import { type ConversationMessage, concat, MessageRenderer, nextTurnTokens } from './conversation'
 import { dropFinishedAnalysis, referenceAutoDropAnalysis } from './drop'
 import { checkConversationLimits, checkRequestLimits, DEFAULT_RENDER_LIMITS, LIMIT_OPTIONS, type RenderLimits } from './limits'
-import type { ResponseFormat } from './output-schema'
+import type { ArgumentSchema, ResponseFormat } from './output-schema'
 import { responsesConversation } from './responses'
 import { DEFAULT_KNOWLEDGE_CUTOFF, DEFAULT_MODEL_IDENTITY, REASONING_EFFORTS, type ReasoningEffort } from './system'
 import { validateConversation } from './validate'
@@ -50,6 +50,8 @@ export interface RenderedPrompt {
   promptTokens: number
   /** The JSON the answer must be (structured outputs): for the engine to enforce and the adapters to check. */
   responseFormat?: ResponseFormat
+  /** The offered functions, when one is strict: its arguments for the engine to enforce and the adapters to check. */
+  argumentSchemas?: ArgumentSchema[]
 }
 
 export interface RenderConversationOptions extends RenderEngineOptions {
@@ -158,6 +160,7 @@ function requestPrompt(conversation: RequestConversation, options: RenderRequest
     promptTokens: tokens.length,
   }
   if (responseFormat !== undefined) prompt.responseFormat = responseFormat
+  if (conversation.argumentSchemas !== undefined) prompt.argumentSchemas = conversation.argumentSchemas
   return prompt
 }
 
@@ -235,5 +238,5 @@ export function renderForTraining(messages: readonly ConversationMessage[], opti
 export { DEFAULT_RENDER_CACHE_BYTES, RenderCache, type RenderCacheOptions, type RenderCacheStats } from './cache'
 export type { ConversationMessage, DeveloperMessage, SystemMessage, TextMessage } from './conversation'
 export type { DeveloperContent, FunctionTool, OutputSchema } from './developer'
-export type { ResponseFormat } from './output-schema'
+export type { ArgumentSchema, ResponseFormat } from './output-schema'
 export type { ReasoningEffort, SystemContent } from './system'

@@ -1,7 +1,8 @@
 /**
- * Structured outputs of a request: Chat `response_format` and Responses `text.format`. Each becomes a JSON
- * Schema that the prompt shows (developer.ts), that the engine enforces with its own constrained decoding
- * (serving/engines/constraints.ts), and that the adapters check the answer against afterwards.
+ * Structured outputs of a request: Chat `response_format` and Responses `text.format`, and the arguments of
+ * `strict` function tools. Each becomes a JSON Schema that the engine enforces with its own constrained
+ * decoding (serving/engines/constraints.ts) and that the adapters check the JSON against afterwards; a
+ * response format's schema is also shown in the prompt (developer.ts), as a tool's parameters always are.
  *
  * An engine grammar can express only part of JSON Schema, so a schema is checked here, keyword by keyword,
  * against what both grammar builders the engines use enforce (llama.cpp's json-schema-to-grammar and
@@ -162,6 +163,45 @@ function checkReference(reference: string, at: string, root: unknown): void {
   const defs = match === null || !isObject(root) ? undefined : root[match[1]]
   if (match === null || !isObject(defs) || !Object.hasOwn(defs, match[2]))
     cannot(at, `$ref ${JSON.stringify(reference).slice(0, 80)} must point into the schema's own $defs`)
+}
+
+/**
+ * A function the prompt offers, for the engine's grammar: with `schema`, a strict tool whose arguments must be
+ * JSON the schema accepts; null, a tool whose arguments stay free.
+ */
+export interface ArgumentSchema {
+  name: string
+  schema: Record<string, unknown> | null
+}
+
+/** A function without parameters takes an empty object. */
+const NO_PARAMETERS = Object.freeze({ type: 'object', properties: {}, additionalProperties: false })
+
+/**
+ * The offered functions with the schemas of the strict ones (Chat `tools[i].function.strict`, Responses
+ * `tools[i].strict`: `true` only; OpenAI's Responses API takes an absent `strict` as true, but here a tool is
+ * strict only when it says so, so that a schema outside the subset never turns a working request into a 400).
+ * Undefined when no tool is strict: nothing to enforce. `tools` was checked by `functionTools` already.
+ */
+export function argumentSchemas(tools: unknown, shape: 'chat' | 'responses'): ArgumentSchema[] | undefined {
+  if (!Array.isArray(tools)) return undefined
+  const strict = tools.map((tool, i) => strictOf(tool, shape, i))
+  if (!strict.includes(true)) return undefined
+  return tools.map((tool, i) => {
+    const fields = (shape === 'chat' ? tool.function : tool) as Record<string, unknown>
+    if (!strict[i]) return { name: fields.name as string, schema: null }
+    const schema = (fields.parameters ?? NO_PARAMETERS) as Record<string, unknown>
+    checkEnforceable(schema, shape === 'chat' ? `tools[${i}].function.parameters` : `tools[${i}].parameters`)
+    return { name: fields.name as string, schema }
+  })
+}
+
+function strictOf(tool: unknown, shape: 'chat' | 'responses', i: number): boolean {
+  const fields = shape === 'chat' ? (tool as { function?: unknown }).function : tool
+  const strict = isObject(fields) ? fields.strict : undefined
+  const param = shape === 'chat' ? `tools[${i}].function.strict` : `tools[${i}].strict`
+  if (strict !== undefined && strict !== null && typeof strict !== 'boolean') fail(`${param} must be a boolean`, param)
+  return strict === true
 }
 
 /** OpenAI's rule for a response format's name. */

@@ -11,7 +11,7 @@
 
 import { offersTools, type RequestConversation, toolCallMessage, toolResultMessage } from './chat'
 import type { TextMessage } from './conversation'
-import { responseFormat } from './output-schema'
+import { argumentSchemas, responseFormat } from './output-schema'
 import {
   array,
   fail,
@@ -39,16 +39,18 @@ export function responsesConversation(body: unknown): RequestConversation {
     }
   }
   const declared = functionTools(request.tools, 'tools', 'responses')
+  const offered = offersTools(request.tool_choice, 'tool_choice')
   const text = request.text === undefined || request.text === null ? undefined : object(request.text, 'text')
   if (text?.verbosity !== undefined && text.verbosity !== null)
     fail('text.verbosity is not supported: gpt-oss has no verbosity control', 'text.verbosity')
   const reasoning = request.reasoning === undefined || request.reasoning === null ? undefined : object(request.reasoning, 'reasoning')
   const conversation: RequestConversation = {
     instructions: [],
-    tools: offersTools(request.tool_choice, 'tool_choice') ? declared : [],
+    tools: offered ? declared : [],
     messages: [],
     reasoningEffort: reasoningEffort(reasoning?.effort, 'reasoning.effort'),
     responseFormat: responseFormat(text?.format, 'text.format', 'responses'),
+    argumentSchemas: offered ? argumentSchemas(request.tools, 'responses') : undefined,
   }
   // gpt-oss writes no reasoning summary: 'auto' (as the model can) is taken, a summary asked for is not.
   for (const field of ['summary', 'generate_summary']) {

@@ -8,6 +8,7 @@ import { parentPort, workerData } from 'node:worker_threads'
 
 import { HarmonyRequestError } from '../base/errors'
 import {
+  type ArgumentSchema,
   checkRequestBody,
   type RenderedPrompt,
   type RenderRequestOptions,
@@ -39,6 +40,7 @@ export type RenderAnswer =
       tokens: Uint32Array
       toolNames: string[]
       responseFormat?: ResponseFormat
+      argumentSchemas?: ArgumentSchema[]
       parameters?: GenerationParameters
       echo?: ResponseRequestEcho
     }
@@ -76,6 +78,7 @@ port.on('message', (job: RenderJob) => {
       tokens: prompt.tokens,
       toolNames: prompt.toolNames,
       ...(prompt.responseFormat === undefined ? {} : { responseFormat: prompt.responseFormat }),
+      ...(prompt.argumentSchemas === undefined ? {} : { argumentSchemas: prompt.argumentSchemas }),
       ...(parameters === undefined ? {} : { parameters }),
       ...(echo === undefined ? {} : { echo }),
     }

@@ -155,6 +155,7 @@ export class RenderWorkers {
       if ('tokens' in answer) {
         const prompt: RenderedPrompt = { tokens: answer.tokens, toolNames: answer.toolNames, promptTokens: answer.tokens.length }
         if (answer.responseFormat !== undefined) prompt.responseFormat = answer.responseFormat
+        if (answer.argumentSchemas !== undefined) prompt.argumentSchemas = answer.argumentSchemas
         if (answer.parameters === undefined) pending.resolve(prompt)
         else pending.resolve({ parameters: answer.parameters, prompt, ...(answer.echo === undefined ? {} : { echo: answer.echo }) })
       } else if ('requestError' in answer) pending.reject(new HarmonyRequestError(answer.requestError.message, answer.requestError.param))

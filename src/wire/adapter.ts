@@ -31,7 +31,7 @@ import { type InputKind, type MessageEvent, MessageStream } from './message-stre
 import { checkAdapterOptions, FINISH_OPTIONS, parserOptionsOf } from './options'
 import { recoveredDiagnostic, TextCallRecovery } from './recovery'
 import { droppedDiagnostic, type Route, type RouteFields, type RoutingOptions, routeOf, toolArgumentsDiagnostic, toolName } from './routing'
-import { structuredOutputDiagnostic } from './schema-check'
+import { schemaProblem, structuredOutputDiagnostic } from './schema-check'
 import { StopStrings } from './stop-strings'
 import type { HeldOutput, RecoveredCall } from './text-tool-calls'
 
@@ -72,6 +72,12 @@ export interface AdapterOptions extends RoutingOptions {
    * that is not such JSON gets an `invalid-structured-output` diagnostic. The text is delivered as it is.
    */
   responseFormat?: { name: string; schema: object }
+  /**
+   * The offered functions with the schemas of the strict ones (`RenderedPrompt.argumentSchemas`): a strict
+   * tool's arguments are checked against its schema when the call closes; arguments that do not match get an
+   * `invalid-tool-arguments` diagnostic (they are delivered as they are).
+   */
+  argumentSchemas?: readonly { name: string; schema: object | null }[]
   /**
    * Log probabilities of the answer's tokens (content only: never reasoning, tool arguments, headers or
    * special tokens), from engine steps' `logprobs` (asked for with `GenerateRequest.logprobs`): Chat
@@ -538,6 +544,21 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
     const call = { name: message.toolName!, id: this.callIdOf(message), arguments: closed.content, contentType: closed.contentType }
     const diagnostic = toolArgumentsDiagnostic(call, this.stream.tokens)
     if (diagnostic !== null) this.adapterDiagnostics.push(diagnostic)
+    else {
+      const schema = this.options.argumentSchemas?.find((entry) => entry.name === call.name)?.schema
+      if (schema !== undefined && schema !== null) {
+        const problem = schemaProblem(call.arguments, schema)
+        if (problem !== null) {
+          this.adapterDiagnostics.push({
+            code: 'invalid-tool-arguments',
+            message: `the arguments of tool call ${call.name} (strict) ${problem}; passed through as they are`,
+            tokenOffset: this.stream.tokens,
+            text: call.arguments,
+            toolCallId: call.id,
+          })
+        }
+      }
+    }
   }
 
   /** What text-call recovery released: text, or calls (each the next tool call). */

@@ -41,6 +41,17 @@ const responseFormat: Rule = {
   },
 }
 
+/** Offered functions with the schemas of the strict ones' arguments (or null). */
+const argumentSchemas: Rule = {
+  what: 'an array of { name: string, schema: object | null }',
+  test: (value) =>
+    Array.isArray(value) &&
+    value.every((entry) => {
+      const { name, schema } = (entry ?? {}) as { name?: unknown; schema?: unknown }
+      return typeof name === 'string' && (schema === null || (typeof schema === 'object' && !Array.isArray(schema)))
+    }),
+}
+
 /** The options of every wire format (routing, parser, input, identity, stop strings, structured output). */
 const COMMON: OptionSpec = {
   model: is.nonEmptyString,
@@ -53,6 +64,7 @@ const COMMON: OptionSpec = {
   textToolCalls: is.oneOf('off', 'recover'),
   stop: STOP_STRINGS,
   responseFormat,
+  argumentSchemas,
   logprobs: is.boolean,
 }
 

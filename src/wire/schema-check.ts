@@ -59,7 +59,7 @@ function checkOf(schema: object): ValidateFunction | string {
 }
 
 /** What is wrong with `text` as JSON matching `schema`, or null when nothing is. */
-function schemaProblem(text: string, schema: object): string | null {
+export function schemaProblem(text: string, schema: object): string | null {
   let value: unknown
   try {
     value = JSON.parse(text)

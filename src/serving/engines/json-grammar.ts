@@ -45,13 +45,20 @@ function repeat(item: string, min: number, max: number | null): string {
   return `( ${item} ){${min},${max ?? ''}}`
 }
 
-class GrammarBuilder {
+/** GBNF rules for several JSON Schemas at once (each an expression of `json`), then the whole grammar (`text`). */
+export class GrammarBuilder {
   private readonly rules = new Map<string, string>()
-  /** `$ref` targets → their rule names (set before a target is visited, so recursion ends). */
-  private readonly references = new Map<string, string>()
+  /** Per schema, its `$ref` targets → their rule names (set before a target is visited, so recursion ends). */
+  private readonly references = new Map<Schema, Map<string, string>>()
   private next = 0
+  /** The schema being visited, whose `$defs` its references name. */
+  private root: Schema = true
 
-  constructor(private readonly root: Schema) {}
+  /** The expression of the compact JSON texts `schema` accepts (in the enforced subset: `checkEnforceable`). */
+  json(schema: object | boolean): string {
+    this.root = schema as Schema
+    return this.visit(schema as Schema)
+  }
 
   /** A new rule for `body`, named after `hint`; returns its name. */
   private rule(hint: string, body: string): string {
@@ -60,8 +67,14 @@ class GrammarBuilder {
     return name
   }
 
+  /** A rule of the caller's (`name ::= body`), kept as it is. */
+  define(name: string, body: string): string {
+    this.rules.set(name, body)
+    return name
+  }
+
   /** The expression of the values `schema` accepts. */
-  visit(schema: Schema): string {
+  private visit(schema: Schema): string {
     if (schema === true) return 'value'
     if (schema === false) throw new TypeError('json-grammar: a false schema matches no value (checkEnforceable refuses it)')
     if (typeof schema.$ref === 'string') return this.reference(schema.$ref)
@@ -105,13 +118,15 @@ class GrammarBuilder {
   }
 
   private reference(target: string): string {
-    let name = this.references.get(target)
+    let byTarget = this.references.get(this.root)
+    if (byTarget === undefined) this.references.set(this.root, (byTarget = new Map()))
+    let name = byTarget.get(target)
     if (name === undefined) {
       const [, where, key] = /^#\/(\$defs|definitions)\/([^/]+)$/.exec(target) ?? []
       const defs = (this.root as Record<string, Record<string, Schema>>)[where!]
       if (defs === undefined || !Object.hasOwn(defs, key!)) throw new TypeError(`json-grammar: $ref ${target} resolves to nothing`)
       name = `ref-${this.next++}`
-      this.references.set(target, name)
+      byTarget.set(target, name)
       this.rules.set(name, this.visit(defs[key!]!))
     }
     return name
@@ -186,14 +201,4 @@ class GrammarBuilder {
     for (const [name, body] of Object.entries(BASE_RULES)) lines.push(`${name} ::= ${body}`)
     return `${lines.join('\n')}\n`
   }
-}
-
-/**
- * A GBNF grammar whose rule `root` is `prefix` (GBNF, e.g. the final message's header) then a JSON text
- * `schema` accepts. The schema must be in the enforced subset (`checkEnforceable`).
- */
-export function jsonGrammar(schema: object | boolean, prefix = ''): string {
-  const builder = new GrammarBuilder(schema as Schema)
-  const json = builder.visit(schema as Schema)
-  return builder.text('root', prefix === '' ? json : `${prefix} ${json}`)
 }

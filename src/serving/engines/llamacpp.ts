@@ -79,7 +79,7 @@ export class LlamaCppEngine implements Engine {
       return_tokens: true,
       cache_prompt: true,
       ...samplingFields(request, 'seed', 'pairs'),
-      ...(request.responseFormat === undefined ? {} : llamaCppGrammarFields(request.responseFormat)),
+      ...llamaCppGrammarFields(request),
       // n_probs 0 sends no probabilities at all: at least 1, and the alternatives cut to what was asked.
       ...(request.logprobs === undefined ? {} : { n_probs: Math.max(1, request.logprobs) }),
     }

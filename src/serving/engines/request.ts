@@ -67,6 +67,7 @@ export function checkGenerateRequest(request: Partial<GenerateRequest>, where: s
       throw new RangeError(`${where}: stopTokens must not hold <|end|> (${END}): it separates messages within one completion`)
   }
   if (request.responseFormat !== undefined) checkResponseFormat(request.responseFormat, where)
+  if (request.argumentSchemas !== undefined) checkArgumentSchemas(request.argumentSchemas, where)
   if (
     request.logprobs !== undefined &&
     (!Number.isSafeInteger(request.logprobs) || request.logprobs < 0 || request.logprobs > MAX_TOP_LOGPROBS)
@@ -86,6 +87,19 @@ function checkResponseFormat(format: unknown, where: string): void {
   if (typeof name !== 'string' || schema === null || typeof schema !== 'object' || Array.isArray(schema))
     throw new TypeError(`${where}: responseFormat must be an object { name: string, schema: object }`)
   checkEnforceable(schema, 'responseFormat.schema')
+}
+
+/** Offered functions by name, each with the schema of its arguments (a strict tool) or null. */
+function checkArgumentSchemas(schemas: unknown, where: string): void {
+  if (!Array.isArray(schemas)) throw new TypeError(`${where}: argumentSchemas must be an array of { name, schema }`)
+  schemas.forEach((entry, i) => {
+    const { name, schema } = (entry ?? {}) as { name?: unknown; schema?: unknown }
+    if (typeof name !== 'string' || !/^[A-Za-z0-9_.-]{1,128}$/.test(name))
+      throw new TypeError(`${where}: argumentSchemas[${i}].name must be a function name (1 to 128 letters, digits, '_', '-' or '.')`)
+    if (schema !== null && (typeof schema !== 'object' || Array.isArray(schema)))
+      throw new TypeError(`${where}: argumentSchemas[${i}].schema must be a JSON Schema object or null`)
+    if (schema !== null) checkEnforceable(schema, `argumentSchemas[${i}].schema`)
+  })
 }
 
 /** The most alternatives per position OpenAI reports (`top_logprobs`). */

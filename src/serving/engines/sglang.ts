@@ -92,7 +92,8 @@ export class SglangEngine implements Engine {
     const logprobs =
       request.logprobs === undefined ? {} : { return_logprob: true, top_logprobs_num: request.logprobs, logprob_start_len: -1 }
     // SamplingParams.structural_tag: the tag as a JSON string (python/sglang/srt/sampling/sampling_params.py).
-    if (request.responseFormat !== undefined) sampling.structural_tag = JSON.stringify(structuralTag(request.responseFormat))
+    const tag = structuralTag(request)
+    if (tag !== null) sampling.structural_tag = JSON.stringify(tag)
     return { input_ids: Array.from(request.tokens), sampling_params: sampling, ...logprobs, stream: true }
   }
 

@@ -43,6 +43,11 @@ export interface TrtllmEngineOptions extends HttpOptions {
 const ENGINE = 'trtllm'
 const OPTIONS = [...HTTP_ENGINE_OPTIONS, 'model']
 
+/** ResponseFormat of openai_protocol.py: `structural_tag` with the tag's `format` (xgrammar's form). */
+function responseFormatOf(tag: ReturnType<typeof structuralTag>): Record<string, unknown> {
+  return tag === null ? {} : { response_format: { type: 'structural_tag', format: tag.format } }
+}
+
 export class TrtllmEngine implements Engine {
   readonly name = ENGINE
   /** Not `logprobs`: trtllm-serve names the alternatives by their text only, which two ids may share. */
@@ -75,10 +80,7 @@ export class TrtllmEngine implements Engine {
       skip_special_tokens: false,
       detokenize: false,
       ...samplingFields(request, 'seed'),
-      // ResponseFormat of openai_protocol.py: `structural_tag` with the tag's `format` (xgrammar's form).
-      ...(request.responseFormat === undefined
-        ? {}
-        : { response_format: { type: 'structural_tag', format: structuralTag(request.responseFormat).format } }),
+      ...responseFormatOf(structuralTag(request)),
       stream: true,
       stream_options: { include_usage: true },
     }

@@ -4,6 +4,7 @@
  */
 
 import type { OutputSchema } from '../../render/developer'
+import type { ArgumentSchema } from '../../render/output-schema'
 
 /** Why generation ended: a stop token (`<|return|>`/`<|call|>`), the token limit, or an abort. */
 export type EngineFinishReason = 'stop' | 'length' | 'abort'
@@ -69,6 +70,12 @@ export interface GenerateRequest {
    * (analysis, preambles and tool calls stay free). `RenderedPrompt.responseFormat` is one.
    */
   responseFormat?: OutputSchema
+  /**
+   * The functions the prompt offers, when one is strict (`RenderedPrompt.argumentSchemas`): a strict tool's
+   * arguments (an entry with a `schema`) are enforced by the engine like a response format; the others stay
+   * free, and so do calls of functions not listed. Absent: tool calls are not constrained.
+   */
+  argumentSchemas?: readonly ArgumentSchema[]
   /**
    * Log probabilities: each generated id's, with the `logprobs` likeliest ids at its position (0 to 20; 0:
    * the generated id's alone), on `EngineStep.logprobs`. Absent: none are asked for.

@@ -102,8 +102,8 @@ export class VllmEngine implements Engine {
     const stops = request.stopTokens ?? GENERATION_STOP_TOKENS
     const sampling: Record<string, unknown> = { stop_token_ids: [...stops], skip_special_tokens: false, ...samplingFields(request, 'seed') }
     // StructuredOutputsParams (vllm/sampling_params.py): its `structural_tag` is the tag as a JSON string.
-    if (request.responseFormat !== undefined)
-      sampling.structured_outputs = { structural_tag: JSON.stringify(structuralTag(request.responseFormat)) }
+    const tag = structuralTag(request)
+    if (tag !== null) sampling.structured_outputs = { structural_tag: JSON.stringify(tag) }
     const model = this.options.model === undefined ? {} : { model: this.options.model }
     const stream = { stream: true, stream_options: { include_usage: true } }
     if (this.options.api === 'generate') {

@@ -49,7 +49,9 @@ const SHARED = {
   top_p: honoured('sent to the engine'),
   presence_penalty: honoured('sent to the engine (a 400 for an engine that does not apply it)'),
   frequency_penalty: honoured('sent to the engine (a 400 for an engine that does not apply it)'),
-  tools: honoured('function tools rendered into the developer message; other tool types refused'),
+  tools: honoured(
+    "function tools rendered into the developer message (a `strict: true` tool's arguments enforced by the engine); other tool types refused",
+  ),
   tool_choice: honoured("'auto' offers the tools, 'none' does not; anything else cannot be enforced for gpt-oss and is refused"),
   parallel_tool_calls: accepted(
     'a gpt-oss turn ends at its first tool call (`<|call|>` stops generation), so at most one call is made either way',
