@@ -6,7 +6,7 @@ import { execFileSync, spawnSync } from 'node:child_process'
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
-import { join, relative } from 'node:path'
+import { dirname, join, relative } from 'node:path'
 
 import test, { type ExecutionContext } from 'ava'
 import * as esm from 'harmony-stream'
@@ -215,7 +215,11 @@ function packageWithoutAddon(t: ExecutionContext): { dir: string; pkg: string } 
   for (const file of ['package.json', 'native.cjs', 'native.d.ts', 'dist']) cpSync(join(root, file), join(pkg, file), { recursive: true })
   // The package's runtime dependencies, as an install would put them beside it (theirs resolve from the real path).
   const { dependencies } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }
-  for (const name of Object.keys(dependencies)) symlinkSync(join(root, 'node_modules', name), join(dir, 'node_modules', name))
+  for (const name of Object.keys(dependencies)) {
+    // A scoped name (`@redis/client`) sits in its scope's folder.
+    mkdirSync(dirname(join(dir, 'node_modules', name)), { recursive: true })
+    symlinkSync(join(root, 'node_modules', name), join(dir, 'node_modules', name))
+  }
   return { dir, pkg }
 }
 

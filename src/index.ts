@@ -101,6 +101,15 @@ export {
 } from './serving/http/validate'
 export { type PreparedRequest, RenderWorkers, type RenderWorkersOptions } from './serving/render-workers'
 export { SseFrames, SsePool, type SsePoolOptions, type SseStreamError } from './serving/sse-pool'
+export { RedisResponseStore, type RedisResponseStoreOptions } from './serving/store/redis-store'
+export { SqliteResponseStore, type SqliteResponseStoreOptions } from './serving/store/sqlite-store'
+export {
+  type EvictingStoreBounds,
+  MemoryResponseStore,
+  type ResponseStore,
+  type ResponseStoreBounds,
+  type StoredResponse,
+} from './serving/store/store'
 export type { AdapterDiagnostic } from './wire/adapter'
 export {
   type ChatAdapterOptions,

@@ -1,0 +1,179 @@
+/**
+ * The response stores (issue 21, first step): one contract for the store in memory, SQLite (a real SQLite,
+ * as WebAssembly, in a temporary file) and Redis (a real redis-server on 127.0.0.1): records come back as they
+ * went in, expire, are bounded (a record too large is a HarmonyLimitError; memory and SQLite evict the least
+ * recently used), and a closed store refuses use. SQLite and Redis keep records across store instances, which
+ * is how two gateway processes share them.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+import test, { type ExecutionContext } from 'ava'
+import {
+  HarmonyLimitError,
+  HarmonyStateError,
+  MemoryResponseStore,
+  RedisResponseStore,
+  type ResponseStore,
+  SqliteResponseStore,
+  type StoredResponse,
+} from 'harmony-stream'
+
+import { type RedisServer, redisOrSkip, startRedis } from './helpers/redis-server.mjs'
+
+const redisHere = redisOrSkip()
+let redis: RedisServer | undefined
+test.before(async () => {
+  if (redisHere) redis = await startRedis()
+})
+test.after.always(async () => {
+  await redis?.close()
+})
+
+function record(id: string, size = 10): StoredResponse {
+  return {
+    id,
+    createdAt: 1_700_000_000,
+    response: {
+      id,
+      object: 'response',
+      status: 'completed',
+      output: [{ type: 'message', content: [{ type: 'output_text', text: 'x'.repeat(size) }] }],
+    },
+    input: [{ id: `msg_${id}`, type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Hi 🪽' }] }],
+    promptTokens: [1, 2, 200_006],
+    outputTokens: [200_005, 200_002],
+  }
+}
+
+interface Kind {
+  name: string
+  /** A new store over the same data (`shared`): what a second process would open. */
+  open(t: ExecutionContext, bounds?: Record<string, number>, shared?: string): ResponseStore
+  evicts: boolean
+}
+
+function temporary(t: ExecutionContext): string {
+  const dir = mkdtempSync(join(tmpdir(), 'harmony-store-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return join(dir, 'responses.sqlite')
+}
+
+const KINDS: Kind[] = [
+  { name: 'memory', open: (_t, bounds = {}) => new MemoryResponseStore(bounds), evicts: true },
+  {
+    name: 'sqlite',
+    open: (t, bounds = {}, shared) => new SqliteResponseStore({ path: shared ?? temporary(t), ...bounds }),
+    evicts: true,
+  },
+  {
+    name: 'redis',
+    open: (t, bounds = {}, shared) =>
+      new RedisResponseStore({ url: redis!.url, keyPrefix: shared ?? `test:${t.title.length}:${Math.random()}:`, ...bounds }),
+    evicts: false,
+  },
+]
+
+for (const kind of KINDS) {
+  const available = kind.name !== 'redis' || redisHere ? test : test.skip
+
+  available(`${kind.name}: a record comes back as it went in; unknown and deleted ids are null`, async (t) => {
+    const store = kind.open(t)
+    t.teardown(() => store.close())
+    t.is(await store.get('resp_missing'), null)
+    await store.put(record('resp_a'))
+    t.deepEqual(await store.get('resp_a'), record('resp_a'))
+    // Replaced under its id.
+    await store.put({ ...record('resp_a'), createdAt: 1 })
+    t.is((await store.get('resp_a'))?.createdAt, 1)
+    t.true(await store.delete('resp_a'))
+    t.false(await store.delete('resp_a'))
+    t.is(await store.get('resp_a'), null)
+  })
+
+  available(`${kind.name}: records expire after ttlSeconds`, async (t) => {
+    const store = kind.open(t, { ttlSeconds: 1 })
+    t.teardown(() => store.close())
+    await store.put(record('resp_short'))
+    t.truthy(await store.get('resp_short'))
+    await new Promise((resolve) => setTimeout(resolve, 1_300))
+    t.is(await store.get('resp_short'), null)
+  })
+
+  available(`${kind.name}: a record over maxRecordBytes is refused with a HarmonyLimitError, and nothing is kept`, async (t) => {
+    const store = kind.open(t, { maxRecordBytes: 2_000 })
+    t.teardown(() => store.close())
+    const error = await t.throwsAsync(store.put(record('resp_big', 5_000)), { instanceOf: HarmonyLimitError })
+    t.regex(error!.message, /resp_big/)
+    t.is(await store.get('resp_big'), null)
+    await t.throwsAsync(store.put({ id: '', createdAt: 1, response: {}, input: [] }), { instanceOf: TypeError })
+  })
+
+  available(`${kind.name}: a closed store refuses use`, async (t) => {
+    const store = kind.open(t)
+    await store.put(record('resp_c'))
+    await store.close()
+    await t.throwsAsync(store.get('resp_c'), { instanceOf: HarmonyStateError, message: /closed/ })
+    await t.throwsAsync(store.put(record('resp_c')), { instanceOf: HarmonyStateError })
+  })
+
+  if (kind.evicts) {
+    test(`${kind.name}: the least recently used go first beyond maxEntries or maxBytes`, async (t) => {
+      const store = kind.open(t, { maxEntries: 3 })
+      t.teardown(() => store.close())
+      for (const id of ['resp_1', 'resp_2', 'resp_3']) await store.put(record(id))
+      await store.get('resp_1') // used: resp_2 is now the least recently used
+      await store.put(record('resp_4'))
+      t.is(await store.get('resp_2'), null)
+      for (const id of ['resp_1', 'resp_3', 'resp_4']) t.truthy(await store.get(id), id)
+      const size = JSON.stringify(record('resp_x', 1_000)).length
+      const bytes = kind.open(t, { maxBytes: size * 2 + 10 })
+      t.teardown(() => bytes.close())
+      for (const id of ['resp_x', 'resp_y', 'resp_z']) await bytes.put({ ...record('resp_x', 1_000), id })
+      t.is(await bytes.get('resp_x'), null)
+      t.truthy(await bytes.get('resp_y'))
+      t.truthy(await bytes.get('resp_z'))
+      // One record larger than the whole store is refused rather than evicting itself.
+      await t.throwsAsync(bytes.put(record('resp_huge', size * 3)), { instanceOf: HarmonyLimitError })
+    })
+  }
+}
+
+test('sqlite: records outlive the store that wrote them (a second process opening the file sees them)', async (t) => {
+  const path = temporary(t)
+  const first = new SqliteResponseStore({ path })
+  await first.put(record('resp_kept'))
+  await first.close()
+  const second = new SqliteResponseStore({ path })
+  t.teardown(() => second.close())
+  t.deepEqual(await second.get('resp_kept'), record('resp_kept'))
+})
+
+;(redisHere ? test : test.skip)('redis: two stores on one Redis see each other, and an unreachable Redis fails at once', async (t) => {
+  const prefix = `shared:${Math.random()}:`
+  const a = new RedisResponseStore({ url: redis!.url, keyPrefix: prefix })
+  const b = new RedisResponseStore({ url: redis!.url, keyPrefix: prefix })
+  t.teardown(async () => {
+    await a.close()
+    await b.close()
+  })
+  await a.put(record('resp_shared'))
+  t.deepEqual(await b.get('resp_shared'), record('resp_shared'))
+  t.true(await b.delete('resp_shared'))
+  t.is(await a.get('resp_shared'), null)
+  // Port 9 on 127.0.0.1: nothing listens there.
+  const gone = new RedisResponseStore({ url: 'redis://127.0.0.1:9', timeoutMs: 500 })
+  await t.throwsAsync(gone.get('resp_x'))
+  await gone.close()
+})
+
+test('stores check their options', (t) => {
+  t.throws(() => new MemoryResponseStore({ maxEntries: 0 }), { instanceOf: RangeError, message: /maxEntries/ })
+  t.throws(() => new MemoryResponseStore({ ttl: 5 } as never), { instanceOf: TypeError, message: /ttl/ })
+  t.throws(() => new SqliteResponseStore({} as never), { instanceOf: TypeError, message: /path/ })
+  t.throws(() => new RedisResponseStore({ url: 'redis://127.0.0.1:9', maxEntries: 3 } as never), {
+    instanceOf: TypeError,
+    message: /maxEntries/,
+  })
+})
