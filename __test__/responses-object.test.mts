@@ -210,7 +210,8 @@ const FULL_ECHO = {
   reasoning: { effort: 'low', summary: 'auto' },
   text: { format: { type: 'text' } },
   truncation: 'disabled',
-  // Nothing is stored, whatever the request asked; the one tier is the default one.
+  // An adapter alone keeps nothing, whatever the request asked (its `stored` option says when a gateway did);
+  // the one tier is the default one.
   store: false,
   background: false,
   service_tier: 'default',
@@ -408,7 +409,8 @@ for (const implementation of IMPLEMENTATIONS) {
       )
       for (const response of streamed) {
         t.deepEqual(specViolations(response), [], `replay ${replay}: ${response.status}`)
-        t.deepEqual(pick(response, FULL_ECHO), FULL_ECHO, `replay ${replay}`)
+        // The example gateway keeps responses (a store in memory by default): `store` says so.
+        t.deepEqual(pick(response, FULL_ECHO), { ...FULL_ECHO, store: true }, `replay ${replay}`)
       }
       const completed = streamed[2]
       t.true(Number.isSafeInteger(completed.completed_at) && completed.completed_at! >= completed.created_at)
@@ -418,16 +420,22 @@ for (const implementation of IMPLEMENTATIONS) {
         headers,
       )) as unknown as ResponseObject
       t.deepEqual(specViolations(whole), [], `replay ${replay}: not streamed`)
-      t.deepEqual(pick(whole, FULL_ECHO), FULL_ECHO, `replay ${replay}: not streamed`)
+      t.deepEqual(pick(whole, FULL_ECHO), { ...FULL_ECHO, store: true }, `replay ${replay}: not streamed`)
       t.is(whole.status, 'completed')
     }
-    // A request that sets nothing: OpenAI's defaults.
+    // A request that sets nothing: OpenAI's defaults (`store` true: kept, as OpenAI keeps it).
     const plain = (await client.responses.create(
       { model: 'gpt-oss', input: 'hi' },
       { headers: { 'x-harmony-replay': '0' } },
     )) as unknown as ResponseObject
     t.deepEqual(specViolations(plain), [])
-    t.deepEqual(pick(plain, DEFAULT_ECHO), DEFAULT_ECHO)
+    t.deepEqual(pick(plain, DEFAULT_ECHO), { ...DEFAULT_ECHO, store: true })
+    // store: false is not kept, and says so.
+    const unkept = (await client.responses.create(
+      { model: 'gpt-oss', input: 'hi', store: false },
+      { headers: { 'x-harmony-replay': '0' } },
+    )) as unknown as ResponseObject
+    t.false(unkept.store)
   })
 }
 

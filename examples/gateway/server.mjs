@@ -25,8 +25,11 @@
  *   RENDER_INLINE_BYTES  bodies up to this many bytes are parsed and rendered inline, larger ones in a worker (default 16384)
  *   HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS, KEEPALIVE_TIMEOUT_MS  the server's timeouts (default 10 s, 30 s, 5 s)
  *   UNKNOWN_FIELDS   refuse (default): a request field no table knows is a 400, as OpenAI answers; ignore: taken without it
+ *   HARMONY_RESPONSE_STORE  where Responses are kept (store, previous_response_id, GET/DELETE /v1/responses/{id}):
+ *                    sqlite:PATH (default sqlite:responses.sqlite), memory, redis://HOST:PORT (shared by processes), none
  */
 import cluster from 'node:cluster'
+import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { availableParallelism } from 'node:os'
@@ -38,11 +41,16 @@ import {
   ChatCompletionsStream,
   chatCompletion,
   chatGenerationParameters,
+  continuedBody,
   DEFAULT_BODY_LIMIT,
   implementation as defaultImplementation,
   HttpError,
   hardenServer,
+  inputItemsOf,
+  MemoryResponseStore,
   pipeSse,
+  previousItems,
+  RedisResponseStore,
   RenderWorkers,
   ResponsesStream,
   readJsonBody,
@@ -51,7 +59,10 @@ import {
   renderResponsesRequest,
   responseObject,
   responsesGenerationParameters,
+  SqliteResponseStore,
   sendError,
+  storedResponse,
+  storedResponseRoute,
 } from 'harmony-stream'
 import { collectSteps, createEngine, ReplayEngine } from 'harmony-stream/engines'
 
@@ -61,8 +72,10 @@ import { collectSteps, createEngine, ReplayEngine } from 'harmony-stream/engines
  * `renderWorkers`: threads that render large requests off the event loop (0: all inline), `renderInlineBytes`:
  * the body size up to which a request is rendered inline; `serverLimits`: `hardenServer`'s timeouts.
  * `unknownFields`: `'refuse'` (default) answers a request field no table knows with a 400, as OpenAI does;
- * `'ignore'` takes such requests without the field. `server.outcomes` counts how streams ended: `completed`, `failed`, `clientClosed` (a client that left is an
- * outcome, not an error: it is counted, never logged).
+ * `'ignore'` takes such requests without the field. `responseStore`: where Responses are kept (`store`,
+ * `previous_response_id`, GET/DELETE /v1/responses/{id}); default a `MemoryResponseStore` (closed with the
+ * server), `null` for none. `server.outcomes` counts how streams ended: `completed`, `failed`, `clientClosed`
+ * (a client that left is an outcome, not an error: it is counted, never logged).
  */
 export function createGateway({
   engine,
@@ -81,7 +94,11 @@ export function createGateway({
   renderInlineBytes = 16 * 1024,
   serverLimits = {},
   unknownFields = 'refuse',
+  responseStore,
 }) {
+  // The library's default: responses kept in this process (bounded); null keeps none.
+  const ownStore = responseStore === undefined
+  const store = ownStore ? new MemoryResponseStore() : responseStore
   engine ??= new ReplayEngine({ completions: replay, interval })
   const parameterOptions = { unknownFields }
   const workers = renderWorkers > 0 ? new RenderWorkers({ size: renderWorkers, renderOptions, parameterOptions }) : null
@@ -89,7 +106,7 @@ export function createGateway({
   const created = Math.floor(Date.now() / 1000)
 
   /** Steps of one generation (an engine that fails before its first step: pipeSse and collectSteps throw, a 502/503). */
-  function generate(request, prompt, params, signal) {
+  function generate(request, prompt, params, signal, generated) {
     const header = request.headers['x-harmony-replay']
     const replayIndex = header === undefined ? undefined : Number(header)
     if (replayIndex !== undefined && !(engine instanceof ReplayEngine))
@@ -97,7 +114,7 @@ export function createGateway({
     if (replayIndex !== undefined && !(/^\d+$/.test(header) && engine.size > replayIndex)) {
       throw new HttpError(400, `x-harmony-replay must be an index from 0 to ${engine.size - 1}`, { param: 'x-harmony-replay' })
     }
-    return engine.generate({
+    const steps = engine.generate({
       tokens: prompt.tokens,
       maxTokens: params.maxTokens,
       temperature: params.temperature,
@@ -113,6 +130,7 @@ export function createGateway({
       signal,
       ...(replayIndex !== undefined ? { replayIndex } : {}),
     })
+    return generated === null ? steps : recordIds(steps, generated)
   }
 
   /** What differs between the two APIs; the path through them is the same (`serve`). */
@@ -147,23 +165,63 @@ export function createGateway({
    * neither JSON.parse nor BPE of it holds the event loop.
    */
   async function prepare(api, request) {
+    // A gateway that keeps responses needs a Responses request's input (to store it), and renders one that
+    // continues a stored response after the stored items.
+    const keep = api.kind === 'responses' && store !== null
     const length = Number(request.headers['content-length'])
     if (workers !== null && !(Number.isFinite(length) && length <= renderInlineBytes)) {
       // The body stays in the worker; for Responses its echo comes back (what the response object says of it).
-      const { parameters, prompt, echo } = await workers.prepare(api.kind, await readJsonBytes(request, { limit: bodyLimit }))
-      return { parameters, prompt, body: echo }
+      const bytes = await readJsonBytes(request, { limit: bodyLimit })
+      const prepared = await (keep ? workers.prepare(api.kind, bytes, { keepInput: true }) : workers.prepare(api.kind, bytes))
+      if ('continuation' in prepared) return continued(prepared.parameters, prepared.continuation, prepared.echo)
+      // The worker sends the input back only for a response to keep (`store` not false).
+      const { parameters, prompt, echo, input } = prepared
+      return { parameters, prompt, body: echo, history: [], input, storing: keep && input !== undefined }
     }
     const body = await readJsonBody(request, { limit: bodyLimit })
     const parameters = api.parameters(body, parameterOptions)
-    return { parameters, prompt: api.render(body, renderOptions), body }
+    if (keep && body.previous_response_id != null) return continued(parameters, body, body)
+    return {
+      parameters,
+      prompt: api.render(body, renderOptions),
+      body,
+      history: [],
+      input: body.input,
+      storing: keep && body.store !== false,
+    }
+  }
+
+  /** A Responses request naming `previous_response_id`: rendered after the stored response's input and output. */
+  async function continued(parameters, body, echo) {
+    const history = await previousItems(store, body.previous_response_id)
+    const expanded = continuedBody(body, history)
+    const prompt = workers !== null ? await workers.render('responses', expanded) : renderResponsesRequest(expanded, renderOptions)
+    return { parameters, prompt, body: echo, history, input: body.input, storing: body.store !== false }
+  }
+
+  /** Keeps a finished response with every item it was generated from; a store that fails is logged, not fatal. */
+  async function keepResponse(object, prepared, generated) {
+    try {
+      const input = [...prepared.history, ...inputItemsOf({ input: prepared.input }, object.id.slice('resp_'.length))]
+      await store.put(storedResponse(object, input, { prompt: prepared.prompt.tokens, output: generated }))
+      return true
+    } catch (error) {
+      onError(error)
+      return false
+    }
   }
 
   /** request → parameters and prompt → engine → adapter → SSE (or one JSON object). */
   async function serve(api, request, response) {
-    const { parameters: params, prompt, body } = await prepare(api, request)
+    const prepared = await prepare(api, request)
+    const { parameters: params, prompt, storing } = prepared
+    const { body } = prepared
     const abort = abortOnClose(response)
-    const steps = generate(request, prompt, params, abort.signal)
+    const generated = storing ? [] : null
+    const steps = generate(request, prompt, params, abort.signal, generated)
     const options = {
+      // A kept response gets its id here, and says it is kept (`store`).
+      ...(api.kind === 'responses' ? { id: `resp_${randomUUID().replaceAll('-', '')}`, stored: storing } : {}),
       ...api.adapterOptions(params, prompt, body),
       ...(prompt.responseFormat === undefined ? {} : { responseFormat: prompt.responseFormat }),
       ...(prompt.argumentSchemas === undefined ? {} : { argumentSchemas: prompt.argumentSchemas }),
@@ -173,10 +231,14 @@ export function createGateway({
     if (!params.stream) {
       const whole = await collectSteps(steps)
       if (whole.finishReason === 'abort') throw new HttpError(502, 'the inference engine aborted the request', { code: 'engine-aborted' })
-      return sendJson(response, 200, withoutDiagnostics(api.whole(whole, options), onDiagnostic))
+      const object = withoutDiagnostics(api.whole(whole, options), onDiagnostic)
+      // A response the store could not keep says so.
+      if (storing && !(await keepResponse(object, prepared, generated))) object.store = false
+      return sendJson(response, 200, object)
     }
     const adapter = api.stream(options, params)
     report(await pipeSse(response, adapter, steps, { abort, frames, coalesceMs }), adapter)
+    if (storing) await keepResponse(adapter.response(), prepared, generated)
   }
 
   function report(result, adapter) {
@@ -198,7 +260,17 @@ export function createGateway({
 
   const server = createServer(async (request, response) => {
     try {
-      const path = new URL(request.url ?? '/', 'http://localhost').pathname
+      const url = new URL(request.url ?? '/', 'http://localhost')
+      const path = url.pathname
+      // GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items: the kept responses.
+      const stored = store === null || routes[path] !== undefined ? null : await storedResponseRoute(store, request.method, url)
+      if (stored !== null) {
+        if (stored.status === 405) {
+          response.setHeader('allow', stored.allow)
+          throw new HttpError(405, `${path} accepts ${stored.allow}, not ${request.method}`, { code: 'method-not-allowed' })
+        }
+        return sendJson(response, stored.status, stored.body)
+      }
       const route = routes[path]
       if (route === undefined) throw new HttpError(404, `no route for ${request.method} ${path}`, { code: 'not-found', type: 'not_found' })
       const handle = route[request.method]
@@ -219,6 +291,7 @@ export function createGateway({
   hardenServer(server, serverLimits)
   server.outcomes = outcomes
   if (workers !== null) server.on('close', () => workers.close())
+  if (ownStore) server.on('close', () => store.close())
   return server
 }
 
@@ -238,6 +311,24 @@ function processStats() {
       rss: process.memoryUsage().rss,
     }
   }
+}
+
+/** The steps as they come, each one's ids added to `generated` (what a kept response records). */
+async function* recordIds(steps, generated) {
+  for await (const step of steps) {
+    for (const id of step.tokens) generated.push(id)
+    yield step
+  }
+}
+
+/** The store the environment asks for (HARMONY_RESPONSE_STORE, see the top of this file). */
+export function responseStoreFromEnvironment(env = process.env) {
+  const chosen = env.HARMONY_RESPONSE_STORE ?? 'sqlite:responses.sqlite'
+  if (chosen === 'none') return null
+  if (chosen === 'memory') return new MemoryResponseStore()
+  if (chosen.startsWith('sqlite:')) return new SqliteResponseStore({ path: chosen.slice('sqlite:'.length) })
+  if (chosen.startsWith('redis://') || chosen.startsWith('rediss://')) return new RedisResponseStore({ url: chosen })
+  throw new Error('HARMONY_RESPONSE_STORE must be sqlite:PATH, memory, redis://HOST:PORT or none')
 }
 
 /** An AbortController aborted when the client goes away before the response is complete. */
@@ -346,6 +437,7 @@ function serveFromEnvironment(label) {
     renderInlineBytes,
     serverLimits,
     unknownFields,
+    responseStore: responseStoreFromEnvironment(),
   })
   server.listen(port, '127.0.0.1', () => {
     const { port: bound } = server.address()

@@ -28,14 +28,17 @@ import {
   toolArguments,
 } from './request-fields'
 
-/** Request fields that name state kept by OpenAI's servers. */
+/**
+ * Request fields that name state kept on the server: `previous_response_id` is read by a gateway with a response
+ * store, which renders the stored items in its place (`continuedBody`); here, without one, it is refused.
+ */
 const SERVER_STATE = ['previous_response_id', 'conversation', 'prompt'] as const
 
 export function responsesConversation(body: unknown): RequestConversation {
   const request = object(body, 'body')
   for (const field of SERVER_STATE) {
     if (request[field] !== undefined && request[field] !== null) {
-      fail(`${field} is not supported: this gateway keeps no server-side state; send the whole conversation in input`, field)
+      fail(`${field} is not supported: no response store is kept here; send the whole conversation in input`, field)
     }
   }
   const declared = functionTools(request.tools, 'tools', 'responses')

@@ -32,6 +32,12 @@ export interface RenderJob {
   body?: unknown
   /** `prepare`: the body's JSON bytes. */
   bytes?: Uint8Array
+  /**
+   * `prepare` of a Responses body for a gateway that keeps responses: its `input` comes back too (to be
+   * stored; not when the body says `store: false`), and a body that continues a stored response (`previous_response_id`) comes back whole, not
+   * rendered (the gateway renders it after the stored items, which only it can read).
+   */
+  keepInput?: boolean
 }
 
 export type RenderAnswer =
@@ -43,7 +49,10 @@ export type RenderAnswer =
       argumentSchemas?: ArgumentSchema[]
       parameters?: GenerationParameters
       echo?: ResponseRequestEcho
+      /** `keepInput`: the body's `input` as it came. */
+      input?: unknown
     }
+  | { id: number; continuation: Record<string, unknown>; parameters: GenerationParameters; echo: ResponseRequestEcho }
   | { id: number; requestError: { message: string; param: string | null } }
   | { id: number; httpError: { status: number; message: string; param: string | null; code: string } }
   | { id: number; failure: string }
@@ -57,22 +66,36 @@ const { renderOptions, parameterOptions } = workerData as RenderWorkerData
 const port = parentPort
 if (port === null) throw new Error('render-worker.ts runs as a worker thread of RenderWorkers')
 
+type Prepared =
+  | { prompt: RenderedPrompt; parameters?: GenerationParameters; echo?: ResponseRequestEcho; input?: unknown }
+  | { continuation: Record<string, unknown>; parameters: GenerationParameters; echo: ResponseRequestEcho }
+
 /** The job's prompt, and for `prepare` the body's generation parameters (and what a Responses object echoes of it). */
-function run(job: RenderJob): { prompt: RenderedPrompt; parameters?: GenerationParameters; echo?: ResponseRequestEcho } {
+function run(job: RenderJob): Prepared {
   // `render`: the event loop checked the body's bounds and these options: not walked again here.
   if (job.bytes === undefined) return { prompt: renderCheckedRequest(job.kind, job.body, renderOptions) }
   const body = parseJsonBody(job.bytes)
   const parameters = (job.kind === 'chat' ? chatGenerationParameters : responsesGenerationParameters)(body, parameterOptions)
+  if (job.keepInput === true && job.kind === 'responses' && body.previous_response_id != null)
+    return { continuation: body, parameters, echo: responsesRequestEcho(body) }
   checkRequestBody(job.kind, body, renderOptions)
   const prompt = renderCheckedRequest(job.kind, body, renderOptions)
   // The body stays here: what the response object says of its request goes back instead.
-  return job.kind === 'responses' ? { prompt, parameters, echo: responsesRequestEcho(body) } : { prompt, parameters }
+  if (job.kind === 'chat') return { prompt, parameters }
+  // The input is sent back only for a response the gateway will keep (`store` not false).
+  const input = job.keepInput === true && body.store !== false ? { input: body.input } : {}
+  return { prompt, parameters, echo: responsesRequestEcho(body), ...input }
 }
 
 port.on('message', (job: RenderJob) => {
   let answer: RenderAnswer
   try {
-    const { prompt, parameters, echo } = run(job)
+    const prepared = run(job)
+    if ('continuation' in prepared) {
+      port.postMessage({ id: job.id, ...prepared } satisfies RenderAnswer)
+      return
+    }
+    const { prompt, parameters, echo, input } = prepared
     answer = {
       id: job.id,
       tokens: prompt.tokens,
@@ -81,6 +104,7 @@ port.on('message', (job: RenderJob) => {
       ...(prompt.argumentSchemas === undefined ? {} : { argumentSchemas: prompt.argumentSchemas }),
       ...(parameters === undefined ? {} : { parameters }),
       ...(echo === undefined ? {} : { echo }),
+      ...(input === undefined ? {} : { input }),
     }
   } catch (error) {
     if (error instanceof HarmonyRequestError) answer = { id: job.id, requestError: { message: error.message, param: error.param } }

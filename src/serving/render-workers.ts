@@ -41,6 +41,18 @@ export interface PreparedRequest {
   prompt: RenderedPrompt
   /** Responses: the request's fields a response object echoes (`responsesRequestEcho`), for `ResponsesStream`'s `request`. */
   echo?: ResponseRequestEcho
+  /** With `keepInput`: the body's `input` as it came (to store); absent when the body says `store: false`. */
+  input?: unknown
+}
+
+/**
+ * What `prepare` gives for a Responses body that continues a stored response (with `keepInput`): the parsed
+ * body, not rendered, for the gateway to render after the stored items (`continuedBody`).
+ */
+export interface ContinuationRequest {
+  parameters: GenerationParameters
+  echo: ResponseRequestEcho
+  continuation: Record<string, unknown>
 }
 
 const PROBE = { model: 'probe', messages: [{ role: 'user', content: 'x' }] }
@@ -49,7 +61,7 @@ const OPTIONS: OptionSpec = { size: is.integer(1, 256), renderOptions: is.object
 
 interface Pending {
   job: RenderJob
-  resolve: (answer: PreparedRequest | RenderedPrompt) => void
+  resolve: (answer: PreparedRequest | ContinuationRequest | RenderedPrompt) => void
   reject: (error: unknown) => void
 }
 
@@ -101,15 +113,25 @@ export class RenderWorkers {
    * the same steps on the event loop (`HttpError` 400 for bad JSON or a bad field, `HarmonyRequestError`).
    * The bytes are handed to the worker (transferred when the array owns its memory): do not use them after.
    */
-  prepare(kind: 'chat' | 'responses', bytes: Uint8Array): Promise<PreparedRequest> {
+  prepare(kind: 'chat' | 'responses', bytes: Uint8Array): Promise<PreparedRequest>
+  /**
+   * `keepInput` (a gateway that keeps Responses): a Responses body's `input` comes back too, and a body with a
+   * `previous_response_id` comes back parsed and not rendered (`ContinuationRequest`).
+   */
+  prepare(kind: 'chat' | 'responses', bytes: Uint8Array, options: { keepInput: boolean }): Promise<PreparedRequest | ContinuationRequest>
+  prepare(kind: 'chat' | 'responses', bytes: Uint8Array, options?: { keepInput: boolean }): Promise<PreparedRequest | ContinuationRequest> {
     if (this.closed) return Promise.reject(new HarmonyError('render-workers-closed', 'RenderWorkers: closed'))
     if (kind !== 'chat' && kind !== 'responses')
       return Promise.reject(new TypeError(`RenderWorkers.prepare: kind must be 'chat' or 'responses', not ${String(kind)}`))
     if (!(bytes instanceof Uint8Array)) return Promise.reject(new TypeError('RenderWorkers.prepare: bytes must be a Uint8Array (a Buffer)'))
-    return this.enqueue({ id: this.nextId++, kind, bytes }) as Promise<PreparedRequest>
+    if (options !== undefined && typeof options?.keepInput !== 'boolean')
+      return Promise.reject(new TypeError("RenderWorkers.prepare: option 'keepInput' must be a boolean"))
+    return this.enqueue({ id: this.nextId++, kind, bytes, ...(options?.keepInput ? { keepInput: true } : {}) }) as Promise<
+      PreparedRequest | ContinuationRequest
+    >
   }
 
-  private enqueue(job: RenderJob): Promise<PreparedRequest | RenderedPrompt> {
+  private enqueue(job: RenderJob): Promise<PreparedRequest | ContinuationRequest | RenderedPrompt> {
     return new Promise((resolve, reject) => {
       const pending = { job, resolve, reject }
       const worker = this.idle.pop()
@@ -157,7 +179,15 @@ export class RenderWorkers {
         if (answer.responseFormat !== undefined) prompt.responseFormat = answer.responseFormat
         if (answer.argumentSchemas !== undefined) prompt.argumentSchemas = answer.argumentSchemas
         if (answer.parameters === undefined) pending.resolve(prompt)
-        else pending.resolve({ parameters: answer.parameters, prompt, ...(answer.echo === undefined ? {} : { echo: answer.echo }) })
+        else
+          pending.resolve({
+            parameters: answer.parameters,
+            prompt,
+            ...(answer.echo === undefined ? {} : { echo: answer.echo }),
+            ...('input' in answer ? { input: answer.input } : {}),
+          })
+      } else if ('continuation' in answer) {
+        pending.resolve({ parameters: answer.parameters, echo: answer.echo, continuation: answer.continuation })
       } else if ('requestError' in answer) pending.reject(new HarmonyRequestError(answer.requestError.message, answer.requestError.param))
       else if ('httpError' in answer) {
         const { status, message, param, code } = answer.httpError

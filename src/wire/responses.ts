@@ -44,6 +44,8 @@ export interface ResponsesAdapterOptions extends AdapterOptions {
    * `tools`, and OpenAI's defaults for the rest.
    */
   request?: object
+  /** The gateway keeps this response (in a `ResponseStore`): its `store` says true. Default false. */
+  stored?: boolean
 }
 
 export type ResponseItem =
@@ -177,6 +179,7 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     super(options, RESPONSES)
     this.createdAt = options.createdAt ?? nowSeconds()
     this.echo = responsesRequestEcho(options.request ?? (options.tools == null ? null : { tools: options.tools }))
+    if (options.stored === true) this.echo.store = true
   }
 
   /** `response.created` and `response.in_progress` (once; the first `push` sends them otherwise). */
@@ -502,9 +505,9 @@ function echoedTool(tool: unknown): ResponseFunctionTool | Record<string, unknow
  * (default)" in the openai package's Response type, resources/responses/responses.d.ts); the nullable ones
  * (`instructions`, `max_output_tokens`, `max_tool_calls`, `previous_response_id`, `safety_identifier`,
  * `prompt_cache_key`, `user`; `reasoning.effort` "if specified", and `.summary`) null. Three say what
- * happened rather than what was asked: `store` false and `background` false (nothing is stored, nothing runs
- * in the background), `service_tier` 'default' (OpenAI's response names the tier it used, responses.d.ts;
- * there is one). The result shares nothing with `body`.
+ * happened rather than what was asked: `store` false (the adapters' `stored` option says when a gateway kept
+ * the response), `background` false (nothing runs in the background), `service_tier` 'default' (OpenAI's
+ * response names the tier it used, responses.d.ts; there is one). The result shares nothing with `body`.
  */
 export function responsesRequestEcho(body: object | null = null): ResponseRequestEcho {
   const request: Fields = fieldsOf(body) ?? {}

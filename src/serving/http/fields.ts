@@ -103,10 +103,12 @@ export const RESPONSES_REQUEST_FIELDS = Object.freeze({
   // specification has the penalties).
   seed: honoured('sent to the engine (an extension: Chat Completions has it)'),
   stream_options: accepted('no obfuscation is added', 'object'),
-  store: accepted('nothing is stored yet: every request must carry its whole conversation', 'boolean'),
+  store: honoured("default true: the response is kept in the gateway's response store (a gateway without one answers with store false)"),
   background: refused(NOT_YET, is(false)),
   conversation: refused('this gateway keeps no server-side state; send the whole conversation in input'),
-  previous_response_id: refused('this gateway keeps no server-side state; send the whole conversation in input'),
+  previous_response_id: honoured(
+    'continues a stored response (its input, then its output, then this input; its instructions not carried over): a 404 for an unknown id, a 400 where the gateway keeps no responses',
+  ),
   prompt: refused('no stored prompt templates here'),
   context_management: refused(NOT_YET),
   include: honoured(

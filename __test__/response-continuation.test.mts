@@ -1,0 +1,190 @@
+/**
+ * The Responses API's memory through the example gateway (issue 21): `store` (default true),
+ * `previous_response_id`, `GET`/`DELETE /v1/responses/{id}` and `/input_items`, with the official openai
+ * client. A continuation must give the engine the prompt the whole conversation sent statelessly would (the
+ * stored input, then the stored output, then the new input; the old instructions not carried over), on the
+ * inline path and through render workers, on the memory, SQLite and Redis stores; two gateways sharing one
+ * Redis continue each other's responses.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+import test, { type ExecutionContext } from 'ava'
+import { MemoryResponseStore, RedisResponseStore, type ResponseStore, renderResponsesRequest, SqliteResponseStore } from 'harmony-stream'
+import { type Engine, type GenerateRequest, ReplayEngine } from 'harmony-stream/engines'
+import OpenAI from 'openai'
+
+import { startGateway } from './helpers/gateway.mjs'
+import { harmony } from './helpers/harmony.mjs'
+import { type RedisServer, redisOrSkip, startRedis } from './helpers/redis-server.mjs'
+
+const CALL = harmony(
+  '<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris"}<|call|>',
+)
+const ANSWER = harmony('<|channel|>final<|message|>It is sunny in Paris.<|return|>')
+const TOOLS = [
+  {
+    type: 'function' as const,
+    name: 'get_weather',
+    parameters: { type: 'object', properties: { city: { type: 'string' } } },
+    strict: null,
+  },
+]
+
+const redisHere = redisOrSkip()
+let redis: RedisServer | undefined
+test.before(async () => {
+  if (redisHere) redis = await startRedis()
+})
+test.after.always(async () => {
+  await redis?.close()
+})
+
+/** A response's `store` (OpenAI's field, which the pinned openai types do not list). */
+const stored = (response: object) => (response as { store?: boolean }).store
+
+/** The replay engine (CALL, then ANSWER), with the prompt of every request it was given. */
+function recordingEngine(): { engine: Engine; prompts: number[][] } {
+  const replay = new ReplayEngine({ completions: [CALL, ANSWER] })
+  const prompts: number[][] = []
+  return {
+    prompts,
+    engine: {
+      name: 'recording',
+      generate(request: GenerateRequest) {
+        prompts.push(Array.from(request.tokens))
+        return replay.generate(request)
+      },
+    },
+  }
+}
+
+function temporaryFile(t: ExecutionContext): string {
+  const dir = mkdtempSync(join(tmpdir(), 'harmony-continuation-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return join(dir, 'responses.sqlite')
+}
+
+const STORES: { name: string; make: (t: ExecutionContext) => ResponseStore; here: boolean }[] = [
+  { name: 'memory', make: () => new MemoryResponseStore(), here: true },
+  { name: 'sqlite', make: (t) => new SqliteResponseStore({ path: temporaryFile(t) }), here: true },
+  { name: 'redis', make: () => new RedisResponseStore({ url: redis!.url, keyPrefix: `continuation:${Math.random()}:` }), here: redisHere },
+]
+
+for (const { name, make, here } of STORES) {
+  for (const renderWorkers of [0, 1]) {
+    ;(here ? test : test.skip)(
+      `${name} store, ${renderWorkers ? 'render worker' : 'inline'}: a continuation prompts as the whole conversation would`,
+      async (t) => {
+        const store = make(t)
+        t.teardown(() => store.close())
+        const { engine, prompts } = recordingEngine()
+        const { client } = await startGateway(t, {
+          engine,
+          responseStore: store,
+          renderWorkers,
+          renderInlineBytes: 0,
+          renderOptions: { currentDate: null },
+        })
+        const first = await client.responses.create({
+          model: 'gpt-oss',
+          instructions: 'Be brief.',
+          input: 'Weather in Paris?',
+          tools: TOOLS,
+        })
+        t.true(stored(first))
+        const call = first.output.find((item) => item.type === 'function_call')
+        t.truthy(call, JSON.stringify(first.output))
+        // Kept: the same object comes back.
+        t.deepEqual(JSON.parse(JSON.stringify(await client.responses.retrieve(first.id))), JSON.parse(JSON.stringify(first)))
+
+        const output = { type: 'function_call_output' as const, call_id: (call as { call_id: string }).call_id, output: '{"sky":"sunny"}' }
+        const second = await client.responses.create({ model: 'gpt-oss', previous_response_id: first.id, input: [output], tools: TOOLS })
+        t.is(second.previous_response_id, first.id)
+        t.is(second.output_text, 'It is sunny in Paris.')
+        // The prompt of the whole conversation sent at once: the first input, the first output, the new input
+        // (the first request's instructions are not carried over).
+        const whole = renderResponsesRequest(
+          {
+            model: 'gpt-oss',
+            input: [{ role: 'user', content: 'Weather in Paris?' }, ...JSON.parse(JSON.stringify(first.output)), output],
+            tools: TOOLS,
+          },
+          { currentDate: null },
+        )
+        t.deepEqual(prompts[1], Array.from(whole.tokens))
+
+        // Its input items: every item it was generated from, newest first by default, a page at a time.
+        const page = await client.responses.inputItems.list(second.id, { limit: 2 })
+        t.deepEqual(
+          page.data.map((item) => item.type),
+          ['function_call_output', 'function_call'],
+        )
+        t.true(page.has_more)
+        const all: string[] = []
+        for await (const item of client.responses.inputItems.list(second.id, { order: 'asc', limit: 1 })) all.push(item.type ?? 'message')
+        t.deepEqual(all, ['message', 'reasoning', 'function_call', 'function_call_output'])
+
+        // Deleted: gone, and a continuation of it is a 404 naming the field.
+        await client.responses.delete(first.id)
+        await t.throwsAsync(client.responses.retrieve(first.id), { instanceOf: OpenAI.NotFoundError })
+        const missing = await t.throwsAsync(
+          client.responses.create({ model: 'gpt-oss', previous_response_id: first.id, input: 'and now?' } as never),
+          {
+            instanceOf: OpenAI.NotFoundError,
+          },
+        )
+        t.is((missing as unknown as { param: string }).param, 'previous_response_id')
+      },
+    )
+  }
+}
+
+test('store: false keeps nothing; bad pages are 400s; a gateway without a store refuses previous_response_id', async (t) => {
+  const { client, port } = await startGateway(t, { replay: [ANSWER] })
+  const unkept = await client.responses.create({ model: 'gpt-oss', input: 'hi', store: false })
+  t.false(stored(unkept))
+  await t.throwsAsync(client.responses.retrieve(unkept.id), { instanceOf: OpenAI.NotFoundError })
+  const kept = await client.responses.create({ model: 'gpt-oss', input: 'hi' })
+  for (const [query, param] of [
+    ['limit=0', 'limit'],
+    ['limit=101', 'limit'],
+    ['order=up', 'order'],
+    ['after=nothing', 'after'],
+  ]) {
+    const answer = await fetch(`http://127.0.0.1:${port}/v1/responses/${kept.id}/input_items?${query}`)
+    t.is(answer.status, 400, query)
+    t.is(((await answer.json()) as { error: { param: string } }).error.param, param)
+  }
+  const put = await fetch(`http://127.0.0.1:${port}/v1/responses/${kept.id}`, { method: 'PUT' })
+  t.is(put.status, 405)
+  t.is(put.headers.get('allow'), 'GET, DELETE')
+
+  const { client: stateless } = await startGateway(t, { replay: [ANSWER], responseStore: null })
+  const refused = await t.throwsAsync(stateless.responses.create({ model: 'gpt-oss', previous_response_id: 'resp_x', input: 'hi' }), {
+    instanceOf: OpenAI.BadRequestError,
+  })
+  t.is((refused as unknown as { param: string }).param, 'previous_response_id')
+  const plain = await stateless.responses.create({ model: 'gpt-oss', input: 'hi' })
+  t.false(stored(plain))
+  await t.throwsAsync(stateless.responses.retrieve(plain.id), { instanceOf: OpenAI.NotFoundError })
+})
+
+;(redisHere ? test : test.skip)("two gateways sharing one Redis continue each other's responses", async (t) => {
+  const prefix = `shared-gateways:${Math.random()}:`
+  const stores = [0, 1].map(() => new RedisResponseStore({ url: redis!.url, keyPrefix: prefix }))
+  t.teardown(() => Promise.all(stores.map((store) => store.close())))
+  const a = await startGateway(t, { replay: [CALL, ANSWER], responseStore: stores[0] })
+  const b = await startGateway(t, { replay: [ANSWER], responseStore: stores[1] })
+  const first = await a.client.responses.create({ model: 'gpt-oss', input: 'Weather?', tools: TOOLS })
+  const call = first.output.find((item) => item.type === 'function_call') as { call_id: string }
+  const second = await b.client.responses.create({
+    model: 'gpt-oss',
+    previous_response_id: first.id,
+    input: [{ type: 'function_call_output', call_id: call.call_id, output: 'sunny' }],
+    tools: TOOLS,
+  })
+  t.is(second.output_text, 'It is sunny in Paris.')
+  t.is((await a.client.responses.retrieve(second.id)).id, second.id)
+})
