@@ -15,7 +15,7 @@ import { MemoryResponseStore, RedisResponseStore, type ResponseStore, renderResp
 import { type Engine, type GenerateRequest, ReplayEngine } from 'harmony-stream/engines'
 import OpenAI from 'openai'
 
-import { startGateway } from './helpers/gateway.mjs'
+import { failingEngine, startGateway } from './helpers/gateway.mjs'
 import { harmony } from './helpers/harmony.mjs'
 import { type RedisServer, redisOrSkip, startRedis } from './helpers/redis-server.mjs'
 
@@ -187,4 +187,82 @@ test('store: false keeps nothing; bad pages are 400s; a gateway without a store 
   })
   t.is(second.output_text, 'It is sunny in Paris.')
   t.is((await a.client.responses.retrieve(second.id)).id, second.id)
+})
+
+/** Polls a response until it leaves `queued` and `in_progress` (at most 5 s). */
+async function settled(client: OpenAI, id: string): Promise<{ status: string; output_text?: string; error?: unknown }> {
+  const deadline = Date.now() + 5_000
+  for (;;) {
+    const response = (await client.responses.retrieve(id)) as unknown as { status: string }
+    if ((response.status !== 'queued' && response.status !== 'in_progress') || Date.now() > deadline) return response
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+/** An engine that sends one id every 10 ms for a long time, and says when it was stopped. */
+function slowEngine(): { engine: Engine; stopped: () => boolean } {
+  let stopped = false
+  return {
+    stopped: () => stopped,
+    engine: {
+      name: 'slow',
+      async *generate(request: GenerateRequest) {
+        request.signal?.addEventListener('abort', () => {
+          stopped = true
+        })
+        yield { tokens: Uint32Array.from(harmony('<|channel|>final<|message|>')) }
+        for (let i = 0; i < 500 && !request.signal?.aborted; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 10))
+          yield { tokens: Uint32Array.from(harmony(' more')) }
+        }
+      },
+    },
+  }
+}
+
+test('background: answered at once as queued, runs detached, is polled to its end', async (t) => {
+  const { client } = await startGateway(t, { replay: [ANSWER] })
+  const queued = (await client.responses.create({ model: 'gpt-oss', input: 'hi', background: true })) as unknown as {
+    id: string
+    status: string
+    background: boolean
+  }
+  t.is(queued.status, 'queued')
+  t.true(queued.background)
+  const done = await settled(client, queued.id)
+  t.is(done.status, 'completed')
+  t.is(done.output_text, 'It is sunny in Paris.')
+  // Cancelling what has ended is refused; an unknown id is a 404.
+  await t.throwsAsync(client.responses.cancel(queued.id), { instanceOf: OpenAI.BadRequestError })
+  await t.throwsAsync(client.responses.cancel('resp_unknown'), { instanceOf: OpenAI.NotFoundError })
+})
+
+test('background: cancel stops the engine and keeps the response as cancelled', async (t) => {
+  const { engine, stopped } = slowEngine()
+  const { client } = await startGateway(t, { engine })
+  const queued = await client.responses.create({ model: 'gpt-oss', input: 'hi', background: true })
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  const cancelled = (await client.responses.cancel(queued.id)) as unknown as { status: string; output: unknown[] }
+  t.is(cancelled.status, 'cancelled')
+  t.true(stopped(), 'the engine request was aborted')
+  t.is(((await client.responses.retrieve(queued.id)) as unknown as { status: string }).status, 'cancelled')
+  // Cancelling again answers the same.
+  t.is(((await client.responses.cancel(queued.id)) as unknown as { status: string }).status, 'cancelled')
+})
+
+test('background: refused with stream, without store, and where no response is kept', async (t) => {
+  const { client } = await startGateway(t, { replay: [ANSWER] })
+  const param = async (request: Promise<unknown>) => ((await t.throwsAsync(request)) as unknown as { param: string }).param
+  t.is(await param(client.responses.create({ model: 'gpt-oss', input: 'hi', background: true, stream: true })), 'background')
+  t.is(await param(client.responses.create({ model: 'gpt-oss', input: 'hi', background: true, store: false })), 'background')
+  const { client: stateless } = await startGateway(t, { replay: [ANSWER], responseStore: null })
+  t.is(await param(stateless.responses.create({ model: 'gpt-oss', input: 'hi', background: true })), 'background')
+})
+
+test('background: an engine that fails leaves the response failed, with its error', async (t) => {
+  const { client } = await startGateway(t, { engine: failingEngine, onError: () => {} })
+  const queued = await client.responses.create({ model: 'gpt-oss', input: 'hi', background: true })
+  const done = await settled(client, queued.id)
+  t.is(done.status, 'failed')
+  t.like(done.error, { code: 'engine_error' })
 })

@@ -99,6 +99,8 @@ export function createGateway({
   // The library's default: responses kept in this process (bounded); null keeps none.
   const ownStore = responseStore === undefined
   const store = ownStore ? new MemoryResponseStore() : responseStore
+  /** Background responses running in this process: id → how to stop one, and its end. */
+  const running = new Map()
   engine ??= new ReplayEngine({ completions: replay, interval })
   const parameterOptions = { unknownFields }
   const workers = renderWorkers > 0 ? new RenderWorkers({ size: renderWorkers, renderOptions, parameterOptions }) : null
@@ -214,11 +216,7 @@ export function createGateway({
   /** request → parameters and prompt → engine → adapter → SSE (or one JSON object). */
   async function serve(api, request, response) {
     const prepared = await prepare(api, request)
-    const { parameters: params, prompt, storing } = prepared
-    const { body } = prepared
-    const abort = abortOnClose(response)
-    const generated = storing ? [] : null
-    const steps = generate(request, prompt, params, abort.signal, generated)
+    const { parameters: params, prompt, storing, body } = prepared
     const options = {
       // A kept response gets its id here, and says it is kept (`store`).
       ...(api.kind === 'responses' ? { id: `resp_${randomUUID().replaceAll('-', '')}`, stored: storing } : {}),
@@ -228,6 +226,10 @@ export function createGateway({
       ...(params.logprobs === undefined ? {} : { logprobs: true }),
       parser: { implementation, toolNames: prompt.toolNames },
     }
+    if (params.background) return serveBackground(request, response, prepared, options)
+    const abort = abortOnClose(response)
+    const generated = storing ? [] : null
+    const steps = generate(request, prompt, params, abort.signal, generated)
     if (!params.stream) {
       const whole = await collectSteps(steps)
       if (whole.finishReason === 'abort') throw new HttpError(502, 'the inference engine aborted the request', { code: 'engine-aborted' })
@@ -239,6 +241,55 @@ export function createGateway({
     const adapter = api.stream(options, params)
     report(await pipeSse(response, adapter, steps, { abort, frames, coalesceMs }), adapter)
     if (storing) await keepResponse(adapter.response(), prepared, generated)
+  }
+
+  /**
+   * `background: true`: kept as `queued` and answered at once; the generation runs detached (the client's
+   * connection plays no part in it), kept as `in_progress` when it starts and as it ends, and stopped by
+   * `POST /v1/responses/{id}/cancel` (`cancelled`). At most `MAX_BACKGROUND` run at once: more is a 429.
+   */
+  async function serveBackground(request, response, prepared, options) {
+    if (!prepared.storing) throw new HttpError(400, 'background needs a gateway that keeps responses', { param: 'background' })
+    if (running.size >= MAX_BACKGROUND)
+      throw new HttpError(429, `${MAX_BACKGROUND} background responses are running; retry later`, { code: 'background-limit' })
+    const adapter = new ResponsesStream({ ...options, background: true })
+    const queued = adapter.response('queued')
+    if (!(await keepResponse(queued, prepared, [])))
+      throw new HttpError(500, 'the response store could not keep the response', { code: 'store-failed' })
+    const abort = new AbortController()
+    const generated = []
+    const run = (async () => {
+      await keepResponse(adapter.response('in_progress'), prepared, generated)
+      try {
+        for await (const step of generate(request, prepared.prompt, prepared.parameters, abort.signal, generated)) adapter.push(step)
+        adapter.finish()
+      } catch (error) {
+        if (!abort.signal.aborted) {
+          onError(error)
+          adapter.error('the inference engine failed', 'engine_error')
+        }
+      }
+      adapter.diagnostics.forEach(onDiagnostic)
+      await keepResponse(adapter.response(abort.signal.aborted ? 'cancelled' : undefined), prepared, generated)
+    })()
+    running.set(queued.id, { abort, done: run.finally(() => running.delete(queued.id)) })
+    sendJson(response, 200, queued)
+  }
+
+  /** `POST /v1/responses/{id}/cancel`: stops a background response running here; answers it as it ended. */
+  async function cancel(id) {
+    const run = running.get(id)
+    if (run !== undefined) {
+      run.abort.abort()
+      await run.done
+    }
+    const record = await store.get(id)
+    if (record === null) throw new HttpError(404, `No response with id '${id.slice(0, 100)}' is stored here`, { code: 'not-found' })
+    if (run === undefined && record.response.status !== 'cancelled')
+      throw new HttpError(400, `response ${id.slice(0, 100)} is not a background response running here (it is ${record.response.status})`, {
+        code: 'not-cancellable',
+      })
+    return record.response
   }
 
   function report(result, adapter) {
@@ -262,6 +313,15 @@ export function createGateway({
     try {
       const url = new URL(request.url ?? '/', 'http://localhost')
       const path = url.pathname
+      // POST /v1/responses/{id}/cancel: a background response running here.
+      const cancelled = store === null ? null : /^\/v1\/responses\/([^/]+)\/cancel$/.exec(path)
+      if (cancelled !== null) {
+        if (request.method !== 'POST') {
+          response.setHeader('allow', 'POST')
+          throw new HttpError(405, `${path} accepts POST, not ${request.method}`, { code: 'method-not-allowed' })
+        }
+        return sendJson(response, 200, await cancel(decodeURIComponent(cancelled[1])))
+      }
       // GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items: the kept responses.
       const stored = store === null || routes[path] !== undefined ? null : await storedResponseRoute(store, request.method, url)
       if (stored !== null) {
@@ -291,7 +351,14 @@ export function createGateway({
   hardenServer(server, serverLimits)
   server.outcomes = outcomes
   if (workers !== null) server.on('close', () => workers.close())
-  if (ownStore) server.on('close', () => store.close())
+  // Background responses end with the server (cancelled), then an own store closes.
+  server.on('close', () => {
+    const ends = [...running.values()].map((run) => {
+      run.abort.abort()
+      return run.done
+    })
+    if (ownStore) Promise.all(ends).then(() => store.close())
+  })
   return server
 }
 
@@ -312,6 +379,9 @@ function processStats() {
     }
   }
 }
+
+/** Background responses one gateway process runs at once. */
+const MAX_BACKGROUND = 64
 
 /** The steps as they come, each one's ids added to `generated` (what a kept response records). */
 async function* recordIds(steps, generated) {

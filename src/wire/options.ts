@@ -76,7 +76,14 @@ export const CHAT_OPTIONS: OptionSpec = {
   includeUsage: is.boolean,
 }
 
-export const RESPONSES_OPTIONS: OptionSpec = { ...COMMON, createdAt: count, inputTokens: count, request: is.object, stored: is.boolean }
+export const RESPONSES_OPTIONS: OptionSpec = {
+  ...COMMON,
+  createdAt: count,
+  inputTokens: count,
+  request: is.object,
+  stored: is.boolean,
+  background: is.boolean,
+}
 
 /** `finish(options)`, and the non-streaming functions' extra option. */
 export const FINISH_OPTIONS: OptionSpec = { truncated: is.boolean }

@@ -46,6 +46,8 @@ export interface ResponsesAdapterOptions extends AdapterOptions {
   request?: object
   /** The gateway keeps this response (in a `ResponseStore`): its `store` says true. Default false. */
   stored?: boolean
+  /** The gateway runs this response in the background (`background: true`): its `background` says true. Default false. */
+  background?: boolean
 }
 
 export type ResponseItem =
@@ -118,7 +120,8 @@ export interface ResponseObject extends ResponseRequestEcho {
   id: string
   object: 'response'
   created_at: number
-  status: 'in_progress' | 'completed' | 'incomplete' | 'failed'
+  /** `queued` and `cancelled` only for a background response (the gateway sets them: `response(status)`). */
+  status: 'queued' | 'in_progress' | 'completed' | 'incomplete' | 'failed' | 'cancelled'
   /** Unix seconds when it completed: set with status `completed` only (as OpenAI's Response says), else null. */
   completed_at: number | null
   model: string
@@ -180,6 +183,7 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     this.createdAt = options.createdAt ?? nowSeconds()
     this.echo = responsesRequestEcho(options.request ?? (options.tools == null ? null : { tools: options.tools }))
     if (options.stored === true) this.echo.store = true
+    if (options.background === true) this.echo.background = true
   }
 
   /** `response.created` and `response.in_progress` (once; the first `push` sends them otherwise). */

@@ -104,7 +104,9 @@ export const RESPONSES_REQUEST_FIELDS = Object.freeze({
   seed: honoured('sent to the engine (an extension: Chat Completions has it)'),
   stream_options: accepted('no obfuscation is added', 'object'),
   store: honoured("default true: the response is kept in the gateway's response store (a gateway without one answers with store false)"),
-  background: refused(NOT_YET, is(false)),
+  background: honoured(
+    'true: answered at once as queued, run detached, polled with GET /v1/responses/{id}, cancelled with POST …/cancel; needs store (and a gateway that keeps responses), not with stream',
+  ),
   conversation: refused('this gateway keeps no server-side state; send the whole conversation in input'),
   previous_response_id: honoured(
     'continues a stored response (its input, then its output, then this input; its instructions not carried over): a 404 for an unknown id, a 400 where the gateway keeps no responses',

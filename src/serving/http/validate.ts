@@ -24,6 +24,8 @@ export interface GenerationParameters {
   logitBias: Record<number, number> | undefined
   /** Chat `stop`: up to 4 strings that end the answer (the adapters' `stop` option). */
   stop: string[] | undefined
+  /** Responses `background: true`: run detached, answered at once as `queued` (a gateway that keeps responses). */
+  background: boolean
   /**
    * Log probabilities asked for (Chat `logprobs: true`, Responses `include: ['message.output_text.logprobs']`):
    * the number of alternatives per token (`top_logprobs`, 0 when not given); undefined when none are asked for.
@@ -69,7 +71,7 @@ function common(
   body: Record<string, unknown>,
   options: GenerationParameterOptions,
   where: string,
-): Omit<GenerationParameters, 'maxTokens' | 'includeUsage' | 'logitBias' | 'stop' | 'logprobs'> {
+): Omit<GenerationParameters, 'maxTokens' | 'includeUsage' | 'logitBias' | 'stop' | 'logprobs' | 'background'> {
   const checked = checkOptions<GenerationParameterOptions>(options, PARAMETER_OPTIONS, where)
   const maxModelLength = checked.maxModelLength ?? DEFAULT_MAX_MODEL_LENGTH
   checkRequestFields(api, body, checked.unknownFields)
@@ -100,6 +102,16 @@ function chatLogprobs(body: Record<string, unknown>): number | undefined {
     return undefined
   }
   return top ?? 0
+}
+
+/** Responses `background`: a boolean; with it, `stream` is refused (a background response is polled). */
+function background(body: Record<string, unknown>): boolean {
+  const value = body.background
+  if (value === undefined || value === null || value === false) return false
+  if (value !== true) bad('background', 'must be a boolean')
+  if (body.stream === true) bad('background', 'cannot be combined with stream here: poll GET /v1/responses/{id}')
+  if (body.store === false) bad('background', 'needs store: a background response is kept to be polled')
+  return true
 }
 
 /** What a Responses `include` may ask for here. */
@@ -167,7 +179,7 @@ export function chatGenerationParameters(body: Record<string, unknown>, options:
   const logprobs = chatLogprobs(body)
   // The adapters cannot give each token's log probability with text cut at a stop string.
   if (logprobs !== undefined && stop !== undefined) bad('logprobs', 'cannot be combined with stop here')
-  return { ...base, maxTokens, includeUsage: includeUsage === true, logitBias: logitBias(body), stop, logprobs }
+  return { ...base, maxTokens, includeUsage: includeUsage === true, logitBias: logitBias(body), stop, logprobs, background: false }
 }
 
 export function responsesGenerationParameters(
@@ -181,5 +193,6 @@ export function responsesGenerationParameters(
     logitBias: undefined,
     stop: undefined,
     logprobs: responsesLogprobs(body),
+    background: background(body),
   }
 }
