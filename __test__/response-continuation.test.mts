@@ -266,3 +266,84 @@ test('background: an engine that fails leaves the response failed, with its erro
   t.is(done.status, 'failed')
   t.like(done.error, { code: 'engine_error' })
 })
+
+/** A call whose header the model wrote otherwise than the reference renders it (recipient first, ` json`). */
+const OFF_FORM_CALL = harmony(' to=functions.get_weather<|channel|>commentary json<|message|>{"city":"Paris"}<|call|>')
+
+for (const exactContinuations of [true, false]) {
+  test(`exactContinuations ${exactContinuations}: a continuation within a turn ${exactContinuations ? 'is the ids the engine saw and generated' : 're-renders the stored items'}`, async (t) => {
+    const replay = new ReplayEngine({ completions: [OFF_FORM_CALL, ANSWER] })
+    const prompts: number[][] = []
+    const engine: Engine = {
+      name: 'recording',
+      generate(request: GenerateRequest) {
+        prompts.push(Array.from(request.tokens))
+        return replay.generate(request)
+      },
+    }
+    const { client } = await startGateway(t, { engine, exactContinuations, renderOptions: { currentDate: null } })
+    const first = await client.responses.create({ model: 'gpt-oss', input: 'Weather in Paris?', tools: TOOLS })
+    const call = first.output.find((item) => item.type === 'function_call') as { call_id: string }
+    const output = { type: 'function_call_output' as const, call_id: call.call_id, output: 'sunny' }
+    await client.responses.create({ model: 'gpt-oss', previous_response_id: first.id, input: [output], tools: TOOLS })
+    const whole = renderResponsesRequest(
+      {
+        model: 'gpt-oss',
+        input: [{ role: 'user', content: 'Weather in Paris?' }, ...JSON.parse(JSON.stringify(first.output)), output],
+        tools: TOOLS,
+      },
+      { currentDate: null },
+    )
+    const generated = [...prompts[0]!, ...OFF_FORM_CALL]
+    if (exactContinuations) {
+      // The engine saw and generated these ids: the new prompt starts with all of them, then the result.
+      t.deepEqual(prompts[1]!.slice(0, generated.length), generated)
+      t.notDeepEqual(prompts[1], Array.from(whole.tokens))
+      // After them: exactly what the re-render has after the call (the tool's result, then the next turn's start).
+      const after = Array.from(whole.tokens).slice(whole.tokens.length - (prompts[1]!.length - generated.length))
+      t.deepEqual(prompts[1]!.slice(generated.length), after)
+    } else t.deepEqual(prompts[1], Array.from(whole.tokens))
+  })
+}
+
+test('exact continuations only within a turn: other instructions, or input that is not a tool result, re-render', async (t) => {
+  const replay = new ReplayEngine({ completions: [OFF_FORM_CALL, ANSWER, OFF_FORM_CALL, ANSWER] })
+  const prompts: number[][] = []
+  const engine: Engine = {
+    name: 'recording',
+    generate(request: GenerateRequest) {
+      prompts.push(Array.from(request.tokens))
+      return replay.generate(request)
+    },
+  }
+  const { client } = await startGateway(t, { engine, renderOptions: { currentDate: null } })
+  const first = await client.responses.create({ model: 'gpt-oss', instructions: 'Be brief.', input: 'Weather?', tools: TOOLS })
+  const call = first.output.find((item) => item.type === 'function_call') as { call_id: string }
+  const output = { type: 'function_call_output' as const, call_id: call.call_id, output: 'sunny' }
+  // No instructions this time (OpenAI does not carry them over): the developer message differs, so the stored
+  // prompt is not a prefix of this one.
+  await client.responses.create({ model: 'gpt-oss', previous_response_id: first.id, input: [output], tools: TOOLS })
+  const whole = (input: unknown[], instructions?: string) =>
+    Array.from(
+      renderResponsesRequest(
+        {
+          model: 'gpt-oss',
+          ...(instructions ? { instructions } : {}),
+          input: [{ role: 'user', content: 'Weather?' }, ...JSON.parse(JSON.stringify(first.output)), ...input],
+          tools: TOOLS,
+        },
+        { currentDate: null },
+      ).tokens,
+    )
+  t.deepEqual(prompts[1], whole([output]))
+  // A user message instead of a result: not within the turn.
+  const third = await client.responses.create({ model: 'gpt-oss', instructions: 'Be brief.', input: 'Weather?', tools: TOOLS })
+  await client.responses.create({
+    model: 'gpt-oss',
+    instructions: 'Be brief.',
+    previous_response_id: third.id,
+    input: 'Never mind.',
+    tools: TOOLS,
+  })
+  t.deepEqual(prompts[3], whole([{ role: 'user', content: 'Never mind.' }], 'Be brief.'))
+})

@@ -101,7 +101,15 @@ export {
 } from './serving/http/validate'
 export { type ContinuationRequest, type PreparedRequest, RenderWorkers, type RenderWorkersOptions } from './serving/render-workers'
 export { SseFrames, SsePool, type SsePoolOptions, type SseStreamError } from './serving/sse-pool'
-export { continuedBody, inputItemsOf, previousItems, storedResponse, storedResponseRoute } from './serving/store/conversation'
+export {
+  continuedBody,
+  exactContinuation,
+  inputItemsOf,
+  previousItems,
+  previousResponse,
+  storedResponse,
+  storedResponseRoute,
+} from './serving/store/conversation'
 export { RedisResponseStore, type RedisResponseStoreOptions } from './serving/store/redis-store'
 export { SqliteResponseStore, type SqliteResponseStoreOptions } from './serving/store/sqlite-store'
 export {

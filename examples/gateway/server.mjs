@@ -44,12 +44,13 @@ import {
   continuedBody,
   DEFAULT_BODY_LIMIT,
   implementation as defaultImplementation,
+  exactContinuation,
   HttpError,
   hardenServer,
   inputItemsOf,
   MemoryResponseStore,
   pipeSse,
-  previousItems,
+  previousResponse,
   RedisResponseStore,
   RenderWorkers,
   ResponsesStream,
@@ -75,7 +76,9 @@ import { collectSteps, createEngine, ReplayEngine } from 'harmony-stream/engines
  * `'ignore'` takes such requests without the field. `responseStore`: where Responses are kept (`store`,
  * `previous_response_id`, GET/DELETE /v1/responses/{id}); default a `MemoryResponseStore` (closed with the
  * server), `null` for none. `server.outcomes` counts how streams ended: `completed`, `failed`, `clientClosed`
- * (a client that left is an outcome, not an error: it is counted, never logged).
+ * (a client that left is an outcome, not an error: it is counted, never logged). `exactContinuations`
+ * (default true): a continuation within a turn is made of the ids the engine saw and generated
+ * (`exactContinuation`); false re-renders it from the stored items.
  */
 export function createGateway({
   engine,
@@ -95,6 +98,7 @@ export function createGateway({
   serverLimits = {},
   unknownFields = 'refuse',
   responseStore,
+  exactContinuations = true,
 }) {
   // The library's default: responses kept in this process (bounded); null keeps none.
   const ownStore = responseStore === undefined
@@ -193,19 +197,28 @@ export function createGateway({
     }
   }
 
-  /** A Responses request naming `previous_response_id`: rendered after the stored response's input and output. */
+  /**
+   * A Responses request naming `previous_response_id`: rendered after the stored response's input and output,
+   * or, within a turn (`exactContinuation`), made of the ids the engine saw and generated, so that its prefix
+   * cache serves the whole history.
+   */
   async function continued(parameters, body, echo) {
-    const history = await previousItems(store, body.previous_response_id)
-    const expanded = continuedBody(body, history)
-    const prompt = workers !== null ? await workers.render('responses', expanded) : renderResponsesRequest(expanded, renderOptions)
-    return { parameters, prompt, body: echo, history, input: body.input, storing: body.store !== false }
+    const previous = await previousResponse(store, body.previous_response_id)
+    const history = [...previous.input, ...(Array.isArray(previous.response.output) ? previous.response.output : [])]
+    const render = (request) => (workers !== null ? workers.render('responses', request) : renderResponsesRequest(request, renderOptions))
+    const rendered = await render(continuedBody(body, history))
+    const exact = exactContinuations
+      ? await exactContinuation(previous, body.input, rendered, () => render(continuedBody({ ...body, input: [] }, history)))
+      : null
+    return { parameters, prompt: exact ?? rendered, rendered, body: echo, history, input: body.input, storing: body.store !== false }
   }
 
   /** Keeps a finished response with every item it was generated from; a store that fails is logged, not fatal. */
   async function keepResponse(object, prepared, generated) {
     try {
       const input = [...prepared.history, ...inputItemsOf({ input: prepared.input }, object.id.slice('resp_'.length))]
-      await store.put(storedResponse(object, input, { prompt: prepared.prompt.tokens, output: generated }))
+      const rendered = prepared.rendered === undefined ? {} : { rendered: prepared.rendered.tokens }
+      await store.put(storedResponse(object, input, { prompt: prepared.prompt.tokens, output: generated, ...rendered }))
       return true
     } catch (error) {
       onError(error)

@@ -5,6 +5,8 @@
  * over); `GET /v1/responses/{id}` gives it back, `DELETE` forgets it, and `GET /v1/responses/{id}/input_items`
  * lists its input items a page at a time. The example gateway wires these helpers; any gateway can.
  */
+import { CALL, START } from '../../backend/tokens'
+import type { RenderedPrompt } from '../../render/index'
 import { HttpError } from '../http/errors'
 import type { ResponseStore, StoredResponse } from './store'
 
@@ -43,14 +45,67 @@ function conversationOf(record: StoredResponse): Item[] {
   return [...record.input, ...output]
 }
 
-/**
- * The items before a request's own input, from the response it names (`previous_response_id`); a 404 naming
- * the field when no such response is stored.
- */
-export async function previousItems(store: ResponseStore, previousResponseId: string): Promise<Item[]> {
+/** The response a request continues (`previous_response_id`); a 404 naming the field when it is not stored. */
+export async function previousResponse(store: ResponseStore, previousResponseId: string): Promise<StoredResponse> {
   const record = await store.get(previousResponseId)
   if (record === null) throw notFound(previousResponseId, 'previous_response_id')
-  return conversationOf(record)
+  return record
+}
+
+/** The items before a request's own input, from the response it names (its input, then its output). */
+export async function previousItems(store: ResponseStore, previousResponseId: string): Promise<Item[]> {
+  return conversationOf(await previousResponse(store, previousResponseId))
+}
+
+/**
+ * A continuation's prompt made of the ids the engine saw and generated: the stored response's prompt, then the
+ * ids it generated, then the new input's tokens; or null where Harmony's rules do not keep that prefix. An
+ * engine's prefix cache then serves the whole history, where a re-render would differ from the generated ids
+ * wherever the model wrote a header otherwise than the reference renders it (` to=functions.x<|channel|>…`,
+ * spacing), and miss from there on.
+ *
+ * The prefix holds within a turn: the stored response ended with a tool call (its ids end with `<|call|>`) and
+ * the request only answers calls (`function_call_output` items). It is checked, not assumed: the request's
+ * own render (`rendered`, of `continuedBody`) must start with the stored prompt as a re-render gives it
+ * (`renderedPromptTokens`, or `promptTokens`: same system and developer messages, date, history), and `renderWithout` (the same body without the new items) must be a prefix of it,
+ * so the new items' tokens are exactly what the re-render has after it. Anything else (a final answer, whose
+ * analysis the format drops; other instructions or tools; another day) is null: render from the items.
+ */
+export async function exactContinuation(
+  record: StoredResponse,
+  ownInput: unknown,
+  rendered: RenderedPrompt,
+  renderWithout: () => RenderedPrompt | Promise<RenderedPrompt>,
+): Promise<RenderedPrompt | null> {
+  const { promptTokens, outputTokens } = record
+  if (promptTokens === undefined || outputTokens === undefined || outputTokens[outputTokens.length - 1] !== CALL) return null
+  if (
+    !Array.isArray(ownInput) ||
+    ownInput.length === 0 ||
+    !ownInput.every((item) => isObject(item) && item.type === 'function_call_output')
+  )
+    return null
+  const full = rendered.tokens
+  if (!startsWith(full, record.renderedPromptTokens ?? promptTokens)) return null
+  const before = (await renderWithout()).tokens
+  // `before` ends with `<|start|>assistant`: the new items start at its `<|start|>`.
+  const cut = before.length - 2
+  if (before[cut] !== START || !startsWith(full, before.subarray(0, cut))) return null
+  const tokens = new Uint32Array(promptTokens.length + outputTokens.length + full.length - cut)
+  tokens.set(promptTokens)
+  tokens.set(outputTokens, promptTokens.length)
+  tokens.set(full.subarray(cut), promptTokens.length + outputTokens.length)
+  return { ...rendered, tokens, promptTokens: tokens.length }
+}
+
+function sameIds(a: ArrayLike<number>, b: ArrayLike<number>): boolean {
+  return a.length === b.length && startsWith(a, b)
+}
+
+function startsWith(tokens: ArrayLike<number>, prefix: ArrayLike<number>): boolean {
+  if (prefix.length > tokens.length) return false
+  for (let i = 0; i < prefix.length; i++) if (tokens[i] !== prefix[i]) return false
+  return true
 }
 
 /** The request to render: `previous` items, then its own input; without `previous_response_id`. */
@@ -60,15 +115,22 @@ export function continuedBody(body: Item, previous: readonly Item[]): Item {
   return { ...rest, input: [...previous, ...own] }
 }
 
-/** The record of a finished response (its `input`: every item it was generated from, with ids). */
+/**
+ * The record of a finished response (its `input`: every item it was generated from, with ids); `tokens`: the
+ * prompt the engine saw, the ids it generated, and the prompt's re-render where the prompt was an exact
+ * continuation.
+ */
 export function storedResponse(
   response: Item & { id: string; created_at: number },
   input: Item[],
-  tokens: { prompt?: ArrayLike<number>; output?: ArrayLike<number> } = {},
+  tokens: { prompt?: ArrayLike<number>; output?: ArrayLike<number>; rendered?: ArrayLike<number> } = {},
 ): StoredResponse {
   const record: StoredResponse = { id: response.id, createdAt: response.created_at, response, input }
   if (tokens.prompt !== undefined) record.promptTokens = Array.from(tokens.prompt)
   if (tokens.output !== undefined) record.outputTokens = Array.from(tokens.output)
+  // Kept only where it differs: the prompt was an exact continuation.
+  if (tokens.rendered !== undefined && tokens.prompt !== undefined && !sameIds(tokens.rendered, tokens.prompt))
+    record.renderedPromptTokens = Array.from(tokens.rendered)
   return record
 }
 

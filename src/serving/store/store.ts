@@ -25,6 +25,11 @@ export interface StoredResponse {
   /** The prompt's token ids and the ids the engine generated, for a continuation that starts from them. */
   promptTokens?: number[]
   outputTokens?: number[]
+  /**
+   * Where the prompt was itself a continuation made of earlier ids: the prompt a re-render of its items gives,
+   * which a later continuation is checked against (`exactContinuation`). Absent: `promptTokens` is that render.
+   */
+  renderedPromptTokens?: number[]
 }
 
 export interface ResponseStore {

@@ -1,0 +1,104 @@
+/**
+ * Token-exact continuations on a real llama-server (issue 21): a 10-step tool loop through the example gateway
+ * (Responses, previous_response_id, a strict tool), once with exact continuations (the ids the engine saw and
+ * generated, then the tool's result) and once re-rendering the stored items. The model writes its calls in a
+ * header form the reference does not render (` to=functions.get_weather json<|message|>`, the bigram model's
+ * `tool` chain, which a bias towards ` to` and `<|call|>` and against `<|channel|>` makes it start after
+ * `<|start|>assistant`), so a re-render differs from what the server cached right after each prompt, and an
+ * exact continuation does not: the server's own count of prompt tokens served from its cache (llama.cpp
+ * `timings.cache_n`, usage's `cached_tokens`) tells the difference.
+ */
+import test, { type ExecutionContext } from 'ava'
+import { type Engine, type GenerateRequest, LlamaCppEngine } from 'harmony-stream/engines'
+
+import { startGateway } from '../helpers/gateway.mjs'
+import { type LlamaServer, llamaBuildOrSkip, startLlamaServer } from '../helpers/llama-server.mjs'
+
+const build = llamaBuildOrSkip()
+const real = build ? test.serial : test.skip
+
+let server: LlamaServer
+test.before(async () => {
+  if (build) server = await startLlamaServer(build)
+})
+test.after.always(async () => {
+  await server?.close()
+})
+
+const TO = 316 // ' to', the first id of the bigram model's `tool` chain
+const CHANNEL = 200_005
+const CALL = 200_012
+const RETURN = 200_002
+const WEATHER = {
+  type: 'object',
+  properties: { city: { enum: ['Paris', 'Rome'] }, days: { enum: [1, 2, 3] } },
+  required: ['city', 'days'],
+  additionalProperties: false,
+}
+const TOOLS = [{ type: 'function' as const, name: 'get_weather', parameters: WEATHER, strict: true }]
+
+/**
+ * The real llama-server, asked to start a call after `<|start|>assistant` and to end it with `<|call|>` (the
+ * model's fallback successor of any id off its chains is `<|return|>`, banned here).
+ */
+function callingEngine(): Engine {
+  const engine = new LlamaCppEngine({ url: server.url })
+  return {
+    name: 'llamacpp',
+    generate: (request: GenerateRequest) =>
+      engine.generate({ ...request, temperature: 0, logitBias: { [TO]: 10, [CALL]: 5, [CHANNEL]: -100, [RETURN]: -100 } }),
+  }
+}
+
+async function loop(t: ExecutionContext, exactContinuations: boolean) {
+  const { client } = await startGateway(t, { engine: callingEngine(), exactContinuations, onDiagnostic: () => {} })
+  const steps: { input: number; cached: number; output: number }[] = []
+  let previous: string | undefined
+  let callId: string | undefined
+  for (let step = 0; step < 10; step++) {
+    const input =
+      callId === undefined
+        ? `Weather, run ${exactContinuations}?`
+        : [{ type: 'function_call_output' as const, call_id: callId, output: `sunny ${step}` }]
+    const response = await client.responses.create({
+      model: 'gpt-oss',
+      input,
+      tools: TOOLS,
+      max_output_tokens: 64,
+      ...(previous === undefined ? {} : { previous_response_id: previous }),
+    })
+    const call = response.output.find((item) => item.type === 'function_call') as { call_id: string; arguments: string } | undefined
+    if (call === undefined) throw new Error(`step ${step}: no call: ${JSON.stringify(response.output)}`)
+    callId = call.call_id
+    previous = response.id
+    steps.push({
+      input: response.usage!.input_tokens,
+      cached: response.usage!.input_tokens_details.cached_tokens,
+      output: response.usage!.output_tokens,
+    })
+  }
+  return steps
+}
+
+real("over a 10-step tool loop, exact continuations are served from the server's cache where re-renders are not", async (t) => {
+  const rerendered = await loop(t, false)
+  const exact = await loop(t, true)
+  const sum = (steps: { cached: number; input: number }[], key: 'cached' | 'input') =>
+    steps.slice(1).reduce((total, s) => total + s[key], 0)
+  const computed = (steps: { cached: number; input: number }[]) => sum(steps, 'input') - sum(steps, 'cached')
+  t.log(
+    `re-rendered: steps 2-10 prompt ${sum(rerendered, 'input')} tokens, ${sum(rerendered, 'cached')} from the cache, ${computed(rerendered)} computed`,
+  )
+  t.log(`exact:       steps 2-10 prompt ${sum(exact, 'input')} tokens, ${sum(exact, 'cached')} from the cache, ${computed(exact)} computed`)
+  t.log(`per step (prompt/cached/output): re-rendered ${rerendered.map((s) => `${s.input}/${s.cached}/${s.output}`).join(' ')}`)
+  t.log(`per step (prompt/cached/output): exact       ${exact.map((s) => `${s.input}/${s.cached}/${s.output}`).join(' ')}`)
+  for (let i = 1; i < 10; i++) {
+    // Exact: everything the previous request had, prompt and generated ids, comes from the cache (llama.cpp
+    // evaluates at least the prompt's last id again).
+    t.true(exact[i]!.cached >= exact[i - 1]!.input + exact[i - 1]!.output - 1, `exact step ${i + 1}: ${JSON.stringify(exact[i])}`)
+    // Re-rendered: the cache stops where the re-rendered call differs from the generated one.
+    t.true(rerendered[i]!.cached < rerendered[i - 1]!.input + rerendered[i - 1]!.output - 1, `re-rendered step ${i + 1}`)
+    // So each step computes fewer prompt tokens (an exact prompt is also shorter here: the model's header is).
+    t.true(exact[i]!.input - exact[i]!.cached < rerendered[i]!.input - rerendered[i]!.cached, `step ${i + 1}`)
+  }
+})
