@@ -15,7 +15,7 @@
  *   format on the triggers `<|channel|>final` and ` to=functions.`, one tag per header form and tool,
  *   `stop_after_first` so nothing follows the constrained message. Followed: xgrammar
  *   docs/tutorials/structural_tag.md (the `format` form; vLLM's own gpt-oss tags in
- *   vllm/reasoning/gptoss_reasoning_parser.py use the same begin strings). Harmony's special tokens match by
+ *   vllm/reasoning/gptoss_reasoning_parser.py begin a final answer the same way). Harmony's special tokens match by
  *   their text there: the engines build xgrammar's vocabulary from the Hugging Face tokenizer, which gives
  *   them their names as text. Whether `<|return|>` and `<|call|>` are stop tokens to xgrammar depends on how
  *   the engine built that vocabulary, so a tag takes either: its JSON, then the end token's text or nothing.
@@ -24,6 +24,9 @@
  *   common/sampling.cpp: a word trigger is matched as an escaped pattern), so its root starts with the word.
  *   `<|return|>` and `<|call|>` are end-of-generation tokens, which llama.cpp allows only where the grammar
  *   may end: right after the JSON. The JSON rules come from json-grammar.ts.
+ *
+ * A limit of triggers on text: free text that happens to contain a trigger (an answer without a response format
+ * that writes ` to=functions.` in its prose, with strict tools offered) is then held to a call's layout.
  */
 import type { OutputSchema } from '../../render/developer'
 import type { ArgumentSchema } from '../../render/output-schema'
