@@ -347,3 +347,24 @@ test('exact continuations only within a turn: other instructions, or input that 
   })
   t.deepEqual(prompts[3], whole([{ role: 'user', content: 'Never mind.' }], 'Be brief.'))
 })
+
+test('a store that cannot answer: 503 for what needs it, and an answer that says it was not kept', async (t) => {
+  // Port 9 on 127.0.0.1: nothing listens there.
+  const store = new RedisResponseStore({ url: 'redis://127.0.0.1:9', timeoutMs: 300 })
+  t.teardown(() => store.close())
+  const errors: unknown[] = []
+  const { client } = await startGateway(t, { replay: [ANSWER], responseStore: store, onError: (error: unknown) => errors.push(error) })
+  const answered = await client.responses.create({ model: 'gpt-oss', input: 'hi' })
+  t.is(answered.output_text, 'It is sunny in Paris.')
+  t.false(stored(answered))
+  t.true(errors.length > 0, 'the store failure is logged')
+  for (const request of [
+    client.responses.retrieve('resp_x'),
+    client.responses.create({ model: 'gpt-oss', input: 'hi', previous_response_id: 'resp_x' }),
+    client.responses.create({ model: 'gpt-oss', input: 'hi', background: true }),
+  ]) {
+    const error = (await t.throwsAsync(request)) as unknown as { status: number; code: string }
+    t.is(error.status, 503)
+    t.is(error.code, 'store-unavailable')
+  }
+})

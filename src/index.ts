@@ -118,6 +118,7 @@ export {
   type ResponseStore,
   type ResponseStoreBounds,
   type StoredResponse,
+  StoreError,
 } from './serving/store/store'
 export type { AdapterDiagnostic } from './wire/adapter'
 export {

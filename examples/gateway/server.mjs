@@ -213,10 +213,15 @@ export function createGateway({
     return { parameters, prompt: exact ?? rendered, rendered, body: echo, history, input: body.input, storing: body.store !== false }
   }
 
+  /** Every item a response was generated from: the stored history, then its own input (with ids). */
+  function keptInput(object, prepared) {
+    return [...prepared.history, ...inputItemsOf({ input: prepared.input }, object.id.slice('resp_'.length))]
+  }
+
   /** Keeps a finished response with every item it was generated from; a store that fails is logged, not fatal. */
   async function keepResponse(object, prepared, generated) {
     try {
-      const input = [...prepared.history, ...inputItemsOf({ input: prepared.input }, object.id.slice('resp_'.length))]
+      const input = keptInput(object, prepared)
       const rendered = prepared.rendered === undefined ? {} : { rendered: prepared.rendered.tokens }
       await store.put(storedResponse(object, input, { prompt: prepared.prompt.tokens, output: generated, ...rendered }))
       return true
@@ -267,8 +272,8 @@ export function createGateway({
       throw new HttpError(429, `${MAX_BACKGROUND} background responses are running; retry later`, { code: 'background-limit' })
     const adapter = new ResponsesStream({ ...options, background: true })
     const queued = adapter.response('queued')
-    if (!(await keepResponse(queued, prepared, [])))
-      throw new HttpError(500, 'the response store could not keep the response', { code: 'store-failed' })
+    // Kept before it is answered: a store that cannot keep it fails the request (a 503 for a StoreError).
+    await store.put(storedResponse(queued, keptInput(queued, prepared), { prompt: prepared.prompt.tokens, output: [] }))
     const abort = new AbortController()
     const generated = []
     const run = (async () => {

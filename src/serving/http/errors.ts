@@ -5,6 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { HarmonyError, HarmonyRequestError } from '../../base/errors'
 import { EngineError } from '../engines/errors'
+import { StoreError } from '../store/store'
 
 export interface OpenAIErrorBody {
   error: { message: string; type: string; param: string | null; code: string | null }
@@ -59,6 +60,12 @@ export function errorResponse(error: unknown): { status: number; body: OpenAIErr
     if (error.code !== 'engine-overloaded') return { status: 502, body }
     return { status: 503, body, ...(error.retryAfter !== null ? { headers: { 'retry-after': error.retryAfter } } : {}) }
   }
+  // A store that cannot answer: the gateway is unavailable for what needs it (its cause goes to the log).
+  if (error instanceof StoreError)
+    return {
+      status: 503,
+      body: { error: { message: 'the response store is unavailable', type: 'server_error', param: null, code: error.code } },
+    }
   return { status: 500, body: { error: { message: 'internal error', type: 'server_error', param: null, code: 'internal-error' } } }
 }
 

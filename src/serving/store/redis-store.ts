@@ -18,6 +18,7 @@ import {
   type ResponseStoreBounds,
   recordText,
   type StoredResponse,
+  StoreError,
 } from './store'
 
 export interface RedisResponseStoreOptions extends ResponseStoreBounds {
@@ -55,17 +56,27 @@ export class RedisResponseStore implements ResponseStore {
   }
 
   async get(id: string): Promise<StoredResponse | null> {
-    const text = await (await this.connected('get')).get(this.keyPrefix + id)
+    const text = await this.command('get', (client) => client.get(this.keyPrefix + id))
     return text === null ? null : (JSON.parse(text) as StoredResponse)
   }
 
   async put(record: StoredResponse): Promise<void> {
     const text = recordText(record, this.bounds.maxRecordBytes, 'RedisResponseStore.put')
-    await (await this.connected('put')).set(this.keyPrefix + record.id, text, { EX: this.bounds.ttlSeconds })
+    await this.command('put', (client) => client.set(this.keyPrefix + record.id, text, { EX: this.bounds.ttlSeconds }))
   }
 
   async delete(id: string): Promise<boolean> {
-    return (await (await this.connected('delete')).del(this.keyPrefix + id)) > 0
+    return (await this.command('delete', (client) => client.del(this.keyPrefix + id))) > 0
+  }
+
+  /** One Redis command; a failure of Redis or of the connection is a `StoreError`. */
+  private async command<T>(method: string, run: (client: Client) => Promise<T>): Promise<T> {
+    const client = await this.connected(method)
+    try {
+      return await run(client)
+    } catch (error) {
+      throw new StoreError(`RedisResponseStore.${method}`, error)
+    }
   }
 
   async close(): Promise<void> {
@@ -81,7 +92,11 @@ export class RedisResponseStore implements ResponseStore {
       this.connecting ??= client.connect().finally(() => {
         this.connecting = null
       })
-      await this.connecting
+      try {
+        await this.connecting
+      } catch (error) {
+        throw new StoreError(`RedisResponseStore.${method}`, error)
+      }
     }
     return client
   }

@@ -18,6 +18,7 @@ import {
   type ResponseStore,
   recordText,
   type StoredResponse,
+  StoreError,
 } from './store'
 
 export interface SqliteResponseStoreOptions extends EvictingStoreBounds {
@@ -58,7 +59,10 @@ export class SqliteResponseStore implements ResponseStore {
   }
 
   async get(id: string): Promise<StoredResponse | null> {
-    const db = this.open('get')
+    return this.guard('get', (db) => this.read(db, id))
+  }
+
+  private read(db: Database, id: string): StoredResponse | null {
     const row = db.get('SELECT record, expires_at FROM responses WHERE id = ?', [id]) as { record: string; expires_at: number } | null
     if (row === null) return null
     if (row.expires_at <= clock.now()) {
@@ -70,13 +74,16 @@ export class SqliteResponseStore implements ResponseStore {
   }
 
   async put(record: StoredResponse): Promise<void> {
-    const db = this.open('put')
     // A record larger than the whole store would evict itself: refused as too large instead.
     const text = recordText(record, Math.min(this.bounds.maxRecordBytes, this.bounds.maxBytes), 'SqliteResponseStore.put')
+    this.guard('put', (db) => this.write(db, record.id, text))
+  }
+
+  private write(db: Database, id: string, text: string): void {
     db.exec('BEGIN')
     try {
       db.run('INSERT OR REPLACE INTO responses (id, record, bytes, expires_at, used) VALUES (?, ?, ?, ?, ?)', [
-        record.id,
+        id,
         text,
         text.length,
         clock.now() + this.bounds.ttlSeconds,
@@ -91,7 +98,17 @@ export class SqliteResponseStore implements ResponseStore {
   }
 
   async delete(id: string): Promise<boolean> {
-    return this.open('delete').run('DELETE FROM responses WHERE id = ?', [id]).changes > 0
+    return this.guard('delete', (db) => db.run('DELETE FROM responses WHERE id = ?', [id]).changes > 0)
+  }
+
+  /** `run` on the open database; a failure of SQLite (a file that cannot be written…) is a `StoreError`. */
+  private guard<T>(method: string, run: (db: Database) => T): T {
+    const db = this.open(method)
+    try {
+      return run(db)
+    } catch (error) {
+      throw new StoreError(`SqliteResponseStore.${method}`, error)
+    }
   }
 
   async close(): Promise<void> {

@@ -9,7 +9,7 @@
  * (`HarmonyLimitError`), and the memory and SQLite stores evict the least recently used records beyond
  * `maxEntries` or `maxBytes` (Redis bounds itself: its `maxmemory` and the records' expiry).
  */
-import { HarmonyLimitError, HarmonyStateError } from '../../base/errors'
+import { HarmonyError, HarmonyLimitError, HarmonyStateError } from '../../base/errors'
 import { checkOptions, is, type OptionSpec } from '../../base/options'
 
 /** One response as a store keeps it. */
@@ -85,6 +85,16 @@ function checkRecord(record: StoredResponse, where: string): void {
   if (record.response === null || typeof record.response !== 'object')
     throw new TypeError(`${where}: the record's response must be an object`)
   if (!Array.isArray(record.input)) throw new TypeError(`${where}: the record's input must be an array of items`)
+}
+
+/**
+ * A store that cannot answer (Redis unreachable, a SQLite file that cannot be written): code `store-unavailable`,
+ * the driver's error as `cause`. The HTTP helpers answer it with a 503.
+ */
+export class StoreError extends HarmonyError {
+  constructor(where: string, cause: unknown) {
+    super('store-unavailable', `${where}: the response store failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause })
+  }
 }
 
 /** Seconds since the epoch, the stores' clock (a field, so that tests can move it). */
