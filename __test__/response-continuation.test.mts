@@ -11,7 +11,15 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 import test, { type ExecutionContext } from 'ava'
-import { MemoryResponseStore, RedisResponseStore, type ResponseStore, renderResponsesRequest, SqliteResponseStore } from 'harmony-stream'
+import {
+  ChatIdCache,
+  MemoryResponseStore,
+  RedisResponseStore,
+  type ResponseStore,
+  renderChatCompletionRequest,
+  renderResponsesRequest,
+  SqliteResponseStore,
+} from 'harmony-stream'
 import { type Engine, type GenerateRequest, ReplayEngine } from 'harmony-stream/engines'
 import OpenAI from 'openai'
 
@@ -368,3 +376,63 @@ test('a store that cannot answer: 503 for what needs it, and an answer that says
     t.is(error.code, 'store-unavailable')
   }
 })
+
+const CHAT_TOOLS = [
+  {
+    type: 'function' as const,
+    function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+  },
+]
+
+for (const renderWorkers of [0, 1]) {
+  test(`ChatIdCache, ${renderWorkers ? 'render worker' : 'inline'}: a Chat request answering the calls this gateway returned is prompted with the ids`, async (t) => {
+    const replay = new ReplayEngine({ completions: [OFF_FORM_CALL, ANSWER, OFF_FORM_CALL, ANSWER] })
+    const prompts: number[][] = []
+    const engine: Engine = {
+      name: 'recording',
+      generate(request: GenerateRequest) {
+        prompts.push(Array.from(request.tokens))
+        return replay.generate(request)
+      },
+    }
+    const cache = new ChatIdCache()
+    t.teardown(() => cache.close())
+    const { client } = await startGateway(t, {
+      engine,
+      chatIdCache: cache,
+      renderWorkers,
+      renderInlineBytes: 0,
+      renderOptions: { currentDate: null },
+    })
+    const user = { role: 'user' as const, content: 'Weather in Paris?' }
+    const first = await client.chat.completions.create({ model: 'gpt-oss', messages: [user], tools: CHAT_TOOLS })
+    t.is(first.choices[0]!.finish_reason, 'tool_calls')
+    const assistant = first.choices[0]!.message
+    const call = assistant.tool_calls![0]! as { id: string; type: 'function'; function: { name: string; arguments: string } }
+    const result = { role: 'tool' as const, tool_call_id: call.id, content: 'sunny' }
+    await client.chat.completions.create({ model: 'gpt-oss', messages: [user, assistant, result], tools: CHAT_TOOLS })
+    const generated = [...prompts[0]!, ...OFF_FORM_CALL]
+    t.deepEqual(prompts[1]!.slice(0, generated.length), generated)
+    const whole = Array.from(
+      renderChatCompletionRequest({ model: 'gpt-oss', messages: [user, assistant, result], tools: CHAT_TOOLS }, { currentDate: null })
+        .tokens,
+    )
+    t.deepEqual(prompts[1]!.slice(generated.length), whole.slice(whole.length - (prompts[1]!.length - generated.length)))
+    // Arguments the client changed: not what the engine generated, so a re-render.
+    const edited = { ...assistant, tool_calls: [{ ...call, function: { ...call.function, arguments: '{"city":"Rome"}' } }] }
+    const third = await client.chat.completions.create({ model: 'gpt-oss', messages: [user], tools: CHAT_TOOLS })
+    const thirdCall = third.choices[0]!.message.tool_calls![0]!
+    const changed = [
+      user,
+      { ...edited, tool_calls: [{ ...edited.tool_calls[0]!, id: thirdCall.id }] },
+      { ...result, tool_call_id: thirdCall.id },
+    ]
+    await client.chat.completions.create({ model: 'gpt-oss', messages: changed, tools: CHAT_TOOLS } as never)
+    t.deepEqual(
+      prompts[3],
+      Array.from(
+        renderChatCompletionRequest({ model: 'gpt-oss', messages: changed, tools: CHAT_TOOLS } as never, { currentDate: null }).tokens,
+      ),
+    )
+  })
+}

@@ -101,9 +101,11 @@ export {
 } from './serving/http/validate'
 export { type ContinuationRequest, type PreparedRequest, RenderWorkers, type RenderWorkersOptions } from './serving/render-workers'
 export { SseFrames, SsePool, type SsePoolOptions, type SseStreamError } from './serving/sse-pool'
+export { ChatIdCache } from './serving/store/chat-ids'
 export {
   continuedBody,
   exactContinuation,
+  exactPrompt,
   inputItemsOf,
   previousItems,
   previousResponse,

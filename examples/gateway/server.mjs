@@ -25,6 +25,8 @@
  *   RENDER_INLINE_BYTES  bodies up to this many bytes are parsed and rendered inline, larger ones in a worker (default 16384)
  *   HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS, KEEPALIVE_TIMEOUT_MS  the server's timeouts (default 10 s, 30 s, 5 s)
  *   UNKNOWN_FIELDS   refuse (default): a request field no table knows is a 400, as OpenAI answers; ignore: taken without it
+ *   CHAT_ID_CACHE    1: a Chat request that answers the tool calls this gateway returned is prompted with the ids the
+ *                    engine saw and generated (ChatIdCache), not a re-render; default 0
  *   HARMONY_RESPONSE_STORE  where Responses are kept (store, previous_response_id, GET/DELETE /v1/responses/{id}):
  *                    sqlite:PATH (default sqlite:responses.sqlite), memory, redis://HOST:PORT (shared by processes), none
  */
@@ -39,6 +41,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 
 import {
   ChatCompletionsStream,
+  ChatIdCache,
   chatCompletion,
   chatGenerationParameters,
   continuedBody,
@@ -78,7 +81,9 @@ import { collectSteps, createEngine, ReplayEngine } from 'harmony-stream/engines
  * server), `null` for none. `server.outcomes` counts how streams ended: `completed`, `failed`, `clientClosed`
  * (a client that left is an outcome, not an error: it is counted, never logged). `exactContinuations`
  * (default true): a continuation within a turn is made of the ids the engine saw and generated
- * (`exactContinuation`); false re-renders it from the stored items.
+ * (`exactContinuation`); false re-renders it from the stored items. `chatIdCache`: a `ChatIdCache` (default
+ * null), which prompts a Chat request answering the tool calls this gateway returned with the ids the engine saw
+ * and generated.
  */
 export function createGateway({
   engine,
@@ -99,6 +104,7 @@ export function createGateway({
   unknownFields = 'refuse',
   responseStore,
   exactContinuations = true,
+  chatIdCache = null,
 }) {
   // The library's default: responses kept in this process (bounded); null keeps none.
   const ownStore = responseStore === undefined
@@ -173,19 +179,23 @@ export function createGateway({
   async function prepare(api, request) {
     // A gateway that keeps responses needs a Responses request's input (to store it), and renders one that
     // continues a stored response after the stored items.
-    const keep = api.kind === 'responses' && store !== null
+    const keep = (api.kind === 'responses' && store !== null) || (api.kind === 'chat' && chatIdCache !== null)
     const length = Number(request.headers['content-length'])
     if (workers !== null && !(Number.isFinite(length) && length <= renderInlineBytes)) {
       // The body stays in the worker; for Responses its echo comes back (what the response object says of it).
       const bytes = await readJsonBytes(request, { limit: bodyLimit })
       const prepared = await (keep ? workers.prepare(api.kind, bytes, { keepInput: true }) : workers.prepare(api.kind, bytes))
-      if ('continuation' in prepared) return continued(prepared.parameters, prepared.continuation, prepared.echo)
+      if ('continuation' in prepared) {
+        if (api.kind === 'chat') return exactChat(prepared.parameters, prepared.continuation)
+        return continued(prepared.parameters, prepared.continuation, prepared.echo)
+      }
       // The worker sends the input back only for a response to keep (`store` not false).
       const { parameters, prompt, echo, input } = prepared
-      return { parameters, prompt, body: echo, history: [], input, storing: keep && input !== undefined }
+      return { parameters, prompt, body: echo, history: [], input, storing: api.kind === 'responses' && keep && input !== undefined }
     }
     const body = await readJsonBody(request, { limit: bodyLimit })
     const parameters = api.parameters(body, parameterOptions)
+    if (api.kind === 'chat' && chatIdCache !== null) return exactChat(parameters, body)
     if (keep && body.previous_response_id != null) return continued(parameters, body, body)
     return {
       parameters,
@@ -211,6 +221,28 @@ export function createGateway({
       ? await exactContinuation(previous, body.input, rendered, () => render(continuedBody({ ...body, input: [] }, history)))
       : null
     return { parameters, prompt: exact ?? rendered, rendered, body: echo, history, input: body.input, storing: body.store !== false }
+  }
+
+  /** A Chat request with the id cache: its re-render, or the ids the engine saw and generated for it (`ChatIdCache`). */
+  async function exactChat(parameters, body) {
+    const render = (request) => (workers !== null ? workers.render('chat', request) : renderChatCompletionRequest(request, renderOptions))
+    const rendered = await render(body)
+    const exact = await chatIdCache.exactPrompt(body, rendered, render)
+    return { parameters, prompt: exact ?? rendered, rendered, body, storing: false }
+  }
+
+  /** After a Chat completion that ended with tool calls: what the id cache keeps of it (a failure is logged). */
+  async function rememberChat(completion, prepared, generated) {
+    try {
+      if (completion.choices[0]?.finish_reason !== 'tool_calls') return
+      await chatIdCache.remember(completion.choices[0].message, {
+        prompt: prepared.prompt.tokens,
+        output: generated,
+        rendered: prepared.rendered?.tokens,
+      })
+    } catch (error) {
+      onError(error)
+    }
   }
 
   /** Every item a response was generated from: the stored history, then its own input (with ids). */
@@ -246,7 +278,8 @@ export function createGateway({
     }
     if (params.background) return serveBackground(request, response, prepared, options)
     const abort = abortOnClose(response)
-    const generated = storing ? [] : null
+    const remembering = api.kind === 'chat' && chatIdCache !== null
+    const generated = storing || remembering ? [] : null
     const steps = generate(request, prompt, params, abort.signal, generated)
     if (!params.stream) {
       const whole = await collectSteps(steps)
@@ -254,11 +287,13 @@ export function createGateway({
       const object = withoutDiagnostics(api.whole(whole, options), onDiagnostic)
       // A response the store could not keep says so.
       if (storing && !(await keepResponse(object, prepared, generated))) object.store = false
+      if (remembering) await rememberChat(object, prepared, generated)
       return sendJson(response, 200, object)
     }
     const adapter = api.stream(options, params)
     report(await pipeSse(response, adapter, steps, { abort, frames, coalesceMs }), adapter)
     if (storing) await keepResponse(adapter.response(), prepared, generated)
+    if (remembering) await rememberChat(adapter.completion(), prepared, generated)
   }
 
   /**
@@ -526,6 +561,7 @@ function serveFromEnvironment(label) {
     serverLimits,
     unknownFields,
     responseStore: responseStoreFromEnvironment(),
+    chatIdCache: process.env.CHAT_ID_CACHE === '1' ? new ChatIdCache() : null,
   })
   server.listen(port, '127.0.0.1', () => {
     const { port: bound } = server.address()

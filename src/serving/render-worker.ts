@@ -35,7 +35,8 @@ export interface RenderJob {
   /**
    * `prepare` of a Responses body for a gateway that keeps responses: its `input` comes back too (to be
    * stored; not when the body says `store: false`), and a body that continues a stored response (`previous_response_id`) comes back whole, not
-   * rendered (the gateway renders it after the stored items, which only it can read).
+   * rendered (the gateway renders it after the stored items, which only it can read); a Chat body whose
+   * messages end with tool results comes back whole too (for a gateway with a `ChatIdCache`).
    */
   keepInput?: boolean
 }
@@ -52,7 +53,7 @@ export type RenderAnswer =
       /** `keepInput`: the body's `input` as it came. */
       input?: unknown
     }
-  | { id: number; continuation: Record<string, unknown>; parameters: GenerationParameters; echo: ResponseRequestEcho }
+  | { id: number; continuation: Record<string, unknown>; parameters: GenerationParameters; echo?: ResponseRequestEcho }
   | { id: number; requestError: { message: string; param: string | null } }
   | { id: number; httpError: { status: number; message: string; param: string | null; code: string } }
   | { id: number; failure: string }
@@ -68,7 +69,14 @@ if (port === null) throw new Error('render-worker.ts runs as a worker thread of 
 
 type Prepared =
   | { prompt: RenderedPrompt; parameters?: GenerationParameters; echo?: ResponseRequestEcho; input?: unknown }
-  | { continuation: Record<string, unknown>; parameters: GenerationParameters; echo: ResponseRequestEcho }
+  | { continuation: Record<string, unknown>; parameters: GenerationParameters; echo?: ResponseRequestEcho }
+
+function endsWithToolResults(body: Record<string, unknown>): boolean {
+  const messages = body.messages
+  if (!Array.isArray(messages) || messages.length === 0) return false
+  const last = messages[messages.length - 1] as { role?: unknown } | null
+  return last !== null && typeof last === 'object' && last.role === 'tool'
+}
 
 /** The job's prompt, and for `prepare` the body's generation parameters (and what a Responses object echoes of it). */
 function run(job: RenderJob): Prepared {
@@ -78,6 +86,8 @@ function run(job: RenderJob): Prepared {
   const parameters = (job.kind === 'chat' ? chatGenerationParameters : responsesGenerationParameters)(body, parameterOptions)
   if (job.keepInput === true && job.kind === 'responses' && body.previous_response_id != null)
     return { continuation: body, parameters, echo: responsesRequestEcho(body) }
+  // A Chat body that ends with tool results, for a gateway with a ChatIdCache: it may be prompted exactly.
+  if (job.keepInput === true && job.kind === 'chat' && endsWithToolResults(body)) return { continuation: body, parameters }
   checkRequestBody(job.kind, body, renderOptions)
   const prompt = renderCheckedRequest(job.kind, body, renderOptions)
   // The body stays here: what the response object says of its request goes back instead.

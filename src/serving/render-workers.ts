@@ -51,7 +51,8 @@ export interface PreparedRequest {
  */
 export interface ContinuationRequest {
   parameters: GenerationParameters
-  echo: ResponseRequestEcho
+  /** Responses only. */
+  echo?: ResponseRequestEcho
   continuation: Record<string, unknown>
 }
 
@@ -187,7 +188,11 @@ export class RenderWorkers {
             ...('input' in answer ? { input: answer.input } : {}),
           })
       } else if ('continuation' in answer) {
-        pending.resolve({ parameters: answer.parameters, echo: answer.echo, continuation: answer.continuation })
+        pending.resolve({
+          parameters: answer.parameters,
+          continuation: answer.continuation,
+          ...(answer.echo === undefined ? {} : { echo: answer.echo }),
+        })
       } else if ('requestError' in answer) pending.reject(new HarmonyRequestError(answer.requestError.message, answer.requestError.param))
       else if ('httpError' in answer) {
         const { status, message, param, code } = answer.httpError

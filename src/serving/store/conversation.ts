@@ -77,16 +77,30 @@ export async function exactContinuation(
   rendered: RenderedPrompt,
   renderWithout: () => RenderedPrompt | Promise<RenderedPrompt>,
 ): Promise<RenderedPrompt | null> {
-  const { promptTokens, outputTokens } = record
-  if (promptTokens === undefined || outputTokens === undefined || outputTokens[outputTokens.length - 1] !== CALL) return null
   if (
     !Array.isArray(ownInput) ||
     ownInput.length === 0 ||
     !ownInput.every((item) => isObject(item) && item.type === 'function_call_output')
   )
     return null
+  return exactPrompt(record, rendered, renderWithout)
+}
+
+/**
+ * The prompt made of `ids` (what the engine saw and generated for a turn that ended with a tool call) and the
+ * tokens a re-render has after them, checked as `exactContinuation` says; null where the check fails.
+ * `rendered`: the re-render of the whole request; `renderWithout`: of the request without what follows the
+ * call (it ends with `<|start|>assistant` where the new messages begin).
+ */
+export async function exactPrompt(
+  ids: Pick<StoredResponse, 'promptTokens' | 'outputTokens' | 'renderedPromptTokens'>,
+  rendered: RenderedPrompt,
+  renderWithout: () => RenderedPrompt | Promise<RenderedPrompt>,
+): Promise<RenderedPrompt | null> {
+  const { promptTokens, outputTokens } = ids
+  if (promptTokens === undefined || outputTokens === undefined || outputTokens[outputTokens.length - 1] !== CALL) return null
   const full = rendered.tokens
-  if (!startsWith(full, record.renderedPromptTokens ?? promptTokens)) return null
+  if (!startsWith(full, ids.renderedPromptTokens ?? promptTokens)) return null
   const before = (await renderWithout()).tokens
   // `before` ends with `<|start|>assistant`: the new items start at its `<|start|>`.
   const cut = before.length - 2
