@@ -265,3 +265,17 @@ test('through the gateway: what cannot be given is a 400 naming the field', asyn
   const response = await client.responses.create(alone)
   t.is((response as unknown as { top_logprobs: number }).top_logprobs, 3)
 })
+
+test('an alternative that is no id of the model is left out, not passed on to the adapters', async (t) => {
+  // A llama.cpp that names an id past the vocabulary as the likeliest alternative.
+  const completion = harmony('<|channel|>final<|message|>Hi<|return|>')
+  const fake = await fakeLlamaCpp({ completion, badAlternative: true })
+  t.teardown(() => fake.close())
+  const engine = new LlamaCppEngine({ url: fake.url })
+  const steps = await collect(engine.generate({ tokens: [1], logprobs: 3 }))
+  const entries = steps.flatMap((step) => step.logprobs ?? []).filter((entry) => entry !== null)
+  t.true(entries.length > 0)
+  for (const entry of entries) t.true(entry!.top.every((candidate) => candidate.id >= 0 && candidate.id <= 201_087))
+  // The good alternatives are all there (the stand-in's own, for 3 asked).
+  t.deepEqual(entries[0]!.top, fakeLogprobs(completion[0]!, 0, 3).top)
+})

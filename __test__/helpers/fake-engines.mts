@@ -53,6 +53,8 @@ export interface FakeBehaviour {
    * Unset: the field is left out, as by vLLM without `--enable-prompt-tokens-details` or a server that predates it.
    */
   cachedTokens?: number
+  /** llama.cpp: name an id past the vocabulary as the likeliest alternative of every id (a broken engine). */
+  badAlternative?: boolean
 }
 
 export interface FakeEngine {
@@ -399,12 +401,13 @@ export function fakeLlamaCpp(behaviour: FakeBehaviour): Promise<FakeEngine> {
         return {
           completion_probabilities: ids.map((id, i) => {
             const { logprob, top } = fakeLogprobs(id, sent.length + i, count)
+            const alternatives = b.badAlternative ? [{ id: 250_000, logprob: 0 }, ...top] : top
             return {
               id,
               token: '',
               bytes: [],
               logprob,
-              top_logprobs: top.map((t) => ({ id: t.id, token: '', bytes: [], logprob: t.logprob })),
+              top_logprobs: alternatives.map((t) => ({ id: t.id, token: '', bytes: [], logprob: t.logprob })),
             }
           }),
         }

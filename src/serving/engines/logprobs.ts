@@ -3,6 +3,7 @@
  * where the engine gave none). Every reader checks that the engine's entry is for the id it stands beside, so
  * a shifted list never lends one id's probability to another. Sources followed are named at each reader.
  */
+import { isTokenId } from './request'
 import type { TokenLogprob } from './types'
 
 type Json = Record<string, unknown>
@@ -10,9 +11,15 @@ type Json = Record<string, unknown>
 const isObject = (value: unknown): value is Json => value !== null && typeof value === 'object' && !Array.isArray(value)
 const isLogprob = (value: unknown): value is number => typeof value === 'number' && !Number.isNaN(value) && value <= 0
 
-/** The `count` likeliest of `candidates`, likeliest first (equals in the engine's order: the sort is stable). */
+/**
+ * The `count` likeliest of `candidates`, likeliest first (equals in the engine's order: the sort is stable);
+ * an alternative that is no id of the model is left out rather than passed on.
+ */
 function topOf(candidates: { id: number; logprob: number }[], count: number): { id: number; logprob: number }[] {
-  return candidates.sort((a, b) => b.logprob - a.logprob).slice(0, count)
+  return candidates
+    .filter((candidate) => isTokenId(candidate.id))
+    .sort((a, b) => b.logprob - a.logprob)
+    .slice(0, count)
 }
 
 /** vLLM's id placeholder with `return_tokens_as_token_ids` (vllm/entrypoints/utils.py `format_token_id_placeholder`). */
