@@ -25,7 +25,7 @@ import OpenAI from 'openai'
 
 import { failingEngine, startGateway } from './helpers/gateway.mjs'
 import { harmony } from './helpers/harmony.mjs'
-import { type RedisServer, redisOrSkip, startRedis } from './helpers/redis-server.mjs'
+import { redisForFile } from './helpers/redis-server.mjs'
 
 const CALL = harmony(
   '<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris"}<|call|>',
@@ -40,21 +40,15 @@ const TOOLS = [
   },
 ]
 
-const redisHere = redisOrSkip()
-let redis: RedisServer | undefined
-test.before(async () => {
-  if (redisHere) redis = await startRedis()
-})
-test.after.always(async () => {
-  await redis?.close()
-})
+const redis = redisForFile(test)
+const redisHere = redis.here
 
 /** A response's `store` (OpenAI's field, which the pinned openai types do not list). */
 const stored = (response: object) => (response as { store?: boolean }).store
 
-/** The replay engine (CALL, then ANSWER), with the prompt of every request it was given. */
-function recordingEngine(): { engine: Engine; prompts: number[][] } {
-  const replay = new ReplayEngine({ completions: [CALL, ANSWER] })
+/** The replay engine (`completions`, default CALL then ANSWER), with the prompt of every request it was given. */
+function recordingEngine(completions: number[][] = [CALL, ANSWER]): { engine: Engine; prompts: number[][] } {
+  const replay = new ReplayEngine({ completions })
   const prompts: number[][] = []
   return {
     prompts,
@@ -77,7 +71,7 @@ function temporaryFile(t: ExecutionContext): string {
 const STORES: { name: string; make: (t: ExecutionContext) => ResponseStore; here: boolean }[] = [
   { name: 'memory', make: () => new MemoryResponseStore(), here: true },
   { name: 'sqlite', make: (t) => new SqliteResponseStore({ path: temporaryFile(t) }), here: true },
-  { name: 'redis', make: () => new RedisResponseStore({ url: redis!.url, keyPrefix: `continuation:${Math.random()}:` }), here: redisHere },
+  { name: 'redis', make: () => new RedisResponseStore({ url: redis.url(), keyPrefix: `continuation:${Math.random()}:` }), here: redisHere },
 ]
 
 for (const { name, make, here } of STORES) {
@@ -181,7 +175,7 @@ test('store: false keeps nothing; bad pages are 400s; a gateway without a store 
 
 ;(redisHere ? test : test.skip)("two gateways sharing one Redis continue each other's responses", async (t) => {
   const prefix = `shared-gateways:${Math.random()}:`
-  const stores = [0, 1].map(() => new RedisResponseStore({ url: redis!.url, keyPrefix: prefix }))
+  const stores = [0, 1].map(() => new RedisResponseStore({ url: redis.url(), keyPrefix: prefix }))
   t.teardown(() => Promise.all(stores.map((store) => store.close())))
   const a = await startGateway(t, { replay: [CALL, ANSWER], responseStore: stores[0] })
   const b = await startGateway(t, { replay: [ANSWER], responseStore: stores[1] })
@@ -280,15 +274,7 @@ const OFF_FORM_CALL = harmony(' to=functions.get_weather<|channel|>commentary js
 
 for (const exactContinuations of [true, false]) {
   test(`exactContinuations ${exactContinuations}: a continuation within a turn ${exactContinuations ? 'is the ids the engine saw and generated' : 're-renders the stored items'}`, async (t) => {
-    const replay = new ReplayEngine({ completions: [OFF_FORM_CALL, ANSWER] })
-    const prompts: number[][] = []
-    const engine: Engine = {
-      name: 'recording',
-      generate(request: GenerateRequest) {
-        prompts.push(Array.from(request.tokens))
-        return replay.generate(request)
-      },
-    }
+    const { engine, prompts } = recordingEngine([OFF_FORM_CALL, ANSWER])
     const { client } = await startGateway(t, { engine, exactContinuations, renderOptions: { currentDate: null } })
     const first = await client.responses.create({ model: 'gpt-oss', input: 'Weather in Paris?', tools: TOOLS })
     const call = first.output.find((item) => item.type === 'function_call') as { call_id: string }
@@ -315,15 +301,7 @@ for (const exactContinuations of [true, false]) {
 }
 
 test('exact continuations only within a turn: other instructions, or input that is not a tool result, re-render', async (t) => {
-  const replay = new ReplayEngine({ completions: [OFF_FORM_CALL, ANSWER, OFF_FORM_CALL, ANSWER] })
-  const prompts: number[][] = []
-  const engine: Engine = {
-    name: 'recording',
-    generate(request: GenerateRequest) {
-      prompts.push(Array.from(request.tokens))
-      return replay.generate(request)
-    },
-  }
+  const { engine, prompts } = recordingEngine([OFF_FORM_CALL, ANSWER, OFF_FORM_CALL, ANSWER])
   const { client } = await startGateway(t, { engine, renderOptions: { currentDate: null } })
   const first = await client.responses.create({ model: 'gpt-oss', instructions: 'Be brief.', input: 'Weather?', tools: TOOLS })
   const call = first.output.find((item) => item.type === 'function_call') as { call_id: string }
@@ -386,15 +364,7 @@ const CHAT_TOOLS = [
 
 for (const renderWorkers of [0, 1]) {
   test(`ChatIdCache, ${renderWorkers ? 'render worker' : 'inline'}: a Chat request answering the calls this gateway returned is prompted with the ids`, async (t) => {
-    const replay = new ReplayEngine({ completions: [OFF_FORM_CALL, ANSWER, OFF_FORM_CALL, ANSWER] })
-    const prompts: number[][] = []
-    const engine: Engine = {
-      name: 'recording',
-      generate(request: GenerateRequest) {
-        prompts.push(Array.from(request.tokens))
-        return replay.generate(request)
-      },
-    }
+    const { engine, prompts } = recordingEngine([OFF_FORM_CALL, ANSWER, OFF_FORM_CALL, ANSWER])
     const cache = new ChatIdCache()
     t.teardown(() => cache.close())
     const { client } = await startGateway(t, {

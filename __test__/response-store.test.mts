@@ -20,16 +20,10 @@ import {
   type StoredResponse,
 } from 'harmony-stream'
 
-import { type RedisServer, redisOrSkip, startRedis } from './helpers/redis-server.mjs'
+import { redisForFile } from './helpers/redis-server.mjs'
 
-const redisHere = redisOrSkip()
-let redis: RedisServer | undefined
-test.before(async () => {
-  if (redisHere) redis = await startRedis()
-})
-test.after.always(async () => {
-  await redis?.close()
-})
+const redis = redisForFile(test)
+const redisHere = redis.here
 
 function record(id: string, size = 10): StoredResponse {
   return {
@@ -70,7 +64,7 @@ const KINDS: Kind[] = [
   {
     name: 'redis',
     open: (t, bounds = {}, shared) =>
-      new RedisResponseStore({ url: redis!.url, keyPrefix: shared ?? `test:${t.title.length}:${Math.random()}:`, ...bounds }),
+      new RedisResponseStore({ url: redis.url(), keyPrefix: shared ?? `test:${t.title.length}:${Math.random()}:`, ...bounds }),
     evicts: false,
   },
 ]
@@ -152,8 +146,8 @@ test('sqlite: records outlive the store that wrote them (a second process openin
 
 ;(redisHere ? test : test.skip)('redis: two stores on one Redis see each other, and an unreachable Redis fails at once', async (t) => {
   const prefix = `shared:${Math.random()}:`
-  const a = new RedisResponseStore({ url: redis!.url, keyPrefix: prefix })
-  const b = new RedisResponseStore({ url: redis!.url, keyPrefix: prefix })
+  const a = new RedisResponseStore({ url: redis.url(), keyPrefix: prefix })
+  const b = new RedisResponseStore({ url: redis.url(), keyPrefix: prefix })
   t.teardown(async () => {
     await a.close()
     await b.close()

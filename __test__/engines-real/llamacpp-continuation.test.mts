@@ -12,18 +12,12 @@ import test, { type ExecutionContext } from 'ava'
 import { type Engine, type GenerateRequest, LlamaCppEngine } from 'harmony-stream/engines'
 
 import { startGateway } from '../helpers/gateway.mjs'
-import { type LlamaServer, llamaBuildOrSkip, startLlamaServer } from '../helpers/llama-server.mjs'
+import { llamaBuildOrSkip, llamaServerForFile } from '../helpers/llama-server.mjs'
 
 const build = llamaBuildOrSkip()
 const real = build ? test.serial : test.skip
 
-let server: LlamaServer
-test.before(async () => {
-  if (build) server = await startLlamaServer(build)
-})
-test.after.always(async () => {
-  await server?.close()
-})
+const server = llamaServerForFile(test, build)
 
 const TO = 316 // ' to', the first id of the bigram model's `tool` chain
 const CHANNEL = 200_005
@@ -42,7 +36,7 @@ const TOOLS = [{ type: 'function' as const, name: 'get_weather', parameters: WEA
  * model's fallback successor of any id off its chains is `<|return|>`, banned here).
  */
 function callingEngine(): Engine {
-  const engine = new LlamaCppEngine({ url: server.url })
+  const engine = new LlamaCppEngine({ url: server().url })
   return {
     name: 'llamacpp',
     generate: (request: GenerateRequest) =>

@@ -17,18 +17,12 @@ import { HarmonyStreamParser } from 'harmony-stream'
 import { type EngineStep, LlamaCppEngine } from 'harmony-stream/engines'
 
 import { startGateway } from '../helpers/gateway.mjs'
-import { type LlamaServer, llamaBuildOrSkip, startLlamaServer } from '../helpers/llama-server.mjs'
+import { llamaBuildOrSkip, llamaServerForFile } from '../helpers/llama-server.mjs'
 
 const build = llamaBuildOrSkip()
 const real = build ? test : test.skip
 
-let server: LlamaServer
-test.before(async () => {
-  if (build) server = await startLlamaServer(build)
-})
-test.after.always(async () => {
-  await server?.close()
-})
+const server = llamaServerForFile(test, build)
 
 const SCHEMAS: Record<string, Record<string, unknown>> = {
   verdict: {
@@ -77,8 +71,8 @@ function finalAnswer(tokens: number[]): string | undefined {
 
 for (const [name, schema] of Object.entries(SCHEMAS)) {
   real(`llama-server under the grammar writes JSON the '${name}' schema accepts, where the model alone writes prose`, async (t) => {
-    const engine = new LlamaCppEngine({ url: server.url })
-    const prompt = [...encode('Answer in JSON.'), server.model.chains.final.start]
+    const engine = new LlamaCppEngine({ url: server().url })
+    const prompt = [...encode('Answer in JSON.'), server().model.chains.final.start]
     const free = finalAnswer(await collect(engine.generate({ tokens: prompt, temperature: 0, maxTokens: 64 })))
     t.is(free, 'Hello world', 'without the grammar the model writes its chain')
     const tokens = await collect(engine.generate({ tokens: prompt, temperature: 0, maxTokens: 200, responseFormat: { name, schema } }))
@@ -92,12 +86,12 @@ for (const [name, schema] of Object.entries(SCHEMAS)) {
 
 real('the grammar waits for the final message: the model reaches it by its own header', async (t) => {
   // The bigram model writes `<|channel|>final<|message|>` itself; the ids up to there are the chain's.
-  const engine = new LlamaCppEngine({ url: server.url })
-  const chain = server.model.chains.final.tokens
+  const engine = new LlamaCppEngine({ url: server().url })
+  const chain = server().model.chains.final.tokens
   const header = chain.slice(0, chain.indexOf(200_008) + 1)
   const tokens = await collect(
     engine.generate({
-      tokens: [server.model.chains.final.start],
+      tokens: [server().model.chains.final.start],
       temperature: 0,
       maxTokens: 200,
       responseFormat: { name: 'v', schema: SCHEMAS.verdict! },
@@ -109,7 +103,7 @@ real('the grammar waits for the final message: the model reaches it by its own h
 real('through the gateway: a Chat response_format gets schema-valid JSON from llama-server, with no diagnostic', async (t) => {
   const diagnostics: unknown[] = []
   const { client } = await startGateway(t, {
-    engine: new LlamaCppEngine({ url: server.url }),
+    engine: new LlamaCppEngine({ url: server().url }),
     onDiagnostic: (d: unknown) => diagnostics.push(d),
   })
   const schema = SCHEMAS.verdict!
@@ -135,15 +129,15 @@ real('through the gateway: a Chat response_format gets schema-valid JSON from ll
 })
 
 real('a strict tool on llama-server: the call the model starts gets arguments its schema accepts', async (t) => {
-  const engine = new LlamaCppEngine({ url: server.url })
+  const engine = new LlamaCppEngine({ url: server().url })
   const weather = {
     type: 'object',
     properties: { city: { enum: ['Paris', 'Rome'] }, days: { type: 'integer' } },
     required: ['city', 'days'],
   }
-  const prompt = [...encode('Call the tool.'), server.model.chains.tool.start]
+  const prompt = [...encode('Call the tool.'), server().model.chains.tool.start]
   const free = await collect(engine.generate({ tokens: prompt, temperature: 0, maxTokens: 64 }))
-  t.deepEqual(free, server.model.chains.tool.tokens, 'without the grammar the model writes its chain: not JSON after the header')
+  t.deepEqual(free, server().model.chains.tool.tokens, 'without the grammar the model writes its chain: not JSON after the header')
   const argumentSchemas = [
     { name: 'get_weather', schema: weather },
     { name: 'get', schema: null },

@@ -8,18 +8,12 @@ import { encode } from 'gpt-tokenizer/encoding/o200k_base'
 import { type EngineStep, LlamaCppEngine } from 'harmony-stream/engines'
 
 import { startGateway } from '../helpers/gateway.mjs'
-import { type LlamaServer, llamaBuildOrSkip, startLlamaServer } from '../helpers/llama-server.mjs'
+import { llamaBuildOrSkip, llamaServerForFile } from '../helpers/llama-server.mjs'
 
 const build = llamaBuildOrSkip()
 const real = build ? test : test.skip
 
-let server: LlamaServer
-test.before(async () => {
-  if (build) server = await startLlamaServer(build)
-})
-test.after.always(async () => {
-  await server?.close()
-})
+const server = llamaServerForFile(test, build)
 
 interface ServerProbability {
   id: number
@@ -28,15 +22,15 @@ interface ServerProbability {
 }
 
 real("the streamed log probabilities are the server's own for the same request, id for id", async (t) => {
-  const prompt = [...encode('Say hello.'), server.model.chains.final.start]
+  const prompt = [...encode('Say hello.'), server().model.chains.final.start]
   const steps: EngineStep[] = []
-  for await (const step of new LlamaCppEngine({ url: server.url }).generate({ tokens: prompt, temperature: 0, logprobs: 3 }))
+  for await (const step of new LlamaCppEngine({ url: server().url }).generate({ tokens: prompt, temperature: 0, logprobs: 3 }))
     steps.push(step)
   const tokens = steps.flatMap((step) => [...step.tokens])
   const logprobs = steps.flatMap((step) => step.logprobs ?? [])
-  t.deepEqual(tokens, server.model.chains.final.tokens)
+  t.deepEqual(tokens, server().model.chains.final.tokens)
   t.is(logprobs.length, tokens.length)
-  const { status, json } = await server.post('/completion', {
+  const { status, json } = await server().post('/completion', {
     prompt,
     n_predict: tokens.length,
     temperature: 0,
@@ -56,7 +50,7 @@ real("the streamed log probabilities are the server's own for the same request, 
 })
 
 real("through the gateway: Chat logprobs cover the answer's tokens, and only them", async (t) => {
-  const { client } = await startGateway(t, { engine: new LlamaCppEngine({ url: server.url }) })
+  const { client } = await startGateway(t, { engine: new LlamaCppEngine({ url: server().url }) })
   const completion = await client.chat.completions.create({
     model: 'gpt-oss',
     messages: [{ role: 'user', content: 'Say hello.' }],

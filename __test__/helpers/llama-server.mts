@@ -12,10 +12,12 @@
  * To extend (constrained decoding, prefix cache, …): add a chain in make-bigram-model.py (its hash names the
  * model, so the next run rebuilds it), and pass server flags through `startLlamaServer({ args })`.
  */
+
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import type test from 'ava'
 
 const root = join(import.meta.dirname, '..', '..')
 
@@ -213,4 +215,16 @@ async function stop(child: ChildProcess, exited: Promise<unknown>): Promise<void
   const timer = setTimeout(() => child.kill('SIGKILL'), 5000)
   await exited
   clearTimeout(timer)
+}
+
+/** One real llama-server for a test file: started before its tests (when `build` is there), closed after them. */
+export function llamaServerForFile(avaTest: typeof test, build: LlamaBuild | null): () => LlamaServer {
+  let server: LlamaServer | undefined
+  avaTest.before(async () => {
+    if (build) server = await startLlamaServer(build)
+  })
+  avaTest.after.always(async () => {
+    await server?.close()
+  })
+  return () => server!
 }

@@ -3,17 +3,19 @@
  * port, without persistence, stopped when the test file ends. Missing: the tests skip with a note saying how
  * to install it; under CI (process.env.CI) a missing server is a failure instead.
  */
+
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer } from 'node:net'
+import type test from 'ava'
 
-export interface RedisServer {
+interface RedisServer {
   url: string
   close(): Promise<void>
 }
 
 /** Whether `redis-server` runs here (CI: it must). */
-export function redisOrSkip(): boolean {
+function redisOrSkip(): boolean {
   const found = spawnSync('redis-server', ['--version'], { encoding: 'utf8' })
   if (found.status === 0) return true
   if (process.env.CI) throw new Error('redis-server is missing, and CI must run the Redis store tests: apt-get install redis-server')
@@ -30,7 +32,7 @@ async function freePort(): Promise<number> {
 }
 
 /** Starts redis-server and waits (at most 10 s) until it accepts connections. */
-export async function startRedis(): Promise<RedisServer> {
+async function startRedis(): Promise<RedisServer> {
   const port = await freePort()
   const child: ChildProcess = spawn(
     'redis-server',
@@ -57,4 +59,17 @@ export async function startRedis(): Promise<RedisServer> {
       await exited
     },
   }
+}
+
+/** One real redis-server for a test file, when it is installed: started before its tests, stopped after them. */
+export function redisForFile(avaTest: typeof test): { here: boolean; url: () => string } {
+  const here = redisOrSkip()
+  let redis: RedisServer | undefined
+  avaTest.before(async () => {
+    if (here) redis = await startRedis()
+  })
+  avaTest.after.always(async () => {
+    await redis?.close()
+  })
+  return { here, url: () => redis!.url }
 }
