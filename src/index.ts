@@ -103,6 +103,7 @@ export { type ContinuationRequest, type PreparedRequest, RenderWorkers, type Ren
 export { SseFrames, SsePool, type SsePoolOptions, type SseStreamError } from './serving/sse-pool'
 export { ChatIdCache } from './serving/store/chat-ids'
 export {
+  continuationItems,
   continuedBody,
   exactContinuation,
   exactPrompt,

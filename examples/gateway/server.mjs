@@ -44,6 +44,7 @@ import {
   ChatIdCache,
   chatCompletion,
   chatGenerationParameters,
+  continuationItems,
   continuedBody,
   DEFAULT_BODY_LIMIT,
   implementation as defaultImplementation,
@@ -214,7 +215,7 @@ export function createGateway({
    */
   async function continued(parameters, body, echo) {
     const previous = await previousResponse(store, body.previous_response_id)
-    const history = [...previous.input, ...(Array.isArray(previous.response.output) ? previous.response.output : [])]
+    const history = continuationItems(previous)
     const render = (request) => (workers !== null ? workers.render('responses', request) : renderResponsesRequest(request, renderOptions))
     const rendered = await render(continuedBody(body, history))
     const exact = exactContinuations

@@ -40,7 +40,7 @@ export function inputItemsOf(body: Item, stem: string): Item[] {
 }
 
 /** The items a continuation of `record` starts with: its input, then its output. */
-function conversationOf(record: StoredResponse): Item[] {
+export function continuationItems(record: StoredResponse): Item[] {
   const output = Array.isArray(record.response.output) ? (record.response.output as Item[]) : []
   return [...record.input, ...output]
 }
@@ -54,7 +54,7 @@ export async function previousResponse(store: ResponseStore, previousResponseId:
 
 /** The items before a request's own input, from the response it names (its input, then its output). */
 export async function previousItems(store: ResponseStore, previousResponseId: string): Promise<Item[]> {
-  return conversationOf(await previousResponse(store, previousResponseId))
+  return continuationItems(await previousResponse(store, previousResponseId))
 }
 
 /**
