@@ -20,10 +20,10 @@ import {
   renderResponsesRequest,
   SqliteResponseStore,
 } from 'harmony-stream'
-import { type Engine, type GenerateRequest, ReplayEngine } from 'harmony-stream/engines'
+import type { Engine, GenerateRequest } from 'harmony-stream/engines'
 import OpenAI from 'openai'
 
-import { failingEngine, startGateway } from './helpers/gateway.mjs'
+import { failingEngine, recordingEngine, startGateway } from './helpers/gateway.mjs'
 import { harmony } from './helpers/harmony.mjs'
 import { redisForFile } from './helpers/redis-server.mjs'
 
@@ -46,22 +46,6 @@ const redisHere = redis.here
 /** A response's `store` (OpenAI's field, which the pinned openai types do not list). */
 const stored = (response: object) => (response as { store?: boolean }).store
 
-/** The replay engine (`completions`, default CALL then ANSWER), with the prompt of every request it was given. */
-function recordingEngine(completions: number[][] = [CALL, ANSWER]): { engine: Engine; prompts: number[][] } {
-  const replay = new ReplayEngine({ completions })
-  const prompts: number[][] = []
-  return {
-    prompts,
-    engine: {
-      name: 'recording',
-      generate(request: GenerateRequest) {
-        prompts.push(Array.from(request.tokens))
-        return replay.generate(request)
-      },
-    },
-  }
-}
-
 function temporaryFile(t: ExecutionContext): string {
   const dir = mkdtempSync(join(tmpdir(), 'harmony-continuation-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
@@ -81,7 +65,7 @@ for (const { name, make, here } of STORES) {
       async (t) => {
         const store = make(t)
         t.teardown(() => store.close())
-        const { engine, prompts } = recordingEngine()
+        const { engine, prompts } = recordingEngine([CALL, ANSWER])
         const { client } = await startGateway(t, {
           engine,
           responseStore: store,

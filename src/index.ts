@@ -103,6 +103,13 @@ export { type ContinuationRequest, type PreparedRequest, RenderWorkers, type Ren
 export { SseFrames, SsePool, type SsePoolOptions, type SseStreamError } from './serving/sse-pool'
 export { ChatIdCache } from './serving/store/chat-ids'
 export {
+  type CompactionResource,
+  Compactor,
+  type CompactorOptions,
+  checkCompactRequest,
+  DEFAULT_MAX_SEALED_LENGTH,
+} from './serving/store/compaction'
+export {
   continuationItems,
   continuedBody,
   exactContinuation,

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 
 import type { ExecutionContext } from 'ava'
-import { type Engine, EngineError } from 'harmony-stream/engines'
+import { type Engine, EngineError, type GenerateRequest, ReplayEngine } from 'harmony-stream/engines'
 import OpenAI from 'openai'
 
 import { harmony } from './harmony.mjs'
@@ -39,6 +39,22 @@ export async function startGateway(
   t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
   const { port } = server.address() as AddressInfo
   return { server, port, client: new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'x', maxRetries: 0 }) }
+}
+
+/** The replay engine serving `completions` in turn, with the prompt of every request it was given. */
+export function recordingEngine(completions: number[][]): { engine: Engine; prompts: number[][] } {
+  const replay = new ReplayEngine({ completions })
+  const prompts: number[][] = []
+  return {
+    prompts,
+    engine: {
+      name: 'recording',
+      generate(request: GenerateRequest) {
+        prompts.push(Array.from(request.tokens))
+        return replay.generate(request)
+      },
+    },
+  }
 }
 
 /** An engine that sends a few tokens, then fails as a broken engine connection does. */

@@ -29,6 +29,8 @@
  *                    engine saw and generated (ChatIdCache), not a re-render; default 0
  *   HARMONY_RESPONSE_STORE  where Responses are kept (store, previous_response_id, GET/DELETE /v1/responses/{id}):
  *                    sqlite:PATH (default sqlite:responses.sqlite), memory, redis://HOST:PORT (shared by processes), none
+ *   HARMONY_COMPACTION_KEY  64 hex digits: the key that seals compaction items (POST /v1/responses/compact); gateways
+ *                    that share one open each other's compactions. Default: a random key per process
  */
 import cluster from 'node:cluster'
 import { randomUUID } from 'node:crypto'
@@ -42,8 +44,10 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import {
   ChatCompletionsStream,
   ChatIdCache,
+  Compactor,
   chatCompletion,
   chatGenerationParameters,
+  checkCompactRequest,
   continuationItems,
   continuedBody,
   DEFAULT_BODY_LIMIT,
@@ -84,7 +88,8 @@ import { collectSteps, createEngine, ReplayEngine } from 'harmony-stream/engines
  * (default true): a continuation within a turn is made of the ids the engine saw and generated
  * (`exactContinuation`); false re-renders it from the stored items. `chatIdCache`: a `ChatIdCache` (default
  * null), which prompts a Chat request answering the tool calls this gateway returned with the ids the engine saw
- * and generated.
+ * and generated. `compactor`: the `Compactor` that makes and opens compaction items (`POST /v1/responses/compact`;
+ * default one with a key of this process).
  */
 export function createGateway({
   engine,
@@ -106,6 +111,7 @@ export function createGateway({
   responseStore,
   exactContinuations = true,
   chatIdCache = null,
+  compactor = new Compactor(),
 }) {
   // The library's default: responses kept in this process (bounded); null keeps none.
   const ownStore = responseStore === undefined
@@ -178,34 +184,53 @@ export function createGateway({
    * neither JSON.parse nor BPE of it holds the event loop.
    */
   async function prepare(api, request) {
-    // A gateway that keeps responses needs a Responses request's input (to store it), and renders one that
-    // continues a stored response after the stored items.
-    const keep = (api.kind === 'responses' && store !== null) || (api.kind === 'chat' && chatIdCache !== null)
+    // A Responses request's input is kept (stored), and one that continues a stored response or holds a
+    // compaction item is rendered here (after the stored items, with the compaction opened).
+    const keepInput = api.kind === 'responses' || (api.kind === 'chat' && chatIdCache !== null)
+    const keeps = api.kind === 'responses' && store !== null
     const length = Number(request.headers['content-length'])
     if (workers !== null && !(Number.isFinite(length) && length <= renderInlineBytes)) {
       // The body stays in the worker; for Responses its echo comes back (what the response object says of it).
       const bytes = await readJsonBytes(request, { limit: bodyLimit })
-      const prepared = await (keep ? workers.prepare(api.kind, bytes, { keepInput: true }) : workers.prepare(api.kind, bytes))
+      const prepared = await (keepInput ? workers.prepare(api.kind, bytes, { keepInput: true }) : workers.prepare(api.kind, bytes))
       if ('continuation' in prepared) {
         if (api.kind === 'chat') return exactChat(prepared.parameters, prepared.continuation)
         return continued(prepared.parameters, prepared.continuation, prepared.echo)
       }
       // The worker sends the input back only for a response to keep (`store` not false).
       const { parameters, prompt, echo, input } = prepared
-      return { parameters, prompt, body: echo, history: [], input, storing: api.kind === 'responses' && keep && input !== undefined }
+      return { parameters, prompt, body: echo, history: [], input, storing: keeps && input !== undefined }
     }
     const body = await readJsonBody(request, { limit: bodyLimit })
     const parameters = api.parameters(body, parameterOptions)
     if (api.kind === 'chat' && chatIdCache !== null) return exactChat(parameters, body)
-    if (keep && body.previous_response_id != null) return continued(parameters, body, body)
+    if (api.kind === 'responses' && (body.previous_response_id != null || compactor.holds(body))) return continued(parameters, body, body)
     return {
       parameters,
       prompt: api.render(body, renderOptions),
       body,
       history: [],
       input: body.input,
-      storing: keep && body.store !== false,
+      storing: keeps && body.store !== false,
     }
+  }
+
+  /** A Responses request rendered off the event loop when there are workers. */
+  function renderResponses(request) {
+    return workers !== null ? workers.render('responses', request) : renderResponsesRequest(request, renderOptions)
+  }
+
+  /** The items of the response `previous_response_id` names, or a 400 where no responses are kept (404: not kept). */
+  async function previousFor(id) {
+    if (store === null)
+      throw new HttpError(
+        400,
+        'previous_response_id is not supported: this gateway keeps no responses; send the whole conversation in input',
+        {
+          param: 'previous_response_id',
+        },
+      )
+    return previousResponse(store, id)
   }
 
   /**
@@ -214,14 +239,31 @@ export function createGateway({
    * cache serves the whole history.
    */
   async function continued(parameters, body, echo) {
-    const previous = await previousResponse(store, body.previous_response_id)
-    const history = continuationItems(previous)
-    const render = (request) => (workers !== null ? workers.render('responses', request) : renderResponsesRequest(request, renderOptions))
-    const rendered = await render(continuedBody(body, history))
-    const exact = exactContinuations
-      ? await exactContinuation(previous, body.input, rendered, () => render(continuedBody({ ...body, input: [] }, history)))
-      : null
-    return { parameters, prompt: exact ?? rendered, rendered, body: echo, history, input: body.input, storing: body.store !== false }
+    // A compaction item stands for the items it sealed (its own input's; the stored ones come before it).
+    const opened = compactor.expand(body)
+    const previous = body.previous_response_id == null ? null : await previousFor(body.previous_response_id)
+    const history = previous === null ? [] : continuationItems(previous)
+    const rendered = await renderResponses(continuedBody(opened, history))
+    const exact =
+      exactContinuations && previous !== null
+        ? await exactContinuation(previous, opened.input, rendered, () => renderResponses(continuedBody({ ...opened, input: [] }, history)))
+        : null
+    const storing = store !== null && body.store !== false
+    return { parameters, prompt: exact ?? rendered, rendered, body: echo, history, input: opened.input, storing }
+  }
+
+  /**
+   * `POST /v1/responses/compact`: the conversation (the stored response's items, then `input`) as its user
+   * messages and one compaction item that seals all of it (`Compactor`). Rendered, so a conversation that
+   * cannot be a prompt is refused here, not when it comes back; its prompt's tokens are the usage.
+   */
+  async function compact(request, response) {
+    const body = checkCompactRequest(await readJsonBody(request, { limit: bodyLimit }), { unknownFields })
+    const history = body.previous_response_id == null ? [] : continuationItems(await previousFor(body.previous_response_id))
+    const own = compactor.expand({ input: body.input ?? [] })
+    const conversation = continuedBody(own, history)
+    const prompt = await renderResponses({ model: body.model, instructions: body.instructions, input: conversation.input })
+    sendJson(response, 200, compactor.compaction(conversation.input, { inputTokens: prompt.promptTokens }))
   }
 
   /** A Chat request with the id cache: its re-render, or the ids the engine saw and generated for it (`ChatIdCache`). */
@@ -355,6 +397,7 @@ export function createGateway({
   const routes = {
     '/v1/chat/completions': { POST: (request, response) => serve(apis.chat, request, response) },
     '/v1/responses': { POST: (request, response) => serve(apis.responses, request, response) },
+    '/v1/responses/compact': { POST: compact },
     '/v1/models': {
       GET: (_request, response) =>
         sendJson(response, 200, { object: 'list', data: [{ id: model, object: 'model', created, owned_by: 'harmony-stream' }] }),
@@ -563,6 +606,7 @@ function serveFromEnvironment(label) {
     unknownFields,
     responseStore: responseStoreFromEnvironment(),
     chatIdCache: process.env.CHAT_ID_CACHE === '1' ? new ChatIdCache() : null,
+    ...(process.env.HARMONY_COMPACTION_KEY ? { compactor: new Compactor({ key: process.env.HARMONY_COMPACTION_KEY }) } : {}),
   })
   server.listen(port, '127.0.0.1', () => {
     const { port: bound } = server.address()

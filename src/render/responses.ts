@@ -103,7 +103,11 @@ export function responsesConversation(body: unknown): RequestConversation {
         break
       }
       case 'item_reference':
-        fail(`${at} is an item_reference: this gateway keeps no server-side state; send the item itself`, `${at}.type`)
+        fail(`${at} is an item_reference, which is not supported: send the item itself`, `${at}.type`)
+        break
+      case 'compaction':
+        // A gateway opens compaction items before rendering (Compactor.expand): one here came to a renderer that cannot.
+        fail(`${at} is a compaction item, which this server does not open: send the conversation's items instead`, `${at}.type`)
         break
       default:
         fail(`${at}.type '${type}' is not supported (message, reasoning, function_call, function_call_output)`, `${at}.type`)

@@ -34,8 +34,9 @@ export interface RenderJob {
   bytes?: Uint8Array
   /**
    * `prepare` of a Responses body for a gateway that keeps responses: its `input` comes back too (to be
-   * stored; not when the body says `store: false`), and a body that continues a stored response (`previous_response_id`) comes back whole, not
-   * rendered (the gateway renders it after the stored items, which only it can read); a Chat body whose
+   * stored; not when the body says `store: false`), and a body that continues a stored response (`previous_response_id`)
+   * or holds a compaction item comes back whole, not rendered (the gateway renders it after the stored items, or
+   * with the compaction opened, which only it can); a Chat body whose
    * messages end with tool results comes back whole too (for a gateway with a `ChatIdCache`).
    */
   keepInput?: boolean
@@ -78,13 +79,18 @@ function endsWithToolResults(body: Record<string, unknown>): boolean {
   return last !== null && typeof last === 'object' && last.role === 'tool'
 }
 
+function holdsCompaction(body: Record<string, unknown>): boolean {
+  return Array.isArray(body.input) && body.input.some((item) => item !== null && typeof item === 'object' && item.type === 'compaction')
+}
+
 /** The job's prompt, and for `prepare` the body's generation parameters (and what a Responses object echoes of it). */
 function run(job: RenderJob): Prepared {
   // `render`: the event loop checked the body's bounds and these options: not walked again here.
   if (job.bytes === undefined) return { prompt: renderCheckedRequest(job.kind, job.body, renderOptions) }
   const body = parseJsonBody(job.bytes)
   const parameters = (job.kind === 'chat' ? chatGenerationParameters : responsesGenerationParameters)(body, parameterOptions)
-  if (job.keepInput === true && job.kind === 'responses' && body.previous_response_id != null)
+  // A body that continues a stored response, or holds a compaction item (which the gateway opens with its key).
+  if (job.keepInput === true && job.kind === 'responses' && (body.previous_response_id != null || holdsCompaction(body)))
     return { continuation: body, parameters, echo: responsesRequestEcho(body) }
   // A Chat body that ends with tool results, for a gateway with a ChatIdCache: it may be prompted exactly.
   if (job.keepInput === true && job.kind === 'chat' && endsWithToolResults(body)) return { continuation: body, parameters }

@@ -107,7 +107,9 @@ export const RESPONSES_REQUEST_FIELDS = Object.freeze({
   background: honoured(
     'true: answered at once as queued, run detached, polled with GET /v1/responses/{id}, cancelled with POST …/cancel; needs store (and a gateway that keeps responses), not with stream',
   ),
-  conversation: refused('this gateway keeps no server-side state; send the whole conversation in input'),
+  conversation: refused(
+    'the Conversations API is not served here: continue with previous_response_id, or send the whole conversation in input',
+  ),
   previous_response_id: honoured(
     'continues a stored response (its input, then its output, then this input; its instructions not carried over): a 404 for an unknown id, a 400 where the gateway keeps no responses',
   ),
@@ -122,11 +124,23 @@ export const RESPONSES_REQUEST_FIELDS = Object.freeze({
   top_logprobs: honoured("the alternatives per token, 0 to 20, with `include: ['message.output_text.logprobs']` (echoed either way)"),
 } as const satisfies Record<string, RequestField>)
 
-export type RequestApi = 'chat' | 'responses'
+/** `POST /v1/responses/compact` (Open Responses `CompactResponseMethodPublicBody`, and the `openai` package's `ResponseCompactParams`). */
+const COMPACT_REQUEST_FIELDS = Object.freeze({
+  model: honoured('required; checked as in a Responses request'),
+  input: honoured('the conversation to compact, as a Responses input'),
+  previous_response_id: honoured("the stored response's input and output come before `input`"),
+  instructions: honoured('rendered to count the input tokens; not part of the compaction (a continuation sends its own)'),
+  prompt_cache_key: accepted('the engine caches prompts by their ids, keys are not needed', 'string'),
+  prompt_cache_retention: accepted('the engine decides how long it caches', 'string'),
+  service_tier: accepted('one tier here', 'string'),
+} as const satisfies Record<string, RequestField>)
+
+export type RequestApi = 'chat' | 'responses' | 'compact'
 
 const TABLES: Record<RequestApi, Readonly<Record<string, RequestField>>> = {
   chat: CHAT_REQUEST_FIELDS,
   responses: RESPONSES_REQUEST_FIELDS,
+  compact: COMPACT_REQUEST_FIELDS,
 }
 
 function refuse(param: string, message: string): never {

@@ -1,0 +1,205 @@
+/**
+ * Compaction, as the Open Responses specification (2026-04-24, "Context Compaction") and OpenAI define it:
+ * `POST /v1/responses/compact` takes a conversation (`input`, and/or `previous_response_id`) and answers a
+ * `response.compaction` whose `output` is the conversation's user messages followed by one `compaction` item;
+ * a client starts a new chain with that output as its input (plus its next items), without
+ * `previous_response_id`, and the server reads the compaction item's `encrypted_content`, which is opaque to the
+ * client.
+ *
+ * Here that content is the conversation's items themselves, sealed (deflated, then AES-256-GCM with the
+ * `Compactor`'s key, so a client can neither read nor alter it): nothing is summarised by a model and nothing
+ * is lost. A compaction shortens what a client carries, not the prompt: Harmony's renderer already drops what
+ * the format drops (earlier turns' reasoning). When such an item comes back, `expand` puts the sealed items in
+ * its place and drops the items before it, which were the copies of its user messages (OpenAI: the items before
+ * the latest compaction item may be dropped). Sealed with a key of the process unless one is given: gateways
+ * that share compactions share a key.
+ */
+import { createCipheriv, createDecipheriv, randomBytes, randomUUID } from 'node:crypto'
+import { deflateRawSync, inflateRawSync } from 'node:zlib'
+import { checkOptions, is, type OptionSpec } from '../../base/options'
+import { HttpError } from '../http/errors'
+import { checkRequestFields } from '../http/fields'
+import { inputItemsOf } from './conversation'
+
+type Item = Record<string, unknown>
+
+const isObject = (value: unknown): value is Item => value !== null && typeof value === 'object' && !Array.isArray(value)
+
+/** The first characters of every sealed content: this format, version 1 (another version is refused, not misread). */
+const SEAL_PREFIX = 'hsc1.'
+/** Bound to every seal, so content sealed by this key for another purpose never opens as a compaction. */
+const ASSOCIATED = Buffer.from('harmony-stream compaction v1')
+const IV_BYTES = 12
+const TAG_BYTES = 16
+
+export interface CompactorOptions {
+  /**
+   * The 32-byte key that seals compaction items (bytes, or 64 hex digits). Default: a random key of this
+   * process, so its compactions open only here; gateways that share compactions (several processes or hosts)
+   * pass the same key.
+   */
+  key?: Uint8Array | string
+  /**
+   * The longest `encrypted_content` made or taken, in characters, and the most its items may inflate to.
+   * Default 10 MiB, the specification's bound on it.
+   */
+  maxSealedLength?: number
+}
+
+const OPTIONS: OptionSpec = {
+  key: {
+    what: '32 bytes (a Uint8Array) or 64 hex digits',
+    test: (value) => (value instanceof Uint8Array ? value.length === 32 : typeof value === 'string' && /^[0-9a-fA-F]{64}$/.test(value)),
+  },
+  maxSealedLength: is.integer(64),
+}
+
+export const DEFAULT_MAX_SEALED_LENGTH = 10 * 1024 * 1024
+
+/** What `POST /v1/responses/compact` answers (Open Responses `CompactResource`). */
+export interface CompactionResource {
+  id: string
+  object: 'response.compaction'
+  created_at: number
+  output: Item[]
+  usage: {
+    input_tokens: number
+    output_tokens: number
+    total_tokens: number
+    input_tokens_details: { cached_tokens: number }
+    output_tokens_details: { reasoning_tokens: number }
+  }
+}
+
+export class Compactor {
+  private readonly key: Buffer
+  private readonly maxSealedLength: number
+
+  constructor(options: CompactorOptions = {}) {
+    checkOptions(options, OPTIONS, 'Compactor')
+    const { key } = options
+    this.key = key === undefined ? randomBytes(32) : typeof key === 'string' ? Buffer.from(key, 'hex') : Buffer.from(key)
+    this.maxSealedLength = options.maxSealedLength ?? DEFAULT_MAX_SEALED_LENGTH
+  }
+
+  /**
+   * The compaction of a conversation (`items`: every item so far, the previous response's included, in
+   * order; `inputTokens`: the tokens of its prompt, for usage): its user messages, each with an id and
+   * status, then one `compaction` item sealing all the items. A conversation too large to seal is a 400.
+   */
+  compaction(items: readonly Item[], usage: { inputTokens: number }): CompactionResource {
+    const stem = randomUUID().replaceAll('-', '')
+    const listed = inputItemsOf({ input: [...items] }, stem)
+    const sealed = this.seal(listed)
+    const users = listed
+      .filter((item) => item.type === 'message' && item.role === 'user')
+      .map((item) => ({ ...item, status: typeof item.status === 'string' ? item.status : 'completed' }))
+    return {
+      id: `cmp_${stem}`,
+      object: 'response.compaction',
+      created_at: Math.floor(Date.now() / 1000),
+      output: [...users, { id: `cmp_${stem}_item`, type: 'compaction', encrypted_content: sealed }],
+      usage: {
+        input_tokens: usage.inputTokens,
+        output_tokens: 0,
+        total_tokens: usage.inputTokens,
+        input_tokens_details: { cached_tokens: 0 },
+        output_tokens_details: { reasoning_tokens: 0 },
+      },
+    }
+  }
+
+  /** Whether a request's input holds a compaction item (which `expand` must open before the body is rendered). */
+  holds(body: Item): boolean {
+    return Array.isArray(body.input) && body.input.some((item) => isObject(item) && item.type === 'compaction')
+  }
+
+  /**
+   * The body with its latest compaction item opened: the items it sealed, then the items after it (the items
+   * before it are dropped: they are copies of what it seals). The body itself when it holds none. Content this
+   * compactor did not seal (another key, altered, truncated) is a 400 naming the item.
+   */
+  expand(body: Item): Item {
+    if (!this.holds(body)) return body
+    const input = body.input as unknown[]
+    let last = -1
+    input.forEach((item, i) => {
+      if (isObject(item) && item.type === 'compaction') last = i
+    })
+    const at = `input[${last}]`
+    const item = input[last] as Item
+    if (typeof item.encrypted_content !== 'string') throw invalid(`${at}.encrypted_content must be a string`, `${at}.encrypted_content`)
+    const sealed = this.open(item.encrypted_content, `${at}.encrypted_content`)
+    return { ...body, input: [...sealed, ...input.slice(last + 1)] }
+  }
+
+  /** The most bytes of JSON a seal holds: a bound on what opening one inflates (compressed JSON is a few times smaller). */
+  private get maxInflated(): number {
+    return this.maxSealedLength * 8
+  }
+
+  private seal(items: Item[]): string {
+    const tooLarge = () =>
+      new HttpError(400, `the conversation is too large to compact (its sealed form is bounded by ${this.maxSealedLength} characters)`, {
+        param: 'input',
+        code: 'compaction-too-large',
+      })
+    const json = Buffer.from(JSON.stringify(items))
+    // What is sealed must open: `open` inflates at most this much.
+    if (json.length > this.maxInflated) throw tooLarge()
+    const iv = randomBytes(IV_BYTES)
+    const cipher = createCipheriv('aes-256-gcm', this.key, iv)
+    cipher.setAAD(ASSOCIATED)
+    const body = Buffer.concat([cipher.update(deflateRawSync(json)), cipher.final()])
+    const sealed = SEAL_PREFIX + Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url')
+    if (sealed.length > this.maxSealedLength) throw tooLarge()
+    return sealed
+  }
+
+  private open(sealed: string, param: string): Item[] {
+    const notOurs = () =>
+      invalid(
+        `${param} is not a compaction this gateway made (made with another key, altered or cut); compact the conversation here first`,
+        param,
+      )
+    if (!sealed.startsWith(SEAL_PREFIX) || sealed.length > this.maxSealedLength) throw notOurs()
+    const bytes = Buffer.from(sealed.slice(SEAL_PREFIX.length), 'base64url')
+    if (bytes.length < IV_BYTES + TAG_BYTES) throw notOurs()
+    let items: unknown
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', this.key, bytes.subarray(0, IV_BYTES))
+      decipher.setAAD(ASSOCIATED)
+      decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES))
+      const deflated = Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()])
+      items = JSON.parse(inflateRawSync(deflated, { maxOutputLength: this.maxInflated }).toString('utf8'))
+    } catch {
+      throw notOurs()
+    }
+    if (!Array.isArray(items) || !items.every(isObject)) throw notOurs()
+    return items
+  }
+}
+
+/**
+ * A `POST /v1/responses/compact` body, checked: every field against its table (unknown ones refused unless
+ * `unknownFields` is `'ignore'`), `model` required, `previous_response_id` and `instructions` strings or null.
+ * The conversation itself is checked by rendering it.
+ */
+export function checkCompactRequest(body: unknown, options: { unknownFields?: 'refuse' | 'ignore' } = {}): Item {
+  if (!isObject(body)) throw new HttpError(400, 'the request body must be a JSON object', { param: null, code: 'invalid-body' })
+  checkRequestFields('compact', body, options.unknownFields)
+  if (body.model === undefined || body.model === null)
+    throw new HttpError(400, "Missing required parameter: 'model'.", { param: 'model', code: 'missing_required_parameter' })
+  for (const name of ['model', 'previous_response_id', 'instructions']) {
+    const value = body[name]
+    if (value !== undefined && value !== null && typeof value !== 'string')
+      throw new HttpError(400, `${name} must be a string`, { param: name, code: 'invalid-parameter' })
+  }
+  if (body.input !== undefined && body.input !== null && typeof body.input !== 'string' && !Array.isArray(body.input))
+    throw new HttpError(400, 'input must be a string or an array of items', { param: 'input', code: 'invalid-parameter' })
+  return body
+}
+
+function invalid(message: string, param: string): HttpError {
+  return new HttpError(400, message, { param, code: 'invalid_encrypted_content' })
+}
