@@ -82,6 +82,14 @@ export {
 export { DEFAULT_BODY_LIMIT, type ReadJsonOptions, readJsonBody, readJsonBytes } from './serving/http/body'
 export { errorResponse, HttpError, type OpenAIErrorBody, sendError } from './serving/http/errors'
 export { CHAT_REQUEST_FIELDS, type FieldHandling, RESPONSES_REQUEST_FIELDS, type RequestField } from './serving/http/fields'
+export {
+  DEFAULT_SOCKET_LIFETIME_MS,
+  ResponsesSocket,
+  type ResponsesSocketOptions,
+  responseCreateBody,
+  type SocketTransport,
+  type SocketTurn,
+} from './serving/http/responses-socket'
 export { DEFAULT_SERVER_LIMITS, hardenServer, type ServerLimits } from './serving/http/server'
 export {
   chatFrames,

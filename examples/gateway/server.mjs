@@ -29,6 +29,7 @@
  *                    engine saw and generated (ChatIdCache), not a re-render; default 0
  *   HARMONY_RESPONSE_STORE  where Responses are kept (store, previous_response_id, GET/DELETE /v1/responses/{id}):
  *                    sqlite:PATH (default sqlite:responses.sqlite), memory, redis://HOST:PORT (shared by processes), none
+ *   SOCKET_LIFETIME_MS  how long a Responses WebSocket connection lives (default 60 minutes, as the specification says)
  *   HARMONY_COMPACTION_KEY  64 hex digits: the key that seals compaction items (POST /v1/responses/compact); gateways
  *                    that share one open each other's compactions. Default: a random key per process
  */
@@ -51,6 +52,7 @@ import {
   continuationItems,
   continuedBody,
   DEFAULT_BODY_LIMIT,
+  DEFAULT_SOCKET_LIFETIME_MS,
   implementation as defaultImplementation,
   exactContinuation,
   HttpError,
@@ -61,6 +63,7 @@ import {
   previousResponse,
   RedisResponseStore,
   RenderWorkers,
+  ResponsesSocket,
   ResponsesStream,
   readJsonBody,
   readJsonBytes,
@@ -74,6 +77,7 @@ import {
   storedResponseRoute,
 } from 'harmony-stream'
 import { collectSteps, createEngine, ReplayEngine } from 'harmony-stream/engines'
+import { WebSocketServer } from 'ws'
 
 /**
  * Creates (does not start) the gateway. `engine`: any `Engine` of harmony-stream/engines (or pass `replay`,
@@ -89,7 +93,8 @@ import { collectSteps, createEngine, ReplayEngine } from 'harmony-stream/engines
  * (`exactContinuation`); false re-renders it from the stored items. `chatIdCache`: a `ChatIdCache` (default
  * null), which prompts a Chat request answering the tool calls this gateway returned with the ids the engine saw
  * and generated. `compactor`: the `Compactor` that makes and opens compaction items (`POST /v1/responses/compact`;
- * default one with a key of this process).
+ * default one with a key of this process). `socketLifetimeMs`: how long a Responses WebSocket connection lives
+ * (default 60 minutes).
  */
 export function createGateway({
   engine,
@@ -112,6 +117,7 @@ export function createGateway({
   exactContinuations = true,
   chatIdCache = null,
   compactor = new Compactor(),
+  socketLifetimeMs = DEFAULT_SOCKET_LIFETIME_MS,
 }) {
   // The library's default: responses kept in this process (bounded); null keeps none.
   const ownStore = responseStore === undefined
@@ -201,17 +207,25 @@ export function createGateway({
       const { parameters, prompt, echo, input } = prepared
       return { parameters, prompt, body: echo, history: [], input, storing: keeps && input !== undefined }
     }
-    const body = await readJsonBody(request, { limit: bodyLimit })
+    return prepareBody(api, await readJsonBody(request, { limit: bodyLimit }))
+  }
+
+  /**
+   * A parsed body's parameters and prompt. `previous`: the response it continues, where the caller found it (a
+   * WebSocket connection's latest); `offLoop`: render in a worker (where there are workers).
+   */
+  async function prepareBody(api, body, previous = undefined, offLoop = false) {
     const parameters = api.parameters(body, parameterOptions)
     if (api.kind === 'chat' && chatIdCache !== null) return exactChat(parameters, body)
-    if (api.kind === 'responses' && (body.previous_response_id != null || compactor.holds(body))) return continued(parameters, body, body)
+    if (api.kind === 'responses' && (body.previous_response_id != null || compactor.holds(body)))
+      return continued(parameters, body, body, previous)
     return {
       parameters,
-      prompt: api.render(body, renderOptions),
+      prompt: offLoop ? await renderResponses(body) : api.render(body, renderOptions),
       body,
       history: [],
       input: body.input,
-      storing: keeps && body.store !== false,
+      storing: api.kind === 'responses' && store !== null && body.store !== false,
     }
   }
 
@@ -238,10 +252,10 @@ export function createGateway({
    * or, within a turn (`exactContinuation`), made of the ids the engine saw and generated, so that its prefix
    * cache serves the whole history.
    */
-  async function continued(parameters, body, echo) {
+  async function continued(parameters, body, echo, found = undefined) {
     // A compaction item stands for the items it sealed (its own input's; the stored ones come before it).
     const opened = compactor.expand(body)
-    const previous = body.previous_response_id == null ? null : await previousFor(body.previous_response_id)
+    const previous = found ?? (body.previous_response_id == null ? null : await previousFor(body.previous_response_id))
     const history = previous === null ? [] : continuationItems(previous)
     const rendered = await renderResponses(continuedBody(opened, history))
     const exact =
@@ -296,9 +310,7 @@ export function createGateway({
   /** Keeps a finished response with every item it was generated from; a store that fails is logged, not fatal. */
   async function keepResponse(object, prepared, generated) {
     try {
-      const input = keptInput(object, prepared)
-      const rendered = prepared.rendered === undefined ? {} : { rendered: prepared.rendered.tokens }
-      await store.put(storedResponse(object, input, { prompt: prepared.prompt.tokens, output: generated, ...rendered }))
+      await store.put(recordOf(object, prepared, generated))
       return true
     } catch (error) {
       onError(error)
@@ -306,12 +318,16 @@ export function createGateway({
     }
   }
 
-  /** request → parameters and prompt → engine → adapter → SSE (or one JSON object). */
-  async function serve(api, request, response) {
-    const prepared = await prepare(api, request)
+  /** What a continuation of a response starts from: every item it was generated from, and its ids. */
+  function recordOf(object, prepared, generated) {
+    const rendered = prepared.rendered === undefined ? {} : { rendered: prepared.rendered.tokens }
+    return storedResponse(object, keptInput(object, prepared), { prompt: prepared.prompt.tokens, output: generated, ...rendered })
+  }
+
+  /** The adapter's options for a prepared request (a kept response gets its id here, and says it is kept). */
+  function adapterOptions(api, prepared) {
     const { parameters: params, prompt, storing, body } = prepared
-    const options = {
-      // A kept response gets its id here, and says it is kept (`store`).
+    return {
       ...(api.kind === 'responses' ? { id: `resp_${randomUUID().replaceAll('-', '')}`, stored: storing } : {}),
       ...api.adapterOptions(params, prompt, body),
       ...(prompt.responseFormat === undefined ? {} : { responseFormat: prompt.responseFormat }),
@@ -319,6 +335,13 @@ export function createGateway({
       ...(params.logprobs === undefined ? {} : { logprobs: true }),
       parser: { implementation, toolNames: prompt.toolNames },
     }
+  }
+
+  /** request → parameters and prompt → engine → adapter → SSE (or one JSON object). */
+  async function serve(api, request, response) {
+    const prepared = await prepare(api, request)
+    const { parameters: params, prompt, storing } = prepared
+    const options = adapterOptions(api, prepared)
     if (params.background) return serveBackground(request, response, prepared, options)
     const abort = abortOnClose(response)
     const remembering = api.kind === 'chat' && chatIdCache !== null
@@ -337,6 +360,36 @@ export function createGateway({
     report(await pipeSse(response, adapter, steps, { abort, frames, coalesceMs }), adapter)
     if (storing) await keepResponse(adapter.response(), prepared, generated)
     if (remembering) await rememberChat(adapter.completion(), prepared, generated)
+  }
+
+  /**
+   * One turn of a Responses WebSocket connection (`ResponsesSocket`): the body prepared as a POST's (with the
+   * response the connection found for `previous_response_id`), its events emitted one by one; kept when
+   * `store` says so. Returns the record a continuation on the connection starts from (also when not stored).
+   */
+  async function socketTurn(request, { body, previous, emit, signal }) {
+    const prepared = await prepareBody(apis.responses, body, previous ?? undefined, JSON.stringify(body).length > renderInlineBytes)
+    const adapter = new ResponsesStream(adapterOptions(apis.responses, prepared))
+    const generated = []
+    let started = false
+    try {
+      for await (const step of generate(request, prepared.prompt, prepared.parameters, signal, generated)) {
+        started = true
+        for (const event of adapter.push(step)) await emit(event)
+        // A client that stopped reading: nothing more is read from the engine.
+        if (signal.aborted) break
+      }
+      for (const event of adapter.finish()) await emit(event)
+    } catch (error) {
+      // An engine that fails before its first step: the connection answers with an error frame (a 502).
+      if (!started || signal.aborted) throw error
+      onError(error)
+      for (const event of adapter.error('the inference engine failed', 'engine_error')) await emit(event)
+    }
+    adapter.diagnostics.forEach(onDiagnostic)
+    const object = adapter.response()
+    if (prepared.storing && !(await keepResponse(object, prepared, generated))) object.store = false
+    return recordOf(object, prepared, generated)
   }
 
   /**
@@ -447,6 +500,41 @@ export function createGateway({
   })
   hardenServer(server, serverLimits)
   server.outcomes = outcomes
+
+  // The Responses API's WebSocket mode, at /v1/responses (ResponsesSocket: the protocol; ws: the transport).
+  // Messages up to the body limit; a larger one closes the connection (1009).
+  const sockets = new WebSocketServer({ noServer: true, maxPayload: bodyLimit })
+  server.on('upgrade', (request, socket, head) => {
+    if (new URL(request.url ?? '/', 'http://localhost').pathname !== '/v1/responses') {
+      socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n')
+      return
+    }
+    sockets.handleUpgrade(request, socket, head, (ws) => {
+      const session = new ResponsesSocket({
+        transport: {
+          send: (text) => new Promise((resolve, reject) => ws.send(text, (error) => (error ? reject(error) : resolve()))),
+          get bufferedAmount() {
+            return ws.bufferedAmount
+          },
+          close: (code, reason) => ws.close(code, reason),
+        },
+        respond: (turn) => socketTurn(request, turn),
+        ...(store === null ? {} : { lookup: (id) => store.get(id) }),
+        onError,
+        lifetimeMs: socketLifetimeMs,
+      })
+      ws.on('message', (data) => session.receive(data.toString()))
+      ws.on('close', () => session.closed())
+      // A broken connection closes too ('close' follows); nothing to log.
+      ws.on('error', () => {})
+    })
+  })
+  // Upgraded connections are not the HTTP server's to end: close them with it, or close() would wait for them.
+  const closeServer = server.close.bind(server)
+  server.close = (callback) => {
+    for (const ws of sockets.clients) ws.terminate()
+    return closeServer(callback)
+  }
   if (workers !== null) server.on('close', () => workers.close())
   // Background responses end with the server (cancelled), then an own store closes.
   server.on('close', () => {
@@ -607,6 +695,7 @@ function serveFromEnvironment(label) {
     responseStore: responseStoreFromEnvironment(),
     chatIdCache: process.env.CHAT_ID_CACHE === '1' ? new ChatIdCache() : null,
     ...(process.env.HARMONY_COMPACTION_KEY ? { compactor: new Compactor({ key: process.env.HARMONY_COMPACTION_KEY }) } : {}),
+    ...(process.env.SOCKET_LIFETIME_MS ? { socketLifetimeMs: Number(process.env.SOCKET_LIFETIME_MS) } : {}),
   })
   server.listen(port, '127.0.0.1', () => {
     const { port: bound } = server.address()

@@ -1,0 +1,398 @@
+/**
+ * The Responses API's WebSocket mode (issue 21; Open Responses 2026-04-24 "WebSocket mode") through the example
+ * gateway: the official openai client's `ResponsesWS`, and the `ws` package's client for the frames
+ * themselves. The Open Responses compliance suite's WebSocket cases are here (one response; turns in order on
+ * one connection; a store: false continuation; a reconnect that cannot continue and a new chain that can; an
+ * unknown previous response; a failed continuation that forgets the response it named; a new chain from a
+ * compaction), with what a gateway must also survive: bad messages, an engine that fails before or during a
+ * response, a client that leaves mid-response, the connection's lifetime, an oversized message.
+ */
+import type { AddressInfo } from 'node:net'
+
+import test, { type ExecutionContext } from 'ava'
+import { ResponsesSocket, renderResponsesRequest, type SocketTransport } from 'harmony-stream'
+import { type Engine, EngineError, type GenerateRequest } from 'harmony-stream/engines'
+import { ResponsesWS } from 'openai/resources/responses/ws'
+import { WebSocket } from 'ws'
+
+import { failingEngine, recordingEngine, startGateway } from './helpers/gateway.mjs'
+import { harmony } from './helpers/harmony.mjs'
+
+const MODEL = 'gpt-oss'
+const ANSWER = harmony('<|channel|>analysis<|message|>Count.<|end|><|start|>assistant<|channel|>final<|message|>1, 2, 3.<|return|>')
+const CALL = harmony('<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris"}<|call|>')
+const TOOLS = [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } }]
+const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed', 'error'])
+
+type Frame = Record<string, unknown> & { type: string }
+
+/** A raw WebSocket to the gateway's /v1/responses, read a turn at a time (up to and with its terminal frame). */
+async function connect(t: ExecutionContext, port: number) {
+  const socket = new WebSocket(`ws://127.0.0.1:${port}/v1/responses`)
+  t.teardown(() => socket.terminate())
+  const frames: Frame[] = []
+  const waiting: (() => void)[] = []
+  let closed: { code: number } | null = null
+  socket.on('message', (data) => {
+    frames.push(JSON.parse(data.toString()) as Frame)
+    for (const wake of waiting.splice(0)) wake()
+  })
+  socket.on('close', (code) => {
+    closed = { code }
+    for (const wake of waiting.splice(0)) wake()
+  })
+  await new Promise<void>((resolve, reject) => {
+    socket.once('open', () => resolve())
+    socket.once('error', reject)
+  })
+  let read = 0
+  return {
+    socket,
+    send(message: Record<string, unknown>) {
+      socket.send(JSON.stringify(message))
+    },
+    /** The frames of the next turn, its terminal frame last. */
+    async turn(): Promise<Frame[]> {
+      for (;;) {
+        const end = frames.findIndex((frame, i) => i >= read && TERMINAL.has(frame.type))
+        if (end >= 0) {
+          const turn = frames.slice(read, end + 1)
+          read = end + 1
+          return turn
+        }
+        if (closed !== null) throw new Error(`closed (${closed.code}) before a terminal frame`)
+        await new Promise<void>((resolve) => waiting.push(resolve))
+      }
+    },
+    get closed() {
+      return closed
+    },
+    get frames() {
+      return frames
+    },
+  }
+}
+
+/** The last frame's response (a terminal event), or its error. */
+const responseOf = (turn: Frame[]) => turn.at(-1)!.response as Record<string, unknown> & { id: string; status: string }
+const errorOf = (turn: Frame[]) => {
+  const last = turn.at(-1)!
+  return { status: last.status, ...(last.error as Record<string, unknown>) }
+}
+
+/** A well-formed turn: `response.created` first, sequence numbers 0, 1, 2…, one terminal event last, no `[DONE]`. */
+function assertStream(t: ExecutionContext, turn: Frame[], status = 'completed'): void {
+  t.is(turn[0]!.type, 'response.created')
+  t.deepEqual(
+    turn.map((frame) => frame.sequence_number),
+    turn.map((_, i) => i),
+  )
+  t.is(turn.filter((frame) => TERMINAL.has(frame.type)).length, 1)
+  t.is(responseOf(turn).status, status)
+}
+
+test('the openai client’s ResponsesWS: a response streams over the socket, then another on the same connection', async (t) => {
+  const { client } = await startGateway(t, { replay: [ANSWER] })
+  const rws = new ResponsesWS(client)
+  t.teardown(() => rws.close())
+  await new Promise<void>((resolve, reject) => {
+    rws.socket.once('open', () => resolve())
+    rws.socket.once('error', reject)
+  })
+  const events: { type: string; delta?: string; response?: { status: string; output_text?: string } }[] = []
+  const errors: unknown[] = []
+  rws.on('error', (error) => errors.push(error))
+  const done = () =>
+    new Promise<void>((resolve) => {
+      rws.on('response.completed', () => resolve())
+    })
+  rws.on('event', (event) => events.push(event as never))
+  for (const input of ['Count from 1 to 3.', 'Again.']) {
+    const completed = done()
+    rws.send({ type: 'response.create', model: MODEL, store: false, input })
+    await completed
+  }
+  t.deepEqual(errors, [])
+  const texts = events.filter((event) => event.type === 'response.output_text.done')
+  t.is(texts.length, 2)
+  t.is(
+    events
+      .filter((event) => event.type === 'response.output_text.delta')
+      .map((event) => event.delta)
+      .join(''),
+    '1, 2, 3.1, 2, 3.',
+  )
+  t.is(events.filter((event) => event.type === 'response.completed').length, 2)
+})
+
+test('websocket-response and sequential responses: well-formed streams, one at a time, in order', async (t) => {
+  const { port } = await startGateway(t, { replay: [ANSWER] })
+  const ws = await connect(t, port)
+  // Sent at once: the second waits for the first (the specification's one in-flight response per connection).
+  for (const input of ['first', 'second', 'third']) ws.send({ type: 'response.create', model: MODEL, store: false, input })
+  const turns = [await ws.turn(), await ws.turn(), await ws.turn()]
+  for (const turn of turns) assertStream(t, turn)
+  t.is(new Set(turns.map((turn) => responseOf(turn).id)).size, 3)
+  // Each response echoes its own input's turn (the responses are not interleaved).
+  t.true(
+    turns.every((turn) =>
+      turn.every((frame) => frame.response === undefined || (frame.response as { id: string }).id === responseOf(turn).id),
+    ),
+  )
+})
+
+for (const exactContinuations of [false, true]) {
+  test(`websocket-continuation, exactContinuations ${exactContinuations}: a store: false response continues from the connection’s memory`, async (t) => {
+    const { engine, prompts } = recordingEngine([CALL, ANSWER])
+    const { port } = await startGateway(t, { engine, responseStore: null, exactContinuations })
+    const ws = await connect(t, port)
+    ws.send({ type: 'response.create', model: MODEL, store: false, tools: TOOLS, input: 'Weather in Paris?' })
+    const first = responseOf(await ws.turn())
+    t.is(first.status, 'completed')
+    const call = (first.output as { type: string; call_id: string }[]).find((item) => item.type === 'function_call')!
+    const result = { type: 'function_call_output', call_id: call.call_id, output: '{"sky":"clear"}' }
+    ws.send({ type: 'response.create', model: MODEL, store: false, tools: TOOLS, previous_response_id: first.id, input: [result] })
+    const second = await ws.turn()
+    assertStream(t, second)
+    t.is(responseOf(second).previous_response_id, first.id)
+    const whole = renderResponsesRequest({
+      model: MODEL,
+      tools: TOOLS,
+      input: [{ role: 'user', content: 'Weather in Paris?' }, ...(first.output as object[]), result],
+    })
+    // Re-rendered: the whole conversation's prompt; exact: the ids the engine saw and generated, then the result.
+    if (exactContinuations) t.deepEqual(prompts[1]!.slice(0, prompts[0]!.length + CALL.length), [...prompts[0]!, ...CALL])
+    else t.deepEqual(prompts[1], Array.from(whole.tokens))
+  })
+}
+
+test('websocket-reconnect: a store: false response is gone with its connection; a new chain works; a stored one continues anywhere', async (t) => {
+  const { port, client } = await startGateway(t, { replay: [ANSWER] })
+  const one = await connect(t, port)
+  one.send({ type: 'response.create', model: MODEL, store: false, input: 'Remember copper.' })
+  const unstored = responseOf(await one.turn())
+  one.send({ type: 'response.create', model: MODEL, input: 'Remember tin.' })
+  const kept = responseOf(await one.turn())
+  one.socket.close()
+
+  const two = await connect(t, port)
+  two.send({ type: 'response.create', model: MODEL, store: false, previous_response_id: unstored.id, input: 'Go on.' })
+  t.deepEqual(errorOf(await two.turn()), {
+    status: 400,
+    type: 'invalid_request_error',
+    code: 'previous_response_not_found',
+    message: `Previous response with id '${unstored.id}' not found.`,
+    param: 'previous_response_id',
+  })
+  two.send({
+    type: 'response.create',
+    model: MODEL,
+    store: false,
+    input: [{ type: 'message', role: 'user', content: 'reply with exactly: recovered' }],
+  })
+  assertStream(t, await two.turn())
+  // Kept in the store (store defaults to true): continued on another connection, and there over HTTP.
+  two.send({ type: 'response.create', model: MODEL, store: false, previous_response_id: kept.id, input: 'Go on.' })
+  assertStream(t, await two.turn())
+  t.is((await client.responses.retrieve(kept.id)).status, 'completed')
+})
+
+test('websocket-failed-continuation: a continuation that fails forgets the response it named', async (t) => {
+  const { port } = await startGateway(t, { replay: [ANSWER], responseStore: null })
+  const ws = await connect(t, port)
+  ws.send({ type: 'response.create', model: MODEL, store: false, input: 'Remember ember.' })
+  const first = responseOf(await ws.turn())
+  ws.send({
+    type: 'response.create',
+    model: MODEL,
+    store: false,
+    previous_response_id: first.id,
+    input: [{ type: 'function_call_output', call_id: 'call_openresponses_missing', output: 'No matching tool call.' }],
+  })
+  const failed = await ws.turn()
+  t.is(failed.length, 1, 'one error frame, nothing else')
+  // Named where it stands in the continued conversation: the stored input and output (3 items) come first.
+  t.like(errorOf(failed), { status: 400, param: 'input[3].call_id' })
+  ws.send({ type: 'response.create', model: MODEL, store: false, previous_response_id: first.id, input: 'Try again: stale' })
+  t.like(errorOf(await ws.turn()), { status: 400, code: 'previous_response_not_found' })
+})
+
+test('websocket-compact-new-chain: a chain started from a compaction over the socket prompts as the whole conversation', async (t) => {
+  const { engine, prompts } = recordingEngine([ANSWER])
+  const { port, client } = await startGateway(t, { engine })
+  const conversation = [
+    {
+      type: 'message' as const,
+      role: 'user' as const,
+      content: [{ type: 'input_text' as const, text: 'Remember the compaction code word: slate.' }],
+    },
+    {
+      type: 'message' as const,
+      role: 'assistant' as const,
+      content: [{ type: 'output_text' as const, text: 'OK.', annotations: [] }],
+      id: 'msg_1',
+      status: 'completed' as const,
+    },
+    { type: 'message' as const, role: 'user' as const, content: [{ type: 'input_text' as const, text: 'Compress this conversation.' }] },
+  ]
+  const compacted = await client.responses.compact({ model: MODEL, input: conversation })
+  const next = { type: 'message', role: 'user', content: 'Continue from here. Reply with exactly: compacted' }
+  const ws = await connect(t, port)
+  ws.send({ type: 'response.create', model: MODEL, store: false, input: [...compacted.output, next], tools: [] })
+  const turn = await ws.turn()
+  assertStream(t, turn)
+  t.is(responseOf(turn).previous_response_id, null)
+  t.deepEqual(prompts[0], Array.from(renderResponsesRequest({ model: MODEL, input: [...conversation, next] }).tokens))
+})
+
+test('bad messages get one error frame naming the problem, and the connection goes on', async (t) => {
+  const { port } = await startGateway(t, { replay: [ANSWER] })
+  const ws = await connect(t, port)
+  const cases: [string | Record<string, unknown>, Record<string, unknown>][] = [
+    ['{not json', { status: 400, code: 'invalid_json' }],
+    [{ type: 'response.cancel' }, { status: 400, code: 'unknown_event_type', param: 'type' }],
+    [
+      { type: 'response.create', model: MODEL, input: 'x', background: true },
+      { status: 400, param: 'background' },
+    ],
+    [
+      { type: 'response.create', model: MODEL, input: 'x', stream: false },
+      { status: 400, param: 'stream' },
+    ],
+    [
+      { type: 'response.create', model: MODEL, input: 'x', generate: false },
+      { status: 400, param: 'generate' },
+    ],
+    [
+      { type: 'response.create', input: 'x' },
+      { status: 400, param: 'model' },
+    ],
+    [
+      { type: 'response.create', model: MODEL, input: 'x', previous_response_id: 7 },
+      { status: 400, param: 'previous_response_id' },
+    ],
+  ]
+  for (const [message, expected] of cases) {
+    ws.socket.send(typeof message === 'string' ? message : JSON.stringify(message))
+    const turn = await ws.turn()
+    t.is(turn.length, 1)
+    t.like(errorOf(turn), expected)
+  }
+  // What the openai package's types still have, asking for nothing: taken.
+  ws.send({
+    type: 'response.create',
+    model: MODEL,
+    input: 'x',
+    stream: true,
+    stream_options: { include_obfuscation: false },
+    background: false,
+  })
+  assertStream(t, await ws.turn())
+})
+
+test('an engine that fails before its first step: one error frame (502); during the response: response.failed alone', async (t) => {
+  const before: Engine = {
+    name: 'down',
+    // biome-ignore lint/correctness/useYield: it fails before its first step
+    async *generate() {
+      throw new EngineError('engine-connection-error', 'connect ECONNREFUSED', { engine: 'down' })
+    },
+  }
+  for (const [engine, expect] of [
+    [before, 'error'],
+    [failingEngine, 'response.failed'],
+  ] as const) {
+    const { port } = await startGateway(t, { engine, onError: () => {} })
+    const ws = await connect(t, port)
+    ws.send({ type: 'response.create', model: MODEL, input: 'x' })
+    const turn = await ws.turn()
+    t.is(turn.at(-1)!.type, expect)
+    t.is(turn.filter((frame) => frame.type === 'error').length, expect === 'error' ? 1 : 0, 'no error frame beside response.failed')
+    if (expect === 'error') t.like(errorOf(turn), { status: 502, code: 'engine-connection-error' })
+    else t.like(responseOf(turn), { status: 'failed', error: { code: 'engine_error' } })
+    // The connection goes on.
+    ws.send({ type: 'response.create', model: MODEL, input: 'x' })
+    t.true(TERMINAL.has((await ws.turn()).at(-1)!.type))
+  }
+})
+
+test('a client that leaves mid-response aborts the engine request; the lifetime ends a connection with its error', async (t) => {
+  let aborted = false
+  const slow: Engine = {
+    name: 'slow',
+    async *generate(request: GenerateRequest) {
+      request.signal?.addEventListener('abort', () => {
+        aborted = true
+      })
+      for (const id of ANSWER) {
+        if (request.signal?.aborted) return
+        yield { tokens: Uint32Array.of(id) }
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+    },
+  }
+  const { port } = await startGateway(t, { engine: slow, socketLifetimeMs: 400 })
+  const ws = await connect(t, port)
+  ws.send({ type: 'response.create', model: MODEL, input: 'x' })
+  while (ws.frames.length < 3) await new Promise((resolve) => setTimeout(resolve, 10))
+  ws.socket.terminate()
+  for (let i = 0; i < 100 && !aborted; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  t.true(aborted)
+
+  const idle = await connect(t, port)
+  const limit = await idle.turn()
+  t.like(errorOf(limit), { status: 400, code: 'websocket_connection_limit_reached' })
+  for (let i = 0; i < 100 && idle.closed === null; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  t.is(idle.closed?.code, 1000)
+})
+
+test('a message over the body limit closes the connection (1009); other paths are not upgraded', async (t) => {
+  const { port } = await startGateway(t, { replay: [ANSWER], bodyLimit: 1024 })
+  const ws = await connect(t, port)
+  ws.send({ type: 'response.create', model: MODEL, input: 'x'.repeat(2000) })
+  for (let i = 0; i < 100 && ws.closed === null; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  t.is(ws.closed?.code, 1009)
+  const other = new WebSocket(`ws://127.0.0.1:${port}/v1/chat/completions`)
+  const refused = await new Promise<string>((resolve) => {
+    other.once('unexpected-response', (_request, response) => resolve(String(response.statusCode)))
+    other.once('error', (error) => resolve(error.message))
+  })
+  t.is(refused, '404')
+})
+
+test('ResponsesSocket: a client that reads nothing is closed (1008) after the stall timeout, and its turn aborted', async (t) => {
+  const closes: [number, string][] = []
+  const transport: SocketTransport = {
+    // Frames never leave: a client that does not read.
+    send: () => new Promise<void>(() => {}),
+    bufferedAmount: 10,
+    close: (code, reason) => closes.push([code, reason]),
+  }
+  let signal: AbortSignal | null = null
+  const socket = new ResponsesSocket({
+    transport,
+    highWaterMark: 0,
+    stallTimeoutMs: 50,
+    async respond(turn) {
+      signal = turn.signal
+      await turn.emit({ type: 'response.created', sequence_number: 0 })
+      await turn.emit({ type: 'response.in_progress', sequence_number: 1 })
+      return null
+    },
+  })
+  socket.receive(JSON.stringify({ type: 'response.create', model: MODEL, input: 'x' }))
+  for (let i = 0; i < 100 && closes.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  t.deepEqual(closes, [[1008, 'the client does not read']])
+  t.true((signal as AbortSignal | null)?.aborted)
+  t.throws(() => new ResponsesSocket({ transport, respond: async () => null, lifetimeMs: 0 }), { instanceOf: RangeError })
+  t.throws(() => new ResponsesSocket({ transport } as never), { instanceOf: TypeError })
+})
+
+test('the socket of a server closed with it', async (t) => {
+  const { server, port } = await startGateway(t, { replay: [ANSWER] })
+  const ws = await connect(t, port)
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  for (let i = 0; i < 100 && ws.closed === null; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  t.not(ws.closed, null)
+  t.is((server.address() as AddressInfo | null) ?? null, null)
+})
