@@ -19,6 +19,7 @@ import {
   renderChatCompletionRequest,
   renderResponsesRequest,
   SqliteResponseStore,
+  StreamLog,
 } from 'harmony-stream'
 import type { Engine, GenerateRequest } from 'harmony-stream/engines'
 import OpenAI from 'openai'
@@ -185,8 +186,8 @@ async function settled(client: OpenAI, id: string): Promise<{ status: string; ou
   }
 }
 
-/** An engine that sends one id every 10 ms for a long time, and says when it was stopped. */
-function slowEngine(): { engine: Engine; stopped: () => boolean } {
+/** An engine that sends one id every 10 ms (`steps` of them, then `<|return|>`), and says when it was stopped. */
+function slowEngine(steps = 500): { engine: Engine; stopped: () => boolean } {
   let stopped = false
   return {
     stopped: () => stopped,
@@ -197,10 +198,11 @@ function slowEngine(): { engine: Engine; stopped: () => boolean } {
           stopped = true
         })
         yield { tokens: Uint32Array.from(harmony('<|channel|>final<|message|>')) }
-        for (let i = 0; i < 500 && !request.signal?.aborted; i++) {
+        for (let i = 0; i < steps && !request.signal?.aborted; i++) {
           await new Promise((resolve) => setTimeout(resolve, 10))
           yield { tokens: Uint32Array.from(harmony(' more')) }
         }
+        if (!request.signal?.aborted) yield { tokens: Uint32Array.from(harmony('<|return|>')) }
       },
     },
   }
@@ -236,10 +238,74 @@ test('background: cancel stops the engine and keeps the response as cancelled', 
   t.is(((await client.responses.cancel(queued.id)) as unknown as { status: string }).status, 'cancelled')
 })
 
-test('background: refused with stream, without store, and where no response is kept', async (t) => {
+test('background with stream: the events stream; a client that left resumes after the last it read, while the run goes on', async (t) => {
+  const { client } = await startGateway(t, { replay: [ANSWER] })
+  const whole: { sequence_number: number; type: string }[] = []
+  for await (const event of await client.responses.create({ model: 'gpt-oss', input: 'hi', background: true, stream: true }))
+    whole.push(event)
+  t.is(whole.at(-1)!.type, 'response.completed')
+  t.deepEqual(
+    whole.map((event) => event.sequence_number),
+    whole.map((_, i) => i),
+  )
+  const id = (whole[0] as unknown as { response: { id: string } }).response.id
+  t.is((await settled(client, id)).status, 'completed')
+
+  // A slow run: read three events, leave, come back for the rest.
+  const { engine, stopped } = slowEngine(40)
+  const { client: slow } = await startGateway(t, { engine })
+  const first: { sequence_number: number; type: string; delta?: string }[] = []
+  const stream = await slow.responses.create({ model: 'gpt-oss', input: 'hi', background: true, stream: true })
+  for await (const event of stream) {
+    first.push(event)
+    if (first.length === 6) break
+  }
+  t.false(stopped(), 'the run goes on without its client')
+  const slowId = (first[0] as unknown as { response: { id: string } }).response.id
+  const rest: typeof first = []
+  const resumed = await slow.responses.retrieve(slowId, {
+    stream: true,
+    starting_after: first.at(-1)!.sequence_number,
+  })
+  for await (const event of resumed) rest.push(event)
+  t.deepEqual(
+    [...first, ...rest].map((event) => event.sequence_number),
+    [...first, ...rest].map((_, i) => i),
+    'no event lost or repeated',
+  )
+  t.is(rest.at(-1)!.type, 'response.completed')
+  const text = [...first, ...rest]
+    .filter((event) => event.type === 'response.output_text.delta')
+    .map((event) => event.delta)
+    .join('')
+  t.is(text, (await slow.responses.retrieve(slowId)).output_text)
+})
+
+test('resuming a stream: refused for a response that did not stream in the background, and for events no longer kept', async (t) => {
+  const { client, port } = await startGateway(t, { replay: [ANSWER] })
+  const plain = await client.responses.create({ model: 'gpt-oss', input: 'hi' })
+  const get = (path: string) => fetch(`http://127.0.0.1:${port}/v1/responses/${path}`)
+  const refused = await get(`${plain.id}?stream=true`)
+  t.is(refused.status, 400)
+  t.like(((await refused.json()) as { error: object }).error, { param: 'stream', code: 'events-not-kept' })
+  t.is((await get('resp_unknown?stream=true')).status, 404)
+  t.is((await get(`${plain.id}?stream=true&starting_after=x`)).status, 400)
+
+  const log = new StreamLog({ maxBytes: 20 })
+  for (let i = 0; i < 5; i++) log.append(i, `data: ${i}\n\n`.padEnd(10, ' '))
+  log.end()
+  const read = async (after: number) => {
+    let text = ''
+    for await (const frames of log.follow(after)) text += frames
+    return text
+  }
+  t.is((await read(2)).replaceAll(' ', ''), 'data: 3\n\ndata: 4\n\n'.replaceAll(' ', ''))
+  await t.throwsAsync(read(0), { message: /no longer kept/ })
+})
+
+test('background: refused without store, and where no response is kept', async (t) => {
   const { client } = await startGateway(t, { replay: [ANSWER] })
   const param = async (request: Promise<unknown>) => ((await t.throwsAsync(request)) as unknown as { param: string }).param
-  t.is(await param(client.responses.create({ model: 'gpt-oss', input: 'hi', background: true, stream: true })), 'background')
   t.is(await param(client.responses.create({ model: 'gpt-oss', input: 'hi', background: true, store: false })), 'background')
   const { client: stateless } = await startGateway(t, { replay: [ANSWER], responseStore: null })
   t.is(await param(stateless.responses.create({ model: 'gpt-oss', input: 'hi', background: true })), 'background')

@@ -100,6 +100,7 @@ export {
   SSE_HEADERS,
   type SseStep,
 } from './serving/http/sse'
+export { pipeStreamLog, StreamLog, type StreamLogOptions } from './serving/http/stream-log'
 export {
   chatGenerationParameters,
   DEFAULT_MAX_MODEL_LENGTH,

@@ -60,6 +60,7 @@ import {
   inputItemsOf,
   MemoryResponseStore,
   pipeSse,
+  pipeStreamLog,
   previousResponse,
   RedisResponseStore,
   RenderWorkers,
@@ -70,8 +71,10 @@ import {
   renderChatCompletionRequest,
   renderResponsesRequest,
   responseObject,
+  responsesFrames,
   responsesGenerationParameters,
   SqliteResponseStore,
+  StreamLog,
   sendError,
   storedResponse,
   storedResponseRoute,
@@ -124,6 +127,8 @@ export function createGateway({
   const store = ownStore ? new MemoryResponseStore() : responseStore
   /** Background responses running in this process: id → how to stop one, and its end. */
   const running = new Map()
+  /** The frames of background responses that stream, while they run and a minute after (`GET …?stream=true`). */
+  const streams = new Map()
   engine ??= new ReplayEngine({ completions: replay, interval })
   const parameterOptions = { unknownFields }
   const workers = renderWorkers > 0 ? new RenderWorkers({ size: renderWorkers, renderOptions, parameterOptions }) : null
@@ -396,6 +401,8 @@ export function createGateway({
    * `background: true`: kept as `queued` and answered at once; the generation runs detached (the client's
    * connection plays no part in it), kept as `in_progress` when it starts and as it ends, and stopped by
    * `POST /v1/responses/{id}/cancel` (`cancelled`). At most `MAX_BACKGROUND` run at once: more is a 429.
+   * With `stream`, its events are kept in a `StreamLog` and the client follows them; a client that leaves
+   * comes back with `GET /v1/responses/{id}?stream=true&starting_after=N`.
    */
   async function serveBackground(request, response, prepared, options) {
     if (!prepared.storing) throw new HttpError(400, 'background needs a gateway that keeps responses', { param: 'background' })
@@ -407,22 +414,66 @@ export function createGateway({
     await store.put(storedResponse(queued, keptInput(queued, prepared), { prompt: prepared.prompt.tokens, output: [] }))
     const abort = new AbortController()
     const generated = []
+    const log = prepared.parameters.stream ? keepStream(queued.id) : null
+    const logged = (events) => {
+      if (log !== null) for (const event of events) log.append(event.sequence_number, responsesFrames([event]))
+    }
     const run = (async () => {
       await keepResponse(adapter.response('in_progress'), prepared, generated)
       try {
-        for await (const step of generate(request, prepared.prompt, prepared.parameters, abort.signal, generated)) adapter.push(step)
-        adapter.finish()
+        for await (const step of generate(request, prepared.prompt, prepared.parameters, abort.signal, generated))
+          logged(adapter.push(step))
+        logged(adapter.finish())
       } catch (error) {
         if (!abort.signal.aborted) {
           onError(error)
-          adapter.error('the inference engine failed', 'engine_error')
+          logged(adapter.error('the inference engine failed', 'engine_error'))
         }
       }
       adapter.diagnostics.forEach(onDiagnostic)
       await keepResponse(adapter.response(abort.signal.aborted ? 'cancelled' : undefined), prepared, generated)
+      // A cancelled response's stream ends without a terminal event: GET it for its status.
+      if (log !== null) {
+        log.end()
+        setTimeout(() => streams.get(queued.id) === log && streams.delete(queued.id), STREAM_RETAIN_MS).unref()
+      }
     })()
     running.set(queued.id, { abort, done: run.finally(() => running.delete(queued.id)) })
-    sendJson(response, 200, queued)
+    if (log === null) sendJson(response, 200, queued)
+    else await pipeStreamLog(response, log)
+  }
+
+  /** A new StreamLog for a background response (kept until a minute after it ends; beyond MAX_STREAMS the oldest ended go). */
+  function keepStream(id) {
+    const log = new StreamLog()
+    streams.set(id, log)
+    for (const [kept, other] of streams) {
+      if (streams.size <= MAX_STREAMS) break
+      if (other.ended) streams.delete(kept)
+    }
+    return log
+  }
+
+  /** `GET /v1/responses/{id}?stream=true&starting_after=N`: a background response's events after N, then as they come. */
+  async function resume(id, url, response) {
+    const text = url.searchParams.get('starting_after')
+    const after = text === null ? -1 : Number(text)
+    if (!Number.isInteger(after) || after < -1)
+      throw new HttpError(400, 'starting_after must be a sequence number (an integer from 0)', { param: 'starting_after' })
+    const log = streams.get(id)
+    if (log === undefined) {
+      if ((await store.get(id)) === null)
+        throw new HttpError(404, `No response with id '${id.slice(0, 100)}' is stored here`, { code: 'not-found' })
+      throw new HttpError(
+        400,
+        `the events of response ${id.slice(0, 100)} are not kept here (it did not stream in the background in this process, or ended over a minute ago): GET it without stream`,
+        {
+          param: 'stream',
+          code: 'events-not-kept',
+        },
+      )
+    }
+    await pipeStreamLog(response, log, after)
   }
 
   /** `POST /v1/responses/{id}/cancel`: stops a background response running here; answers it as it ended. */
@@ -472,6 +523,12 @@ export function createGateway({
         }
         return sendJson(response, 200, await cancel(decodeURIComponent(cancelled[1])))
       }
+      // GET /v1/responses/{id}?stream=true: a background response's events.
+      const resumed =
+        store !== null && request.method === 'GET' && url.searchParams.get('stream') === 'true'
+          ? /^\/v1\/responses\/([^/]+)$/.exec(path)
+          : null
+      if (resumed !== null) return await resume(decodeURIComponent(resumed[1]), url, response)
       // GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items: the kept responses.
       const stored = store === null || routes[path] !== undefined ? null : await storedResponseRoute(store, request.method, url)
       if (stored !== null) {
@@ -567,6 +624,9 @@ function processStats() {
 
 /** Background responses one gateway process runs at once. */
 const MAX_BACKGROUND = 64
+/** Background streams kept (running, or ended less than STREAM_RETAIN_MS ago) at most, and how long an ended one is kept. */
+const MAX_STREAMS = 2 * MAX_BACKGROUND
+const STREAM_RETAIN_MS = 60_000
 
 /** The steps as they come, each one's ids added to `generated` (what a kept response records). */
 async function* recordIds(steps, generated) {

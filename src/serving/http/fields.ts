@@ -105,7 +105,7 @@ export const RESPONSES_REQUEST_FIELDS = Object.freeze({
   stream_options: accepted('no obfuscation is added', 'object'),
   store: honoured("default true: the response is kept in the gateway's response store (a gateway without one answers with store false)"),
   background: honoured(
-    'true: answered at once as queued, run detached, polled with GET /v1/responses/{id}, cancelled with POST …/cancel; needs store (and a gateway that keeps responses), not with stream',
+    'true: run detached, answered at once as queued (or streamed, with stream: resumed with GET /v1/responses/{id}?stream=true&starting_after=N), polled with GET /v1/responses/{id}, cancelled with POST …/cancel; needs store (and a gateway that keeps responses)',
   ),
   conversation: refused(
     'the Conversations API is not served here: continue with previous_response_id, or send the whole conversation in input',

@@ -104,12 +104,11 @@ function chatLogprobs(body: Record<string, unknown>): number | undefined {
   return top ?? 0
 }
 
-/** Responses `background`: a boolean; with it, `stream` is refused (a background response is polled). */
+/** Responses `background`: a boolean, and only with `store` (a background response is kept to be polled or resumed). */
 function background(body: Record<string, unknown>): boolean {
   const value = body.background
   if (value === undefined || value === null || value === false) return false
   if (value !== true) bad('background', 'must be a boolean')
-  if (body.stream === true) bad('background', 'cannot be combined with stream here: poll GET /v1/responses/{id}')
   if (body.store === false) bad('background', 'needs store: a background response is kept to be polled')
   return true
 }

@@ -1,0 +1,137 @@
+/**
+ * The SSE frames of a background response that streams (`background: true, stream: true`), kept while it runs
+ * so that clients can follow it from any point: the one that created it, and any that comes back with `GET
+ * /v1/responses/{id}?stream=true&starting_after=N` (OpenAI's way to resume a background stream). The run does
+ * not depend on any of them: a client that leaves only stops following.
+ *
+ * Bounded: past `maxBytes` of frames the oldest are dropped, and a client asking to resume from before the
+ * oldest kept frame is refused (a 400), never given a stream with a hole in it.
+ */
+import type { ServerResponse } from 'node:http'
+import { HarmonyStateError } from '../../base/errors'
+import { checkOptions, is, type OptionSpec } from '../../base/options'
+import { HttpError } from './errors'
+import { SSE_HEADERS } from './sse'
+
+export interface StreamLogOptions {
+  /** Frames kept at most, in UTF-16 code units of their text. Default 4 MiB. */
+  maxBytes?: number
+}
+
+const OPTIONS: OptionSpec = { maxBytes: is.integer(1) }
+
+export class StreamLog {
+  private readonly maxBytes: number
+  private readonly frames: { sequence: number; frame: string }[] = []
+  private bytes = 0
+  /** The sequence number of the last frame dropped to stay within the bound (-1: none dropped). */
+  private dropped = -1
+  private done = false
+  private readonly waiting = new Set<() => void>()
+
+  constructor(options: StreamLogOptions = {}) {
+    checkOptions(options, OPTIONS, 'StreamLog')
+    this.maxBytes = options.maxBytes ?? 4 * 1024 * 1024
+  }
+
+  /** A frame of the event with this `sequence_number` (in increasing order). */
+  append(sequence: number, frame: string): void {
+    if (this.done) throw new HarmonyStateError('stream-log-ended', 'StreamLog.append() after end()')
+    this.frames.push({ sequence, frame })
+    this.bytes += frame.length
+    while (this.bytes > this.maxBytes && this.frames.length > 1) {
+      const oldest = this.frames.shift()!
+      this.bytes -= oldest.frame.length
+      this.dropped = oldest.sequence
+    }
+    this.wake()
+  }
+
+  /** The response ended: its last frame is in. */
+  end(): void {
+    this.done = true
+    this.wake()
+  }
+
+  get ended(): boolean {
+    return this.done
+  }
+
+  /**
+   * The frames after sequence number `after` (-1: from the first), then each new one as it comes, until the
+   * end. A 400 (`param: 'starting_after'`) when frames after `after` were dropped.
+   */
+  async *follow(after: number, signal?: AbortSignal): AsyncGenerator<string> {
+    if (after < this.dropped)
+      throw new HttpError(
+        400,
+        `the events up to sequence number ${this.dropped} of this response are no longer kept; resume from a later one`,
+        {
+          param: 'starting_after',
+          code: 'events-not-kept',
+        },
+      )
+    let next = after
+    for (;;) {
+      if (signal?.aborted) return
+      const start = this.frames.findIndex((entry) => entry.sequence > next)
+      if (start >= 0) {
+        const batch = this.frames.slice(start)
+        next = batch[batch.length - 1]!.sequence
+        yield batch.map((entry) => entry.frame).join('')
+        continue
+      }
+      if (this.done) return
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          this.waiting.delete(wake)
+          signal?.removeEventListener('abort', wake)
+          resolve()
+        }
+        this.waiting.add(wake)
+        signal?.addEventListener('abort', wake, { once: true })
+      })
+    }
+  }
+
+  private wake(): void {
+    for (const wake of [...this.waiting]) wake()
+  }
+}
+
+/**
+ * Streams `log` from after `after` to `response` as SSE (status 200 and the SSE headers first), waiting for
+ * `drain` when the socket is full, until the log ends or the client leaves. A resume point no longer kept is
+ * answered with its 400 before the status line.
+ */
+export async function pipeStreamLog(response: ServerResponse, log: StreamLog, after = -1): Promise<'completed' | 'client-closed'> {
+  const left = new AbortController()
+  const onClose = () => {
+    if (!response.writableFinished) left.abort()
+  }
+  response.once('close', onClose)
+  try {
+    const frames = log.follow(after, left.signal)
+    // The first batch before the status line: a refused resume point is still a 400.
+    let first = await frames.next()
+    response.writeHead(200, SSE_HEADERS)
+    for (; !first.done && !left.signal.aborted; first = await frames.next()) {
+      if (!response.write(first.value)) {
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            response.off('drain', done)
+            left.signal.removeEventListener('abort', done)
+            resolve()
+          }
+          response.once('drain', done)
+          left.signal.addEventListener('abort', done, { once: true })
+        })
+      }
+    }
+    if (left.signal.aborted) return 'client-closed'
+    response.end()
+    return 'completed'
+  } finally {
+    response.off('close', onClose)
+  }
+}
