@@ -311,6 +311,42 @@ test('background: refused without store, and where no response is kept', async (
   t.is(await param(stateless.responses.create({ model: 'gpt-oss', input: 'hi', background: true })), 'background')
 })
 
+for (const shared of ['memory', 'redis'] as const) {
+  ;(shared === 'memory' || redisHere ? test : test.skip)(
+    `background: a cancel that reaches another gateway sharing the store (${shared}) stops the run`,
+    async (t) => {
+      // One store object for both (as processes sharing a store see it), or two clients of one Redis.
+      const prefix = `shared-cancel:${Math.random()}:`
+      const stores: ResponseStore[] =
+        shared === 'memory'
+          ? [new MemoryResponseStore()]
+          : [0, 1].map(() => new RedisResponseStore({ url: redis.url(), keyPrefix: prefix }))
+      t.teardown(() => Promise.all(stores.map((store) => store.close())))
+      const { engine, stopped } = slowEngine()
+      const runner = await startGateway(t, { engine, responseStore: stores[0] })
+      const other = await startGateway(t, { replay: [ANSWER], responseStore: stores.at(-1) })
+      const queued = await runner.client.responses.create({ model: 'gpt-oss', input: 'hi', background: true })
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      const cancelled = (await other.client.responses.cancel(queued.id)) as unknown as { status: string }
+      t.is(cancelled.status, 'cancelled')
+      t.true(stopped(), 'the engine request in the other gateway was aborted')
+      t.is(((await runner.client.responses.retrieve(queued.id)) as unknown as { status: string }).status, 'cancelled')
+      // A cancel request is no response.
+      await t.throwsAsync(other.client.responses.retrieve(`cancel-request:${queued.id}`), { instanceOf: OpenAI.NotFoundError })
+    },
+  )
+}
+
+test('background: a response no process runs any more (its process is gone) is kept as cancelled by a cancel', async (t) => {
+  const store = new MemoryResponseStore()
+  const { client } = await startGateway(t, { replay: [ANSWER], responseStore: store })
+  const orphan = { id: 'resp_orphan', object: 'response', created_at: 1, status: 'in_progress', background: true, output: [] }
+  await store.put({ id: orphan.id, createdAt: 1, response: orphan, input: [] })
+  const cancelled = (await client.responses.cancel(orphan.id)) as unknown as { status: string }
+  t.is(cancelled.status, 'cancelled')
+  t.is((await store.get(orphan.id))?.response.status, 'cancelled')
+})
+
 test('background: an engine that fails leaves the response failed, with its error', async (t) => {
   const { client } = await startGateway(t, { engine: failingEngine, onError: () => {} })
   const queued = await client.responses.create({ model: 'gpt-oss', input: 'hi', background: true })

@@ -110,6 +110,7 @@ export {
 } from './serving/http/validate'
 export { type ContinuationRequest, type PreparedRequest, RenderWorkers, type RenderWorkersOptions } from './serving/render-workers'
 export { SseFrames, SsePool, type SsePoolOptions, type SseStreamError } from './serving/sse-pool'
+export { isCancelRequestId, requestCancel, watchCancelRequest } from './serving/store/cancel-requests'
 export { ChatIdCache } from './serving/store/chat-ids'
 export {
   type CompactionResource,

@@ -70,6 +70,7 @@ import {
   readJsonBytes,
   renderChatCompletionRequest,
   renderResponsesRequest,
+  requestCancel,
   responseObject,
   responsesFrames,
   responsesGenerationParameters,
@@ -78,6 +79,7 @@ import {
   sendError,
   storedResponse,
   storedResponseRoute,
+  watchCancelRequest,
 } from 'harmony-stream'
 import { collectSteps, createEngine, ReplayEngine } from 'harmony-stream/engines'
 import { WebSocketServer } from 'ws'
@@ -420,6 +422,8 @@ export function createGateway({
     }
     const run = (async () => {
       await keepResponse(adapter.response('in_progress'), prepared, generated)
+      // A cancel that reached another process sharing the store.
+      const unwatch = watchCancelRequest(store, queued.id, () => abort.abort())
       try {
         for await (const step of generate(request, prepared.prompt, prepared.parameters, abort.signal, generated))
           logged(adapter.push(step))
@@ -430,6 +434,7 @@ export function createGateway({
           logged(adapter.error('the inference engine failed', 'engine_error'))
         }
       }
+      unwatch()
       adapter.diagnostics.forEach(onDiagnostic)
       await keepResponse(adapter.response(abort.signal.aborted ? 'cancelled' : undefined), prepared, generated)
       // A cancelled response's stream ends without a terminal event: GET it for its status.
@@ -476,17 +481,35 @@ export function createGateway({
     await pipeStreamLog(response, log, after)
   }
 
-  /** `POST /v1/responses/{id}/cancel`: stops a background response running here; answers it as it ended. */
+  /**
+   * `POST /v1/responses/{id}/cancel`: stops a background response; answers it as it ended. One running in
+   * another process sharing the store is asked to stop through the store (`requestCancel`), and waited for; one
+   * that no process stops within CANCEL_WAIT_MS (its process is gone: a restart) is kept as cancelled here.
+   */
   async function cancel(id) {
     const run = running.get(id)
     if (run !== undefined) {
       run.abort.abort()
       await run.done
     }
-    const record = await store.get(id)
+    let record = await store.get(id)
     if (record === null) throw new HttpError(404, `No response with id '${id.slice(0, 100)}' is stored here`, { code: 'not-found' })
+    if (run === undefined && unfinished(record)) {
+      await requestCancel(store, id)
+      const deadline = Date.now() + CANCEL_WAIT_MS
+      while (record !== null && unfinished(record) && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 50))
+        record = await store.get(id)
+      }
+      if (record === null) throw new HttpError(404, `No response with id '${id.slice(0, 100)}' is stored here`, { code: 'not-found' })
+      if (unfinished(record)) {
+        record = { ...record, response: { ...record.response, status: 'cancelled' } }
+        await store.put(record)
+      }
+      if (record.response.status === 'cancelled') return record.response
+    }
     if (run === undefined && record.response.status !== 'cancelled')
-      throw new HttpError(400, `response ${id.slice(0, 100)} is not a background response running here (it is ${record.response.status})`, {
+      throw new HttpError(400, `response ${id.slice(0, 100)} cannot be cancelled: it is ${record.response.status}`, {
         code: 'not-cancellable',
       })
     return record.response
@@ -621,6 +644,14 @@ function processStats() {
     }
   }
 }
+
+/** A background response not ended yet. */
+function unfinished(record) {
+  return record.response.status === 'queued' || record.response.status === 'in_progress'
+}
+
+/** How long a cancel waits for another process to stop the response it runs. */
+const CANCEL_WAIT_MS = 5_000
 
 /** Background responses one gateway process runs at once. */
 const MAX_BACKGROUND = 64

@@ -8,6 +8,7 @@
 import { CALL, START } from '../../backend/tokens'
 import type { RenderedPrompt } from '../../render/index'
 import { HttpError } from '../http/errors'
+import { isCancelRequestId } from './cancel-requests'
 import type { ResponseStore, StoredResponse } from './store'
 
 type Item = Record<string, unknown>
@@ -47,7 +48,7 @@ export function continuationItems(record: StoredResponse): Item[] {
 
 /** The response a request continues (`previous_response_id`); a 404 naming the field when it is not stored. */
 export async function previousResponse(store: ResponseStore, previousResponseId: string): Promise<StoredResponse> {
-  const record = await store.get(previousResponseId)
+  const record = await responseRecord(store, previousResponseId)
   if (record === null) throw notFound(previousResponseId, 'previous_response_id')
   return record
 }
@@ -148,6 +149,11 @@ export function storedResponse(
   return record
 }
 
+/** The record of response `id` (null for a cancel request's id: it is no response). */
+function responseRecord(store: ResponseStore, id: string): Promise<StoredResponse | null> {
+  return isCancelRequestId(id) ? Promise.resolve(null) : store.get(id)
+}
+
 /** `GET /v1/responses/{id}/input_items` query: `after` (an item id), `limit` (1 to 100, default 20), `order`. */
 function pageOf(query: URLSearchParams): { after: string | null; limit: number; order: 'asc' | 'desc' } {
   const limitText = query.get('limit')
@@ -176,7 +182,7 @@ export async function storedResponseRoute(
   if (match[2] !== undefined) {
     if (method !== 'GET') return { status: 405, body: null, allow: 'GET' }
     const page = pageOf(url.searchParams)
-    const record = await store.get(id)
+    const record = await responseRecord(store, id)
     if (record === null) throw notFound(id, null)
     const ordered = page.order === 'asc' ? record.input : [...record.input].reverse()
     const start = page.after === null ? 0 : ordered.findIndex((item) => item.id === page.after) + 1
@@ -198,12 +204,12 @@ export async function storedResponseRoute(
     }
   }
   if (method === 'GET') {
-    const record = await store.get(id)
+    const record = await responseRecord(store, id)
     if (record === null) throw notFound(id, null)
     return { status: 200, body: record.response }
   }
   if (method === 'DELETE') {
-    if (!(await store.delete(id))) throw notFound(id, null)
+    if (isCancelRequestId(id) || !(await store.delete(id))) throw notFound(id, null)
     return { status: 200, body: { id, object: 'response', deleted: true } }
   }
   return { status: 405, body: null, allow: 'GET, DELETE' }

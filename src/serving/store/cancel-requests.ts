@@ -1,0 +1,49 @@
+/**
+ * Cancelling a background response that another gateway process runs (processes sharing one store: Redis, or
+ * `GATEWAY_WORKERS` workers whose `POST /v1/responses/{id}/cancel` lands on any of them). The process that gets
+ * the cancel leaves a cancel request in the store, as a record of its own beside the response's (so neither
+ * process ever overwrites the other's record: the store has no compare-and-set), and the process that runs the
+ * response looks for it while it runs (`watchCancelRequest`) and stops there. A cancel request is no response:
+ * the stored-response routes answer its id with a 404.
+ */
+import type { ResponseStore } from './store'
+
+const PREFIX = 'cancel-request:'
+
+/** Whether `id` names a cancel request, not a response. */
+export function isCancelRequestId(id: string): boolean {
+  return id.startsWith(PREFIX)
+}
+
+/** Leaves a cancel request for response `id` in `store` (for the process that runs it). */
+export async function requestCancel(store: ResponseStore, id: string): Promise<void> {
+  await store.put({ id: PREFIX + id, createdAt: Math.floor(Date.now() / 1000), response: { cancel: id }, input: [] })
+}
+
+/**
+ * Looks for a cancel request of response `id` every `intervalMs` until one is found (then calls `onCancel`
+ * once, and removes the request) or the returned function is called. A store that fails to answer is asked
+ * again at the next interval (the run's own writes report the store's failures).
+ */
+export function watchCancelRequest(store: ResponseStore, id: string, onCancel: () => void, intervalMs = 500): () => void {
+  let stopped = false
+  let timer: NodeJS.Timeout | undefined
+  const look = async () => {
+    try {
+      if ((await store.get(PREFIX + id)) !== null && !stopped) {
+        stopped = true
+        onCancel()
+        await store.delete(PREFIX + id)
+        return
+      }
+    } catch {
+      // Asked again below.
+    }
+    if (!stopped) timer = setTimeout(look, intervalMs).unref()
+  }
+  timer = setTimeout(look, intervalMs).unref()
+  return () => {
+    stopped = true
+    clearTimeout(timer)
+  }
+}
