@@ -1,5 +1,6 @@
 // The layers of src/ (lowest first; imports point down only):
-//   base/ -> backend/ -> api/ -> render/ | wire/ (siblings) -> serving/ -> cli.ts and the entries index.ts, engines.ts
+//   base/ -> backend/ -> api/ -> render/ | wire/ (siblings) -> serving/ -> ai-sdk/ -> cli.ts and the entries index.ts,
+//   engines.ts, ai-sdk.ts
 // base/ is the package's shared vocabulary (public types, the error hierarchy, the option kit) that every layer uses.
 // `npm run lint` runs `depcruise src`; each rule's comment is what a violation prints, so it names the rule it enforces.
 /** @type {import('dependency-cruiser').IConfiguration} */
@@ -57,9 +58,16 @@ module.exports = {
     {
       name: 'entries-are-the-top',
       severity: 'error',
-      comment: 'Layer rule: nothing inside src/ imports the entries index.ts, engines.ts or cli.ts; they only list and use the layers below.',
+      comment: 'Layer rule: nothing inside src/ imports the entries index.ts, engines.ts, ai-sdk.ts or cli.ts; they only list and use the layers below.',
       from: { path: '^src/' },
-      to: { path: '^src/(index|engines|cli)\\.ts$' },
+      to: { path: '^src/(index|engines|ai-sdk|cli)\\.ts$' },
+    },
+    {
+      name: 'ai-sdk-is-the-top-layer',
+      severity: 'error',
+      comment: 'Layer rule: ai-sdk/ (the Vercel AI SDK provider) sits on all the others; nothing below it imports it, and only it imports @ai-sdk/provider.',
+      from: { path: '^src/(base|backend|api|render|wire|serving)/' },
+      to: { path: ['^src/ai-sdk/', '@ai-sdk/'] },
     },
     {
       name: 'js-backend-does-not-import-native',

@@ -1,5 +1,5 @@
 /**
- * The export lists of docs/API.md ("Exports of harmony-stream", "Exports of harmony-stream/engines") name
+ * The export lists of docs/API.md ("Exports of harmony-stream", "Exports of harmony-stream/engines", "Exports of harmony-stream/ai-sdk") name
  * exactly what the built package exports, runtime values and types alike, read from the shipped typings with
  * the TypeScript compiler: an export nobody documented fails, and so does a documented name that is gone.
  */
@@ -38,6 +38,7 @@ const difference = (a: string[], b: string[]) => a.filter((name) => !b.includes(
 for (const [entry, typings] of [
   ['harmony-stream', 'dist/index.d.ts'],
   ['harmony-stream/engines', 'dist/engines.d.ts'],
+  ['harmony-stream/ai-sdk', 'dist/ai-sdk.d.ts'],
 ] as const) {
   test(`docs/API.md lists every export of ${entry}, and nothing else`, (t) => {
     const names = documented(`Exports of ${entry}`)
@@ -55,7 +56,7 @@ for (const [entry, typings] of [
 }
 
 test('the export lists hold only bullets of the documented form', (t) => {
-  for (const entry of ['harmony-stream', 'harmony-stream/engines']) {
+  for (const entry of ['harmony-stream', 'harmony-stream/engines', 'harmony-stream/ai-sdk']) {
     const start = api.indexOf(`\n## Exports of ${entry}\n`)
     const end = api.indexOf('\n## ', start + 1)
     const stray = api

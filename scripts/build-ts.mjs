@@ -1,5 +1,5 @@
 // Compiles src/ to CommonJS in dist/, then writes an ES module face for each public entry (dist/index.mjs,
-// dist/engines.mjs) as a re-export of the CommonJS one, so `import` and `require` share one instance
+// dist/engines.mjs, dist/ai-sdk.mjs) as a re-export of the CommonJS one, so `import` and `require` share one instance
 // (one class identity for instanceof).
 import { execFileSync } from 'node:child_process'
 import { rmSync, writeFileSync } from 'node:fs'
@@ -15,7 +15,7 @@ execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'ts
 
 // List the runtime exports without loading the native addon (it may not be built yet).
 process.env.HARMONY_STREAM_IMPL = 'js'
-for (const entry of ['index', 'engines']) {
+for (const entry of ['index', 'engines', 'ai-sdk']) {
   const names = Object.keys(require(`../dist/${entry}.js`)).filter((n) => n !== '__esModule')
   writeFileSync(
     new URL(`dist/${entry}.mjs`, root),

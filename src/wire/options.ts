@@ -53,7 +53,7 @@ const argumentSchemas: Rule = {
 }
 
 /** The options of every wire format (routing, parser, input, identity, stop strings, structured output). */
-const COMMON: OptionSpec = {
+export const ADAPTER_OPTIONS: OptionSpec = {
   model: is.nonEmptyString,
   id: is.nonEmptyString,
   parser: is.object,
@@ -69,7 +69,7 @@ const COMMON: OptionSpec = {
 }
 
 export const CHAT_OPTIONS: OptionSpec = {
-  ...COMMON,
+  ...ADAPTER_OPTIONS,
   created: count,
   reasoningField: is.oneOf('reasoning_content', 'reasoning', 'both'),
   promptTokens: count,
@@ -77,7 +77,7 @@ export const CHAT_OPTIONS: OptionSpec = {
 }
 
 export const RESPONSES_OPTIONS: OptionSpec = {
-  ...COMMON,
+  ...ADAPTER_OPTIONS,
   createdAt: count,
   inputTokens: count,
   request: is.object,
