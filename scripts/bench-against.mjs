@@ -47,6 +47,8 @@ if (!existsSync(base)) {
   else execFileSync('npm', ['run', 'build:native'], { cwd: base, stdio: 'inherit' })
   execFileSync('npm', ['run', 'build:ts'], { cwd: base, stdio: 'inherit' })
 }
+// The benchmarks write their inputs under target/ (ignored by git, so a new worktree has none).
+mkdirSync(join(base, 'target'), { recursive: true })
 
 /** The markdown rows of one run: key → numbers of the value columns. */
 function runOnce(cwd) {

@@ -79,6 +79,7 @@ export {
   type TextMessage,
   type TrainingRender,
 } from './render'
+export { BackgroundResponses, type BackgroundResponsesOptions, type BackgroundRun } from './serving/background'
 export { DEFAULT_BODY_LIMIT, type ReadJsonOptions, readJsonBody, readJsonBytes } from './serving/http/body'
 export { errorResponse, HttpError, type OpenAIErrorBody, sendError } from './serving/http/errors'
 export { CHAT_REQUEST_FIELDS, type FieldHandling, RESPONSES_REQUEST_FIELDS, type RequestField } from './serving/http/fields'
@@ -110,7 +111,6 @@ export {
 } from './serving/http/validate'
 export { type ContinuationRequest, type PreparedRequest, RenderWorkers, type RenderWorkersOptions } from './serving/render-workers'
 export { SseFrames, SsePool, type SsePoolOptions, type SseStreamError } from './serving/sse-pool'
-export { isCancelRequestId, requestCancel, watchCancelRequest } from './serving/store/cancel-requests'
 export { ChatIdCache } from './serving/store/chat-ids'
 export {
   type CompactionResource,

@@ -43,6 +43,7 @@ import { PerformanceObserver } from 'node:perf_hooks'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
 import {
+  BackgroundResponses,
   ChatCompletionsStream,
   ChatIdCache,
   Compactor,
@@ -70,16 +71,12 @@ import {
   readJsonBytes,
   renderChatCompletionRequest,
   renderResponsesRequest,
-  requestCancel,
   responseObject,
-  responsesFrames,
   responsesGenerationParameters,
   SqliteResponseStore,
-  StreamLog,
   sendError,
   storedResponse,
   storedResponseRoute,
-  watchCancelRequest,
 } from 'harmony-stream'
 import { collectSteps, createEngine, ReplayEngine } from 'harmony-stream/engines'
 import { WebSocketServer } from 'ws'
@@ -127,10 +124,8 @@ export function createGateway({
   // The library's default: responses kept in this process (bounded); null keeps none.
   const ownStore = responseStore === undefined
   const store = ownStore ? new MemoryResponseStore() : responseStore
-  /** Background responses running in this process: id → how to stop one, and its end. */
-  const running = new Map()
-  /** The frames of background responses that stream, while they run and a minute after (`GET …?stream=true`). */
-  const streams = new Map()
+  /** Background responses this process runs (and cancels, and streams to who resumes them). */
+  const background = store === null ? null : new BackgroundResponses({ store, onError, onDiagnostic })
   engine ??= new ReplayEngine({ completions: replay, interval })
   const parameterOptions = { unknownFields }
   const workers = renderWorkers > 0 ? new RenderWorkers({ size: renderWorkers, renderOptions, parameterOptions }) : null
@@ -374,8 +369,8 @@ export function createGateway({
    * response the connection found for `previous_response_id`), its events emitted one by one; kept when
    * `store` says so. Returns the record a continuation on the connection starts from (also when not stored).
    */
-  async function socketTurn(request, { body, previous, emit, signal }) {
-    const prepared = await prepareBody(apis.responses, body, previous ?? undefined, JSON.stringify(body).length > renderInlineBytes)
+  async function socketTurn(request, { body, previous, emit, signal, size }) {
+    const prepared = await prepareBody(apis.responses, body, previous ?? undefined, size > renderInlineBytes)
     const adapter = new ResponsesStream(adapterOptions(apis.responses, prepared))
     const generated = []
     let started = false
@@ -400,119 +395,26 @@ export function createGateway({
   }
 
   /**
-   * `background: true`: kept as `queued` and answered at once; the generation runs detached (the client's
-   * connection plays no part in it), kept as `in_progress` when it starts and as it ends, and stopped by
-   * `POST /v1/responses/{id}/cancel` (`cancelled`). At most `MAX_BACKGROUND` run at once: more is a 429.
-   * With `stream`, its events are kept in a `StreamLog` and the client follows them; a client that leaves
-   * comes back with `GET /v1/responses/{id}?stream=true&starting_after=N`.
+   * `background: true` (`BackgroundResponses`): kept as `queued`, then answered at once, or streamed with
+   * `stream` (a client that leaves comes back with `GET /v1/responses/{id}?stream=true&starting_after=N`); the
+   * generation runs detached from the client's connection.
    */
   async function serveBackground(request, response, prepared, options) {
     if (!prepared.storing) throw new HttpError(400, 'background needs a gateway that keeps responses', { param: 'background' })
-    if (running.size >= MAX_BACKGROUND)
-      throw new HttpError(429, `${MAX_BACKGROUND} background responses are running; retry later`, { code: 'background-limit' })
+    background.checkRoom()
     const adapter = new ResponsesStream({ ...options, background: true })
     const queued = adapter.response('queued')
     // Kept before it is answered: a store that cannot keep it fails the request (a 503 for a StoreError).
     await store.put(storedResponse(queued, keptInput(queued, prepared), { prompt: prepared.prompt.tokens, output: [] }))
-    const abort = new AbortController()
     const generated = []
-    const log = prepared.parameters.stream ? keepStream(queued.id) : null
-    const logged = (events) => {
-      if (log !== null) for (const event of events) log.append(event.sequence_number, responsesFrames([event]))
-    }
-    const run = (async () => {
-      await keepResponse(adapter.response('in_progress'), prepared, generated)
-      // A cancel that reached another process sharing the store.
-      const unwatch = watchCancelRequest(store, queued.id, () => abort.abort())
-      try {
-        for await (const step of generate(request, prepared.prompt, prepared.parameters, abort.signal, generated))
-          logged(adapter.push(step))
-        logged(adapter.finish())
-      } catch (error) {
-        if (!abort.signal.aborted) {
-          onError(error)
-          logged(adapter.error('the inference engine failed', 'engine_error'))
-        }
-      }
-      unwatch()
-      adapter.diagnostics.forEach(onDiagnostic)
-      await keepResponse(adapter.response(abort.signal.aborted ? 'cancelled' : undefined), prepared, generated)
-      // A cancelled response's stream ends without a terminal event: GET it for its status.
-      if (log !== null) {
-        log.end()
-        setTimeout(() => streams.get(queued.id) === log && streams.delete(queued.id), STREAM_RETAIN_MS).unref()
-      }
-    })()
-    running.set(queued.id, { abort, done: run.finally(() => running.delete(queued.id)) })
+    const log = background.start({
+      adapter,
+      stream: prepared.parameters.stream,
+      steps: (signal) => generate(request, prepared.prompt, prepared.parameters, signal, generated),
+      keep: (object) => keepResponse(object, prepared, generated),
+    })
     if (log === null) sendJson(response, 200, queued)
     else await pipeStreamLog(response, log)
-  }
-
-  /** A new StreamLog for a background response (kept until a minute after it ends; beyond MAX_STREAMS the oldest ended go). */
-  function keepStream(id) {
-    const log = new StreamLog()
-    streams.set(id, log)
-    for (const [kept, other] of streams) {
-      if (streams.size <= MAX_STREAMS) break
-      if (other.ended) streams.delete(kept)
-    }
-    return log
-  }
-
-  /** `GET /v1/responses/{id}?stream=true&starting_after=N`: a background response's events after N, then as they come. */
-  async function resume(id, url, response) {
-    const text = url.searchParams.get('starting_after')
-    const after = text === null ? -1 : Number(text)
-    if (!Number.isInteger(after) || after < -1)
-      throw new HttpError(400, 'starting_after must be a sequence number (an integer from 0)', { param: 'starting_after' })
-    const log = streams.get(id)
-    if (log === undefined) {
-      if ((await store.get(id)) === null)
-        throw new HttpError(404, `No response with id '${id.slice(0, 100)}' is stored here`, { code: 'not-found' })
-      throw new HttpError(
-        400,
-        `the events of response ${id.slice(0, 100)} are not kept here (it did not stream in the background in this process, or ended over a minute ago): GET it without stream`,
-        {
-          param: 'stream',
-          code: 'events-not-kept',
-        },
-      )
-    }
-    await pipeStreamLog(response, log, after)
-  }
-
-  /**
-   * `POST /v1/responses/{id}/cancel`: stops a background response; answers it as it ended. One running in
-   * another process sharing the store is asked to stop through the store (`requestCancel`), and waited for; one
-   * that no process stops within CANCEL_WAIT_MS (its process is gone: a restart) is kept as cancelled here.
-   */
-  async function cancel(id) {
-    const run = running.get(id)
-    if (run !== undefined) {
-      run.abort.abort()
-      await run.done
-    }
-    let record = await store.get(id)
-    if (record === null) throw new HttpError(404, `No response with id '${id.slice(0, 100)}' is stored here`, { code: 'not-found' })
-    if (run === undefined && unfinished(record)) {
-      await requestCancel(store, id)
-      const deadline = Date.now() + CANCEL_WAIT_MS
-      while (record !== null && unfinished(record) && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 50))
-        record = await store.get(id)
-      }
-      if (record === null) throw new HttpError(404, `No response with id '${id.slice(0, 100)}' is stored here`, { code: 'not-found' })
-      if (unfinished(record)) {
-        record = { ...record, response: { ...record.response, status: 'cancelled' } }
-        await store.put(record)
-      }
-      if (record.response.status === 'cancelled') return record.response
-    }
-    if (run === undefined && record.response.status !== 'cancelled')
-      throw new HttpError(400, `response ${id.slice(0, 100)} cannot be cancelled: it is ${record.response.status}`, {
-        code: 'not-cancellable',
-      })
-    return record.response
   }
 
   function report(result, adapter) {
@@ -537,21 +439,24 @@ export function createGateway({
     try {
       const url = new URL(request.url ?? '/', 'http://localhost')
       const path = url.pathname
-      // POST /v1/responses/{id}/cancel: a background response running here.
-      const cancelled = store === null ? null : /^\/v1\/responses\/([^/]+)\/cancel$/.exec(path)
+      // POST /v1/responses/{id}/cancel: a background response.
+      const cancelled = background === null ? null : /^\/v1\/responses\/([^/]+)\/cancel$/.exec(path)
       if (cancelled !== null) {
         if (request.method !== 'POST') {
           response.setHeader('allow', 'POST')
           throw new HttpError(405, `${path} accepts POST, not ${request.method}`, { code: 'method-not-allowed' })
         }
-        return sendJson(response, 200, await cancel(decodeURIComponent(cancelled[1])))
+        return sendJson(response, 200, await background.cancel(decodeURIComponent(cancelled[1])))
       }
       // GET /v1/responses/{id}?stream=true: a background response's events.
       const resumed =
-        store !== null && request.method === 'GET' && url.searchParams.get('stream') === 'true'
+        background !== null && request.method === 'GET' && url.searchParams.get('stream') === 'true'
           ? /^\/v1\/responses\/([^/]+)$/.exec(path)
           : null
-      if (resumed !== null) return await resume(decodeURIComponent(resumed[1]), url, response)
+      if (resumed !== null) {
+        const { log, after } = await background.stream(decodeURIComponent(resumed[1]), url.searchParams.get('starting_after'))
+        return await pipeStreamLog(response, log, after)
+      }
       // GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items: the kept responses.
       const stored = store === null || routes[path] !== undefined ? null : await storedResponseRoute(store, request.method, url)
       if (stored !== null) {
@@ -618,11 +523,8 @@ export function createGateway({
   if (workers !== null) server.on('close', () => workers.close())
   // Background responses end with the server (cancelled), then an own store closes.
   server.on('close', () => {
-    const ends = [...running.values()].map((run) => {
-      run.abort.abort()
-      return run.done
-    })
-    if (ownStore) Promise.all(ends).then(() => store.close())
+    const ended = background?.close() ?? Promise.resolve()
+    if (ownStore) ended.then(() => store.close())
   })
   return server
 }
@@ -644,20 +546,6 @@ function processStats() {
     }
   }
 }
-
-/** A background response not ended yet. */
-function unfinished(record) {
-  return record.response.status === 'queued' || record.response.status === 'in_progress'
-}
-
-/** How long a cancel waits for another process to stop the response it runs. */
-const CANCEL_WAIT_MS = 5_000
-
-/** Background responses one gateway process runs at once. */
-const MAX_BACKGROUND = 64
-/** Background streams kept (running, or ended less than STREAM_RETAIN_MS ago) at most, and how long an ended one is kept. */
-const MAX_STREAMS = 2 * MAX_BACKGROUND
-const STREAM_RETAIN_MS = 60_000
 
 /** The steps as they come, each one's ids added to `generated` (what a kept response records). */
 async function* recordIds(steps, generated) {

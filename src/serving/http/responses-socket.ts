@@ -37,6 +37,8 @@ export interface SocketTurn {
   emit(event: object): Promise<void>
   /** Aborted when the connection closes. */
   signal: AbortSignal
+  /** The message's length in characters (a gateway may render a large one off the event loop). */
+  size: number
 }
 
 export interface ResponsesSocketOptions {
@@ -179,7 +181,8 @@ export class ResponsesSocket {
 
   private async drain(): Promise<void> {
     this.running = true
-    while (this.queue.length > 0 && !this.ended) await this.turn(this.queue.shift()!)
+    // After the connection's lifetime nothing more runs: what waits gets the limit's error frame.
+    while (this.queue.length > 0 && !this.ended && !this.expired) await this.turn(this.queue.shift()!)
     this.running = false
     if (this.expired) this.limitReached()
   }
@@ -222,7 +225,7 @@ export class ResponsesSocket {
         emitted = true
         await this.sendFrame(event)
       }
-      const record = await this.options.respond({ body, previous, emit, signal: this.abort.signal })
+      const record = await this.options.respond({ body, previous, emit, signal: this.abort.signal, size: text.length })
       if (this.ended) return
       if (!terminal) {
         await this.sendFrame(this.heldFrame(heldError))

@@ -22,10 +22,14 @@ const OPTIONS: OptionSpec = { maxBytes: is.integer(1) }
 
 export class StreamLog {
   private readonly maxBytes: number
-  private readonly frames: { sequence: number; frame: string }[] = []
+  /** The frames appended; those before `head` were dropped (the array is compacted now and then). */
+  private entries: { sequence: number; frame: string }[] = []
+  private head = 0
+  /** How many entries compaction removed from the array's front: entry i is frame number `offset + i`. */
+  private offset = 0
   private bytes = 0
-  /** The sequence number of the last frame dropped to stay within the bound (-1: none dropped). */
-  private dropped = -1
+  /** The sequence number of the last frame dropped to stay within the bound (-1: none was). */
+  private lastDropped = -1
   private done = false
   private readonly waiting = new Set<() => void>()
 
@@ -37,12 +41,17 @@ export class StreamLog {
   /** A frame of the event with this `sequence_number` (in increasing order). */
   append(sequence: number, frame: string): void {
     if (this.done) throw new HarmonyStateError('stream-log-ended', 'StreamLog.append() after end()')
-    this.frames.push({ sequence, frame })
+    this.entries.push({ sequence, frame })
     this.bytes += frame.length
-    while (this.bytes > this.maxBytes && this.frames.length > 1) {
-      const oldest = this.frames.shift()!
+    while (this.bytes > this.maxBytes && this.head < this.entries.length - 1) {
+      const oldest = this.entries[this.head++]!
       this.bytes -= oldest.frame.length
-      this.dropped = oldest.sequence
+      this.lastDropped = oldest.sequence
+    }
+    if (this.head > 1024 && this.head * 2 > this.entries.length) {
+      this.offset += this.head
+      this.entries = this.entries.slice(this.head)
+      this.head = 0
     }
     this.wake()
   }
@@ -59,25 +68,27 @@ export class StreamLog {
 
   /**
    * The frames after sequence number `after` (-1: from the first), then each new one as it comes, until the
-   * end. A 400 (`param: 'starting_after'`) when frames after `after` were dropped.
+   * end. A 400 (`param: 'starting_after'`) when frames after `after` were dropped, also while following (a
+   * follower that read too slowly to keep up with the bound).
    */
   async *follow(after: number, signal?: AbortSignal): AsyncGenerator<string> {
-    if (after < this.dropped)
-      throw new HttpError(
-        400,
-        `the events up to sequence number ${this.dropped} of this response are no longer kept; resume from a later one`,
-        {
-          param: 'starting_after',
-          code: 'events-not-kept',
-        },
-      )
-    let next = after
+    if (after < this.lastDropped) throw notKept(this.lastDropped)
+    // The first kept frame after `after` (frames are in increasing sequence order).
+    let low = this.head
+    let high = this.entries.length
+    while (low < high) {
+      const middle = (low + high) >>> 1
+      if (this.entries[middle]!.sequence > after) high = middle
+      else low = middle + 1
+    }
+    let next = this.offset + low
     for (;;) {
       if (signal?.aborted) return
-      const start = this.frames.findIndex((entry) => entry.sequence > next)
-      if (start >= 0) {
-        const batch = this.frames.slice(start)
-        next = batch[batch.length - 1]!.sequence
+      if (next < this.offset + this.head) throw notKept(this.lastDropped)
+      const end = this.offset + this.entries.length
+      if (next < end) {
+        const batch = this.entries.slice(next - this.offset)
+        next = end
         yield batch.map((entry) => entry.frame).join('')
         continue
       }
@@ -97,6 +108,13 @@ export class StreamLog {
   private wake(): void {
     for (const wake of [...this.waiting]) wake()
   }
+}
+
+function notKept(dropped: number): HttpError {
+  return new HttpError(400, `the events up to sequence number ${dropped} of this response are no longer kept; resume from a later one`, {
+    param: 'starting_after',
+    code: 'events-not-kept',
+  })
 }
 
 /**

@@ -1,0 +1,201 @@
+/**
+ * Background responses (`background: true`), as OpenAI defines them: the response is kept as `queued` and
+ * answered at once (or, with `stream`, its events stream to the client), while its generation runs detached
+ * from the client's connection: kept as `in_progress` when it starts and as it ends (`completed`,
+ * `incomplete`, `failed`, `cancelled`), polled with `GET /v1/responses/{id}`, resumed with `GET
+ * /v1/responses/{id}?stream=true&starting_after=N` in the process that runs it (a `StreamLog` keeps its frames
+ * while it runs and a while after), and cancelled from any process sharing the store (a cancel request left
+ * beside the record: cancel-requests.ts). Bounded: at most `maxRunning` run at once (a 429 beyond), and the
+ * logs of ended runs are let go after `streamRetainMs`.
+ */
+import { checkOptions, is, type OptionSpec } from '../base/options'
+import type { ResponseObject, ResponsesStream } from '../wire/responses'
+import type { EngineStep } from './engines/types'
+import { HttpError } from './http/errors'
+import { responsesFrames } from './http/sse'
+import { StreamLog } from './http/stream-log'
+import { requestCancel, watchCancelRequest } from './store/cancel-requests'
+import type { ResponseStore, StoredResponse } from './store/store'
+
+/** One background response, as the gateway hands it over (its `queued` record already kept). */
+export interface BackgroundRun {
+  /** The adapter of the response (created with `background: true`): its events, and the response as it stands. */
+  adapter: ResponsesStream
+  /** The engine's steps for it; `signal` is aborted by a cancel. */
+  steps(signal: AbortSignal): AsyncIterable<EngineStep>
+  /** Keeps the response as it stands (`in_progress`, then as it ended); its own failures are its to report. */
+  keep(response: ResponseObject): Promise<unknown>
+  /** `stream: true`: its events are kept in a `StreamLog` for clients to follow. */
+  stream: boolean
+}
+
+export interface BackgroundResponsesOptions {
+  /** Where the responses are kept (and where cancels from other processes are left). */
+  store: ResponseStore
+  /** Runs at once, at most. Default 64. */
+  maxRunning?: number
+  /** How long the events of an ended run stay to be resumed, in ms. Default 60 s. */
+  streamRetainMs?: number
+  /** How long a cancel waits for another process to stop the run, in ms. Default 5 s. */
+  cancelWaitMs?: number
+  /** An engine failure during a run (the response is kept as failed). */
+  onError?: (error: unknown) => void
+  /** What the parser recovered from, at the end of each run. */
+  onDiagnostic?: (diagnostic: { code: string; message: string }) => void
+}
+
+const OPTIONS: OptionSpec = {
+  store: is.object,
+  maxRunning: is.integer(1),
+  streamRetainMs: is.integer(0),
+  cancelWaitMs: is.integer(0),
+  onError: is.function,
+  onDiagnostic: is.function,
+}
+
+const unfinished = (record: StoredResponse) => record.response.status === 'queued' || record.response.status === 'in_progress'
+
+function notFound(id: string): HttpError {
+  return new HttpError(404, `No response with id '${id.slice(0, 100)}' is stored here`, {
+    code: 'not-found',
+    type: 'invalid_request_error',
+  })
+}
+
+export class BackgroundResponses {
+  private readonly store: ResponseStore
+  private readonly maxRunning: number
+  private readonly streamRetainMs: number
+  private readonly cancelWaitMs: number
+  private readonly onError: (error: unknown) => void
+  private readonly onDiagnostic: (diagnostic: { code: string; message: string }) => void
+  /** Runs of this process: id → how to stop one, and its end. */
+  private readonly running = new Map<string, { abort: AbortController; done: Promise<void> }>()
+  /** The logs of runs that stream, while they run and `streamRetainMs` after (at most twice `maxRunning`). */
+  private readonly logs = new Map<string, StreamLog>()
+
+  constructor(options: BackgroundResponsesOptions) {
+    checkOptions(options, OPTIONS, 'BackgroundResponses', ['store'])
+    this.store = options.store
+    this.maxRunning = options.maxRunning ?? 64
+    this.streamRetainMs = options.streamRetainMs ?? 60_000
+    this.cancelWaitMs = options.cancelWaitMs ?? 5_000
+    this.onError = options.onError ?? (() => {})
+    this.onDiagnostic = options.onDiagnostic ?? (() => {})
+  }
+
+  /** A 429 when `maxRunning` runs are going: ask before keeping a new response as queued. */
+  checkRoom(): void {
+    if (this.running.size >= this.maxRunning)
+      throw new HttpError(429, `${this.maxRunning} background responses are running; retry later`, { code: 'background-limit' })
+  }
+
+  /** Starts `run` detached; its `StreamLog` when it streams (follow it with `pipeStreamLog`), else null. */
+  start(run: BackgroundRun): StreamLog | null {
+    this.checkRoom()
+    const { adapter } = run
+    const id = adapter.id
+    const abort = new AbortController()
+    const log = run.stream ? this.newLog(id) : null
+    const logged = (events: ReturnType<ResponsesStream['push']>) => {
+      if (log !== null) for (const event of events) log.append(event.sequence_number, responsesFrames([event]))
+    }
+    const done = (async () => {
+      await run.keep(adapter.response('in_progress'))
+      // A cancel that reached another process sharing the store.
+      const unwatch = watchCancelRequest(this.store, id, () => abort.abort())
+      try {
+        for await (const step of run.steps(abort.signal)) logged(adapter.push(step))
+        logged(adapter.finish())
+      } catch (error) {
+        if (!abort.signal.aborted) {
+          this.onError(error)
+          logged(adapter.error('the inference engine failed', 'engine_error'))
+        }
+      }
+      unwatch()
+      adapter.diagnostics.forEach(this.onDiagnostic)
+      await run.keep(adapter.response(abort.signal.aborted ? 'cancelled' : undefined))
+      // A cancelled response's stream ends without a terminal event: GET it for its status.
+      if (log !== null) {
+        log.end()
+        setTimeout(() => this.logs.get(id) === log && this.logs.delete(id), this.streamRetainMs).unref()
+      }
+    })().finally(() => this.running.delete(id))
+    this.running.set(id, { abort, done })
+    return log
+  }
+
+  /**
+   * `POST /v1/responses/{id}/cancel`: stops the run and answers the response as it ended (`cancelled`). One
+   * running in another process is asked to stop through the store and waited for; one that no process stops
+   * within `cancelWaitMs` (its process is gone, e.g. a restart) is kept as cancelled here. A response that had
+   * already ended (and was not cancelled) is a 400; an unknown one a 404.
+   */
+  async cancel(id: string): Promise<Record<string, unknown>> {
+    const run = this.running.get(id)
+    if (run !== undefined) {
+      run.abort.abort()
+      await run.done
+    }
+    let record = await this.store.get(id)
+    if (record === null) throw notFound(id)
+    if (run === undefined && unfinished(record)) {
+      await requestCancel(this.store, id)
+      const deadline = Date.now() + this.cancelWaitMs
+      while (record !== null && unfinished(record) && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 50))
+        record = await this.store.get(id)
+      }
+      if (record === null) throw notFound(id)
+      if (unfinished(record)) {
+        record = { ...record, response: { ...record.response, status: 'cancelled' } }
+        await this.store.put(record)
+      }
+    }
+    // A run of this process was running when the cancel came: answered as it ended, even if it ended first.
+    if (run === undefined && record.response.status !== 'cancelled')
+      throw new HttpError(400, `response ${id.slice(0, 100)} cannot be cancelled: it is ${String(record.response.status)}`, {
+        code: 'not-cancellable',
+      })
+    return record.response
+  }
+
+  /**
+   * `GET /v1/responses/{id}?stream=true&starting_after=N`: the log of a run that streams here. `startingAfter`
+   * as the query gives it (null: from the first event). A 404 for an unknown response, a 400 naming `stream`
+   * for one whose events are not kept here, naming `starting_after` for a bad one.
+   */
+  async stream(id: string, startingAfter: string | null): Promise<{ log: StreamLog; after: number }> {
+    const after = startingAfter === null ? -1 : Number(startingAfter)
+    if (startingAfter === '' || !Number.isInteger(after) || after < -1)
+      throw new HttpError(400, 'starting_after must be a sequence number (an integer from 0)', { param: 'starting_after' })
+    const log = this.logs.get(id)
+    if (log !== undefined) return { log, after }
+    if ((await this.store.get(id)) === null) throw notFound(id)
+    throw new HttpError(
+      400,
+      `the events of response ${id.slice(0, 100)} are not kept here (it did not stream in the background in this process, or ended a while ago): GET it without stream`,
+      { param: 'stream', code: 'events-not-kept' },
+    )
+  }
+
+  /** Cancels every run of this process; resolves when they are kept as cancelled. */
+  async close(): Promise<void> {
+    const ends = [...this.running.values()].map((run) => {
+      run.abort.abort()
+      return run.done
+    })
+    await Promise.all(ends)
+  }
+
+  private newLog(id: string): StreamLog {
+    const log = new StreamLog()
+    this.logs.set(id, log)
+    for (const [kept, other] of this.logs) {
+      if (this.logs.size <= 2 * this.maxRunning) break
+      if (other.ended) this.logs.delete(kept)
+    }
+    return log
+  }
+}
