@@ -9,7 +9,9 @@
  * `timings.cache_n`, usage's `cached_tokens`) tells the difference.
  */
 import test, { type ExecutionContext } from 'ava'
+import { ChatIdCache } from 'harmony-stream'
 import { type Engine, type GenerateRequest, LlamaCppEngine } from 'harmony-stream/engines'
+import type OpenAI from 'openai'
 
 import { startGateway } from '../helpers/gateway.mjs'
 import { llamaBuildOrSkip, llamaServerForFile } from '../helpers/llama-server.mjs'
@@ -73,6 +75,46 @@ async function loop(t: ExecutionContext, exactContinuations: boolean) {
   }
   return steps
 }
+
+/** The same loop over Chat Completions: the client sends the whole history back, the gateway with or without its id cache. */
+async function chatLoop(t: ExecutionContext, idCache: boolean) {
+  const { client } = await startGateway(t, {
+    engine: callingEngine(),
+    chatIdCache: idCache ? new ChatIdCache() : null,
+    onDiagnostic: () => {},
+  })
+  const steps: { input: number; cached: number; output: number }[] = []
+  const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: `Weather, chat run ${idCache}?` }]
+  const tools = TOOLS.map(({ name, parameters, strict }) => ({ type: 'function' as const, function: { name, parameters, strict } }))
+  for (let step = 0; step < 10; step++) {
+    const completion = await client.chat.completions.create({ model: 'gpt-oss', messages, tools, max_tokens: 64 })
+    const message = completion.choices[0]!.message
+    const call = message.tool_calls?.[0]
+    if (call === undefined) throw new Error(`step ${step}: no call: ${JSON.stringify(message)}`)
+    // The assistant message as it came back (its reasoning too), then the tool's result.
+    messages.push(message as OpenAI.Chat.ChatCompletionMessageParam, { role: 'tool', tool_call_id: call.id, content: `sunny ${step}` })
+    steps.push({
+      input: completion.usage!.prompt_tokens,
+      cached: completion.usage!.prompt_tokens_details?.cached_tokens ?? 0,
+      output: completion.usage!.completion_tokens,
+    })
+  }
+  return steps
+}
+
+real("over a 10-step Chat tool loop, the id cache's prompts are served from the server's cache where re-renders are not", async (t) => {
+  const rerendered = await chatLoop(t, false)
+  const exact = await chatLoop(t, true)
+  const computed = (steps: { cached: number; input: number }[]) => steps.slice(1).reduce((total, s) => total + s.input - s.cached, 0)
+  t.log(`Chat, steps 2-10 computed prompt tokens: re-rendered ${computed(rerendered)}, id cache ${computed(exact)}`)
+  t.log(`per step (prompt/cached/output): re-rendered ${rerendered.map((s) => `${s.input}/${s.cached}/${s.output}`).join(' ')}`)
+  t.log(`per step (prompt/cached/output): id cache    ${exact.map((s) => `${s.input}/${s.cached}/${s.output}`).join(' ')}`)
+  for (let i = 1; i < 10; i++) {
+    t.true(exact[i]!.cached >= exact[i - 1]!.input + exact[i - 1]!.output - 1, `id cache step ${i + 1}: ${JSON.stringify(exact[i])}`)
+    t.true(rerendered[i]!.cached < rerendered[i - 1]!.input + rerendered[i - 1]!.output - 1, `re-rendered step ${i + 1}`)
+    t.true(exact[i]!.input - exact[i]!.cached < rerendered[i]!.input - rerendered[i]!.cached, `step ${i + 1}`)
+  }
+})
 
 real("over a 10-step tool loop, exact continuations are served from the server's cache where re-renders are not", async (t) => {
   const rerendered = await loop(t, false)
