@@ -282,3 +282,61 @@ test('diagnostics of what the parser recovered are provider metadata, and warnin
   await streamed.consumeStream()
   t.deepEqual((await streamed.providerMetadata)?.harmony?.diagnostics, whole.providerMetadata?.harmony?.diagnostics)
 })
+
+test('a stream cancelled while the engine is between steps aborts the engine request at once (no abortSignal given)', async (t) => {
+  let aborted = 0
+  let started = 0
+  const engine: Engine = {
+    name: 'stalling',
+    async *generate(request) {
+      yield { tokens: Uint32Array.from(harmony('<|channel|>final<|message|>Hi')) }
+      started = Date.now()
+      // A step that does not come until the request is aborted.
+      await new Promise<void>((resolve) => request.signal?.addEventListener('abort', () => resolve()))
+      aborted = Date.now()
+    },
+  }
+  const { stream } = await createHarmony({ engine })(MODEL).doStream({ prompt: [{ role: 'user', content: [{ type: 'text', text: 'x' }] }] })
+  const reader = stream.getReader()
+  for (let part = await reader.read(); !part.done; part = await reader.read()) if (part.value.type === 'text-delta') break
+  const read = reader.read()
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  await reader.cancel()
+  await read
+  t.true(aborted > 0 && aborted - started < 1000, 'the engine saw the abort')
+})
+
+test('includeRawChunks gives each engine step as a raw part; stopSequences end the answer where they start', async (t) => {
+  const provider = createHarmony({ engine: new ReplayEngine({ completions: [ANSWER], interval: 5 }) })
+  const streamed = streamText({ model: provider(MODEL), prompt: 'x', includeRawChunks: true })
+  const raw: number[] = []
+  for await (const part of streamed.fullStream) if (part.type === 'raw') raw.push(...(part.rawValue as { tokens: number[] }).tokens)
+  t.deepEqual(raw, ANSWER)
+  const stopped = streamText({ model: provider(MODEL), prompt: 'x', stopSequences: ['capital'] })
+  t.is(await stopped.text, 'Paris is the ')
+  t.is(await stopped.finishReason, 'stop')
+  const whole = await generateText({ model: provider(MODEL), prompt: 'x', stopSequences: [' 🇫🇷'] })
+  t.is(whole.text, 'Paris is the capital.')
+})
+
+test('ai 7’s reasoning option (a key of a V3 model’s call options there) sets Harmony’s level; the provider option wins', async (t) => {
+  const { engine, prompts } = recordingEngine([ANSWER, ANSWER, ANSWER, ANSWER])
+  const model = createHarmony({ engine })(MODEL)
+  const prompt = [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'x' }] }]
+  const rendered = (effort: string) =>
+    Array.from(renderChatCompletionRequest({ model: MODEL, messages: [{ role: 'user', content: 'x' }], reasoning_effort: effort }).tokens)
+  // What ai 7.0.173 hands a V3 model: its call options with `reasoning` beside the others.
+  const high = await model.doGenerate({ prompt, reasoning: 'high' } as never)
+  t.deepEqual(prompts[0], rendered('high'))
+  t.deepEqual(high.warnings, [])
+  const none = await model.doGenerate({ prompt, reasoning: 'none' } as never)
+  t.deepEqual(prompts[1], rendered('low'))
+  t.like(none.warnings[0], { type: 'compatibility', feature: "reasoning: 'none'" })
+  const both = await model.doGenerate({ prompt, reasoning: 'high', providerOptions: { harmony: { reasoningEffort: 'low' } } } as never)
+  t.deepEqual(prompts[2], rendered('low'))
+  t.like(both.warnings[0], { type: 'other' })
+  await model.doGenerate({ prompt, reasoning: 'provider-default' } as never)
+  t.deepEqual(prompts[3], rendered('medium'))
+  const error = await t.throwsAsync(model.doGenerate({ prompt, reasoning: 'bogus' } as never))
+  t.true(InvalidArgumentError.isInstance(error))
+})

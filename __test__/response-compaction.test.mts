@@ -146,3 +146,34 @@ test('Compactor: options checked; a conversation over the bound is a 400; a rend
   const error = t.throws(() => renderResponsesRequest({ model: MODEL, input: output }), { instanceOf: HarmonyRequestError })
   t.is((error as HarmonyRequestError & { param?: string }).param, 'input[2].type')
 })
+
+test('a compaction of a conversation that holds one, and a compaction beside previous_response_id, prompt as the whole conversation', async (t) => {
+  const { engine, prompts } = recordingEngine([ANSWER])
+  const { client } = await startGateway(t, { engine })
+  const first = await client.responses.compact({ model: MODEL, input: CONVERSATION })
+  const more = { type: 'message' as const, role: 'user' as const, content: 'And one more thing.' }
+  // Compacting a window that holds a compaction: the new one holds the whole conversation.
+  const second = await client.responses.compact({ model: MODEL, input: [...(first.output as OpenAI.Responses.ResponseInputItem[]), more] })
+  await client.responses.create({ model: MODEL, input: [...(second.output as OpenAI.Responses.ResponseInputItem[]), NEXT] })
+  t.deepEqual(prompts[0], Array.from(renderResponsesRequest({ model: MODEL, input: [...CONVERSATION, more, NEXT] }).tokens))
+  // A stored response, then a request naming it and holding a compaction: the stored items come first.
+  const stored = await client.responses.create({ model: MODEL, input: 'Before.' })
+  await client.responses.create({
+    model: MODEL,
+    previous_response_id: stored.id,
+    input: [...(first.output as OpenAI.Responses.ResponseInputItem[]), NEXT],
+  })
+  const whole = [{ role: 'user', content: 'Before.' }, ...stored.output, ...CONVERSATION, NEXT]
+  t.deepEqual(prompts[2], Array.from(renderResponsesRequest({ model: MODEL, input: whole }).tokens))
+})
+
+test('Compactor: a conversation over maxOpenedBytes is not compacted; a bad key is refused without showing it', (t) => {
+  const compactor = new Compactor({ maxOpenedBytes: 1000 })
+  t.throws(() => compactor.compaction([{ role: 'user', content: 'x'.repeat(2000) }], { inputTokens: 1 }), {
+    message: /too large to compact/,
+  })
+  t.notThrows(() => compactor.compaction([{ role: 'user', content: 'x'.repeat(100) }], { inputTokens: 1 }))
+  const secret = 'f'.repeat(63)
+  const error = t.throws(() => new Compactor({ key: `${secret}\n` }), { instanceOf: TypeError })
+  t.false(error.message.includes('fff'), error.message)
+})

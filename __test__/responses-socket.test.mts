@@ -396,3 +396,77 @@ test('the socket of a server closed with it', async (t) => {
   t.not(ws.closed, null)
   t.is((server.address() as AddressInfo | null) ?? null, null)
 })
+
+test('ResponsesSocket: a message past the queue’s bounds is refused at once; one after the lifetime waits for the running turn', async (t) => {
+  const sent: Frame[] = []
+  const transport: SocketTransport = { send: async (text) => void sent.push(JSON.parse(text) as Frame), bufferedAmount: 0, close: () => {} }
+  let finishTurn: () => void = () => {}
+  const socket = new ResponsesSocket({
+    transport,
+    maxQueued: 1,
+    maxQueuedBytes: 200,
+    lifetimeMs: 60_000,
+    async respond(turn) {
+      await turn.emit({ type: 'response.created', sequence_number: 0 })
+      await new Promise<void>((resolve) => {
+        finishTurn = resolve
+      })
+      await turn.emit({ type: 'response.completed', sequence_number: 1, response: { id: 'resp_1', status: 'completed' } })
+      return null
+    },
+  })
+  const create = JSON.stringify({ type: 'response.create', model: MODEL, input: 'x' })
+  socket.receive(create)
+  socket.receive(create)
+  // A third: over maxQueued. A long one: over maxQueuedBytes.
+  socket.receive(create)
+  socket.receive(JSON.stringify({ type: 'response.create', model: MODEL, input: 'x'.repeat(300) }))
+  await new Promise((resolve) => setImmediate(resolve))
+  t.deepEqual(
+    sent.filter((frame) => frame.type === 'error').map((frame) => (frame.error as { code: string }).code),
+    ['websocket_queue_full', 'websocket_queue_full'],
+  )
+  socket.closed()
+  finishTurn()
+})
+
+test('ResponsesSocket: after its lifetime the running turn ends with its terminal frame, then the limit’s error frame', async (t) => {
+  const sent: Frame[] = []
+  const closes: number[] = []
+  const transport: SocketTransport = {
+    send: async (text) => void sent.push(JSON.parse(text) as Frame),
+    bufferedAmount: 0,
+    close: (code) => closes.push(code),
+  }
+  const socket = new ResponsesSocket({
+    transport,
+    lifetimeMs: 30,
+    async respond(turn) {
+      await turn.emit({ type: 'response.created', sequence_number: 0 })
+      await new Promise((resolve) => setTimeout(resolve, 80))
+      await turn.emit({ type: 'response.completed', sequence_number: 1, response: { id: 'resp_1', status: 'completed' } })
+      return null
+    },
+  })
+  socket.receive(JSON.stringify({ type: 'response.create', model: MODEL, input: 'x' }))
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  // Past the lifetime, while the turn runs: not run, and the turn is not cut.
+  socket.receive(JSON.stringify({ type: 'response.create', model: MODEL, input: 'y' }))
+  for (let i = 0; i < 100 && closes.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  t.deepEqual(
+    sent.map((frame) => frame.type),
+    ['response.created', 'response.completed', 'error'],
+  )
+  t.like(sent[2]!.error, { code: 'websocket_connection_limit_reached' })
+  t.deepEqual(closes, [1000])
+})
+
+test('a binary frame closes the connection (1003); a cancel request’s id is no previous response', async (t) => {
+  const { port } = await startGateway(t, { replay: [ANSWER] })
+  const ws = await connect(t, port)
+  ws.send({ type: 'response.create', model: MODEL, previous_response_id: 'cancel-request:resp_x', input: 'x' })
+  t.like(errorOf(await ws.turn()), { code: 'previous_response_not_found' })
+  ws.socket.send(Buffer.from(JSON.stringify({ type: 'response.create', model: MODEL, input: 'x' })), { binary: true })
+  for (let i = 0; i < 100 && ws.closed === null; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  t.is(ws.closed?.code, 1003)
+})

@@ -80,6 +80,7 @@ export {
   type TrainingRender,
 } from './render'
 export { BackgroundResponses, type BackgroundResponsesOptions, type BackgroundRun } from './serving/background'
+export { generateRequestOf } from './serving/generate-request'
 export { DEFAULT_BODY_LIMIT, type ReadJsonOptions, readJsonBody, readJsonBytes } from './serving/http/body'
 export { errorResponse, HttpError, type OpenAIErrorBody, sendError } from './serving/http/errors'
 export { CHAT_REQUEST_FIELDS, type FieldHandling, RESPONSES_REQUEST_FIELDS, type RequestField } from './serving/http/fields'
@@ -88,8 +89,11 @@ export {
   ResponsesSocket,
   type ResponsesSocketOptions,
   responseCreateBody,
+  type ServeResponsesSocketOptions,
   type SocketTransport,
   type SocketTurn,
+  serveResponsesSocket,
+  type WebSocketLike,
 } from './serving/http/responses-socket'
 export { DEFAULT_SERVER_LIMITS, hardenServer, type ServerLimits } from './serving/http/server'
 export {
@@ -117,6 +121,7 @@ export {
   Compactor,
   type CompactorOptions,
   checkCompactRequest,
+  DEFAULT_MAX_OPENED_BYTES,
   DEFAULT_MAX_SEALED_LENGTH,
 } from './serving/store/compaction'
 export {
@@ -127,6 +132,8 @@ export {
   inputItemsOf,
   previousItems,
   previousResponse,
+  responseNotFound,
+  responseRecord,
   storedResponse,
   storedResponseRoute,
 } from './serving/store/conversation'

@@ -34,7 +34,7 @@
  *                    that share one open each other's compactions. Default: a random key per process
  */
 import cluster from 'node:cluster'
-import { randomUUID } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { availableParallelism } from 'node:os'
@@ -56,6 +56,7 @@ import {
   DEFAULT_SOCKET_LIFETIME_MS,
   implementation as defaultImplementation,
   exactContinuation,
+  generateRequestOf,
   HttpError,
   hardenServer,
   inputItemsOf,
@@ -65,16 +66,17 @@ import {
   previousResponse,
   RedisResponseStore,
   RenderWorkers,
-  ResponsesSocket,
   ResponsesStream,
   readJsonBody,
   readJsonBytes,
   renderChatCompletionRequest,
   renderResponsesRequest,
   responseObject,
+  responseRecord,
   responsesGenerationParameters,
   SqliteResponseStore,
   sendError,
+  serveResponsesSocket,
   storedResponse,
   storedResponseRoute,
 } from 'harmony-stream'
@@ -141,22 +143,7 @@ export function createGateway({
     if (replayIndex !== undefined && !(/^\d+$/.test(header) && engine.size > replayIndex)) {
       throw new HttpError(400, `x-harmony-replay must be an index from 0 to ${engine.size - 1}`, { param: 'x-harmony-replay' })
     }
-    const steps = engine.generate({
-      tokens: prompt.tokens,
-      maxTokens: params.maxTokens,
-      temperature: params.temperature,
-      topP: params.topP,
-      seed: params.seed,
-      presencePenalty: params.presencePenalty,
-      frequencyPenalty: params.frequencyPenalty,
-      logitBias: params.logitBias,
-      // Structured outputs: the engine enforces the final answer's JSON and strict tools' arguments (the adapters check them too).
-      ...(prompt.responseFormat === undefined ? {} : { responseFormat: prompt.responseFormat }),
-      ...(prompt.argumentSchemas === undefined ? {} : { argumentSchemas: prompt.argumentSchemas }),
-      ...(params.logprobs === undefined ? {} : { logprobs: params.logprobs }),
-      signal,
-      ...(replayIndex !== undefined ? { replayIndex } : {}),
-    })
+    const steps = engine.generate({ ...generateRequestOf(prompt, params, signal), ...(replayIndex !== undefined ? { replayIndex } : {}) })
     return generated === null ? steps : recordIds(steps, generated)
   }
 
@@ -401,18 +388,26 @@ export function createGateway({
    */
   async function serveBackground(request, response, prepared, options) {
     if (!prepared.storing) throw new HttpError(400, 'background needs a gateway that keeps responses', { param: 'background' })
-    background.checkRoom()
+    const release = background.reserve()
     const adapter = new ResponsesStream({ ...options, background: true })
     const queued = adapter.response('queued')
     // Kept before it is answered: a store that cannot keep it fails the request (a 503 for a StoreError).
-    await store.put(storedResponse(queued, keptInput(queued, prepared), { prompt: prepared.prompt.tokens, output: [] }))
+    try {
+      await store.put(storedResponse(queued, keptInput(queued, prepared), { prompt: prepared.prompt.tokens, output: [] }))
+    } catch (error) {
+      release()
+      throw error
+    }
     const generated = []
-    const log = background.start({
-      adapter,
-      stream: prepared.parameters.stream,
-      steps: (signal) => generate(request, prepared.prompt, prepared.parameters, signal, generated),
-      keep: (object) => keepResponse(object, prepared, generated),
-    })
+    const log = background.start(
+      {
+        adapter,
+        stream: prepared.parameters.stream,
+        steps: (signal) => generate(request, prepared.prompt, prepared.parameters, signal, generated),
+        keep: (object) => keepResponse(object, prepared, generated),
+      },
+      release,
+    )
     if (log === null) sendJson(response, 200, queued)
     else await pipeStreamLog(response, log)
   }
@@ -494,37 +489,33 @@ export function createGateway({
       socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n')
       return
     }
-    sockets.handleUpgrade(request, socket, head, (ws) => {
-      const session = new ResponsesSocket({
-        transport: {
-          send: (text) => new Promise((resolve, reject) => ws.send(text, (error) => (error ? reject(error) : resolve()))),
-          get bufferedAmount() {
-            return ws.bufferedAmount
-          },
-          close: (code, reason) => ws.close(code, reason),
-        },
+    if (sockets.clients.size >= MAX_SOCKETS) {
+      socket.end('HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\nretry-after: 5\r\ncontent-length: 0\r\n\r\n')
+      return
+    }
+    sockets.handleUpgrade(request, socket, head, (ws) =>
+      serveResponsesSocket(ws, {
         respond: (turn) => socketTurn(request, turn),
-        ...(store === null ? {} : { lookup: (id) => store.get(id) }),
+        ...(store === null ? {} : { lookup: (id) => responseRecord(store, id) }),
         onError,
         lifetimeMs: socketLifetimeMs,
-      })
-      ws.on('message', (data) => session.receive(data.toString()))
-      ws.on('close', () => session.closed())
-      // A broken connection closes too ('close' follows); nothing to log.
-      ws.on('error', () => {})
-    })
+      }),
+    )
   })
   // Upgraded connections are not the HTTP server's to end: close them with it, or close() would wait for them.
   const closeServer = server.close.bind(server)
   server.close = (callback) => {
     for (const ws of sockets.clients) ws.terminate()
+    // Background runs end now (cancelled), not when their followers' connections do.
+    closing = background?.close() ?? Promise.resolve()
     return closeServer(callback)
   }
   if (workers !== null) server.on('close', () => workers.close())
   // Background responses end with the server (cancelled), then an own store closes.
+  let closing = null
   server.on('close', () => {
-    const ended = background?.close() ?? Promise.resolve()
-    if (ownStore) ended.then(() => store.close())
+    const ended = closing ?? background?.close() ?? Promise.resolve()
+    if (ownStore) ended.then(() => store.close()).catch(onError)
   })
   return server
 }
@@ -546,6 +537,9 @@ function processStats() {
     }
   }
 }
+
+/** Responses WebSocket connections one gateway process holds at once (more are answered 503). */
+const MAX_SOCKETS = 1024
 
 /** The steps as they come, each one's ids added to `generated` (what a kept response records). */
 async function* recordIds(steps, generated) {
@@ -625,12 +619,15 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const workers = Number(process.env.GATEWAY_WORKERS ?? 1)
   if (!Number.isInteger(workers) || workers < 1) throw new Error('GATEWAY_WORKERS must be a positive integer')
   if (workers > 1 && cluster.isPrimary) {
-    // The workers share the listening socket; the primary only keeps them running.
-    for (let i = 0; i < workers; i++) cluster.fork()
+    // The workers share the listening socket; the primary only keeps them running. They share one key for
+    // compactions, so that one made by a worker opens in any other.
+    const compactionKey = process.env.HARMONY_COMPACTION_KEY || randomBytes(32).toString('hex')
+    const fork = () => cluster.fork({ HARMONY_COMPACTION_KEY: compactionKey })
+    for (let i = 0; i < workers; i++) fork()
     cluster.on('exit', (worker, code, signal) => {
       if (code !== 0 && signal !== 'SIGTERM' && signal !== 'SIGINT') {
         console.error(`harmony-stream gateway: worker ${worker.process.pid} exited (${signal ?? code}); starting another`)
-        cluster.fork()
+        fork()
       }
     })
   } else {

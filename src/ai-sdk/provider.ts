@@ -24,6 +24,7 @@ import type { Implementation } from '../base/types'
 import { type RenderRequestOptions, renderChatCompletionRequest } from '../render/index'
 import { EngineError } from '../serving/engines/errors'
 import type { Engine, EngineStep } from '../serving/engines/types'
+import { generateRequestOf } from '../serving/generate-request'
 import { errorResponse } from '../serving/http/errors'
 import { chatGenerationParameters } from '../serving/http/validate'
 import { chatRequestOf, sdkRequestError } from './request'
@@ -80,6 +81,8 @@ export function createHarmony(settings: HarmonySettings): HarmonyProvider {
 
 /** What a call has once the engine gave its first step (or ended). */
 interface Started {
+  /** Aborts the engine request (the caller's signal does too). */
+  stop: AbortController
   adapter: AiSdkStream
   iterator: AsyncIterator<EngineStep>
   first: IteratorResult<EngineStep>
@@ -165,6 +168,8 @@ export class HarmonyLanguageModel implements LanguageModelV3 {
             }
           }
         } catch (error) {
+          // Cancelled meanwhile: the stream is gone.
+          if (ended) return
           if (options.abortSignal?.aborted) {
             adapter.close()
             ended = true
@@ -181,8 +186,10 @@ export class HarmonyLanguageModel implements LanguageModelV3 {
           )
         }
       },
+      // The consumer stopped reading: the engine request ends now, not after its next step.
       cancel: async () => {
         ended = true
+        run.stop.abort()
         adapter.close()
         await iterator.return?.()
       },
@@ -215,23 +222,13 @@ export class HarmonyLanguageModel implements LanguageModelV3 {
       ...(prompt.argumentSchemas === undefined ? {} : { argumentSchemas: prompt.argumentSchemas }),
       ...(providerOptions.textToolCalls === undefined ? {} : { textToolCalls: providerOptions.textToolCalls }),
     })
-    const steps = engine.generate({
-      tokens: prompt.tokens,
-      ...definedOnly({
-        maxTokens: params.maxTokens,
-        temperature: params.temperature,
-        topP: params.topP,
-        seed: params.seed,
-        presencePenalty: params.presencePenalty,
-        frequencyPenalty: params.frequencyPenalty,
-        responseFormat: prompt.responseFormat,
-        argumentSchemas: prompt.argumentSchemas,
-        signal: options.abortSignal,
-      }),
-    })
+    // Ours aborts the engine when the stream is cancelled (the caller's own signal may be absent).
+    const stop = new AbortController()
+    const signal = options.abortSignal === undefined ? stop.signal : AbortSignal.any([options.abortSignal, stop.signal])
+    const steps = engine.generate(generateRequestOf(prompt, params, signal))
     const iterator = steps[Symbol.asyncIterator]()
     try {
-      return { adapter, iterator, first: await iterator.next(), warnings, body }
+      return { stop, adapter, iterator, first: await iterator.next(), warnings, body }
     } catch (error) {
       adapter.close()
       throw this.failure(error, options, body)
@@ -258,10 +255,6 @@ export class HarmonyLanguageModel implements LanguageModelV3 {
 
 /** Engine failures a second try may get past: the engine busy or not reached. */
 const RETRYABLE = new Set(['engine-overloaded', 'engine-connect-timeout', 'engine-connection-error'])
-
-function definedOnly<T extends Record<string, unknown>>(fields: T): Partial<T> {
-  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as Partial<T>
-}
 
 /** An engine step as a raw chunk (`includeRawChunks`): its ids and what the engine said with them. */
 function rawOf(step: EngineStep): Record<string, unknown> {

@@ -48,7 +48,13 @@ export function chatRequestOf(options: LanguageModelV3CallOptions, modelId: stri
   const warnings: SharedV3Warning[] = []
   const body: Json = { model: modelId, messages: options.prompt.flatMap((message, i) => messagesOf(message, i)) }
   const own = providerOptionsOf(options.providerOptions?.[provider], provider)
-  if (own.reasoningEffort !== undefined) body.reasoning_effort = own.reasoningEffort
+  const effort = own.reasoningEffort ?? reasoningLevel(options, warnings)
+  if (own.reasoningEffort !== undefined && (options as AiSdk7Options).reasoning != null)
+    warnings.push({
+      type: 'other',
+      message: `reasoning is overridden by providerOptions.${provider}.reasoningEffort (${own.reasoningEffort})`,
+    })
+  if (effort !== undefined) body.reasoning_effort = effort
   const tools = (options.tools ?? []).map((tool) => {
     if (tool.type !== 'function')
       throw new UnsupportedFunctionalityError({
@@ -105,6 +111,45 @@ export function chatRequestOf(options: LanguageModelV3CallOptions, modelId: stri
       details: `the model runs in this process: no request carries ${headers.join(', ')}`,
     })
   return { body, warnings, providerOptions: own }
+}
+
+/**
+ * `ai` 7's `reasoning` call option. V3 call options have none, but `ai` 7 passes it to a V3 model as a key of
+ * its own beside the others (ai 7.0.173, dist/index.js: `prepareLanguageModelCallOptions` returns it as given,
+ * and `asLanguageModelV4` hands a V3 model the options with only the prompt converted).
+ */
+interface AiSdk7Options {
+  reasoning?: unknown
+}
+
+/** `ai` 7's reasoning levels on Harmony's three (gpt-oss always reasons: `none` and `minimal` are its least). */
+const REASONING_LEVELS: Record<string, 'low' | 'medium' | 'high' | undefined> = {
+  'provider-default': undefined,
+  none: 'low',
+  minimal: 'low',
+  low: 'low',
+  medium: 'medium',
+  high: 'high',
+  xhigh: 'high',
+  max: 'high',
+}
+
+function reasoningLevel(options: LanguageModelV3CallOptions, warnings: SharedV3Warning[]): 'low' | 'medium' | 'high' | undefined {
+  const reasoning = (options as AiSdk7Options).reasoning
+  if (reasoning === undefined || reasoning === null) return undefined
+  if (typeof reasoning !== 'string' || !Object.hasOwn(REASONING_LEVELS, reasoning))
+    throw new InvalidArgumentError({
+      argument: 'reasoning',
+      message: `reasoning must be one of ${Object.keys(REASONING_LEVELS).join(', ')}`,
+    })
+  const level = REASONING_LEVELS[reasoning]
+  if (reasoning === 'none' || reasoning === 'xhigh' || reasoning === 'max' || reasoning === 'minimal')
+    warnings.push({
+      type: 'compatibility',
+      feature: `reasoning: '${reasoning}'`,
+      details: `gpt-oss has three reasoning levels: taken as '${level}'`,
+    })
+  return level
 }
 
 /** The SDK's setting a Chat request field stands for (errors name what the caller wrote). */

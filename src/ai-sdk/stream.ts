@@ -37,7 +37,10 @@ const UNIFIED: Record<FinishReason, LanguageModelV3FinishReason['unified']> = {
   tool_calls: 'tool-calls',
 }
 
-/** Per message, the id of its block of parts once it started (null before). */
+/**
+ * The AI SDK's stream parts of one completion: feed it engine steps (or ids), send the parts it returns. What it
+ * keeps per message (`WireMessage.kept`) is the id of the message's block of parts once it started.
+ */
 export class AiSdkStream extends WireAdapter<LanguageModelV3StreamPart, string, AiSdkStreamOptions> {
   constructor(options: AiSdkStreamOptions) {
     super(options, FORMAT)

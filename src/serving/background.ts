@@ -14,7 +14,8 @@ import type { EngineStep } from './engines/types'
 import { HttpError } from './http/errors'
 import { responsesFrames } from './http/sse'
 import { StreamLog } from './http/stream-log'
-import { requestCancel, watchCancelRequest } from './store/cancel-requests'
+import { requestCancel, watchCancelRequest, withdrawCancel } from './store/cancel-requests'
+import { responseNotFound, responseRecord } from './store/conversation'
 import type { ResponseStore, StoredResponse } from './store/store'
 
 /** One background response, as the gateway hands it over (its `queued` record already kept). */
@@ -36,6 +37,8 @@ export interface BackgroundResponsesOptions {
   maxRunning?: number
   /** How long the events of an ended run stay to be resumed, in ms. Default 60 s. */
   streamRetainMs?: number
+  /** The events kept per run that streams, in UTF-16 code units (`StreamLog`'s `maxBytes`). Default 2 MiB. */
+  streamLogBytes?: number
   /** How long a cancel waits for another process to stop the run, in ms. Default 5 s. */
   cancelWaitMs?: number
   /** An engine failure during a run (the response is kept as failed). */
@@ -48,24 +51,22 @@ const OPTIONS: OptionSpec = {
   store: is.object,
   maxRunning: is.integer(1),
   streamRetainMs: is.integer(0),
+  streamLogBytes: is.integer(1),
   cancelWaitMs: is.integer(0),
   onError: is.function,
   onDiagnostic: is.function,
 }
 
-const unfinished = (record: StoredResponse) => record.response.status === 'queued' || record.response.status === 'in_progress'
-
-function notFound(id: string): HttpError {
-  return new HttpError(404, `No response with id '${id.slice(0, 100)}' is stored here`, {
-    code: 'not-found',
-    type: 'invalid_request_error',
-  })
-}
+const unfinished = (record: StoredResponse | null) =>
+  record !== null && (record.response.status === 'queued' || record.response.status === 'in_progress')
 
 export class BackgroundResponses {
   private readonly store: ResponseStore
   private readonly maxRunning: number
   private readonly streamRetainMs: number
+  private readonly streamLogBytes: number
+  /** Runs a gateway reserved room for (`reserve`) and has not started yet. */
+  private reserved = 0
   private readonly cancelWaitMs: number
   private readonly onError: (error: unknown) => void
   private readonly onDiagnostic: (diagnostic: { code: string; message: string }) => void
@@ -79,20 +80,33 @@ export class BackgroundResponses {
     this.store = options.store
     this.maxRunning = options.maxRunning ?? 64
     this.streamRetainMs = options.streamRetainMs ?? 60_000
+    this.streamLogBytes = options.streamLogBytes ?? 2 * 1024 * 1024
     this.cancelWaitMs = options.cancelWaitMs ?? 5_000
     this.onError = options.onError ?? (() => {})
     this.onDiagnostic = options.onDiagnostic ?? (() => {})
   }
 
-  /** A 429 when `maxRunning` runs are going: ask before keeping a new response as queued. */
-  checkRoom(): void {
-    if (this.running.size >= this.maxRunning)
+  /**
+   * Room for one more run, taken before its response is kept as queued: a 429 when `maxRunning` runs are going
+   * or reserved. Returns what gives the room back if the run is not started after all (`start` takes it).
+   */
+  reserve(): () => void {
+    if (this.running.size + this.reserved >= this.maxRunning)
       throw new HttpError(429, `${this.maxRunning} background responses are running; retry later`, { code: 'background-limit' })
+    this.reserved++
+    let held = true
+    return () => {
+      if (held) this.reserved--
+      held = false
+    }
   }
 
-  /** Starts `run` detached; its `StreamLog` when it streams (follow it with `pipeStreamLog`), else null. */
-  start(run: BackgroundRun): StreamLog | null {
-    this.checkRoom()
+  /**
+   * Starts `run` detached, in the room `release` (from `reserve`) holds; its `StreamLog` when it streams (follow
+   * it with `pipeStreamLog`), else null.
+   */
+  start(run: BackgroundRun, release: () => void): StreamLog | null {
+    release()
     const { adapter } = run
     const id = adapter.id
     const abort = new AbortController()
@@ -100,28 +114,33 @@ export class BackgroundResponses {
     const logged = (events: ReturnType<ResponsesStream['push']>) => {
       if (log !== null) for (const event of events) log.append(event.sequence_number, responsesFrames([event]))
     }
+    // A cancel that reached another process sharing the store.
+    const unwatch = watchCancelRequest(this.store, id, () => abort.abort())
     const done = (async () => {
-      await run.keep(adapter.response('in_progress'))
-      // A cancel that reached another process sharing the store.
-      const unwatch = watchCancelRequest(this.store, id, () => abort.abort())
       try {
-        for await (const step of run.steps(abort.signal)) logged(adapter.push(step))
-        logged(adapter.finish())
-      } catch (error) {
-        if (!abort.signal.aborted) {
-          this.onError(error)
-          logged(adapter.error('the inference engine failed', 'engine_error'))
+        await run.keep(adapter.response('in_progress'))
+        try {
+          for await (const step of run.steps(abort.signal)) logged(adapter.push(step))
+          logged(adapter.finish())
+        } catch (error) {
+          if (!abort.signal.aborted) {
+            this.onError(error)
+            logged(adapter.error('the inference engine failed', 'engine_error'))
+          }
         }
+        adapter.diagnostics.forEach(this.onDiagnostic)
+        await run.keep(adapter.response(abort.signal.aborted ? 'cancelled' : undefined))
+      } finally {
+        // Whatever failed above (a `keep` that threw), the run ends: followers see the end (a cancelled or
+        // broken run's stream ends without a terminal event: GET it for its status), the watch stops.
+        unwatch()
+        if (log !== null) {
+          log.end()
+          setTimeout(() => this.logs.get(id) === log && this.logs.delete(id), this.streamRetainMs).unref()
+        }
+        this.running.delete(id)
       }
-      unwatch()
-      adapter.diagnostics.forEach(this.onDiagnostic)
-      await run.keep(adapter.response(abort.signal.aborted ? 'cancelled' : undefined))
-      // A cancelled response's stream ends without a terminal event: GET it for its status.
-      if (log !== null) {
-        log.end()
-        setTimeout(() => this.logs.get(id) === log && this.logs.delete(id), this.streamRetainMs).unref()
-      }
-    })().finally(() => this.running.delete(id))
+    })().catch(this.onError)
     this.running.set(id, { abort, done })
     return log
   }
@@ -138,20 +157,24 @@ export class BackgroundResponses {
       run.abort.abort()
       await run.done
     }
-    let record = await this.store.get(id)
-    if (record === null) throw notFound(id)
+    let record = await responseRecord(this.store, id)
+    if (record === null) throw responseNotFound(id)
     if (run === undefined && unfinished(record)) {
       await requestCancel(this.store, id)
       const deadline = Date.now() + this.cancelWaitMs
-      while (record !== null && unfinished(record) && Date.now() < deadline) {
+      while (unfinished(record) && Date.now() < deadline) {
         await new Promise((resolve) => setTimeout(resolve, 50))
         record = await this.store.get(id)
       }
-      if (record === null) throw notFound(id)
-      if (unfinished(record)) {
+      // Read again right before giving up on the run: one that ended meanwhile keeps what it wrote.
+      if (unfinished(record)) record = await this.store.get(id)
+      if (record !== null && unfinished(record)) {
         record = { ...record, response: { ...record.response, status: 'cancelled' } }
         await this.store.put(record)
       }
+      // The run's process took the request, or is gone: the request is not left behind either way.
+      await withdrawCancel(this.store, id)
+      if (record === null) throw responseNotFound(id)
     }
     // A run of this process was running when the cancel came: answered as it ended, even if it ended first.
     if (run === undefined && record.response.status !== 'cancelled')
@@ -172,7 +195,7 @@ export class BackgroundResponses {
       throw new HttpError(400, 'starting_after must be a sequence number (an integer from 0)', { param: 'starting_after' })
     const log = this.logs.get(id)
     if (log !== undefined) return { log, after }
-    if ((await this.store.get(id)) === null) throw notFound(id)
+    if ((await responseRecord(this.store, id)) === null) throw responseNotFound(id)
     throw new HttpError(
       400,
       `the events of response ${id.slice(0, 100)} are not kept here (it did not stream in the background in this process, or ended a while ago): GET it without stream`,
@@ -190,7 +213,7 @@ export class BackgroundResponses {
   }
 
   private newLog(id: string): StreamLog {
-    const log = new StreamLog()
+    const log = new StreamLog({ maxBytes: this.streamLogBytes })
     this.logs.set(id, log)
     for (const [kept, other] of this.logs) {
       if (this.logs.size <= 2 * this.maxRunning) break

@@ -24,6 +24,7 @@ import {
   type GenerationParameters,
   responsesGenerationParameters,
 } from './http/validate'
+import { holdsCompaction } from './store/compaction'
 
 export interface RenderJob {
   id: number
@@ -77,10 +78,6 @@ function endsWithToolResults(body: Record<string, unknown>): boolean {
   if (!Array.isArray(messages) || messages.length === 0) return false
   const last = messages[messages.length - 1] as { role?: unknown } | null
   return last !== null && typeof last === 'object' && last.role === 'tool'
-}
-
-function holdsCompaction(body: Record<string, unknown>): boolean {
-  return Array.isArray(body.input) && body.input.some((item) => item !== null && typeof item === 'object' && item.type === 'compaction')
 }
 
 /** The job's prompt, and for `prepare` the body's generation parameters (and what a Responses object echoes of it). */

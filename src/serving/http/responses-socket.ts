@@ -58,6 +58,8 @@ export interface ResponsesSocketOptions {
   lifetimeMs?: number
   /** `response.create` messages that may wait behind the running turn; one more is refused. Default 8. */
   maxQueued?: number
+  /** Characters of those messages together, at most; a message past it is refused. Default 8 MiB. */
+  maxQueuedBytes?: number
   /** Bytes waiting to go out above which a turn waits for the client to read. Default 1 MiB. */
   highWaterMark?: number
   /** How long a turn waits for a client that reads nothing before the connection is closed (1008). Default 30 s. */
@@ -71,6 +73,7 @@ const OPTIONS: OptionSpec = {
   onError: is.function,
   lifetimeMs: is.integer(1),
   maxQueued: is.integer(0),
+  maxQueuedBytes: is.integer(0),
   highWaterMark: is.integer(0),
   stallTimeoutMs: is.integer(1),
 }
@@ -124,6 +127,8 @@ export class ResponsesSocket {
   private readonly options: Required<Omit<ResponsesSocketOptions, 'lookup' | 'onError'>> &
     Pick<ResponsesSocketOptions, 'lookup' | 'onError'>
   private readonly queue: string[] = []
+  /** Characters of the queued messages. */
+  private queuedBytes = 0
   private running = false
   private ended = false
   private expired = false
@@ -139,6 +144,7 @@ export class ResponsesSocket {
     this.options = {
       lifetimeMs: DEFAULT_SOCKET_LIFETIME_MS,
       maxQueued: 8,
+      maxQueuedBytes: 8 * 1024 * 1024,
       highWaterMark: 1024 * 1024,
       stallTimeoutMs: 30_000,
       ...options,
@@ -151,22 +157,25 @@ export class ResponsesSocket {
   receive(text: string): void {
     if (this.ended) return
     if (this.expired) {
-      this.limitReached()
+      // The running turn ends first; then the limit's error frame (`drain`).
+      if (!this.running) this.limitReached()
       return
     }
-    if (this.running && this.queue.length >= this.options.maxQueued) {
+    const { maxQueued, maxQueuedBytes } = this.options
+    if (this.running && (this.queue.length >= maxQueued || this.queuedBytes + text.length > maxQueuedBytes)) {
       // Not queued (a client that floods the connection would hold its bodies here without bound).
       void this.sendFrame(
         frameOf(429, {
           type: 'invalid_request_error',
           code: 'websocket_queue_full',
-          message: `${this.options.maxQueued} response.create messages are already waiting on this connection; wait for a terminal event`,
+          message: `${this.queue.length} response.create messages (${this.queuedBytes} characters) are already waiting on this connection; wait for a terminal event`,
           param: null,
         }),
       )
       return
     }
     this.queue.push(text)
+    this.queuedBytes += text.length
     if (!this.running) void this.drain()
   }
 
@@ -175,6 +184,7 @@ export class ResponsesSocket {
     if (this.ended) return
     this.ended = true
     this.queue.length = 0
+    this.queuedBytes = 0
     clearTimeout(this.lifetime)
     this.abort.abort()
   }
@@ -182,7 +192,11 @@ export class ResponsesSocket {
   private async drain(): Promise<void> {
     this.running = true
     // After the connection's lifetime nothing more runs: what waits gets the limit's error frame.
-    while (this.queue.length > 0 && !this.ended && !this.expired) await this.turn(this.queue.shift()!)
+    while (this.queue.length > 0 && !this.ended && !this.expired) {
+      const text = this.queue.shift()!
+      this.queuedBytes -= text.length
+      await this.turn(text)
+    }
     this.running = false
     if (this.expired) this.limitReached()
   }
@@ -235,7 +249,11 @@ export class ResponsesSocket {
     } catch (error) {
       this.forget(previousId)
       if (this.ended) return
-      if (emitted && terminal) return
+      if (emitted && terminal) {
+        // The client has its terminal frame: the failure after it is the server's to know.
+        this.options.onError?.(error)
+        return
+      }
       await this.sendFrame(this.errorFrame(error))
     }
   }
@@ -312,4 +330,65 @@ export class ResponsesSocket {
       clearTimeout(timer)
     }
   }
+}
+
+/** What `serveResponsesSocket` needs of a WebSocket: the `ws` package's server-side socket, or one like it. */
+export interface WebSocketLike {
+  send(data: string, callback: (error?: Error) => void): void
+  readonly bufferedAmount: number
+  close(code: number, reason: string): void
+  terminate(): void
+  ping(): void
+  on(event: 'message', listener: (data: { toString(): string }, isBinary: boolean) => void): unknown
+  on(event: 'close' | 'pong', listener: () => void): unknown
+  on(event: 'error', listener: (error: Error) => void): unknown
+}
+
+export interface ServeResponsesSocketOptions extends Omit<ResponsesSocketOptions, 'transport'> {
+  /** How often the connection is pinged; one that did not answer the last ping by the next is ended. Default 30 s. */
+  heartbeatMs?: number
+}
+
+/**
+ * A `ResponsesSocket` on a WebSocket of the `ws` package (or one with its API): text frames are turns, a
+ * binary frame closes the connection (1003: the protocol is JSON text), and a peer that stops answering pings
+ * is ended (a connection lost without a close would otherwise be held until its lifetime ends).
+ */
+export function serveResponsesSocket(ws: WebSocketLike, options: ServeResponsesSocketOptions): ResponsesSocket {
+  const { heartbeatMs = 30_000, ...socketOptions } = options
+  checkOptions({ heartbeatMs }, { heartbeatMs: is.integer(1) }, 'serveResponsesSocket')
+  const session = new ResponsesSocket({
+    ...socketOptions,
+    transport: {
+      send: (text) => new Promise<void>((resolve, reject) => ws.send(text, (error) => (error ? reject(error) : resolve()))),
+      get bufferedAmount() {
+        return ws.bufferedAmount
+      },
+      close: (code, reason) => ws.close(code, reason),
+    },
+  })
+  let answered = true
+  const heartbeat = setInterval(() => {
+    if (!answered) {
+      ws.terminate()
+      return
+    }
+    answered = false
+    ws.ping()
+  }, heartbeatMs)
+  heartbeat.unref()
+  ws.on('pong', () => {
+    answered = true
+  })
+  ws.on('message', (data, isBinary) => {
+    if (isBinary) ws.close(1003, 'send response.create as a text frame of JSON')
+    else session.receive(data.toString())
+  })
+  ws.on('close', () => {
+    clearInterval(heartbeat)
+    session.closed()
+  })
+  // A broken connection closes too ('close' follows); nothing more to do.
+  ws.on('error', () => {})
+  return session
 }

@@ -48,7 +48,8 @@ export class StreamLog {
       this.bytes -= oldest.frame.length
       this.lastDropped = oldest.sequence
     }
-    if (this.head > 1024 && this.head * 2 > this.entries.length) {
+    // Dropped entries are let go once they are half the array (amortized: each is copied at most once).
+    if (this.head > 64 && this.head * 2 > this.entries.length) {
       this.offset += this.head
       this.entries = this.entries.slice(this.head)
       this.head = 0
@@ -120,7 +121,8 @@ function notKept(dropped: number): HttpError {
 /**
  * Streams `log` from after `after` to `response` as SSE (status 200 and the SSE headers first), waiting for
  * `drain` when the socket is full, until the log ends or the client leaves. A resume point no longer kept is
- * answered with its 400 before the status line.
+ * answered with its 400 before the status line; a client that read so slowly that the frames it was to get next
+ * were dropped gets an `error` event saying so (`events-not-kept`) as its stream's end.
  */
 export async function pipeStreamLog(response: ServerResponse, log: StreamLog, after = -1): Promise<'completed' | 'client-closed'> {
   const left = new AbortController()
@@ -148,6 +150,11 @@ export async function pipeStreamLog(response: ServerResponse, log: StreamLog, af
     }
     if (left.signal.aborted) return 'client-closed'
     response.end()
+    return 'completed'
+  } catch (error) {
+    if (!response.headersSent || !(error instanceof HttpError)) throw error
+    const { message, code, param } = error
+    response.end(`event: error\ndata: ${JSON.stringify({ type: 'error', code, message, param })}\n\n`)
     return 'completed'
   } finally {
     response.off('close', onClose)

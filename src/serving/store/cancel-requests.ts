@@ -20,6 +20,11 @@ export async function requestCancel(store: ResponseStore, id: string): Promise<v
   await store.put({ id: PREFIX + id, createdAt: Math.floor(Date.now() / 1000), response: { cancel: id }, input: [] })
 }
 
+/** Removes the cancel request of response `id` (the run ended, or no process runs it any more). */
+export async function withdrawCancel(store: ResponseStore, id: string): Promise<void> {
+  await store.delete(PREFIX + id)
+}
+
 /**
  * Looks for a cancel request of response `id` every `intervalMs` until one is found (then calls `onCancel`
  * once, and removes the request) or the returned function is called. A store that fails to answer is asked

@@ -39,20 +39,22 @@ export interface CompactorOptions {
    * pass the same key.
    */
   key?: Uint8Array | string
-  /**
-   * The longest `encrypted_content` made or taken, in characters, and the most its items may inflate to.
-   * Default 10 MiB, the specification's bound on it.
-   */
+  /** The longest `encrypted_content` made or taken, in characters. Default 10 MiB, the specification's bound on it. */
   maxSealedLength?: number
+  /**
+   * The most a compaction holds: the bytes of its items' JSON, which opening one inflates and parses (on the
+   * event loop). A conversation larger than this is not compacted (a 400). Default 8 MiB.
+   */
+  maxOpenedBytes?: number
 }
 
-const OPTIONS: OptionSpec = {
-  key: {
-    what: '32 bytes (a Uint8Array) or 64 hex digits',
-    test: (value) => (value instanceof Uint8Array ? value.length === 32 : typeof value === 'string' && /^[0-9a-fA-F]{64}$/.test(value)),
-  },
-  maxSealedLength: is.integer(64),
-}
+// `key` is checked apart: an option error shows the value it got, and a key's must not be shown.
+const OPTIONS: OptionSpec = { key: is.any, maxSealedLength: is.integer(64), maxOpenedBytes: is.integer(64) }
+
+const isKey = (value: unknown) =>
+  value instanceof Uint8Array ? value.length === 32 : typeof value === 'string' && /^[0-9a-fA-F]{64}$/.test(value)
+
+export const DEFAULT_MAX_OPENED_BYTES = 8 * 1024 * 1024
 
 export const DEFAULT_MAX_SEALED_LENGTH = 10 * 1024 * 1024
 
@@ -74,12 +76,21 @@ export interface CompactionResource {
 export class Compactor {
   private readonly key: Buffer
   private readonly maxSealedLength: number
+  private readonly maxOpenedBytes: number
 
   constructor(options: CompactorOptions = {}) {
     checkOptions(options, OPTIONS, 'Compactor')
     const { key } = options
+    if (key !== undefined && !isKey(key))
+      throw Object.assign(
+        new TypeError("Compactor: option 'key' must be 32 bytes (a Uint8Array) or 64 hex digits (its value is not shown)"),
+        {
+          code: 'invalid-option',
+        },
+      )
     this.key = key === undefined ? randomBytes(32) : typeof key === 'string' ? Buffer.from(key, 'hex') : Buffer.from(key)
     this.maxSealedLength = options.maxSealedLength ?? DEFAULT_MAX_SEALED_LENGTH
+    this.maxOpenedBytes = options.maxOpenedBytes ?? DEFAULT_MAX_OPENED_BYTES
   }
 
   /**
@@ -111,7 +122,7 @@ export class Compactor {
 
   /** Whether a request's input holds a compaction item (which `expand` must open before the body is rendered). */
   holds(body: Item): boolean {
-    return Array.isArray(body.input) && body.input.some((item) => isObject(item) && item.type === 'compaction')
+    return holdsCompaction(body)
   }
 
   /**
@@ -133,20 +144,19 @@ export class Compactor {
     return { ...body, input: [...sealed, ...input.slice(last + 1)] }
   }
 
-  /** The most bytes of JSON a seal holds: a bound on what opening one inflates (compressed JSON is a few times smaller). */
-  private get maxInflated(): number {
-    return this.maxSealedLength * 8
-  }
-
   private seal(items: Item[]): string {
     const tooLarge = () =>
-      new HttpError(400, `the conversation is too large to compact (its sealed form is bounded by ${this.maxSealedLength} characters)`, {
-        param: 'input',
-        code: 'compaction-too-large',
-      })
+      new HttpError(
+        400,
+        `the conversation is too large to compact (at most ${this.maxOpenedBytes} bytes of items, ${this.maxSealedLength} characters sealed)`,
+        {
+          param: 'input',
+          code: 'compaction-too-large',
+        },
+      )
     const json = Buffer.from(JSON.stringify(items))
     // What is sealed must open: `open` inflates at most this much.
-    if (json.length > this.maxInflated) throw tooLarge()
+    if (json.length > this.maxOpenedBytes) throw tooLarge()
     const iv = randomBytes(IV_BYTES)
     const cipher = createCipheriv('aes-256-gcm', this.key, iv)
     cipher.setAAD(ASSOCIATED)
@@ -171,13 +181,18 @@ export class Compactor {
       decipher.setAAD(ASSOCIATED)
       decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES))
       const deflated = Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()])
-      items = JSON.parse(inflateRawSync(deflated, { maxOutputLength: this.maxInflated }).toString('utf8'))
+      items = JSON.parse(inflateRawSync(deflated, { maxOutputLength: this.maxOpenedBytes }).toString('utf8'))
     } catch {
       throw notOurs()
     }
     if (!Array.isArray(items) || !items.every(isObject)) throw notOurs()
     return items
   }
+}
+
+/** Whether a Responses body's input holds a compaction item. */
+export function holdsCompaction(body: Item): boolean {
+  return Array.isArray(body.input) && body.input.some((item) => isObject(item) && item.type === 'compaction')
 }
 
 /**

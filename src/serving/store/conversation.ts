@@ -15,7 +15,8 @@ type Item = Record<string, unknown>
 
 const isObject = (value: unknown): value is Item => value !== null && typeof value === 'object' && !Array.isArray(value)
 
-function notFound(id: string, param: string | null): HttpError {
+/** The 404 of a response that is not stored (`param`: the request field that named it, if any). */
+export function responseNotFound(id: string, param: string | null = null): HttpError {
   return new HttpError(404, `No response with id '${id.slice(0, 100)}' is stored here (never stored, deleted, or expired)`, {
     param,
     code: 'not-found',
@@ -49,7 +50,7 @@ export function continuationItems(record: StoredResponse): Item[] {
 /** The response a request continues (`previous_response_id`); a 404 naming the field when it is not stored. */
 export async function previousResponse(store: ResponseStore, previousResponseId: string): Promise<StoredResponse> {
   const record = await responseRecord(store, previousResponseId)
-  if (record === null) throw notFound(previousResponseId, 'previous_response_id')
+  if (record === null) throw responseNotFound(previousResponseId, 'previous_response_id')
   return record
 }
 
@@ -149,8 +150,8 @@ export function storedResponse(
   return record
 }
 
-/** The record of response `id` (null for a cancel request's id: it is no response). */
-function responseRecord(store: ResponseStore, id: string): Promise<StoredResponse | null> {
+/** The record of response `id` in `store`, or null (also for a cancel request's id: it is no response). */
+export function responseRecord(store: ResponseStore, id: string): Promise<StoredResponse | null> {
   return isCancelRequestId(id) ? Promise.resolve(null) : store.get(id)
 }
 
@@ -183,7 +184,7 @@ export async function storedResponseRoute(
     if (method !== 'GET') return { status: 405, body: null, allow: 'GET' }
     const page = pageOf(url.searchParams)
     const record = await responseRecord(store, id)
-    if (record === null) throw notFound(id, null)
+    if (record === null) throw responseNotFound(id, null)
     const ordered = page.order === 'asc' ? record.input : [...record.input].reverse()
     const start = page.after === null ? 0 : ordered.findIndex((item) => item.id === page.after) + 1
     if (page.after !== null && start === 0)
@@ -205,11 +206,11 @@ export async function storedResponseRoute(
   }
   if (method === 'GET') {
     const record = await responseRecord(store, id)
-    if (record === null) throw notFound(id, null)
+    if (record === null) throw responseNotFound(id, null)
     return { status: 200, body: record.response }
   }
   if (method === 'DELETE') {
-    if (isCancelRequestId(id) || !(await store.delete(id))) throw notFound(id, null)
+    if (isCancelRequestId(id) || !(await store.delete(id))) throw responseNotFound(id, null)
     return { status: 200, body: { id, object: 'response', deleted: true } }
   }
   return { status: 405, body: null, allow: 'GET, DELETE' }

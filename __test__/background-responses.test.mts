@@ -1,0 +1,142 @@
+/**
+ * BackgroundResponses and StreamLog on their own (the gateway's tests drive them over HTTP): the bound on runs
+ * and what a refused start gives back, a run whose store fails (no crash, its followers see the end), closing
+ * while a client follows, a cancel whose process is gone (the cancel request not left behind), and a follower
+ * that reads too slowly for the log's bound (an error event, not a stream that looks finished).
+ */
+import { EventEmitter } from 'node:events'
+import type { ServerResponse } from 'node:http'
+
+import test from 'ava'
+import { BackgroundResponses, HttpError, MemoryResponseStore, pipeStreamLog, ResponsesStream, StreamLog } from 'harmony-stream'
+import type { EngineStep } from 'harmony-stream/engines'
+
+import { harmony } from './helpers/harmony.mjs'
+
+const ANSWER = harmony('<|channel|>final<|message|>Done.<|return|>')
+
+/** Engine steps, one id each, `ms` apart; stops when `signal` aborts. */
+async function* steps(tokens: number[], signal: AbortSignal, ms = 0): AsyncGenerator<EngineStep> {
+  for (const id of tokens) {
+    if (signal.aborted) return
+    if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms))
+    yield { tokens: Uint32Array.of(id) }
+  }
+}
+
+const adapter = () => new ResponsesStream({ model: 'gpt-oss', background: true })
+
+test('at most maxRunning run; a reservation not used is given back', async (t) => {
+  const store = new MemoryResponseStore()
+  const background = new BackgroundResponses({ store, maxRunning: 1 })
+  const release = background.reserve()
+  t.throws(() => background.reserve(), { instanceOf: HttpError, message: /1 background responses/ })
+  release()
+  release()
+  const again = background.reserve()
+  const run = adapter()
+  background.start({ adapter: run, stream: false, steps: (signal) => steps(ANSWER, signal, 5), keep: async () => {} }, again)
+  t.throws(() => background.reserve(), { instanceOf: HttpError })
+  await background.close()
+  t.notThrows(() => background.reserve()())
+})
+
+test('a store that fails during a run: no crash, the failure reported, the follower’s stream ends', async (t) => {
+  const errors: unknown[] = []
+  const background = new BackgroundResponses({ store: new MemoryResponseStore(), onError: (error) => errors.push(error) })
+  const log = background.start(
+    {
+      adapter: adapter(),
+      stream: true,
+      steps: (signal) => steps(ANSWER, signal),
+      keep: async () => {
+        throw new Error('store down')
+      },
+    },
+    background.reserve(),
+  )
+  let text = ''
+  for await (const frames of log!.follow(-1)) text += frames
+  t.true(log!.ended)
+  t.is(text, '', 'the run stopped where it failed, and its follower was let go')
+  await background.close()
+  t.like(errors[0], { message: 'store down' })
+})
+
+test('close() while a client follows: the run is cancelled at once, its stream ends', async (t) => {
+  const store = new MemoryResponseStore()
+  const background = new BackgroundResponses({ store })
+  const run = adapter()
+  const kept: string[] = []
+  const log = background.start(
+    {
+      adapter: run,
+      stream: true,
+      steps: (signal) => steps([...harmony('<|channel|>final<|message|>'), ...Array(500).fill(harmony(' more')[0]!)], signal, 10),
+      keep: async (response) => void kept.push(response.status),
+    },
+    background.reserve(),
+  )
+  const following = (async () => {
+    let frames = 0
+    for await (const _ of log!.follow(-1)) frames++
+    return frames
+  })()
+  await new Promise((resolve) => setTimeout(resolve, 60))
+  const started = Date.now()
+  await background.close()
+  t.true((await following) > 0)
+  t.true(Date.now() - started < 1000)
+  t.deepEqual(kept, ['in_progress', 'cancelled'])
+})
+
+test('a cancel of a response no process runs keeps it as cancelled and leaves no cancel request behind', async (t) => {
+  const store = new MemoryResponseStore()
+  const background = new BackgroundResponses({ store, cancelWaitMs: 100 })
+  await store.put({ id: 'resp_gone', createdAt: 1, response: { id: 'resp_gone', status: 'in_progress' }, input: [] })
+  t.like(await background.cancel('resp_gone'), { status: 'cancelled' })
+  t.is(await store.get('cancel-request:resp_gone'), null)
+  await t.throwsAsync(background.cancel('cancel-request:resp_gone'), { instanceOf: HttpError, message: /No response/ })
+  await t.throwsAsync(background.stream('resp_gone', 'x'), { instanceOf: HttpError, message: /starting_after/ })
+  await t.throwsAsync(background.stream('resp_gone', null), { instanceOf: HttpError, message: /not kept here/ })
+})
+
+/** A ServerResponse whose socket is full until `drain` is emitted. */
+function fullResponse() {
+  const written: string[] = []
+  const response = Object.assign(new EventEmitter(), {
+    headersSent: false,
+    writableFinished: false,
+    writeHead() {
+      response.headersSent = true
+      return response
+    },
+    write(chunk: string) {
+      written.push(chunk)
+      return false
+    },
+    end(chunk?: string) {
+      if (chunk !== undefined) written.push(chunk)
+      response.writableFinished = true
+      return response
+    },
+  })
+  return { response, written }
+}
+
+test('a follower too slow for the log’s bound gets an error event as its stream’s end', async (t) => {
+  const log = new StreamLog({ maxBytes: 100 })
+  log.append(0, 'data: 0\n\n')
+  const { response, written } = fullResponse()
+  const piped = pipeStreamLog(response as unknown as ServerResponse, log)
+  await new Promise((resolve) => setImmediate(resolve))
+  t.deepEqual(written, ['data: 0\n\n'])
+  // While the client reads nothing, more than the bound comes: frames it was to get are dropped.
+  for (let i = 1; i < 40; i++) log.append(i, `data: ${i}\n\n`)
+  log.end()
+  response.emit('drain')
+  t.is(await piped, 'completed')
+  t.regex(written.at(-1)!, /^event: error\ndata: .*"events-not-kept"/)
+  // The follower never got a frame out of order or twice.
+  t.is(written.length, 2)
+})
