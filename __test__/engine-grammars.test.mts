@@ -13,8 +13,6 @@
 import { spawnSync } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
-import { Ajv2020 } from 'ajv/dist/2020.js'
-import addFormats from 'ajv-formats'
 import test from 'ava'
 import fc from 'fast-check'
 import { HarmonyRequestError } from 'harmony-stream'
@@ -27,15 +25,14 @@ import {
   TrtllmEngine,
   VllmEngine,
 } from 'harmony-stream/engines'
-
+import { schemaValidator } from './helpers/ajv.mjs'
 import { type FakeEngine, fakeLlamaCpp, fakeSglang, fakeTrtllm, fakeVllm, fakeVllmGenerate } from './helpers/fake-engines.mjs'
 import { harmony } from './helpers/harmony.mjs'
 
 const require = createRequire(import.meta.url)
 const PYTHON = join(import.meta.dirname, '..', '.venv', 'bin', 'python')
 
-const ajv = new Ajv2020({ strict: false })
-addFormats.default(ajv, ['date', 'time', 'date-time', 'uuid'])
+const ajv = schemaValidator(['date', 'time', 'date-time', 'uuid'])
 
 interface Schema {
   schema: Record<string, unknown>

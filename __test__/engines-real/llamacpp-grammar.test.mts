@@ -9,13 +9,11 @@
  * allowed id llama.cpp ranks first: the JSON is whatever the grammar allows, which is the point.
  */
 
-import { Ajv2020 } from 'ajv/dist/2020.js'
-import addFormats from 'ajv-formats'
 import test from 'ava'
 import { encode } from 'gpt-tokenizer/encoding/o200k_base'
 import { HarmonyStreamParser } from 'harmony-stream'
 import { type EngineStep, LlamaCppEngine } from 'harmony-stream/engines'
-
+import { schemaValidator } from '../helpers/ajv.mjs'
 import { startGateway } from '../helpers/gateway.mjs'
 import { llamaBuildOrSkip, llamaServerForFile } from '../helpers/llama-server.mjs'
 
@@ -52,8 +50,7 @@ const SCHEMAS: Record<string, Record<string, unknown>> = {
   },
 }
 
-const ajv = new Ajv2020({ strict: false })
-addFormats.default(ajv)
+const ajv = schemaValidator()
 
 async function collect(steps: AsyncIterable<EngineStep>): Promise<number[]> {
   const tokens: number[] = []

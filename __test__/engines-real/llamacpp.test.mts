@@ -1,6 +1,6 @@
 /**
- * LlamaCppEngine against a real llama-server (built by scripts/llama-server.mjs, started by
- * helpers/llama-server.mts) serving a bigram model with gpt-oss's vocabulary: the last prompt id picks what
+ * LlamaCppEngine against a real llama-server (built by scripts/llama-server().mjs, started by
+ * helpers/llama-server().mts) serving a bigram model with gpt-oss's vocabulary: the last prompt id picks what
  * it generates (the model's named chains), so each test knows the ids to expect without hard-coding them.
  *
  * What the server itself answers is the reference: the same request not streamed (`POST /completion`,
@@ -18,7 +18,7 @@ import { EngineError, type EngineStep, type GenerateRequest, LAST_MODEL_TOKEN, L
 import type OpenAI from 'openai'
 
 import { readChatStream, startGateway } from '../helpers/gateway.mjs'
-import { type LlamaServer, llamaBuildOrSkip, startLlamaServer } from '../helpers/llama-server.mjs'
+import { type LlamaServer, llamaBuildOrSkip, llamaServerForFile, startLlamaServer } from '../helpers/llama-server.mjs'
 
 const root = join(import.meta.dirname, '..', '..')
 
@@ -32,18 +32,12 @@ const END = 200_007
 const ENDOFTEXT = 199_999
 const MESSAGE = 200_008
 
-let server: LlamaServer
-test.before(async () => {
-  if (build) server = await startLlamaServer(build)
-})
-test.after.always(async () => {
-  await server?.close()
-})
+const server = llamaServerForFile(test, build)
 
 /** Some prompt (only its last id matters to the model) ending with `last`. */
 const promptEndingWith = (last: number) => [...encode('The model answers:'), last]
 const chain = (name: string) => {
-  const found = server.model.chains[name]
+  const found = server().model.chains[name]
   if (found === undefined) throw new Error(`the model has no chain '${name}'`)
   return found
 }
@@ -74,18 +68,18 @@ async function unstreamed(request: Omit<GenerateRequest, 'signal' | 'stopTokens'
   if (request.temperature !== undefined) body.temperature = request.temperature
   if (request.topP !== undefined) body.top_p = request.topP
   if (request.seed !== undefined) body.seed = request.seed
-  const { status, json } = await server.post('/completion', body)
+  const { status, json } = await server().post('/completion', body)
   if (status !== 200) throw new Error(`llama-server answered ${status}: ${JSON.stringify(json)}`)
   const answer = json as { tokens: number[]; stop_type: string }
   return { tokens: answer.tokens, stopType: answer.stop_type }
 }
 
-const engine = () => new LlamaCppEngine({ url: server.url })
+const engine = () => new LlamaCppEngine({ url: server().url })
 
 /** The text of the `final` chain's message: its ids between `<|message|>` and `<|return|>`, as the server decodes them. */
 async function finalAnswerText(): Promise<string> {
   const ids = chain('final').tokens
-  const { json } = await server.post('/detokenize', { tokens: ids.slice(ids.indexOf(MESSAGE) + 1, -1) })
+  const { json } = await server().post('/detokenize', { tokens: ids.slice(ids.indexOf(MESSAGE) + 1, -1) })
   return (json as { content: string }).content
 }
 
@@ -115,15 +109,15 @@ real("the vocabulary is o200k_harmony's: /tokenize and /detokenize agree with gp
     '   leading and trailing   ',
   ]
   for (const text of texts) {
-    const { json: tokenized } = await server.post('/tokenize', { content: text, parse_special: false })
+    const { json: tokenized } = await server().post('/tokenize', { content: text, parse_special: false })
     const ids = (tokenized as { tokens: number[] }).tokens
     const expected = encode(text)
     // Compared as one string: a long array that differs is more than ava's diff can print.
     t.is(ids.join(' '), expected.join(' '), `tokenize: ${JSON.stringify(text.slice(0, 40))}…`)
-    const { json: detokenized } = await server.post('/detokenize', { tokens: ids })
+    const { json: detokenized } = await server().post('/detokenize', { tokens: ids })
     t.is((detokenized as { content: string }).content, text)
   }
-  const { json: special } = await server.post('/tokenize', { content: '<|start|>assistant<|channel|>final<|message|>Hi<|end|>' })
+  const { json: special } = await server().post('/tokenize', { content: '<|start|>assistant<|channel|>final<|message|>Hi<|end|>' })
   t.deepEqual((special as { tokens: number[] }).tokens, [
     200_006,
     ...encode('assistant'),
@@ -133,12 +127,12 @@ real("the vocabulary is o200k_harmony's: /tokenize and /detokenize agree with gp
     ...encode('Hi'),
     END,
   ])
-  const { json: reserved } = await server.post('/detokenize', { tokens: [ENDOFTEXT, 200_018, server.model.vocabSize - 1] })
-  t.is((reserved as { content: string }).content, `<|endoftext|><|reserved_200018|><|reserved_${server.model.vocabSize - 1}|>`)
+  const { json: reserved } = await server().post('/detokenize', { tokens: [ENDOFTEXT, 200_018, server().model.vocabSize - 1] })
+  t.is((reserved as { content: string }).content, `<|endoftext|><|reserved_200018|><|reserved_${server().model.vocabSize - 1}|>`)
 })
 
 real('the model generates its chains (the server, not streamed, greedy)', async (t) => {
-  for (const [name, { start, tokens, cycle }] of Object.entries(server.model.chains)) {
+  for (const [name, { start, tokens, cycle }] of Object.entries(server().model.chains)) {
     const maxTokens = tokens.length + (cycle ? 2 * cycle.length : 0)
     const answer = await unstreamed({ tokens: promptEndingWith(start), temperature: 0, maxTokens })
     t.deepEqual(answer.tokens, [...tokens, ...(cycle ? [...cycle, ...cycle] : [])], name)
@@ -178,15 +172,15 @@ realSerial('a stop id of the request that llama.cpp does not stop at: the client
   const { start, cycle } = chain('walk')
   const stopAt = cycle![5]
   const streamed = await collect(engine().generate({ tokens: promptEndingWith(start), temperature: 0, stopTokens: [stopAt] }))
-  t.deepEqual(streamed.tokens, server.model.greedy(start, 6))
+  t.deepEqual(streamed.tokens, server().model.greedy(start, 6))
   t.is(streamed.finishReason, 'stop')
   // Closing the connection is what stops llama.cpp: the walk would otherwise run to the end of the context.
-  await idle(t, server)
+  await idle(t, server())
 })
 
 real("seeded sampling: the streamed ids are the server's own for the same seed", async (t) => {
   const { start, cycle } = chain('walk')
-  const greedy = server.model.greedy(start, 60)
+  const greedy = server().model.greedy(start, 60)
   let offGreedy = 0
   for (const seed of [1, 2, 3, 42]) {
     const request = { tokens: promptEndingWith(start), temperature: 1, topP: 1, seed, maxTokens: 60 }
@@ -198,7 +192,9 @@ real("seeded sampling: the streamed ids are the server's own for the same seed",
     streamed.tokens.forEach((id, i) => {
       const from = i === 0 ? start : streamed.tokens[i - 1]
       t.true(
-        server.model.successors(from).some(([next]) => next === id),
+        server()
+          .model.successors(from)
+          .some(([next]) => next === id),
         `seed ${seed}: step ${i}`,
       )
     })
@@ -215,7 +211,7 @@ real("logit bias: a banned successor is never sampled, and the streamed ids are 
   const streamed = await collect(engine().generate(request))
   t.is(streamed.tokens[0], cycle![5])
   t.false(streamed.tokens.includes(cycle![1]))
-  const { json } = await server.post('/completion', {
+  const { json } = await server().post('/completion', {
     prompt: request.tokens,
     n_predict: 3,
     temperature: 0,
@@ -232,7 +228,7 @@ real("logit bias: a banned successor is never sampled, and the streamed ids are 
 real("max tokens: exactly that many ids, finish reason 'length'", async (t) => {
   const { start } = chain('walk')
   const streamed = await collect(engine().generate({ tokens: promptEndingWith(start), temperature: 0, maxTokens: 300 }))
-  t.deepEqual(streamed.tokens, server.model.greedy(start, 300))
+  t.deepEqual(streamed.tokens, server().model.greedy(start, 300))
   t.is(streamed.finishReason, 'length')
   t.is(streamed.usage?.completionTokens, 300)
 })
@@ -242,9 +238,9 @@ real("no max tokens: generation runs to the end of the slot's context, finish re
   const prompt = promptEndingWith(start)
   const streamed = await collect(engine().generate({ tokens: prompt, temperature: 0 }))
   t.is(streamed.finishReason, 'length')
-  t.true(streamed.tokens.length > server.slotContext / 2, `${streamed.tokens.length} ids`)
-  t.true(prompt.length + streamed.tokens.length <= server.slotContext)
-  t.deepEqual(streamed.tokens, server.model.greedy(start, streamed.tokens.length))
+  t.true(streamed.tokens.length > server().slotContext / 2, `${streamed.tokens.length} ids`)
+  t.true(prompt.length + streamed.tokens.length <= server().slotContext)
+  t.deepEqual(streamed.tokens, server().model.greedy(start, streamed.tokens.length))
 })
 
 realSerial('8 parallel streams: each gets the ids the server gives it alone', async (t) => {
@@ -258,11 +254,11 @@ realSerial('8 parallel streams: each gets the ids the server gives it alone', as
     t.is(streamed[i].finishReason, 'length')
   }
   t.log(`8 streams of 120 ids in ${ms} ms`)
-  await idle(t, server)
+  await idle(t, server())
 })
 
 real('errors: a prompt longer than the slot context is an EngineError with the server status', async (t) => {
-  const tooLong = Array.from({ length: server.slotContext + 10 }, (_, i) => encode(' hello')[0] + (i % 2))
+  const tooLong = Array.from({ length: server().slotContext + 10 }, (_, i) => encode(' hello')[0] + (i % 2))
   const error = await t.throwsAsync(collect(engine().generate({ tokens: tooLong, maxTokens: 5 })), { instanceOf: EngineError })
   t.is(error?.code, 'engine-http-error')
   t.is(error?.status, 400)
@@ -270,11 +266,11 @@ real('errors: a prompt longer than the slot context is an EngineError with the s
 })
 
 real('errors: an id past the vocabulary is refused before it is sent, as the server itself refuses it', async (t) => {
-  const past = server.model.vocabSize
+  const past = server().model.vocabSize
   t.is(past, LAST_MODEL_TOKEN + 1, "the client's last id is the model's")
   t.throws(() => engine().generate({ tokens: [...encode('hi'), past] }), { instanceOf: RangeError, message: /201088/ })
   // The server's own answer to it, straight: a 400.
-  const { status } = await server.post('/completion', { prompt: [...encode('hi'), past], n_predict: 1 })
+  const { status } = await server().post('/completion', { prompt: [...encode('hi'), past], n_predict: 1 })
   t.is(status, 400)
   // The model's last id is taken.
   const last = await collect(engine().generate({ tokens: [...encode('hi'), LAST_MODEL_TOKEN], maxTokens: 1, temperature: 0 }))
@@ -282,7 +278,7 @@ real('errors: an id past the vocabulary is refused before it is sent, as the ser
 })
 
 real('errors: a path the server does not have is an EngineError with status 404', async (t) => {
-  const error = await t.throwsAsync(collect(new LlamaCppEngine({ url: `${server.url}/no/such/` }).generate({ tokens: [1, 2] })), {
+  const error = await t.throwsAsync(collect(new LlamaCppEngine({ url: `${server().url}/no/such/` }).generate({ tokens: [1, 2] })), {
     instanceOf: EngineError,
   })
   t.is(error?.code, 'engine-http-error')
