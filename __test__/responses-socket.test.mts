@@ -17,69 +17,12 @@ import { WebSocket } from 'ws'
 
 import { failingEngine, recordingEngine, startGateway } from './helpers/gateway.mjs'
 import { harmony } from './helpers/harmony.mjs'
+import { connect, errorOf, type Frame, responseOf, TERMINAL } from './helpers/responses-socket.mjs'
 
 const MODEL = 'gpt-oss'
 const ANSWER = harmony('<|channel|>analysis<|message|>Count.<|end|><|start|>assistant<|channel|>final<|message|>1, 2, 3.<|return|>')
 const CALL = harmony('<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris"}<|call|>')
 const TOOLS = [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } }]
-const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed', 'error'])
-
-type Frame = Record<string, unknown> & { type: string }
-
-/** A raw WebSocket to the gateway's /v1/responses, read a turn at a time (up to and with its terminal frame). */
-async function connect(t: ExecutionContext, port: number) {
-  const socket = new WebSocket(`ws://127.0.0.1:${port}/v1/responses`)
-  t.teardown(() => socket.terminate())
-  const frames: Frame[] = []
-  const waiting: (() => void)[] = []
-  let closed: { code: number } | null = null
-  socket.on('message', (data) => {
-    frames.push(JSON.parse(data.toString()) as Frame)
-    for (const wake of waiting.splice(0)) wake()
-  })
-  socket.on('close', (code) => {
-    closed = { code }
-    for (const wake of waiting.splice(0)) wake()
-  })
-  await new Promise<void>((resolve, reject) => {
-    socket.once('open', () => resolve())
-    socket.once('error', reject)
-  })
-  let read = 0
-  return {
-    socket,
-    send(message: Record<string, unknown>) {
-      socket.send(JSON.stringify(message))
-    },
-    /** The frames of the next turn, its terminal frame last. */
-    async turn(): Promise<Frame[]> {
-      for (;;) {
-        const end = frames.findIndex((frame, i) => i >= read && TERMINAL.has(frame.type))
-        if (end >= 0) {
-          const turn = frames.slice(read, end + 1)
-          read = end + 1
-          return turn
-        }
-        if (closed !== null) throw new Error(`closed (${closed.code}) before a terminal frame`)
-        await new Promise<void>((resolve) => waiting.push(resolve))
-      }
-    },
-    get closed() {
-      return closed
-    },
-    get frames() {
-      return frames
-    },
-  }
-}
-
-/** The last frame's response (a terminal event), or its error. */
-const responseOf = (turn: Frame[]) => turn.at(-1)!.response as Record<string, unknown> & { id: string; status: string }
-const errorOf = (turn: Frame[]) => {
-  const last = turn.at(-1)!
-  return { status: last.status, ...(last.error as Record<string, unknown>) }
-}
-
 /** A well-formed turn: `response.created` first, sequence numbers 0, 1, 2…, one terminal event last, no `[DONE]`. */
 function assertStream(t: ExecutionContext, turn: Frame[], status = 'completed'): void {
   t.is(turn[0]!.type, 'response.created')

@@ -6,7 +6,8 @@
  * `tool` chain, which a bias towards ` to` and `<|call|>` and against `<|channel|>` makes it start after
  * `<|start|>assistant`), so a re-render differs from what the server cached right after each prompt, and an
  * exact continuation does not: the server's own count of prompt tokens served from its cache (llama.cpp
- * `timings.cache_n`, usage's `cached_tokens`) tells the difference.
+ * `timings.cache_n`, usage's `cached_tokens`) tells the difference. The same over Chat Completions with and
+ * without the gateway's id cache, and over the WebSocket mode with `store: false` (the connection's memory).
  */
 import test, { type ExecutionContext } from 'ava'
 import { ChatIdCache } from 'harmony-stream'
@@ -15,6 +16,7 @@ import type OpenAI from 'openai'
 
 import { startGateway } from '../helpers/gateway.mjs'
 import { llamaBuildOrSkip, llamaServerForFile } from '../helpers/llama-server.mjs'
+import { connect, responseOf } from '../helpers/responses-socket.mjs'
 
 const build = llamaBuildOrSkip()
 const real = build ? test.serial : test.skip
@@ -138,3 +140,41 @@ real("over a 10-step tool loop, exact continuations are served from the server's
     t.true(exact[i]!.input - exact[i]!.cached < rerendered[i]!.input - rerendered[i]!.cached, `step ${i + 1}`)
   }
 })
+
+real(
+  'over the WebSocket mode, a store: false tool loop continues from the connection’s memory, exactly, served from the server’s cache',
+  async (t) => {
+    const { port } = await startGateway(t, { engine: callingEngine(), responseStore: null, onDiagnostic: () => {} })
+    const ws = await connect(t, port)
+    const steps: { input: number; cached: number; output: number }[] = []
+    let previous: string | undefined
+    let callId: string | undefined
+    for (let step = 0; step < 4; step++) {
+      ws.send({
+        type: 'response.create',
+        model: 'gpt-oss',
+        store: false,
+        tools: TOOLS,
+        max_output_tokens: 64,
+        input:
+          callId === undefined ? 'Weather, over a socket?' : [{ type: 'function_call_output', call_id: callId, output: `sunny ${step}` }],
+        ...(previous === undefined ? {} : { previous_response_id: previous }),
+      })
+      const response = responseOf(await ws.turn()) as unknown as {
+        id: string
+        output: { type: string; call_id?: string }[]
+        usage: { input_tokens: number; output_tokens: number; input_tokens_details: { cached_tokens: number } }
+      }
+      callId = response.output.find((item) => item.type === 'function_call')?.call_id
+      if (callId === undefined) throw new Error(`step ${step}: no call: ${JSON.stringify(response.output)}`)
+      previous = response.id
+      steps.push({
+        input: response.usage.input_tokens,
+        cached: response.usage.input_tokens_details.cached_tokens,
+        output: response.usage.output_tokens,
+      })
+    }
+    t.log(`per step (prompt/cached/output): ${steps.map((s) => `${s.input}/${s.cached}/${s.output}`).join(' ')}`)
+    for (let i = 1; i < steps.length; i++) t.true(steps[i]!.cached >= steps[i - 1]!.input + steps[i - 1]!.output - 1, `step ${i + 1}`)
+  },
+)
