@@ -10,7 +10,7 @@
 import type { AddressInfo } from 'node:net'
 
 import test, { type ExecutionContext } from 'ava'
-import { ResponsesSocket, renderResponsesRequest, type SocketTransport } from 'harmony-stream'
+import { ResponsesSocket, ResponsesStream, renderResponsesRequest, type SocketTransport, sseEventTexts } from 'harmony-stream'
 import { type Engine, EngineError, type GenerateRequest } from 'harmony-stream/engines'
 import { ResponsesWS } from 'openai/resources/responses/ws'
 import { WebSocket } from 'ws'
@@ -307,7 +307,7 @@ test('ResponsesSocket: a client that reads nothing is closed (1008) after the st
   const closes: [number, string][] = []
   const transport: SocketTransport = {
     // Frames never leave: a client that does not read.
-    send: () => new Promise<void>(() => {}),
+    send: () => {},
     bufferedAmount: 10,
     close: (code, reason) => closes.push([code, reason]),
   }
@@ -342,7 +342,14 @@ test('the socket of a server closed with it', async (t) => {
 
 test('ResponsesSocket: a message past the queue’s bounds is refused at once; one after the lifetime waits for the running turn', async (t) => {
   const sent: Frame[] = []
-  const transport: SocketTransport = { send: async (text) => void sent.push(JSON.parse(text) as Frame), bufferedAmount: 0, close: () => {} }
+  const transport: SocketTransport = {
+    send: (text, done) => {
+      sent.push(JSON.parse(text) as Frame)
+      done?.()
+    },
+    bufferedAmount: 0,
+    close: () => {},
+  }
   let finishTurn: () => void = () => {}
   const socket = new ResponsesSocket({
     transport,
@@ -377,7 +384,10 @@ test('ResponsesSocket: after its lifetime the running turn ends with its termina
   const sent: Frame[] = []
   const closes: number[] = []
   const transport: SocketTransport = {
-    send: async (text) => void sent.push(JSON.parse(text) as Frame),
+    send: (text, done) => {
+      sent.push(JSON.parse(text) as Frame)
+      done?.()
+    },
     bufferedAmount: 0,
     close: (code) => closes.push(code),
   }
@@ -412,4 +422,24 @@ test('a binary frame closes the connection (1003); a cancel request’s id is no
   ws.socket.send(Buffer.from(JSON.stringify({ type: 'response.create', model: MODEL, input: 'x' })), { binary: true })
   for (let i = 0; i < 100 && ws.closed === null; i++) await new Promise((resolve) => setTimeout(resolve, 10))
   t.is(ws.closed?.code, 1003)
+})
+
+test('sseEventTexts cuts an adapter’s SSE frames into exactly its events’ JSON, text that looks like a frame included', (t) => {
+  const completion = harmony('<|channel|>final<|message|>data: {"x":1}\n\nevent: no\ndata: still text<|return|>')
+  for (const interval of [1, 4, completion.length]) {
+    const objects = new ResponsesStream({ model: MODEL, id: 'resp_same', createdAt: 1 })
+    const frames = new ResponsesStream({ model: MODEL, id: 'resp_same', createdAt: 1 })
+    const fromObjects: unknown[] = []
+    const fromFrames: unknown[] = []
+    for (let i = 0; i < completion.length; i += interval) {
+      fromObjects.push(...objects.push(completion.slice(i, i + interval)))
+      fromFrames.push(...sseEventTexts(frames.pushSse(completion.slice(i, i + interval))).map((text) => JSON.parse(text)))
+    }
+    fromObjects.push(...objects.finish())
+    fromFrames.push(...sseEventTexts(frames.finishSse()).map((text) => JSON.parse(text)))
+    t.deepEqual(
+      fromFrames.map((event) => JSON.stringify(event).replace(/"completed_at":[\d.]+/, '')),
+      fromObjects.map((event) => JSON.stringify(event).replace(/"completed_at":[\d.]+/, '')),
+    )
+  }
 })

@@ -1,6 +1,9 @@
-/** What the gateway benchmarks share: a gateway started as a child process on a free port, and percentiles. */
-import { type ChildProcess, spawn } from 'node:child_process'
+/** What the gateway benchmarks share: the replay completions, a gateway started as a child process on a free port, and percentiles. */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+
+import { generator } from '../__test__/helpers/generator.mjs'
 
 const root = join(import.meta.dirname, '..')
 
@@ -34,4 +37,49 @@ export function percentile(values: number[], p: number): number {
   if (values.length === 0) return 0
   const sorted = [...values].sort((a, b) => a - b)
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
+}
+
+/** Completions of about 1,000 tokens: several generated completions joined. */
+export function replayFile(): string {
+  const streams = Array.from({ length: 400 }, generator(9)).filter((s) => s.role === 'assistant')
+  const completions: number[][] = []
+  let current: number[] = []
+  for (const s of streams) {
+    current.push(...(current.length > 0 ? [200006, 173781] : []), ...s.tokens)
+    if (current.length >= 1000) {
+      completions.push(current)
+      current = []
+    }
+  }
+  mkdirSync(join(root, 'target'), { recursive: true })
+  const path = join(root, 'target', 'bench-replay.json')
+  writeFileSync(path, JSON.stringify(completions.map((tokens) => ({ tokens }))))
+  return path
+}
+
+/** CPU ms (user + system) of a process and its children, from /proc. */
+export function cpuMs(pid: number): number {
+  let children = ''
+  try {
+    children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' })
+  } catch {
+    // ps exits 1 when there are none
+  }
+  const pids = [
+    pid,
+    ...children
+      .split('\n')
+      .map(Number)
+      .filter((n) => n > 0),
+  ]
+  let ticks = 0
+  for (const p of pids) {
+    try {
+      const fields = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ')
+      ticks += Number(fields[11]) + Number(fields[12])
+    } catch {
+      // gone
+    }
+  }
+  return (ticks * 1000) / 100 // USER_HZ is 100 on Linux
 }

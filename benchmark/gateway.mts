@@ -10,32 +10,14 @@
  *   BENCH_QUICK=1 npm run bench:gateway   fewer cases
  */
 import { execFileSync } from 'node:child_process'
-import { readFileSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import { request } from 'node:http'
 import { join } from 'node:path'
 
-import { generator } from '../__test__/helpers/generator.mjs'
-import { percentile, startGatewayProcess } from './gateway-process.mjs'
+import { cpuMs, percentile, replayFile, startGatewayProcess } from './gateway-process.mjs'
 
 const root = join(import.meta.dirname, '..')
 const quick = process.env.BENCH_QUICK === '1'
-
-/** Completions of about 1,000 tokens: several generated completions joined. */
-function replayFile(): string {
-  const streams = Array.from({ length: 400 }, generator(9)).filter((s) => s.role === 'assistant')
-  const completions: number[][] = []
-  let current: number[] = []
-  for (const s of streams) {
-    current.push(...(current.length > 0 ? [200006, 173781] : []), ...s.tokens)
-    if (current.length >= 1000) {
-      completions.push(current)
-      current = []
-    }
-  }
-  const path = join(root, 'target', 'bench-replay.json')
-  writeFileSync(path, JSON.stringify(completions.map((tokens) => ({ tokens }))))
-  return path
-}
 
 /** The example gateway before this work, extracted from git, to run on the current build (same library). */
 function baselineServer(): string | null {
@@ -64,33 +46,6 @@ interface Result {
   gapP99: number
   cpuMsPerMillion: number
   gcMsPerMillion: number | null
-}
-
-/** CPU ms (user + system) of a process and its children, from /proc. */
-function cpuMs(pid: number): number {
-  let children = ''
-  try {
-    children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' })
-  } catch {
-    // ps exits 1 when there are none
-  }
-  const pids = [
-    pid,
-    ...children
-      .split('\n')
-      .map(Number)
-      .filter((n) => n > 0),
-  ]
-  let ticks = 0
-  for (const p of pids) {
-    try {
-      const fields = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ')
-      ticks += Number(fields[11]) + Number(fields[12])
-    } catch {
-      // gone
-    }
-  }
-  return (ticks * 1000) / 100 // USER_HZ is 100 on Linux
 }
 
 function get(port: number, path: string): Promise<string> {

@@ -93,6 +93,7 @@ export {
   type SocketTransport,
   type SocketTurn,
   serveResponsesSocket,
+  sseEventTexts,
   type WebSocketLike,
 } from './serving/http/responses-socket'
 export { DEFAULT_SERVER_LIMITS, hardenServer, type ServerLimits } from './serving/http/server'

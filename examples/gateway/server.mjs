@@ -77,6 +77,7 @@ import {
   SqliteResponseStore,
   sendError,
   serveResponsesSocket,
+  sseEventTexts,
   storedResponse,
   storedResponseRoute,
 } from 'harmony-stream'
@@ -362,13 +363,14 @@ export function createGateway({
     const generated = []
     let started = false
     try {
+      // The adapter's SSE face (its fast lane) cut into the events' JSON texts: one WebSocket message each.
       for await (const step of generate(request, prepared.prompt, prepared.parameters, signal, generated)) {
         started = true
-        for (const event of adapter.push(step)) await emit(event)
+        for (const text of sseEventTexts(adapter.pushSse(step))) await emit(text)
         // A client that stopped reading: nothing more is read from the engine.
         if (signal.aborted) break
       }
-      for (const event of adapter.finish()) await emit(event)
+      for (const text of sseEventTexts(adapter.finishSse())) await emit(text)
     } catch (error) {
       // An engine that fails before its first step: the connection answers with an error frame (a 502).
       if (!started || signal.aborted) throw error

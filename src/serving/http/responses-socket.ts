@@ -19,8 +19,11 @@ import { errorResponse, HttpError } from './errors'
 
 /** How the protocol reaches the client. */
 export interface SocketTransport {
-  /** Sends one text frame; resolves when it has left this process (ws: the send callback). */
-  send(text: string): Promise<void>
+  /**
+   * Sends one text frame; `sent`, when given, is called once it has left this process (ws: the send callback).
+   * Asked for only when frames pile up (a callback per frame costs more than the frame).
+   */
+  send(text: string, sent?: (error?: Error) => void): void
   /** Bytes of frames sent and not yet out (ws: `bufferedAmount`). */
   readonly bufferedAmount: number
   /** Closes the connection with a WebSocket close code. */
@@ -33,8 +36,12 @@ export interface SocketTurn {
   body: Record<string, unknown>
   /** The response `previous_response_id` names (this connection's latest, or the store's), or null when none is named. */
   previous: StoredResponse | null
-  /** Sends one event of the response; waits while the client is not reading (await it). */
-  emit(event: object): Promise<void>
+  /**
+   * Sends one event of the response: the object, or its JSON text (e.g. cut from the adapter's SSE frames by
+   * `sseEventTexts`, which the adapters write faster than objects); waits while the client is not reading
+   * (await it).
+   */
+  emit(event: object | string): Promise<void>
   /** Aborted when the connection closes. */
   signal: AbortSignal
   /** The message's length in characters (a gateway may render a large one off the event loop). */
@@ -227,12 +234,12 @@ export class ResponsesSocket {
           return
         }
       }
-      const emit = async (event: object) => {
+      const emit = async (event: object | string) => {
         if (this.ended) return
-        const type = (event as { type?: unknown }).type
+        const type = typeof event === 'string' ? typeOfText(event) : (event as { type?: unknown }).type
         // An error event is folded into the response.failed that follows it (one terminal frame per turn).
         if (type === 'error') {
-          heldError = event as Record<string, unknown>
+          heldError = (typeof event === 'string' ? JSON.parse(event) : event) as Record<string, unknown>
           return
         }
         if (TERMINAL.has(type as string)) terminal = true
@@ -296,45 +303,56 @@ export class ResponsesSocket {
     })
     const transport = this.options.transport
     this.closed()
-    transport.send(JSON.stringify(frame)).then(
-      () => transport.close(1000, 'connection limit reached'),
-      () => transport.close(1000, 'connection limit reached'),
-    )
+    transport.send(JSON.stringify(frame), () => transport.close(1000, 'connection limit reached'))
   }
 
   /**
-   * One frame to the client. While little waits to go out, sent without waiting; beyond `highWaterMark` the
-   * turn waits for this frame to go out (the engine is not read meanwhile), and a client that reads nothing
-   * for `stallTimeoutMs` has its connection closed (1008) and its turn aborted.
+   * One frame to the client (an object, or its JSON text). While little waits to go out, sent without waiting;
+   * beyond `highWaterMark` the turn waits for this frame to go out (the engine is not read meanwhile), and a
+   * client that reads nothing for `stallTimeoutMs` has its connection closed (1008) and its turn aborted.
    */
-  private async sendFrame(value: object): Promise<void> {
+  private async sendFrame(value: object | string): Promise<void> {
     const { transport } = this.options
-    const sent = transport.send(JSON.stringify(value))
+    const text = typeof value === 'string' ? value : JSON.stringify(value)
     if (transport.bufferedAmount <= this.options.highWaterMark) {
-      sent.catch(() => this.closed())
+      transport.send(text)
       return
     }
-    let timer: NodeJS.Timeout | undefined
-    const stalled = new Promise<'stalled'>((resolve) => {
-      timer = setTimeout(() => resolve('stalled'), this.options.stallTimeoutMs)
+    const outcome = await new Promise<'sent' | 'failed' | 'stalled'>((resolve) => {
+      const timer = setTimeout(() => resolve('stalled'), this.options.stallTimeoutMs)
+      transport.send(text, (error) => {
+        clearTimeout(timer)
+        resolve(error === undefined || error === null ? 'sent' : 'failed')
+      })
     })
-    try {
-      const outcome = await Promise.race([sent.then(() => 'sent' as const), stalled])
-      if (outcome === 'stalled') {
-        transport.close(1008, 'the client does not read')
-        this.closed()
-      }
-    } catch {
-      this.closed()
-    } finally {
-      clearTimeout(timer)
-    }
+    if (outcome === 'stalled') transport.close(1008, 'the client does not read')
+    if (outcome !== 'sent') this.closed()
   }
+}
+
+/** The `type` of an event's JSON text as the adapters write it (`{"type":"…",…`), else what parsing it finds. */
+function typeOfText(text: string): unknown {
+  const match = /^\{"type":"([^"\\]+)"/.exec(text)
+  return match !== null ? match[1] : (JSON.parse(text) as { type?: unknown }).type
+}
+
+/**
+ * The JSON texts of the events in SSE frames (`event: …\ndata: {…}\n\n` each, as the adapters' SSE faces write
+ * them): what a WebSocket sends one per message. JSON text has no raw newline, so a frame's data is its line.
+ */
+export function sseEventTexts(frames: string): string[] {
+  const texts: string[] = []
+  for (let at = frames.indexOf('data: '); at !== -1; at = frames.indexOf('data: ', at)) {
+    const end = frames.indexOf('\n', at)
+    texts.push(frames.slice(at + 6, end))
+    at = end
+  }
+  return texts
 }
 
 /** What `serveResponsesSocket` needs of a WebSocket: the `ws` package's server-side socket, or one like it. */
 export interface WebSocketLike {
-  send(data: string, callback: (error?: Error) => void): void
+  send(data: string, callback?: (error?: Error) => void): void
   readonly bufferedAmount: number
   close(code: number, reason: string): void
   terminate(): void
@@ -360,7 +378,7 @@ export function serveResponsesSocket(ws: WebSocketLike, options: ServeResponsesS
   const session = new ResponsesSocket({
     ...socketOptions,
     transport: {
-      send: (text) => new Promise<void>((resolve, reject) => ws.send(text, (error) => (error ? reject(error) : resolve()))),
+      send: (text, sent) => ws.send(text, sent),
       get bufferedAmount() {
         return ws.bufferedAmount
       },
