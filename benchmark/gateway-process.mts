@@ -1,6 +1,7 @@
 /** What the gateway benchmarks share: the replay completions, a gateway started as a child process on a free port, and percentiles. */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { request } from 'node:http'
 import { join } from 'node:path'
 
 import { generator } from '../__test__/helpers/generator.mjs'
@@ -82,4 +83,38 @@ export function cpuMs(pid: number): number {
     }
   }
   return (ticks * 1000) / 100 // USER_HZ is 100 on Linux
+}
+
+/** What a client saw of one streamed response: the tokens its usage reports, time to first byte, gaps between arrivals. */
+export interface Delivery {
+  tokens: number
+  ttfb: number
+  gaps: number[]
+}
+
+/** One streaming POST of `body` to `path`; its tokens are read from the end of the stream with `usage` (a capture group). */
+export function streamingPost(port: number, path: string, body: object, usage: RegExp): Promise<Delivery> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now()
+    let last = 0
+    let ttfb = 0
+    const gaps: number[] = []
+    let tail = ''
+    const req = request({ host: '127.0.0.1', port, method: 'POST', path, headers: { 'content-type': 'application/json' } }, (res) => {
+      res.setEncoding('utf8')
+      res.on('data', (chunk: string) => {
+        const now = performance.now()
+        if (ttfb === 0) ttfb = now - started
+        else gaps.push(now - last)
+        last = now
+        tail = (tail + chunk).slice(-4000)
+      })
+      res.on('end', () => {
+        const found = usage.exec(tail)
+        resolve({ tokens: found ? Number(found[1]) : 0, ttfb, gaps })
+      })
+    })
+    req.on('error', reject)
+    req.end(JSON.stringify(body))
+  })
 }

@@ -14,7 +14,7 @@ import { writeFileSync } from 'node:fs'
 import { request } from 'node:http'
 import { join } from 'node:path'
 
-import { cpuMs, percentile, replayFile, startGatewayProcess } from './gateway-process.mjs'
+import { cpuMs, type Delivery, percentile, replayFile, startGatewayProcess, streamingPost } from './gateway-process.mjs'
 
 const root = join(import.meta.dirname, '..')
 const quick = process.env.BENCH_QUICK === '1'
@@ -62,40 +62,10 @@ function get(port: number, path: string): Promise<string> {
   })
 }
 
-/** One streaming request: resolves with its token count (from usage), TTFB and chunk gaps. */
-function stream(port: number): Promise<{ tokens: number; ttfb: number; gaps: number[] }> {
-  const body = JSON.stringify({
-    model: 'gpt-oss',
-    messages: [{ role: 'user', content: 'hi' }],
-    stream: true,
-    stream_options: { include_usage: true },
-  })
-  return new Promise((resolve, reject) => {
-    const started = performance.now()
-    let last = 0
-    let ttfb = 0
-    const gaps: number[] = []
-    let tail = ''
-    const req = request(
-      { host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', headers: { 'content-type': 'application/json' } },
-      (res) => {
-        res.setEncoding('utf8')
-        res.on('data', (chunk: string) => {
-          const now = performance.now()
-          if (ttfb === 0) ttfb = now - started
-          else gaps.push(now - last)
-          last = now
-          tail = (tail + chunk).slice(-4000)
-        })
-        res.on('end', () => {
-          const usage = /"completion_tokens":(\d+)/.exec(tail)
-          resolve({ tokens: usage ? Number(usage[1]) : 0, ttfb, gaps })
-        })
-      },
-    )
-    req.on('error', reject)
-    req.end(body)
-  })
+/** One streaming Chat Completions request: its completion tokens (from usage), TTFB and chunk gaps. */
+function stream(port: number): Promise<Delivery> {
+  const body = { model: 'gpt-oss', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } }
+  return streamingPost(port, '/v1/chat/completions', body, /"completion_tokens":(\d+)/)
 }
 
 async function run(c: Case, replay: string): Promise<Result> {

@@ -9,50 +9,17 @@
  *   npm run bench:responses
  *   BENCH_QUICK=1 npm run bench:responses
  */
-import { request } from 'node:http'
-
 import { WebSocket } from 'ws'
 
-import { cpuMs, percentile, replayFile, startGatewayProcess } from './gateway-process.mjs'
+import { cpuMs, type Delivery, percentile, replayFile, startGatewayProcess, streamingPost } from './gateway-process.mjs'
 
 const quick = process.env.BENCH_QUICK === '1'
 
-interface Delivery {
-  tokens: number
-  ttfb: number
-  gaps: number[]
-}
-
 const BODY = { model: 'gpt-oss', input: 'hi', store: false }
 
-/** One streamed `POST /v1/responses`: its output tokens (from the completed response's usage), TTFB, gaps. */
+/** One streamed `POST /v1/responses`: its output tokens (from the last response's usage), TTFB, gaps. */
 function overSse(port: number): Promise<Delivery> {
-  return new Promise((resolve, reject) => {
-    const started = performance.now()
-    let last = 0
-    let ttfb = 0
-    const gaps: number[] = []
-    let tail = ''
-    const req = request(
-      { host: '127.0.0.1', port, method: 'POST', path: '/v1/responses', headers: { 'content-type': 'application/json' } },
-      (res) => {
-        res.setEncoding('utf8')
-        res.on('data', (chunk: string) => {
-          const now = performance.now()
-          if (ttfb === 0) ttfb = now - started
-          else gaps.push(now - last)
-          last = now
-          tail = (tail + chunk).slice(-4000)
-        })
-        res.on('end', () => {
-          const usage = /"output_tokens":(\d+)/.exec(tail)
-          resolve({ tokens: usage ? Number(usage[1]) : 0, ttfb, gaps })
-        })
-      },
-    )
-    req.on('error', reject)
-    req.end(JSON.stringify({ ...BODY, stream: true }))
-  })
+  return streamingPost(port, '/v1/responses', { ...BODY, stream: true }, /"output_tokens":(\d+)/)
 }
 
 /** A WebSocket client: `count` responses one after another on one connection. */
