@@ -8,12 +8,11 @@
  * Kept in memory, bounded like `MemoryResponseStore` (which holds the records), an hour by default.
  */
 import type { RenderedPrompt } from '../../render/index'
+import { isObject } from '../../render/request-fields'
 import { exactPrompt } from './conversation'
 import { type EvictingStoreBounds, MemoryResponseStore } from './store'
 
 type Json = Record<string, unknown>
-
-const isObject = (value: unknown): value is Json => value !== null && typeof value === 'object' && !Array.isArray(value)
 
 /** A tool call as Chat writes it, reduced to what must match: id, name, arguments. */
 function callsOf(message: unknown): { id: unknown; name: unknown; arguments: unknown }[] | null {

@@ -17,13 +17,12 @@
 import { createCipheriv, createDecipheriv, randomBytes, randomUUID } from 'node:crypto'
 import { deflateRawSync, inflateRawSync } from 'node:zlib'
 import { checkOptions, is, type OptionSpec } from '../../base/options'
+import { isObject } from '../../render/request-fields'
 import { HttpError } from '../http/errors'
 import { checkRequestFields } from '../http/fields'
 import { inputItemsOf } from './conversation'
 
 type Item = Record<string, unknown>
-
-const isObject = (value: unknown): value is Item => value !== null && typeof value === 'object' && !Array.isArray(value)
 
 /** The first characters of every sealed content: this format, version 1 (another version is refused, not misread). */
 const SEAL_PREFIX = 'hsc1.'

@@ -7,13 +7,12 @@
  */
 import { CALL, START } from '../../backend/tokens'
 import type { RenderedPrompt } from '../../render/index'
+import { isObject } from '../../render/request-fields'
 import { HttpError } from '../http/errors'
 import { isCancelRequestId } from './cancel-requests'
 import type { ResponseStore, StoredResponse } from './store'
 
 type Item = Record<string, unknown>
-
-const isObject = (value: unknown): value is Item => value !== null && typeof value === 'object' && !Array.isArray(value)
 
 /** The 404 of a response that is not stored (`param`: the request field that named it, if any). */
 export function responseNotFound(id: string, param: string | null = null): HttpError {
