@@ -211,7 +211,7 @@ export function createGateway({
       return continued(parameters, body, body, previous)
     return {
       parameters,
-      prompt: offLoop ? await renderResponses(body) : api.render(body, renderOptions),
+      prompt: offLoop ? await renderOffLoop(api.kind, body) : api.render(body, renderOptions),
       body,
       history: [],
       input: body.input,
@@ -219,9 +219,21 @@ export function createGateway({
     }
   }
 
-  /** A Responses request rendered off the event loop when there are workers. */
-  function renderResponses(request) {
-    return workers !== null ? workers.render('responses', request) : renderResponsesRequest(request, renderOptions)
+  /** A request rendered off the event loop when there are workers (else here). */
+  function renderOffLoop(kind, request) {
+    return workers !== null ? workers.render(kind, request) : apis[kind].render(request, renderOptions)
+  }
+
+  /**
+   * What a Responses request stands on: its own input with a compaction item opened (`opened`), and the stored
+   * response it names (`found` where the caller has it, a WebSocket connection's latest) with that response's
+   * items (`history`), which come before the input.
+   */
+  async function historyOf(body, found = undefined) {
+    // A compaction item stands for the items it sealed (its own input's; the stored ones come before it).
+    const opened = compactor.expand(body)
+    const previous = found ?? (body.previous_response_id == null ? null : await previousFor(body.previous_response_id))
+    return { opened, previous, history: previous === null ? [] : continuationItems(previous) }
   }
 
   /** The items of the response `previous_response_id` names, or a 400 where no responses are kept (404: not kept). */
@@ -243,14 +255,12 @@ export function createGateway({
    * cache serves the whole history.
    */
   async function continued(parameters, body, echo, found = undefined) {
-    // A compaction item stands for the items it sealed (its own input's; the stored ones come before it).
-    const opened = compactor.expand(body)
-    const previous = found ?? (body.previous_response_id == null ? null : await previousFor(body.previous_response_id))
-    const history = previous === null ? [] : continuationItems(previous)
-    const rendered = await renderResponses(continuedBody(opened, history))
+    const { opened, previous, history } = await historyOf(body, found)
+    const render = (request) => renderOffLoop('responses', request)
+    const rendered = await render(continuedBody(opened, history))
     const exact =
       exactContinuations && previous !== null
-        ? await exactContinuation(previous, opened.input, rendered, () => renderResponses(continuedBody({ ...opened, input: [] }, history)))
+        ? await exactContinuation(previous, opened.input, rendered, () => render(continuedBody({ ...opened, input: [] }, history)))
         : null
     const storing = store !== null && body.store !== false
     return { parameters, prompt: exact ?? rendered, rendered, body: echo, history, input: opened.input, storing }
@@ -263,16 +273,15 @@ export function createGateway({
    */
   async function compact(request, response) {
     const body = checkCompactRequest(await readJsonBody(request, { limit: bodyLimit }), { unknownFields })
-    const history = body.previous_response_id == null ? [] : continuationItems(await previousFor(body.previous_response_id))
-    const own = compactor.expand({ input: body.input ?? [] })
-    const conversation = continuedBody(own, history)
-    const prompt = await renderResponses({ model: body.model, instructions: body.instructions, input: conversation.input })
+    const { opened, history } = await historyOf({ previous_response_id: body.previous_response_id, input: body.input ?? [] })
+    const conversation = continuedBody(opened, history)
+    const prompt = await renderOffLoop('responses', { model: body.model, instructions: body.instructions, input: conversation.input })
     sendJson(response, 200, compactor.compaction(conversation.input, { inputTokens: prompt.promptTokens }))
   }
 
   /** A Chat request with the id cache: its re-render, or the ids the engine saw and generated for it (`ChatIdCache`). */
   async function exactChat(parameters, body) {
-    const render = (request) => (workers !== null ? workers.render('chat', request) : renderChatCompletionRequest(request, renderOptions))
+    const render = (request) => renderOffLoop('chat', request)
     const rendered = await render(body)
     const exact = await chatIdCache.exactPrompt(body, rendered, render)
     return { parameters, prompt: exact ?? rendered, rendered, body, storing: false }
