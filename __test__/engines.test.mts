@@ -33,6 +33,7 @@ import {
   fakeVllm,
   fakeVllmGenerate,
 } from './helpers/fake-engines.mjs'
+import { until } from './helpers/until.mjs'
 
 const START = 200006
 const END = 200007
@@ -100,11 +101,6 @@ async function collect(steps: AsyncIterable<EngineStep>): Promise<{ tokens: numb
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-async function until(condition: () => boolean, ms = 2000): Promise<boolean> {
-  for (const end = Date.now() + ms; Date.now() < end; await sleep(10)) if (condition()) return true
-  return condition()
-}
 
 async function engineError(t: ExecutionContext, run: Promise<unknown>, code: string): Promise<EngineError> {
   const error = await t.throwsAsync(run, { instanceOf: EngineError })

@@ -18,6 +18,7 @@ import { WebSocket } from 'ws'
 import { failingEngine, recordingEngine, startGateway } from './helpers/gateway.mjs'
 import { harmony } from './helpers/harmony.mjs'
 import { connect, errorOf, type Frame, responseOf, TERMINAL } from './helpers/responses-socket.mjs'
+import { until } from './helpers/until.mjs'
 
 const MODEL = 'gpt-oss'
 const ANSWER = harmony('<|channel|>analysis<|message|>Count.<|end|><|start|>assistant<|channel|>final<|message|>1, 2, 3.<|return|>')
@@ -32,6 +33,21 @@ function assertStream(t: ExecutionContext, turn: Frame[], status = 'completed'):
   )
   t.is(turn.filter((frame) => TERMINAL.has(frame.type)).length, 1)
   t.is(responseOf(turn).status, status)
+}
+
+/** A transport whose client reads everything at once: the frames it got, and the close codes. */
+function readingTransport(): { transport: SocketTransport; sent: Frame[]; closes: number[] } {
+  const sent: Frame[] = []
+  const closes: number[] = []
+  const transport: SocketTransport = {
+    send: (text, done) => {
+      sent.push(JSON.parse(text) as Frame)
+      done?.()
+    },
+    bufferedAmount: 0,
+    close: (code) => closes.push(code),
+  }
+  return { transport, sent, closes }
 }
 
 test('the openai client’s ResponsesWS: a response streams over the socket, then another on the same connection', async (t) => {
@@ -279,13 +295,13 @@ test('a client that leaves mid-response aborts the engine request; the lifetime 
   ws.send({ type: 'response.create', model: MODEL, input: 'x' })
   while (ws.frames.length < 3) await new Promise((resolve) => setTimeout(resolve, 10))
   ws.socket.terminate()
-  for (let i = 0; i < 100 && !aborted; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  await until(() => aborted)
   t.true(aborted)
 
   const idle = await connect(t, port)
   const limit = await idle.turn()
   t.like(errorOf(limit), { status: 400, code: 'websocket_connection_limit_reached' })
-  for (let i = 0; i < 100 && idle.closed === null; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  await until(() => idle.closed !== null)
   t.is(idle.closed?.code, 1000)
 })
 
@@ -293,7 +309,7 @@ test('a message over the body limit closes the connection (1009); other paths ar
   const { port } = await startGateway(t, { replay: [ANSWER], bodyLimit: 1024 })
   const ws = await connect(t, port)
   ws.send({ type: 'response.create', model: MODEL, input: 'x'.repeat(2000) })
-  for (let i = 0; i < 100 && ws.closed === null; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  await until(() => ws.closed !== null)
   t.is(ws.closed?.code, 1009)
   const other = new WebSocket(`ws://127.0.0.1:${port}/v1/chat/completions`)
   const refused = await new Promise<string>((resolve) => {
@@ -324,7 +340,7 @@ test('ResponsesSocket: a client that reads nothing is closed (1008) after the st
     },
   })
   socket.receive(JSON.stringify({ type: 'response.create', model: MODEL, input: 'x' }))
-  for (let i = 0; i < 100 && closes.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  await until(() => closes.length > 0)
   t.deepEqual(closes, [[1008, 'the client does not read']])
   t.true((signal as AbortSignal | null)?.aborted)
   t.throws(() => new ResponsesSocket({ transport, respond: async () => null, lifetimeMs: 0 }), { instanceOf: RangeError })
@@ -335,21 +351,13 @@ test('the socket of a server closed with it', async (t) => {
   const { server, port } = await startGateway(t, { replay: [ANSWER] })
   const ws = await connect(t, port)
   await new Promise<void>((resolve) => server.close(() => resolve()))
-  for (let i = 0; i < 100 && ws.closed === null; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  await until(() => ws.closed !== null)
   t.not(ws.closed, null)
   t.is((server.address() as AddressInfo | null) ?? null, null)
 })
 
 test('ResponsesSocket: a message past the queue’s bounds is refused at once; one after the lifetime waits for the running turn', async (t) => {
-  const sent: Frame[] = []
-  const transport: SocketTransport = {
-    send: (text, done) => {
-      sent.push(JSON.parse(text) as Frame)
-      done?.()
-    },
-    bufferedAmount: 0,
-    close: () => {},
-  }
+  const { transport, sent } = readingTransport()
   let finishTurn: () => void = () => {}
   const socket = new ResponsesSocket({
     transport,
@@ -381,16 +389,7 @@ test('ResponsesSocket: a message past the queue’s bounds is refused at once; o
 })
 
 test('ResponsesSocket: after its lifetime the running turn ends with its terminal frame, then the limit’s error frame', async (t) => {
-  const sent: Frame[] = []
-  const closes: number[] = []
-  const transport: SocketTransport = {
-    send: (text, done) => {
-      sent.push(JSON.parse(text) as Frame)
-      done?.()
-    },
-    bufferedAmount: 0,
-    close: (code) => closes.push(code),
-  }
+  const { transport, sent, closes } = readingTransport()
   const socket = new ResponsesSocket({
     transport,
     lifetimeMs: 30,
@@ -405,7 +404,7 @@ test('ResponsesSocket: after its lifetime the running turn ends with its termina
   await new Promise((resolve) => setTimeout(resolve, 50))
   // Past the lifetime, while the turn runs: not run, and the turn is not cut.
   socket.receive(JSON.stringify({ type: 'response.create', model: MODEL, input: 'y' }))
-  for (let i = 0; i < 100 && closes.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  await until(() => closes.length > 0)
   t.deepEqual(
     sent.map((frame) => frame.type),
     ['response.created', 'response.completed', 'error'],
@@ -420,7 +419,7 @@ test('a binary frame closes the connection (1003); a cancel request’s id is no
   ws.send({ type: 'response.create', model: MODEL, previous_response_id: 'cancel-request:resp_x', input: 'x' })
   t.like(errorOf(await ws.turn()), { code: 'previous_response_not_found' })
   ws.socket.send(Buffer.from(JSON.stringify({ type: 'response.create', model: MODEL, input: 'x' })), { binary: true })
-  for (let i = 0; i < 100 && ws.closed === null; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  await until(() => ws.closed !== null)
   t.is(ws.closed?.code, 1003)
 })
 
