@@ -34,6 +34,17 @@ const PROVIDER_OPTIONS: Record<keyof HarmonyProviderOptions, readonly string[]> 
   textToolCalls: ['off', 'recover'],
 }
 
+/** The SDK's settings that are Chat request fields as they are, each with its Chat name. */
+const SAMPLING: readonly (readonly [keyof LanguageModelV3CallOptions, string])[] = [
+  ['maxOutputTokens', 'max_tokens'],
+  ['temperature', 'temperature'],
+  ['topP', 'top_p'],
+  ['seed', 'seed'],
+  ['presencePenalty', 'presence_penalty'],
+  ['frequencyPenalty', 'frequency_penalty'],
+  ['stopSequences', 'stop'],
+]
+
 export interface ChatRequest {
   /** The Chat Completions body the call stands for. */
   body: Json
@@ -91,16 +102,7 @@ export function chatRequestOf(options: LanguageModelV3CallOptions, modelId: stri
             },
           }
   }
-  const sampling: [keyof LanguageModelV3CallOptions, string][] = [
-    ['maxOutputTokens', 'max_tokens'],
-    ['temperature', 'temperature'],
-    ['topP', 'top_p'],
-    ['seed', 'seed'],
-    ['presencePenalty', 'presence_penalty'],
-    ['frequencyPenalty', 'frequency_penalty'],
-    ['stopSequences', 'stop'],
-  ]
-  for (const [setting, field] of sampling) if (options[setting] != null) body[field] = options[setting]
+  for (const [setting, field] of SAMPLING) if (options[setting] != null) body[field] = options[setting]
   if (Array.isArray(body.stop) && body.stop.length === 0) delete body.stop
   if (options.topK != null) warnings.push({ type: 'unsupported', feature: 'topK', details: 'the engine clients have no top-k setting' })
   const headers = Object.keys(options.headers ?? {}).filter((name) => name.toLowerCase() !== 'user-agent')
@@ -154,13 +156,7 @@ function reasoningLevel(options: LanguageModelV3CallOptions, warnings: SharedV3W
 
 /** The SDK's setting a Chat request field stands for (errors name what the caller wrote). */
 const SETTINGS: Record<string, string> = {
-  max_tokens: 'maxOutputTokens',
-  temperature: 'temperature',
-  top_p: 'topP',
-  seed: 'seed',
-  presence_penalty: 'presencePenalty',
-  frequency_penalty: 'frequencyPenalty',
-  stop: 'stopSequences',
+  ...Object.fromEntries(SAMPLING.map(([setting, field]) => [field, setting])),
   response_format: 'responseFormat',
   tools: 'tools',
   reasoning_effort: 'providerOptions.reasoningEffort',
