@@ -1,6 +1,6 @@
 // The layers of src/ (lowest first; imports point down only):
-//   base/ -> backend/ -> api/ -> render/ | wire/ (siblings) -> serving/ -> ai-sdk/ -> cli.ts and the entries index.ts,
-//   engines.ts, ai-sdk.ts
+//   base/ -> backend/ -> api/ -> render/ | wire/ (siblings) -> serving/ -> ai-sdk/ | server/ (siblings) -> cli.ts and
+//   the entries index.ts, engines.ts, ai-sdk.ts, server.ts
 // base/ is the package's shared vocabulary (public types, the error hierarchy, the option kit) that every layer uses.
 // `npm run lint` runs `depcruise src`; each rule's comment is what a violation prints, so it names the rule it enforces.
 /** @type {import('dependency-cruiser').IConfiguration} */
@@ -58,9 +58,48 @@ module.exports = {
     {
       name: 'entries-are-the-top',
       severity: 'error',
-      comment: 'Layer rule: nothing inside src/ imports the entries index.ts, engines.ts, ai-sdk.ts or cli.ts; they only list and use the layers below.',
+      comment:
+        'Layer rule: nothing inside src/ imports the entries index.ts, engines.ts, ai-sdk.ts, server.ts or cli.ts; they only list and use the layers below.',
       from: { path: '^src/' },
-      to: { path: '^src/(index|engines|ai-sdk|cli)\\.ts$' },
+      to: { path: '^src/(index|engines|ai-sdk|server|cli)\\.ts$' },
+    },
+    {
+      name: 'server-is-a-top-layer',
+      severity: 'error',
+      comment:
+        'Layer rule: server/ (the gateway: createGateway, serve) sits on serving/ and below; nothing below it imports it, nor does ai-sdk/, its sibling.',
+      from: { path: '^src/(base|backend|api|render|wire|serving|ai-sdk)/' },
+      to: { path: '^src/server/' },
+    },
+    {
+      name: 'server-does-not-import-ai-sdk',
+      severity: 'error',
+      comment: 'Layer rule: server/ and ai-sdk/ are siblings that never import each other.',
+      from: { path: '^src/server/' },
+      to: { path: '^src/ai-sdk/' },
+    },
+    {
+      name: 'parser-entries-load-no-gateway',
+      severity: 'error',
+      comment:
+        'Dependencies by entry: harmony-stream, harmony-stream/engines and harmony-stream/ai-sdk do not load the gateway (server/), nor its WebSocket transport.',
+      from: { path: '^src/(index|engines|ai-sdk)\\.ts$' },
+      to: { path: '^src/server/' },
+    },
+    {
+      name: 'ws-only-in-the-gateway',
+      severity: 'error',
+      comment: 'Dependencies by entry: only the gateway (server/) uses the ws package, so no other entry loads it.',
+      from: { path: '^src/', pathNot: '^src/server/' },
+      to: { path: '^node_modules/(ws|@types/ws)/' },
+    },
+    {
+      name: 'optional-packages-in-their-one-module',
+      severity: 'error',
+      comment:
+        'Dependencies by entry: the optional packages (the stores\' drivers, the schema validator) are loaded by the one module that needs each, through requireOptional, so importing the package loads none of them.',
+      from: { path: '^src/', pathNot: '^src/(serving/store/redis-store|serving/store/sqlite-store|wire/schema-check)\\.ts$' },
+      to: { path: '^node_modules/(@redis|node-sqlite3-wasm|ajv|ajv-formats)/' },
     },
     {
       name: 'ai-sdk-is-the-top-layer',

@@ -31,6 +31,10 @@ test('import and require expose the same objects', async (t) => {
   const enginesCjs = require('harmony-stream/engines') as typeof enginesEsm
   t.deepEqual(runtimeNames(enginesEsm), runtimeNames(enginesCjs))
   t.is(enginesEsm.EngineError, enginesCjs.EngineError)
+  const serverEsm = await import('harmony-stream/server')
+  const serverCjs = require('harmony-stream/server') as typeof serverEsm
+  t.deepEqual(runtimeNames(serverEsm), runtimeNames(serverCjs))
+  t.is(serverEsm.createGateway, serverCjs.createGateway)
   t.true(
     new enginesCjs.EngineError('x', 'y', { engine: 'e' }) instanceof esm.HarmonyError,
     'engine errors are HarmonyErrors of the same class',
@@ -39,7 +43,10 @@ test('import and require expose the same objects', async (t) => {
 
 test('the shipped typings declare exactly the runtime exports', async (t) => {
   const engines = runtimeNames(await import('harmony-stream/engines'))
+  const server = runtimeNames(await import('harmony-stream/server'))
   for (const [entry, runtime] of [
+    ['dist/server.d.ts', server],
+    ['dist/server.d.mts', server],
     ['dist/index.d.ts', runtimeNames(esm)],
     ['dist/index.d.mts', runtimeNames(esm)],
     ['dist/engines.d.ts', engines],

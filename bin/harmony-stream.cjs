@@ -1,18 +1,28 @@
 #!/usr/bin/env node
-// The command-line entry: `harmony-stream inspect [file]` (see `harmony-stream --help`).
+// The command-line entry: `harmony-stream inspect [file]` and `harmony-stream serve` (see `harmony-stream --help`).
 const { readFileSync } = require('node:fs')
-const { run } = require('../dist/cli.js')
 
-// Piped into `head`: stop quietly when the reader goes away.
-process.stdout.on('error', (error) => {
-  if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0)
-  throw error
-})
+if (process.argv[2] === 'serve') {
+  // The gateway's modules load only for `serve`: `inspect` stays a parser-only command.
+  require('../dist/server.js')
+    .serve(process.argv.slice(3))
+    .then((status) => {
+      if (status !== 0) process.exit(status)
+    })
+} else {
+  const { run } = require('../dist/cli.js')
 
-process.exitCode = run(process.argv.slice(2), {
-  stdout: process.stdout,
-  stderr: process.stderr,
-  stdin: () => readFileSync(0, 'utf8'),
-  stdinIsTTY: process.stdin.isTTY === true,
-  env: process.env,
-})
+  // Piped into `head`: stop quietly when the reader goes away.
+  process.stdout.on('error', (error) => {
+    if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0)
+    throw error
+  })
+
+  process.exitCode = run(process.argv.slice(2), {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    stdin: () => readFileSync(0, 'utf8'),
+    stdinIsTTY: process.stdin.isTTY === true,
+    env: process.env,
+  })
+}

@@ -60,7 +60,9 @@ export function parseArguments(args: string[], isTty: boolean, env: NodeJS.Proce
   const rest = [...args]
   if (rest[0] === 'inspect') rest.shift()
   else if (rest.length === 0 || (rest[0] !== '-h' && rest[0] !== '--help'))
-    throw new UsageError(`unknown command ${rest[0] ?? '(none)'}; try: harmony-stream inspect --help`)
+    throw new UsageError(
+      `unknown command ${rest[0] ?? '(none)'}; the commands: inspect, serve (harmony-stream inspect --help, harmony-stream serve --help)`,
+    )
   while (rest.length > 0) {
     const arg = rest.shift()!
     const value = () => {

@@ -16,6 +16,7 @@ import {
   renderCheckedRequest,
 } from '../render/index'
 import { type ResponseRequestEcho, responsesRequestEcho } from '../wire/responses'
+import { isContinuation } from './continuation-kind'
 import { parseJsonBody } from './http/body'
 import { HttpError } from './http/errors'
 import {
@@ -24,7 +25,6 @@ import {
   type GenerationParameters,
   responsesGenerationParameters,
 } from './http/validate'
-import { holdsCompaction } from './store/compaction'
 
 export interface RenderJob {
   id: number
@@ -73,24 +73,18 @@ type Prepared =
   | { prompt: RenderedPrompt; parameters?: GenerationParameters; echo?: ResponseRequestEcho; input?: unknown }
   | { continuation: Record<string, unknown>; parameters: GenerationParameters; echo?: ResponseRequestEcho }
 
-function endsWithToolResults(body: Record<string, unknown>): boolean {
-  const messages = body.messages
-  if (!Array.isArray(messages) || messages.length === 0) return false
-  const last = messages[messages.length - 1] as { role?: unknown } | null
-  return last !== null && typeof last === 'object' && last.role === 'tool'
-}
-
 /** The job's prompt, and for `prepare` the body's generation parameters (and what a Responses object echoes of it). */
 function run(job: RenderJob): Prepared {
   // `render`: the event loop checked the body's bounds and these options: not walked again here.
   if (job.bytes === undefined) return { prompt: renderCheckedRequest(job.kind, job.body, renderOptions) }
   const body = parseJsonBody(job.bytes)
   const parameters = (job.kind === 'chat' ? chatGenerationParameters : responsesGenerationParameters)(body, parameterOptions)
-  // A body that continues a stored response, or holds a compaction item (which the gateway opens with its key).
-  if (job.keepInput === true && job.kind === 'responses' && (body.previous_response_id != null || holdsCompaction(body)))
-    return { continuation: body, parameters, echo: responsesRequestEcho(body) }
-  // A Chat body that ends with tool results, for a gateway with a ChatIdCache: it may be prompted exactly.
-  if (job.keepInput === true && job.kind === 'chat' && endsWithToolResults(body)) return { continuation: body, parameters }
+  // A body that continues what the gateway holds (a stored response, a compaction item, tool calls it returned)
+  // goes back whole: the gateway renders it after what it continues.
+  if (job.keepInput === true && isContinuation(job.kind, body))
+    return job.kind === 'responses'
+      ? { continuation: body, parameters, echo: responsesRequestEcho(body) }
+      : { continuation: body, parameters }
   checkRequestBody(job.kind, body, renderOptions)
   const prompt = renderCheckedRequest(job.kind, body, renderOptions)
   // The body stays here: what the response object says of its request goes back instead.

@@ -11,7 +11,7 @@
  */
 import type { ValidateFunction } from 'ajv'
 import type Ajv2020 from 'ajv/dist/2020'
-
+import { requireOptional } from '../base/optional-package'
 import type { HarmonyDiagnostic } from '../base/types'
 
 /** Compiled schemas kept (a gateway sees few distinct schemas; each compiled one is a function of its own). */
@@ -28,8 +28,8 @@ let ajv: Ajv2020 | undefined
 
 function checker(): Ajv2020 {
   if (ajv === undefined) {
-    const { default: Ajv } = require('ajv/dist/2020') as typeof import('ajv/dist/2020')
-    const { default: addFormats } = require('ajv-formats') as typeof import('ajv-formats')
+    const { default: Ajv } = requireOptional<typeof import('ajv/dist/2020')>('ajv/dist/2020', 'Checking structured outputs')
+    const { default: addFormats } = requireOptional<typeof import('ajv-formats')>('ajv-formats', 'Checking structured outputs')
     ajv = new Ajv({ strict: false, allErrors: false, code: { regExp: untestedPatterns } })
     addFormats(ajv, ['date', 'time', 'date-time', 'uuid'])
   }

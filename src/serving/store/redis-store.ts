@@ -9,6 +9,7 @@
  */
 import type { createClient } from '@redis/client'
 
+import { requireOptional } from '../../base/optional-package'
 import { checkOptions, is } from '../../base/options'
 import {
   BOUND_OPTIONS,
@@ -46,7 +47,7 @@ export class RedisResponseStore implements ResponseStore {
     this.bounds = { ttlSeconds: DEFAULT_STORE_BOUNDS.ttlSeconds, maxRecordBytes: DEFAULT_STORE_BOUNDS.maxRecordBytes, ...bounds }
     this.keyPrefix = keyPrefix ?? 'harmony-stream:response:'
     // Loaded here, not when the package loads: a gateway without Redis never pays for the client.
-    const { createClient } = require('@redis/client') as typeof import('@redis/client')
+    const { createClient } = requireOptional<typeof import('@redis/client')>('@redis/client', 'RedisResponseStore')
     const timeout = timeoutMs ?? 5000
     // No offline queue: a command while Redis is unreachable fails now instead of waiting without bound.
     this.client = createClient({ url, disableOfflineQueue: true, socket: { connectTimeout: timeout, reconnectStrategy: false } })

@@ -8,6 +8,7 @@
  */
 import type { Database } from 'node-sqlite3-wasm'
 
+import { requireOptional } from '../../base/optional-package'
 import { checkOptions, is } from '../../base/options'
 import {
   clock,
@@ -51,7 +52,7 @@ export class SqliteResponseStore implements ResponseStore {
     const { path, ...bounds } = checked
     this.bounds = { ...DEFAULT_STORE_BOUNDS, ...bounds }
     // Loaded here, not when the package loads: a gateway that keeps no responses in SQLite never pays for it.
-    const { Database } = require('node-sqlite3-wasm') as typeof import('node-sqlite3-wasm')
+    const { Database } = requireOptional<typeof import('node-sqlite3-wasm')>('node-sqlite3-wasm', 'SqliteResponseStore')
     this.db = new Database(path)
     this.db.exec(SCHEMA)
     const row = this.db.get('SELECT COALESCE(MAX(used), 0) AS used FROM responses') as { used: number }

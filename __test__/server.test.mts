@@ -1,0 +1,145 @@
+/**
+ * harmony-stream/server as a user meets it: `createGateway`'s options checked by the option kit, the
+ * `harmony-stream serve` command (flags, --help, a streamed chat, shutdown on SIGTERM), and the parser entry
+ * loading none of the gateway's packages. The gateway's behaviour itself is the subject of the gateway-* and
+ * response-* suites, which drive the same `createGateway` through examples/gateway/server.mjs.
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
+import { once } from 'node:events'
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { join } from 'node:path'
+
+import test from 'ava'
+import { HarmonySetupError } from 'harmony-stream'
+import { ReplayEngine } from 'harmony-stream/engines'
+import { createGateway, SETTINGS, serveSettings } from 'harmony-stream/server'
+import OpenAI from 'openai'
+
+const require = createRequire(import.meta.url)
+const root = join(import.meta.dirname, '..')
+const bin = join(root, 'bin', 'harmony-stream.cjs')
+// The built module (one HarmonySetupError class with the package's entry).
+const { requireOptional } = require(join(root, 'dist', 'base', 'optional-package.js')) as {
+  requireOptional: (name: string, usedBy: string) => unknown
+}
+const engine = new ReplayEngine({ completions: [[200005, 17196, 200008, 12194, 200002]] })
+
+test('createGateway: a misspelt option is a TypeError naming it and the option meant', (t) => {
+  const error = t.throws(() => createGateway({ engin: engine } as never), { instanceOf: TypeError })
+  t.is((error as { code?: string }).code, 'invalid-option')
+  t.regex(error.message, /unknown option 'engin' \(did you mean 'engine'\?\)/)
+})
+
+test('createGateway: no engine is a TypeError naming engine; wrong types and ranges name their option', (t) => {
+  t.throws(() => createGateway({}), { instanceOf: TypeError, message: /option 'engine' is required/ })
+  t.throws(() => createGateway({ engine: {} as never }), { instanceOf: TypeError, message: /option 'engine' must be an engine/ })
+  t.throws(() => createGateway({ engine, bodyLimit: 0 }), { instanceOf: RangeError, message: /option 'bodyLimit'/ })
+  t.throws(() => createGateway({ engine, unknownFields: 'drop' as never }), { instanceOf: TypeError, message: /'unknownFields'/ })
+  t.throws(() => createGateway({ engine, responseStore: 'memory' as never }), { instanceOf: TypeError, message: /'responseStore'/ })
+})
+
+test('serveSettings: a bad variable is named with its flag; the engine is checked before anything listens', (t) => {
+  t.throws(() => serveSettings({ PORT: 'eighty' }), { message: /PORT \(--port\) must be an integer/ })
+  t.throws(() => serveSettings({ UNKNOWN_FIELDS: 'drop' }), { message: /UNKNOWN_FIELDS \(--unknown-fields\) must be refuse or ignore/ })
+  t.throws(() => serveSettings({ HARMONY_ENGINE: 'vllm' }), { message: /needs ENGINE_URL \(--engine-url\)/ })
+  t.throws(() => serveSettings({ HARMONY_ENGINE: 'ollama' }), { message: /HARMONY_ENGINE \(--engine\) must be replay, vllm/ })
+  t.throws(() => serveSettings({ HARMONY_COMPACTION_KEY: 'secret' }), { message: /64 hex digits \(its value is not shown\)/ })
+  const settings = serveSettings({ PORT: '0', HOST: '127.0.0.1', RENDER_WORKERS: '0' })
+  t.like(settings, { port: 0, host: '127.0.0.1', workers: 1 })
+})
+
+function cli(args: string[]) {
+  return spawnSync(process.execPath, [bin, ...args], { cwd: root, encoding: 'utf8', env: { ...process.env, NO_COLOR: '' } })
+}
+
+test('serve --help lists every setting, each flag with its variable', (t) => {
+  const run = cli(['serve', '--help'])
+  t.is(run.status, 0, run.stderr)
+  for (const setting of SETTINGS) {
+    t.true(run.stdout.includes(`[${setting.env}]`), setting.env)
+    if (setting.flag !== null) t.true(run.stdout.includes(setting.flag), setting.flag)
+  }
+})
+
+test('serve: an unknown flag or a bad value exits 2 naming it, before anything listens', (t) => {
+  const unknown = cli(['serve', '--prot', '0'])
+  t.is(unknown.status, 2)
+  t.regex(unknown.stderr, /unknown option "--prot"/)
+  const bad = cli(['serve', '--port', '-1'])
+  t.is(bad.status, 2)
+  t.regex(bad.stderr, /PORT \(--port\) needs a value|PORT \(--port\) must be an integer/)
+  const noValue = cli(['serve', '--engine'])
+  t.is(noValue.status, 2)
+  t.regex(noValue.stderr, /--engine needs a value/)
+})
+
+/** `harmony-stream serve ARGS` until it prints where it listens; its port. */
+async function serving(args: string[]): Promise<{ child: ChildProcess; port: number; output: () => string }> {
+  const child = spawn(process.execPath, [bin, 'serve', ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  child.stderr!.on('data', (chunk) => (output += chunk))
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout!.on('data', (chunk) => {
+      output += chunk
+      const match = /http:\/\/127\.0\.0\.1:(\d+)\/v1/.exec(output)
+      if (match) resolve(Number(match[1]))
+    })
+    child.once('exit', (code) => reject(new Error(`serve exited (${code}) before listening: ${output}`)))
+  })
+  return { child, port, output: () => output }
+}
+
+test('npx harmony-stream serve --engine replay --port 0 serves /health and a streamed chat, and stops cleanly on SIGTERM', async (t) => {
+  const { child, port } = await serving(['--engine', 'replay', '--port', '0', '--response-store', 'memory', '--render-workers', '1'])
+  const exited = once(child, 'exit')
+  try {
+    const health = (await (await fetch(`http://127.0.0.1:${port}/health`)).json()) as { status: string; engine: string }
+    t.like(health, { status: 'ok', engine: 'replay' })
+    const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'x', maxRetries: 0 })
+    const stream = await client.chat.completions.create({ model: 'gpt-oss', messages: [{ role: 'user', content: 'hi' }], stream: true })
+    let content = ''
+    let finish: string | null = null
+    for await (const chunk of stream) {
+      content += chunk.choices[0]?.delta?.content ?? ''
+      finish = chunk.choices[0]?.finish_reason ?? finish
+    }
+    // The example completions the package ships: the first one's answer.
+    t.true(content.length > 0)
+    t.is(finish, 'stop')
+  } finally {
+    child.kill('SIGTERM')
+  }
+  const [code, signal] = await exited
+  t.is(code, 0, `exit ${code} ${signal}`)
+})
+
+test('importing harmony-stream loads none of the gateway, the stores, the validator or ws', (t) => {
+  const run = spawnSync(
+    process.execPath,
+    ['-e', "require('harmony-stream'); require('harmony-stream/engines'); console.log(JSON.stringify(Object.keys(require.cache)))"],
+    { cwd: root, encoding: 'utf8' },
+  )
+  t.is(run.status, 0, run.stderr)
+  const loaded = JSON.parse(run.stdout) as string[]
+  for (const name of ['@redis', 'node-sqlite3-wasm', 'ajv', 'ajv-formats', 'ws', 'dist/server']) {
+    t.deepEqual(
+      loaded.filter((path) => path.includes(`/${name}/`) || path.includes(`/${name}.`)),
+      [],
+      name,
+    )
+  }
+})
+
+test("the stores' drivers and the validator are optional dependencies, and a missing one is named with how to install it", (t) => {
+  const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Record<string, Record<string, string>>
+  for (const name of ['@redis/client', 'node-sqlite3-wasm', 'ajv', 'ajv-formats']) {
+    t.false(name in manifest.dependencies!, name)
+    t.truthy(manifest.optionalDependencies![name], name)
+  }
+  const error = t.throws(() => requireOptional('harmony-stream-no-such-package', 'RedisResponseStore'), { instanceOf: HarmonySetupError })
+  t.is((error as HarmonySetupError).code, 'package-missing')
+  t.regex(error.message, /RedisResponseStore needs the package harmony-stream-no-such-package.*npm install harmony-stream-no-such-package/)
+  // A package that is there but fails to load is its own error, not "missing".
+  t.notThrows(() => require.resolve('ajv'))
+})

@@ -1,0 +1,17 @@
+/**
+ * harmony-stream/server: the gateway as a library (`createGateway`) and as a command (`serve`, which
+ * `harmony-stream serve` runs). The subpath's whole public API, listed by name.
+ */
+export {
+  engineFromEnvironment,
+  loadReplay,
+  responseStoreFromEnvironment,
+  SETTINGS,
+  type ServeSettings,
+  type Setting,
+  SettingError,
+  serveSettings,
+} from './server/environment'
+export { createGateway, type GatewayServer } from './server/gateway'
+export type { GatewayDiagnostic, GatewayOptions } from './server/options'
+export { SERVE_HELP, serve } from './server/serve'

@@ -1,0 +1,233 @@
+/**
+ * The gateway's settings from the environment: one table (`SETTINGS`) gives each variable, its command-line
+ * flag (`harmony-stream serve --flag`), and what it means, so the flags, the variables and `--help` cannot
+ * disagree. The command turns its flags into the same variables (flags win), then reads them here.
+ */
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+
+import { createEngine, type EngineName } from '../serving/engines/registry'
+import type { Engine } from '../serving/engines/types'
+import { ChatIdCache } from '../serving/store/chat-ids'
+import { Compactor } from '../serving/store/compaction'
+import { RedisResponseStore } from '../serving/store/redis-store'
+import { SqliteResponseStore } from '../serving/store/sqlite-store'
+import { MemoryResponseStore, type ResponseStore } from '../serving/store/store'
+import { type GatewayOptions, logDiagnostic } from './options'
+import { processStats } from './stats'
+
+/** One setting: its variable, its flag (null: the environment only), whether the flag takes a value, and its help. */
+export interface Setting {
+  env: string
+  flag: string | null
+  /** A flag that takes no value sets its variable to this. */
+  switch?: string
+  value: string
+  help: string
+}
+
+export const SETTINGS: readonly Setting[] = [
+  { env: 'HARMONY_ENGINE', flag: '--engine', value: 'NAME', help: 'replay (default) | vllm | sglang | llamacpp | trtllm' },
+  { env: 'ENGINE_URL', flag: '--engine-url', value: 'URL', help: "the engine's base URL, e.g. http://127.0.0.1:8000 (all but replay)" },
+  { env: 'ENGINE_MODEL', flag: '--engine-model', value: 'NAME', help: 'the model the engine serves (vllm; required by trtllm)' },
+  { env: 'ENGINE_API', flag: '--engine-api', value: 'API', help: 'vllm: completions (default) or generate (tokens only)' },
+  {
+    env: 'HARMONY_REPLAY',
+    flag: '--replay',
+    value: 'FILE',
+    help: 'replay engine: [{ "tokens": number[] }, …] served in turn (default: the example)',
+  },
+  { env: 'STREAM_INTERVAL', flag: '--stream-interval', value: 'N', help: 'replay engine: tokens per engine step (default 1)' },
+  { env: 'HOST', flag: '--host', value: 'ADDRESS', help: 'the address to listen on (default 127.0.0.1)' },
+  { env: 'PORT', flag: '--port', value: 'N', help: 'the port (default 8787; 0: any free one, printed)' },
+  { env: 'MODEL', flag: '--model', value: 'ID', help: 'the model id /v1/models lists (default gpt-oss)' },
+  { env: 'BODY_LIMIT', flag: '--body-limit', value: 'BYTES', help: 'largest request body (default 4 MiB)' },
+  { env: 'GATEWAY_WORKERS', flag: '--workers', value: 'N', help: 'processes serving the port (default 1)' },
+  {
+    env: 'RENDER_WORKERS',
+    flag: '--render-workers',
+    value: 'N',
+    help: 'threads rendering off the event loop (default cores - 1; 0: inline)',
+  },
+  {
+    env: 'RENDER_INLINE_BYTES',
+    flag: '--render-inline-bytes',
+    value: 'BYTES',
+    help: 'bodies up to this size render inline (default 16384)',
+  },
+  {
+    env: 'HARMONY_RESPONSE_STORE',
+    flag: '--response-store',
+    value: 'STORE',
+    help: 'sqlite:PATH (default sqlite:responses.sqlite) | memory | redis://HOST:PORT | none',
+  },
+  {
+    env: 'CHAT_ID_CACHE',
+    flag: '--chat-id-cache',
+    switch: '1',
+    value: '',
+    help: 'prompt Chat tool loops with the ids the engine saw (env: 1)',
+  },
+  { env: 'UNKNOWN_FIELDS', flag: '--unknown-fields', value: 'RULE', help: 'refuse (default: a 400, as OpenAI) | ignore' },
+  {
+    env: 'SOCKET_LIFETIME_MS',
+    flag: '--socket-lifetime-ms',
+    value: 'MS',
+    help: 'Responses WebSocket connection lifetime (default 3600000)',
+  },
+  { env: 'SSE_COALESCE_MS', flag: '--coalesce-ms', value: 'MS', help: "collect a stream's frames this long per write (default 0)" },
+  { env: 'GATEWAY_FRAMES', flag: '--frames', value: 'KIND', help: 'sse (default) | objects (events serialized, to compare)' },
+  { env: 'HEADERS_TIMEOUT_MS', flag: '--headers-timeout-ms', value: 'MS', help: "the server's header timeout (default 10000)" },
+  { env: 'REQUEST_TIMEOUT_MS', flag: '--request-timeout-ms', value: 'MS', help: "the server's request timeout (default 30000)" },
+  { env: 'KEEPALIVE_TIMEOUT_MS', flag: '--keepalive-timeout-ms', value: 'MS', help: "the server's keep-alive timeout (default 5000)" },
+  {
+    env: 'SHUTDOWN_GRACE_MS',
+    flag: '--shutdown-grace-ms',
+    value: 'MS',
+    help: 'on SIGTERM, how long running streams may finish (default 10000)',
+  },
+  {
+    env: 'LOG_DIAGNOSTICS',
+    flag: '--no-log-diagnostics',
+    switch: '0',
+    value: '',
+    help: 'do not log what the parser recovered from (env: 0)',
+  },
+  { env: 'GATEWAY_STATS', flag: '--stats', switch: '1', value: '', help: "GET /stats: this process's CPU, GC and heap (env: 1)" },
+  {
+    env: 'HARMONY_COMPACTION_KEY',
+    flag: null,
+    value: 'HEX',
+    help: '64 hex digits sealing compactions (shared by gateways; default random)',
+  },
+]
+
+/** A bad variable (or the flag that set it): the command prints it and exits 2. */
+export class SettingError extends Error {
+  readonly code = 'invalid-setting'
+}
+
+type Env = Record<string, string | undefined>
+
+function flagOf(name: string): string {
+  const setting = SETTINGS.find((s) => s.env === name)
+  return setting?.flag ? `${name} (${setting.flag})` : name
+}
+
+function integer(env: Env, name: string, fallback: number, min = 0): number {
+  const text = env[name]
+  if (text === undefined || text === '') return fallback
+  if (!/^\d+$/.test(text) || Number(text) < min || !Number.isSafeInteger(Number(text)))
+    throw new SettingError(`${flagOf(name)} must be an integer of at least ${min}, not ${JSON.stringify(text)}`)
+  return Number(text)
+}
+
+function oneOf<T extends string>(env: Env, name: string, values: readonly T[]): T | undefined {
+  const text = env[name]
+  if (text === undefined || text === '') return undefined
+  if (!values.includes(text as T)) throw new SettingError(`${flagOf(name)} must be ${values.join(' or ')}, not ${JSON.stringify(text)}`)
+  return text as T
+}
+
+export function loadReplay(path: string): number[][] {
+  const replay: unknown = JSON.parse(readFileSync(path, 'utf8'))
+  if (!Array.isArray(replay) || !replay.every((entry) => Array.isArray(entry?.tokens))) {
+    throw new SettingError(`${path}: expected [{ "tokens": number[] }, …]`)
+  }
+  return replay.map((entry) => entry.tokens)
+}
+
+/** The example completions the package ships (examples/gateway/replay.json). */
+const EXAMPLE_REPLAY = join(__dirname, '..', '..', 'examples', 'gateway', 'replay.json')
+
+/** The engine the environment asks for. */
+export function engineFromEnvironment(env: Env = process.env): Engine {
+  const name = env.HARMONY_ENGINE || 'replay'
+  if (name === 'replay') {
+    const completions = loadReplay(env.HARMONY_REPLAY || EXAMPLE_REPLAY)
+    return createEngine('replay', { completions, interval: integer(env, 'STREAM_INTERVAL', 1, 1) })
+  }
+  if (!['vllm', 'sglang', 'llamacpp', 'trtllm'].includes(name))
+    throw new SettingError(`${flagOf('HARMONY_ENGINE')} must be replay, vllm, sglang, llamacpp or trtllm, not ${JSON.stringify(name)}`)
+  if (!env.ENGINE_URL) throw new SettingError(`HARMONY_ENGINE=${name} needs ${flagOf('ENGINE_URL')} (e.g. http://127.0.0.1:8000)`)
+  if (name !== 'vllm' && env.ENGINE_API) throw new SettingError(`${flagOf('ENGINE_API')} applies to HARMONY_ENGINE=vllm only`)
+  if (name !== 'vllm' && name !== 'trtllm' && env.ENGINE_MODEL)
+    throw new SettingError(`${flagOf('ENGINE_MODEL')} applies to HARMONY_ENGINE=vllm and trtllm only`)
+  return createEngine(
+    name as Exclude<EngineName, 'replay'>,
+    {
+      url: env.ENGINE_URL,
+      ...(env.ENGINE_MODEL ? { model: env.ENGINE_MODEL } : {}),
+      ...(env.ENGINE_API ? { api: env.ENGINE_API } : {}),
+    } as never,
+  )
+}
+
+/** The store the environment asks for (HARMONY_RESPONSE_STORE). */
+export function responseStoreFromEnvironment(env: Env = process.env): ResponseStore | null {
+  const chosen = env.HARMONY_RESPONSE_STORE || 'sqlite:responses.sqlite'
+  if (chosen === 'none') return null
+  if (chosen === 'memory') return new MemoryResponseStore()
+  if (chosen.startsWith('sqlite:')) return new SqliteResponseStore({ path: chosen.slice('sqlite:'.length) })
+  if (chosen.startsWith('redis://') || chosen.startsWith('rediss://')) return new RedisResponseStore({ url: chosen })
+  throw new SettingError(`${flagOf('HARMONY_RESPONSE_STORE')} must be sqlite:PATH, memory, redis://HOST:PORT or none`)
+}
+
+/** Where and how `serve` runs a gateway: the listening address, the processes, and the gateway's options. */
+export interface ServeSettings {
+  host: string
+  port: number
+  workers: number
+  shutdownGraceMs: number
+  /** The gateway's options, made in the process that serves (a store and an engine are per process). */
+  options(): GatewayOptions
+}
+
+export function serveSettings(env: Env = process.env, cores = 1): ServeSettings {
+  const serverLimits: Record<string, number> = {}
+  for (const [name, key] of [
+    ['HEADERS_TIMEOUT_MS', 'headersTimeoutMs'],
+    ['REQUEST_TIMEOUT_MS', 'requestTimeoutMs'],
+    ['KEEPALIVE_TIMEOUT_MS', 'keepAliveTimeoutMs'],
+  ] as const) {
+    if (env[name]) serverLimits[key] = integer(env, name, 0, 1)
+  }
+  // Every variable is read now, so a bad one fails before anything listens.
+  const frames = oneOf(env, 'GATEWAY_FRAMES', ['sse', 'objects']) ?? 'sse'
+  const unknownFields = oneOf(env, 'UNKNOWN_FIELDS', ['refuse', 'ignore']) ?? 'refuse'
+  const numbers = {
+    bodyLimit: integer(env, 'BODY_LIMIT', 4 * 1024 * 1024, 1),
+    coalesceMs: integer(env, 'SSE_COALESCE_MS', 0),
+    renderWorkers: integer(env, 'RENDER_WORKERS', Math.max(1, cores - 1)),
+    renderInlineBytes: integer(env, 'RENDER_INLINE_BYTES', 16 * 1024),
+  }
+  const socketLifetimeMs = env.SOCKET_LIFETIME_MS ? { socketLifetimeMs: integer(env, 'SOCKET_LIFETIME_MS', 0, 1) } : {}
+  const key = env.HARMONY_COMPACTION_KEY
+  if (key && !/^[0-9a-fA-F]{64}$/.test(key)) throw new SettingError('HARMONY_COMPACTION_KEY must be 64 hex digits (its value is not shown)')
+  const flags = { CHAT_ID_CACHE: oneOf(env, 'CHAT_ID_CACHE', ['0', '1']), LOG_DIAGNOSTICS: oneOf(env, 'LOG_DIAGNOSTICS', ['0', '1']) }
+  const stats = oneOf(env, 'GATEWAY_STATS', ['0', '1']) === '1'
+  const settings: ServeSettings = {
+    host: env.HOST || '127.0.0.1',
+    port: integer(env, 'PORT', 8787),
+    workers: integer(env, 'GATEWAY_WORKERS', 1, 1),
+    shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000),
+    options: () => ({
+      engine: engineFromEnvironment(env),
+      model: env.MODEL || 'gpt-oss',
+      frames,
+      unknownFields,
+      ...numbers,
+      ...socketLifetimeMs,
+      serverLimits,
+      stats: stats ? processStats() : null,
+      ...(flags.LOG_DIAGNOSTICS === '0' ? { onDiagnostic: () => {} } : { onDiagnostic: logDiagnostic }),
+      responseStore: responseStoreFromEnvironment(env),
+      chatIdCache: flags.CHAT_ID_CACHE === '1' ? new ChatIdCache() : null,
+      ...(key ? { compactor: new Compactor({ key }) } : {}),
+    }),
+  }
+  if (settings.port > 65535) throw new SettingError(`${flagOf('PORT')} must be at most 65535`)
+  // The engine and the store are made in each serving process; check the engine's variables now all the same.
+  engineFromEnvironment(env)
+  return settings
+}

@@ -1,0 +1,44 @@
+/** Step three: the engine's steps for a prepared request. */
+import type { IncomingMessage } from 'node:http'
+
+import { ReplayEngine } from '../serving/engines/replay'
+import type { EngineStep } from '../serving/engines/types'
+import { generateRequestOf } from '../serving/generate-request'
+import { HttpError } from '../serving/http/errors'
+import type { Gateway } from './context'
+import type { Prepared } from './prepared'
+
+/**
+ * The steps of one generation; with `generated`, each step's ids are added to it (what a kept response and the
+ * Chat id cache record). The replay engine's completion can be picked per request (`x-harmony-replay`). An
+ * engine that fails before its first step throws from the iterator (pipeSse and collectSteps: a 502/503).
+ */
+export function generate(
+  gateway: Gateway,
+  request: IncomingMessage,
+  prepared: Prepared,
+  signal: AbortSignal,
+  generated: number[] | null,
+): AsyncIterable<EngineStep> {
+  const { engine } = gateway
+  const engineRequest = generateRequestOf(prepared.prompt, prepared.parameters, signal)
+  const header = request.headers['x-harmony-replay']
+  let steps: AsyncIterable<EngineStep>
+  if (header === undefined) steps = engine.generate(engineRequest)
+  else {
+    if (!(engine instanceof ReplayEngine)) throw new HttpError(400, 'x-harmony-replay applies to the replay engine only')
+    const replayIndex = Number(header)
+    if (!(typeof header === 'string' && /^\d+$/.test(header) && engine.size > replayIndex))
+      throw new HttpError(400, `x-harmony-replay must be an index from 0 to ${engine.size - 1}`, { param: 'x-harmony-replay' })
+    steps = engine.generate({ ...engineRequest, replayIndex })
+  }
+  return generated === null ? steps : recordIds(steps, generated)
+}
+
+/** The steps as they come, each one's ids added to `generated`. */
+async function* recordIds(steps: AsyncIterable<EngineStep>, generated: number[]): AsyncIterable<EngineStep> {
+  for await (const step of steps) {
+    for (const id of step.tokens) generated.push(id)
+    yield step
+  }
+}

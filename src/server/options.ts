@@ -1,0 +1,163 @@
+/**
+ * The options of `createGateway`, checked by the option kit (a misspelt one is a TypeError naming it and the
+ * closest name), and the settings they resolve to: every default in one place.
+ */
+
+import { implementation as defaultImplementation } from '../backend/choose'
+import { checkOptions, is, type OptionSpec } from '../base/options'
+import type { Implementation } from '../base/types'
+import type { RenderRequestOptions } from '../render/index'
+import { ReplayEngine } from '../serving/engines/replay'
+import type { Engine } from '../serving/engines/types'
+import { DEFAULT_BODY_LIMIT } from '../serving/http/body'
+import { DEFAULT_SOCKET_LIFETIME_MS } from '../serving/http/responses-socket'
+import type { ServerLimits } from '../serving/http/server'
+import type { ChatIdCache } from '../serving/store/chat-ids'
+import { Compactor } from '../serving/store/compaction'
+import { MemoryResponseStore, type ResponseStore } from '../serving/store/store'
+
+/** What the parser recovered from, and tool arguments that are not JSON: worth a log line, not a failure. */
+export interface GatewayDiagnostic {
+  code: string
+  message: string
+}
+
+export interface GatewayOptions {
+  /** The inference engine (any `Engine` of harmony-stream/engines). Default: a `ReplayEngine` of `replay`. */
+  engine?: Engine
+  /** Without `engine`: the completions (token id arrays) a replay engine serves in turn. */
+  replay?: number[][]
+  /** Without `engine`: tokens per step of the replay engine. Default 1. */
+  interval?: number
+  /** The parser's implementation. Default: the package's (`implementation`). */
+  implementation?: Implementation
+  /** The model id `/v1/models` lists. Default `gpt-oss`. */
+  model?: string
+  /** The largest request body, in bytes. Default 4 MiB. */
+  bodyLimit?: number
+  /** Options of every render (`renderChatCompletionRequest`'s). */
+  renderOptions?: RenderRequestOptions
+  /** Called with what the parser recovered from. Default: one line on stderr. */
+  onDiagnostic?: (diagnostic: GatewayDiagnostic) => void
+  /** Called with errors worth an operator's look (5xx answers, engines failing mid-stream). Default: stderr. */
+  onError?: (error: unknown) => void
+  /** `'sse'` (default): SSE bytes straight from the adapters; `'objects'`: events serialized (to compare). */
+  frames?: 'sse' | 'objects'
+  /** Collect each stream's frames for this many ms per write. Default 0: every step is written at once. */
+  coalesceMs?: number
+  /** `GET /stats` answers what this returns (with the stream outcomes); null (default): no such route. */
+  stats?: (() => Record<string, unknown>) | null
+  /** Threads that render requests off the event loop; 0 (default): all inline. */
+  renderWorkers?: number
+  /** With render workers: bodies up to this many bytes are rendered inline. Default 16 KiB. */
+  renderInlineBytes?: number
+  /** The HTTP server's timeouts (`hardenServer`). */
+  serverLimits?: ServerLimits
+  /** `'refuse'` (default): a request field no table knows is a 400, as OpenAI answers; `'ignore'`: taken without it. */
+  unknownFields?: 'refuse' | 'ignore'
+  /** Where Responses are kept. Default: a `MemoryResponseStore`, closed with the server; null: none. */
+  responseStore?: ResponseStore | null
+  /** A continuation within a turn is made of the ids the engine saw and generated. Default true. */
+  exactContinuations?: boolean
+  /** Prompts a Chat request answering this gateway's tool calls with the engine's own ids. Default null: off. */
+  chatIdCache?: ChatIdCache | null
+  /** Seals and opens compaction items. Default: one with a random key of this process. */
+  compactor?: Compactor
+  /** How long a Responses WebSocket connection lives, in ms. Default 60 minutes. */
+  socketLifetimeMs?: number
+}
+
+const hasMethods = (what: string, ...methods: string[]) => ({
+  what,
+  test: (value: unknown) =>
+    value !== null && typeof value === 'object' && methods.every((m) => typeof (value as Record<string, unknown>)[m] === 'function'),
+})
+
+const OPTIONS: OptionSpec = {
+  engine: hasMethods('an engine (an object with generate)', 'generate'),
+  replay: is.array,
+  interval: is.integer(1),
+  implementation: is.oneOf('native', 'js'),
+  model: is.nonEmptyString,
+  bodyLimit: is.integer(1),
+  renderOptions: is.object,
+  onDiagnostic: is.function,
+  onError: is.function,
+  frames: is.oneOf('sse', 'objects'),
+  coalesceMs: is.number(0),
+  stats: is.nullable(is.function),
+  renderWorkers: is.integer(0, 256),
+  renderInlineBytes: is.integer(0),
+  serverLimits: is.object,
+  unknownFields: is.oneOf('refuse', 'ignore'),
+  responseStore: is.nullable(hasMethods('a response store (get, put, delete, close)', 'get', 'put', 'delete', 'close')),
+  exactContinuations: is.boolean,
+  chatIdCache: is.nullable(hasMethods('a ChatIdCache', 'remember', 'exactPrompt')),
+  compactor: hasMethods('a Compactor', 'compaction', 'expand', 'holds'),
+  socketLifetimeMs: is.integer(1),
+}
+
+/** The options with every default filled in. */
+export interface GatewaySettings {
+  engine: Engine
+  implementation: Implementation
+  model: string
+  bodyLimit: number
+  renderOptions: RenderRequestOptions
+  onDiagnostic: (diagnostic: GatewayDiagnostic) => void
+  onError: (error: unknown) => void
+  frames: 'sse' | 'objects'
+  coalesceMs: number
+  stats: (() => Record<string, unknown>) | null
+  renderWorkers: number
+  renderInlineBytes: number
+  serverLimits: ServerLimits
+  unknownFields: 'refuse' | 'ignore'
+  store: ResponseStore | null
+  /** The store was made here (the default): the gateway closes it. */
+  ownStore: boolean
+  exactContinuations: boolean
+  chatIdCache: ChatIdCache | null
+  compactor: Compactor
+  socketLifetimeMs: number
+}
+
+function logError(error: unknown): void {
+  console.error(`harmony-stream gateway: ${(error as Error | undefined)?.stack ?? error}`)
+}
+
+export function logDiagnostic(diagnostic: GatewayDiagnostic): void {
+  console.warn(`harmony-stream: ${diagnostic.code}: ${diagnostic.message}`)
+}
+
+export function gatewaySettings(options: unknown): GatewaySettings {
+  const o = checkOptions<GatewayOptions>(options, OPTIONS, 'createGateway')
+  if (o.engine === undefined && o.replay === undefined)
+    throw Object.assign(new TypeError("createGateway: option 'engine' is required (or 'replay', the completions of a replay engine)"), {
+      code: 'invalid-option',
+    })
+  const ownStore = o.responseStore === undefined
+  return {
+    engine: o.engine ?? new ReplayEngine({ completions: o.replay as number[][], interval: o.interval ?? 1 }),
+    implementation: o.implementation ?? defaultImplementation,
+    model: o.model ?? 'gpt-oss',
+    bodyLimit: o.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    renderOptions: o.renderOptions ?? {},
+    onDiagnostic: o.onDiagnostic ?? logDiagnostic,
+    onError: o.onError ?? logError,
+    frames: o.frames ?? 'sse',
+    coalesceMs: o.coalesceMs ?? 0,
+    stats: o.stats ?? null,
+    renderWorkers: o.renderWorkers ?? 0,
+    renderInlineBytes: o.renderInlineBytes ?? 16 * 1024,
+    serverLimits: o.serverLimits ?? {},
+    unknownFields: o.unknownFields ?? 'refuse',
+    // The library's default: responses kept in this process (bounded); null keeps none.
+    store: ownStore ? new MemoryResponseStore() : (o.responseStore ?? null),
+    ownStore,
+    exactContinuations: o.exactContinuations ?? true,
+    chatIdCache: o.chatIdCache ?? null,
+    compactor: o.compactor ?? new Compactor(),
+    socketLifetimeMs: o.socketLifetimeMs ?? DEFAULT_SOCKET_LIFETIME_MS,
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * Step one of every request: its generation parameters and its prompt (`Prepared`). A small body is read,
+ * parsed and rendered here; a large one (over `renderInlineBytes`, with render workers) is handed to a worker
+ * as bytes, so neither JSON.parse nor BPE of it holds the event loop. Either way one classifier
+ * (`isContinuation`) decides whether the request continues what the gateway holds, and such a request is
+ * rendered after it (chat-ids.ts, responses/continuation.ts): the two paths give one result type.
+ */
+import type { IncomingMessage } from 'node:http'
+
+import { isContinuation } from '../serving/continuation-kind'
+import { readJsonBody, readJsonBytes } from '../serving/http/body'
+import { chatGenerationParameters, type GenerationParameters, responsesGenerationParameters } from '../serving/http/validate'
+import type { StoredResponse } from '../serving/store/store'
+import { exactChat } from './chat-ids'
+import type { Gateway } from './context'
+import { type ApiKind, type Item, type Prepared, renderHere, renderOffLoop } from './prepared'
+import { continued } from './responses/continuation'
+
+/** Whether this gateway handles `body` as a continuation (Chat ones only with a `ChatIdCache`). */
+function continues(gateway: Gateway, kind: ApiKind, body: Item): boolean {
+  return (kind === 'responses' || gateway.chatIdCache !== null) && isContinuation(kind, body)
+}
+
+/** The request as it comes over HTTP. */
+export async function prepareRequest(gateway: Gateway, kind: ApiKind, request: IncomingMessage): Promise<Prepared> {
+  const { workers, bodyLimit, renderInlineBytes, store } = gateway
+  const length = Number(request.headers['content-length'])
+  if (workers === null || (Number.isFinite(length) && length <= renderInlineBytes))
+    return prepareBody(gateway, kind, await readJsonBody(request, { limit: bodyLimit }))
+  // The body stays in the worker; for Responses its echo comes back (what the response object says of it),
+  // and its input when it is to be kept. A continuation comes back whole, to be rendered here after what it continues.
+  const bytes = await readJsonBytes(request, { limit: bodyLimit })
+  const prepared = await workers.prepare(kind, bytes, { keepInput: kind === 'responses' || gateway.chatIdCache !== null })
+  if ('continuation' in prepared) return continuation(gateway, kind, prepared.parameters, prepared.continuation, prepared.echo)
+  const { parameters, prompt, echo, input } = prepared
+  return {
+    kind,
+    parameters,
+    prompt,
+    body: echo ?? {},
+    history: [],
+    input,
+    storing: kind === 'responses' && store !== null && input !== undefined,
+  }
+}
+
+/**
+ * A parsed body. `previous`: the response it continues, where the caller found it (a WebSocket connection's
+ * latest); `offLoop`: render in a worker (where there are workers).
+ */
+export async function prepareBody(
+  gateway: Gateway,
+  kind: ApiKind,
+  body: Item,
+  previous: StoredResponse | null = null,
+  offLoop = false,
+): Promise<Prepared> {
+  const parameters = (kind === 'chat' ? chatGenerationParameters : responsesGenerationParameters)(body, gateway.parameterOptions)
+  if (continues(gateway, kind, body)) return continuation(gateway, kind, parameters, body, body, previous)
+  return {
+    kind,
+    parameters,
+    prompt: offLoop ? await renderOffLoop(gateway, kind, body) : renderHere(gateway, kind, body),
+    body,
+    history: [],
+    input: body.input,
+    storing: kind === 'responses' && gateway.store !== null && body.store !== false,
+  }
+}
+
+function continuation(
+  gateway: Gateway,
+  kind: ApiKind,
+  parameters: GenerationParameters,
+  body: Item,
+  echo: object | undefined,
+  previous: StoredResponse | null = null,
+): Promise<Prepared> {
+  if (kind === 'chat') return exactChat(gateway, parameters, body)
+  return continued(gateway, parameters, body, echo ?? body, previous)
+}

@@ -1,0 +1,93 @@
+/**
+ * `POST /v1/chat/completions` and `POST /v1/responses`: prepare → generate → respond (one JSON object, or SSE)
+ * → keep. The two APIs differ only in their adapter and in what is kept after.
+ */
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+
+import { collectSteps } from '../serving/engines/steps'
+import { HttpError } from '../serving/http/errors'
+import { type PipeSseResult, pipeSse } from '../serving/http/sse'
+import type { AdapterDiagnostic } from '../wire/adapter'
+import { type ChatAdapterOptions, ChatCompletionsStream, chatCompletion } from '../wire/chat'
+import { type ResponsesAdapterOptions, ResponsesStream, responseObject } from '../wire/responses'
+import { rememberChat } from './chat-ids'
+import type { Gateway } from './context'
+import { generate } from './generate'
+import { prepareRequest } from './prepare'
+import type { ApiKind, Prepared } from './prepared'
+import { serveBackground } from './responses/background'
+import { keepResponse } from './responses/keep'
+import { sendJson } from './send'
+
+/** The adapter's options for a prepared request (a Responses one gets its id here, and says whether it is kept). */
+export function adapterOptions(gateway: Gateway, prepared: Prepared): ChatAdapterOptions & ResponsesAdapterOptions {
+  const { parameters, prompt, storing, body, kind } = prepared
+  return {
+    model: parameters.model,
+    ...(kind === 'responses'
+      ? { id: `resp_${randomUUID().replaceAll('-', '')}`, stored: storing, inputTokens: prompt.promptTokens, request: body }
+      : { promptTokens: prompt.promptTokens, ...(parameters.stop === undefined ? {} : { stop: parameters.stop }) }),
+    ...(prompt.responseFormat === undefined ? {} : { responseFormat: prompt.responseFormat }),
+    ...(prompt.argumentSchemas === undefined ? {} : { argumentSchemas: prompt.argumentSchemas }),
+    ...(parameters.logprobs === undefined ? {} : { logprobs: true }),
+    parser: { implementation: gateway.implementation, toolNames: prompt.toolNames },
+  }
+}
+
+/** The non-streaming adapters return diagnostics beside the wire object. */
+function withoutDiagnostics<T>({ diagnostics, ...wire }: T & { diagnostics: AdapterDiagnostic[] }, gateway: Gateway): T {
+  diagnostics.forEach(gateway.onDiagnostic)
+  return wire as T
+}
+
+/** Counts how a stream ended; its failure and what the parser recovered from go to the gateway's log. */
+function report(gateway: Gateway, result: PipeSseResult, adapter: ChatCompletionsStream | ResponsesStream): void {
+  if (result.outcome === 'failed') gateway.onError(result.error)
+  gateway.outcomes[result.outcome === 'client-closed' ? 'clientClosed' : result.outcome]++
+  adapter.diagnostics.forEach(gateway.onDiagnostic)
+}
+
+/** An AbortController aborted when the client goes away before the response is complete. */
+function abortOnClose(response: ServerResponse): AbortController {
+  const abort = new AbortController()
+  response.once('close', () => {
+    if (!response.writableFinished) abort.abort()
+  })
+  return abort
+}
+
+/** request → parameters and prompt → engine → adapter → SSE (or one JSON object) → kept. */
+export async function serveGeneration(gateway: Gateway, kind: ApiKind, request: IncomingMessage, response: ServerResponse): Promise<void> {
+  const prepared = await prepareRequest(gateway, kind, request)
+  const { parameters, storing } = prepared
+  const options = adapterOptions(gateway, prepared)
+  if (parameters.background) return serveBackground(gateway, request, response, prepared, options)
+  const abort = abortOnClose(response)
+  const remembering = kind === 'chat' && gateway.chatIdCache !== null
+  const generated: number[] | null = storing || remembering ? [] : null
+  const steps = generate(gateway, request, prepared, abort.signal, generated)
+  if (!parameters.stream) {
+    const whole = await collectSteps(steps)
+    if (whole.finishReason === 'abort') throw new HttpError(502, 'the inference engine aborted the request', { code: 'engine-aborted' })
+    if (kind === 'chat') {
+      const completion = withoutDiagnostics(chatCompletion(whole, options), gateway)
+      if (remembering) await rememberChat(gateway, completion, prepared, generated ?? [])
+      return sendJson(response, 200, completion)
+    }
+    const object = withoutDiagnostics(responseObject(whole, options), gateway)
+    // A response the store could not keep says so.
+    if (storing && !(await keepResponse(gateway, object, prepared, generated ?? []))) object.store = false
+    return sendJson(response, 200, object)
+  }
+  const { frames, coalesceMs } = gateway
+  if (kind === 'chat') {
+    const adapter = new ChatCompletionsStream({ ...options, includeUsage: parameters.includeUsage })
+    report(gateway, await pipeSse(response, adapter, steps, { abort, frames, coalesceMs }), adapter)
+    if (remembering) await rememberChat(gateway, adapter.completion(), prepared, generated ?? [])
+    return
+  }
+  const adapter = new ResponsesStream(options)
+  report(gateway, await pipeSse(response, adapter, steps, { abort, frames, coalesceMs }), adapter)
+  if (storing) await keepResponse(gateway, adapter.response(), prepared, generated ?? [])
+}

@@ -1,0 +1,51 @@
+/**
+ * `background: true` (`BackgroundResponses`): kept as `queued`, then answered at once, or streamed with
+ * `stream` (a client that leaves comes back with `GET /v1/responses/{id}?stream=true&starting_after=N`); the
+ * generation runs detached from the client's connection.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http'
+
+import { HttpError } from '../../serving/http/errors'
+import { pipeStreamLog } from '../../serving/http/stream-log'
+import { storedResponse } from '../../serving/store/conversation'
+import { type ResponsesAdapterOptions, ResponsesStream } from '../../wire/responses'
+import type { Gateway } from '../context'
+import { generate } from '../generate'
+import type { Item, Prepared } from '../prepared'
+import { sendJson } from '../send'
+import { keepResponse, keptInput } from './keep'
+
+export async function serveBackground(
+  gateway: Gateway,
+  request: IncomingMessage,
+  response: ServerResponse,
+  prepared: Prepared,
+  options: ResponsesAdapterOptions,
+): Promise<void> {
+  const { background, store } = gateway
+  if (!prepared.storing || background === null || store === null)
+    throw new HttpError(400, 'background needs a gateway that keeps responses', { param: 'background' })
+  const release = background.reserve()
+  const adapter = new ResponsesStream({ ...options, background: true })
+  const queued = adapter.response('queued')
+  // Kept before it is answered: a store that cannot keep it fails the request (a 503 for a StoreError).
+  try {
+    const record = queued as unknown as Item & { id: string; created_at: number }
+    await store.put(storedResponse(record, keptInput(queued, prepared), { prompt: prepared.prompt.tokens, output: [] }))
+  } catch (error) {
+    release()
+    throw error
+  }
+  const generated: number[] = []
+  const log = background.start(
+    {
+      adapter,
+      stream: prepared.parameters.stream,
+      steps: (signal) => generate(gateway, request, prepared, signal, generated),
+      keep: (object) => keepResponse(gateway, object, prepared, generated),
+    },
+    release,
+  )
+  if (log === null) sendJson(response, 200, queued)
+  else await pipeStreamLog(response, log)
+}

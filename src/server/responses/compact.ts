@@ -1,0 +1,30 @@
+/**
+ * `POST /v1/responses/compact`: the conversation (the stored response's items, then `input`) as its user
+ * messages and one compaction item that seals all of it (`Compactor`). Rendered, so a conversation that
+ * cannot be a prompt is refused here, not when it comes back; its prompt's tokens are the usage.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http'
+
+import { readJsonBody } from '../../serving/http/body'
+import { checkCompactRequest } from '../../serving/store/compaction'
+import { continuedBody } from '../../serving/store/conversation'
+import type { Gateway } from '../context'
+import { renderOffLoop } from '../prepared'
+import { sendJson } from '../send'
+import { historyOf } from './continuation'
+
+export async function serveCompaction(gateway: Gateway, request: IncomingMessage, response: ServerResponse): Promise<void> {
+  const body = checkCompactRequest(await readJsonBody(request, { limit: gateway.bodyLimit }), { unknownFields: gateway.unknownFields })
+  const { opened, history } = await historyOf(gateway, { previous_response_id: body.previous_response_id, input: body.input ?? [] })
+  const conversation = continuedBody(opened, history)
+  const prompt = await renderOffLoop(gateway, 'responses', {
+    model: body.model,
+    instructions: body.instructions,
+    input: conversation.input,
+  })
+  sendJson(
+    response,
+    200,
+    gateway.compactor.compaction(conversation.input as Record<string, unknown>[], { inputTokens: prompt.promptTokens }),
+  )
+}

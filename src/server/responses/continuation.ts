@@ -1,0 +1,59 @@
+/**
+ * A Responses request that continues: one naming `previous_response_id` is rendered after the stored response's
+ * input and output, or, within a turn (`exactContinuation`), made of the ids the engine saw and generated, so
+ * that its prefix cache serves the whole history; one holding a compaction item has it opened first.
+ */
+import { HttpError } from '../../serving/http/errors'
+import type { GenerationParameters } from '../../serving/http/validate'
+import { continuationItems, continuedBody, exactContinuation, previousResponse } from '../../serving/store/conversation'
+import type { StoredResponse } from '../../serving/store/store'
+import type { Gateway } from '../context'
+import { type Item, type Prepared, renderOffLoop } from '../prepared'
+
+/**
+ * What a Responses request stands on: its own input with a compaction item opened (`opened`), and the stored
+ * response it names (`found` where the caller has it, a WebSocket connection's latest) with that response's
+ * items (`history`), which come before the input.
+ */
+export async function historyOf(
+  gateway: Gateway,
+  body: Item,
+  found: StoredResponse | null = null,
+): Promise<{ opened: Item; previous: StoredResponse | null; history: Item[] }> {
+  // A compaction item stands for the items it sealed (its own input's; the stored ones come before it).
+  const opened = gateway.compactor.expand(body)
+  const id = body.previous_response_id
+  const previous = found ?? (id == null ? null : await previousFor(gateway, String(id)))
+  return { opened, previous, history: previous === null ? [] : continuationItems(previous) }
+}
+
+/** The response `previous_response_id` names: a 400 where no responses are kept, a 404 where it is not kept. */
+function previousFor(gateway: Gateway, id: string): Promise<StoredResponse> {
+  if (gateway.store === null)
+    throw new HttpError(
+      400,
+      'previous_response_id is not supported: this gateway keeps no responses; send the whole conversation in input',
+      {
+        param: 'previous_response_id',
+      },
+    )
+  return previousResponse(gateway.store, id)
+}
+
+export async function continued(
+  gateway: Gateway,
+  parameters: GenerationParameters,
+  body: Item,
+  echo: object,
+  found: StoredResponse | null = null,
+): Promise<Prepared> {
+  const { opened, previous, history } = await historyOf(gateway, body, found)
+  const render = (request: Item) => renderOffLoop(gateway, 'responses', request)
+  const rendered = await render(continuedBody(opened, history))
+  const exact =
+    gateway.exactContinuations && previous !== null
+      ? await exactContinuation(previous, opened.input, rendered, () => render(continuedBody({ ...opened, input: [] }, history)))
+      : null
+  const storing = gateway.store !== null && body.store !== false
+  return { kind: 'responses', parameters, prompt: exact ?? rendered, rendered, body: echo, history, input: opened.input, storing }
+}

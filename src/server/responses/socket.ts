@@ -1,0 +1,81 @@
+/**
+ * The Responses API's WebSocket mode at `/v1/responses` (`ResponsesSocket`: the protocol; the `ws` package:
+ * the transport, loaded with the first gateway, not with the package). Each turn is prepared as a POST's body
+ * (with the response the connection found for `previous_response_id`), its events emitted one by one.
+ */
+import type { IncomingMessage, Server } from 'node:http'
+import type { Duplex } from 'node:stream'
+
+import { type SocketTurn, serveResponsesSocket, sseEventTexts } from '../../serving/http/responses-socket'
+import { responseRecord } from '../../serving/store/conversation'
+import type { StoredResponse } from '../../serving/store/store'
+import { ResponsesStream } from '../../wire/responses'
+import type { Gateway } from '../context'
+import { generate } from '../generate'
+import { prepareBody } from '../prepare'
+import { adapterOptions } from '../respond'
+import { keepResponse, recordOf } from './keep'
+
+/** Responses WebSocket connections one gateway process holds at once (more are answered 503). */
+const MAX_SOCKETS = 1024
+
+/**
+ * One turn: returns the record a continuation on the connection starts from (also when not stored). An engine
+ * that fails before its first step is answered with an error frame (a 502); one that fails later ends the
+ * response with `response.failed`.
+ */
+async function socketTurn(gateway: Gateway, request: IncomingMessage, turn: SocketTurn): Promise<StoredResponse> {
+  const { body, previous, emit, signal, size } = turn
+  const prepared = await prepareBody(gateway, 'responses', body, previous, size > gateway.renderInlineBytes)
+  const adapter = new ResponsesStream(adapterOptions(gateway, prepared))
+  const generated: number[] = []
+  let started = false
+  try {
+    // The adapter's SSE face (its fast lane) cut into the events' JSON texts: one WebSocket message each.
+    for await (const step of generate(gateway, request, prepared, signal, generated)) {
+      started = true
+      for (const text of sseEventTexts(adapter.pushSse(step))) await emit(text)
+      // A client that stopped reading: nothing more is read from the engine.
+      if (signal.aborted) break
+    }
+    for (const text of sseEventTexts(adapter.finishSse())) await emit(text)
+  } catch (error) {
+    if (!started || signal.aborted) throw error
+    gateway.onError(error)
+    for (const event of adapter.error('the inference engine failed', 'engine_error')) await emit(event)
+  }
+  adapter.diagnostics.forEach(gateway.onDiagnostic)
+  const object = adapter.response()
+  if (prepared.storing && !(await keepResponse(gateway, object, prepared, generated))) object.store = false
+  return recordOf(object, prepared, generated)
+}
+
+/** Serves WebSocket upgrades of `server` at /v1/responses; returns what ends every connection (at close). */
+export function acceptResponsesSockets(gateway: Gateway, server: Server): () => void {
+  // Loaded here, not at the top: importing the package must not load the transport.
+  const { WebSocketServer } = require('ws') as typeof import('ws')
+  // Messages up to the body limit; a larger one closes the connection (1009).
+  const sockets = new WebSocketServer({ noServer: true, maxPayload: gateway.bodyLimit })
+  const { store } = gateway
+  server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (new URL(request.url ?? '/', 'http://localhost').pathname !== '/v1/responses') {
+      socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n')
+      return
+    }
+    if (sockets.clients.size >= MAX_SOCKETS) {
+      socket.end('HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\nretry-after: 5\r\ncontent-length: 0\r\n\r\n')
+      return
+    }
+    sockets.handleUpgrade(request, socket, head, (ws) =>
+      serveResponsesSocket(ws, {
+        respond: (turn) => socketTurn(gateway, request, turn),
+        ...(store === null ? {} : { lookup: (id: string) => responseRecord(store, id) }),
+        onError: gateway.onError,
+        lifetimeMs: gateway.socketLifetimeMs,
+      }),
+    )
+  })
+  return () => {
+    for (const ws of sockets.clients) ws.terminate()
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * The gateway's HTTP routes, and the one handler that dispatches to them and turns every failure into its
+ * OpenAI-style answer (`sendError`).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http'
+
+import { HttpError, sendError } from '../serving/http/errors'
+import { pipeStreamLog } from '../serving/http/stream-log'
+import { storedResponseRoute } from '../serving/store/conversation'
+import type { Gateway } from './context'
+import { serveGeneration } from './respond'
+import { serveCompaction } from './responses/compact'
+import { sendJson } from './send'
+
+type Handler = (request: IncomingMessage, response: ServerResponse) => Promise<void> | void
+
+function methodNotAllowed(response: ServerResponse, path: string, method: string | undefined, allow: string): HttpError {
+  response.setHeader('allow', allow)
+  return new HttpError(405, `${path} accepts ${allow}, not ${method}`, { code: 'method-not-allowed' })
+}
+
+/** The routes of fixed paths. */
+function fixedRoutes(gateway: Gateway): Record<string, Record<string, Handler>> {
+  const { model, created, engine, implementation, stats, outcomes } = gateway
+  const routes: Record<string, Record<string, Handler>> = {
+    '/v1/chat/completions': { POST: (request, response) => serveGeneration(gateway, 'chat', request, response) },
+    '/v1/responses': { POST: (request, response) => serveGeneration(gateway, 'responses', request, response) },
+    '/v1/responses/compact': { POST: (request, response) => serveCompaction(gateway, request, response) },
+    '/v1/models': {
+      GET: (_request, response) =>
+        sendJson(response, 200, { object: 'list', data: [{ id: model, object: 'model', created, owned_by: 'harmony-stream' }] }),
+    },
+    '/health': { GET: (_request, response) => sendJson(response, 200, { status: 'ok', engine: engine.name, implementation }) },
+  }
+  if (stats !== null) routes['/stats'] = { GET: (_request, response) => sendJson(response, 200, { ...stats(), outcomes }) }
+  return routes
+}
+
+/**
+ * The routes whose path holds a response id: `POST /v1/responses/{id}/cancel`, `GET /v1/responses/{id}?stream=true`
+ * (a background response's events), `GET`/`DELETE /v1/responses/{id}` and `GET …/input_items` (the kept
+ * responses). False when the path is none of them.
+ */
+async function responseIdRoute(gateway: Gateway, request: IncomingMessage, response: ServerResponse, url: URL): Promise<boolean> {
+  const { background, store } = gateway
+  const path = url.pathname
+  const cancelled = background === null ? null : /^\/v1\/responses\/([^/]+)\/cancel$/.exec(path)
+  if (background !== null && cancelled !== null) {
+    if (request.method !== 'POST') throw methodNotAllowed(response, path, request.method, 'POST')
+    sendJson(response, 200, await background.cancel(decodeURIComponent(cancelled[1]!)))
+    return true
+  }
+  const resumed =
+    background !== null && request.method === 'GET' && url.searchParams.get('stream') === 'true'
+      ? /^\/v1\/responses\/([^/]+)$/.exec(path)
+      : null
+  if (background !== null && resumed !== null) {
+    const { log, after } = await background.stream(decodeURIComponent(resumed[1]!), url.searchParams.get('starting_after'))
+    await pipeStreamLog(response, log, after)
+    return true
+  }
+  const stored = store === null ? null : await storedResponseRoute(store, request.method ?? 'GET', url)
+  if (stored === null) return false
+  if (stored.status === 405) throw methodNotAllowed(response, path, request.method, stored.allow ?? 'GET')
+  sendJson(response, stored.status, stored.body)
+  return true
+}
+
+/** The request handler of a gateway's HTTP server. */
+export function gatewayHandler(gateway: Gateway): (request: IncomingMessage, response: ServerResponse) => Promise<void> {
+  const routes = fixedRoutes(gateway)
+  return async (request, response) => {
+    try {
+      const url = new URL(request.url ?? '/', 'http://localhost')
+      const path = url.pathname
+      const route = routes[path]
+      if (route === undefined) {
+        if (await responseIdRoute(gateway, request, response, url)) return
+        throw new HttpError(404, `no route for ${request.method} ${path}`, { code: 'not-found', type: 'not_found' })
+      }
+      const handle = request.method === undefined ? undefined : route[request.method]
+      if (handle === undefined) throw methodNotAllowed(response, path, request.method, Object.keys(route).join(', '))
+      await handle(request, response)
+    } catch (error) {
+      // A client that left before its first step (the engine request was aborted with it) is an outcome.
+      if (response.destroyed && !response.writableFinished) {
+        gateway.outcomes.clientClosed++
+        return
+      }
+      if (sendError(response, error) >= 500) gateway.onError(error)
+    }
+  }
+}

@@ -1,0 +1,131 @@
+/**
+ * `harmony-stream serve`: the gateway from the command line, as `vllm serve` is for vLLM. Flags and
+ * environment variables are one table (environment.ts); a flag wins over its variable. With `--workers N`
+ * the port is shared by N processes (node:cluster), which the primary keeps running.
+ *
+ * Shutdown (SIGTERM, SIGINT): the server stops accepting at once, running requests may finish for
+ * `--shutdown-grace-ms`, what is still open then is cut, and the store is closed before the process exits.
+ */
+import cluster from 'node:cluster'
+import { randomBytes } from 'node:crypto'
+import { availableParallelism } from 'node:os'
+
+import { implementation } from '../backend/choose'
+import { SETTINGS, type ServeSettings, SettingError, serveSettings } from './environment'
+import { createGateway } from './gateway'
+
+export const SERVE_HELP = `Usage: harmony-stream serve [options]
+
+Serves an OpenAI-compatible gateway (Chat Completions, Responses, its WebSocket mode) for gpt-oss in front
+of a token-level inference engine. Every option is also an environment variable; a flag wins over it.
+
+Options (environment variable in brackets):
+${SETTINGS.map((s) => {
+  const flag = s.flag === null ? '(environment only)' : `${s.flag}${s.value ? ` ${s.value}` : ''}`
+  return `  ${flag.padEnd(30)} ${s.help} [${s.env}]`
+}).join('\n')}
+  -h, --help                     this text
+
+Examples:
+  harmony-stream serve --engine replay --port 0
+  harmony-stream serve --engine vllm --engine-url http://127.0.0.1:8000 --engine-model openai/gpt-oss-20b
+
+Exit status: 0 after a clean shutdown, 2 on a bad option.`
+
+/** The environment the flags stand for, over `env`; 'help' for -h/--help. */
+function environmentOf(args: readonly string[], env: Record<string, string | undefined>): Record<string, string | undefined> | 'help' {
+  const out = { ...env }
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!
+    if (arg === '-h' || arg === '--help') return 'help'
+    const [name, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined]
+    const setting = SETTINGS.find((s) => s.flag === name)
+    if (setting === undefined) throw new SettingError(`unknown option ${JSON.stringify(name)} (harmony-stream serve --help lists them)`)
+    if (setting.switch !== undefined) {
+      if (inline !== undefined) throw new SettingError(`${name} takes no value`)
+      out[setting.env] = setting.switch
+      continue
+    }
+    const value = inline ?? args[++i]
+    if (value === undefined || (inline === undefined && value.startsWith('--')))
+      throw new SettingError(`${name} needs a value: ${setting.value}`)
+    out[setting.env] = value
+  }
+  return out
+}
+
+interface Io {
+  stdout: NodeJS.WritableStream
+  stderr: NodeJS.WritableStream
+}
+
+/** Runs the command; resolves with the exit status once the process is serving (or could not). */
+export async function serve(args: readonly string[], io: Io = process, env = process.env): Promise<number> {
+  let settings: ServeSettings
+  try {
+    const environment = environmentOf(args, env)
+    if (environment === 'help') {
+      io.stdout.write(`${SERVE_HELP}\n`)
+      return 0
+    }
+    settings = serveSettings(environment, availableParallelism())
+  } catch (error) {
+    if (!(error instanceof SettingError) && (error as { code?: string }).code !== 'invalid-option') throw error
+    io.stderr.write(`harmony-stream serve: ${(error as Error).message}\n`)
+    return 2
+  }
+  if (settings.workers > 1 && cluster.isPrimary) {
+    superviseWorkers(settings, io)
+    return 0
+  }
+  const label = cluster.isWorker ? ` [worker ${process.pid}]` : ''
+  await listen(settings, io, label)
+  return 0
+}
+
+/** The primary of `--workers N`: forks them (sharing one compaction key, so any opens another's) and replaces one that dies. */
+function superviseWorkers(settings: ServeSettings, io: Io): void {
+  const compactionKey = process.env.HARMONY_COMPACTION_KEY || randomBytes(32).toString('hex')
+  const fork = () => cluster.fork({ ...process.env, HARMONY_COMPACTION_KEY: compactionKey })
+  for (let i = 0; i < settings.workers; i++) fork()
+  let stopping = false
+  cluster.on('exit', (worker, code, signal) => {
+    if (!stopping && code !== 0 && signal !== 'SIGTERM' && signal !== 'SIGINT') {
+      io.stderr.write(`harmony-stream gateway: worker ${worker.process.pid} exited (${signal ?? code}); starting another\n`)
+      fork()
+    }
+  })
+  for (const name of ['SIGTERM', 'SIGINT'] as const)
+    process.once(name, () => {
+      stopping = true
+      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM')
+    })
+}
+
+async function listen(settings: ServeSettings, io: Io, label: string): Promise<void> {
+  const options = settings.options()
+  const server = createGateway(options)
+  await new Promise<void>((resolve) => server.listen(settings.port, settings.host, resolve))
+  const address = server.address()
+  const port = typeof address === 'object' && address !== null ? address.port : settings.port
+  const engine = options.engine?.name ?? 'replay'
+  io.stdout.write(`harmony-stream gateway on http://${settings.host}:${port}/v1 (${implementation} parser, ${engine} engine)${label}\n`)
+  let stopping = false
+  const stop = () => {
+    if (stopping) return
+    stopping = true
+    // Stop accepting now (idle keep-alive connections close); running requests finish within the grace period.
+    const grace = setTimeout(() => server.closeAllConnections(), settings.shutdownGraceMs)
+    grace.unref()
+    server.close(() => {
+      clearTimeout(grace)
+      const store = options.responseStore ?? null
+      ;(store === null ? Promise.resolve() : store.close())
+        .catch((error) => io.stderr.write(`harmony-stream gateway: closing the store: ${error}\n`))
+        .finally(() => process.exit(0))
+    })
+    server.closeIdleConnections()
+  }
+  process.once('SIGTERM', stop)
+  process.once('SIGINT', stop)
+}
