@@ -136,7 +136,7 @@ test('a follower too slow for the log’s bound gets an error event as its strea
   log.end()
   response.emit('drain')
   t.is(await piped, 'completed')
-  t.regex(written.at(-1)!, /^event: error\ndata: .*"events-not-kept"/)
+  t.regex(written.at(-1)!, /^event: error\ndata: .*"events_not_kept"/)
   // The follower never got a frame out of order or twice.
   t.is(written.length, 2)
 })

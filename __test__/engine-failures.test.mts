@@ -99,7 +99,7 @@ for (const failure of failures) {
       t.is(answer.headers['retry-after'], validRetryAfter ? failure.retryAfter : undefined)
       const body = JSON.parse(answer.body)
       t.is(body.error.type, 'server_error')
-      t.is(body.error.code, failure.code)
+      t.is(body.error.code, failure.code.replaceAll('-', '_'))
       // Nothing of the engine's address or its own text reaches the client.
       t.false(answer.body.includes('127.0.0.1') || answer.body.includes('Loading model'))
     }
@@ -130,7 +130,7 @@ test('the example gateway: an overloaded engine is a 503 with its Retry-After, s
     )
     t.is((error as InstanceType<typeof OpenAI.APIError>).status, 503, `stream: ${stream}`)
     t.is((error as InstanceType<typeof OpenAI.APIError>).headers?.get('retry-after'), '3')
-    t.is((error as InstanceType<typeof OpenAI.APIError>).code, 'engine-overloaded')
+    t.is((error as InstanceType<typeof OpenAI.APIError>).code, 'engine_overloaded')
   }
   const responses = await t.throwsAsync(client.responses.create({ model: 'gpt-oss', input: 'Hi', stream: true }), {
     instanceOf: OpenAI.APIError,

@@ -33,7 +33,8 @@ test('an engine failure is a 502 with its code and a generic message: no URL, ho
     })
     const { status, body } = errorResponse(error)
     t.is(status, 502)
-    t.is(body.error.code, code)
+    // The same code, snake_case on the wire (OpenAI's style).
+    t.is(body.error.code, code.replaceAll('-', '_'))
     t.is(body.error.type, 'server_error')
     t.notRegex(body.error.message, /10\.1\.2\.3|http|gpu-node|CUDA|vllm/, code)
     t.regex(body.error.message, /inference engine/)
@@ -43,12 +44,12 @@ test('an engine failure is a 502 with its code and a generic message: no URL, ho
 test('every error answers with its stable code: request errors 400, HTTP errors as set, anything else a generic 500', (t) => {
   t.deepEqual(errorResponse(new HarmonyRequestError('messages must be an array', 'messages')), {
     status: 400,
-    body: { error: { message: 'messages must be an array', type: 'invalid_request_error', param: 'messages', code: 'invalid-request' } },
+    body: { error: { message: 'messages must be an array', type: 'invalid_request_error', param: 'messages', code: 'invalid_request' } },
   })
-  t.is(errorResponse(new HttpError(413, 'too big', { code: 'body-too-large' })).body.error.code, 'body-too-large')
+  t.is(errorResponse(new HttpError(413, 'too big', { code: 'body-too-large' })).body.error.code, 'body_too_large')
   const internal = errorResponse(new HarmonyError('internal-error', 'harmony-stream internal error: a secret detail'))
   t.is(internal.status, 500)
-  t.deepEqual(internal.body.error, { message: 'internal error', type: 'server_error', param: null, code: 'internal-error' })
+  t.deepEqual(internal.body.error, { message: 'internal error', type: 'server_error', param: null, code: 'internal_error' })
   t.is(errorResponse(new Error('boom at /home/user/secret')).body.error.message, 'internal error')
 })
 

@@ -130,7 +130,7 @@ test("Node's own refusals and refusals before the body come from the gateway in 
   const { server, port } = await startGateway()
   t.teardown(() => server.close())
   const malformed = await exchange(port, 'GARBAGE\r\n\r\n')
-  t.regex(malformed.answer, /^HTTP\/1.1 400 [\s\S]*"code":"malformed-request"/)
+  t.regex(malformed.answer, /^HTTP\/1.1 400 [\s\S]*"code":"malformed_request"/)
   t.true(malformed.closed)
   // A 404 for a request with a body it will never read: answered at once, connection closed.
   const notFound = await exchange(

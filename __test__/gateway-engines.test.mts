@@ -152,7 +152,7 @@ test("an engine that refuses before streaming: the client gets a 502 in OpenAI's
       client.chat.completions.create({ model: 'gpt-oss', messages: [{ role: 'user', content: 'hi' }], stream: true }),
     )
     t.is((error as { status?: number }).status, 502)
-    t.is((error as { code?: string }).code, 'engine-http-error')
+    t.is((error as { code?: string }).code, 'engine_http_error')
     // The engine's own text and address go to the log, not to the client.
     t.notRegex(error!.message, /the prompt is too long|127\.0\.0\.1/)
   }

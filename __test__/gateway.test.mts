@@ -362,7 +362,7 @@ test('the gateway sends an error frame when the engine fails midway, and the ope
     )
     t.true(failure instanceof OpenAI.APIError)
     t.is((failure as InstanceType<typeof OpenAI.APIError>).type, 'server_error')
-    t.is((failure as InstanceType<typeof OpenAI.APIError>).code, 'engine-connection-error')
+    t.is((failure as InstanceType<typeof OpenAI.APIError>).code, 'engine_connection_error')
     t.regex((failure as Error).message, /the connection to the inference engine failed/)
     t.is(errors.length, 2)
     t.regex(String((errors[0] as Error).message), /the connection to the engine broke/)

@@ -106,17 +106,17 @@ test("Node's own refusals come in OpenAI's error shape and close the connection:
 
   const malformed = await exchange(port, 'BREW /pot HTCPCP/1.0\r\n\r\n')
   t.regex(malformed.answer, /^HTTP\/1.1 400 /)
-  t.deepEqual(body(malformed.answer).error.code, 'malformed-request')
+  t.deepEqual(body(malformed.answer).error.code, 'malformed_request')
   t.is(body(malformed.answer).error.type, 'invalid_request_error')
 
   const huge = await exchange(port, `GET /v1/x HTTP/1.1\r\nhost: x\r\nx-big: ${'a'.repeat(40_000)}\r\n\r\n`)
   t.regex(huge.answer, /^HTTP\/1.1 431 /)
-  t.is(body(huge.answer).error.code, 'headers-too-large')
+  t.is(body(huge.answer).error.code, 'headers_too_large')
 
   // Headers never finished: the headers timeout answers 408 and closes.
   const slow = await exchange(port, 'POST /v1/x HTTP/1.1\r\nhost: x\r\n')
   t.regex(slow.answer, /^HTTP\/1.1 408 /)
-  t.is(body(slow.answer).error.code, 'request-timeout')
+  t.is(body(slow.answer).error.code, 'request_timeout')
   t.true(slow.closed)
 })
 

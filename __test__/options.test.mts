@@ -122,7 +122,8 @@ test('request errors carry their stable code in the OpenAI error body', (t) => {
     instanceOf: HarmonyRequestError,
   })
   t.is(error!.code, 'invalid-request')
-  t.is(error!.toOpenAIError().error.code, 'invalid-request')
+  // On the wire, OpenAI's snake_case.
+  t.is(error!.toOpenAIError().error.code, 'invalid_request')
   t.true(error instanceof HarmonyError)
 })
 
@@ -131,4 +132,30 @@ test('a bad HARMONY_STREAM_IMPL is a HarmonySetupError with code invalid-environ
   const run = spawnSync(process.execPath, ['-e', script], { env: { ...process.env, HARMONY_STREAM_IMPL: 'wasm' }, encoding: 'utf8' })
   t.deepEqual(JSON.parse(run.stdout), { name: 'HarmonySetupError', code: 'invalid-environment' })
   t.is(HarmonySetupError.name, 'HarmonySetupError')
+})
+
+test('the engines, the render workers, the compactor and the gateway refuse bad options with the same code', async (t) => {
+  const { createEngine, ReplayEngine } = await import('harmony-stream/engines')
+  const { Compactor, RenderWorkers, RenderCache } = await import('harmony-stream')
+  const { createGateway } = await import('harmony-stream/server')
+  const refusals: [string, () => unknown][] = [
+    ['vllm url', () => createEngine('vllm', { url: 'ftp://127.0.0.1' })],
+    ['vllm api', () => createEngine('vllm', { url: 'http://127.0.0.1:1', api: 'chat' as never })],
+    ['trtllm model', () => createEngine('trtllm', { url: 'http://127.0.0.1:1' } as never)],
+    ['sglang timeout', () => createEngine('sglang', { url: 'http://127.0.0.1:1', readTimeoutMs: -1 })],
+    ['unknown engine', () => createEngine('ollama' as never, { url: 'http://127.0.0.1:1' } as never)],
+    ['replay completions', () => new ReplayEngine({ completions: [] })],
+    ['compactor key', () => new Compactor({ key: 'short' })],
+    ['render cache', () => new RenderCache(7 as never)],
+    ['gateway engine', () => createGateway({})],
+  ]
+  for (const [name, refuse] of refusals) {
+    const error = t.throws(refuse, undefined, name)
+    t.true(error instanceof TypeError || error instanceof RangeError, name)
+    t.is((error as { code?: string }).code, 'invalid-option', name)
+  }
+  const workers = new RenderWorkers({ size: 1 })
+  t.teardown(() => workers.close())
+  const refused = await t.throwsAsync(workers.prepare('embeddings' as never, new Uint8Array(2)))
+  t.is((refused as { code?: string }).code, 'invalid-option')
 })

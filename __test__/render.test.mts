@@ -355,7 +355,7 @@ test('tool results: an id with no earlier call is an error naming the message', 
   t.is(error.param, 'messages[1].tool_call_id')
   t.is(error.status, 400)
   t.deepEqual(error.toOpenAIError(), {
-    error: { message: error.message, type: 'invalid_request_error', param: 'messages[1].tool_call_id', code: 'invalid-request' },
+    error: { message: error.message, type: 'invalid_request_error', param: 'messages[1].tool_call_id', code: 'invalid_request' },
   })
   t.is(
     t.throws(() => responses({ input: [{ type: 'function_call_output', call_id: 'x', output: 'o' }] }), { instanceOf: HarmonyRequestError })

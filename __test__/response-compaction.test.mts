@@ -91,8 +91,9 @@ test('compact: a missing model, an unknown field, an empty conversation and an u
   t.like(await refusal(post({ model: MODEL, input: CONVERSATION, summary: 'short' })), { status: 400, param: 'summary' })
   t.like(await refusal(post({ model: MODEL, input: [] })), { status: 400, param: 'input' })
   t.like(await refusal(post({ model: MODEL, input: 'x', previous_response_id: 'resp_nothing' })), {
-    status: 404,
+    status: 400,
     param: 'previous_response_id',
+    code: 'previous_response_not_found',
   })
   // Taken: the fields of the openai package's ResponseCompactParams.
   const taken = (await post({

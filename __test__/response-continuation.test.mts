@@ -113,16 +113,19 @@ for (const { name, make, here } of STORES) {
         for await (const item of client.responses.inputItems.list(second.id, { order: 'asc', limit: 1 })) all.push(item.type ?? 'message')
         t.deepEqual(all, ['message', 'reasoning', 'function_call', 'function_call_output'])
 
-        // Deleted: gone, and a continuation of it is a 404 naming the field.
+        // Deleted: gone, and a continuation of it is OpenAI's 400 previous_response_not_found, naming the field.
         await client.responses.delete(first.id)
         await t.throwsAsync(client.responses.retrieve(first.id), { instanceOf: OpenAI.NotFoundError })
         const missing = await t.throwsAsync(
           client.responses.create({ model: 'gpt-oss', previous_response_id: first.id, input: 'and now?' } as never),
           {
-            instanceOf: OpenAI.NotFoundError,
+            instanceOf: OpenAI.BadRequestError,
           },
         )
-        t.is((missing as unknown as { param: string }).param, 'previous_response_id')
+        t.like(missing as unknown as { param: string; code: string }, {
+          param: 'previous_response_id',
+          code: 'previous_response_not_found',
+        })
       },
     )
   }
@@ -287,7 +290,7 @@ test('resuming a stream: refused for a response that did not stream in the backg
   const get = (path: string) => fetch(`http://127.0.0.1:${port}/v1/responses/${path}`)
   const refused = await get(`${plain.id}?stream=true`)
   t.is(refused.status, 400)
-  t.like(((await refused.json()) as { error: object }).error, { param: 'stream', code: 'events-not-kept' })
+  t.like(((await refused.json()) as { error: object }).error, { param: 'stream', code: 'events_not_kept' })
   t.is((await get('resp_unknown?stream=true')).status, 404)
   t.is((await get(`${plain.id}?stream=true&starting_after=x`)).status, 400)
 
@@ -352,7 +355,8 @@ test('background: an engine that fails leaves the response failed, with its erro
   const queued = await client.responses.create({ model: 'gpt-oss', input: 'hi', background: true })
   const done = await settled(client, queued.id)
   t.is(done.status, 'failed')
-  t.like(done.error, { code: 'engine_error' })
+  // The same code as the error of a stream that failed (SSE, WebSocket): the engine's.
+  t.like(done.error, { code: 'engine_connection_error' })
 })
 
 /** A call whose header the model wrote otherwise than the reference renders it (recipient first, ` json`). */
@@ -437,7 +441,7 @@ test('a store that cannot answer: 503 for what needs it, and an answer that says
   ]) {
     const error = (await t.throwsAsync(request)) as unknown as { status: number; code: string }
     t.is(error.status, 503)
-    t.is(error.code, 'store-unavailable')
+    t.is(error.code, 'store_unavailable')
   }
 })
 

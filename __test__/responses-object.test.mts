@@ -478,11 +478,11 @@ test('the example gateway ends a failing stream with the error event and respons
   )
   const [error, failed] = events.slice(-2)
   const message = 'the connection to the inference engine failed'
-  t.deepEqual(error.error, { type: 'server_error', code: 'engine-connection-error', message, param: null })
-  t.like(error, { code: 'engine-connection-error', message, param: null })
+  t.deepEqual(error.error, { type: 'server_error', code: 'engine_connection_error', message, param: null })
+  t.like(error, { code: 'engine_connection_error', message, param: null })
   const response = failed.response as ResponseObject
   t.deepEqual(specViolations(response), [])
-  t.like(response, { status: 'failed', error: { code: 'engine-connection-error', message }, metadata: { a: 'b' } })
+  t.like(response, { status: 'failed', error: { code: 'engine_connection_error', message }, metadata: { a: 'b' } })
   t.deepEqual(
     events.map((e) => e.sequence_number),
     events.map((_, i) => i),
@@ -502,7 +502,7 @@ test("the example gateway's unknown route is a 404 of type not_found", async (t)
   const answer = await fetch(`http://127.0.0.1:${port}/v1/nothing-here`, { method: 'POST' })
   t.is(answer.status, 404)
   t.deepEqual(await answer.json(), {
-    error: { message: 'no route for POST /v1/nothing-here', type: 'not_found', param: null, code: 'not-found' },
+    error: { message: 'no route for POST /v1/nothing-here', type: 'not_found', param: null, code: 'not_found' },
   })
   const raised = await t.throwsAsync(client.get('/nothing-here'))
   t.true(raised instanceof OpenAI.NotFoundError)

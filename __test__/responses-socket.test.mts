@@ -267,8 +267,8 @@ test('an engine that fails before its first step: one error frame (502); during 
     const turn = await ws.turn()
     t.is(turn.at(-1)!.type, expect)
     t.is(turn.filter((frame) => frame.type === 'error').length, expect === 'error' ? 1 : 0, 'no error frame beside response.failed')
-    if (expect === 'error') t.like(errorOf(turn), { status: 502, code: 'engine-connection-error' })
-    else t.like(responseOf(turn), { status: 'failed', error: { code: 'engine_error' } })
+    if (expect === 'error') t.like(errorOf(turn), { status: 502, code: 'engine_connection_error' })
+    else t.like(responseOf(turn), { status: 'failed', error: { code: 'engine_connection_error' } })
     // The connection goes on.
     ws.send({ type: 'response.create', model: MODEL, input: 'x' })
     t.true(TERMINAL.has((await ws.turn()).at(-1)!.type))

@@ -37,6 +37,8 @@ export {
   HarmonyRequestError,
   HarmonySetupError,
   HarmonyStateError,
+  type OpenAIAnswer,
+  wireCode,
 } from './base/errors'
 export type {
   HarmonyBatch,

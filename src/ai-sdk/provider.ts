@@ -19,7 +19,7 @@ import {
 } from '@ai-sdk/provider'
 import { implementation as defaultImplementation } from '../backend/choose'
 import { HarmonyRequestError } from '../base/errors'
-import { checkOptions, is, type OptionSpec } from '../base/options'
+import { checkOptions, is, type OptionSpec, optionError } from '../base/options'
 import type { Implementation } from '../base/types'
 import { type RenderRequestOptions, renderChatCompletionRequest } from '../render/index'
 import { EngineError } from '../serving/engines/errors'
@@ -58,7 +58,7 @@ export interface HarmonyProvider extends ProviderV3 {
 export function createHarmony(settings: HarmonySettings): HarmonyProvider {
   checkOptions(settings, SETTINGS, 'createHarmony', ['engine'])
   if (typeof settings.engine.generate !== 'function')
-    throw new TypeError("createHarmony: option 'engine' must be an Engine (with generate)")
+    throw optionError(TypeError, "createHarmony: option 'engine' must be an Engine (with generate)")
   const model = (modelId: string) => {
     if (typeof modelId !== 'string' || modelId === '') throw new TypeError('createHarmony: a model id must be a non-empty string')
     return new HarmonyLanguageModel(modelId, settings)

@@ -26,7 +26,7 @@ import type { NameMirror } from '../backend/name-mirror'
 import type { PoolBackend } from '../backend/protocol'
 import { LAST_TOKEN } from '../backend/tokens'
 import { type HarmonyError, HarmonyLimitError, HarmonyParseError } from '../base/errors'
-import { checkOptions, is, type OptionSpec } from '../base/options'
+import { checkOptions, is, type OptionSpec, optionError } from '../base/options'
 import type { HarmonyDiagnostic, HarmonyHeader, HarmonyStreamParserOptions, Implementation } from '../base/types'
 import { backendOptions, checkOut, checkParserOptions, diagnosticOf, internalError, publicHeader, STREAM_OPTIONS } from './parser'
 
@@ -97,7 +97,10 @@ export class HarmonyStreamPool {
   /** Opens a stream (options as for `HarmonyStreamParser`); returns its id. */
   open(options: HarmonyStreamOptions = {}): number {
     if (options !== null && typeof options === 'object' && 'implementation' in options) {
-      throw new TypeError("HarmonyStreamPool.open: a pool stream runs on the pool's implementation (option 'implementation' is the pool's)")
+      throw optionError(
+        TypeError,
+        "HarmonyStreamPool.open: a pool stream runs on the pool's implementation (option 'implementation' is the pool's)",
+      )
     }
     checkParserOptions(options, 'HarmonyStreamPool.open', STREAM_OPTIONS)
     try {

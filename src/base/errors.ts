@@ -7,6 +7,27 @@
  */
 import type { HarmonyBatch } from './types'
 
+/** OpenAI's error body: `{ error: { message, type, param, code } }`, as OpenAI clients raise it. */
+export interface OpenAIErrorBody {
+  error: { message: string; type: string; param: string | null; code: string | null }
+}
+
+/** How a gateway answers an error: its HTTP status, OpenAI's error body, and any extra headers. */
+export interface OpenAIAnswer {
+  status: number
+  body: OpenAIErrorBody
+  headers?: Record<string, string>
+}
+
+/**
+ * An error code as it goes on the wire (HTTP bodies, SSE error frames, WebSocket error frames): OpenAI's style,
+ * snake_case. In JavaScript the same code is kebab-case (`error.code`): `engine-overloaded` is
+ * `engine_overloaded` on the wire, one word either way.
+ */
+export function wireCode(code: string): string {
+  return code.replaceAll('-', '_')
+}
+
 export class HarmonyError extends Error {
   readonly code: string
 
@@ -59,9 +80,14 @@ export class HarmonyRequestError extends HarmonyError {
     this.param = param
   }
 
-  /** `{ error: { message, type: 'invalid_request_error', param, code: 'invalid-request' } }`, OpenAI's error shape. */
+  /** `{ error: { message, type: 'invalid_request_error', param, code: 'invalid_request' } }`, OpenAI's error shape. */
   toOpenAIError(): { error: { message: string; type: string; param: string | null; code: string } } {
-    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } }
+    return { error: { message: this.message, type: this.type, param: this.param, code: wireCode(this.code) } }
+  }
+
+  /** A 400 with that body. */
+  openAIAnswer(): OpenAIAnswer {
+    return { status: 400, body: this.toOpenAIError() }
   }
 }
 

@@ -22,9 +22,10 @@ export interface Rule {
 /** The options a function takes, by name. `undefined` always passes: every option is optional unless `required`. */
 export type OptionSpec = Readonly<Record<string, Rule>>
 
-export const OPTION_ERROR_CODE = 'invalid-option'
+const OPTION_ERROR_CODE = 'invalid-option'
 
-function optionError(Kind: typeof TypeError | typeof RangeError, message: string): TypeError {
+/** A bad option: JavaScript's `TypeError` or `RangeError`, with `code: 'invalid-option'`. Every option check throws one. */
+export function optionError(Kind: typeof TypeError | typeof RangeError, message: string): TypeError {
   return Object.assign(new Kind(message), { code: OPTION_ERROR_CODE })
 }
 

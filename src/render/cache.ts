@@ -3,6 +3,7 @@
  * crosses a special token and every message starts with one, so a message's tokens do not depend on its
  * neighbours: a multi-turn request re-encodes only the messages it has not seen before.
  */
+import { optionError } from '../base/options'
 
 export interface RenderCacheOptions {
   /** Upper bound on what the cache holds: 4 bytes per token plus 2 per key character. Default 64 MiB. */
@@ -29,7 +30,7 @@ export class RenderCache {
   #misses = 0
 
   constructor(options: RenderCacheOptions = {}) {
-    if (options === null || typeof options !== 'object') throw new TypeError('RenderCache options must be an object')
+    if (options === null || typeof options !== 'object') throw optionError(TypeError, 'RenderCache: options must be an object')
     const maxBytes = options.maxBytes ?? DEFAULT_RENDER_CACHE_BYTES
     if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) {
       throw new TypeError(`RenderCache maxBytes must be a non-negative integer, not ${String(maxBytes)}`)

@@ -4,7 +4,7 @@
  */
 
 import { implementation as defaultImplementation } from '../backend/choose'
-import { checkOptions, is, type OptionSpec } from '../base/options'
+import { checkOptions, is, type OptionSpec, optionError } from '../base/options'
 import type { Implementation } from '../base/types'
 import type { RenderRequestOptions } from '../render/index'
 import { ReplayEngine } from '../serving/engines/replay'
@@ -133,9 +133,7 @@ export function logDiagnostic(diagnostic: GatewayDiagnostic): void {
 export function gatewaySettings(options: unknown): GatewaySettings {
   const o = checkOptions<GatewayOptions>(options, OPTIONS, 'createGateway')
   if (o.engine === undefined && o.replay === undefined)
-    throw Object.assign(new TypeError("createGateway: option 'engine' is required (or 'replay', the completions of a replay engine)"), {
-      code: 'invalid-option',
-    })
+    throw optionError(TypeError, "createGateway: option 'engine' is required (or 'replay', the completions of a replay engine)")
   const ownStore = o.responseStore === undefined
   return {
     engine: o.engine ?? new ReplayEngine({ completions: o.replay as number[][], interval: o.interval ?? 1 }),

@@ -11,7 +11,7 @@
 import { checkOptions, is, type OptionSpec } from '../base/options'
 import type { ResponseObject, ResponsesStream } from '../wire/responses'
 import type { EngineStep } from './engines/types'
-import { HttpError } from './http/errors'
+import { failureEvent, HttpError } from './http/errors'
 import { responsesFrames } from './http/sse'
 import { StreamLog } from './http/stream-log'
 import { requestCancel, watchCancelRequest, withdrawCancel } from './store/cancel-requests'
@@ -125,7 +125,7 @@ export class BackgroundResponses {
         } catch (error) {
           if (!abort.signal.aborted) {
             this.onError(error)
-            logged(adapter.error('the inference engine failed', 'engine_error'))
+            logged(adapter.error(...failureEvent(error)))
           }
         }
         adapter.diagnostics.forEach(this.onDiagnostic)

@@ -17,7 +17,7 @@ import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 
 import { HarmonyError, HarmonyRequestError } from '../base/errors'
-import { checkOptions, is, type OptionSpec } from '../base/options'
+import { checkOptions, is, type OptionSpec, optionError } from '../base/options'
 import { checkRequestBody, type RenderedPrompt, type RenderRequestOptions } from '../render/index'
 import type { ResponseRequestEcho } from '../wire/responses'
 import { HttpError } from './http/errors'
@@ -81,7 +81,7 @@ export class RenderWorkers {
   constructor(options: RenderWorkersOptions = {}) {
     const checked = checkOptions<RenderWorkersOptions>(options, OPTIONS, 'RenderWorkers')
     if (checked.renderOptions !== undefined && 'cache' in checked.renderOptions) {
-      throw new TypeError("RenderWorkers: option 'renderOptions' cannot hold a cache: each worker keeps its own")
+      throw optionError(TypeError, "RenderWorkers: option 'renderOptions' cannot hold a cache: each worker keeps its own")
     }
     // The renderer's and the parameters' options are checked once, here: a bad one fails now rather than in
     // every worker.
@@ -98,7 +98,7 @@ export class RenderWorkers {
   render(kind: 'chat' | 'responses', body: unknown): Promise<RenderedPrompt> {
     if (this.closed) return Promise.reject(new HarmonyError('render-workers-closed', 'RenderWorkers: closed'))
     if (kind !== 'chat' && kind !== 'responses')
-      return Promise.reject(new TypeError(`RenderWorkers.render: kind must be 'chat' or 'responses', not ${String(kind)}`))
+      return Promise.reject(optionError(TypeError, `RenderWorkers.render: kind must be 'chat' or 'responses', not ${String(kind)}`))
     try {
       // Cheap and linear: a body over the bounds is refused here, and only bodies within them cross.
       checkRequestBody(kind, body, this.renderOptions)
@@ -124,10 +124,10 @@ export class RenderWorkers {
   prepare(kind: 'chat' | 'responses', bytes: Uint8Array, options?: { keepInput: boolean }): Promise<PreparedRequest | ContinuationRequest> {
     if (this.closed) return Promise.reject(new HarmonyError('render-workers-closed', 'RenderWorkers: closed'))
     if (kind !== 'chat' && kind !== 'responses')
-      return Promise.reject(new TypeError(`RenderWorkers.prepare: kind must be 'chat' or 'responses', not ${String(kind)}`))
+      return Promise.reject(optionError(TypeError, `RenderWorkers.prepare: kind must be 'chat' or 'responses', not ${String(kind)}`))
     if (!(bytes instanceof Uint8Array)) return Promise.reject(new TypeError('RenderWorkers.prepare: bytes must be a Uint8Array (a Buffer)'))
     if (options !== undefined && typeof options?.keepInput !== 'boolean')
-      return Promise.reject(new TypeError("RenderWorkers.prepare: option 'keepInput' must be a boolean"))
+      return Promise.reject(optionError(TypeError, "RenderWorkers.prepare: option 'keepInput' must be a boolean"))
     return this.enqueue({ id: this.nextId++, kind, bytes, ...(options?.keepInput ? { keepInput: true } : {}) }) as Promise<
       PreparedRequest | ContinuationRequest
     >

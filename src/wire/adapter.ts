@@ -21,7 +21,7 @@ import { type FrameTemplate, type LaneProgress, writeFrame } from '../backend/fr
 import type { BackendStream } from '../backend/protocol'
 import { FIRST_SPECIAL } from '../backend/tokens'
 import { HarmonyStateError } from '../base/errors'
-import { checkOptions, type OptionSpec } from '../base/options'
+import { checkOptions, type OptionSpec, optionError } from '../base/options'
 import type { HarmonyDiagnostic, HarmonyMessage, HarmonyStreamParserOptions } from '../base/types'
 import { type FinishOptions, type FinishReason, finishReasonOf } from './finish'
 import { type AdapterInput, type EngineStepInput, engineStepOf, type StepFinishReason, type TokenIds } from './input'
@@ -205,7 +205,7 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
             : options.input === 'text'
               ? "input: 'text'"
               : null
-      if (conflict !== null) throw new TypeError(`${format.name}: option 'logprobs' cannot be combined with ${conflict}`)
+      if (conflict !== null) throw optionError(TypeError, `${format.name}: option 'logprobs' cannot be combined with ${conflict}`)
     }
   }
 

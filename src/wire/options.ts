@@ -6,7 +6,7 @@
  */
 
 import { checkParserOptions } from '../api/parser'
-import { checkOptions, is, OPTION_ERROR_CODE, type OptionSpec, type Rule } from '../base/options'
+import { checkOptions, is, type OptionSpec, optionError, type Rule } from '../base/options'
 import type { HarmonyStreamParserOptions } from '../base/types'
 
 type Options = Record<string, unknown>
@@ -91,10 +91,6 @@ export const FINISH_OPTIONS: OptionSpec = { truncated: is.boolean }
 /** The options of a non-streaming function (`chatCompletion`, `responseObject`): the stream's, and how it ended. */
 export function wholeOptions(spec: OptionSpec): OptionSpec {
   return { ...spec, ...FINISH_OPTIONS }
-}
-
-function optionError(Kind: typeof TypeError | typeof RangeError, message: string): TypeError {
-  return Object.assign(new Kind(message), { code: OPTION_ERROR_CODE })
 }
 
 function fail(where: string, message: string): never {

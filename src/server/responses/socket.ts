@@ -6,6 +6,7 @@
 import type { IncomingMessage, Server } from 'node:http'
 import type { Duplex } from 'node:stream'
 
+import { failureEvent } from '../../serving/http/errors'
 import { type SocketTurn, serveResponsesSocket, sseEventTexts } from '../../serving/http/responses-socket'
 import { responseRecord } from '../../serving/store/conversation'
 import type { StoredResponse } from '../../serving/store/store'
@@ -42,7 +43,7 @@ async function socketTurn(gateway: Gateway, request: IncomingMessage, turn: Sock
   } catch (error) {
     if (!started || signal.aborted) throw error
     gateway.onError(error)
-    for (const event of adapter.error('the inference engine failed', 'engine_error')) await emit(event)
+    for (const event of adapter.error(...failureEvent(error))) await emit(event)
   }
   adapter.diagnostics.forEach(gateway.onDiagnostic)
   const object = adapter.response()

@@ -1,4 +1,19 @@
-import { HarmonyError } from '../../base/errors'
+import { HarmonyError, type OpenAIAnswer, wireCode } from '../../base/errors'
+
+/**
+ * What a client is told of an engine failure, by code: enough to decide whether to retry, nothing of the
+ * engine's address or its own error text, which go to the server's log (`onError`).
+ */
+const TOLD: Record<string, string> = {
+  'engine-http-error': 'the inference engine answered with an error',
+  'engine-connect-timeout': 'the inference engine could not be reached in time',
+  'engine-read-timeout': 'the inference engine stopped sending',
+  'engine-connection-error': 'the connection to the inference engine failed',
+  'engine-protocol-error': 'the inference engine sent something this gateway cannot read',
+  'engine-stream-error': 'the inference engine reported an error while generating',
+  'engine-aborted': 'the inference engine aborted the request',
+  'engine-overloaded': 'the inference engine is overloaded; retry later',
+}
 
 /**
  * An inference engine failed: it answered with an HTTP error, the connection broke or timed out, or its stream
@@ -30,5 +45,17 @@ export class EngineError extends HarmonyError {
     this.status = details.status ?? null
     this.engineMessage = details.engineMessage ?? null
     this.retryAfter = details.retryAfter ?? null
+  }
+
+  /**
+   * A gateway's answer: 502 with the code and a generic message (the engine's URL and error text stay in the
+   * log); an overloaded engine is the gateway's 503, with the engine's Retry-After, so clients back off as it asks.
+   */
+  openAIAnswer(): OpenAIAnswer {
+    const body = {
+      error: { message: TOLD[this.code] ?? 'the inference engine failed', type: 'server_error', param: null, code: wireCode(this.code) },
+    }
+    if (this.code !== 'engine-overloaded') return { status: 502, body }
+    return { status: 503, body, ...(this.retryAfter !== null ? { headers: { 'retry-after': this.retryAfter } } : {}) }
   }
 }

@@ -3,7 +3,7 @@
  * configuration fails at startup rather than on the first request, or never (an unknown option is an error,
  * not something quietly ignored).
  */
-import { checkOptions, is } from '../../base/options'
+import { checkOptions, is, optionError } from '../../base/options'
 
 /**
  * Through the option kit: an object, and no option but `known` (an unknown one is named with the closest valid
@@ -24,24 +24,25 @@ export const HTTP_ENGINE_OPTIONS = ['url', 'connectTimeoutMs', 'readTimeoutMs', 
  */
 export function checkEngineOptions(options: unknown, where: string, known: readonly string[]): URL {
   const o = knownOptions(options, where, known)
-  if (typeof o.url !== 'string') throw new TypeError(`${where}: option 'url' is required, e.g. 'http://127.0.0.1:8000'`)
+  if (typeof o.url !== 'string') throw optionError(TypeError, `${where}: option 'url' is required, e.g. 'http://127.0.0.1:8000'`)
   let url: URL
   try {
     url = new URL(o.url.endsWith('/') ? o.url : `${o.url}/`)
   } catch {
-    throw new TypeError(`${where}: option 'url' is not a URL: ${JSON.stringify(o.url)}`)
+    throw optionError(TypeError, `${where}: option 'url' is not a URL: ${JSON.stringify(o.url)}`)
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw new TypeError(`${where}: option 'url' must be http or https, not ${url.protocol}`)
-  if (url.search !== '' || url.hash !== '') throw new TypeError(`${where}: option 'url' must be a base URL without query or fragment`)
+    throw optionError(TypeError, `${where}: option 'url' must be http or https, not ${url.protocol}`)
+  if (url.search !== '' || url.hash !== '')
+    throw optionError(TypeError, `${where}: option 'url' must be a base URL without query or fragment`)
   for (const key of ['connectTimeoutMs', 'readTimeoutMs', 'maxEventBytes', 'maxStreamBytes']) positiveInteger(o, key, where)
   if (o.model !== undefined && (typeof o.model !== 'string' || o.model === ''))
-    throw new TypeError(`${where}: option 'model' must be a non-empty string`)
+    throw optionError(TypeError, `${where}: option 'model' must be a non-empty string`)
   if (
     o.headers !== undefined &&
     (o.headers === null || typeof o.headers !== 'object' || Object.values(o.headers).some((v) => typeof v !== 'string'))
   ) {
-    throw new TypeError(`${where}: option 'headers' must map header names to strings`)
+    throw optionError(TypeError, `${where}: option 'headers' must map header names to strings`)
   }
   return url
 }
@@ -50,5 +51,5 @@ export function checkEngineOptions(options: unknown, where: string, known: reado
 export function positiveInteger(options: object, key: string, where: string): void {
   const value = (options as Record<string, unknown>)[key]
   if (value !== undefined && (!Number.isSafeInteger(value) || (value as number) < 1))
-    throw new TypeError(`${where}: option '${key}' must be a positive integer, not ${String(value)}`)
+    throw optionError(TypeError, `${where}: option '${key}' must be a positive integer, not ${String(value)}`)
 }

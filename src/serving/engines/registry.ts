@@ -1,6 +1,8 @@
 /**
  * The inference clients by name (`createEngine`), for configuration: one line per engine.
  */
+
+import { optionError } from '../../base/options'
 import { LlamaCppEngine, type LlamaCppEngineOptions } from './llamacpp'
 import { ReplayEngine, type ReplayEngineOptions } from './replay'
 import { SglangEngine, type SglangEngineOptions } from './sglang'
@@ -39,7 +41,7 @@ export function createEngine(name: 'trtllm', options: TrtllmEngineOptions): Trtl
 export function createEngine(name: EngineName, options: EngineOptionsByName[EngineName]): Engine
 export function createEngine(name: EngineName, options: EngineOptionsByName[EngineName]): Engine {
   if (typeof name !== 'string' || !Object.hasOwn(ENGINES, name)) {
-    throw new TypeError(`createEngine: unknown engine ${JSON.stringify(name)} (${Object.keys(ENGINES).join(', ')})`)
+    throw optionError(TypeError, `createEngine: unknown engine ${JSON.stringify(name)} (${Object.keys(ENGINES).join(', ')})`)
   }
   const Class = ENGINES[name] as new (options: EngineOptionsByName[EngineName]) => Engine
   return new Class(options)

@@ -8,6 +8,7 @@
  * themselves. An aborted `signal` ends the replay at the next step with finish reason `abort` and no more ids.
  */
 
+import { optionError } from '../../base/options'
 import { knownOptions } from './options'
 import { checkGenerateRequest } from './request'
 import {
@@ -55,13 +56,13 @@ export class ReplayEngine implements Engine {
     knownOptions(options, 'ReplayEngine', OPTIONS)
     const { completions, interval = 1, pick } = options
     if (!Array.isArray(completions) || completions.length === 0)
-      throw new TypeError("ReplayEngine: option 'completions' must be a non-empty array of token arrays")
+      throw optionError(TypeError, "ReplayEngine: option 'completions' must be a non-empty array of token arrays")
     if (!Number.isSafeInteger(interval) || interval < 1)
-      throw new TypeError(`ReplayEngine: option 'interval' must be a positive integer, not ${String(interval)}`)
-    if (pick !== undefined && typeof pick !== 'function') throw new TypeError("ReplayEngine: option 'pick' must be a function")
+      throw optionError(TypeError, `ReplayEngine: option 'interval' must be a positive integer, not ${String(interval)}`)
+    if (pick !== undefined && typeof pick !== 'function') throw optionError(TypeError, "ReplayEngine: option 'pick' must be a function")
     this.completions = completions.map((tokens, i) => {
       if (!Array.isArray(tokens) && !(tokens instanceof Uint32Array))
-        throw new TypeError(`ReplayEngine: completions[${i}] must be an array of token ids`)
+        throw optionError(TypeError, `ReplayEngine: completions[${i}] must be an array of token ids`)
       checkGenerateRequest({ tokens }, `ReplayEngine: completions[${i}]`)
       return Uint32Array.from(tokens)
     })

@@ -36,6 +36,8 @@
  * with it, it is appended: nothing changes when the ids have it, and a server that leaves it out still hands
  * the parser its terminator.
  */
+
+import { optionError } from '../../base/options'
 import { structuralTag } from './constraints'
 import { EngineError } from './errors'
 import { type HttpOptions, postEvents } from './http'
@@ -68,7 +70,7 @@ export class SglangEngine implements Engine {
   constructor(options: SglangEngineOptions) {
     const url = checkEngineOptions(options, 'SglangEngine', OPTIONS)
     if (options.incremental !== undefined && typeof options.incremental !== 'boolean' && options.incremental !== 'auto') {
-      throw new TypeError("SglangEngine: option 'incremental' must be true, false or 'auto'")
+      throw optionError(TypeError, "SglangEngine: option 'incremental' must be true, false or 'auto'")
     }
     positiveInteger(options, 'defaultMaxTokens', 'SglangEngine')
     this.options = { ...options }

@@ -25,6 +25,8 @@
  * (`cached_tokens`), and completion_stream_post_processor always fills it in the usage chunk (the result's
  * `cached_tokens`, 0 when none were cached); completion-stream.ts reads it as vLLM's.
  */
+
+import { optionError } from '../../base/options'
 import { completionSteps } from './completion-stream'
 import { structuralTag } from './constraints'
 import { type HttpOptions, postEvents } from './http'
@@ -58,7 +60,7 @@ export class TrtllmEngine implements Engine {
   constructor(options: TrtllmEngineOptions) {
     const url = checkEngineOptions(options, 'TrtllmEngine', OPTIONS)
     if (typeof options.model !== 'string' || options.model === '') {
-      throw new TypeError("TrtllmEngine: option 'model' is required: the served model's name")
+      throw optionError(TypeError, "TrtllmEngine: option 'model' is required: the served model's name")
     }
     this.options = { ...options }
     this.endpoint = new URL('v1/completions', url)

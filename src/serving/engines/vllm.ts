@@ -47,6 +47,8 @@
  * tokens-only endpoint has no `stop_reason`, and it skips an output with no new ids, finish reason included:
  * a stream that ends without one is read as `stop` when its last id is a stop id, else `length`.
  */
+
+import { optionError } from '../../base/options'
 import { completionSteps } from './completion-stream'
 import { structuralTag } from './constraints'
 import { type HttpOptions, postEvents } from './http'
@@ -85,7 +87,7 @@ export class VllmEngine implements Engine {
   constructor(options: VllmEngineOptions) {
     const url = checkEngineOptions(options, 'VllmEngine', OPTIONS)
     if (options.api !== undefined && options.api !== 'completions' && options.api !== 'generate')
-      throw new TypeError("VllmEngine: option 'api' must be 'completions' or 'generate'")
+      throw optionError(TypeError, "VllmEngine: option 'api' must be 'completions' or 'generate'")
     positiveInteger(options, 'defaultMaxTokens', 'VllmEngine')
     this.options = { ...options }
     this.endpoint = new URL(options.api === 'generate' ? 'inference/v1/generate' : 'v1/completions', url)

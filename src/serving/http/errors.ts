@@ -3,13 +3,9 @@
  * case, so OpenAI clients raise their usual typed errors (BadRequestError, …).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { HarmonyError, HarmonyRequestError } from '../../base/errors'
-import { EngineError } from '../engines/errors'
-import { StoreError } from '../store/store'
+import { HarmonyError, type OpenAIAnswer, type OpenAIErrorBody, wireCode } from '../../base/errors'
 
-export interface OpenAIErrorBody {
-  error: { message: string; type: string; param: string | null; code: string | null }
-}
+export type { OpenAIErrorBody } from '../../base/errors'
 
 /** An error to answer a request with; what `sendError` and `pipeSse` turn other errors into. */
 export class HttpError extends HarmonyError {
@@ -25,48 +21,50 @@ export class HttpError extends HarmonyError {
   }
 
   toOpenAIError(): OpenAIErrorBody {
-    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } }
+    return { error: { message: this.message, type: this.type, param: this.param, code: wireCode(this.code) } }
+  }
+
+  openAIAnswer(): OpenAIAnswer {
+    return { status: this.status, body: this.toOpenAIError() }
   }
 }
 
 /**
- * What a client is told of an engine failure, by code: enough to decide whether to retry, nothing of the
- * engine's address or its own error text, which go to the server's log (`onError`).
+ * The 400 of a `previous_response_id` that names no stored response, as OpenAI answers it (and as the WebSocket
+ * mode does, from the specification): code `previous_response_not_found` on every transport.
  */
-const ENGINE_FAILED: Record<string, string> = {
-  'engine-http-error': 'the inference engine answered with an error',
-  'engine-connect-timeout': 'the inference engine could not be reached in time',
-  'engine-read-timeout': 'the inference engine stopped sending',
-  'engine-connection-error': 'the connection to the inference engine failed',
-  'engine-protocol-error': 'the inference engine sent something this gateway cannot read',
-  'engine-stream-error': 'the inference engine reported an error while generating',
-  'engine-aborted': 'the inference engine aborted the request',
-  'engine-overloaded': 'the inference engine is overloaded; retry later',
+export function previousResponseNotFound(id: string): HttpError {
+  return new HttpError(400, `Previous response with id '${id.slice(0, 100)}' not found.`, {
+    param: 'previous_response_id',
+    code: 'previous-response-not-found',
+  })
+}
+
+/** An error that says how a gateway answers it (`HttpError`, `HarmonyRequestError`, `EngineError`, `StoreError`). */
+function answers(error: unknown): error is { openAIAnswer(): OpenAIAnswer } {
+  return error instanceof HarmonyError && typeof (error as { openAIAnswer?: unknown }).openAIAnswer === 'function'
 }
 
 /**
- * The HTTP status, body and extra headers for any error: `HttpError` as it is, `HarmonyRequestError` → 400, an
- * engine's failure (`EngineError`) → 502 with its code and a generic message (the engine's URL and error text
- * stay in the log), an overloaded engine → 503 with its `Retry-After`, anything else → 500 with a generic
- * message (the details belong in the server's log, not in the answer).
+ * The HTTP status, body and extra headers for any error: each of the package's errors that a gateway answers
+ * says how itself (`openAIAnswer`: `HttpError` as it is, `HarmonyRequestError` a 400, an engine's failure a 502
+ * with its code and a generic message, an overloaded engine a 503 with its `Retry-After`, a store that cannot
+ * answer a 503); anything else is a 500 with a generic message (the details belong in the server's log, not in
+ * the answer). Codes are snake_case on the wire (`wireCode`).
  */
-export function errorResponse(error: unknown): { status: number; body: OpenAIErrorBody; headers?: Record<string, string> } {
-  if (error instanceof HttpError) return { status: error.status, body: error.toOpenAIError() }
-  if (error instanceof HarmonyRequestError) return { status: 400, body: error.toOpenAIError() }
-  if (error instanceof EngineError) {
-    const message = ENGINE_FAILED[error.code] ?? 'the inference engine failed'
-    const body = { error: { message, type: 'server_error', param: null, code: error.code } }
-    // An overloaded engine is the gateway's 503 too, with the engine's Retry-After: clients back off as it asks.
-    if (error.code !== 'engine-overloaded') return { status: 502, body }
-    return { status: 503, body, ...(error.retryAfter !== null ? { headers: { 'retry-after': error.retryAfter } } : {}) }
-  }
-  // A store that cannot answer: the gateway is unavailable for what needs it (its cause goes to the log).
-  if (error instanceof StoreError)
-    return {
-      status: 503,
-      body: { error: { message: 'the response store is unavailable', type: 'server_error', param: null, code: error.code } },
-    }
-  return { status: 500, body: { error: { message: 'internal error', type: 'server_error', param: null, code: 'internal-error' } } }
+export function errorResponse(error: unknown): OpenAIAnswer {
+  if (answers(error)) return error.openAIAnswer()
+  return { status: 500, body: { error: { message: 'internal error', type: 'server_error', param: null, code: 'internal_error' } } }
+}
+
+/**
+ * The `error` event of a Responses stream that failed after it started (`ResponsesStream.error`'s arguments):
+ * the same message and code as the HTTP answer to the same error, on every transport (SSE, WebSocket, a
+ * background run's log).
+ */
+export function failureEvent(error: unknown): [message: string, code: string, type: string] {
+  const { message, code, type } = errorResponse(error).body.error
+  return [message, code ?? 'server_error', type]
 }
 
 /**

@@ -111,7 +111,7 @@ export const RESPONSES_REQUEST_FIELDS = Object.freeze({
     'the Conversations API is not served here: continue with previous_response_id, or send the whole conversation in input',
   ),
   previous_response_id: honoured(
-    'continues a stored response (its input, then its output, then this input; its instructions not carried over): a 404 for an unknown id, a 400 where the gateway keeps no responses',
+    "continues a stored response (its input, then its output, then this input; its instructions not carried over): OpenAI's 400 `previous_response_not_found` for an unknown id (the WebSocket mode's answer too), a 400 where the gateway keeps no responses",
   ),
   prompt: refused('no stored prompt templates here'),
   context_management: refused(NOT_YET),

@@ -15,7 +15,7 @@
  */
 import { checkOptions, is, type OptionSpec } from '../../base/options'
 import type { StoredResponse } from '../store/store'
-import { errorResponse, HttpError } from './errors'
+import { errorResponse, HttpError, previousResponseNotFound } from './errors'
 
 /** How the protocol reaches the client. */
 export interface SocketTransport {
@@ -223,14 +223,8 @@ export class ResponsesSocket {
         previous = this.latest?.id === named ? this.latest : ((await this.options.lookup?.(named)) ?? null)
         if (previous === null) {
           previousId = null
-          await this.sendFrame(
-            frameOf(400, {
-              type: 'invalid_request_error',
-              code: 'previous_response_not_found',
-              message: `Previous response with id '${named.slice(0, 100)}' not found.`,
-              param: 'previous_response_id',
-            }),
-          )
+          // The same answer as over HTTP (`previousResponseNotFound`): one code for one fault on every transport.
+          await this.sendFrame(this.errorFrame(previousResponseNotFound(named)))
           return
         }
       }

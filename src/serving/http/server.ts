@@ -39,10 +39,10 @@ function clientErrorAnswer(code: string | undefined): { status: number; reason: 
     body: { error: { message, type, param: null, code: errorCode } },
   })
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT')
-    return answer(408, 'Request Timeout', 'the request was not received in time', 'invalid_request_error', 'request-timeout')
+    return answer(408, 'Request Timeout', 'the request was not received in time', 'invalid_request_error', 'request_timeout')
   if (code === 'HPE_HEADER_OVERFLOW')
-    return answer(431, 'Request Header Fields Too Large', 'the request headers are too large', 'invalid_request_error', 'headers-too-large')
-  return answer(400, 'Bad Request', 'the request is not valid HTTP', 'invalid_request_error', 'malformed-request')
+    return answer(431, 'Request Header Fields Too Large', 'the request headers are too large', 'invalid_request_error', 'headers_too_large')
+  return answer(400, 'Bad Request', 'the request is not valid HTTP', 'invalid_request_error', 'malformed_request')
 }
 
 /**

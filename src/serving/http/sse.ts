@@ -11,7 +11,7 @@ import type { ChatCompletionChunk } from '../../wire/chat'
 import { ChatCompletionsStream } from '../../wire/chat'
 import type { EngineStepInput, TokenIds } from '../../wire/input'
 import type { ResponseEvent, ResponsesStream } from '../../wire/responses'
-import { errorResponse, HttpError, sendError } from './errors'
+import { errorResponse, failureEvent, HttpError, sendError } from './errors'
 
 /** An engine step (`harmony-stream/engines`), or just its token ids. */
 export type SseStep = TokenIds | EngineStepInput
@@ -184,14 +184,13 @@ export async function pipeSse(
   } catch (error) {
     await iterator.return?.().catch(() => {})
     if (clientClosed) return { outcome: 'client-closed', error }
-    const { body } = errorResponse(error)
     if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
     flush()
     // Chat: the error object OpenAI clients raise from a stream; Responses: its `error` event, then `response.failed`.
     response.end(
       chat
-        ? `data: ${JSON.stringify(body)}\n\n`
-        : responsesFrames((adapter as ResponsesStream).error(body.error.message, body.error.code ?? 'server_error', body.error.type)),
+        ? `data: ${JSON.stringify(errorResponse(error).body)}\n\n`
+        : responsesFrames((adapter as ResponsesStream).error(...failureEvent(error))),
     )
     return { outcome: 'failed', error }
   } finally {

@@ -122,7 +122,7 @@ function notKept(dropped: number): HttpError {
  * Streams `log` from after `after` to `response` as SSE (status 200 and the SSE headers first), waiting for
  * `drain` when the socket is full, until the log ends or the client leaves. A resume point no longer kept is
  * answered with its 400 before the status line; a client that read so slowly that the frames it was to get next
- * were dropped gets an `error` event saying so (`events-not-kept`) as its stream's end.
+ * were dropped gets an `error` event saying so (`events_not_kept`) as its stream's end.
  */
 export async function pipeStreamLog(response: ServerResponse, log: StreamLog, after = -1): Promise<'completed' | 'client-closed'> {
   const left = new AbortController()
@@ -153,7 +153,7 @@ export async function pipeStreamLog(response: ServerResponse, log: StreamLog, af
     return 'completed'
   } catch (error) {
     if (!response.headersSent || !(error instanceof HttpError)) throw error
-    const { message, code, param } = error
+    const { message, code, param } = error.toOpenAIError().error
     response.end(`event: error\ndata: ${JSON.stringify({ type: 'error', code, message, param })}\n\n`)
     return 'completed'
   } finally {

@@ -16,7 +16,7 @@
  */
 import { createCipheriv, createDecipheriv, randomBytes, randomUUID } from 'node:crypto'
 import { deflateRawSync, inflateRawSync } from 'node:zlib'
-import { checkOptions, is, type OptionSpec } from '../../base/options'
+import { checkOptions, is, type OptionSpec, optionError } from '../../base/options'
 import { isObject } from '../../render/request-fields'
 import { HttpError } from '../http/errors'
 import { checkRequestFields } from '../http/fields'
@@ -81,12 +81,7 @@ export class Compactor {
     checkOptions(options, OPTIONS, 'Compactor')
     const { key } = options
     if (key !== undefined && !isKey(key))
-      throw Object.assign(
-        new TypeError("Compactor: option 'key' must be 32 bytes (a Uint8Array) or 64 hex digits (its value is not shown)"),
-        {
-          code: 'invalid-option',
-        },
-      )
+      throw optionError(TypeError, "Compactor: option 'key' must be 32 bytes (a Uint8Array) or 64 hex digits (its value is not shown)")
     this.key = key === undefined ? randomBytes(32) : typeof key === 'string' ? Buffer.from(key, 'hex') : Buffer.from(key)
     this.maxSealedLength = options.maxSealedLength ?? DEFAULT_MAX_SEALED_LENGTH
     this.maxOpenedBytes = options.maxOpenedBytes ?? DEFAULT_MAX_OPENED_BYTES

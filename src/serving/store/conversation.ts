@@ -8,7 +8,7 @@
 import { CALL, START } from '../../backend/tokens'
 import type { RenderedPrompt } from '../../render/index'
 import { isObject } from '../../render/request-fields'
-import { HttpError } from '../http/errors'
+import { HttpError, previousResponseNotFound } from '../http/errors'
 import { isCancelRequestId } from './cancel-requests'
 import type { ResponseStore, StoredResponse } from './store'
 
@@ -49,7 +49,7 @@ export function continuationItems(record: StoredResponse): Item[] {
 /** The response a request continues (`previous_response_id`); a 404 naming the field when it is not stored. */
 export async function previousResponse(store: ResponseStore, previousResponseId: string): Promise<StoredResponse> {
   const record = await responseRecord(store, previousResponseId)
-  if (record === null) throw responseNotFound(previousResponseId, 'previous_response_id')
+  if (record === null) throw previousResponseNotFound(previousResponseId)
   return record
 }
 

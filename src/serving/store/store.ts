@@ -9,7 +9,7 @@
  * (`HarmonyLimitError`), and the memory and SQLite stores evict the least recently used records beyond
  * `maxEntries` or `maxBytes` (Redis bounds itself: its `maxmemory` and the records' expiry).
  */
-import { HarmonyError, HarmonyLimitError, HarmonyStateError } from '../../base/errors'
+import { HarmonyError, HarmonyLimitError, HarmonyStateError, type OpenAIAnswer, wireCode } from '../../base/errors'
 import { checkOptions, is, type OptionSpec } from '../../base/options'
 
 /** One response as a store keeps it. */
@@ -94,6 +94,14 @@ function checkRecord(record: StoredResponse, where: string): void {
 export class StoreError extends HarmonyError {
   constructor(where: string, cause: unknown) {
     super('store-unavailable', `${where}: the response store failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause })
+  }
+
+  /** A gateway's answer: 503, the gateway is unavailable for what needs the store (the cause goes to the log). */
+  openAIAnswer(): OpenAIAnswer {
+    return {
+      status: 503,
+      body: { error: { message: 'the response store is unavailable', type: 'server_error', param: null, code: wireCode(this.code) } },
+    }
   }
 }
 
