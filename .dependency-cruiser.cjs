@@ -64,6 +64,20 @@ module.exports = {
       to: { path: '^src/(index|engines|ai-sdk|server|cli)\\.ts$' },
     },
     {
+      name: 'serving-engines-are-its-bottom',
+      severity: 'error',
+      comment: 'Layer rule inside serving/: engines/ (the inference clients) imports nothing else of serving/.',
+      from: { path: '^src/serving/engines/' },
+      to: { path: '^src/serving/', pathNot: '^src/serving/engines/' },
+    },
+    {
+      name: 'serving-http-is-below-responses',
+      severity: 'error',
+      comment: 'Layer rule inside serving/: http/ (the HTTP helpers) imports nothing of responses/ (stores, memory, the WebSocket mode).',
+      from: { path: '^src/serving/http/' },
+      to: { path: '^src/serving/(responses/|[^/]+\\.ts$)' },
+    },
+    {
       name: 'server-is-a-top-layer',
       severity: 'error',
       comment:
@@ -98,7 +112,7 @@ module.exports = {
       severity: 'error',
       comment:
         'Dependencies by entry: the optional packages (the stores\' drivers, the schema validator) are loaded by the one module that needs each, through requireOptional, so importing the package loads none of them.',
-      from: { path: '^src/', pathNot: '^src/(serving/store/redis-store|serving/store/sqlite-store|wire/schema-check)\\.ts$' },
+      from: { path: '^src/', pathNot: '^src/(serving/responses/redis-store|serving/responses/sqlite-store|wire/schema-check)\\.ts$' },
       to: { path: '^node_modules/(@redis|node-sqlite3-wasm|ajv|ajv-formats)/' },
     },
     {

@@ -494,7 +494,7 @@ test('the example gateway ends a failing stream with the error event and respons
     for await (const event of stream) void event
   })
   t.true(raised instanceof OpenAI.APIError)
-  t.like(raised, { type: 'server_error', code: 'engine-connection-error', message })
+  t.like(raised, { type: 'server_error', code: 'engine_connection_error', message })
 })
 
 test("the example gateway's unknown route is a 404 of type not_found", async (t) => {

@@ -81,23 +81,10 @@ export {
   type TextMessage,
   type TrainingRender,
 } from './render'
-export { BackgroundResponses, type BackgroundResponsesOptions, type BackgroundRun } from './serving/background'
 export { generateRequestOf } from './serving/generate-request'
 export { DEFAULT_BODY_LIMIT, type ReadJsonOptions, readJsonBody, readJsonBytes } from './serving/http/body'
 export { errorResponse, HttpError, type OpenAIErrorBody, sendError } from './serving/http/errors'
 export { CHAT_REQUEST_FIELDS, type FieldHandling, RESPONSES_REQUEST_FIELDS, type RequestField } from './serving/http/fields'
-export {
-  DEFAULT_SOCKET_LIFETIME_MS,
-  ResponsesSocket,
-  type ResponsesSocketOptions,
-  responseCreateBody,
-  type ServeResponsesSocketOptions,
-  type SocketTransport,
-  type SocketTurn,
-  serveResponsesSocket,
-  sseEventTexts,
-  type WebSocketLike,
-} from './serving/http/responses-socket'
 export { DEFAULT_SERVER_LIMITS, hardenServer, type ServerLimits } from './serving/http/server'
 export {
   chatFrames,
@@ -117,8 +104,8 @@ export {
   responsesGenerationParameters,
 } from './serving/http/validate'
 export { type ContinuationRequest, type PreparedRequest, RenderWorkers, type RenderWorkersOptions } from './serving/render-workers'
-export { SseFrames, SsePool, type SsePoolOptions, type SseStreamError } from './serving/sse-pool'
-export { ChatIdCache } from './serving/store/chat-ids'
+export { BackgroundResponses, type BackgroundResponsesOptions, type BackgroundRun } from './serving/responses/background'
+export { ChatIdCache } from './serving/responses/chat-ids'
 export {
   type CompactionResource,
   Compactor,
@@ -126,7 +113,7 @@ export {
   checkCompactRequest,
   DEFAULT_MAX_OPENED_BYTES,
   DEFAULT_MAX_SEALED_LENGTH,
-} from './serving/store/compaction'
+} from './serving/responses/compaction'
 export {
   continuationItems,
   continuedBody,
@@ -139,9 +126,21 @@ export {
   responseRecord,
   storedResponse,
   storedResponseRoute,
-} from './serving/store/conversation'
-export { RedisResponseStore, type RedisResponseStoreOptions } from './serving/store/redis-store'
-export { SqliteResponseStore, type SqliteResponseStoreOptions } from './serving/store/sqlite-store'
+} from './serving/responses/conversation'
+export { RedisResponseStore, type RedisResponseStoreOptions } from './serving/responses/redis-store'
+export {
+  DEFAULT_SOCKET_LIFETIME_MS,
+  ResponsesSocket,
+  type ResponsesSocketOptions,
+  responseCreateBody,
+  type ServeResponsesSocketOptions,
+  type SocketTransport,
+  type SocketTurn,
+  serveResponsesSocket,
+  sseEventTexts,
+  type WebSocketLike,
+} from './serving/responses/socket'
+export { SqliteResponseStore, type SqliteResponseStoreOptions } from './serving/responses/sqlite-store'
 export {
   type EvictingStoreBounds,
   MemoryResponseStore,
@@ -149,7 +148,7 @@ export {
   type ResponseStoreBounds,
   type StoredResponse,
   StoreError,
-} from './serving/store/store'
+} from './serving/responses/store'
 export type { AdapterDiagnostic } from './wire/adapter'
 export {
   type ChatAdapterOptions,
@@ -179,3 +178,4 @@ export {
   responsesRequestEcho,
 } from './wire/responses'
 export type { RoutingOptions } from './wire/routing'
+export { SseFrames, SsePool, type SsePoolOptions, type SseStreamError } from './wire/sse-pool'

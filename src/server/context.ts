@@ -2,9 +2,10 @@
  * What every step of a request reads: the gateway's settings and the machinery it made from them. One object,
  * made once by `createGateway`, handed to the steps (prepare → generate → respond → keep) instead of closures.
  */
-import { BackgroundResponses } from '../serving/background'
+
 import type { GenerationParameterOptions } from '../serving/http/validate'
 import { RenderWorkers } from '../serving/render-workers'
+import { BackgroundResponses } from '../serving/responses/background'
 import type { GatewaySettings } from './options'
 
 /** How streams ended: `clientClosed` is a client that left (counted, never logged: it is no error). */

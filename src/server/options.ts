@@ -10,11 +10,11 @@ import type { RenderRequestOptions } from '../render/index'
 import { ReplayEngine } from '../serving/engines/replay'
 import type { Engine } from '../serving/engines/types'
 import { DEFAULT_BODY_LIMIT } from '../serving/http/body'
-import { DEFAULT_SOCKET_LIFETIME_MS } from '../serving/http/responses-socket'
 import type { ServerLimits } from '../serving/http/server'
-import type { ChatIdCache } from '../serving/store/chat-ids'
-import { Compactor } from '../serving/store/compaction'
-import { MemoryResponseStore, type ResponseStore } from '../serving/store/store'
+import type { ChatIdCache } from '../serving/responses/chat-ids'
+import { Compactor } from '../serving/responses/compaction'
+import { DEFAULT_SOCKET_LIFETIME_MS } from '../serving/responses/socket'
+import { MemoryResponseStore, type ResponseStore } from '../serving/responses/store'
 
 /** What the parser recovered from, and tool arguments that are not JSON: worth a log line, not a failure. */
 export interface GatewayDiagnostic {

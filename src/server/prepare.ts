@@ -6,11 +6,10 @@
  * rendered after it (chat-ids.ts, responses/continuation.ts): the two paths give one result type.
  */
 import type { IncomingMessage } from 'node:http'
-
-import { isContinuation } from '../serving/continuation-kind'
 import { readJsonBody, readJsonBytes } from '../serving/http/body'
 import { chatGenerationParameters, type GenerationParameters, responsesGenerationParameters } from '../serving/http/validate'
-import type { StoredResponse } from '../serving/store/store'
+import { isContinuation } from '../serving/responses/continuation-kind'
+import type { StoredResponse } from '../serving/responses/store'
 import { exactChat } from './chat-ids'
 import type { Gateway } from './context'
 import { type ApiKind, type Item, type Prepared, renderHere, renderOffLoop } from './prepared'

@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 
 import { HttpError, sendError } from '../serving/http/errors'
 import { pipeStreamLog } from '../serving/http/stream-log'
-import { storedResponseRoute } from '../serving/store/conversation'
+import { storedResponseRoute } from '../serving/responses/conversation'
 import type { Gateway } from './context'
 import { serveGeneration } from './respond'
 import { serveCompaction } from './responses/compact'

@@ -16,7 +16,6 @@ import {
   renderCheckedRequest,
 } from '../render/index'
 import { type ResponseRequestEcho, responsesRequestEcho } from '../wire/responses'
-import { isContinuation } from './continuation-kind'
 import { parseJsonBody } from './http/body'
 import { HttpError } from './http/errors'
 import {
@@ -25,6 +24,7 @@ import {
   type GenerationParameters,
   responsesGenerationParameters,
 } from './http/validate'
+import { isContinuation } from './responses/continuation-kind'
 
 export interface RenderJob {
   id: number

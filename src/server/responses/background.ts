@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 
 import { HttpError } from '../../serving/http/errors'
 import { pipeStreamLog } from '../../serving/http/stream-log'
-import { storedResponse } from '../../serving/store/conversation'
+import { storedResponse } from '../../serving/responses/conversation'
 import { type ResponsesAdapterOptions, ResponsesStream } from '../../wire/responses'
 import type { Gateway } from '../context'
 import { generate } from '../generate'

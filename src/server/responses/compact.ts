@@ -6,8 +6,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 
 import { readJsonBody } from '../../serving/http/body'
-import { checkCompactRequest } from '../../serving/store/compaction'
-import { continuedBody } from '../../serving/store/conversation'
+import { checkCompactRequest } from '../../serving/responses/compaction'
+import { continuedBody } from '../../serving/responses/conversation'
 import type { Gateway } from '../context'
 import { renderOffLoop } from '../prepared'
 import { sendJson } from '../send'

@@ -5,8 +5,8 @@
  */
 import { HttpError } from '../../serving/http/errors'
 import type { GenerationParameters } from '../../serving/http/validate'
-import { continuationItems, continuedBody, exactContinuation, previousResponse } from '../../serving/store/conversation'
-import type { StoredResponse } from '../../serving/store/store'
+import { continuationItems, continuedBody, exactContinuation, previousResponse } from '../../serving/responses/conversation'
+import type { StoredResponse } from '../../serving/responses/store'
 import type { Gateway } from '../context'
 import { type Item, type Prepared, renderOffLoop } from '../prepared'
 

@@ -1,6 +1,6 @@
 /** Keeping a finished Responses response with every item it was generated from, and the ids a continuation needs. */
-import { inputItemsOf, storedResponse } from '../../serving/store/conversation'
-import type { StoredResponse } from '../../serving/store/store'
+import { inputItemsOf, storedResponse } from '../../serving/responses/conversation'
+import type { StoredResponse } from '../../serving/responses/store'
 import type { ResponseObject } from '../../wire/responses'
 import type { Gateway } from '../context'
 import type { Item, Prepared } from '../prepared'

@@ -31,9 +31,9 @@ import {
 import type { BackendStream, LaneStepper } from '../backend/protocol'
 import { HarmonyLimitError } from '../base/errors'
 import type { Implementation } from '../base/types'
-import type { WireAdapter } from '../wire/adapter'
-import type { FinishOptions } from '../wire/finish'
-import type { LaneTemplate, PooledAdapter } from '../wire/lane'
+import type { WireAdapter } from './adapter'
+import type { FinishOptions } from './finish'
+import type { LaneTemplate, PooledAdapter } from './lane'
 
 export interface SsePoolOptions {
   /** Run on a given implementation instead of the process-wide one; adapters added must use the same. */

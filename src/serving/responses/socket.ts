@@ -14,8 +14,8 @@
  * the gateway's `respond`, which streams the response's events through `emit`.
  */
 import { checkOptions, is, type OptionSpec } from '../../base/options'
-import type { StoredResponse } from '../store/store'
-import { errorResponse, HttpError, previousResponseNotFound } from './errors'
+import { errorResponse, HttpError, previousResponseNotFound } from '../http/errors'
+import type { StoredResponse } from './store'
 
 /** How the protocol reaches the client. */
 export interface SocketTransport {

@@ -8,15 +8,15 @@
  * beside the record: cancel-requests.ts). Bounded: at most `maxRunning` run at once (a 429 beyond), and the
  * logs of ended runs are let go after `streamRetainMs`.
  */
-import { checkOptions, is, type OptionSpec } from '../base/options'
-import type { ResponseObject, ResponsesStream } from '../wire/responses'
-import type { EngineStep } from './engines/types'
-import { failureEvent, HttpError } from './http/errors'
-import { responsesFrames } from './http/sse'
-import { StreamLog } from './http/stream-log'
-import { requestCancel, watchCancelRequest, withdrawCancel } from './store/cancel-requests'
-import { responseNotFound, responseRecord } from './store/conversation'
-import type { ResponseStore, StoredResponse } from './store/store'
+import { checkOptions, is, type OptionSpec } from '../../base/options'
+import type { ResponseObject, ResponsesStream } from '../../wire/responses'
+import type { EngineStep } from '../engines/types'
+import { failureEvent, HttpError } from '../http/errors'
+import { responsesFrames } from '../http/sse'
+import { StreamLog } from '../http/stream-log'
+import { requestCancel, watchCancelRequest, withdrawCancel } from './cancel-requests'
+import { responseNotFound, responseRecord } from './conversation'
+import type { ResponseStore, StoredResponse } from './store'
 
 /** One background response, as the gateway hands it over (its `queued` record already kept). */
 export interface BackgroundRun {

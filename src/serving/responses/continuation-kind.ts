@@ -8,8 +8,8 @@
  * - Chat: its messages end with tool results, so it may answer tool calls this gateway returned and be
  *   prompted with the ids the engine saw and generated (`ChatIdCache`); nothing else can be.
  */
-import { isRecord } from '../base/records'
-import { holdsCompaction } from './store/compaction'
+import { isRecord } from '../../base/records'
+import { holdsCompaction } from './compaction'
 
 export function isContinuation(kind: 'chat' | 'responses', body: Record<string, unknown>): boolean {
   if (kind === 'responses') return body.previous_response_id != null || holdsCompaction(body)
