@@ -7,14 +7,18 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
+import { request } from 'node:http'
 import { createRequire } from 'node:module'
+import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 
 import test from 'ava'
 import { HarmonySetupError } from 'harmony-stream'
 import { ReplayEngine } from 'harmony-stream/engines'
-import { createGateway, SETTINGS, serveSettings } from 'harmony-stream/server'
+import { closeGracefully, createGateway, SETTINGS, serveSettings } from 'harmony-stream/server'
 import OpenAI from 'openai'
+
+import { until } from './helpers/until.mjs'
 
 const require = createRequire(import.meta.url)
 const root = join(import.meta.dirname, '..')
@@ -142,4 +146,80 @@ test("the stores' drivers and the validator are optional dependencies, and a mis
   t.regex(error.message, /RedisResponseStore needs the package harmony-stream-no-such-package.*npm install harmony-stream-no-such-package/)
   // A package that is there but fails to load is its own error, not "missing".
   t.notThrows(() => require.resolve('ajv'))
+})
+
+/** An engine that sends the start of an answer, then waits for `release()` before its end: a stream held open on purpose. */
+function heldEngine() {
+  let release!: () => void
+  const released = new Promise<void>((resolve) => (release = resolve))
+  let aborted = false
+  const engine = {
+    name: 'held',
+    async *generate(request: { signal?: AbortSignal }) {
+      request.signal?.addEventListener('abort', () => (aborted = true))
+      yield { tokens: Uint32Array.of(200005, 17196, 200008, 12194) }
+      await Promise.race([released, new Promise((resolve) => request.signal?.addEventListener('abort', resolve))])
+      if (request.signal?.aborted) return
+      yield { tokens: Uint32Array.of(200002) }
+    },
+  }
+  return { engine, release, aborted: () => aborted }
+}
+
+/** A streamed Chat request; resolves with its first bytes and, later, how it ended. */
+function streamedChat(port: number): Promise<{ first: string; ended: Promise<{ text: string; complete: boolean }> }> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ model: 'gpt-oss', messages: [{ role: 'user', content: 'hi' }], stream: true })
+    const req = request(
+      { host: '127.0.0.1', port, path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json' } },
+      (res) => {
+        let text = ''
+        let resolveEnd!: (value: { text: string; complete: boolean }) => void
+        const ended = new Promise<{ text: string; complete: boolean }>((r) => (resolveEnd = r))
+        res.setEncoding('utf8')
+        res.once('data', (chunk: string) => {
+          text += chunk
+          resolve({ first: chunk, ended })
+          res.on('data', (more: string) => (text += more))
+        })
+        res.once('end', () => resolveEnd({ text, complete: res.complete }))
+        res.once('error', () => resolveEnd({ text, complete: false }))
+        res.once('close', () => resolveEnd({ text, complete: res.complete }))
+      },
+    )
+    req.once('error', reject)
+    req.end(body)
+  })
+}
+
+test('closeGracefully: the server stops accepting at once, and a running stream finishes within the grace period', async (t) => {
+  const held = heldEngine()
+  const server = createGateway({ engine: held.engine, responseStore: null })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  const running = await streamedChat(port)
+  t.regex(running.first, /^data: /)
+  const closed = closeGracefully(server, 60_000)
+  // No new connection is taken.
+  await t.throwsAsync(fetch(`http://127.0.0.1:${port}/health`))
+  held.release()
+  const { text, complete } = await running.ended
+  t.true(complete)
+  t.regex(text, /data: \[DONE\]\n\n$/)
+  await closed
+  t.false(held.aborted())
+})
+
+test('closeGracefully: a stream still running when the grace period ends is cut, and its engine request aborted', async (t) => {
+  const held = heldEngine()
+  const server = createGateway({ engine: held.engine, responseStore: null })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  const running = await streamedChat(port)
+  await closeGracefully(server, 0)
+  const { text, complete } = await running.ended
+  t.false(complete)
+  t.false(text.includes('[DONE]'))
+  await until(() => held.aborted())
+  t.pass()
 })

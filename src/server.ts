@@ -14,4 +14,4 @@ export {
 } from './server/environment'
 export { createGateway, type GatewayServer } from './server/gateway'
 export type { GatewayDiagnostic, GatewayOptions } from './server/options'
-export { SERVE_HELP, serve } from './server/serve'
+export { closeGracefully, SERVE_HELP, serve } from './server/serve'

@@ -9,8 +9,9 @@
  * xgrammar, used by vLLM, SGLang and TensorRT-LLM): anything else is a 400 naming the keyword's path, rather
  * than a schema the engine would quietly enforce in part. docs/API.md "Structured outputs" lists the subset.
  */
+import { isRecord } from '../base/records'
 import type { OutputSchema } from './developer'
-import { array, fail, isObject, object, optionalString, string } from './request-fields'
+import { array, fail, object, optionalString, string } from './request-fields'
 
 /**
  * A response format that asks for JSON: the final answer's content must match `schema`. `json_object` is
@@ -124,7 +125,7 @@ export function checkEnforceable(schema: unknown, path: string, root: unknown = 
       case 'additionalProperties':
         // A grammar cannot keep an extra key from being one of the declared names with another value: extra
         // keys are taken only where no property is declared (a map).
-        if (value !== false && isObject(node.properties) && Object.keys(node.properties).length > 0)
+        if (value !== false && isRecord(node.properties) && Object.keys(node.properties).length > 0)
           cannot(
             at,
             'properties beside declared ones cannot be told apart from them by a grammar: declare them all, or use additionalProperties alone (a map)',
@@ -137,7 +138,7 @@ export function checkEnforceable(schema: unknown, path: string, root: unknown = 
       case 'required':
         for (const name of array(value, at)) {
           // A grammar generates the properties it knows: a required one it does not know it could never write.
-          if (typeof name !== 'string' || !isObject(node.properties) || !Object.hasOwn(node.properties, name))
+          if (typeof name !== 'string' || !isRecord(node.properties) || !Object.hasOwn(node.properties, name))
             cannot(at, `required lists ${JSON.stringify(name).slice(0, 60)}, which properties does not declare`)
         }
         break
@@ -160,8 +161,8 @@ export function checkEnforceable(schema: unknown, path: string, root: unknown = 
 /** Only references into the schema's own `$defs` (or `definitions`) resolve inside a grammar. */
 function checkReference(reference: string, at: string, root: unknown): void {
   const match = /^#\/(\$defs|definitions)\/([^/]+)$/.exec(reference)
-  const defs = match === null || !isObject(root) ? undefined : root[match[1]]
-  if (match === null || !isObject(defs) || !Object.hasOwn(defs, match[2]))
+  const defs = match === null || !isRecord(root) ? undefined : root[match[1]]
+  if (match === null || !isRecord(defs) || !Object.hasOwn(defs, match[2]))
     cannot(at, `$ref ${JSON.stringify(reference).slice(0, 80)} must point into the schema's own $defs`)
 }
 
@@ -198,7 +199,7 @@ export function argumentSchemas(tools: unknown, shape: 'chat' | 'responses'): Ar
 
 function strictOf(tool: unknown, shape: 'chat' | 'responses', i: number): boolean {
   const fields = shape === 'chat' ? (tool as { function?: unknown }).function : tool
-  const strict = isObject(fields) ? fields.strict : undefined
+  const strict = isRecord(fields) ? fields.strict : undefined
   const param = shape === 'chat' ? `tools[${i}].function.strict` : `tools[${i}].strict`
   if (strict !== undefined && strict !== null && typeof strict !== 'boolean') fail(`${param} must be a boolean`, param)
   return strict === true

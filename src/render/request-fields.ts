@@ -2,7 +2,9 @@
  * Reading untrusted request JSON: each helper returns the value with its type, or throws a
  * `HarmonyRequestError` naming the field by its JSON path (`messages[2].content[0].text`).
  */
+
 import { HarmonyRequestError } from '../base/errors'
+import { isRecord } from '../base/records'
 import type { FunctionTool } from './developer'
 import { REASONING_EFFORTS, type ReasoningEffort } from './system'
 
@@ -18,12 +20,8 @@ function describe(value: unknown): string {
   return typeof value === 'object' ? 'an object' : `${typeof value} ${JSON.stringify(value)?.slice(0, 40)}`
 }
 
-export function isObject(value: unknown): value is JsonObject {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
-}
-
 export function object(value: unknown, param: string): JsonObject {
-  if (!isObject(value)) fail(`${param} must be an object, not ${describe(value)}`, param)
+  if (!isRecord(value)) fail(`${param} must be an object, not ${describe(value)}`, param)
   return value
 }
 
@@ -117,6 +115,6 @@ export function functionTools(value: unknown, param: string, shape: 'chat' | 're
 /** Tool call arguments: JSON text as the client sent it; an object is accepted and serialized. */
 export function toolArguments(value: unknown, param: string): string {
   if (typeof value === 'string') return value
-  if (isObject(value)) return JSON.stringify(value)
+  if (isRecord(value)) return JSON.stringify(value)
   fail(`${param} must be a string of JSON, not ${describe(value)}`, param)
 }

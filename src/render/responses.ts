@@ -9,6 +9,7 @@
  * is merged: Harmony has one message per channel and recipient, which is exactly one item each.
  */
 
+import { isRecord } from '../base/records'
 import { offersTools, type RequestConversation, toolCallMessage, toolResultMessage } from './chat'
 import type { TextMessage } from './conversation'
 import { argumentSchemas, responseFormat } from './output-schema'
@@ -17,7 +18,6 @@ import {
   fail,
   functionName,
   functionTools,
-  isObject,
   type JsonObject,
   object,
   optionalString,
@@ -160,7 +160,7 @@ function functionCallFollows(items: readonly unknown[]): boolean[] {
   for (let i = items.length - 1; i >= 0; i--) {
     follows[i] = callAhead
     const item = items[i]
-    if (!isObject(item)) callAhead = false
+    if (!isRecord(item)) callAhead = false
     else {
       const type = item.type ?? 'message'
       if (type === 'function_call') callAhead = true

@@ -8,6 +8,7 @@
  */
 import cluster from 'node:cluster'
 import { randomBytes } from 'node:crypto'
+import type { Server } from 'node:http'
 import { availableParallelism } from 'node:os'
 
 import { implementation } from '../backend/choose'
@@ -102,6 +103,29 @@ function superviseWorkers(settings: ServeSettings, io: Io): void {
     })
 }
 
+/**
+ * Stops `server` as an operator wants on SIGTERM: it stops accepting at once (idle keep-alive connections close
+ * now), running requests may finish for `graceMs`, and whatever is still open then is cut. Resolves once the
+ * server has closed. (A gateway's `close` also ends its WebSocket connections and cancels its background runs.)
+ */
+export function closeGracefully(server: Server, graceMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const grace = setTimeout(() => server.closeAllConnections(), graceMs)
+    grace.unref()
+    // A keep-alive connection whose request finishes during the grace period turns idle, and would be held
+    // until its keep-alive timeout: it is closed as soon as it is idle.
+    const idle = setInterval(() => server.closeIdleConnections(), 50)
+    idle.unref()
+    server.close((error) => {
+      clearTimeout(grace)
+      clearInterval(idle)
+      if (error) reject(error)
+      else resolve()
+    })
+    server.closeIdleConnections()
+  })
+}
+
 async function listen(settings: ServeSettings, io: Io, label: string): Promise<void> {
   const options = settings.options()
   const server = createGateway(options)
@@ -114,17 +138,11 @@ async function listen(settings: ServeSettings, io: Io, label: string): Promise<v
   const stop = () => {
     if (stopping) return
     stopping = true
-    // Stop accepting now (idle keep-alive connections close); running requests finish within the grace period.
-    const grace = setTimeout(() => server.closeAllConnections(), settings.shutdownGraceMs)
-    grace.unref()
-    server.close(() => {
-      clearTimeout(grace)
-      const store = options.responseStore ?? null
-      ;(store === null ? Promise.resolve() : store.close())
-        .catch((error) => io.stderr.write(`harmony-stream gateway: closing the store: ${error}\n`))
-        .finally(() => process.exit(0))
-    })
-    server.closeIdleConnections()
+    const store = options.responseStore ?? null
+    closeGracefully(server, settings.shutdownGraceMs)
+      .then(() => store?.close())
+      .catch((error) => io.stderr.write(`harmony-stream gateway: shutting down: ${error}\n`))
+      .finally(() => process.exit(0))
   }
   process.once('SIGTERM', stop)
   process.once('SIGINT', stop)

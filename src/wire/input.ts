@@ -4,7 +4,9 @@
  * by its shape: wire/ does not import serving/). Anything else is a TypeError naming what came, so that a
  * decode loop passing the wrong thing fails at once instead of losing the answer.
  */
+
 import { describe } from '../base/options'
+import { isRecord } from '../base/records'
 import type { StepLogprob } from './logprobs'
 
 export type TokenIds = Uint32Array | readonly number[]
@@ -33,7 +35,6 @@ export type AdapterInput = TokenIds | string | EngineStepInput
 
 const FINISH_REASONS: readonly unknown[] = ['stop', 'length', 'abort']
 
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object'
 const isCount = (value: unknown) => Number.isSafeInteger(value) && (value as number) >= 0
 
 /** Token ids in a typed array other than a Uint32Array: the parser checks and converts them. */
@@ -47,9 +48,9 @@ function isOtherIdArray(input: unknown): boolean {
  */
 export function engineStepOf(input: unknown, where: string): EngineStepInput | null {
   if (isOtherIdArray(input)) return null
-  if (!isObject(input) || Array.isArray(input) || !('tokens' in input)) {
+  if (!isRecord(input) || Array.isArray(input) || !('tokens' in input)) {
     const what =
-      isObject(input) && !Array.isArray(input)
+      isRecord(input) && !Array.isArray(input)
         ? `an object without 'tokens' (keys: ${Object.keys(input).join(', ') || 'none'})`
         : describe(input)
     throw new TypeError(
@@ -63,7 +64,7 @@ export function engineStepOf(input: unknown, where: string): EngineStepInput | n
     throw new TypeError(`${where}: the engine step's finishReason must be "stop", "length" or "abort", not ${describe(finishReason)}`)
   if (
     usage !== undefined &&
-    !(isObject(usage) && isCount(usage.promptTokens) && (usage.cachedPromptTokens === undefined || isCount(usage.cachedPromptTokens)))
+    !(isRecord(usage) && isCount(usage.promptTokens) && (usage.cachedPromptTokens === undefined || isCount(usage.cachedPromptTokens)))
   )
     throw new TypeError(
       `${where}: the engine step's usage must be { promptTokens, completionTokens, cachedPromptTokens? } with counts, not ${describe(usage)}`,
@@ -71,7 +72,7 @@ export function engineStepOf(input: unknown, where: string): EngineStepInput | n
   const { diagnostics } = input
   if (
     diagnostics !== undefined &&
-    !(Array.isArray(diagnostics) && diagnostics.every((d) => isObject(d) && typeof d.code === 'string' && typeof d.message === 'string'))
+    !(Array.isArray(diagnostics) && diagnostics.every((d) => isRecord(d) && typeof d.code === 'string' && typeof d.message === 'string'))
   )
     throw new TypeError(`${where}: the engine step's diagnostics must be an array of { code, message }, not ${describe(diagnostics)}`)
   const { logprobs } = input

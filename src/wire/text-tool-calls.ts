@@ -12,6 +12,7 @@
  * releases it the moment it cannot; text that is not a call is released unchanged.
  */
 
+import { isRecord } from '../base/records'
 import { functionFields } from './options'
 import { toolName } from './routing'
 
@@ -47,7 +48,6 @@ const ALIAS_GROUPS = [
 const MAX_HELD = 64 * 1024
 
 type Json = Record<string, unknown>
-const isObject = (value: unknown): value is Json => value !== null && typeof value === 'object' && !Array.isArray(value)
 
 /** The declared tools of a request's `tools` (with schemas) and of tool names (names only). */
 export function declaredTools(tools: readonly unknown[] | null | undefined, toolNames: readonly string[]): Map<string, DeclaredTool> {
@@ -59,8 +59,8 @@ export function declaredTools(tools: readonly unknown[] | null | undefined, tool
   for (const tool of tools ?? []) {
     const fields = functionFields(tool)
     if (fields === null || typeof fields.name !== 'string') continue
-    const schema = isObject(fields.parameters) ? fields.parameters : {}
-    const properties = isObject(schema.properties) ? Object.keys(schema.properties) : []
+    const schema = isRecord(fields.parameters) ? fields.parameters : {}
+    const properties = isRecord(schema.properties) ? Object.keys(schema.properties) : []
     const required = Array.isArray(schema.required) ? schema.required.filter((r): r is string => typeof r === 'string') : []
     declared.set(fields.name, { name: fields.name, properties, required })
   }
@@ -89,7 +89,7 @@ function mapArguments(args: Json, tool: DeclaredTool): Json {
 
 /** A parsed JSON value as a call of a declared tool, or null. */
 function callOf(value: unknown, declared: ReadonlyMap<string, DeclaredTool>, source: string): RecoveredCall | null {
-  if (!isObject(value)) return null
+  if (!isRecord(value)) return null
   const rawName = typeof value.tool === 'string' ? value.tool : typeof value.name === 'string' ? value.name : null
   if (rawName === null) return null
   const tool = declared.get(toolName(rawName))
@@ -102,7 +102,7 @@ function callOf(value: unknown, declared: ReadonlyMap<string, DeclaredTool>, sou
       return null
     }
   }
-  if (!isObject(args)) return null
+  if (!isRecord(args)) return null
   // A call wrapped twice: `{"tool": "x", "arguments": {"tool": "x", "arguments": {…}}}`.
   if ((typeof args.tool === 'string' || typeof args.name === 'string') && 'arguments' in args) {
     const inner = callOf(args, declared, source)

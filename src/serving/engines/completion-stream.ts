@@ -7,10 +7,11 @@
  * answers are read here, once. Cached prompt tokens: the usage's `prompt_tokens_details.cached_tokens`, when
  * the engine sends it (vLLM only with `--enable-prompt-tokens-details`; see vllm.ts and trtllm.ts).
  */
+import { isRecord } from '../../base/records'
 import { EngineError } from './errors'
 import { vllmLogprobs } from './logprobs'
 import type { SseEvent } from './sse'
-import { isObject, parseEvent, step, streamError, tokenIds, withStopToken } from './steps'
+import { parseEvent, step, streamError, tokenIds, withStopToken } from './steps'
 import type { EngineFinishReason, EngineStep, EngineUsage, TokenLogprob } from './types'
 
 export interface CompletionStreamOptions {
@@ -45,10 +46,10 @@ export async function* completionSteps(events: AsyncIterable<SseEvent>, options:
     const json = parseEvent(engine, event)
     const failure = streamError(engine, json)
     if (failure !== null) throw failure
-    if (!isObject(json)) throw new EngineError('engine-protocol-error', `${engine} sent an event that is not an object`, { engine })
-    if (isObject(json.usage)) usage = usageOf(json.usage)
+    if (!isRecord(json)) throw new EngineError('engine-protocol-error', `${engine} sent an event that is not an object`, { engine })
+    if (isRecord(json.usage)) usage = usageOf(json.usage)
     const choice = Array.isArray(json.choices) ? json.choices[0] : undefined
-    if (!isObject(choice)) continue
+    if (!isRecord(choice)) continue
     if (finished !== null) throw new EngineError('engine-protocol-error', `${engine} sent ids after the finish reason`, { engine })
     let tokens = tokenIds(engine, choice.token_ids, 'token_ids')
     const reason = choice.finish_reason
@@ -88,7 +89,7 @@ function usageOf(usage: Record<string, unknown>): EngineUsage {
   const out: EngineUsage = { promptTokens: count(usage.prompt_tokens), completionTokens: count(usage.completion_tokens) }
   // Absent (or not a count): the engine did not say, which is not the same as none cached.
   const details = usage.prompt_tokens_details
-  if (isObject(details) && isCount(details.cached_tokens)) out.cachedPromptTokens = details.cached_tokens
+  if (isRecord(details) && isCount(details.cached_tokens)) out.cachedPromptTokens = details.cached_tokens
   return out
 }
 

@@ -35,6 +35,7 @@
  * a subset), the client watches the ids itself: at the first stop id it ends the step there with finish
  * reason `stop` and closes the connection, which makes llama.cpp stop that slot.
  */
+import { isRecord } from '../../base/records'
 import { llamaCppGrammarFields } from './constraints'
 import { EngineError } from './errors'
 import { heldIds } from './held-ids'
@@ -42,7 +43,7 @@ import { type HttpOptions, postEvents } from './http'
 import { llamaCppLogprobs } from './logprobs'
 import { checkEngineOptions, HTTP_ENGINE_OPTIONS } from './options'
 import { checkGenerateRequest, GENERATION_STOP_TOKENS } from './request'
-import { isObject, openAIStyleMessage, parseEvent, samplingFields, step, streamError, tokenIds, withinLimit } from './steps'
+import { openAIStyleMessage, parseEvent, samplingFields, step, streamError, tokenIds, withinLimit } from './steps'
 import type { Engine, EngineDiagnostic, EngineFinishReason, EngineStep, EngineUsage, GenerateRequest } from './types'
 
 export interface LlamaCppEngineOptions extends HttpOptions {
@@ -101,7 +102,7 @@ export class LlamaCppEngine implements Engine {
       const json = parseEvent(ENGINE, event)
       const failure = streamError(ENGINE, json)
       if (failure !== null) throw failure
-      if (!isObject(json))
+      if (!isRecord(json))
         throw new EngineError('engine-protocol-error', `${ENGINE} sent a chunk that is not an object`, { engine: ENGINE })
       if (Number.isSafeInteger(json.tokens_evaluated)) promptTokens = json.tokens_evaluated as number
       if (stopped) {
@@ -173,7 +174,7 @@ function idsLost(count: number, atEnd: boolean): EngineDiagnostic {
 /** The prompt tokens llama.cpp reused from the slot's cache (`timings.cache_n`, on the final result), when it says. */
 function withCache(usage: EngineUsage, json: Record<string, unknown>): EngineUsage {
   const timings = json.timings
-  if (isObject(timings) && Number.isSafeInteger(timings.cache_n) && (timings.cache_n as number) >= 0)
+  if (isRecord(timings) && Number.isSafeInteger(timings.cache_n) && (timings.cache_n as number) >= 0)
     usage.cachedPromptTokens = timings.cache_n as number
   return usage
 }
@@ -186,7 +187,7 @@ function lineError(data: string): EngineError {
   } catch {
     // Not JSON: the raw text below.
   }
-  const message = openAIStyleMessage(isObject(json) && json.error === undefined ? { error: json } : json) ?? data.slice(0, 1000)
+  const message = openAIStyleMessage(isRecord(json) && json.error === undefined ? { error: json } : json) ?? data.slice(0, 1000)
   return new EngineError('engine-stream-error', `${ENGINE} failed mid-stream: ${message}`, { engine: ENGINE, engineMessage: message })
 }
 

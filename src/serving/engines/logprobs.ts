@@ -3,12 +3,12 @@
  * where the engine gave none). Every reader checks that the engine's entry is for the id it stands beside, so
  * a shifted list never lends one id's probability to another. Sources followed are named at each reader.
  */
+import { isRecord } from '../../base/records'
 import { isTokenId } from './request'
 import type { TokenLogprob } from './types'
 
 type Json = Record<string, unknown>
 
-const isObject = (value: unknown): value is Json => value !== null && typeof value === 'object' && !Array.isArray(value)
 const isLogprob = (value: unknown): value is number => typeof value === 'number' && !Number.isNaN(value) && value <= 0
 
 /**
@@ -36,13 +36,13 @@ function idOfPlaceholder(text: unknown): number | null {
  * written as -9999.0).
  */
 export function vllmLogprobs(logprobs: unknown, tokens: readonly number[], count: number): (TokenLogprob | null)[] {
-  const entries = isObject(logprobs) ? logprobs : {}
+  const entries = isRecord(logprobs) ? logprobs : {}
   const ids = Array.isArray(entries.tokens) ? entries.tokens : []
   const values = Array.isArray(entries.token_logprobs) ? entries.token_logprobs : []
   const tops = Array.isArray(entries.top_logprobs) ? entries.top_logprobs : []
   return tokens.map((id, i) => {
     if (idOfPlaceholder(ids[i]) !== id || !isLogprob(values[i])) return null
-    const top = isObject(tops[i])
+    const top = isRecord(tops[i])
       ? Object.entries(tops[i] as Json).flatMap(([text, logprob]) => {
           const candidate = idOfPlaceholder(text)
           return candidate !== null && isLogprob(logprob) ? [{ id: candidate, logprob }] : []
@@ -88,14 +88,14 @@ export function sglangLogprobs(meta: Json, fresh: readonly number[], count: numb
  * `probs_vector_to_json`). Ids found again by held-ids.ts come without one.
  */
 export function llamaCppLogprobs(probabilities: unknown, tokens: readonly number[], count: number): (TokenLogprob | null)[] {
-  const entries = (Array.isArray(probabilities) ? probabilities : []).filter(isObject)
+  const entries = (Array.isArray(probabilities) ? probabilities : []).filter(isRecord)
   // The result's own ids are its last ones (held ids found again come first).
   const offset = tokens.length - entries.length
   return tokens.map((id, i) => {
     const entry = i >= offset ? entries[i - offset] : undefined
     if (entry === undefined || entry.id !== id || !isLogprob(entry.logprob)) return null
     const top = (Array.isArray(entry.top_logprobs) ? entry.top_logprobs : []).flatMap((candidate) =>
-      isObject(candidate) && Number.isSafeInteger(candidate.id) && isLogprob(candidate.logprob)
+      isRecord(candidate) && Number.isSafeInteger(candidate.id) && isLogprob(candidate.logprob)
         ? [{ id: candidate.id as number, logprob: candidate.logprob }]
         : [],
     )

@@ -38,13 +38,14 @@
  */
 
 import { optionError } from '../../base/options'
+import { isRecord } from '../../base/records'
 import { structuralTag } from './constraints'
 import { EngineError } from './errors'
 import { type HttpOptions, postEvents } from './http'
 import { sglangLogprobs } from './logprobs'
 import { checkEngineOptions, HTTP_ENGINE_OPTIONS, positiveInteger } from './options'
 import { checkGenerateRequest, GENERATION_STOP_TOKENS } from './request'
-import { isObject, openAIStyleMessage, parseEvent, samplingFields, step, streamError, tokenIds, withinLimit, withStopToken } from './steps'
+import { openAIStyleMessage, parseEvent, samplingFields, step, streamError, tokenIds, withinLimit, withStopToken } from './steps'
 import type { Engine, EngineFinishReason, EngineStep, EngineUsage, GenerateRequest } from './types'
 
 export interface SglangEngineOptions extends HttpOptions {
@@ -107,10 +108,10 @@ export class SglangEngine implements Engine {
       const json = parseEvent(ENGINE, event)
       const failure = streamError(ENGINE, json)
       if (failure !== null) throw failure
-      if (!isObject(json))
+      if (!isRecord(json))
         throw new EngineError('engine-protocol-error', `${ENGINE} sent an output that is not an object`, { engine: ENGINE })
-      const meta = isObject(json.meta_info) ? json.meta_info : {}
-      const finish = isObject(meta.finish_reason) ? meta.finish_reason : null
+      const meta = isRecord(json.meta_info) ? json.meta_info : {}
+      const finish = isRecord(meta.finish_reason) ? meta.finish_reason : null
       let fresh = ids.next(tokenIds(ENGINE, json.output_ids, 'output_ids'), meta.completion_tokens, finish !== null)
       const logprobs = request.logprobs === undefined ? undefined : sglangLogprobs(meta, fresh, request.logprobs)
       if (finish === null) {

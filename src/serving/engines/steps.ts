@@ -1,4 +1,5 @@
 /** What the engine clients share after the HTTP layer: JSON events, stop-id repair, and finish reasons. */
+import { isRecord } from '../../base/records'
 import { EngineError } from './errors'
 import { isTokenId } from './request'
 import type { SseEvent } from './sse'
@@ -13,10 +14,6 @@ export function parseEvent(engine: string, event: SseEvent): unknown {
       cause: error,
     })
   }
-}
-
-export function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
 }
 
 /** Token ids from an event field, checked: an engine that sends anything else is broken, not trusted. */
@@ -85,10 +82,10 @@ export function step(
  * FastAPI's `{detail: '…'}`; null for any other shape (the caller keeps the raw text then).
  */
 export function openAIStyleMessage(json: unknown): string | null {
-  if (!isObject(json)) return null
+  if (!isRecord(json)) return null
   const error = json.error
   if (typeof error === 'string') return error
-  if (isObject(error) && typeof error.message === 'string') return error.message
+  if (isRecord(error) && typeof error.message === 'string') return error.message
   if (typeof json.message === 'string') return json.message
   if (typeof json.detail === 'string') return json.detail
   return null
@@ -96,7 +93,7 @@ export function openAIStyleMessage(json: unknown): string | null {
 
 /** The stream reported an error in an event (after a 200): what failed, as an EngineError. */
 export function streamError(engine: string, json: unknown): EngineError | null {
-  if (!isObject(json)) return null
+  if (!isRecord(json)) return null
   if (json.error === undefined && json.object !== 'error') return null
   const message = openAIStyleMessage(json) ?? 'unknown error'
   return new EngineError('engine-stream-error', `${engine} failed mid-stream: ${message}`, { engine, engineMessage: message })

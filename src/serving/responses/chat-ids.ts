@@ -7,8 +7,9 @@
  *
  * Kept in memory, bounded like `MemoryResponseStore` (which holds the records), an hour by default.
  */
+import { isRecord } from '../../base/records'
 import type { RenderedPrompt } from '../../render/index'
-import { isObject } from '../../render/request-fields'
+
 import { exactPrompt } from './conversation'
 import { type EvictingStoreBounds, MemoryResponseStore } from './store'
 
@@ -16,10 +17,10 @@ type Json = Record<string, unknown>
 
 /** A tool call as Chat writes it, reduced to what must match: id, name, arguments. */
 function callsOf(message: unknown): { id: unknown; name: unknown; arguments: unknown }[] | null {
-  if (!isObject(message) || !Array.isArray(message.tool_calls) || message.tool_calls.length === 0) return null
+  if (!isRecord(message) || !Array.isArray(message.tool_calls) || message.tool_calls.length === 0) return null
   return message.tool_calls.map((call) => {
-    const fn = isObject(call) && isObject(call.function) ? call.function : {}
-    return { id: isObject(call) ? call.id : undefined, name: fn.name, arguments: fn.arguments }
+    const fn = isRecord(call) && isRecord(call.function) ? call.function : {}
+    return { id: isRecord(call) ? call.id : undefined, name: fn.name, arguments: fn.arguments }
   })
 }
 
@@ -64,7 +65,7 @@ export class ChatIdCache {
   ): Promise<RenderedPrompt | null> {
     const messages = Array.isArray(body.messages) ? body.messages : []
     let last = messages.length - 1
-    while (last >= 0 && isObject(messages[last]) && (messages[last] as Json).role === 'tool') last--
+    while (last >= 0 && isRecord(messages[last]) && (messages[last] as Json).role === 'tool') last--
     if (last === messages.length - 1 || last < 0) return null
     const calls = callsOf(messages[last])
     if (calls === null || typeof calls[0]!.id !== 'string') return null

@@ -14,10 +14,12 @@
  * the latest compaction item may be dropped). Sealed with a key of the process unless one is given: gateways
  * that share compactions share a key.
  */
+
 import { createCipheriv, createDecipheriv, randomBytes, randomUUID } from 'node:crypto'
 import { deflateRawSync, inflateRawSync } from 'node:zlib'
 import { checkOptions, is, type OptionSpec, optionError } from '../../base/options'
-import { isObject } from '../../render/request-fields'
+import { isRecord } from '../../base/records'
+
 import { HttpError } from '../http/errors'
 import { checkRequestFields } from '../http/fields'
 import { inputItemsOf } from './conversation'
@@ -129,7 +131,7 @@ export class Compactor {
     const input = body.input as unknown[]
     let last = -1
     input.forEach((item, i) => {
-      if (isObject(item) && item.type === 'compaction') last = i
+      if (isRecord(item) && item.type === 'compaction') last = i
     })
     const at = `input[${last}]`
     const item = input[last] as Item
@@ -179,14 +181,14 @@ export class Compactor {
     } catch {
       throw notOurs()
     }
-    if (!Array.isArray(items) || !items.every(isObject)) throw notOurs()
+    if (!Array.isArray(items) || !items.every(isRecord)) throw notOurs()
     return items
   }
 }
 
 /** Whether a Responses body's input holds a compaction item. */
 export function holdsCompaction(body: Item): boolean {
-  return Array.isArray(body.input) && body.input.some((item) => isObject(item) && item.type === 'compaction')
+  return Array.isArray(body.input) && body.input.some((item) => isRecord(item) && item.type === 'compaction')
 }
 
 /**
@@ -195,7 +197,7 @@ export function holdsCompaction(body: Item): boolean {
  * The conversation itself is checked by rendering it.
  */
 export function checkCompactRequest(body: unknown, options: { unknownFields?: 'refuse' | 'ignore' } = {}): Item {
-  if (!isObject(body)) throw new HttpError(400, 'the request body must be a JSON object', { param: null, code: 'invalid-body' })
+  if (!isRecord(body)) throw new HttpError(400, 'the request body must be a JSON object', { param: null, code: 'invalid-body' })
   checkRequestFields('compact', body, options.unknownFields)
   if (body.model === undefined || body.model === null)
     throw new HttpError(400, "Missing required parameter: 'model'.", { param: 'model', code: 'missing_required_parameter' })

@@ -5,9 +5,11 @@
  * over); `GET /v1/responses/{id}` gives it back, `DELETE` forgets it, and `GET /v1/responses/{id}/input_items`
  * lists its input items a page at a time. The example gateway wires these helpers; any gateway can.
  */
+
 import { CALL, START } from '../../backend/tokens'
+import { isRecord } from '../../base/records'
 import type { RenderedPrompt } from '../../render/index'
-import { isObject } from '../../render/request-fields'
+
 import { HttpError, previousResponseNotFound } from '../http/errors'
 import { isCancelRequestId } from './cancel-requests'
 import type { ResponseStore, StoredResponse } from './store'
@@ -32,7 +34,7 @@ export function inputItemsOf(body: Item, stem: string): Item[] {
   const items: unknown[] =
     typeof input === 'string' ? [{ type: 'message', role: 'user', content: input }] : Array.isArray(input) ? input : []
   return items.map((raw, i) => {
-    const item: Item = isObject(raw) ? { ...raw } : { value: raw }
+    const item: Item = isRecord(raw) ? { ...raw } : { value: raw }
     if (item.type === undefined) item.type = 'message'
     if (item.type === 'message' && typeof item.content === 'string') item.content = [{ type: 'input_text', text: item.content }]
     if (typeof item.id !== 'string') item.id = `${item.type === 'message' ? 'msg' : 'item'}_${stem}_in${i}`
@@ -81,7 +83,7 @@ export async function exactContinuation(
   if (
     !Array.isArray(ownInput) ||
     ownInput.length === 0 ||
-    !ownInput.every((item) => isObject(item) && item.type === 'function_call_output')
+    !ownInput.every((item) => isRecord(item) && item.type === 'function_call_output')
   )
     return null
   return exactPrompt(record, rendered, renderWithout)
