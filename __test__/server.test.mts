@@ -7,7 +7,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
-import { request } from 'node:http'
+import { createServer, request } from 'node:http'
 import { createRequire } from 'node:module'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
@@ -76,6 +76,19 @@ test('serve: an unknown flag or a bad value exits 2 naming it, before anything l
   const noValue = cli(['serve', '--engine'])
   t.is(noValue.status, 2)
   t.regex(noValue.stderr, /--engine needs a value/)
+})
+
+test('serve: a port already taken is one line and exit status 2, not a stack', async (t) => {
+  const taken = createServer()
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => taken.close())
+  const { port } = taken.address() as AddressInfo
+  const child = spawn(process.execPath, [bin, 'serve', '--port', String(port), '--response-store', 'memory'], { cwd: root })
+  let stderr = ''
+  child.stderr.on('data', (chunk) => (stderr += chunk))
+  const [code] = await once(child, 'exit')
+  t.is(code, 2)
+  t.regex(stderr, /^harmony-stream serve: listen EADDRINUSE: address already in use 127\.0\.0\.1:\d+\n$/)
 })
 
 /** `harmony-stream serve ARGS` until it prints where it listens; its port. */

@@ -12,6 +12,7 @@ import type { Server } from 'node:http'
 import { availableParallelism } from 'node:os'
 
 import { implementation } from '../backend/choose'
+import { HarmonySetupError } from '../base/errors'
 import { SETTINGS, type ServeSettings, SettingError, serveSettings } from './environment'
 import { createGateway } from './gateway'
 
@@ -62,26 +63,40 @@ interface Io {
 
 /** Runs the command; resolves with the exit status once the process is serving (or could not). */
 export async function serve(args: readonly string[], io: Io = process, env = process.env): Promise<number> {
-  let settings: ServeSettings
   try {
     const environment = environmentOf(args, env)
     if (environment === 'help') {
       io.stdout.write(`${SERVE_HELP}\n`)
       return 0
     }
-    settings = serveSettings(environment, availableParallelism())
+    const settings = serveSettings(environment, availableParallelism())
+    if (settings.workers > 1 && cluster.isPrimary) {
+      superviseWorkers(settings, io)
+      return 0
+    }
+    await listen(settings, io, cluster.isWorker ? ` [worker ${process.pid}]` : '')
+    return 0
   } catch (error) {
-    if (!(error instanceof SettingError) && (error as { code?: string }).code !== 'invalid-option') throw error
+    if (!isSetupProblem(error)) throw error
     io.stderr.write(`harmony-stream serve: ${(error as Error).message}\n`)
     return 2
   }
-  if (settings.workers > 1 && cluster.isPrimary) {
-    superviseWorkers(settings, io)
-    return 0
-  }
-  const label = cluster.isWorker ? ` [worker ${process.pid}]` : ''
-  await listen(settings, io, label)
-  return 0
+}
+
+/**
+ * What `serve` reports in one line and exit status 2 instead of a stack: a bad flag or variable, a bad option, a
+ * missing optional package (the default SQLite store without node-sqlite3-wasm), a port that cannot be bound.
+ */
+function isSetupProblem(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code
+  return (
+    error instanceof SettingError ||
+    error instanceof HarmonySetupError ||
+    code === 'invalid-option' ||
+    code === 'EADDRINUSE' ||
+    code === 'EACCES' ||
+    code === 'EADDRNOTAVAIL'
+  )
 }
 
 /** The primary of `--workers N`: forks them (sharing one compaction key, so any opens another's) and replaces one that dies. */
@@ -129,7 +144,13 @@ export function closeGracefully(server: Server, graceMs: number): Promise<void> 
 async function listen(settings: ServeSettings, io: Io, label: string): Promise<void> {
   const options = settings.options()
   const server = createGateway(options)
-  await new Promise<void>((resolve) => server.listen(settings.port, settings.host, resolve))
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(settings.port, settings.host, () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
   const address = server.address()
   const port = typeof address === 'object' && address !== null ? address.port : settings.port
   const engine = options.engine?.name ?? 'replay'
