@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 
 import test from 'ava'
-import { HarmonySetupError } from 'harmony-stream'
+import { HarmonySetupError, MemoryResponseStore } from 'harmony-stream'
 import { ReplayEngine } from 'harmony-stream/engines'
 import { closeGracefully, createGateway, SETTINGS, serveSettings } from 'harmony-stream/server'
 import OpenAI from 'openai'
@@ -180,26 +180,32 @@ function heldEngine() {
 }
 
 /** A streamed Chat request; resolves with its first bytes and, later, how it ended. */
-function streamedChat(port: number): Promise<{ first: string; ended: Promise<{ text: string; complete: boolean }> }> {
+function streamedChat(port: number) {
+  return streamedPost(port, '/v1/chat/completions', { model: 'gpt-oss', messages: [{ role: 'user', content: 'hi' }], stream: true })
+}
+
+/** A streamed POST; resolves with its first bytes and, later, how it ended. */
+function streamedPost(
+  port: number,
+  path: string,
+  json: object,
+): Promise<{ first: string; ended: Promise<{ text: string; complete: boolean }> }> {
   return new Promise((resolve, reject) => {
-    const body = JSON.stringify({ model: 'gpt-oss', messages: [{ role: 'user', content: 'hi' }], stream: true })
-    const req = request(
-      { host: '127.0.0.1', port, path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json' } },
-      (res) => {
-        let text = ''
-        let resolveEnd!: (value: { text: string; complete: boolean }) => void
-        const ended = new Promise<{ text: string; complete: boolean }>((r) => (resolveEnd = r))
-        res.setEncoding('utf8')
-        res.once('data', (chunk: string) => {
-          text += chunk
-          resolve({ first: chunk, ended })
-          res.on('data', (more: string) => (text += more))
-        })
-        res.once('end', () => resolveEnd({ text, complete: res.complete }))
-        res.once('error', () => resolveEnd({ text, complete: false }))
-        res.once('close', () => resolveEnd({ text, complete: res.complete }))
-      },
-    )
+    const body = JSON.stringify(json)
+    const req = request({ host: '127.0.0.1', port, path, method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+      let text = ''
+      let resolveEnd!: (value: { text: string; complete: boolean }) => void
+      const ended = new Promise<{ text: string; complete: boolean }>((r) => (resolveEnd = r))
+      res.setEncoding('utf8')
+      res.once('data', (chunk: string) => {
+        text += chunk
+        resolve({ first: chunk, ended })
+        res.on('data', (more: string) => (text += more))
+      })
+      res.once('end', () => resolveEnd({ text, complete: res.complete }))
+      res.once('error', () => resolveEnd({ text, complete: false }))
+      res.once('close', () => resolveEnd({ text, complete: res.complete }))
+    })
     req.once('error', reject)
     req.end(body)
   })
@@ -235,4 +241,50 @@ test('closeGracefully: a stream still running when the grace period ends is cut,
   t.false(text.includes('[DONE]'))
   await until(() => held.aborted())
   t.pass()
+})
+
+test('closeGracefully waits for the gateway to keep what it was cutting, so the store can be closed after it', async (t) => {
+  const held = heldEngine()
+  const store = new MemoryResponseStore()
+  const server = createGateway({ engine: held.engine, responseStore: store })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  const running = await streamedPost(port, '/v1/responses', { model: 'gpt-oss', input: 'hi', stream: true })
+  const id = /"id":"(resp_[0-9a-f]+)"/.exec(running.first)?.[1]
+  t.truthy(id, running.first)
+  await closeGracefully(server, 0)
+  // The cut response was kept before closeGracefully resolved: closing the store now loses nothing.
+  const kept = await store.get(id!)
+  await store.close()
+  t.truthy(kept)
+  t.not(kept!.response.status, 'completed')
+})
+
+test('the routes answer a malformed id with a 404 and a non-string previous_response_id with a 400 naming it', async (t) => {
+  const server = createGateway({ engine, responseStore: new MemoryResponseStore() })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
+  const { port } = server.address() as AddressInfo
+  for (const path of ['/v1/responses/%E0', '/v1/responses/%E0/input_items']) {
+    const answer = await fetch(`http://127.0.0.1:${port}${path}`)
+    t.is(answer.status, 404, path)
+    t.like(((await answer.json()) as { error: object }).error, { code: 'not_found' })
+  }
+  const cancel = await fetch(`http://127.0.0.1:${port}/v1/responses/%E0/cancel`, { method: 'POST' })
+  t.is(cancel.status, 404)
+  const answer = await fetch(`http://127.0.0.1:${port}/v1/responses`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'gpt-oss', input: 'hi', previous_response_id: { id: 'resp_x' } }),
+  })
+  t.is(answer.status, 400)
+  t.like(((await answer.json()) as { error: object }).error, { code: 'invalid_parameter', param: 'previous_response_id' })
+})
+
+test('serve: a replay file that is missing or not JSON is one line and exit status 2', (t) => {
+  for (const file of [join(root, 'no-such-replay.json'), join(root, 'package.json')]) {
+    const run = cli(['serve', '--replay', file, '--port', '0'])
+    t.is(run.status, 2, run.stderr)
+    t.regex(run.stderr, /^harmony-stream serve: .*(no-such-replay\.json: ENOENT|package\.json: expected)[^\n]*\n$/)
+  }
 })

@@ -6,9 +6,15 @@ if (process.argv[2] === 'serve') {
   // The gateway's modules load only for `serve`: `inspect` stays a parser-only command.
   require('../dist/server.js')
     .serve(process.argv.slice(3))
-    .then((status) => {
-      if (status !== 0) process.exit(status)
-    })
+    .then(
+      (status) => {
+        if (status !== 0) process.exit(status)
+      },
+      (error) => {
+        console.error(`harmony-stream serve: ${error?.stack ?? error}`)
+        process.exit(1)
+      },
+    )
 } else {
   const { run } = require('../dist/cli.js')
 

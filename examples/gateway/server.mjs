@@ -41,5 +41,6 @@ import { serve } from 'harmony-stream/server'
 export { createGateway, engineFromEnvironment, loadReplay, responseStoreFromEnvironment } from 'harmony-stream/server'
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  process.exitCode = await serve([])
+  // `npm run gateway -- --port 9000`: flags as `harmony-stream serve` takes them.
+  process.exitCode = await serve(process.argv.slice(2))
 }

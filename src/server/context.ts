@@ -22,8 +22,21 @@ export interface Gateway extends GatewaySettings {
   workers: RenderWorkers | null
   parameterOptions: GenerationParameterOptions
   outcomes: Outcomes
+  /**
+   * The work of requests and WebSocket turns not yet done (a response still being kept after its stream ended):
+   * what a shutdown waits for before it closes the store.
+   */
+  inFlight: Set<Promise<unknown>>
   /** The Unix time `/v1/models` gives as the model's `created`. */
   created: number
+}
+
+/** Runs `work` counted in `gateway.inFlight` until it settles. */
+export function tracked<T>(gateway: Gateway, work: Promise<T>): Promise<T> {
+  gateway.inFlight.add(work)
+  const done = () => gateway.inFlight.delete(work)
+  work.then(done, done)
+  return work
 }
 
 export function gatewayOf(settings: GatewaySettings): Gateway {
@@ -35,6 +48,7 @@ export function gatewayOf(settings: GatewaySettings): Gateway {
     workers: renderWorkers > 0 ? new RenderWorkers({ size: renderWorkers, renderOptions, parameterOptions }) : null,
     parameterOptions,
     outcomes: { completed: 0, failed: 0, clientClosed: 0 },
+    inFlight: new Set(),
     created: Math.floor(Date.now() / 1000),
   }
 }

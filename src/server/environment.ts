@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 
+import { HarmonySetupError } from '../base/errors'
 import { createEngine, type EngineName } from '../serving/engines/registry'
 import type { Engine } from '../serving/engines/types'
 import { ChatIdCache } from '../serving/responses/chat-ids'
@@ -129,8 +130,14 @@ function oneOf<T extends string>(env: Env, name: string, values: readonly T[]): 
   return text as T
 }
 
+/** The completions of a replay file; a file that is missing or not one is a `SettingError` naming it. */
 export function loadReplay(path: string): number[][] {
-  const replay: unknown = JSON.parse(readFileSync(path, 'utf8'))
+  let replay: unknown
+  try {
+    replay = JSON.parse(readFileSync(path, 'utf8'))
+  } catch (error) {
+    throw new SettingError(`${path}: ${(error as Error).message}`)
+  }
   if (!Array.isArray(replay) || !replay.every((entry) => Array.isArray(entry?.tokens))) {
     throw new SettingError(`${path}: expected [{ "tokens": number[] }, …]`)
   }
@@ -163,14 +170,27 @@ export function engineFromEnvironment(env: Env = process.env): Engine {
   )
 }
 
-/** The store the environment asks for (HARMONY_RESPONSE_STORE). */
-export function responseStoreFromEnvironment(env: Env = process.env): ResponseStore | null {
+/** Which store HARMONY_RESPONSE_STORE names, checked without opening it. */
+function storeChoice(env: Env): { kind: 'none' | 'memory' | 'sqlite' | 'redis'; where: string } {
   const chosen = env.HARMONY_RESPONSE_STORE || 'sqlite:responses.sqlite'
-  if (chosen === 'none') return null
-  if (chosen === 'memory') return new MemoryResponseStore()
-  if (chosen.startsWith('sqlite:')) return new SqliteResponseStore({ path: chosen.slice('sqlite:'.length) })
-  if (chosen.startsWith('redis://') || chosen.startsWith('rediss://')) return new RedisResponseStore({ url: chosen })
+  if (chosen === 'none' || chosen === 'memory') return { kind: chosen, where: '' }
+  if (chosen.startsWith('sqlite:') && chosen.length > 'sqlite:'.length) return { kind: 'sqlite', where: chosen.slice('sqlite:'.length) }
+  if (chosen.startsWith('redis://') || chosen.startsWith('rediss://')) return { kind: 'redis', where: chosen }
   throw new SettingError(`${flagOf('HARMONY_RESPONSE_STORE')} must be sqlite:PATH, memory, redis://HOST:PORT or none`)
+}
+
+/** The store the environment asks for (HARMONY_RESPONSE_STORE); a SQLite file that cannot be opened is a `SettingError`. */
+export function responseStoreFromEnvironment(env: Env = process.env): ResponseStore | null {
+  const { kind, where } = storeChoice(env)
+  if (kind === 'none') return null
+  if (kind === 'memory') return new MemoryResponseStore()
+  if (kind === 'redis') return new RedisResponseStore({ url: where })
+  try {
+    return new SqliteResponseStore({ path: where })
+  } catch (error) {
+    if (error instanceof HarmonySetupError) throw error
+    throw new SettingError(`${flagOf('HARMONY_RESPONSE_STORE')}: the SQLite file ${where} cannot be opened: ${(error as Error).message}`)
+  }
 }
 
 /** Where and how `serve` runs a gateway: the listening address, the processes, and the gateway's options. */
@@ -198,7 +218,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
   const numbers = {
     bodyLimit: integer(env, 'BODY_LIMIT', 4 * 1024 * 1024, 1),
     coalesceMs: integer(env, 'SSE_COALESCE_MS', 0),
-    renderWorkers: integer(env, 'RENDER_WORKERS', Math.max(1, cores - 1)),
+    renderWorkers: integer(env, 'RENDER_WORKERS', Math.min(256, Math.max(1, cores - 1))),
     renderInlineBytes: integer(env, 'RENDER_INLINE_BYTES', 16 * 1024),
   }
   const socketLifetimeMs = env.SOCKET_LIFETIME_MS ? { socketLifetimeMs: integer(env, 'SOCKET_LIFETIME_MS', 0, 1) } : {}
@@ -227,7 +247,8 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
     }),
   }
   if (settings.port > 65535) throw new SettingError(`${flagOf('PORT')} must be at most 65535`)
-  // The engine and the store are made in each serving process; check the engine's variables now all the same.
+  // The engine and the store are made in each serving process; check their variables now all the same.
   engineFromEnvironment(env)
+  storeChoice(env)
   return settings
 }

@@ -26,10 +26,17 @@ export function generate(
   let steps: AsyncIterable<EngineStep>
   if (header === undefined) steps = engine.generate(engineRequest)
   else {
-    if (!(engine instanceof ReplayEngine)) throw new HttpError(400, 'x-harmony-replay applies to the replay engine only')
+    if (!(engine instanceof ReplayEngine))
+      throw new HttpError(400, 'x-harmony-replay applies to the replay engine only', {
+        param: 'x-harmony-replay',
+        code: 'invalid-parameter',
+      })
     const replayIndex = Number(header)
     if (!(typeof header === 'string' && /^\d+$/.test(header) && engine.size > replayIndex))
-      throw new HttpError(400, `x-harmony-replay must be an index from 0 to ${engine.size - 1}`, { param: 'x-harmony-replay' })
+      throw new HttpError(400, `x-harmony-replay must be an index from 0 to ${engine.size - 1}`, {
+        param: 'x-harmony-replay',
+        code: 'invalid-parameter',
+      })
     steps = engine.generate({ ...engineRequest, replayIndex })
   }
   return generated === null ? steps : recordIds(steps, generated)

@@ -93,7 +93,7 @@ const OPTIONS: OptionSpec = {
   responseStore: is.nullable(hasMethods('a response store (get, put, delete, close)', 'get', 'put', 'delete', 'close')),
   exactContinuations: is.boolean,
   chatIdCache: is.nullable(hasMethods('a ChatIdCache', 'remember', 'exactPrompt')),
-  compactor: hasMethods('a Compactor', 'compaction', 'expand', 'holds'),
+  compactor: hasMethods('a Compactor', 'compaction', 'expand'),
   socketLifetimeMs: is.integer(1),
 }
 

@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 
 import { HttpError, sendError } from '../serving/http/errors'
 import { pipeStreamLog } from '../serving/http/stream-log'
-import { storedResponseRoute } from '../serving/responses/conversation'
+import { responseIdOf, storedResponseRoute } from '../serving/responses/conversation'
 import type { Gateway } from './context'
 import { serveGeneration } from './respond'
 import { serveCompaction } from './responses/compact'
@@ -47,7 +47,7 @@ async function responseIdRoute(gateway: Gateway, request: IncomingMessage, respo
   const cancelled = background === null ? null : /^\/v1\/responses\/([^/]+)\/cancel$/.exec(path)
   if (background !== null && cancelled !== null) {
     if (request.method !== 'POST') throw methodNotAllowed(response, path, request.method, 'POST')
-    sendJson(response, 200, await background.cancel(decodeURIComponent(cancelled[1]!)))
+    sendJson(response, 200, await background.cancel(responseIdOf(cancelled[1]!)))
     return true
   }
   const resumed =
@@ -55,7 +55,7 @@ async function responseIdRoute(gateway: Gateway, request: IncomingMessage, respo
       ? /^\/v1\/responses\/([^/]+)$/.exec(path)
       : null
   if (background !== null && resumed !== null) {
-    const { log, after } = await background.stream(decodeURIComponent(resumed[1]!), url.searchParams.get('starting_after'))
+    const { log, after } = await background.stream(responseIdOf(resumed[1]!), url.searchParams.get('starting_after'))
     await pipeStreamLog(response, log, after)
     return true
   }

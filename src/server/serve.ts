@@ -14,7 +14,7 @@ import { availableParallelism } from 'node:os'
 import { implementation } from '../backend/choose'
 import { HarmonySetupError } from '../base/errors'
 import { SETTINGS, type ServeSettings, SettingError, serveSettings } from './environment'
-import { createGateway } from './gateway'
+import { createGateway, type GatewayServer } from './gateway'
 
 export const SERVE_HELP = `Usage: harmony-stream serve [options]
 
@@ -71,7 +71,7 @@ export async function serve(args: readonly string[], io: Io = process, env = pro
     }
     const settings = serveSettings(environment, availableParallelism())
     if (settings.workers > 1 && cluster.isPrimary) {
-      superviseWorkers(settings, io)
+      superviseWorkers(settings, environment, io)
       return 0
     }
     await listen(settings, io, cluster.isWorker ? ` [worker ${process.pid}]` : '')
@@ -79,7 +79,7 @@ export async function serve(args: readonly string[], io: Io = process, env = pro
   } catch (error) {
     if (!isSetupProblem(error)) throw error
     io.stderr.write(`harmony-stream serve: ${(error as Error).message}\n`)
-    return 2
+    return SETUP_FAILED
   }
 }
 
@@ -95,36 +95,48 @@ function isSetupProblem(error: unknown): boolean {
     code === 'invalid-option' ||
     code === 'EADDRINUSE' ||
     code === 'EACCES' ||
-    code === 'EADDRNOTAVAIL'
+    code === 'EADDRNOTAVAIL' ||
+    code === 'ENOTFOUND'
   )
 }
 
-/** The primary of `--workers N`: forks them (sharing one compaction key, so any opens another's) and replaces one that dies. */
-function superviseWorkers(settings: ServeSettings, io: Io): void {
-  const compactionKey = process.env.HARMONY_COMPACTION_KEY || randomBytes(32).toString('hex')
-  const fork = () => cluster.fork({ ...process.env, HARMONY_COMPACTION_KEY: compactionKey })
+/**
+ * The primary of `--workers N`: forks them with the settings it checked (the flags as variables, one compaction
+ * key for all, so any opens another's) and replaces one that dies. A worker that exits 2 could not set up (its
+ * one-line reason is on stderr): every other would fail alike, so all stop and the primary exits 2.
+ */
+function superviseWorkers(settings: ServeSettings, environment: Record<string, string | undefined>, io: Io): void {
+  const compactionKey = environment.HARMONY_COMPACTION_KEY || randomBytes(32).toString('hex')
+  const fork = () => cluster.fork({ ...environment, HARMONY_COMPACTION_KEY: compactionKey })
   for (let i = 0; i < settings.workers; i++) fork()
   let stopping = false
+  const stopAll = () => {
+    stopping = true
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM')
+  }
   cluster.on('exit', (worker, code, signal) => {
-    if (!stopping && code !== 0 && signal !== 'SIGTERM' && signal !== 'SIGINT') {
-      io.stderr.write(`harmony-stream gateway: worker ${worker.process.pid} exited (${signal ?? code}); starting another\n`)
-      fork()
+    if (stopping || code === 0 || signal === 'SIGTERM' || signal === 'SIGINT') return
+    if (code === SETUP_FAILED) {
+      process.exitCode = SETUP_FAILED
+      stopAll()
+      return
     }
+    io.stderr.write(`harmony-stream gateway: worker ${worker.process.pid} exited (${signal ?? code}); starting another\n`)
+    fork()
   })
-  for (const name of ['SIGTERM', 'SIGINT'] as const)
-    process.once(name, () => {
-      stopping = true
-      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM')
-    })
+  for (const name of ['SIGTERM', 'SIGINT'] as const) process.once(name, stopAll)
 }
+
+/** The exit status of a setup problem (a bad setting, a missing package, a port that cannot be bound). */
+const SETUP_FAILED = 2
 
 /**
  * Stops `server` as an operator wants on SIGTERM: it stops accepting at once (idle keep-alive connections close
  * now), running requests may finish for `graceMs`, and whatever is still open then is cut. Resolves once the
  * server has closed. (A gateway's `close` also ends its WebSocket connections and cancels its background runs.)
  */
-export function closeGracefully(server: Server, graceMs: number): Promise<void> {
-  return new Promise((resolve, reject) => {
+export async function closeGracefully(server: Server, graceMs: number): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
     const grace = setTimeout(() => server.closeAllConnections(), graceMs)
     grace.unref()
     // A keep-alive connection whose request finishes during the grace period turns idle, and would be held
@@ -139,31 +151,47 @@ export function closeGracefully(server: Server, graceMs: number): Promise<void> 
     })
     server.closeIdleConnections()
   })
+  // A gateway's own work (background runs kept as cancelled, responses of cut requests still being kept).
+  await (server as Partial<GatewayServer>).settled?.()
 }
 
 async function listen(settings: ServeSettings, io: Io, label: string): Promise<void> {
   const options = settings.options()
+  const store = options.responseStore ?? null
   const server = createGateway(options)
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(settings.port, settings.host, () => {
-      server.off('error', reject)
-      resolve()
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(settings.port, settings.host, () => {
+        server.off('error', reject)
+        resolve()
+      })
     })
-  })
+  } catch (error) {
+    // Nothing listens: release what the gateway and the store hold, then report.
+    server.close()
+    await server.settled()
+    await store?.close()
+    throw error
+  }
   const address = server.address()
   const port = typeof address === 'object' && address !== null ? address.port : settings.port
+  const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host
   const engine = options.engine?.name ?? 'replay'
-  io.stdout.write(`harmony-stream gateway on http://${settings.host}:${port}/v1 (${implementation} parser, ${engine} engine)${label}\n`)
+  io.stdout.write(`harmony-stream gateway on http://${host}:${port}/v1 (${implementation} parser, ${engine} engine)${label}\n`)
   let stopping = false
   const stop = () => {
     if (stopping) return
     stopping = true
-    const store = options.responseStore ?? null
     closeGracefully(server, settings.shutdownGraceMs)
       .then(() => store?.close())
-      .catch((error) => io.stderr.write(`harmony-stream gateway: shutting down: ${error}\n`))
-      .finally(() => process.exit(0))
+      .then(
+        () => process.exit(0),
+        (error) => {
+          io.stderr.write(`harmony-stream gateway: shutting down: ${error}\n`)
+          process.exit(1)
+        },
+      )
   }
   process.once('SIGTERM', stop)
   process.once('SIGINT', stop)

@@ -24,7 +24,7 @@ export async function serveBackground(
 ): Promise<void> {
   const { background, store } = gateway
   if (!prepared.storing || background === null || store === null)
-    throw new HttpError(400, 'background needs a gateway that keeps responses', { param: 'background' })
+    throw new HttpError(400, 'background needs a gateway that keeps responses', { param: 'background', code: 'invalid-parameter' })
   const release = background.reserve()
   const adapter = new ResponsesStream({ ...options, background: true })
   const queued = adapter.response('queued')

@@ -27,15 +27,16 @@ export async function historyOf(
   return { opened, previous, history: previous === null ? [] : continuationItems(previous) }
 }
 
-/** The response `previous_response_id` names: a 400 where no responses are kept, a 404 where it is not kept. */
+/**
+ * The response `previous_response_id` names; where it is not kept, OpenAI's 400 `previous_response_not_found`
+ * (what the WebSocket mode answers too), saying why where this gateway keeps no responses at all.
+ */
 function previousFor(gateway: Gateway, id: string): Promise<StoredResponse> {
   if (gateway.store === null)
     throw new HttpError(
       400,
       'previous_response_id is not supported: this gateway keeps no responses; send the whole conversation in input',
-      {
-        param: 'previous_response_id',
-      },
+      { param: 'previous_response_id', code: 'previous-response-not-found' },
     )
   return previousResponse(gateway.store, id)
 }

@@ -11,7 +11,7 @@ import { responseRecord } from '../../serving/responses/conversation'
 import { type SocketTurn, serveResponsesSocket, sseEventTexts } from '../../serving/responses/socket'
 import type { StoredResponse } from '../../serving/responses/store'
 import { ResponsesStream } from '../../wire/responses'
-import type { Gateway } from '../context'
+import { type Gateway, tracked } from '../context'
 import { generate } from '../generate'
 import { prepareBody } from '../prepare'
 import { adapterOptions } from '../respond'
@@ -69,7 +69,7 @@ export function acceptResponsesSockets(gateway: Gateway, server: Server): () => 
     }
     sockets.handleUpgrade(request, socket, head, (ws) =>
       serveResponsesSocket(ws, {
-        respond: (turn) => socketTurn(gateway, request, turn),
+        respond: (turn) => tracked(gateway, socketTurn(gateway, request, turn)),
         ...(store === null ? {} : { lookup: (id: string) => responseRecord(store, id) }),
         onError: gateway.onError,
         lifetimeMs: gateway.socketLifetimeMs,

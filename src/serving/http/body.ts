@@ -38,6 +38,7 @@ export async function readJsonBytes(request: IncomingMessage, options: ReadJsonO
     throw new HttpError(
       415,
       `the request body must be JSON (content-type: application/json), not ${JSON.stringify(request.headers['content-type'] ?? 'none')}`,
+      { code: 'unsupported-media-type' },
     )
   }
   const declared = Number(request.headers['content-length'])

@@ -185,6 +185,9 @@ export function responsesGenerationParameters(
   body: Record<string, unknown>,
   options: GenerationParameterOptions = {},
 ): GenerationParameters {
+  // Read by the gateway, not the engine: checked here so that no other type is looked up (or echoed as text).
+  const previous = body.previous_response_id
+  if (previous !== undefined && previous !== null && typeof previous !== 'string') bad('previous_response_id', 'must be a string')
   return {
     ...common('responses', body, options, 'responsesGenerationParameters'),
     maxTokens: optionalInteger(body, 'max_output_tokens', 1),

@@ -192,7 +192,10 @@ export class BackgroundResponses {
   async stream(id: string, startingAfter: string | null): Promise<{ log: StreamLog; after: number }> {
     const after = startingAfter === null ? -1 : Number(startingAfter)
     if (startingAfter === '' || !Number.isInteger(after) || after < -1)
-      throw new HttpError(400, 'starting_after must be a sequence number (an integer from 0)', { param: 'starting_after' })
+      throw new HttpError(400, 'starting_after must be a sequence number (an integer from 0)', {
+        param: 'starting_after',
+        code: 'invalid-parameter',
+      })
     const log = this.logs.get(id)
     if (log !== undefined) return { log, after }
     if ((await responseRecord(this.store, id)) === null) throw responseNotFound(id)

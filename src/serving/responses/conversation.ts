@@ -151,6 +151,15 @@ export function storedResponse(
   return record
 }
 
+/** The response id a path segment names; a segment that is no valid percent-encoding names none (a 404). */
+export function responseIdOf(segment: string): string {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    throw responseNotFound(segment)
+  }
+}
+
 /** The record of response `id` in `store`, or null (also for a cancel request's id: it is no response). */
 export function responseRecord(store: ResponseStore, id: string): Promise<StoredResponse | null> {
   return isCancelRequestId(id) ? Promise.resolve(null) : store.get(id)
@@ -180,7 +189,7 @@ export async function storedResponseRoute(
 ): Promise<{ status: number; body: unknown; allow?: string } | null> {
   const match = /^\/v1\/responses\/([^/]+)(\/input_items)?$/.exec(url.pathname)
   if (match === null) return null
-  const id = decodeURIComponent(match[1]!)
+  const id = responseIdOf(match[1]!)
   if (match[2] !== undefined) {
     if (method !== 'GET') return { status: 405, body: null, allow: 'GET' }
     const page = pageOf(url.searchParams)

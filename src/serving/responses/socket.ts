@@ -100,7 +100,8 @@ function frameOf(status: number, error: ErrorFrame['error']): ErrorFrame {
   return { type: 'error', status, error }
 }
 
-function invalid(message: string, param: string | null, code = 'invalid_request_error'): HttpError {
+/** A refused message: the code a bad field gets over HTTP too (`invalid_parameter`) unless it is the protocol's own. */
+function invalid(message: string, param: string | null, code = 'invalid-parameter'): HttpError {
   return new HttpError(400, message, { param, code })
 }
 
@@ -110,16 +111,17 @@ export function responseCreateBody(text: string): Record<string, unknown> {
   try {
     message = JSON.parse(text)
   } catch {
-    throw invalid('the message is not JSON: send { "type": "response.create", ... }', null, 'invalid_json')
+    throw invalid('the message is not JSON: send { "type": "response.create", ... }', null, 'invalid-json')
   }
+  // As over HTTP, where a body that is no JSON object is invalid_json too.
   if (message === null || typeof message !== 'object' || Array.isArray(message))
-    throw invalid('the message must be a JSON object: { "type": "response.create", ... }', null)
+    throw invalid('the message must be a JSON object: { "type": "response.create", ... }', null, 'invalid-json')
   const { type, stream, stream_options: _options, background, ...body } = message as Record<string, unknown>
   if (type !== 'response.create')
     throw invalid(
       `unsupported message type ${JSON.stringify(type)?.slice(0, 60)}: the WebSocket mode takes 'response.create'`,
       'type',
-      'unknown_event_type',
+      'unknown-event-type',
     )
   // The specification says clients must not send these; the openai package's types still have them: what asks
   // for nothing is taken.
