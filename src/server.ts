@@ -12,6 +12,6 @@ export {
   SettingError,
   serveSettings,
 } from './server/environment'
-export { createGateway, type GatewayServer } from './server/gateway'
+export { createGateway, createGatewayHandler, type GatewayHandler, type GatewayServer } from './server/gateway'
 export type { GatewayDiagnostic, GatewayOptions } from './server/options'
 export { closeGracefully, SERVE_HELP, serve } from './server/serve'

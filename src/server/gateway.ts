@@ -5,67 +5,93 @@
  *
  *   routes → prepare (inline or in a render worker) → generate → respond (JSON, SSE, WebSocket) → keep
  */
-import { createServer, type Server } from 'node:http'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { Duplex } from 'node:stream'
 
-import { hardenServer } from '../serving/http/server'
-import { type Gateway, gatewayOf, type Outcomes, tracked } from './context'
+import { hardenServer, type ServerLimits } from '../serving/http/server'
+import { gatewayOf, type Outcomes, tracked } from './context'
 import { type GatewayOptions, gatewaySettings } from './options'
-import { acceptResponsesSockets } from './responses/socket'
+import { responsesSockets } from './responses/socket'
 import { gatewayHandler } from './routes'
 
-/** The gateway's HTTP server; `outcomes` counts how its streams ended. */
-export interface GatewayServer extends Server {
+/**
+ * The gateway without a server of its own, for a gateway author who brings one (plain `node:http`, or a
+ * framework that hands over Node's request and response): `handle` answers a request on the gateway's routes,
+ * `upgrade` an HTTP upgrade (the WebSocket mode), `close` ends it.
+ */
+export interface GatewayHandler {
+  /** Answers one request (any path: what is no route of the gateway is its 404). Never rejects. */
+  handle(request: IncomingMessage, response: ServerResponse): Promise<void>
+  /** Answers an upgrade request (a server's `upgrade` event): the WebSocket mode at `/v1/responses`. */
+  upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void
+  /** How streams ended: `completed`, `failed`, `clientClosed`. */
   readonly outcomes: Outcomes
   /**
-   * After `close()`: resolves once the gateway's own work has ended too: background runs kept as cancelled,
-   * responses of requests that were cut still being kept, the render workers stopped, a store it made closed.
-   * A store passed in (`responseStore`) can be closed safely after it.
+   * Ends the gateway's own work: WebSocket connections closed and background runs cancelled at once, then what
+   * requests and turns were still doing (a cut response being kept) awaited, the render workers stopped and a
+   * store it made closed. Close your server's connections as you see fit; a store passed in can be closed after.
    */
-  settled(): Promise<void>
+  close(): Promise<void>
 }
 
-export function createGateway(options: GatewayOptions): GatewayServer {
+export function createGatewayHandler(options: GatewayOptions): GatewayHandler {
   const gateway = gatewayOf(gatewaySettings(options))
   const handle = gatewayHandler(gateway)
-  const server = hardenServer(
-    createServer((request, response) => tracked(gateway, handle(request, response))),
-    gateway.serverLimits,
-  )
-  const endSockets = acceptResponsesSockets(gateway, server)
-  const settled = closeWith(server, gateway, endSockets)
-  return Object.assign(server, { outcomes: gateway.outcomes, settled })
-}
-
-/**
- * What the server's close ends: upgraded connections are not the HTTP server's to end (close() would wait for
- * them), background runs end now (cancelled) rather than when their followers leave, then the render workers
- * stop and a store the gateway made closes.
- */
-function closeWith(server: Server, gateway: Gateway, endSockets: () => void): () => Promise<void> {
+  const sockets = responsesSockets(gateway)
   let closing: Promise<void> | null = null
-  let settled: Promise<void> | null = null
-  const closeServer = server.close.bind(server)
-  server.close = (callback?: (error?: Error) => void) => {
-    endSockets()
-    closing = gateway.background?.close() ?? Promise.resolve()
-    return closeServer(callback)
-  }
-  const closed = new Promise<void>((resolve) => server.once('close', resolve))
-  const settle = async () => {
-    await closed
-    await (closing ?? gateway.background?.close())
+  const settle = async (cancelled: Promise<void>) => {
+    await cancelled
     // Requests and turns that were cut may still be keeping their responses.
     while (gateway.inFlight.size > 0) await Promise.allSettled([...gateway.inFlight])
     await gateway.workers?.close()
     const { store, ownStore } = gateway
     if (ownStore && store !== null) await store.close()
   }
-  server.once('close', () => {
-    settled ??= settle()
-    settled.catch(gateway.onError)
-  })
-  return () => {
-    settled ??= settle()
-    return settled
+  return {
+    handle: (request, response) => tracked(gateway, handle(request, response)),
+    upgrade: sockets.upgrade,
+    outcomes: gateway.outcomes,
+    close() {
+      if (closing === null) {
+        sockets.end()
+        closing = settle(gateway.background?.close() ?? Promise.resolve())
+      }
+      return closing
+    },
   }
+}
+
+/** The gateway's HTTP server; `outcomes` counts how its streams ended. */
+export interface GatewayServer extends Server {
+  readonly outcomes: Outcomes
+  /**
+   * After `close()`: resolves once the gateway's own work has ended too: background runs kept as cancelled,
+   * responses of requests that were cut kept, the render workers stopped, a store it made closed. A store
+   * passed in (`responseStore`) can be closed safely after it.
+   */
+  settled(): Promise<void>
+}
+
+/** The gateway as a `node:http` server (`hardenServer`'s limits), created and not started. */
+export function createGateway(options: GatewayOptions): GatewayServer {
+  const gateway = createGatewayHandler(options)
+  const limits = (options as { serverLimits?: ServerLimits }).serverLimits
+  const server = hardenServer(createServer(gateway.handle), limits)
+  server.on('upgrade', gateway.upgrade)
+  // Upgraded connections and background runs end with the server (close() would otherwise wait for them).
+  let settled: Promise<void> | null = null
+  const closeServer = server.close.bind(server)
+  server.close = (callback?: (error?: Error) => void) => {
+    settled ??= gateway.close()
+    settled.catch(() => {})
+    return closeServer(callback)
+  }
+  const closed = new Promise<void>((resolve) => server.once('close', resolve))
+  return Object.assign(server, {
+    outcomes: gateway.outcomes,
+    settled: async () => {
+      await closed
+      await (settled ??= gateway.close())
+    },
+  })
 }

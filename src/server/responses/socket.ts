@@ -3,7 +3,7 @@
  * the transport, loaded with the first gateway, not with the package). Each turn is prepared as a POST's body
  * (with the response the connection found for `previous_response_id`), its events emitted one by one.
  */
-import type { IncomingMessage, Server } from 'node:http'
+import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 
 import { failureEvent } from '../../serving/http/errors'
@@ -51,32 +51,41 @@ async function socketTurn(gateway: Gateway, request: IncomingMessage, turn: Sock
   return recordOf(object, prepared, generated)
 }
 
-/** Serves WebSocket upgrades of `server` at /v1/responses; returns what ends every connection (at close). */
-export function acceptResponsesSockets(gateway: Gateway, server: Server): () => void {
+/** The WebSocket mode of a gateway: what answers an HTTP upgrade, and what ends every connection. */
+export interface ResponsesSockets {
+  /** Answers an upgrade request (a server's `upgrade` event): `/v1/responses` only, at most 1024 at once. */
+  upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void
+  /** Ends every connection (at close: upgraded connections are not an HTTP server's to end). */
+  end(): void
+}
+
+export function responsesSockets(gateway: Gateway): ResponsesSockets {
   // Loaded here, not at the top: importing the package must not load the transport.
   const { WebSocketServer } = require('ws') as typeof import('ws')
   // Messages up to the body limit; a larger one closes the connection (1009).
   const sockets = new WebSocketServer({ noServer: true, maxPayload: gateway.bodyLimit })
   const { store } = gateway
-  server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-    if (new URL(request.url ?? '/', 'http://localhost').pathname !== '/v1/responses') {
-      socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n')
-      return
-    }
-    if (sockets.clients.size >= MAX_SOCKETS) {
-      socket.end('HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\nretry-after: 5\r\ncontent-length: 0\r\n\r\n')
-      return
-    }
-    sockets.handleUpgrade(request, socket, head, (ws) =>
-      serveResponsesSocket(ws, {
-        respond: (turn) => tracked(gateway, socketTurn(gateway, request, turn)),
-        ...(store === null ? {} : { lookup: (id: string) => responseRecord(store, id) }),
-        onError: gateway.onError,
-        lifetimeMs: gateway.socketLifetimeMs,
-      }),
-    )
-  })
-  return () => {
-    for (const ws of sockets.clients) ws.terminate()
+  return {
+    upgrade(request, socket, head) {
+      if (new URL(request.url ?? '/', 'http://localhost').pathname !== '/v1/responses') {
+        socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n')
+        return
+      }
+      if (sockets.clients.size >= MAX_SOCKETS) {
+        socket.end('HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\nretry-after: 5\r\ncontent-length: 0\r\n\r\n')
+        return
+      }
+      sockets.handleUpgrade(request, socket, head, (ws) =>
+        serveResponsesSocket(ws, {
+          respond: (turn) => tracked(gateway, socketTurn(gateway, request, turn)),
+          ...(store === null ? {} : { lookup: (id: string) => responseRecord(store, id) }),
+          onError: gateway.onError,
+          lifetimeMs: gateway.socketLifetimeMs,
+        }),
+      )
+    },
+    end() {
+      for (const ws of sockets.clients) ws.terminate()
+    },
   }
 }
