@@ -412,9 +412,9 @@ test('Responses: server-side state and unknown items are refused, never ignored'
     [{ input: 'x', conversation: 'conv_1' }, 'conversation'],
     [{ input: [{ type: 'item_reference', id: 'msg_1' }] }, 'input[0].type'],
     [{ input: [{ type: 'web_search_call', id: 'ws' }] }, 'input[0].type'],
-    [{ input: 'x', tools: [{ type: 'web_search' }] }, 'tools[0].type'],
+    [{ input: 'x', tools: [{ type: 'weather_station' }] }, 'tools[0].type'],
     [{ input: [] }, 'input'],
-    [{ input: 'x', reasoning: { effort: 'minimal' } }, 'reasoning.effort'],
+    [{ input: 'x', reasoning: { effort: 'extreme' } }, 'reasoning.effort'],
   ] as const) {
     t.is(t.throws(() => responses(body), { instanceOf: HarmonyRequestError }).param, param, JSON.stringify(body))
   }
@@ -676,4 +676,71 @@ test('cache: a warm render equals a cold one; only new messages are encoded; the
   chat({ messages: [{ role: 'user', content: big }] }, 'js', { cache: small })
   t.true(small.stats.bytes <= 2000, 'an entry larger than the bound is not kept')
   t.throws(() => new RenderCache({ maxBytes: -1 }), { instanceOf: TypeError })
+})
+
+test('preferences gpt-oss has no control for are taken and said, never a 400: verbosity, a summary, efforts of other models', (t) => {
+  const plain = { model: 'm', messages: [{ role: 'user', content: 'Hi' }] }
+  const asLow = chat({ ...plain, reasoning_effort: 'low' })
+  // none and minimal run as low, xhigh as high: the same prompt as that level, and said.
+  for (const [effort, level] of [
+    ['none', 'low'],
+    ['minimal', 'low'],
+    ['xhigh', 'high'],
+  ] as const) {
+    const mapped = chat({ ...plain, reasoning_effort: effort })
+    t.deepEqual(Array.from(mapped.tokens), Array.from(chat({ ...plain, reasoning_effort: level }).tokens), effort)
+    t.deepEqual(mapped.notApplied, [
+      { param: 'reasoning_effort', note: `'${effort}' ran as '${level}': gpt-oss reasons at low, medium or high` },
+    ])
+    const response = responses({ model: 'm', input: 'Hi', reasoning: { effort } })
+    t.is(response.notApplied?.[0]?.param, 'reasoning.effort')
+  }
+  t.is(asLow.notApplied, undefined, 'nothing to say: no field')
+  // A verbosity (Chat and Responses) and a summary: the same prompt as without them.
+  const verbose = chat({ ...plain, verbosity: 'low' })
+  t.deepEqual(Array.from(verbose.tokens), Array.from(chat(plain).tokens))
+  t.deepEqual(
+    verbose.notApplied?.map((n) => n.param),
+    ['verbosity'],
+  )
+  const body = { model: 'm', input: 'Hi', text: { verbosity: 'high' }, reasoning: { summary: 'detailed' } }
+  const answered = responses(body)
+  t.deepEqual(Array.from(answered.tokens), Array.from(responses({ model: 'm', input: 'Hi' }).tokens))
+  t.deepEqual(
+    answered.notApplied?.map((n) => n.param),
+    ['text.verbosity', 'reasoning.summary'],
+  )
+  t.is(responses({ model: 'm', input: 'Hi', reasoning: { summary: 'auto' } }).notApplied, undefined, "'auto' asks for nothing")
+})
+
+test('built-in tools are left out of the prompt and said (builtinTools: omit), or a 400 naming them (refuse)', (t) => {
+  const fn = {
+    type: 'function',
+    name: 'get_weather',
+    parameters: { type: 'object', properties: { city: { type: 'string' } } },
+    strict: true,
+  }
+  const builtins = [{ type: 'web_search' }, fn, { type: 'file_search', vector_store_ids: ['vs'] }, { type: 'mcp', server_label: 'x' }]
+  const withBuiltins = responses({ model: 'm', input: 'Hi', tools: builtins })
+  const functionsOnly = responses({ model: 'm', input: 'Hi', tools: [fn] })
+  t.deepEqual(Array.from(withBuiltins.tokens), Array.from(functionsOnly.tokens))
+  t.deepEqual(withBuiltins.toolNames, ['functions.get_weather'])
+  t.deepEqual(withBuiltins.argumentSchemas, functionsOnly.argumentSchemas, 'the strict function keeps its schema')
+  t.deepEqual(
+    withBuiltins.notApplied?.map((n) => n.param),
+    ['tools[0]', 'tools[2]', 'tools[3]'],
+  )
+  t.regex(withBuiltins.notApplied![0]!.note, /'web_search' tool: this gateway runs no built-in tools/)
+  const refused = t.throws(() => responses({ model: 'm', input: 'Hi', tools: builtins }, 'js', { builtinTools: 'refuse' }), {
+    instanceOf: HarmonyRequestError,
+  })
+  t.is(refused.param, 'tools[0].type')
+  t.throws(() => responses({ model: 'm', input: 'Hi' }, 'js', { builtinTools: 'drop' }), { instanceOf: TypeError, message: /builtinTools/ })
+  // Chat: the same rule.
+  const chatBuiltins = chat({ model: 'm', messages: [{ role: 'user', content: 'Hi' }], tools: [{ type: 'web_search' }, WEATHER_TOOL] })
+  t.deepEqual(chatBuiltins.toolNames, ['functions.get_weather'])
+  t.deepEqual(
+    chatBuiltins.notApplied?.map((n) => n.param),
+    ['tools[0]'],
+  )
 })

@@ -175,11 +175,52 @@ test('the example gateway answers a refused or unknown field with a 400 the open
     } else {
       t.truthy((await unknown).choices[0])
     }
-    const summary = await t.throwsAsync(
-      client.responses.create({ model: 'gpt-oss', input: 'Hi', reasoning: { effort: 'low', summary: 'detailed' } }),
-      { instanceOf: OpenAI.BadRequestError },
+    // A summary asked for is a preference: taken, and said in the header (gpt-oss writes none).
+    const summary = await client.responses
+      .create({ model: 'gpt-oss', input: 'Hi', reasoning: { effort: 'low', summary: 'detailed' } })
+      .withResponse()
+    t.is(summary.response.headers.get('x-harmony-not-applied'), 'reasoning.summary')
+    const auto = await client.responses
+      .create({ model: 'gpt-oss', input: 'Hi', reasoning: { effort: 'low', summary: 'auto' } })
+      .withResponse()
+    t.is(auto.response.headers.get('x-harmony-not-applied'), null)
+  }
+})
+
+test('what clients send by default and gpt-oss cannot do is taken and said in x-harmony-not-applied, inline and from a render worker', async (t) => {
+  const replay = await exampleReplay()
+  for (const renderWorkers of [0, 1]) {
+    const diagnostics: { code: string; message: string }[] = []
+    // renderInlineBytes 0: every body goes to the worker when there is one.
+    const { client } = await startGateway(t, {
+      replay,
+      renderWorkers,
+      renderInlineBytes: 0,
+      onDiagnostic: (d: never) => diagnostics.push(d),
+    })
+    // What the Agents SDK and Codex send with their defaults.
+    const responses = await client.responses
+      .create({
+        model: 'gpt-oss',
+        input: 'Hi',
+        text: { verbosity: 'medium' },
+        reasoning: { effort: 'minimal', summary: 'auto' },
+        tools: [{ type: 'web_search' }],
+        client_metadata: { originator: 'codex' },
+      } as never)
+      .withResponse()
+    t.is(responses.response.status, 200)
+    t.is(responses.response.headers.get('x-harmony-not-applied'), 'tools[0], text.verbosity, reasoning.effort')
+    t.is((responses.data as { status: string }).status, 'completed')
+    const stream = await client.chat.completions
+      .create({ model: 'gpt-oss', messages: [{ role: 'user', content: 'Hi' }], verbosity: 'low', reasoning_effort: 'none', stream: true })
+      .withResponse()
+    t.is(stream.response.headers.get('x-harmony-not-applied'), 'reasoning_effort, verbosity')
+    for await (const _ of stream.data);
+    t.deepEqual(
+      diagnostics.filter((d) => d.code === 'not-applied').map((d) => d.message.split(':')[0]),
+      ['tools[0]', 'text.verbosity', 'reasoning.effort', 'reasoning_effort', 'verbosity'],
+      `renderWorkers ${renderWorkers}`,
     )
-    t.is(summary?.param, 'reasoning.summary')
-    t.truthy(await client.responses.create({ model: 'gpt-oss', input: 'Hi', reasoning: { effort: 'low', summary: 'auto' } }))
   }
 })

@@ -154,7 +154,6 @@ test('response formats of the wrong shape are 400s naming the field', (t) => {
     param({ model: 'm', input: 'x', text: { format: { type: 'json_schema', schema: SCHEMA } } }, renderResponsesRequest as never),
     'text.format.name',
   )
-  t.is(param({ model: 'm', input: 'x', text: { verbosity: 'low' } }, renderResponsesRequest as never), 'text.verbosity')
 })
 
 const answer = (json: string) =>

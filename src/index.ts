@@ -55,12 +55,14 @@ export type {
 } from './base/types'
 export {
   type ArgumentSchema,
+  type BuiltinTools,
   type ConversationMessage,
   DEFAULT_RENDER_CACHE_BYTES,
   type DeveloperContent,
   type DeveloperMessage,
   defaultRenderCache,
   type FunctionTool,
+  type NotApplied,
   type OutputSchema,
   type ReasoningEffort,
   RenderCache,

@@ -9,10 +9,13 @@ import type { FunctionTool } from './developer'
 import { type ArgumentSchema, argumentSchemas, type ResponseFormat, responseFormat } from './output-schema'
 import {
   array,
+  type BuiltinTools,
   fail,
   functionName,
   functionTools,
   type JsonObject,
+  type NotApplied,
+  noControl,
   object,
   optionalString,
   reasoningEffort,
@@ -34,6 +37,13 @@ export interface RequestConversation {
   responseFormat: ResponseFormat | undefined
   /** The offered functions, when one of them is strict (its arguments enforced). */
   argumentSchemas: ArgumentSchema[] | undefined
+  /** What the request asked for that gpt-oss cannot do, taken and said. */
+  notApplied: NotApplied[]
+}
+
+/** What a conversation's reading depends on beyond the body. */
+export interface ConversationOptions {
+  builtinTools: BuiltinTools
 }
 
 export function toolCallMessage(name: string, args: string): TextMessage {
@@ -51,21 +61,24 @@ export function offersTools(toolChoice: unknown, param: string): boolean {
   fail(`${param} ${JSON.stringify(toolChoice).slice(0, 60)} cannot be enforced for gpt-oss; use 'auto' or 'none'`, param)
 }
 
-export function chatConversation(body: unknown): RequestConversation {
+export function chatConversation(body: unknown, options: ConversationOptions): RequestConversation {
   const request = object(body, 'body')
   const rawMessages = array(request.messages, 'messages')
   if (rawMessages.length === 0) fail('messages must hold at least one message', 'messages')
-  const declared = functionTools(request.tools, 'tools', 'chat')
+  const notApplied: NotApplied[] = []
+  const declared = functionTools(request.tools, 'tools', 'chat', options.builtinTools, notApplied)
   const offered = offersTools(request.tool_choice, 'tool_choice')
   const tools = offered ? declared : []
   const conversation: RequestConversation = {
     instructions: [],
     tools,
     messages: [],
-    reasoningEffort: reasoningEffort(request.reasoning_effort, 'reasoning_effort'),
+    reasoningEffort: reasoningEffort(request.reasoning_effort, 'reasoning_effort', notApplied),
     responseFormat: responseFormat(request.response_format, 'response_format', 'chat'),
     argumentSchemas: offered ? argumentSchemas(request.tools, 'chat') : undefined,
+    notApplied,
   }
+  noControl(request.verbosity, 'verbosity', 'verbosity', notApplied)
   /** tool_call_id → function name, from the assistant messages seen so far. */
   const calls = new Map<string, string>()
   rawMessages.forEach((raw, i) => {

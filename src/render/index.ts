@@ -15,6 +15,7 @@ import { type ConversationMessage, concat, MessageRenderer, nextTurnTokens } fro
 import { dropFinishedAnalysis, referenceAutoDropAnalysis } from './drop'
 import { checkConversationLimits, checkRequestLimits, DEFAULT_RENDER_LIMITS, LIMIT_OPTIONS, type RenderLimits } from './limits'
 import type { ArgumentSchema, ResponseFormat } from './output-schema'
+import type { BuiltinTools, NotApplied } from './request-fields'
 import { responsesConversation } from './responses'
 import { DEFAULT_KNOWLEDGE_CUTOFF, DEFAULT_MODEL_IDENTITY, REASONING_EFFORTS, type ReasoningEffort } from './system'
 import { validateConversation } from './validate'
@@ -29,6 +30,11 @@ export interface RenderEngineOptions {
 }
 
 export interface RenderRequestOptions extends RenderEngineOptions {
+  /**
+   * Tools of a built-in type (`web_search`, `file_search`, `computer_use`, `mcp`, …) that this package does not
+   * run: `'omit'` (default) leaves them out of the prompt and says so (`notApplied`); `'refuse'`: a 400 naming them.
+   */
+  builtinTools?: BuiltinTools
   /** `Current date: …` in the system message, 'YYYY-MM-DD'; default today (UTC); null: no date line. */
   currentDate?: string | null
   /** Used when the request sets none (`reasoning_effort`, `reasoning.effort`). Default 'medium'. */
@@ -52,6 +58,11 @@ export interface RenderedPrompt {
   responseFormat?: ResponseFormat
   /** The offered functions, when one is strict: its arguments for the engine to enforce and the adapters to check. */
   argumentSchemas?: ArgumentSchema[]
+  /**
+   * What the request asked for that gpt-oss cannot do and was taken anyway (a verbosity, a summary, an effort of
+   * another model run at the nearest level, a built-in tool left out), each with what was done; absent when none.
+   */
+  notApplied?: NotApplied[]
 }
 
 export interface RenderConversationOptions extends RenderEngineOptions {
@@ -96,6 +107,7 @@ const OPTIONS: Record<'request' | 'conversation' | 'training', OptionSpec> = {
     modelIdentity: is.string,
     knowledgeCutoff: is.string,
     keepAnalysis: is.boolean,
+    builtinTools: is.oneOf('omit', 'refuse'),
   },
   conversation: { ...COMMON_OPTIONS, keepAnalysis: is.boolean, nextRole: is.nullable(is.string) },
   training: { ...COMMON_OPTIONS, prefixPreserving: is.boolean },
@@ -161,6 +173,7 @@ function requestPrompt(conversation: RequestConversation, options: RenderRequest
   }
   if (responseFormat !== undefined) prompt.responseFormat = responseFormat
   if (conversation.argumentSchemas !== undefined) prompt.argumentSchemas = conversation.argumentSchemas
+  if (conversation.notApplied.length > 0) prompt.notApplied = conversation.notApplied
   return prompt
 }
 
@@ -183,7 +196,7 @@ export function checkRequestBody(kind: 'chat' | 'responses', body: unknown, opti
 
 /** The prompt of a body `checkRequestBody` accepted, with the options it returned (the bounds are not walked again). */
 export function renderCheckedRequest(kind: 'chat' | 'responses', body: unknown, checked: RenderRequestOptions): RenderedPrompt {
-  return requestPrompt(RENDERERS[kind].conversation(body), checked)
+  return requestPrompt(RENDERERS[kind].conversation(body, { builtinTools: checked.builtinTools ?? 'omit' }), checked)
 }
 
 /** A Chat Completions request body → the prompt. Bad requests throw `HarmonyRequestError` (HTTP 400). */
@@ -239,4 +252,5 @@ export { DEFAULT_RENDER_CACHE_BYTES, RenderCache, type RenderCacheOptions, type 
 export type { ConversationMessage, DeveloperMessage, SystemMessage, TextMessage } from './conversation'
 export type { DeveloperContent, FunctionTool, OutputSchema } from './developer'
 export type { ArgumentSchema, ResponseFormat } from './output-schema'
+export type { BuiltinTools, NotApplied } from './request-fields'
 export type { ReasoningEffort, SystemContent } from './system'

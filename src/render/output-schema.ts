@@ -186,11 +186,13 @@ const NO_PARAMETERS = Object.freeze({ type: 'object', properties: {}, additional
  */
 export function argumentSchemas(tools: unknown, shape: 'chat' | 'responses'): ArgumentSchema[] | undefined {
   if (!Array.isArray(tools)) return undefined
-  const strict = tools.map((tool, i) => strictOf(tool, shape, i))
+  // The function tools (`functionTools` checked them, and left the built-in ones out), at their own indices.
+  const functions = tools.flatMap((tool, i) => (isRecord(tool) && tool.type === 'function' ? [[tool, i] as const] : []))
+  const strict = functions.map(([tool, i]) => strictOf(tool, shape, i))
   if (!strict.includes(true)) return undefined
-  return tools.map((tool, i) => {
+  return functions.map(([tool, i], k) => {
     const fields = (shape === 'chat' ? tool.function : tool) as Record<string, unknown>
-    if (!strict[i]) return { name: fields.name as string, schema: null }
+    if (!strict[k]) return { name: fields.name as string, schema: null }
     const schema = (fields.parameters ?? NO_PARAMETERS) as Record<string, unknown>
     checkEnforceable(schema, shape === 'chat' ? `tools[${i}].function.parameters` : `tools[${i}].parameters`)
     return { name: fields.name as string, schema }

@@ -70,13 +70,72 @@ export function textContent(value: unknown, param: string, textParts: ReadonlySe
   return text
 }
 
-export function reasoningEffort(value: unknown, param: string): ReasoningEffort | undefined {
+/**
+ * What a request asked for that gpt-oss cannot do and that is a preference, not a meaning (a verbosity, a
+ * reasoning summary, an effort level it does not have, a built-in tool this gateway does not run): taken, never
+ * a 400, and said (`RenderedPrompt.notApplied`: a gateway answers with a header and a diagnostic).
+ */
+export interface NotApplied {
+  /** The request field, as a JSON path (`text.verbosity`, `tools[2]`). */
+  param: string
+  /** What was done instead, and why. */
+  note: string
+}
+
+/** The efforts of other OpenAI models, run at the nearest gpt-oss level (and said). */
+const NEAREST_EFFORT: ReadonlyMap<unknown, ReasoningEffort> = new Map([
+  ['none', 'low'],
+  ['minimal', 'low'],
+  ['xhigh', 'high'],
+])
+
+export function reasoningEffort(value: unknown, param: string, notApplied: NotApplied[]): ReasoningEffort | undefined {
   if (value === undefined || value === null) return undefined
+  const nearest = NEAREST_EFFORT.get(value)
+  if (nearest !== undefined) {
+    notApplied.push({ param, note: `'${value}' ran as '${nearest}': gpt-oss reasons at low, medium or high` })
+    return nearest
+  }
   if (!REASONING_EFFORTS.includes(value as ReasoningEffort)) {
-    fail(`${param} must be 'low', 'medium' or 'high' for gpt-oss, not ${describe(value)}`, param)
+    fail(
+      `${param} must be 'low', 'medium' or 'high' for gpt-oss (or none, minimal, xhigh: run at the nearest), not ${describe(value)}`,
+      param,
+    )
   }
   return value as ReasoningEffort
 }
+
+/** A preference gpt-oss has no control for (`verbosity`): taken, and said when set. */
+export function noControl(value: unknown, param: string, what: string, notApplied: NotApplied[]): void {
+  if (value !== undefined && value !== null)
+    notApplied.push({ param, note: `${describe(value)} not applied: gpt-oss has no ${what} control` })
+}
+
+/**
+ * The tool types of OpenAI's APIs that are run by the server, not the client (and Codex's groupings), which this
+ * gateway does not run: `builtinTools: 'omit'` (the default) leaves them out of the prompt and says so, so a
+ * client that always offers them works; `'refuse'` answers a 400 naming them.
+ */
+const BUILTIN_TOOLS: ReadonlySet<unknown> = new Set([
+  'web_search',
+  'web_search_preview',
+  'web_search_2025_08_26',
+  'web_search_preview_2025_03_11',
+  'file_search',
+  'computer_use',
+  'computer_use_preview',
+  'code_interpreter',
+  'image_generation',
+  'mcp',
+  'local_shell',
+  'shell',
+  'apply_patch',
+  'custom',
+  'namespace',
+  'tool_search',
+])
+
+export type BuiltinTools = 'omit' | 'refuse'
 
 /** A function name as it appears after `functions.` in the prompt and in the model's recipients. */
 export function functionName(value: unknown, param: string): string {
@@ -92,12 +151,23 @@ export function functionName(value: unknown, param: string): string {
  * Responses: `{ type: 'function', name, description, parameters }`. Other tool types (built-in tools such as
  * web search) have no rendering here and are refused rather than silently dropped.
  */
-export function functionTools(value: unknown, param: string, shape: 'chat' | 'responses'): FunctionTool[] {
+export function functionTools(
+  value: unknown,
+  param: string,
+  shape: 'chat' | 'responses',
+  builtin: BuiltinTools,
+  notApplied: NotApplied[],
+): FunctionTool[] {
   if (value === undefined || value === null) return []
   const seen = new Set<string>()
-  return array(value, param).map((raw, i) => {
+  const tools: FunctionTool[] = []
+  for (const [i, raw] of array(value, param).entries()) {
     const at = `${param}[${i}]`
     const tool = object(raw, at)
+    if (tool.type !== 'function' && builtin === 'omit' && BUILTIN_TOOLS.has(tool.type)) {
+      notApplied.push({ param: at, note: `a '${tool.type}' tool: this gateway runs no built-in tools; left out of the prompt` })
+      continue
+    }
     if (tool.type !== 'function')
       fail(`${at}.type must be 'function' (the only tool type rendered for gpt-oss), not ${describe(tool.type)}`, `${at}.type`)
     const fields = shape === 'chat' ? object(tool.function, `${at}.function`) : tool
@@ -108,8 +178,9 @@ export function functionTools(value: unknown, param: string, shape: 'chat' | 're
     const description = optionalString(fields.description, `${prefix}.description`)
     const parameters = fields.parameters
     if (parameters !== undefined && parameters !== null) object(parameters, `${prefix}.parameters`)
-    return { name, description, parameters: parameters ?? undefined }
-  })
+    tools.push({ name, description, parameters: parameters ?? undefined })
+  }
+  return tools
 }
 
 /** Tool call arguments: JSON text as the client sent it; an object is accepted and serialized. */

@@ -10,7 +10,7 @@
  */
 
 import { isRecord } from '../base/records'
-import { offersTools, type RequestConversation, toolCallMessage, toolResultMessage } from './chat'
+import { type ConversationOptions, offersTools, type RequestConversation, toolCallMessage, toolResultMessage } from './chat'
 import type { TextMessage } from './conversation'
 import { argumentSchemas, responseFormat } from './output-schema'
 import {
@@ -19,6 +19,8 @@ import {
   functionName,
   functionTools,
   type JsonObject,
+  type NotApplied,
+  noControl,
   object,
   optionalString,
   reasoningEffort,
@@ -34,35 +36,37 @@ import {
  */
 const SERVER_STATE = ['previous_response_id', 'conversation', 'prompt'] as const
 
-export function responsesConversation(body: unknown): RequestConversation {
+export function responsesConversation(body: unknown, options: ConversationOptions): RequestConversation {
   const request = object(body, 'body')
   for (const field of SERVER_STATE) {
     if (request[field] !== undefined && request[field] !== null) {
       fail(`${field} is not supported: no response store is kept here; send the whole conversation in input`, field)
     }
   }
-  const declared = functionTools(request.tools, 'tools', 'responses')
+  const notApplied: NotApplied[] = []
+  const declared = functionTools(request.tools, 'tools', 'responses', options.builtinTools, notApplied)
   const offered = offersTools(request.tool_choice, 'tool_choice')
   const text = request.text === undefined || request.text === null ? undefined : object(request.text, 'text')
-  if (text?.verbosity !== undefined && text.verbosity !== null)
-    fail('text.verbosity is not supported: gpt-oss has no verbosity control', 'text.verbosity')
+  noControl(text?.verbosity, 'text.verbosity', 'verbosity', notApplied)
   const reasoning = request.reasoning === undefined || request.reasoning === null ? undefined : object(request.reasoning, 'reasoning')
   const conversation: RequestConversation = {
     instructions: [],
     tools: offered ? declared : [],
     messages: [],
-    reasoningEffort: reasoningEffort(reasoning?.effort, 'reasoning.effort'),
+    reasoningEffort: reasoningEffort(reasoning?.effort, 'reasoning.effort', notApplied),
     responseFormat: responseFormat(text?.format, 'text.format', 'responses'),
     argumentSchemas: offered ? argumentSchemas(request.tools, 'responses') : undefined,
+    notApplied,
   }
-  // gpt-oss writes no reasoning summary: 'auto' (as the model can) is taken, a summary asked for is not.
+  // gpt-oss writes no reasoning summary: 'auto' (as the model can) is taken as it is, a summary asked for is
+  // taken and said (its raw reasoning is in the reasoning item's `reasoning_text` content).
   for (const field of ['summary', 'generate_summary']) {
     const summary = reasoning?.[field]
     if (summary !== undefined && summary !== null && summary !== 'auto')
-      fail(
-        `reasoning.${field} ${JSON.stringify(summary).slice(0, 40)} is not supported: gpt-oss writes no reasoning summary ('auto' is taken)`,
-        `reasoning.${field}`,
-      )
+      notApplied.push({
+        param: `reasoning.${field}`,
+        note: `${JSON.stringify(summary).slice(0, 40)} not applied: gpt-oss writes no reasoning summary (its reasoning is the reasoning item's reasoning_text)`,
+      })
   }
   const instructions = optionalString(request.instructions, 'instructions')
   if (instructions !== undefined) conversation.instructions.push(instructions)

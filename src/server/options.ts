@@ -37,6 +37,12 @@ export interface GatewayOptions {
   bodyLimit?: number
   /** Options of every render (`renderChatCompletionRequest`'s). */
   renderOptions?: RenderRequestOptions
+  /**
+   * Tools of a built-in type (`web_search`, `file_search`, `mcp`, …), which this gateway does not run: `'omit'`
+   * (default) leaves them out of the prompt and says so in the `x-harmony-not-applied` header, so a client that
+   * always offers them works; `'refuse'`: a 400 naming them. (The render option of the same name.)
+   */
+  builtinTools?: 'omit' | 'refuse'
   /** Called with what the parser recovered from. Default: one line on stderr. */
   onDiagnostic?: (diagnostic: GatewayDiagnostic) => void
   /** Called with errors worth an operator's look (5xx answers, engines failing mid-stream). Default: stderr. */
@@ -81,6 +87,7 @@ const OPTIONS: OptionSpec = {
   model: is.nonEmptyString,
   bodyLimit: is.integer(1),
   renderOptions: is.object,
+  builtinTools: is.oneOf('omit', 'refuse'),
   onDiagnostic: is.function,
   onError: is.function,
   frames: is.oneOf('sse', 'objects'),
@@ -140,7 +147,7 @@ export function gatewaySettings(options: unknown): GatewaySettings {
     implementation: o.implementation ?? defaultImplementation,
     model: o.model ?? 'gpt-oss',
     bodyLimit: o.bodyLimit ?? DEFAULT_BODY_LIMIT,
-    renderOptions: o.renderOptions ?? {},
+    renderOptions: o.builtinTools === undefined ? (o.renderOptions ?? {}) : { ...o.renderOptions, builtinTools: o.builtinTools },
     onDiagnostic: o.onDiagnostic ?? logDiagnostic,
     onError: o.onError ?? logError,
     frames: o.frames ?? 'sse',

@@ -57,9 +57,24 @@ function abortOnClose(response: ServerResponse): AbortController {
   return abort
 }
 
+/** The header that lists what a request asked for and gpt-oss could not do (`RenderedPrompt.notApplied`). */
+const NOT_APPLIED_HEADER = 'x-harmony-not-applied'
+
+/**
+ * Says what the request asked for that was taken but not applied: each as a `not-applied` diagnostic (the log),
+ * and their fields in the answer's `x-harmony-not-applied` header, where a client can see them.
+ */
+export function reportNotApplied(gateway: Gateway, prepared: Prepared, response: ServerResponse | null): void {
+  const notApplied = prepared.prompt.notApplied
+  if (notApplied === undefined) return
+  for (const { param, note } of notApplied) gateway.onDiagnostic({ code: 'not-applied', message: `${param}: ${note}` })
+  response?.setHeader(NOT_APPLIED_HEADER, notApplied.map(({ param }) => param).join(', '))
+}
+
 /** request → parameters and prompt → engine → adapter → SSE (or one JSON object) → kept. */
 export async function serveGeneration(gateway: Gateway, kind: ApiKind, request: IncomingMessage, response: ServerResponse): Promise<void> {
   const prepared = await prepareRequest(gateway, kind, request)
+  reportNotApplied(gateway, prepared, response)
   const { parameters, storing } = prepared
   const options = adapterOptions(gateway, prepared)
   if (parameters.background) return serveBackground(gateway, request, response, prepared, options)

@@ -10,6 +10,7 @@ import { HarmonyRequestError } from '../base/errors'
 import {
   type ArgumentSchema,
   checkRequestBody,
+  type NotApplied,
   type RenderedPrompt,
   type RenderRequestOptions,
   type ResponseFormat,
@@ -50,6 +51,7 @@ export type RenderAnswer =
       toolNames: string[]
       responseFormat?: ResponseFormat
       argumentSchemas?: ArgumentSchema[]
+      notApplied?: NotApplied[]
       parameters?: GenerationParameters
       echo?: ResponseRequestEcho
       /** `keepInput`: the body's `input` as it came. */
@@ -109,6 +111,7 @@ port.on('message', (job: RenderJob) => {
       toolNames: prompt.toolNames,
       ...(prompt.responseFormat === undefined ? {} : { responseFormat: prompt.responseFormat }),
       ...(prompt.argumentSchemas === undefined ? {} : { argumentSchemas: prompt.argumentSchemas }),
+      ...(prompt.notApplied === undefined ? {} : { notApplied: prompt.notApplied }),
       ...(parameters === undefined ? {} : { parameters }),
       ...(echo === undefined ? {} : { echo }),
       ...(input === undefined ? {} : { input }),

@@ -14,7 +14,7 @@ import { ResponsesStream } from '../../wire/responses'
 import { type Gateway, tracked } from '../context'
 import { generate } from '../generate'
 import { prepareBody } from '../prepare'
-import { adapterOptions } from '../respond'
+import { adapterOptions, reportNotApplied } from '../respond'
 import { keepResponse, recordOf } from './keep'
 
 /** Responses WebSocket connections one gateway process holds at once (more are answered 503). */
@@ -28,6 +28,8 @@ const MAX_SOCKETS = 1024
 async function socketTurn(gateway: Gateway, request: IncomingMessage, turn: SocketTurn): Promise<StoredResponse> {
   const { body, previous, emit, signal, size } = turn
   const prepared = await prepareBody(gateway, 'responses', body, previous, size > gateway.renderInlineBytes)
+  // No headers on a WebSocket turn: what was not applied goes to the log.
+  reportNotApplied(gateway, prepared, null)
   const adapter = new ResponsesStream(adapterOptions(gateway, prepared))
   const generated: number[] = []
   let started = false

@@ -5,7 +5,8 @@
  * - `honoured`: rendered into the prompt, sent to the engine, or echoed (each checked where it is read: the
  *   renderer for the conversation, `validate.ts` for the generation fields);
  * - `accepted`: it cannot change a gpt-oss generation (`user`, `metadata`, cache keys…), so it is taken as it
- *   is, its type checked;
+ *   is, its type checked; a preference gpt-oss has no control for (`verbosity`) is taken too, and said in the
+ *   answer's `x-harmony-not-applied` header (`RenderedPrompt.notApplied`), never a 400 for a preference;
  * - `refused`: a 400 naming it, saying why, for any value but those that ask for nothing (`stop: null`,
  *   `logprobs: false`, `audio` absent…).
  *
@@ -50,7 +51,7 @@ const SHARED = {
   presence_penalty: honoured('sent to the engine (a 400 for an engine that does not apply it)'),
   frequency_penalty: honoured('sent to the engine (a 400 for an engine that does not apply it)'),
   tools: honoured(
-    "function tools rendered into the developer message (a `strict: true` tool's arguments enforced by the engine); other tool types refused",
+    "function tools rendered into the developer message (a `strict: true` tool's arguments enforced by the engine); built-in ones (`web_search`, `file_search`, `mcp`, …) left out and said (`builtinTools: 'refuse'`: a 400); other types refused",
   ),
   tool_choice: honoured("'auto' offers the tools, 'none' does not; anything else cannot be enforced for gpt-oss and is refused"),
   parallel_tool_calls: accepted(
@@ -73,7 +74,9 @@ export const CHAT_REQUEST_FIELDS = Object.freeze({
   max_completion_tokens: honoured('as `max_tokens` (it wins when both are given)'),
   seed: honoured('sent to the engine'),
   n: honoured('1 only: one completion per request'),
-  reasoning_effort: honoured("the system message's `Reasoning:` level (low, medium, high)"),
+  reasoning_effort: honoured(
+    "the system message's `Reasoning:` level (low, medium, high); `none` and `minimal` run as low, `xhigh` as high, and said",
+  ),
   store: refused('this gateway stores no chat completions', is(false)),
   audio: refused('gpt-oss reads and writes text only'),
   modalities: refused('gpt-oss writes text only', textOnly),
@@ -89,7 +92,7 @@ export const CHAT_REQUEST_FIELDS = Object.freeze({
     "structured outputs: `json_schema` shown in the prompt's `# Response Formats`, enforced by the engine, the answer checked; `json_object` enforced",
   ),
   stop: honoured('the answer ends before the first stop string (never shown), finish reason stop, and the engine request ends'),
-  verbosity: refused('gpt-oss has no verbosity control'),
+  verbosity: accepted('gpt-oss has no verbosity control: taken, and said', 'string'),
   web_search_options: refused('no built-in web search here'),
 } as const satisfies Record<string, RequestField>)
 
@@ -98,7 +101,9 @@ export const RESPONSES_REQUEST_FIELDS = Object.freeze({
   instructions: honoured("the developer message's instructions"),
   ...SHARED,
   max_output_tokens: honoured('sent to the engine, and held to by the gateway'),
-  reasoning: honoured("`effort` is the system message's `Reasoning:` level; a `summary` is refused (gpt-oss writes none)"),
+  reasoning: honoured(
+    "`effort` is the system message's `Reasoning:` level (`none`, `minimal` run as low, `xhigh` as high, and said); a `summary` is taken and said (gpt-oss writes none)",
+  ),
   // Not in OpenAI's Responses API; read as in Chat Completions, which some clients rely on (the Open Responses
   // specification has the penalties).
   seed: honoured('sent to the engine (an extension: Chat Completions has it)'),
@@ -118,7 +123,8 @@ export const RESPONSES_REQUEST_FIELDS = Object.freeze({
   include: honoured(
     "'message.output_text.logprobs' only: the answer's log probabilities in its `output_text` parts and deltas; anything else refused",
   ),
-  text: honoured('`format` as Chat `response_format` (structured outputs); a `verbosity` is refused (gpt-oss has none)'),
+  text: honoured('`format` as Chat `response_format` (structured outputs); a `verbosity` is taken and said (gpt-oss has none)'),
+  client_metadata: accepted('what a client says of itself (Codex sends it): cannot change a generation', 'object'),
   truncation: refused("the conversation is never cut to fit: 'disabled' only", is('disabled')),
   max_tool_calls: refused(NOT_YET),
   top_logprobs: honoured("the alternatives per token, 0 to 20, with `include: ['message.output_text.logprobs']` (echoed either way)"),
