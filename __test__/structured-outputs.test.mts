@@ -322,3 +322,73 @@ for (const implementation of IMPLEMENTATIONS) {
     }
   })
 }
+
+/** The SCHEMA as the Agents SDK and the AI SDK send it: draft-07, its enum behind a `$ref` into `definitions`. */
+const DRAFT_07 = {
+  $schema: 'http://json-schema.org/draft-07/schema#',
+  type: 'object',
+  properties: { answer: { $ref: '#/definitions/answer' }, confidence: { type: 'integer' } },
+  required: ['answer', 'confidence'],
+  additionalProperties: false,
+  definitions: { answer: { type: 'string', enum: ['yes', 'no'] } },
+}
+
+test('a schema is checked whatever its draft: draft-07, 2019-09 and 2020-12 by the matching validator', (t) => {
+  const drafts: Record<string, unknown>[] = [
+    DRAFT_07,
+    { ...SCHEMA, $schema: 'https://json-schema.org/draft/2019-09/schema' },
+    { ...SCHEMA, $schema: 'https://json-schema.org/draft/2020-12/schema' },
+    SCHEMA,
+  ]
+  for (const schema of drafts) {
+    const options = { model: 'm', responseFormat: { name: 'verdict', schema } }
+    const good = chatCompletion(answer('{"answer":"yes","confidence":90}'), options)
+    t.deepEqual(good.diagnostics, [], String(schema.$schema))
+    const bad = chatCompletion(answer('{"answer":"maybe","confidence":90}'), options)
+    t.regex(
+      bad.diagnostics[0]?.message ?? '',
+      /does not match the schema: \/answer must be equal to one of the allowed values/,
+      String(schema.$schema),
+    )
+  }
+})
+
+test('a schema that cannot be checked is a 400 naming it before anything is generated, inline and from a render worker', async (t) => {
+  const prompts: number[][] = []
+  const engine: Engine = {
+    name: 'recording',
+    async *generate(request: GenerateRequest) {
+      prompts.push(Array.from(request.tokens))
+      yield { tokens: Uint32Array.from(answer('{"answer":"yes","confidence":90}')) }
+    },
+  }
+  for (const renderWorkers of [0, 1]) {
+    const { client } = await startGateway(t, { engine, renderWorkers, renderInlineBytes: 0, onDiagnostic: () => {} })
+    const draft04 = { ...SCHEMA, $schema: 'http://json-schema.org/draft-04/schema#' }
+    const chatRefusal = await t.throwsAsync(
+      client.chat.completions.create({
+        model: 'gpt-oss',
+        messages: [{ role: 'user', content: 'Is water wet?' }],
+        response_format: { type: 'json_schema', json_schema: { name: 'verdict', schema: draft04 } },
+      }),
+    )
+    t.like(chatRefusal, { status: 400, param: 'response_format.json_schema.schema', code: 'invalid_parameter' })
+    t.regex((chatRefusal as Error).message, /draft-04.*is not a draft this gateway checks/)
+    const responsesRefusal = await t.throwsAsync(
+      client.responses.create({
+        model: 'gpt-oss',
+        input: 'Is water wet?',
+        text: { format: { type: 'json_schema', name: 'verdict', schema: draft04 } },
+      }),
+    )
+    t.like(responsesRefusal, { status: 400, param: 'text.format.schema' })
+    t.is(prompts.length, 0, 'nothing was generated')
+    const draft07 = await client.responses.create({
+      model: 'gpt-oss',
+      input: 'Is water wet?',
+      text: { format: { type: 'json_schema', name: 'verdict', schema: DRAFT_07 } },
+    })
+    t.is(draft07.output_text, '{"answer":"yes","confidence":90}')
+    prompts.length = 0
+  }
+})

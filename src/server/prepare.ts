@@ -7,9 +7,11 @@
  */
 import type { IncomingMessage } from 'node:http'
 import { readJsonBody, readJsonBytes } from '../serving/http/body'
+import { HttpError } from '../serving/http/errors'
 import { chatGenerationParameters, type GenerationParameters, responsesGenerationParameters } from '../serving/http/validate'
 import { isContinuation } from '../serving/responses/continuation-kind'
 import type { StoredResponse } from '../serving/responses/store'
+import { schemaCompileProblem } from '../wire/schema-check'
 import { exactChat } from './chat-ids'
 import type { Gateway } from './context'
 import { type ApiKind, type Item, type Prepared, renderHere, renderOffLoop } from './prepared'
@@ -22,10 +24,14 @@ function continues(gateway: Gateway, kind: ApiKind, body: Item): boolean {
 
 /** The request as it comes over HTTP. */
 export async function prepareRequest(gateway: Gateway, kind: ApiKind, request: IncomingMessage): Promise<Prepared> {
+  return withCheckableSchemas(await readAndPrepare(gateway, kind, request))
+}
+
+async function readAndPrepare(gateway: Gateway, kind: ApiKind, request: IncomingMessage): Promise<Prepared> {
   const { workers, bodyLimit, renderInlineBytes, store } = gateway
   const length = Number(request.headers['content-length'])
   if (workers === null || (Number.isFinite(length) && length <= renderInlineBytes))
-    return prepareBody(gateway, kind, await readJsonBody(request, { limit: bodyLimit }))
+    return prepareParsed(gateway, kind, await readJsonBody(request, { limit: bodyLimit }), null, false)
   // The body stays in the worker; for Responses its echo comes back (what the response object says of it),
   // and its input when it is to be kept. A continuation comes back whole, to be rendered here after what it continues.
   const bytes = await readJsonBytes(request, { limit: bodyLimit })
@@ -54,6 +60,16 @@ export async function prepareBody(
   previous: StoredResponse | null = null,
   offLoop = false,
 ): Promise<Prepared> {
+  return withCheckableSchemas(await prepareParsed(gateway, kind, body, previous, offLoop))
+}
+
+async function prepareParsed(
+  gateway: Gateway,
+  kind: ApiKind,
+  body: Item,
+  previous: StoredResponse | null,
+  offLoop: boolean,
+): Promise<Prepared> {
   const parameters = (kind === 'chat' ? chatGenerationParameters : responsesGenerationParameters)(body, gateway.parameterOptions)
   if (continues(gateway, kind, body)) return continuation(gateway, kind, parameters, body, body, previous)
   return {
@@ -77,4 +93,27 @@ function continuation(
 ): Promise<Prepared> {
   if (kind === 'chat') return exactChat(gateway, parameters, body)
   return continued(gateway, parameters, body, echo ?? body, previous)
+}
+
+/**
+ * The request's schemas (its response format, its strict tools' parameters), compiled now by the validator the
+ * adapters check the answer with: a schema that cannot be checked is a 400 naming it before anything is
+ * generated, not a note after the answer.
+ */
+function withCheckableSchemas(prepared: Prepared): Prepared {
+  const { responseFormat, argumentSchemas } = prepared.prompt
+  if (responseFormat !== undefined) {
+    const problem = schemaCompileProblem(responseFormat.schema)
+    const param = prepared.kind === 'chat' ? 'response_format.json_schema.schema' : 'text.format.schema'
+    if (problem !== null) throw new HttpError(400, `${param} cannot be checked: ${problem}`, { param, code: 'invalid-parameter' })
+  }
+  for (const { name, schema } of argumentSchemas ?? []) {
+    const problem = schema === null ? null : schemaCompileProblem(schema)
+    if (problem !== null)
+      throw new HttpError(400, `tools: the parameters of function '${name}' cannot be checked: ${problem}`, {
+        param: 'tools',
+        code: 'invalid-parameter',
+      })
+  }
+  return prepared
 }

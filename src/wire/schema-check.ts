@@ -4,13 +4,16 @@
  * did not (an engine that ignored the grammar, a recording, an answer cut by the token limit), as an
  * `invalid-structured-output` diagnostic instead of silence.
  *
- * Ajv (JSON Schema 2020-12, with ajv-formats for `date`, `time`, `date-time`, `uuid`) compiles each schema once;
- * compiled checks are kept by the schema's JSON text, at most `MAX_COMPILED`, the oldest dropped first.
+ * Ajv compiles each schema once, by the draft its `$schema` names (draft-07, 2019-09, 2020-12; none: 2020-12),
+ * with ajv-formats for `date`, `time`, `date-time`, `uuid`: the Agents SDK and the AI SDK send draft-07 schemas,
+ * which a 2020-12 validator cannot compile. A gateway compiles a request's schemas before it generates
+ * (`schemaCompileProblem`), so a schema that cannot be checked is a 400, not a note after the answer. Compiled
+ * checks are kept by the schema's JSON text, at most `MAX_COMPILED`, the oldest dropped first.
  * `pattern` is not tested here: JavaScript's backtracking regular expressions can take exponential time on a
  * hostile pattern, which would hold the event loop, while the engines' grammars enforce patterns as automata.
  */
+import type Ajv from 'ajv'
 import type { ValidateFunction } from 'ajv'
-import type Ajv2020 from 'ajv/dist/2020'
 import { requireOptional } from '../base/optional-package'
 import type { HarmonyDiagnostic } from '../base/types'
 
@@ -20,26 +23,49 @@ const MAX_COMPILED = 256
 /** Ajv's regular expression engine, for which every pattern passes: see the module comment. */
 const untestedPatterns = Object.assign(() => ({ test: () => true }), { code: 'untestedPatterns' })
 
-/**
- * Ajv, made on the first check: loading it takes about 40 ms, which a process that never sees a response
- * format should not pay at start.
- */
-let ajv: Ajv2020 | undefined
+type Draft = 'draft-07' | '2019-09' | '2020-12'
 
-function checker(): Ajv2020 {
+/** The Ajv module of each draft. */
+const MODULES: Record<Draft, string> = { 'draft-07': 'ajv', '2019-09': 'ajv/dist/2019', '2020-12': 'ajv/dist/2020' }
+
+/** The drafts by their meta-schema URIs (http or https, with or without the empty fragment). */
+function draftOf(schema: object): Draft | string {
+  const uri = (schema as { $schema?: unknown }).$schema
+  if (uri === undefined) return '2020-12'
+  const name = typeof uri === 'string' ? uri.replace(/^https?:\/\//, '').replace(/#$/, '') : ''
+  if (name === 'json-schema.org/draft-07/schema') return 'draft-07'
+  if (name === 'json-schema.org/draft/2019-09/schema') return '2019-09'
+  if (name === 'json-schema.org/draft/2020-12/schema') return '2020-12'
+  return `$schema ${JSON.stringify(uri).slice(0, 80)} is not a draft this gateway checks (draft-07, 2019-09, 2020-12)`
+}
+
+/**
+ * The validators, each made on its first check: loading Ajv takes about 40 ms, which a process that never sees a
+ * response format should not pay at start.
+ */
+const checkers: Partial<Record<Draft, Ajv>> = {}
+
+function checker(draft: Draft): Ajv {
+  let ajv = checkers[draft]
   if (ajv === undefined) {
-    const { default: Ajv } = requireOptional<typeof import('ajv/dist/2020')>('ajv/dist/2020', 'Checking structured outputs')
+    const { default: Validator } = requireOptional<{ default: typeof Ajv }>(MODULES[draft], 'Checking structured outputs')
     const { default: addFormats } = requireOptional<typeof import('ajv-formats')>('ajv-formats', 'Checking structured outputs')
-    ajv = new Ajv({ strict: false, allErrors: false, code: { regExp: untestedPatterns } })
+    ajv = new Validator({ strict: false, allErrors: false, code: { regExp: untestedPatterns } })
     addFormats(ajv, ['date', 'time', 'date-time', 'uuid'])
+    checkers[draft] = ajv
   }
   return ajv
 }
 
 const compiled = new Map<string, ValidateFunction | string>()
 
-/** The compiled check of `schema`, or why it does not compile (a schema the request check let through). */
-function checkOf(schema: object): ValidateFunction | string {
+/** Why nothing can be checked: the validator's package is not installed (`message` names it). */
+interface ValidatorMissing {
+  validatorMissing: string
+}
+
+/** The compiled check of `schema`, or why it does not compile. */
+function checkOf(schema: object): ValidateFunction | string | ValidatorMissing {
   const key = JSON.stringify(schema)
   let check = compiled.get(key)
   if (check !== undefined) {
@@ -48,14 +74,29 @@ function checkOf(schema: object): ValidateFunction | string {
     compiled.set(key, check)
     return check
   }
-  try {
-    check = checker().compile(schema)
-  } catch (error) {
-    check = error instanceof Error ? error.message : String(error)
+  const draft = draftOf(schema)
+  if (draft !== 'draft-07' && draft !== '2019-09' && draft !== '2020-12') check = draft
+  else {
+    try {
+      check = checker(draft).compile(schema)
+    } catch (error) {
+      // A missing validator is the operator's to fix, not the request's: said, and not kept.
+      if ((error as { code?: unknown }).code === 'package-missing') return { validatorMissing: (error as Error).message }
+      check = error instanceof Error ? error.message : String(error)
+    }
   }
   if (compiled.size >= MAX_COMPILED) compiled.delete(compiled.keys().next().value as string)
   compiled.set(key, check)
   return check
+}
+
+/**
+ * Why `schema` cannot be checked (its draft, or Ajv's compile error), or null when it can, or when no validator
+ * is installed (the engine's grammar still holds the answer to it; the adapters then say it was not checked).
+ */
+export function schemaCompileProblem(schema: object): string | null {
+  const check = checkOf(schema)
+  return typeof check === 'string' ? check : null
 }
 
 /** What is wrong with `text` as JSON matching `schema`, or null when nothing is. */
@@ -67,6 +108,7 @@ export function schemaProblem(text: string, schema: object): string | null {
     return 'is not valid JSON'
   }
   const check = checkOf(schema)
+  if (typeof check === 'object') return `could not be checked: ${check.validatorMissing}`
   if (typeof check === 'string') return `could not be checked: the schema does not compile (${check})`
   if (check(value)) return null
   const error = check.errors?.[0]
