@@ -496,3 +496,42 @@ for (const renderWorkers of [0, 1]) {
     )
   })
 }
+
+test('item_reference: a kept item named by its id is rendered as the item itself, inline and from a render worker; unknown ids are 404s', async (t) => {
+  for (const renderWorkers of [0, 1]) {
+    const { engine, prompts } = recordingEngine([CALL, ANSWER, ANSWER])
+    const { client } = await startGateway(t, { engine, renderWorkers, renderInlineBytes: 0 })
+    const first = await client.responses.create({ model: 'gpt-oss', input: 'Weather in Paris?', tools: TOOLS })
+    const [reasoning, call] = first.output as { id: string; type: string; call_id?: string }[]
+    t.is(reasoning?.type, 'reasoning')
+    t.is(call?.type, 'function_call')
+    const result = { type: 'function_call_output', call_id: call!.call_id!, output: '{"sky":"clear"}' }
+    // What the AI SDK sends in a tool loop's second step: the history, kept items by reference.
+    const byReference = [
+      { role: 'user', content: 'Weather in Paris?' },
+      { type: 'item_reference', id: reasoning!.id },
+      { type: 'item_reference', id: call!.id },
+      result,
+    ]
+    await client.responses.create({ model: 'gpt-oss', input: byReference, tools: TOOLS, store: false } as never)
+    // The same conversation with the items themselves.
+    const items = [{ role: 'user', content: 'Weather in Paris?' }, ...(first.output as object[]), result]
+    await client.responses.create({ model: 'gpt-oss', input: items, tools: TOOLS, store: false } as never)
+    t.deepEqual(prompts[1], prompts[2], `renderWorkers ${renderWorkers}`)
+    const unknown = await t.throwsAsync(
+      client.responses.create({
+        model: 'gpt-oss',
+        input: [{ type: 'item_reference', id: `rs_${'0'.repeat(32)}_0` }],
+      } as never),
+      { instanceOf: OpenAI.NotFoundError },
+    )
+    t.is((unknown as unknown as { param: string }).param, 'input[0].id')
+    t.is(prompts.length, 3, 'nothing generated for the unknown reference')
+  }
+  const { client } = await startGateway(t, { engine: recordingEngine([ANSWER]).engine, responseStore: null })
+  const noStore = await t.throwsAsync(
+    client.responses.create({ model: 'gpt-oss', input: [{ type: 'item_reference', id: `rs_${'0'.repeat(32)}_0` }] } as never),
+    { instanceOf: OpenAI.BadRequestError },
+  )
+  t.is((noStore as unknown as { param: string }).param, 'input[0].id')
+})

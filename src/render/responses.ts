@@ -3,7 +3,8 @@
  * model wrote them): `message` items by role as in Chat, `reasoning` → analysis, `function_call` → a tool
  * call, `function_call_output` → a tool result named through its `call_id`. `instructions` come first among
  * the developer message's instructions. No server-side state is kept, so `previous_response_id`,
- * `conversation` and `item_reference` are refused with a clear error instead of being ignored.
+ * `conversation` and `item_reference` are refused with a clear error instead of being ignored (a gateway with a
+ * response store resolves them before it renders: serving/responses/conversation.ts).
  *
  * Unlike vLLM's merging of Responses items into one chat turn for non-Harmony models (vLLM PR #42189), nothing
  * is merged: Harmony has one message per channel and recipient, which is exactly one item each.

@@ -5,7 +5,13 @@
  */
 import { HttpError } from '../../serving/http/errors'
 import type { GenerationParameters } from '../../serving/http/validate'
-import { continuationItems, continuedBody, exactContinuation, previousResponse } from '../../serving/responses/conversation'
+import {
+  continuationItems,
+  continuedBody,
+  exactContinuation,
+  previousResponse,
+  resolveItemReferences,
+} from '../../serving/responses/conversation'
 import type { StoredResponse } from '../../serving/responses/store'
 import type { Gateway } from '../context'
 import { type Item, type Prepared, renderOffLoop } from '../prepared'
@@ -20,8 +26,9 @@ export async function historyOf(
   body: Item,
   found: StoredResponse | null = null,
 ): Promise<{ opened: Item; previous: StoredResponse | null; history: Item[] }> {
-  // A compaction item stands for the items it sealed (its own input's; the stored ones come before it).
-  const opened = gateway.compactor.expand(body)
+  // A compaction item stands for the items it sealed (its own input's; the stored ones come before it); an
+  // item reference for the kept item it names.
+  const opened = await resolveItemReferences(gateway.store, gateway.compactor.expand(body))
   const id = body.previous_response_id
   const previous = found ?? (id == null ? null : await previousFor(gateway, String(id)))
   return { opened, previous, history: previous === null ? [] : continuationItems(previous) }

@@ -97,7 +97,9 @@ export const CHAT_REQUEST_FIELDS = Object.freeze({
 } as const satisfies Record<string, RequestField>)
 
 export const RESPONSES_REQUEST_FIELDS = Object.freeze({
-  input: honoured('rendered into the Harmony prompt'),
+  input: honoured(
+    'rendered into the Harmony prompt; an `item_reference` is the kept item it names (a gateway with a store; an unknown id: 404 naming `input[i].id`)',
+  ),
   instructions: honoured("the developer message's instructions"),
   ...SHARED,
   max_output_tokens: honoured('sent to the engine, and held to by the gateway'),

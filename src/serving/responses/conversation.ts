@@ -48,6 +48,48 @@ export function continuationItems(record: StoredResponse): Item[] {
   return [...record.input, ...output]
 }
 
+/** Whether a Responses body's input refers to kept items (`{ type: 'item_reference', id }`). */
+export function holdsItemReference(body: Item): boolean {
+  return Array.isArray(body.input) && body.input.some((item) => isRecord(item) && item.type === 'item_reference')
+}
+
+/**
+ * The response whose item `id` is: this gateway's item ids carry their response's (`rs_`, `msg_`, `fc_`, `item_`,
+ * then the response id without `resp_`, then the item's place), so an item is found without an index of items.
+ */
+const ITEM_OF_RESPONSE = /^(?:rs|msg|fc|item)_([0-9a-f]{32})_/
+
+/**
+ * The body with each `item_reference` of its input replaced by the kept item it names (an output item of a kept
+ * response, or one of its input items), as OpenAI resolves them. An id that names no kept item is a 404 naming
+ * `input[i].id`; without a store, a 400.
+ */
+export async function resolveItemReferences(store: ResponseStore | null, body: Item): Promise<Item> {
+  if (!holdsItemReference(body)) return body
+  const input = body.input as unknown[]
+  const resolved: unknown[] = []
+  for (const [i, item] of input.entries()) {
+    if (!isRecord(item) || item.type !== 'item_reference') {
+      resolved.push(item)
+      continue
+    }
+    const param = `input[${i}].id`
+    if (store === null)
+      throw new HttpError(400, `${param}: an item_reference needs a gateway that keeps responses; send the item itself`, {
+        param,
+        code: 'invalid-parameter',
+      })
+    const id = item.id
+    if (typeof id !== 'string') throw new HttpError(400, `${param} must be a string`, { param, code: 'invalid-parameter' })
+    const stem = ITEM_OF_RESPONSE.exec(id)?.[1]
+    const record = stem === undefined ? null : await responseRecord(store, `resp_${stem}`)
+    const found = record === null ? undefined : continuationItems(record).find((kept) => kept.id === id)
+    if (found === undefined) throw new HttpError(404, `Item with id '${id.slice(0, 100)}' not found.`, { param, code: 'not-found' })
+    resolved.push(found)
+  }
+  return { ...body, input: resolved }
+}
+
 /** The response a request continues (`previous_response_id`); a 404 naming the field when it is not stored. */
 export async function previousResponse(store: ResponseStore, previousResponseId: string): Promise<StoredResponse> {
   const record = await responseRecord(store, previousResponseId)
