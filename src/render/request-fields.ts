@@ -108,7 +108,7 @@ export function reasoningEffort(value: unknown, param: string, notApplied: NotAp
 /** A preference gpt-oss has no control for (`verbosity`): taken, and said when set. */
 export function noControl(value: unknown, param: string, what: string, notApplied: NotApplied[]): void {
   if (value !== undefined && value !== null)
-    notApplied.push({ param, note: `${describe(value)} not applied: gpt-oss has no ${what} control` })
+    notApplied.push({ param, note: `${JSON.stringify(value)?.slice(0, 40)} not applied: gpt-oss has no ${what} control` })
 }
 
 /**

@@ -1,0 +1,83 @@
+/**
+ * The clients people point at an OpenAI-compatible server, each with its default settings, against the gateway
+ * with its defaults: the OpenAI Agents SDK with no model set (its default model settings send
+ * `text.verbosity` and `reasoning.effort: 'none'`), and the Vercel AI SDK's default OpenAI provider (the
+ * Responses API, store on: a tool loop's second step names the first step's items by `item_reference`).
+ * docs/CLIENTS.md has a recipe per client.
+ */
+import type { AddressInfo } from 'node:net'
+
+import { createOpenAI } from '@ai-sdk/openai'
+import { Agent, run, setDefaultOpenAIClient, setTracingDisabled } from '@openai/agents'
+import { generateText, stepCountIs, tool } from 'ai'
+import test from 'ava'
+import { createGateway } from 'harmony-stream/server'
+import OpenAI from 'openai'
+import { z } from 'zod'
+
+import { exampleReplay, recordingEngine } from './helpers/gateway.mjs'
+import { harmony } from './helpers/harmony.mjs'
+import { decodeTokens } from './helpers/token-bytes.mjs'
+
+const CALL = harmony(
+  '<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris"}<|call|>',
+)
+const ANSWER = harmony(
+  '<|channel|>analysis<|message|>It is clear.<|end|><|start|>assistant<|channel|>final<|message|>It is sunny in Paris.<|return|>',
+)
+
+/** The gateway with its defaults on a free port, closed after the test; what it logged as not applied. */
+async function gateway(t: { teardown(fn: () => Promise<void>): void }, engine: object) {
+  const notApplied: string[] = []
+  const server = createGateway({
+    engine: engine as never,
+    onDiagnostic: (diagnostic) => {
+      if (diagnostic.code === 'not-applied') notApplied.push(diagnostic.message.split(':')[0]!)
+    },
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
+  return { baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, notApplied }
+}
+
+test.serial('OpenAI Agents SDK: an Agent with no model, its default settings, runs through the gateway', async (t) => {
+  const [answer] = await exampleReplay()
+  const { baseURL, notApplied } = await gateway(t, recordingEngine([answer!]).engine)
+  setTracingDisabled(true)
+  setDefaultOpenAIClient(new OpenAI({ baseURL, apiKey: 'x', maxRetries: 0 }) as never)
+  const result = await run(new Agent({ name: 'Assistant', instructions: 'Be brief.' }), 'Capital of France?')
+  t.is(result.finalOutput, 'The capital of France is **Paris**. 🇫🇷')
+  // What its default model settings ask for and gpt-oss cannot do: taken, and said.
+  t.deepEqual(notApplied.sort(), ['reasoning.effort', 'text.verbosity'])
+})
+
+test('Vercel AI SDK, the default OpenAI provider (Responses): a tool loop whose second step refers to kept items', async (t) => {
+  const { engine, prompts } = recordingEngine([CALL, ANSWER])
+  const { baseURL } = await gateway(t, engine)
+  const openai = createOpenAI({ baseURL, apiKey: 'x' })
+  const calls: unknown[] = []
+  const result = await generateText({
+    model: openai('gpt-oss'),
+    prompt: 'Weather in Paris?',
+    stopWhen: stepCountIs(3),
+    tools: {
+      get_weather: tool({
+        description: 'The weather in a city now.',
+        inputSchema: z.object({ city: z.string() }),
+        execute: async (input) => {
+          calls.push(input)
+          return { sky: 'clear' }
+        },
+      }),
+    },
+  })
+  t.deepEqual(calls, [{ city: 'Paris' }])
+  t.is(result.text, 'It is sunny in Paris.')
+  t.is(result.steps.length, 2)
+  // The second prompt holds the first step's reasoning and call (sent as item references), then the result.
+  const second = decodeTokens(prompts[1]!)
+  t.regex(
+    second,
+    /<\|channel\|>analysis<\|message\|>Need the weather\.<\|end\|>.*to=functions\.get_weather.*\{"city":"Paris"\}<\|call\|>.*functions\.get_weather to=assistant.*\{"sky":"clear"\}/s,
+  )
+})
