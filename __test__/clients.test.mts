@@ -2,12 +2,14 @@
  * The clients people point at an OpenAI-compatible server, each with its default settings, against the gateway
  * with its defaults: the OpenAI Agents SDK with no model set (its default model settings send
  * `text.verbosity` and `reasoning.effort: 'none'`), and the Vercel AI SDK's default OpenAI provider (the
- * Responses API, store on: a tool loop's second step names the first step's items by `item_reference`).
+ * Responses API, store on: a tool loop's second step names the first step's items by `item_reference`), and
+ * LangChain's `ChatOpenAI` on Chat Completions and on the Responses API.
  * docs/CLIENTS.md has a recipe per client.
  */
 import type { AddressInfo } from 'node:net'
 
 import { createOpenAI } from '@ai-sdk/openai'
+import { ChatOpenAI } from '@langchain/openai'
 import { Agent, run, setDefaultOpenAIClient, setTracingDisabled } from '@openai/agents'
 import { generateText, stepCountIs, tool } from 'ai'
 import test from 'ava'
@@ -80,4 +82,18 @@ test('Vercel AI SDK, the default OpenAI provider (Responses): a tool loop whose 
     second,
     /<\|channel\|>analysis<\|message\|>Need the weather\.<\|end\|>.*to=functions\.get_weather.*\{"city":"Paris"\}<\|call\|>.*functions\.get_weather to=assistant.*\{"sky":"clear"\}/s,
   )
+})
+
+test('LangChain ChatOpenAI: invoke and stream, on Chat Completions and on the Responses API', async (t) => {
+  const [answer] = await exampleReplay()
+  const { baseURL, notApplied } = await gateway(t, recordingEngine([answer!, answer!, answer!, answer!]).engine)
+  for (const useResponsesApi of [false, true]) {
+    const model = new ChatOpenAI({ model: 'gpt-oss', apiKey: 'x', configuration: { baseURL }, useResponsesApi, maxRetries: 0 })
+    const invoked = await model.invoke('Capital of France?')
+    t.is(invoked.text, 'The capital of France is **Paris**. 🇫🇷', `invoke, responses ${useResponsesApi}`)
+    let streamed = ''
+    for await (const chunk of await model.stream('Capital of France?')) streamed += chunk.text
+    t.is(streamed, 'The capital of France is **Paris**. 🇫🇷', `stream, responses ${useResponsesApi}`)
+  }
+  t.deepEqual(notApplied, [])
 })
