@@ -97,3 +97,14 @@ test('LangChain ChatOpenAI: invoke and stream, on Chat Completions and on the Re
   }
   t.deepEqual(notApplied, [])
 })
+
+test('LangChain ChatOpenAI: withStructuredOutput by function calling (a named tool_choice the gateway holds)', async (t) => {
+  const reasoning = harmony('The user wants the city.<|end|><|start|>assistant<|channel|>final<|message|>Paris.<|return|>')
+  const args = harmony('{"city":"Paris"}<|call|>')
+  const { engine, prompts } = recordingEngine([reasoning, args])
+  const { baseURL } = await gateway(t, engine)
+  const model = new ChatOpenAI({ model: 'gpt-oss', apiKey: 'x', configuration: { baseURL }, maxRetries: 0 })
+  const structured = model.withStructuredOutput(z.object({ city: z.string() }), { name: 'city', method: 'functionCalling' })
+  t.deepEqual(await structured.invoke('Which city is the capital of France?'), { city: 'Paris' })
+  t.is(prompts.length, 2, 'the model reasoned, then completed the call')
+})

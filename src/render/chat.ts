@@ -4,6 +4,7 @@
  * (from `reasoning` or `reasoning_content`), then a commentary preamble and one tool call message per call, or
  * a final message; tool → a message from `functions.NAME` to the assistant, NAME found by `tool_call_id`.
  */
+import { isRecord } from '../base/records'
 import type { TextMessage } from './conversation'
 import type { FunctionTool } from './developer'
 import { type ArgumentSchema, argumentSchemas, type ResponseFormat, responseFormat } from './output-schema'
@@ -39,6 +40,8 @@ export interface RequestConversation {
   argumentSchemas: ArgumentSchema[] | undefined
   /** What the request asked for that gpt-oss cannot do, taken and said. */
   notApplied: NotApplied[]
+  /** `tool_choice` requires a call: of this function, or (null) of any offered one. */
+  requiredCall?: { name: string | null }
 }
 
 /** What a conversation's reading depends on beyond the body. */
@@ -54,11 +57,33 @@ export function toolResultMessage(name: string, output: string): TextMessage {
   return { role: 'tool', name: `functions.${name}`, recipient: 'assistant', channel: 'commentary', content: output }
 }
 
-/** `tool_choice` cannot be enforced by a prompt beyond offering the tools or not. */
-export function offersTools(toolChoice: unknown, param: string): boolean {
-  if (toolChoice === undefined || toolChoice === null || toolChoice === 'auto') return true
-  if (toolChoice === 'none') return false
-  fail(`${param} ${JSON.stringify(toolChoice).slice(0, 60)} cannot be enforced for gpt-oss; use 'auto' or 'none'`, param)
+/**
+ * `tool_choice`: whether the tools are offered, and the call the answer must be: `'required'` (some offered
+ * function: `name` null, or the only one's name) or a function named in the Chat (`{ type: 'function', function:
+ * { name } }`) or the Responses shape (`{ type: 'function', name }`), which must be an offered function.
+ */
+export function toolChoiceOf(
+  toolChoice: unknown,
+  param: string,
+  tools: readonly FunctionTool[],
+): { offered: boolean; requiredCall: { name: string | null } | undefined } {
+  if (toolChoice === undefined || toolChoice === null || toolChoice === 'auto') return { offered: true, requiredCall: undefined }
+  if (toolChoice === 'none') return { offered: false, requiredCall: undefined }
+  if (toolChoice === 'required') {
+    if (tools.length === 0) fail(`${param} 'required' needs a function in tools`, param)
+    return { offered: true, requiredCall: { name: tools.length === 1 ? tools[0]!.name : null } }
+  }
+  const choice = isRecord(toolChoice) && toolChoice.type === 'function' ? toolChoice : null
+  const nested = choice !== null && isRecord(choice.function)
+  const name = nested ? (choice.function as JsonObject).name : choice?.name
+  const at = nested ? `${param}.function.name` : `${param}.name`
+  if (choice === null || typeof name !== 'string')
+    fail(
+      `${param} ${JSON.stringify(toolChoice).slice(0, 60)} is not one gpt-oss can be held to: 'auto', 'none', 'required' or a function`,
+      param,
+    )
+  if (!tools.some((tool) => tool.name === name)) fail(`${at} '${name.slice(0, 64)}' is not a function in tools`, at)
+  return { offered: true, requiredCall: { name } }
 }
 
 export function chatConversation(body: unknown, options: ConversationOptions): RequestConversation {
@@ -67,7 +92,7 @@ export function chatConversation(body: unknown, options: ConversationOptions): R
   if (rawMessages.length === 0) fail('messages must hold at least one message', 'messages')
   const notApplied: NotApplied[] = []
   const declared = functionTools(request.tools, 'tools', 'chat', options.builtinTools, notApplied)
-  const offered = offersTools(request.tool_choice, 'tool_choice')
+  const { offered, requiredCall } = toolChoiceOf(request.tool_choice, 'tool_choice', declared)
   const tools = offered ? declared : []
   const conversation: RequestConversation = {
     instructions: [],
@@ -77,6 +102,7 @@ export function chatConversation(body: unknown, options: ConversationOptions): R
     responseFormat: responseFormat(request.response_format, 'response_format', 'chat'),
     argumentSchemas: offered ? argumentSchemas(request.tools, 'chat') : undefined,
     notApplied,
+    ...(requiredCall === undefined ? {} : { requiredCall }),
   }
   noControl(request.verbosity, 'verbosity', 'verbosity', notApplied)
   /** tool_call_id → function name, from the assistant messages seen so far. */

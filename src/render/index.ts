@@ -6,7 +6,7 @@
 
 import { implementation as defaultImplementation } from '../backend/choose'
 import { ordinaryEncoder } from '../backend/encoder'
-import { RETURN } from '../backend/tokens'
+import { CHANNEL, CONSTRAIN, MESSAGE, RETURN, START } from '../backend/tokens'
 import { checkOptions, is, type OptionSpec } from '../base/options'
 import type { Implementation } from '../base/types'
 import { RenderCache } from './cache'
@@ -63,6 +63,12 @@ export interface RenderedPrompt {
    * another model run at the nearest level, a built-in tool left out), each with what was done; absent when none.
    */
   notApplied?: NotApplied[]
+  /**
+   * `tool_choice` requires a call (`'required'`, or a named function): the tokens a gateway holds the model to. It
+   * lets the model reason first (`reasoning`: the analysis header it continues from), then starts the call
+   * (`call`: the assistant's header to the function, or up to `functions.` when any offered one will do).
+   */
+  requiredCall?: { name: string | null; reasoning: Uint32Array; call: Uint32Array }
 }
 
 export interface RenderConversationOptions extends RenderEngineOptions {
@@ -174,7 +180,23 @@ function requestPrompt(conversation: RequestConversation, options: RenderRequest
   if (responseFormat !== undefined) prompt.responseFormat = responseFormat
   if (conversation.argumentSchemas !== undefined) prompt.argumentSchemas = conversation.argumentSchemas
   if (conversation.notApplied.length > 0) prompt.notApplied = conversation.notApplied
+  if (conversation.requiredCall !== undefined) prompt.requiredCall = requiredCallTokens(renderer, conversation.requiredCall.name)
   return prompt
+}
+
+/**
+ * The headers of a required call, as gpt-oss writes them: `<|channel|>analysis<|message|>` (after the prompt's
+ * `<|start|>assistant`), then `<|start|>assistant<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>`
+ * (or, for any function, up to `functions.`).
+ */
+function requiredCallTokens(renderer: MessageRenderer, name: string | null): NonNullable<RenderedPrompt['requiredCall']> {
+  const encode = (text: string) => renderer.encoder.encode(text)
+  const reasoning = concat([CHANNEL, encode('analysis'), MESSAGE])
+  const call =
+    name === null
+      ? concat([START, encode('assistant'), CHANNEL, encode('commentary to=functions.')])
+      : concat([START, encode('assistant'), CHANNEL, encode(`commentary to=functions.${name} `), CONSTRAIN, encode('json'), MESSAGE])
+  return { name, reasoning, call }
 }
 
 const RENDERERS = {

@@ -11,7 +11,7 @@
  */
 
 import { isRecord } from '../base/records'
-import { type ConversationOptions, offersTools, type RequestConversation, toolCallMessage, toolResultMessage } from './chat'
+import { type ConversationOptions, type RequestConversation, toolCallMessage, toolChoiceOf, toolResultMessage } from './chat'
 import type { TextMessage } from './conversation'
 import { argumentSchemas, responseFormat } from './output-schema'
 import {
@@ -46,7 +46,7 @@ export function responsesConversation(body: unknown, options: ConversationOption
   }
   const notApplied: NotApplied[] = []
   const declared = functionTools(request.tools, 'tools', 'responses', options.builtinTools, notApplied)
-  const offered = offersTools(request.tool_choice, 'tool_choice')
+  const { offered, requiredCall } = toolChoiceOf(request.tool_choice, 'tool_choice', declared)
   const text = request.text === undefined || request.text === null ? undefined : object(request.text, 'text')
   noControl(text?.verbosity, 'text.verbosity', 'verbosity', notApplied)
   const reasoning = request.reasoning === undefined || request.reasoning === null ? undefined : object(request.reasoning, 'reasoning')
@@ -58,6 +58,7 @@ export function responsesConversation(body: unknown, options: ConversationOption
     responseFormat: responseFormat(text?.format, 'text.format', 'responses'),
     argumentSchemas: offered ? argumentSchemas(request.tools, 'responses') : undefined,
     notApplied,
+    ...(requiredCall === undefined ? {} : { requiredCall }),
   }
   // gpt-oss writes no reasoning summary: 'auto' (as the model can) is taken as it is, a summary asked for is
   // taken and said (its raw reasoning is in the reasoning item's `reasoning_text` content).

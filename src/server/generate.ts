@@ -2,11 +2,12 @@
 import type { IncomingMessage } from 'node:http'
 
 import { ReplayEngine } from '../serving/engines/replay'
-import type { EngineStep } from '../serving/engines/types'
+import type { EngineStep, GenerateRequest } from '../serving/engines/types'
 import { generateRequestOf } from '../serving/generate-request'
 import { HttpError } from '../serving/http/errors'
 import type { Gateway } from './context'
 import type { Prepared } from './prepared'
+import { requiredCallSteps } from './required-call'
 
 /**
  * The steps of one generation; with `generated`, each step's ids are added to it (what a kept response and the
@@ -23,9 +24,8 @@ export function generate(
   const { engine } = gateway
   const engineRequest = generateRequestOf(prepared.prompt, prepared.parameters, signal)
   const header = request.headers['x-harmony-replay']
-  let steps: AsyncIterable<EngineStep>
-  if (header === undefined) steps = engine.generate(engineRequest)
-  else {
+  let generateOne = (request: GenerateRequest) => engine.generate(request)
+  if (header !== undefined) {
     if (!(engine instanceof ReplayEngine))
       throw new HttpError(400, 'x-harmony-replay applies to the replay engine only', {
         param: 'x-harmony-replay',
@@ -37,8 +37,10 @@ export function generate(
         param: 'x-harmony-replay',
         code: 'invalid-parameter',
       })
-    steps = engine.generate({ ...engineRequest, replayIndex })
+    generateOne = (request) => engine.generate({ ...request, replayIndex })
   }
+  const { requiredCall } = prepared.prompt
+  const steps = requiredCall === undefined ? generateOne(engineRequest) : requiredCallSteps(generateOne, engineRequest, requiredCall)
   return generated === null ? steps : recordIds(steps, generated)
 }
 

@@ -52,6 +52,7 @@ export type RenderAnswer =
       responseFormat?: ResponseFormat
       argumentSchemas?: ArgumentSchema[]
       notApplied?: NotApplied[]
+      requiredCall?: RenderedPrompt['requiredCall']
       parameters?: GenerationParameters
       echo?: ResponseRequestEcho
       /** `keepInput`: the body's `input` as it came. */
@@ -112,6 +113,7 @@ port.on('message', (job: RenderJob) => {
       ...(prompt.responseFormat === undefined ? {} : { responseFormat: prompt.responseFormat }),
       ...(prompt.argumentSchemas === undefined ? {} : { argumentSchemas: prompt.argumentSchemas }),
       ...(prompt.notApplied === undefined ? {} : { notApplied: prompt.notApplied }),
+      ...(prompt.requiredCall === undefined ? {} : { requiredCall: prompt.requiredCall }),
       ...(parameters === undefined ? {} : { parameters }),
       ...(echo === undefined ? {} : { echo }),
       ...(input === undefined ? {} : { input }),

@@ -181,6 +181,7 @@ export class RenderWorkers {
         if (answer.responseFormat !== undefined) prompt.responseFormat = answer.responseFormat
         if (answer.argumentSchemas !== undefined) prompt.argumentSchemas = answer.argumentSchemas
         if (answer.notApplied !== undefined) prompt.notApplied = answer.notApplied
+        if (answer.requiredCall !== undefined) prompt.requiredCall = answer.requiredCall
         if (answer.parameters === undefined) pending.resolve(prompt)
         else
           pending.resolve({

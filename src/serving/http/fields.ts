@@ -53,7 +53,9 @@ const SHARED = {
   tools: honoured(
     "function tools rendered into the developer message (a `strict: true` tool's arguments enforced by the engine); built-in ones (`web_search`, `file_search`, `mcp`, …) left out and said (`builtinTools: 'refuse'`: a 400); other types refused",
   ),
-  tool_choice: honoured("'auto' offers the tools, 'none' does not; anything else cannot be enforced for gpt-oss and is refused"),
+  tool_choice: honoured(
+    "'auto' offers the tools, 'none' does not; 'required' and a named function are held by the gateway: the model reasons, then the call is written for it to complete (`allowed_tools` refused)",
+  ),
   parallel_tool_calls: accepted(
     'a gpt-oss turn ends at its first tool call (`<|call|>` stops generation), so at most one call is made either way',
     'boolean',
