@@ -713,7 +713,7 @@ test('preferences gpt-oss has no control for are taken and said, never a 400: ve
   t.is(responses({ model: 'm', input: 'Hi', reasoning: { summary: 'auto' } }).notApplied, undefined, "'auto' asks for nothing")
 })
 
-test('built-in tools are left out of the prompt and said (builtinTools: omit), or a 400 naming them (refuse)', (t) => {
+test('hosted tools (and client-run types not rendered yet) are left out of the prompt and said (hostedTools: omit), or a 400 naming them (refuse)', (t) => {
   const fn = {
     type: 'function',
     name: 'get_weather',
@@ -730,12 +730,12 @@ test('built-in tools are left out of the prompt and said (builtinTools: omit), o
     withBuiltins.notApplied?.map((n) => n.param),
     ['tools[0]', 'tools[2]', 'tools[3]'],
   )
-  t.regex(withBuiltins.notApplied![0]!.note, /'web_search' tool: this gateway runs no built-in tools/)
-  const refused = t.throws(() => responses({ model: 'm', input: 'Hi', tools: builtins }, 'js', { builtinTools: 'refuse' }), {
+  t.regex(withBuiltins.notApplied![0]!.note, /'web_search' tool: hosted tools are not run here/)
+  const refused = t.throws(() => responses({ model: 'm', input: 'Hi', tools: builtins }, 'js', { hostedTools: 'refuse' }), {
     instanceOf: HarmonyRequestError,
   })
   t.is(refused.param, 'tools[0].type')
-  t.throws(() => responses({ model: 'm', input: 'Hi' }, 'js', { builtinTools: 'drop' }), { instanceOf: TypeError, message: /builtinTools/ })
+  t.throws(() => responses({ model: 'm', input: 'Hi' }, 'js', { hostedTools: 'drop' }), { instanceOf: TypeError, message: /hostedTools/ })
   // Chat: the same rule.
   const chatBuiltins = chat({ model: 'm', messages: [{ role: 'user', content: 'Hi' }], tools: [{ type: 'web_search' }, WEATHER_TOOL] })
   t.deepEqual(chatBuiltins.toolNames, ['functions.get_weather'])

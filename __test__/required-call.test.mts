@@ -153,3 +153,33 @@ test('a required call whose reasoning reaches the token limit ends there, with o
   )
   t.is((error as InstanceType<typeof OpenAI.APIError>).status, 500, 'answered before the status line, not as a 200 with an error frame')
 })
+
+test('a model that ends its turn in its reasoning, or ends the call with another stop id, still answers with the call', async (t) => {
+  // As llama-server streams a stop: the stop id in one step, the finish in an empty one after it.
+  const phases = [
+    [harmony('Hello world'), harmony('<|return|>')],
+    [harmony('{"city":"Paris"}'), [199_999]],
+  ]
+  const prompts: number[][] = []
+  const engine: Engine = {
+    name: 'stopping',
+    async *generate(request: GenerateRequest) {
+      const steps = phases[prompts.length]!
+      prompts.push(Array.from(request.tokens))
+      for (const tokens of steps) yield { tokens: Uint32Array.from(tokens) }
+      yield { tokens: new Uint32Array(0), finishReason: 'stop' as const }
+    },
+  }
+  const { client } = await startGateway(t, { engine })
+  const tool_choice = { type: 'function' as const, function: { name: 'get_time' } }
+  const completion = await client.chat.completions.create({ model: 'gpt-oss', messages, tools: CHAT_TOOLS, tool_choice })
+  const choice = completion.choices[0]!
+  t.is(choice.finish_reason, 'tool_calls')
+  t.like((choice.message.tool_calls?.[0] as { function: object }).function, { name: 'get_time', arguments: '{"city":"Paris"}' })
+  t.is((choice.message as { reasoning_content?: string }).reasoning_content, 'Hello world')
+  t.true(
+    decodeTokens(prompts[1]!).endsWith(
+      'Hello world<|end|><|start|>assistant<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>',
+    ),
+  )
+})

@@ -527,6 +527,11 @@ test('item_reference: a kept item named by its id is rendered as the item itself
     )
     t.is((unknown as unknown as { param: string }).param, 'input[0].id')
     t.is(prompts.length, 3, 'nothing generated for the unknown reference')
+    const many = Array.from({ length: 1001 }, () => ({ type: 'item_reference', id: reasoning!.id }))
+    const tooMany = await t.throwsAsync(client.responses.create({ model: 'gpt-oss', input: many } as never), {
+      instanceOf: OpenAI.BadRequestError,
+    })
+    t.is((tooMany as unknown as { param: string }).param, 'input')
   }
   const { client } = await startGateway(t, { engine: recordingEngine([ANSWER]).engine, responseStore: null })
   const noStore = await t.throwsAsync(

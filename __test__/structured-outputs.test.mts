@@ -336,8 +336,15 @@ const DRAFT_07 = {
 test('a schema is checked whatever its draft: draft-07, 2019-09 and 2020-12 by the matching validator', (t) => {
   const drafts: Record<string, unknown>[] = [
     DRAFT_07,
+    // The same drafts by their other spellings (https, http, with or without the empty fragment).
+    { ...DRAFT_07, $schema: 'https://json-schema.org/draft-07/schema' },
     { ...SCHEMA, $schema: 'https://json-schema.org/draft/2019-09/schema' },
+    { ...SCHEMA, $schema: 'http://json-schema.org/draft/2019-09/schema#' },
     { ...SCHEMA, $schema: 'https://json-schema.org/draft/2020-12/schema' },
+    { ...SCHEMA, $schema: 'http://json-schema.org/draft/2020-12/schema#' },
+    // Two schemas with one $id: each checked as itself.
+    { ...SCHEMA, $id: 'https://example.com/verdict' },
+    { ...SCHEMA, $id: 'https://example.com/verdict', title: 'another' },
     SCHEMA,
   ]
   for (const schema of drafts) {
@@ -382,6 +389,12 @@ test('a schema that cannot be checked is a 400 naming it before anything is gene
       }),
     )
     t.like(responsesRefusal, { status: 400, param: 'text.format.schema' })
+    // A schema too large to compile on the event loop.
+    const huge = { type: 'object', properties: Object.fromEntries(Array.from({ length: 2500 }, (_, i) => [`p${i}`, { type: 'string' }])) }
+    const hugeRefusal = await t.throwsAsync(
+      client.responses.create({ model: 'gpt-oss', input: 'Hi', text: { format: { type: 'json_schema', name: 'huge', schema: huge } } }),
+    )
+    t.regex((hugeRefusal as Error).message, /more than 2000 objects and arrays/)
     t.is(prompts.length, 0, 'nothing was generated')
     const draft07 = await client.responses.create({
       model: 'gpt-oss',

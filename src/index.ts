@@ -55,13 +55,13 @@ export type {
 } from './base/types'
 export {
   type ArgumentSchema,
-  type BuiltinTools,
   type ConversationMessage,
   DEFAULT_RENDER_CACHE_BYTES,
   type DeveloperContent,
   type DeveloperMessage,
   defaultRenderCache,
   type FunctionTool,
+  type HostedTools,
   type NotApplied,
   type OutputSchema,
   type ReasoningEffort,

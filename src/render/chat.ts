@@ -10,10 +10,10 @@ import type { FunctionTool } from './developer'
 import { type ArgumentSchema, argumentSchemas, type ResponseFormat, responseFormat } from './output-schema'
 import {
   array,
-  type BuiltinTools,
   fail,
   functionName,
   functionTools,
+  type HostedTools,
   type JsonObject,
   type NotApplied,
   noControl,
@@ -46,7 +46,7 @@ export interface RequestConversation {
 
 /** What a conversation's reading depends on beyond the body. */
 export interface ConversationOptions {
-  builtinTools: BuiltinTools
+  hostedTools: HostedTools
 }
 
 export function toolCallMessage(name: string, args: string): TextMessage {
@@ -91,7 +91,7 @@ export function chatConversation(body: unknown, options: ConversationOptions): R
   const rawMessages = array(request.messages, 'messages')
   if (rawMessages.length === 0) fail('messages must hold at least one message', 'messages')
   const notApplied: NotApplied[] = []
-  const declared = functionTools(request.tools, 'tools', 'chat', options.builtinTools, notApplied)
+  const declared = functionTools(request.tools, 'tools', 'chat', options.hostedTools, notApplied)
   const { offered, requiredCall } = toolChoiceOf(request.tool_choice, 'tool_choice', declared)
   const tools = offered ? declared : []
   const conversation: RequestConversation = {

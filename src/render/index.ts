@@ -15,7 +15,7 @@ import { type ConversationMessage, concat, MessageRenderer, nextTurnTokens } fro
 import { dropFinishedAnalysis, referenceAutoDropAnalysis } from './drop'
 import { checkConversationLimits, checkRequestLimits, DEFAULT_RENDER_LIMITS, LIMIT_OPTIONS, type RenderLimits } from './limits'
 import type { ArgumentSchema, ResponseFormat } from './output-schema'
-import type { BuiltinTools, NotApplied } from './request-fields'
+import type { HostedTools, NotApplied } from './request-fields'
 import { responsesConversation } from './responses'
 import { DEFAULT_KNOWLEDGE_CUTOFF, DEFAULT_MODEL_IDENTITY, REASONING_EFFORTS, type ReasoningEffort } from './system'
 import { validateConversation } from './validate'
@@ -34,7 +34,7 @@ export interface RenderRequestOptions extends RenderEngineOptions {
    * Tools of a built-in type (`web_search`, `file_search`, `computer_use`, `mcp`, …) that this package does not
    * run: `'omit'` (default) leaves them out of the prompt and says so (`notApplied`); `'refuse'`: a 400 naming them.
    */
-  builtinTools?: BuiltinTools
+  hostedTools?: HostedTools
   /** `Current date: …` in the system message, 'YYYY-MM-DD'; default today (UTC); null: no date line. */
   currentDate?: string | null
   /** Used when the request sets none (`reasoning_effort`, `reasoning.effort`). Default 'medium'. */
@@ -113,7 +113,7 @@ const OPTIONS: Record<'request' | 'conversation' | 'training', OptionSpec> = {
     modelIdentity: is.string,
     knowledgeCutoff: is.string,
     keepAnalysis: is.boolean,
-    builtinTools: is.oneOf('omit', 'refuse'),
+    hostedTools: is.oneOf('omit', 'refuse'),
   },
   conversation: { ...COMMON_OPTIONS, keepAnalysis: is.boolean, nextRole: is.nullable(is.string) },
   training: { ...COMMON_OPTIONS, prefixPreserving: is.boolean },
@@ -218,7 +218,7 @@ export function checkRequestBody(kind: 'chat' | 'responses', body: unknown, opti
 
 /** The prompt of a body `checkRequestBody` accepted, with the options it returned (the bounds are not walked again). */
 export function renderCheckedRequest(kind: 'chat' | 'responses', body: unknown, checked: RenderRequestOptions): RenderedPrompt {
-  return requestPrompt(RENDERERS[kind].conversation(body, { builtinTools: checked.builtinTools ?? 'omit' }), checked)
+  return requestPrompt(RENDERERS[kind].conversation(body, { hostedTools: checked.hostedTools ?? 'omit' }), checked)
 }
 
 /** A Chat Completions request body → the prompt. Bad requests throw `HarmonyRequestError` (HTTP 400). */
@@ -274,5 +274,5 @@ export { DEFAULT_RENDER_CACHE_BYTES, RenderCache, type RenderCacheOptions, type 
 export type { ConversationMessage, DeveloperMessage, SystemMessage, TextMessage } from './conversation'
 export type { DeveloperContent, FunctionTool, OutputSchema } from './developer'
 export type { ArgumentSchema, ResponseFormat } from './output-schema'
-export type { BuiltinTools, NotApplied } from './request-fields'
+export type { HostedTools, NotApplied } from './request-fields'
 export type { ReasoningEffort, SystemContent } from './system'

@@ -112,11 +112,14 @@ export function noControl(value: unknown, param: string, what: string, notApplie
 }
 
 /**
- * The tool types of OpenAI's APIs that are run by the server, not the client (and Codex's groupings), which this
- * gateway does not run: `builtinTools: 'omit'` (the default) leaves them out of the prompt and says so, so a
- * client that always offers them works; `'refuse'` answers a 400 naming them.
+ * Tools a request may offer that gpt-oss is not offered here, each left out of the prompt and said by default
+ * (`hostedTools: 'omit'`), so a client that always offers them (Codex) works, or a 400 naming them (`'refuse'`):
+ * - hosted tools, which OpenAI's servers run (web and file search, code interpreter, computer use, …): this
+ *   gateway runs none;
+ * - tool types the client runs that are not rendered for gpt-oss yet (`custom` free-text tools, `local_shell`,
+ *   `shell`, `apply_patch`, and `namespace` groups of functions).
  */
-const BUILTIN_TOOLS: ReadonlySet<unknown> = new Set([
+const HOSTED_TOOLS: ReadonlySet<unknown> = new Set([
   'web_search',
   'web_search_preview',
   'web_search_2025_08_26',
@@ -127,15 +130,11 @@ const BUILTIN_TOOLS: ReadonlySet<unknown> = new Set([
   'code_interpreter',
   'image_generation',
   'mcp',
-  'local_shell',
-  'shell',
-  'apply_patch',
-  'custom',
-  'namespace',
   'tool_search',
 ])
+const CLIENT_TOOLS_NOT_RENDERED: ReadonlySet<unknown> = new Set(['custom', 'local_shell', 'shell', 'apply_patch', 'namespace'])
 
-export type BuiltinTools = 'omit' | 'refuse'
+export type HostedTools = 'omit' | 'refuse'
 
 /** A function name as it appears after `functions.` in the prompt and in the model's recipients. */
 export function functionName(value: unknown, param: string): string {
@@ -148,14 +147,14 @@ export function functionName(value: unknown, param: string): string {
 
 /**
  * The request's function tools. Chat: `{ type: 'function', function: { name, description, parameters } }`;
- * Responses: `{ type: 'function', name, description, parameters }`. Other tool types (built-in tools such as
- * web search) have no rendering here and are refused rather than silently dropped.
+ * Responses: `{ type: 'function', name, description, parameters }`. The hosted and not-yet-rendered types above
+ * are left out and said (`hosted: 'omit'`) or refused; any other type is refused, never silently dropped.
  */
 export function functionTools(
   value: unknown,
   param: string,
   shape: 'chat' | 'responses',
-  builtin: BuiltinTools,
+  hosted: HostedTools,
   notApplied: NotApplied[],
 ): FunctionTool[] {
   if (value === undefined || value === null) return []
@@ -164,8 +163,12 @@ export function functionTools(
   for (const [i, raw] of array(value, param).entries()) {
     const at = `${param}[${i}]`
     const tool = object(raw, at)
-    if (tool.type !== 'function' && builtin === 'omit' && BUILTIN_TOOLS.has(tool.type)) {
-      notApplied.push({ param: at, note: `a '${tool.type}' tool: this gateway runs no built-in tools; left out of the prompt` })
+    if (tool.type !== 'function' && hosted === 'omit' && HOSTED_TOOLS.has(tool.type)) {
+      notApplied.push({ param: at, note: `a '${tool.type}' tool: hosted tools are not run here; left out of the prompt` })
+      continue
+    }
+    if (tool.type !== 'function' && hosted === 'omit' && CLIENT_TOOLS_NOT_RENDERED.has(tool.type)) {
+      notApplied.push({ param: at, note: `a '${tool.type}' tool: not rendered for gpt-oss yet; left out of the prompt` })
       continue
     }
     if (tool.type !== 'function')

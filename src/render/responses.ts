@@ -45,7 +45,7 @@ export function responsesConversation(body: unknown, options: ConversationOption
     }
   }
   const notApplied: NotApplied[] = []
-  const declared = functionTools(request.tools, 'tools', 'responses', options.builtinTools, notApplied)
+  const declared = functionTools(request.tools, 'tools', 'responses', options.hostedTools, notApplied)
   const { offered, requiredCall } = toolChoiceOf(request.tool_choice, 'tool_choice', declared)
   const text = request.text === undefined || request.text === null ? undefined : object(request.text, 'text')
   noControl(text?.verbosity, 'text.verbosity', 'verbosity', notApplied)

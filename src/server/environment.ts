@@ -71,8 +71,8 @@ export const SETTINGS: readonly Setting[] = [
   },
   { env: 'UNKNOWN_FIELDS', flag: '--unknown-fields', value: 'RULE', help: 'refuse (default: a 400, as OpenAI) | ignore' },
   {
-    env: 'BUILTIN_TOOLS',
-    flag: '--builtin-tools',
+    env: 'HOSTED_TOOLS',
+    flag: '--hosted-tools',
     value: 'RULE',
     help: 'omit (default: left out of the prompt, said in x-harmony-not-applied) | refuse (a 400)',
   },
@@ -221,7 +221,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
   // Every variable is read now, so a bad one fails before anything listens.
   const frames = oneOf(env, 'GATEWAY_FRAMES', ['sse', 'objects']) ?? 'sse'
   const unknownFields = oneOf(env, 'UNKNOWN_FIELDS', ['refuse', 'ignore']) ?? 'refuse'
-  const builtinTools = oneOf(env, 'BUILTIN_TOOLS', ['omit', 'refuse']) ?? 'omit'
+  const hostedTools = oneOf(env, 'HOSTED_TOOLS', ['omit', 'refuse']) ?? 'omit'
   const numbers = {
     bodyLimit: integer(env, 'BODY_LIMIT', 4 * 1024 * 1024, 1),
     coalesceMs: integer(env, 'SSE_COALESCE_MS', 0),
@@ -243,7 +243,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
       model: env.MODEL || 'gpt-oss',
       frames,
       unknownFields,
-      builtinTools,
+      hostedTools,
       ...numbers,
       ...socketLifetimeMs,
       serverLimits,

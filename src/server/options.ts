@@ -42,7 +42,7 @@ export interface GatewayOptions {
    * (default) leaves them out of the prompt and says so in the `x-harmony-not-applied` header, so a client that
    * always offers them works; `'refuse'`: a 400 naming them. (The render option of the same name.)
    */
-  builtinTools?: 'omit' | 'refuse'
+  hostedTools?: 'omit' | 'refuse'
   /** Called with what the parser recovered from. Default: one line on stderr. */
   onDiagnostic?: (diagnostic: GatewayDiagnostic) => void
   /** Called with errors worth an operator's look (5xx answers, engines failing mid-stream). Default: stderr. */
@@ -87,7 +87,7 @@ const OPTIONS: OptionSpec = {
   model: is.nonEmptyString,
   bodyLimit: is.integer(1),
   renderOptions: is.object,
-  builtinTools: is.oneOf('omit', 'refuse'),
+  hostedTools: is.oneOf('omit', 'refuse'),
   onDiagnostic: is.function,
   onError: is.function,
   frames: is.oneOf('sse', 'objects'),
@@ -147,7 +147,7 @@ export function gatewaySettings(options: unknown): GatewaySettings {
     implementation: o.implementation ?? defaultImplementation,
     model: o.model ?? 'gpt-oss',
     bodyLimit: o.bodyLimit ?? DEFAULT_BODY_LIMIT,
-    renderOptions: o.builtinTools === undefined ? (o.renderOptions ?? {}) : { ...o.renderOptions, builtinTools: o.builtinTools },
+    renderOptions: o.hostedTools === undefined ? (o.renderOptions ?? {}) : { ...o.renderOptions, hostedTools: o.hostedTools },
     onDiagnostic: o.onDiagnostic ?? logDiagnostic,
     onError: o.onError ?? logError,
     frames: o.frames ?? 'sse',

@@ -9,10 +9,11 @@
  *
  * The headers are steps of their own, so the adapters parse the completion whole, and what a kept response
  * records (the prompt, then every id after it) is exactly what the engine saw last: a continuation from it is
- * exact. An engine that ends before the reasoning does (its token limit) ends the completion there. Engines
- * with a prefix cache serve step 2's prompt from step 1's.
+ * exact. A model that ends its turn in its reasoning (`<|return|>`) has its reasoning ended (`<|end|>`), and
+ * the call follows all the same; one that ends the call with another stop id has it ended as a call (`<|call|>`); an engine that stops before the reasoning ends (its token limit, an abort)
+ * ends the completion there. Engines with a prefix cache serve step 2's prompt from step 1's.
  */
-import { END } from '../backend/tokens'
+import { CALL, END, END_OF_TEXT, RETURN } from '../backend/tokens'
 import type { RenderedPrompt } from '../render/index'
 import type { EngineStep, GenerateRequest } from '../serving/engines/types'
 
@@ -28,12 +29,20 @@ function joined(...parts: ArrayLike<number>[]): Uint32Array {
   return out
 }
 
-/** `step` up to its first `<|end|>` (inclusive), without how it ended; null when it holds none. */
-function untilEnd(step: EngineStep): EngineStep | null {
-  const end = step.tokens.indexOf(END)
-  if (end < 0) return null
-  const cut: EngineStep = { tokens: step.tokens.slice(0, end + 1) }
-  if (step.logprobs !== undefined) cut.logprobs = step.logprobs.slice(0, end + 1)
+/** The ids that end a turn: where an engine stops, in the step it stops in or one before it. */
+const STOPS: ReadonlySet<number> = new Set([RETURN, CALL, END_OF_TEXT])
+
+/**
+ * `step` up to the end of the reasoning, without how it ended: through its `<|end|>`, or, where the model ended
+ * its turn instead (a stop id), up to it, with `<|end|>` in its place; null when the reasoning goes on.
+ */
+function reasoningUntilEnd(step: EngineStep): EngineStep | null {
+  const at = step.tokens.findIndex((id) => id === END || STOPS.has(id))
+  if (at < 0) return null
+  const tokens = step.tokens.slice(0, at + 1)
+  tokens[at] = END
+  const cut: EngineStep = { tokens }
+  if (step.logprobs !== undefined) cut.logprobs = step.logprobs.slice(0, at + 1)
   if (step.diagnostics !== undefined) cut.diagnostics = step.diagnostics
   return cut
 }
@@ -49,34 +58,55 @@ export async function* requiredCallSteps(
   const steps = generate({ ...request, tokens: joined(request.tokens, call.reasoning) })[Symbol.asyncIterator]()
   let next = await steps.next()
   yield { tokens: call.reasoning }
-  let ended = false
   try {
     for (; !next.done; next = await steps.next()) {
       const step = next.value
-      const cut = untilEnd(step)
+      const cut = reasoningUntilEnd(step)
       if (cut !== null) {
         for (const id of cut.tokens) reasoning.push(id)
         yield cut
-        ended = true
+        break
+      }
+      if (step.finishReason === 'stop') {
+        // A stop with no stop id in the steps: the reasoning ends there as with one (the answer goes on).
+        const { finishReason: _, ...going } = step
+        const ended = { ...going, tokens: joined(step.tokens, [END]) }
+        if (step.logprobs !== undefined) ended.logprobs = [...step.logprobs, null]
+        for (const id of ended.tokens) reasoning.push(id)
+        yield ended
         break
       }
       for (const id of step.tokens) reasoning.push(id)
       yield step
-      // The engine ended (its token limit, a stop, an abort) before the reasoning did: so does the completion.
+      // The engine ended before the reasoning did (its token limit, an abort): so does the answer.
       if (step.finishReason !== undefined) return
     }
   } finally {
     // The engine request ends here when the reasoning did (or the reader left).
     if (!next.done) await steps.return?.()
   }
-  if (!ended) return
+  if (reasoning.at(-1) !== END) return
   // 2. The call: its header, then the engine's arguments and `<|call|>`.
   yield { tokens: call.call }
   const used = call.reasoning.length + reasoning.length + call.call.length
   const maxTokens = request.maxTokens === undefined ? undefined : Math.max(1, request.maxTokens - used)
-  yield* generate({
+  let ended = false
+  for await (const step of generate({
     ...request,
     tokens: joined(request.tokens, call.reasoning, reasoning, call.call),
     ...(maxTokens === undefined ? {} : { maxTokens }),
-  })
+  })) {
+    const stop: number = ended ? -1 : step.tokens.findIndex((id) => STOPS.has(id))
+    if (stop < 0 || step.tokens[stop] === CALL) {
+      ended ||= stop >= 0
+      yield step
+      continue
+    }
+    // The message is the call whatever id the model ended it with (`<|return|>`, `<|endoftext|>`): it ends as a
+    // call does, and so does the answer.
+    ended = true
+    const tokens = step.tokens.slice()
+    tokens[stop] = CALL
+    yield { ...step, tokens }
+  }
 }

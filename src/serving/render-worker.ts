@@ -36,10 +36,10 @@ export interface RenderJob {
   bytes?: Uint8Array
   /**
    * `prepare` of a Responses body for a gateway that keeps responses: its `input` comes back too (to be
-   * stored; not when the body says `store: false`), and a body that continues a stored response (`previous_response_id`)
-   * or holds a compaction item comes back whole, not rendered (the gateway renders it after the stored items, or
-   * with the compaction opened, which only it can); a Chat body whose
-   * messages end with tool results comes back whole too (for a gateway with a `ChatIdCache`).
+   * stored; not when the body says `store: false`), and a body that continues what the gateway holds
+   * (`isContinuation`: a `previous_response_id`, a compaction item, an `item_reference`; a Chat body ending with
+   * tool results, for a gateway with a `ChatIdCache`) comes back whole, not rendered: the gateway renders it with
+   * what it continues, which only it can find.
    */
   keepInput?: boolean
 }

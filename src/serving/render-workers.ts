@@ -46,8 +46,8 @@ export interface PreparedRequest {
 }
 
 /**
- * What `prepare` gives for a Responses body that continues a stored response or holds a compaction item (with
- * `keepInput`): the parsed body, not rendered, for the gateway to render after the stored items
+ * What `prepare` gives for a Responses body that continues a stored response, holds a compaction item or refers
+ * to kept items (`item_reference`), with `keepInput` (`isContinuation`): the parsed body, not rendered, for the gateway to render after the stored items
  * (`continuedBody`) or with the compaction opened (`Compactor.expand`).
  */
 export interface ContinuationRequest {
@@ -118,7 +118,8 @@ export class RenderWorkers {
   prepare(kind: 'chat' | 'responses', bytes: Uint8Array): Promise<PreparedRequest>
   /**
    * `keepInput` (a gateway that keeps Responses): a Responses body's `input` comes back too, and a body with a
-   * `previous_response_id` or a compaction item comes back parsed and not rendered (`ContinuationRequest`).
+   * `previous_response_id`, a compaction item or an `item_reference` comes back parsed and not rendered
+   * (`ContinuationRequest`).
    */
   prepare(kind: 'chat' | 'responses', bytes: Uint8Array, options: { keepInput: boolean }): Promise<PreparedRequest | ContinuationRequest>
   prepare(kind: 'chat' | 'responses', bytes: Uint8Array, options?: { keepInput: boolean }): Promise<PreparedRequest | ContinuationRequest> {

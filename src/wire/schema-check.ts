@@ -25,10 +25,14 @@ const untestedPatterns = Object.assign(() => ({ test: () => true }), { code: 'un
 
 type Draft = 'draft-07' | '2019-09' | '2020-12'
 
-/** The Ajv module of each draft. */
-const MODULES: Record<Draft, string> = { 'draft-07': 'ajv', '2019-09': 'ajv/dist/2019', '2020-12': 'ajv/dist/2020' }
+/** The Ajv module of each draft, and the meta-schema URI it knows the draft by. */
+const DRAFTS: Record<Draft, { module: string; uri: string }> = {
+  'draft-07': { module: 'ajv', uri: 'http://json-schema.org/draft-07/schema#' },
+  '2019-09': { module: 'ajv/dist/2019', uri: 'https://json-schema.org/draft/2019-09/schema' },
+  '2020-12': { module: 'ajv/dist/2020', uri: 'https://json-schema.org/draft/2020-12/schema' },
+}
 
-/** The drafts by their meta-schema URIs (http or https, with or without the empty fragment). */
+/** The draft a `$schema` names (http or https, with or without the empty fragment), or why it names none. */
 function draftOf(schema: object): Draft | string {
   const uri = (schema as { $schema?: unknown }).$schema
   if (uri === undefined) return '2020-12'
@@ -39,55 +43,84 @@ function draftOf(schema: object): Draft | string {
   return `$schema ${JSON.stringify(uri).slice(0, 80)} is not a draft this gateway checks (draft-07, 2019-09, 2020-12)`
 }
 
+/** Schema nodes (objects and arrays) compiled at most: compiling is on the event loop, and grows with them. */
+const MAX_SCHEMA_NODES = 2000
+
+function nodesOf(value: unknown, limit: number): number {
+  if (value === null || typeof value !== 'object') return 0
+  let count = 1
+  for (const child of Object.values(value)) {
+    count += nodesOf(child, limit - count)
+    if (count > limit) break
+  }
+  return count
+}
+
 /**
  * The validators, each made on its first check: loading Ajv takes about 40 ms, which a process that never sees a
- * response format should not pay at start.
+ * response format should not pay at start. Schemas are not registered by their `$id` (two requests may use one
+ * id for different schemas), nor logged (Ajv prints the code of a schema it cannot compile).
  */
 const checkers: Partial<Record<Draft, Ajv>> = {}
 
 function checker(draft: Draft): Ajv {
   let ajv = checkers[draft]
   if (ajv === undefined) {
-    const { default: Validator } = requireOptional<{ default: typeof Ajv }>(MODULES[draft], 'Checking structured outputs')
+    const { default: Validator } = requireOptional<{ default: typeof Ajv }>(DRAFTS[draft].module, 'Checking structured outputs')
     const { default: addFormats } = requireOptional<typeof import('ajv-formats')>('ajv-formats', 'Checking structured outputs')
-    ajv = new Validator({ strict: false, allErrors: false, code: { regExp: untestedPatterns } })
+    ajv = new Validator({ strict: false, allErrors: false, addUsedSchema: false, logger: false, code: { regExp: untestedPatterns } })
     addFormats(ajv, ['date', 'time', 'date-time', 'uuid'])
     checkers[draft] = ajv
   }
   return ajv
 }
 
-const compiled = new Map<string, ValidateFunction | string>()
+/** A compiled check, with what Ajv keeps of it (dropped with it), or why the schema does not compile. */
+type Compiled = { check: ValidateFunction; draft: Draft; schema: object } | string
+
+const compiled = new Map<string, Compiled>()
 
 /** Why nothing can be checked: the validator's package is not installed (`message` names it). */
 interface ValidatorMissing {
   validatorMissing: string
 }
 
+function compile(schema: object): Compiled | ValidatorMissing {
+  const draft = draftOf(schema)
+  if (draft !== 'draft-07' && draft !== '2019-09' && draft !== '2020-12') return draft
+  if (nodesOf(schema, MAX_SCHEMA_NODES) > MAX_SCHEMA_NODES) return `the schema has more than ${MAX_SCHEMA_NODES} objects and arrays`
+  // Ajv knows each draft by one URI: the schema is compiled with that one.
+  const canonical = (schema as { $schema?: unknown }).$schema === undefined ? schema : { ...schema, $schema: DRAFTS[draft].uri }
+  try {
+    return { check: checker(draft).compile(canonical), draft, schema: canonical }
+  } catch (error) {
+    // A missing validator is the operator's to fix, not the request's: said, and not kept.
+    if ((error as { code?: unknown }).code === 'package-missing') return { validatorMissing: (error as Error).message }
+    return error instanceof Error ? error.message : String(error)
+  }
+}
+
 /** The compiled check of `schema`, or why it does not compile. */
 function checkOf(schema: object): ValidateFunction | string | ValidatorMissing {
   const key = JSON.stringify(schema)
-  let check = compiled.get(key)
-  if (check !== undefined) {
+  let entry = compiled.get(key)
+  if (entry === undefined) {
+    const made = compile(schema)
+    if (typeof made === 'object' && 'validatorMissing' in made) return made
+    entry = made
+    if (compiled.size >= MAX_COMPILED) {
+      const oldest = compiled.keys().next().value as string
+      const dropped = compiled.get(oldest)
+      compiled.delete(oldest)
+      // Ajv keeps every schema it compiled, by the object: dropped with the entry, so memory stays bounded.
+      if (typeof dropped === 'object') checker(dropped.draft).removeSchema(dropped.schema)
+    }
+  } else {
     // Most recently used last.
     compiled.delete(key)
-    compiled.set(key, check)
-    return check
   }
-  const draft = draftOf(schema)
-  if (draft !== 'draft-07' && draft !== '2019-09' && draft !== '2020-12') check = draft
-  else {
-    try {
-      check = checker(draft).compile(schema)
-    } catch (error) {
-      // A missing validator is the operator's to fix, not the request's: said, and not kept.
-      if ((error as { code?: unknown }).code === 'package-missing') return { validatorMissing: (error as Error).message }
-      check = error instanceof Error ? error.message : String(error)
-    }
-  }
-  if (compiled.size >= MAX_COMPILED) compiled.delete(compiled.keys().next().value as string)
-  compiled.set(key, check)
-  return check
+  compiled.set(key, entry)
+  return typeof entry === 'string' ? entry : entry.check
 }
 
 /**

@@ -28,7 +28,8 @@ export async function historyOf(
 ): Promise<{ opened: Item; previous: StoredResponse | null; history: Item[] }> {
   // A compaction item stands for the items it sealed (its own input's; the stored ones come before it); an
   // item reference for the kept item it names.
-  const opened = await resolveItemReferences(gateway.store, gateway.compactor.expand(body))
+  // References are resolved first, so that an error names the item where the client put it.
+  const opened = gateway.compactor.expand(await resolveItemReferences(gateway.store, body))
   const id = body.previous_response_id
   const previous = found ?? (id == null ? null : await previousFor(gateway, String(id)))
   return { opened, previous, history: previous === null ? [] : continuationItems(previous) }

@@ -51,7 +51,7 @@ const SHARED = {
   presence_penalty: honoured('sent to the engine (a 400 for an engine that does not apply it)'),
   frequency_penalty: honoured('sent to the engine (a 400 for an engine that does not apply it)'),
   tools: honoured(
-    "function tools rendered into the developer message (a `strict: true` tool's arguments enforced by the engine); built-in ones (`web_search`, `file_search`, `mcp`, …) left out and said (`builtinTools: 'refuse'`: a 400); other types refused",
+    "function tools rendered into the developer message (a `strict: true` tool's arguments enforced by the engine); hosted ones (`web_search`, `file_search`, `mcp`, …) and client-run types not rendered yet (`custom`, `namespace`, …) left out and said (`hostedTools: 'refuse'`: a 400); other types refused",
   ),
   tool_choice: honoured(
     "'auto' offers the tools, 'none' does not; 'required' and a named function are held by the gateway: the model reasons, then the call is written for it to complete (`allowed_tools` refused)",

@@ -60,13 +60,29 @@ export function holdsItemReference(body: Item): boolean {
 const ITEM_OF_RESPONSE = /^(?:rs|msg|fc|item)_([0-9a-f]{32})_/
 
 /**
+ * What one request's references may cost: each one a store lookup (a response is read once per request) and a
+ * copy of the item, bounded before any is read, and in characters as they are.
+ */
+const MAX_REFERENCES = 1000
+const MAX_RESOLVED_CHARACTERS = 8 * 1024 * 1024
+
+/**
  * The body with each `item_reference` of its input replaced by the kept item it names (an output item of a kept
  * response, or one of its input items), as OpenAI resolves them. An id that names no kept item is a 404 naming
- * `input[i].id`; without a store, a 400.
+ * `input[i].id`; without a store, a 400; more than 1000 references, or items over 8 Mi characters of JSON
+ * together, a 400.
  */
 export async function resolveItemReferences(store: ResponseStore | null, body: Item): Promise<Item> {
   if (!holdsItemReference(body)) return body
   const input = body.input as unknown[]
+  const references = input.filter((item) => isRecord(item) && item.type === 'item_reference').length
+  if (references > MAX_REFERENCES)
+    throw new HttpError(400, `input holds ${references} item references; at most ${MAX_REFERENCES} are resolved`, {
+      param: 'input',
+      code: 'invalid-parameter',
+    })
+  const records = new Map<string, Promise<StoredResponse | null>>()
+  let characters = 0
   const resolved: unknown[] = []
   for (const [i, item] of input.entries()) {
     if (!isRecord(item) || item.type !== 'item_reference') {
@@ -82,9 +98,16 @@ export async function resolveItemReferences(store: ResponseStore | null, body: I
     const id = item.id
     if (typeof id !== 'string') throw new HttpError(400, `${param} must be a string`, { param, code: 'invalid-parameter' })
     const stem = ITEM_OF_RESPONSE.exec(id)?.[1]
-    const record = stem === undefined ? null : await responseRecord(store, `resp_${stem}`)
-    const found = record === null ? undefined : continuationItems(record).find((kept) => kept.id === id)
+    if (stem !== undefined && !records.has(stem)) records.set(stem, responseRecord(store, `resp_${stem}`))
+    const record = stem === undefined ? null : await records.get(stem)
+    const found = record == null ? undefined : continuationItems(record).find((kept) => kept.id === id)
     if (found === undefined) throw new HttpError(404, `Item with id '${id.slice(0, 100)}' not found.`, { param, code: 'not-found' })
+    characters += JSON.stringify(found).length
+    if (characters > MAX_RESOLVED_CHARACTERS)
+      throw new HttpError(400, `the items input refers to are over ${MAX_RESOLVED_CHARACTERS} characters of JSON together`, {
+        param,
+        code: 'invalid-parameter',
+      })
     resolved.push(found)
   }
   return { ...body, input: resolved }
