@@ -212,6 +212,8 @@ test('what clients send by default and gpt-oss cannot do is taken and said in x-
     t.is(responses.response.status, 200)
     t.is(responses.response.headers.get('x-harmony-not-applied'), 'tools[0], text.verbosity, reasoning.effort')
     t.is((responses.data as { status: string }).status, 'completed')
+    // The object says the effort the answer ran at.
+    t.is((responses.data as { reasoning: { effort: string } }).reasoning.effort, 'low')
     const stream = await client.chat.completions
       .create({ model: 'gpt-oss', messages: [{ role: 'user', content: 'Hi' }], verbosity: 'low', reasoning_effort: 'none', stream: true })
       .withResponse()

@@ -274,5 +274,5 @@ export { DEFAULT_RENDER_CACHE_BYTES, RenderCache, type RenderCacheOptions, type 
 export type { ConversationMessage, DeveloperMessage, SystemMessage, TextMessage } from './conversation'
 export type { DeveloperContent, FunctionTool, OutputSchema } from './developer'
 export type { ArgumentSchema, ResponseFormat } from './output-schema'
-export type { HostedTools, NotApplied } from './request-fields'
+export { type HostedTools, type NotApplied, nearestEffort } from './request-fields'
 export type { ReasoningEffort, SystemContent } from './system'

@@ -89,9 +89,14 @@ const NEAREST_EFFORT: ReadonlyMap<unknown, ReasoningEffort> = new Map([
   ['xhigh', 'high'],
 ])
 
+/** The gpt-oss level an effort of another model runs at (`none`, `minimal`, `xhigh`), or undefined for any other value. */
+export function nearestEffort(value: unknown): ReasoningEffort | undefined {
+  return NEAREST_EFFORT.get(value)
+}
+
 export function reasoningEffort(value: unknown, param: string, notApplied: NotApplied[]): ReasoningEffort | undefined {
   if (value === undefined || value === null) return undefined
-  const nearest = NEAREST_EFFORT.get(value)
+  const nearest = nearestEffort(value)
   if (nearest !== undefined) {
     notApplied.push({ param, note: `'${value}' ran as '${nearest}': gpt-oss reasons at low, medium or high` })
     return nearest

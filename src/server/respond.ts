@@ -5,6 +5,8 @@
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 
+import { isRecord } from '../base/records'
+import { nearestEffort } from '../render/index'
 import { collectSteps } from '../serving/engines/steps'
 import { HttpError } from '../serving/http/errors'
 import { type PipeSseResult, pipeSse } from '../serving/http/sse'
@@ -26,13 +28,23 @@ export function adapterOptions(gateway: Gateway, prepared: Prepared): ChatAdapte
   return {
     model: parameters.model,
     ...(kind === 'responses'
-      ? { id: `resp_${randomUUID().replaceAll('-', '')}`, stored: storing, inputTokens: prompt.promptTokens, request: body }
+      ? { id: `resp_${randomUUID().replaceAll('-', '')}`, stored: storing, inputTokens: prompt.promptTokens, request: withEffortRun(body) }
       : { promptTokens: prompt.promptTokens, ...(parameters.stop === undefined ? {} : { stop: parameters.stop }) }),
     ...(prompt.responseFormat === undefined ? {} : { responseFormat: prompt.responseFormat }),
     ...(prompt.argumentSchemas === undefined ? {} : { argumentSchemas: prompt.argumentSchemas }),
     ...(parameters.logprobs === undefined ? {} : { logprobs: true }),
     parser: { implementation: gateway.implementation, toolNames: prompt.toolNames },
   }
+}
+
+/**
+ * What a response echoes of its request, with the reasoning effort it ran at where that differs from the one
+ * asked for (`minimal` runs as `low`): the object says what was done, as `x-harmony-not-applied` says why.
+ */
+function withEffortRun(body: object): object {
+  const reasoning = (body as { reasoning?: unknown }).reasoning
+  const ran = isRecord(reasoning) ? nearestEffort(reasoning.effort) : undefined
+  return ran === undefined ? body : { ...body, reasoning: { ...(reasoning as object), effort: ran } }
 }
 
 /** The non-streaming adapters return diagnostics beside the wire object. */
