@@ -175,7 +175,7 @@ test('a model that ends its turn in its reasoning, or ends the call with another
   const completion = await client.chat.completions.create({ model: 'gpt-oss', messages, tools: CHAT_TOOLS, tool_choice })
   const choice = completion.choices[0]!
   t.is(choice.finish_reason, 'tool_calls')
-  t.like((choice.message.tool_calls?.[0] as { function: object }).function, { name: 'get_time', arguments: '{"city":"Paris"}' })
+  t.like((choice.message.tool_calls![0] as { function: object }).function, { name: 'get_time', arguments: '{"city":"Paris"}' })
   t.is((choice.message as { reasoning_content?: string }).reasoning_content, 'Hello world')
   t.true(
     decodeTokens(prompts[1]!).endsWith(
