@@ -288,3 +288,23 @@ test('serve: a replay file that is missing or not JSON is one line and exit stat
     t.regex(run.stderr, /^harmony-stream serve: .*(no-such-replay\.json: ENOENT|package\.json: expected)[^\n]*\n$/)
   }
 })
+
+test('serve: a SQLite file another process holds locked at startup is waited for, not a failure (--workers start together)', async (t) => {
+  const { mkdtempSync, mkdirSync, rmSync } = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const { responseStoreFromEnvironment } = await import('harmony-stream/server')
+  const dir = mkdtempSync(join(tmpdir(), 'harmony-lock-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const file = join(dir, 'responses.sqlite')
+  // node-sqlite3-wasm's lock: a directory beside the file, which another process removes a moment later.
+  mkdirSync(`${file}.lock`)
+  const holder = spawn(process.execPath, [
+    '-e',
+    `setTimeout(() => require('node:fs').rmSync(${JSON.stringify(`${file}.lock`)}, { recursive: true }), 400)`,
+  ])
+  const store = responseStoreFromEnvironment({ HARMONY_RESPONSE_STORE: `sqlite:${file}` })
+  t.teardown(() => store?.close())
+  await once(holder, 'exit')
+  t.truthy(store)
+  t.is(await store!.get('resp_none'), null)
+})

@@ -191,13 +191,24 @@ export function responseStoreFromEnvironment(env: Env = process.env): ResponseSt
   if (kind === 'none') return null
   if (kind === 'memory') return new MemoryResponseStore()
   if (kind === 'redis') return new RedisResponseStore({ url: where })
-  try {
-    return new SqliteResponseStore({ path: where })
-  } catch (error) {
-    if (error instanceof HarmonySetupError) throw error
-    throw new SettingError(`${flagOf('HARMONY_RESPONSE_STORE')}: the SQLite file ${where} cannot be opened: ${(error as Error).message}`)
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return new SqliteResponseStore({ path: where })
+    } catch (error) {
+      if (error instanceof HarmonySetupError) throw error
+      // Processes that start together (`--workers`) open one file at once: SQLite answers "locked" while another
+      // creates its table. That passes; a file that cannot be opened does not.
+      if (/locked|busy/i.test((error as Error).message) && attempt < SQLITE_OPEN_ATTEMPTS) {
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100)
+        continue
+      }
+      throw new SettingError(`${flagOf('HARMONY_RESPONSE_STORE')}: the SQLite file ${where} cannot be opened: ${(error as Error).message}`)
+    }
   }
 }
+
+/** Tries to open a SQLite file another process holds locked, 100 ms apart (at startup only). */
+const SQLITE_OPEN_ATTEMPTS = 50
 
 /** Where and how `serve` runs a gateway: the listening address, the processes, and the gateway's options. */
 export interface ServeSettings {
