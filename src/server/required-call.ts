@@ -14,20 +14,11 @@
  * ends the completion there. Engines with a prefix cache serve step 2's prompt from step 1's.
  */
 import { CALL, END, END_OF_TEXT, RETURN } from '../backend/tokens'
+import { concat } from '../render/conversation'
 import type { RenderedPrompt } from '../render/index'
 import type { EngineStep, GenerateRequest } from '../serving/engines/types'
 
 type RequiredCall = NonNullable<RenderedPrompt['requiredCall']>
-
-function joined(...parts: ArrayLike<number>[]): Uint32Array {
-  const out = new Uint32Array(parts.reduce((n, part) => n + part.length, 0))
-  let at = 0
-  for (const part of parts) {
-    out.set(part, at)
-    at += part.length
-  }
-  return out
-}
 
 /** The ids that end a turn: where an engine stops, in the step it stops in or one before it. */
 const STOPS: ReadonlySet<number> = new Set([RETURN, CALL, END_OF_TEXT])
@@ -55,7 +46,7 @@ export async function* requiredCallSteps(
   const reasoning: number[] = []
   // 1. The reasoning: read up to its end. Its first step is awaited before anything is yielded, so an engine
   // that fails at once fails the request as any other would (a 502 before the status line).
-  const steps = generate({ ...request, tokens: joined(request.tokens, call.reasoning) })[Symbol.asyncIterator]()
+  const steps = generate({ ...request, tokens: concat([request.tokens, call.reasoning]) })[Symbol.asyncIterator]()
   let next = await steps.next()
   yield { tokens: call.reasoning }
   try {
@@ -70,7 +61,7 @@ export async function* requiredCallSteps(
       if (step.finishReason === 'stop') {
         // A stop with no stop id in the steps: the reasoning ends there as with one (the answer goes on).
         const { finishReason: _, ...going } = step
-        const ended = { ...going, tokens: joined(step.tokens, [END]) }
+        const ended = { ...going, tokens: concat([step.tokens, [END]]) }
         if (step.logprobs !== undefined) ended.logprobs = [...step.logprobs, null]
         for (const id of ended.tokens) reasoning.push(id)
         yield ended
@@ -93,7 +84,7 @@ export async function* requiredCallSteps(
   let ended = false
   for await (const step of generate({
     ...request,
-    tokens: joined(request.tokens, call.reasoning, reasoning, call.call),
+    tokens: concat([request.tokens, call.reasoning, reasoning, call.call]),
     ...(maxTokens === undefined ? {} : { maxTokens }),
   })) {
     const stop: number = ended ? -1 : step.tokens.findIndex((id) => STOPS.has(id))

@@ -48,9 +48,14 @@ export function continuationItems(record: StoredResponse): Item[] {
   return [...record.input, ...output]
 }
 
-/** Whether a Responses body's input refers to kept items (`{ type: 'item_reference', id }`). */
+/** An input item that refers to a kept item (`{ type: 'item_reference', id }`). */
+function isItemReference(item: unknown): item is Item {
+  return isRecord(item) && item.type === 'item_reference'
+}
+
+/** Whether a Responses body's input refers to kept items. */
 export function holdsItemReference(body: Item): boolean {
-  return Array.isArray(body.input) && body.input.some((item) => isRecord(item) && item.type === 'item_reference')
+  return Array.isArray(body.input) && body.input.some(isItemReference)
 }
 
 /**
@@ -75,7 +80,7 @@ const MAX_RESOLVED_CHARACTERS = 8 * 1024 * 1024
 export async function resolveItemReferences(store: ResponseStore | null, body: Item): Promise<Item> {
   if (!holdsItemReference(body)) return body
   const input = body.input as unknown[]
-  const references = input.filter((item) => isRecord(item) && item.type === 'item_reference').length
+  const references = input.filter(isItemReference).length
   if (references > MAX_REFERENCES)
     throw new HttpError(400, `input holds ${references} item references; at most ${MAX_REFERENCES} are resolved`, {
       param: 'input',
@@ -85,7 +90,7 @@ export async function resolveItemReferences(store: ResponseStore | null, body: I
   let characters = 0
   const resolved: unknown[] = []
   for (const [i, item] of input.entries()) {
-    if (!isRecord(item) || item.type !== 'item_reference') {
+    if (!isItemReference(item)) {
       resolved.push(item)
       continue
     }
