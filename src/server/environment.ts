@@ -244,13 +244,15 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
   if (key && !/^[0-9a-fA-F]{64}$/.test(key)) throw new SettingError('HARMONY_COMPACTION_KEY must be 64 hex digits (its value is not shown)')
   const flags = { CHAT_ID_CACHE: oneOf(env, 'CHAT_ID_CACHE', ['0', '1']), LOG_DIAGNOSTICS: oneOf(env, 'LOG_DIAGNOSTICS', ['0', '1']) }
   const stats = oneOf(env, 'GATEWAY_STATS', ['0', '1']) === '1'
+  // Made now, so that a bad engine setting fails before anything listens; the serving process uses this one.
+  const engine = engineFromEnvironment(env)
   const settings: ServeSettings = {
     host: env.HOST || '127.0.0.1',
     port: integer(env, 'PORT', 8787),
     workers: integer(env, 'GATEWAY_WORKERS', 1, 1),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000),
     options: () => ({
-      engine: engineFromEnvironment(env),
+      engine,
       model: env.MODEL || 'gpt-oss',
       frames,
       unknownFields,
@@ -266,8 +268,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
     }),
   }
   if (settings.port > 65535) throw new SettingError(`${flagOf('PORT')} must be at most 65535`)
-  // The engine and the store are made in each serving process; check their variables now all the same.
-  engineFromEnvironment(env)
+  // The store is opened by the process that serves; its variable is checked now all the same.
   storeChoice(env)
   return settings
 }
