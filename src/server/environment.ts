@@ -105,7 +105,7 @@ export const SETTINGS: readonly Setting[] = [
     env: 'HARMONY_COMPACTION_KEY',
     flag: null,
     value: 'HEX',
-    help: '64 hex digits sealing compactions (shared by gateways; default random)',
+    help: '64 hex digits sealing compactions and reasoning (shared by gateways; default random)',
   },
 ]
 

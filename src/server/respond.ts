@@ -10,6 +10,7 @@ import { nearestEffort } from '../render/index'
 import { collectSteps } from '../serving/engines/steps'
 import { HttpError } from '../serving/http/errors'
 import { type PipeSseResult, pipeSse } from '../serving/http/sse'
+import { sealReasoning } from '../serving/responses/sealed-reasoning'
 import type { AdapterDiagnostic } from '../wire/adapter'
 import { type ChatAdapterOptions, ChatCompletionsStream, chatCompletion } from '../wire/chat'
 import { type ResponsesAdapterOptions, ResponsesStream, responseObject } from '../wire/responses'
@@ -33,6 +34,7 @@ export function adapterOptions(gateway: Gateway, prepared: Prepared): ChatAdapte
     ...(prompt.responseFormat === undefined ? {} : { responseFormat: prompt.responseFormat }),
     ...(prompt.argumentSchemas === undefined ? {} : { argumentSchemas: prompt.argumentSchemas }),
     ...(parameters.logprobs === undefined ? {} : { logprobs: true }),
+    ...(parameters.encryptedReasoning ? { sealReasoning: (text: string) => sealReasoning(gateway.compactor.sealer, text) } : {}),
     parser: { implementation: gateway.implementation, toolNames: prompt.toolNames },
   }
 }

@@ -83,6 +83,7 @@ export const RESPONSES_OPTIONS: OptionSpec = {
   request: is.object,
   stored: is.boolean,
   background: is.boolean,
+  sealReasoning: is.function,
 }
 
 /** `finish(options)`, and the non-streaming functions' extra option. */

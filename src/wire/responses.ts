@@ -48,10 +48,24 @@ export interface ResponsesAdapterOptions extends AdapterOptions {
   stored?: boolean
   /** The gateway runs this response in the background (`background: true`): its `background` says true. Default false. */
   background?: boolean
+  /**
+   * Seals a reasoning item's text for its `encrypted_content` (the request's `include:
+   * ['reasoning.encrypted_content']`); the gateway's opens it when the item comes back. Null from it: no content
+   * could be sealed (the field is null). Default: reasoning items carry no `encrypted_content`.
+   */
+  sealReasoning?: (text: string) => string | null
 }
 
 export type ResponseItem =
-  | { id: string; type: 'reasoning'; summary: []; content: { type: 'reasoning_text'; text: string }[]; status: ItemStatus }
+  | {
+      id: string
+      type: 'reasoning'
+      summary: []
+      content: { type: 'reasoning_text'; text: string }[]
+      /** With the `sealReasoning` option, once the item is done. */
+      encrypted_content?: string | null
+      status: ItemStatus
+    }
   | {
       id: string
       type: 'message'
@@ -276,7 +290,7 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
       if (open == null) continue
       const text = message!.held ? open.released : (event as Extract<MessageEvent, { kind: 'close' }>).message.content
       const { item } = open
-      if (item.type === 'reasoning') item.content = [{ type: 'reasoning_text', text }]
+      if (item.type === 'reasoning') this.setReasoning(item, text)
       else if (item.type === 'message') item.content = [{ type: 'output_text', text, annotations: [], logprobs: [] }]
       else item.arguments = text
     }
@@ -424,7 +438,7 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     const where = { item_id: item.id, output_index: open.outputIndex }
     if (item.type === 'reasoning') {
       const part = { type: 'reasoning_text' as const, text }
-      item.content = [part]
+      this.setReasoning(item, text)
       this.emit(this.event('response.reasoning_text.done', { ...where, content_index: 0, text }))
       this.emit(this.event('response.content_part.done', { ...where, content_index: 0, part }))
     } else if (item.type === 'message') {
@@ -438,6 +452,13 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     }
     item.status = status
     this.emit(this.event('response.output_item.done', { output_index: open.outputIndex, item: structuredClone(item) }))
+  }
+
+  /** A reasoning item's text, and with `sealReasoning` that text sealed. */
+  private setReasoning(item: Extract<ResponseItem, { type: 'reasoning' }>, text: string): void {
+    item.content = [{ type: 'reasoning_text', text }]
+    const { sealReasoning } = this.options
+    if (sealReasoning !== undefined) item.encrypted_content = sealReasoning(text)
   }
 }
 

@@ -12,6 +12,7 @@ import {
   previousResponse,
   resolveItemReferences,
 } from '../../serving/responses/conversation'
+import { openReasoning } from '../../serving/responses/sealed-reasoning'
 import type { StoredResponse } from '../../serving/responses/store'
 import type { Gateway } from '../context'
 import { type Item, type Prepared, renderOffLoop } from '../prepared'
@@ -26,10 +27,12 @@ export async function historyOf(
   body: Item,
   found: StoredResponse | null = null,
 ): Promise<{ opened: Item; previous: StoredResponse | null; history: Item[] }> {
-  // A compaction item stands for the items it sealed (its own input's; the stored ones come before it); an
-  // item reference for the kept item it names.
-  // References are resolved first, so that an error names the item where the client put it.
-  const opened = gateway.compactor.expand(await resolveItemReferences(gateway.store, body))
+  // A sealed reasoning item is its text; an item reference stands for the kept item it names; a compaction item
+  // for the items it sealed (its own input's; the stored ones come before it). Reasoning is opened and references
+  // resolved first, so that an error names the item where the client put it (and a kept reasoning item, which
+  // carries its text, is not opened again: a gateway with a key of its process could not after a restart).
+  const { sealer } = gateway.compactor
+  const opened = gateway.compactor.expand(await resolveItemReferences(gateway.store, openReasoning(sealer, body)))
   const id = body.previous_response_id
   const previous = found ?? (id == null ? null : await previousFor(gateway, String(id)))
   return { opened, previous, history: previous === null ? [] : continuationItems(previous) }

@@ -125,7 +125,7 @@ export const RESPONSES_REQUEST_FIELDS = Object.freeze({
   prompt: refused('no stored prompt templates here'),
   context_management: refused(NOT_YET),
   include: honoured(
-    "'message.output_text.logprobs' only: the answer's log probabilities in its `output_text` parts and deltas; anything else refused",
+    "'message.output_text.logprobs': the answer's log probabilities in its `output_text` parts and deltas; 'reasoning.encrypted_content': each reasoning item carries its reasoning sealed with the gateway's key, opened when a request sends the item back (for clients that keep nothing here, as Codex); anything else refused",
   ),
   text: honoured('`format` as Chat `response_format` (structured outputs); a `verbosity` is taken and said (gpt-oss has none)'),
   client_metadata: accepted('what a client says of itself (Codex sends it): cannot change a generation', 'object'),

@@ -31,6 +31,11 @@ export interface GenerationParameters {
    * the number of alternatives per token (`top_logprobs`, 0 when not given); undefined when none are asked for.
    */
   logprobs: number | undefined
+  /**
+   * Responses `include: ['reasoning.encrypted_content']`: each reasoning item carries its reasoning sealed, for a
+   * client that keeps no responses here to send back (false for Chat).
+   */
+  encryptedReasoning: boolean
 }
 
 function bad(param: string, message: string): never {
@@ -71,7 +76,7 @@ function common(
   body: Record<string, unknown>,
   options: GenerationParameterOptions,
   where: string,
-): Omit<GenerationParameters, 'maxTokens' | 'includeUsage' | 'logitBias' | 'stop' | 'logprobs' | 'background'> {
+): Omit<GenerationParameters, 'maxTokens' | 'includeUsage' | 'logitBias' | 'stop' | 'logprobs' | 'background' | 'encryptedReasoning'> {
   const checked = checkOptions<GenerationParameterOptions>(options, PARAMETER_OPTIONS, where)
   const maxModelLength = checked.maxModelLength ?? DEFAULT_MAX_MODEL_LENGTH
   checkRequestFields(api, body, checked.unknownFields)
@@ -115,26 +120,29 @@ function background(body: Record<string, unknown>): boolean {
 
 /** What a Responses `include` may ask for here. */
 const OUTPUT_TEXT_LOGPROBS = 'message.output_text.logprobs'
+const ENCRYPTED_REASONING = 'reasoning.encrypted_content'
 
-/** Responses `include` and `top_logprobs`: log probabilities only when `include` asks for them, as OpenAI does. */
-function responsesLogprobs(body: Record<string, unknown>): number | undefined {
+/** Responses `include`, each entry one this gateway can include. */
+function responsesInclude(body: Record<string, unknown>): unknown[] {
   const include = body.include
   if (include !== undefined && include !== null && !Array.isArray(include)) bad('include', 'must be an array of strings')
   const items = (include ?? []) as unknown[]
   items.forEach((item, i) => {
-    if (item !== OUTPUT_TEXT_LOGPROBS)
+    if (item !== OUTPUT_TEXT_LOGPROBS && item !== ENCRYPTED_REASONING)
       throw new HttpError(
         400,
-        `include[${i}] ${JSON.stringify(item).slice(0, 60)} is not supported: '${OUTPUT_TEXT_LOGPROBS}' is the only output this gateway can include`,
-        {
-          param: `include[${i}]`,
-          code: 'invalid-parameter',
-        },
+        `include[${i}] ${JSON.stringify(item).slice(0, 60)} is not supported: this gateway can include '${OUTPUT_TEXT_LOGPROBS}' and '${ENCRYPTED_REASONING}'`,
+        { param: `include[${i}]`, code: 'invalid-parameter' },
       )
   })
+  return items
+}
+
+/** Responses `top_logprobs`: log probabilities only when `include` asks for them, as OpenAI does. */
+function responsesLogprobs(body: Record<string, unknown>, include: unknown[]): number | undefined {
   const top = optionalInteger(body, 'top_logprobs', 0)
   if (top !== undefined && top > MAX_TOP_LOGPROBS) bad('top_logprobs', `must be an integer from 0 to ${MAX_TOP_LOGPROBS}`)
-  return items.length > 0 ? (top ?? 0) : undefined
+  return include.includes(OUTPUT_TEXT_LOGPROBS) ? (top ?? 0) : undefined
 }
 
 /** OpenAI takes at most 300 biased tokens. */
@@ -178,7 +186,16 @@ export function chatGenerationParameters(body: Record<string, unknown>, options:
   const logprobs = chatLogprobs(body)
   // The adapters cannot give each token's log probability with text cut at a stop string.
   if (logprobs !== undefined && stop !== undefined) bad('logprobs', 'cannot be combined with stop here')
-  return { ...base, maxTokens, includeUsage: includeUsage === true, logitBias: logitBias(body), stop, logprobs, background: false }
+  return {
+    ...base,
+    maxTokens,
+    includeUsage: includeUsage === true,
+    logitBias: logitBias(body),
+    stop,
+    logprobs,
+    encryptedReasoning: false,
+    background: false,
+  }
 }
 
 export function responsesGenerationParameters(
@@ -188,13 +205,15 @@ export function responsesGenerationParameters(
   // Read by the gateway, not the engine: checked here so that no other type is looked up (or echoed as text).
   const previous = body.previous_response_id
   if (previous !== undefined && previous !== null && typeof previous !== 'string') bad('previous_response_id', 'must be a string')
+  const include = responsesInclude(body)
   return {
     ...common('responses', body, options, 'responsesGenerationParameters'),
     maxTokens: optionalInteger(body, 'max_output_tokens', 1),
     includeUsage: true,
     logitBias: undefined,
     stop: undefined,
-    logprobs: responsesLogprobs(body),
+    logprobs: responsesLogprobs(body, include),
+    encryptedReasoning: include.includes(ENCRYPTED_REASONING),
     background: background(body),
   }
 }

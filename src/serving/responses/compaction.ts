@@ -15,23 +15,16 @@
  * that share compactions share a key.
  */
 
-import { createCipheriv, createDecipheriv, randomBytes, randomUUID } from 'node:crypto'
-import { deflateRawSync, inflateRawSync } from 'node:zlib'
+import { randomBytes, randomUUID } from 'node:crypto'
 import { checkOptions, is, type OptionSpec, optionError } from '../../base/options'
 import { isRecord } from '../../base/records'
 
 import { HttpError } from '../http/errors'
 import { checkRequestFields } from '../http/fields'
 import { inputItemsOf } from './conversation'
+import { Sealer } from './seal'
 
 type Item = Record<string, unknown>
-
-/** The first characters of every sealed content: this format, version 1 (another version is refused, not misread). */
-const SEAL_PREFIX = 'hsc1.'
-/** Bound to every seal, so content sealed by this key for another purpose never opens as a compaction. */
-const ASSOCIATED = Buffer.from('harmony-stream compaction v1')
-const IV_BYTES = 12
-const TAG_BYTES = 16
 
 export interface CompactorOptions {
   /**
@@ -75,18 +68,19 @@ export interface CompactionResource {
 }
 
 export class Compactor {
-  private readonly key: Buffer
-  private readonly maxSealedLength: number
-  private readonly maxOpenedBytes: number
+  /** The gateway's seal: its key seals compactions and, for stateless clients, reasoning (sealed-reasoning.ts). */
+  readonly sealer: Sealer
 
   constructor(options: CompactorOptions = {}) {
     checkOptions(options, OPTIONS, 'Compactor')
     const { key } = options
     if (key !== undefined && !isKey(key))
       throw optionError(TypeError, "Compactor: option 'key' must be 32 bytes (a Uint8Array) or 64 hex digits (its value is not shown)")
-    this.key = key === undefined ? randomBytes(32) : typeof key === 'string' ? Buffer.from(key, 'hex') : Buffer.from(key)
-    this.maxSealedLength = options.maxSealedLength ?? DEFAULT_MAX_SEALED_LENGTH
-    this.maxOpenedBytes = options.maxOpenedBytes ?? DEFAULT_MAX_OPENED_BYTES
+    this.sealer = new Sealer(
+      key === undefined ? randomBytes(32) : typeof key === 'string' ? Buffer.from(key, 'hex') : Buffer.from(key),
+      options.maxOpenedBytes ?? DEFAULT_MAX_OPENED_BYTES,
+      options.maxSealedLength ?? DEFAULT_MAX_SEALED_LENGTH,
+    )
   }
 
   /**
@@ -141,47 +135,23 @@ export class Compactor {
   }
 
   private seal(items: Item[]): string {
-    const tooLarge = () =>
-      new HttpError(
+    const sealed = this.sealer.seal('compaction', items)
+    if (sealed === null)
+      throw new HttpError(
         400,
-        `the conversation is too large to compact (at most ${this.maxOpenedBytes} bytes of items, ${this.maxSealedLength} characters sealed)`,
-        {
-          param: 'input',
-          code: 'compaction-too-large',
-        },
+        `the conversation is too large to compact (at most ${this.sealer.maxOpenedBytes} bytes of items, ${this.sealer.maxSealedLength} characters sealed)`,
+        { param: 'input', code: 'compaction-too-large' },
       )
-    const json = Buffer.from(JSON.stringify(items))
-    // What is sealed must open: `open` inflates at most this much.
-    if (json.length > this.maxOpenedBytes) throw tooLarge()
-    const iv = randomBytes(IV_BYTES)
-    const cipher = createCipheriv('aes-256-gcm', this.key, iv)
-    cipher.setAAD(ASSOCIATED)
-    const body = Buffer.concat([cipher.update(deflateRawSync(json)), cipher.final()])
-    const sealed = SEAL_PREFIX + Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url')
-    if (sealed.length > this.maxSealedLength) throw tooLarge()
     return sealed
   }
 
   private open(sealed: string, param: string): Item[] {
-    const notOurs = () =>
-      invalid(
+    const items = this.sealer.open('compaction', sealed)
+    if (!Array.isArray(items) || !items.every(isRecord))
+      throw invalid(
         `${param} is not a compaction this gateway made (made with another key, altered or cut); compact the conversation here first`,
         param,
       )
-    if (!sealed.startsWith(SEAL_PREFIX) || sealed.length > this.maxSealedLength) throw notOurs()
-    const bytes = Buffer.from(sealed.slice(SEAL_PREFIX.length), 'base64url')
-    if (bytes.length < IV_BYTES + TAG_BYTES) throw notOurs()
-    let items: unknown
-    try {
-      const decipher = createDecipheriv('aes-256-gcm', this.key, bytes.subarray(0, IV_BYTES))
-      decipher.setAAD(ASSOCIATED)
-      decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES))
-      const deflated = Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()])
-      items = JSON.parse(inflateRawSync(deflated, { maxOutputLength: this.maxOpenedBytes }).toString('utf8'))
-    } catch {
-      throw notOurs()
-    }
-    if (!Array.isArray(items) || !items.every(isRecord)) throw notOurs()
     return items
   }
 }
