@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net'
 import { createOpenAI } from '@ai-sdk/openai'
 import { ChatOpenAI } from '@langchain/openai'
 import { Agent, run, setDefaultOpenAIClient, setTracingDisabled } from '@openai/agents'
-import { generateText, stepCountIs, tool } from 'ai'
+import { generateText, stepCountIs, streamText, tool } from 'ai'
 import test from 'ava'
 import { createGateway } from 'harmony-stream/server'
 import OpenAI from 'openai'
@@ -29,9 +29,10 @@ const ANSWER = harmony(
 )
 
 /** The gateway with its defaults on a free port, closed after the test; what it logged as not applied. */
-async function gateway(t: { teardown(fn: () => Promise<void>): void }, engine: object) {
+async function gateway(t: { teardown(fn: () => Promise<void>): void }, engine: object, options: Record<string, unknown> = {}) {
   const notApplied: string[] = []
   const server = createGateway({
+    ...options,
     engine: engine as never,
     onDiagnostic: (diagnostic) => {
       if (diagnostic.code === 'not-applied') notApplied.push(diagnostic.message.split(':')[0]!)
@@ -82,6 +83,30 @@ test('Vercel AI SDK, the default OpenAI provider (Responses): a tool loop whose 
     second,
     /<\|channel\|>analysis<\|message\|>Need the weather\.<\|end\|>.*to=functions\.get_weather.*\{"city":"Paris"\}<\|call\|>.*functions\.get_weather to=assistant.*\{"sky":"clear"\}/s,
   )
+})
+
+for (const [how, gatewayOptions, providerOptions] of [
+  ['the gateway gives summaries always', { reasoningSummary: 'always' }, {}],
+  ['the request asks for a summary', {}, { openai: { forceReasoning: true, reasoningSummary: 'auto' } }],
+] as const) {
+  test(`Vercel AI SDK, the default OpenAI provider: gpt-oss's reasoning reaches reasoningText when ${how}`, async (t) => {
+    const { engine } = recordingEngine([ANSWER, ANSWER])
+    const { baseURL } = await gateway(t, engine, gatewayOptions)
+    const openai = createOpenAI({ baseURL, apiKey: 'x' })
+    const whole = await generateText({ model: openai('gpt-oss'), prompt: 'Weather in Paris?', providerOptions })
+    t.is(whole.reasoningText, 'It is clear.')
+    t.is(whole.text, 'It is sunny in Paris.')
+    const streamed = streamText({ model: openai('gpt-oss'), prompt: 'Weather in Paris?', providerOptions })
+    t.is(await streamed.reasoningText, 'It is clear.')
+    t.is(await streamed.text, 'It is sunny in Paris.')
+  })
+}
+
+test('Vercel AI SDK, the default OpenAI provider, the gateway with its defaults: no summary asked, none given', async (t) => {
+  const { baseURL } = await gateway(t, recordingEngine([ANSWER]).engine)
+  const whole = await generateText({ model: createOpenAI({ baseURL, apiKey: 'x' })('gpt-oss'), prompt: 'Weather in Paris?' })
+  t.is(whole.text, 'It is sunny in Paris.')
+  t.falsy(whole.reasoningText)
 })
 
 test('LangChain ChatOpenAI: invoke and stream, on Chat Completions and on the Responses API', async (t) => {

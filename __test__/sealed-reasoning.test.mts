@@ -79,7 +79,7 @@ test('without include, reasoning items carry no encrypted_content', async (t) =>
   const { engine } = recordingEngine([CALL])
   const { client } = await startGateway(t, { engine })
   const response = await client.responses.create({ model: 'gpt-oss', input: 'Weather in Paris?', tools: TOOLS, store: false })
-  const reasoning = response.output.find((item) => item.type === 'reasoning') as Item
+  const reasoning = response.output.find((item) => item.type === 'reasoning') as unknown as Item
   t.false('encrypted_content' in reasoning)
 })
 

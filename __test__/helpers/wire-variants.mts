@@ -11,8 +11,12 @@ export const WIRE_VARIANTS = [
   { tools: TOOLS, textToolCalls: 'recover' as const },
 ]
 
-/** A variant without the Chat-only options. */
+/**
+ * A variant without the Chat-only options; the one that shows reasoning both ways shows it in Responses both
+ * ways too: as summary parts beside the reasoning text, and sealed.
+ */
 export function responsesVariant(variant: Record<string, unknown>): Record<string, unknown> {
-  const { includeUsage: _, reasoningField: __, ...rest } = variant
-  return rest
+  const { includeUsage: _, reasoningField, ...rest } = variant
+  if (reasoningField !== 'both') return rest
+  return { ...rest, reasoningSummary: true, sealReasoning: (text: string) => `sealed ${text.length}` }
 }

@@ -60,14 +60,15 @@ export function responsesConversation(body: unknown, options: ConversationOption
     notApplied,
     ...(requiredCall === undefined ? {} : { requiredCall }),
   }
-  // gpt-oss writes no reasoning summary: 'auto' (as the model can) is taken as it is, a summary asked for is
-  // taken and said (its raw reasoning is in the reasoning item's `reasoning_text` content).
+  // gpt-oss writes no reasoning summary: 'auto' (as the model can) is taken as it is; a kind of summary asked
+  // for is taken and said (a gateway gives the raw reasoning, in the reasoning item's `reasoning_text` content
+  // and, by its rule, as its summary).
   for (const field of ['summary', 'generate_summary']) {
     const summary = reasoning?.[field]
     if (summary !== undefined && summary !== null && summary !== 'auto')
       notApplied.push({
         param: `reasoning.${field}`,
-        note: `${JSON.stringify(summary).slice(0, 40)} not applied: gpt-oss writes no reasoning summary (its reasoning is the reasoning item's reasoning_text)`,
+        note: `${JSON.stringify(summary).slice(0, 40)} not applied: gpt-oss writes no reasoning summary (its raw reasoning is given instead)`,
       })
   }
   const instructions = optionalString(request.instructions, 'instructions')

@@ -77,6 +77,12 @@ export const SETTINGS: readonly Setting[] = [
     help: 'omit (default: left out of the prompt, said in x-harmony-not-applied) | refuse (a 400)',
   },
   {
+    env: 'REASONING_SUMMARY',
+    flag: '--reasoning-summary',
+    value: 'RULE',
+    help: 'asked (default: reasoning as summary parts when a request asks) | always | never',
+  },
+  {
     env: 'SOCKET_LIFETIME_MS',
     flag: '--socket-lifetime-ms',
     value: 'MS',
@@ -233,6 +239,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
   const frames = oneOf(env, 'GATEWAY_FRAMES', ['sse', 'objects']) ?? 'sse'
   const unknownFields = oneOf(env, 'UNKNOWN_FIELDS', ['refuse', 'ignore']) ?? 'refuse'
   const hostedTools = oneOf(env, 'HOSTED_TOOLS', ['omit', 'refuse']) ?? 'omit'
+  const reasoningSummary = oneOf(env, 'REASONING_SUMMARY', ['asked', 'always', 'never']) ?? 'asked'
   const numbers = {
     bodyLimit: integer(env, 'BODY_LIMIT', 4 * 1024 * 1024, 1),
     coalesceMs: integer(env, 'SSE_COALESCE_MS', 0),
@@ -257,6 +264,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
       frames,
       unknownFields,
       hostedTools,
+      reasoningSummary,
       ...numbers,
       ...socketLifetimeMs,
       serverLimits,

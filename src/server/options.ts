@@ -22,6 +22,9 @@ export interface GatewayDiagnostic {
   message: string
 }
 
+/** When a Responses reasoning item carries its reasoning as a summary too (`GatewayOptions.reasoningSummary`). */
+export type ReasoningSummaryRule = 'asked' | 'always' | 'never'
+
 export interface GatewayOptions {
   /** The inference engine (any `Engine` of harmony-stream/engines). Default: a `ReplayEngine` of `replay`. */
   engine?: Engine
@@ -43,6 +46,12 @@ export interface GatewayOptions {
    * always offers them works; `'refuse'`: a 400 naming them. (The render option of the same name.)
    */
   hostedTools?: 'omit' | 'refuse'
+  /**
+   * Responses reasoning items as summaries too, for clients that read only summaries (the AI SDK's OpenAI
+   * provider): gpt-oss writes none, so a summary part carries the raw reasoning. `'asked'` (default): when the
+   * request asks for one (`reasoning.summary`); `'always'`; `'never'`. The `reasoning_text` is there either way.
+   */
+  reasoningSummary?: ReasoningSummaryRule
   /** Called with what the parser recovered from. Default: one line on stderr. */
   onDiagnostic?: (diagnostic: GatewayDiagnostic) => void
   /** Called with errors worth an operator's look (5xx answers, engines failing mid-stream). Default: stderr. */
@@ -88,6 +97,7 @@ const OPTIONS: OptionSpec = {
   bodyLimit: is.integer(1),
   renderOptions: is.object,
   hostedTools: is.oneOf('omit', 'refuse'),
+  reasoningSummary: is.oneOf('asked', 'always', 'never'),
   onDiagnostic: is.function,
   onError: is.function,
   frames: is.oneOf('sse', 'objects'),
@@ -111,6 +121,7 @@ export interface GatewaySettings {
   model: string
   bodyLimit: number
   renderOptions: RenderRequestOptions
+  reasoningSummary: ReasoningSummaryRule
   onDiagnostic: (diagnostic: GatewayDiagnostic) => void
   onError: (error: unknown) => void
   frames: 'sse' | 'objects'
@@ -148,6 +159,7 @@ export function gatewaySettings(options: unknown): GatewaySettings {
     model: o.model ?? 'gpt-oss',
     bodyLimit: o.bodyLimit ?? DEFAULT_BODY_LIMIT,
     renderOptions: o.hostedTools === undefined ? (o.renderOptions ?? {}) : { ...o.renderOptions, hostedTools: o.hostedTools },
+    reasoningSummary: o.reasoningSummary ?? 'asked',
     onDiagnostic: o.onDiagnostic ?? logDiagnostic,
     onError: o.onError ?? logError,
     frames: o.frames ?? 'sse',

@@ -17,6 +17,7 @@ import { type ResponsesAdapterOptions, ResponsesStream, responseObject } from '.
 import { rememberChat } from './chat-ids'
 import type { Gateway } from './context'
 import { generate } from './generate'
+import type { ReasoningSummaryRule } from './options'
 import { prepareRequest } from './prepare'
 import type { ApiKind, Prepared } from './prepared'
 import { serveBackground } from './responses/background'
@@ -35,8 +36,18 @@ export function adapterOptions(gateway: Gateway, prepared: Prepared): ChatAdapte
     ...(prompt.argumentSchemas === undefined ? {} : { argumentSchemas: prompt.argumentSchemas }),
     ...(parameters.logprobs === undefined ? {} : { logprobs: true }),
     ...(parameters.encryptedReasoning ? { sealReasoning: (text: string) => sealReasoning(gateway.compactor.sealer, text) } : {}),
+    ...(kind === 'responses' && givesSummary(gateway.reasoningSummary, body) ? { reasoningSummary: true } : {}),
     parser: { implementation: gateway.implementation, toolNames: prompt.toolNames },
   }
+}
+
+/** Whether a Responses request's reasoning items carry summaries: by the gateway's rule, or asked (`reasoning.summary`). */
+function givesSummary(rule: ReasoningSummaryRule, body: object): boolean {
+  if (rule !== 'asked') return rule === 'always'
+  const reasoning = (body as { reasoning?: unknown }).reasoning
+  if (!isRecord(reasoning)) return false
+  const asked = reasoning.summary ?? reasoning.generate_summary
+  return asked === 'auto' || asked === 'concise' || asked === 'detailed'
 }
 
 /**

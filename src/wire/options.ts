@@ -84,6 +84,7 @@ export const RESPONSES_OPTIONS: OptionSpec = {
   stored: is.boolean,
   background: is.boolean,
   sealReasoning: is.function,
+  reasoningSummary: is.boolean,
 }
 
 /** `finish(options)`, and the non-streaming functions' extra option. */

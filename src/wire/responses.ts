@@ -54,13 +54,25 @@ export interface ResponsesAdapterOptions extends AdapterOptions {
    * could be sealed (the field is null). Default: reasoning items carry no `encrypted_content`.
    */
   sealReasoning?: (text: string) => string | null
+  /**
+   * Reasoning items carry their text as a summary part too, streamed as summary events, for clients that read
+   * only summaries (the AI SDK's OpenAI provider): gpt-oss writes no summary, so its summary is its reasoning.
+   * Each reasoning delta is then two events, written off the fast lane. Default false.
+   */
+  reasoningSummary?: boolean
+}
+
+/** A reasoning item's summary part (with the `reasoningSummary` option: the reasoning itself). */
+interface SummaryPart {
+  type: 'summary_text'
+  text: string
 }
 
 export type ResponseItem =
   | {
       id: string
       type: 'reasoning'
-      summary: []
+      summary: SummaryPart[]
       content: { type: 'reasoning_text'; text: string }[]
       /** With the `sealReasoning` option, once the item is done. */
       encrypted_content?: string | null
@@ -171,6 +183,8 @@ interface OpenItem {
   released: string
   /** SSE: the delta frame around its sequence number and delta, made on the item's first delta. */
   frame: FrameTemplate | null
+  /** SSE, a reasoning item with the `reasoningSummary` option: its summary delta frame, made as `frame` is. */
+  summaryFrame: FrameTemplate | null
   /** A message item's log probabilities so far (the `logprobs` option). */
   logprobs: OutputLogprob[]
 }
@@ -374,7 +388,9 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
 
   protected textFrame(message: WireMessage<OpenItem>): FrameTemplate | null {
     const open = message.kept
-    return open === null ? null : (open.frame ??= deltaFrame(open))
+    // A reasoning delta with its summary is two frames, which one template cannot write.
+    if (open === null || (open.item.type === 'reasoning' && this.options.reasoningSummary === true)) return null
+    return (open.frame ??= deltaFrame(open))
   }
 
   private event(type: string, fields: Record<string, unknown>): ResponseEvent {
@@ -392,12 +408,14 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
 
   /** A new item in the output: its added events. */
   private add(item: ResponseItem): OpenItem {
-    const open: OpenItem = { outputIndex: this.output.length, item, released: '', frame: null, logprobs: [] }
+    const open: OpenItem = { outputIndex: this.output.length, item, released: '', frame: null, summaryFrame: null, logprobs: [] }
     this.output.push(item)
     this.emit(this.event('response.output_item.added', { output_index: open.outputIndex, item: structuredClone(item) }))
     const where = { item_id: item.id, output_index: open.outputIndex, content_index: 0 }
     if (item.type === 'reasoning') {
       this.emit(this.event('response.content_part.added', { ...where, part: { type: 'reasoning_text', text: '' } }))
+      if (this.options.reasoningSummary === true)
+        this.emit(this.event('response.reasoning_summary_part.added', { ...summaryAt(open), part: { type: 'summary_text', text: '' } }))
     } else if (item.type === 'message') {
       this.emit(
         this.event('response.content_part.added', { ...where, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } }),
@@ -421,14 +439,18 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
       )
       return
     }
+    const summary = open.item.type === 'reasoning' && this.options.reasoningSummary === true
     if (this.writesSse) {
-      // Byte for byte the frame of the event object below, without making it.
+      // Byte for byte the frames of the event objects below, without making them.
       this.write(writeFrame((open.frame ??= deltaFrame(open)), delta, this.counter++))
+      if (summary) this.write(writeFrame((open.summaryFrame ??= summaryDeltaFrame(open)), delta, this.counter++))
       return
     }
     const where = { item_id: open.item.id, output_index: open.outputIndex }
-    if (open.item.type === 'reasoning') this.emit(this.event('response.reasoning_text.delta', { ...where, content_index: 0, delta }))
-    else if (open.item.type === 'message')
+    if (open.item.type === 'reasoning') {
+      this.emit(this.event('response.reasoning_text.delta', { ...where, content_index: 0, delta }))
+      if (summary) this.emit(this.event('response.reasoning_summary_text.delta', { ...summaryAt(open), delta }))
+    } else if (open.item.type === 'message')
       this.emit(this.event('response.output_text.delta', { ...where, content_index: 0, delta, logprobs: [] }))
     else this.emit(this.event('response.function_call_arguments.delta', { ...where, delta }))
   }
@@ -441,6 +463,10 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
       this.setReasoning(item, text)
       this.emit(this.event('response.reasoning_text.done', { ...where, content_index: 0, text }))
       this.emit(this.event('response.content_part.done', { ...where, content_index: 0, part }))
+      if (this.options.reasoningSummary === true) {
+        this.emit(this.event('response.reasoning_summary_text.done', { ...summaryAt(open), text }))
+        this.emit(this.event('response.reasoning_summary_part.done', { ...summaryAt(open), part: { type: 'summary_text', text } }))
+      }
     } else if (item.type === 'message') {
       const part = { type: 'output_text' as const, text, annotations: [] as [], logprobs: open.logprobs }
       item.content = [part]
@@ -454,9 +480,10 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     this.emit(this.event('response.output_item.done', { output_index: open.outputIndex, item: structuredClone(item) }))
   }
 
-  /** A reasoning item's text, and with `sealReasoning` that text sealed. */
+  /** A reasoning item's text, with `reasoningSummary` its summary too, and with `sealReasoning` that text sealed. */
   private setReasoning(item: Extract<ResponseItem, { type: 'reasoning' }>, text: string): void {
     item.content = [{ type: 'reasoning_text', text }]
+    if (this.options.reasoningSummary === true) item.summary = [{ type: 'summary_text', text }]
     const { sealReasoning } = this.options
     if (sealReasoning !== undefined) item.encrypted_content = sealReasoning(text)
   }
@@ -467,6 +494,18 @@ function newItem(base: string, message: ItemHeader): ResponseItem {
   if (message.route === 'reasoning') return { id: `rs_${base}`, type: 'reasoning', summary: [], content: [], status: 'in_progress' }
   if (message.route === 'content') return { id: `msg_${base}`, type: 'message', role: 'assistant', status: 'in_progress', content: [] }
   return { id: `fc_${base}`, type: 'function_call', call_id: `call_${base}`, name: message.toolName!, arguments: '', status: 'in_progress' }
+}
+
+/** Where a reasoning item's (one) summary part is, as its summary events say. */
+function summaryAt(open: OpenItem): { item_id: string; output_index: number; summary_index: 0 } {
+  return { item_id: open.item.id, output_index: open.outputIndex, summary_index: 0 }
+}
+
+/** A reasoning item's summary delta frame, as `response.reasoning_summary_text.delta` objects serialize. */
+function summaryDeltaFrame(open: OpenItem): FrameTemplate {
+  const type = 'response.reasoning_summary_text.delta'
+  const middle = `,"item_id":${JSON.stringify(open.item.id)},"output_index":${open.outputIndex},"summary_index":0,"delta":`
+  return { literals: [`event: ${type}\ndata: {"type":"${type}","sequence_number":`, middle, '}\n\n'], slots: [FRAME_COUNTER, FRAME_TEXT] }
 }
 
 /** An item's delta frame around the sequence number and the delta, as the event objects serialize. */

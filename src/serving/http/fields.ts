@@ -106,7 +106,7 @@ export const RESPONSES_REQUEST_FIELDS = Object.freeze({
   ...SHARED,
   max_output_tokens: honoured('sent to the engine, and held to by the gateway'),
   reasoning: honoured(
-    "`effort` is the system message's `Reasoning:` level (`none`, `minimal` run as low, `xhigh` as high, and said); a `summary` is taken and said (gpt-oss writes none)",
+    "`effort` is the system message's `Reasoning:` level (`none`, `minimal` run as low, `xhigh` as high, and said); a `summary` asked for gives the raw reasoning as the reasoning item's summary parts too (gpt-oss writes no summary; 'concise' and 'detailed' said), by the gateway's `reasoningSummary` rule",
   ),
   // Not in OpenAI's Responses API; read as in Chat Completions, which some clients rely on (the Open Responses
   // specification has the penalties).
