@@ -4,7 +4,7 @@
  */
 import test from 'ava'
 
-import { ChatCompletionsStream, ResponsesStream } from 'harmony-stream'
+import { ChatCompletionsStream, chatCompletion, ResponsesStream, responseObject } from 'harmony-stream'
 
 import { batches, harmony, IMPLEMENTATIONS } from './helpers/harmony.mjs'
 
@@ -146,3 +146,25 @@ test('messages the adapters do not send leave a dropped-message diagnostic; to=a
   const content = [...chat.push(tokens), ...chat.finish()].map((c) => c.choices[0]?.delta.content ?? '').join('')
   t.is(content, 'Note to self.', 'a message to the assistant or the user is not a tool call: routed by its channel')
 })
+
+for (const implementation of IMPLEMENTATIONS) {
+  test(`${implementation}: a call to a tool of an offered namespace is a function call (Responses: with its namespace); one of a namespace not offered is dropped`, (t) => {
+    const completion = harmony('<|channel|>commentary to=multi_agent.spawn_agent <|constrain|>json<|message|>{"task":"x"}<|call|>')
+    const parser = { implementation, toolNames: ['functions.get_weather', 'multi_agent.spawn_agent'] }
+    const object = responseObject({ tokens: completion, finishReason: 'stop' }, { model: 'm', parser })
+    t.like(object.output[0], { type: 'function_call', name: 'spawn_agent', namespace: 'multi_agent', arguments: '{"task":"x"}' })
+    const chat = chatCompletion({ tokens: completion, finishReason: 'stop' }, { model: 'm', parser })
+    t.is(chat.choices[0]!.message.tool_calls?.[0]?.function.name, 'multi_agent.spawn_agent')
+    t.is(chat.choices[0]!.finish_reason, 'tool_calls')
+    // Not offered: the message is dropped, and a diagnostic says so.
+    const unoffered = responseObject({ tokens: completion, finishReason: 'stop' }, { model: 'm', parser: { implementation } })
+    t.deepEqual(unoffered.output, [])
+    t.true(unoffered.diagnostics.some((d) => d.code === 'dropped-message'))
+    // A function named like a namespace's tool is still the functions namespace's.
+    const plain = responseObject(
+      { tokens: harmony('<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{}<|call|>'), finishReason: 'stop' },
+      { model: 'm', parser },
+    )
+    t.false('namespace' in (plain.output[0] as object))
+  })
+}

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-import test from 'ava'
+import test, { type ExecutionContext } from 'ava'
 import { createGateway } from 'harmony-stream/server'
 
 import { recordingEngine } from './helpers/gateway.mjs'
@@ -78,9 +78,9 @@ function codexExec(baseURL: string, prompt: string): Promise<CodexRun> {
   })
 }
 
-test('Codex CLI runs a shell tool loop through the gateway with its defaults', async (t) => {
-  t.timeout(180_000, 'codex exec did not finish')
-  const { engine, prompts } = recordingEngine([CALL, ANSWER])
+/** The gateway with its defaults, serving `completions` in turn; what it logged as errors and as not applied. */
+async function gateway(t: ExecutionContext, completions: number[][]) {
+  const { engine, prompts } = recordingEngine(completions)
   const errors: unknown[] = []
   const notApplied = new Set<string>()
   const server = createGateway({
@@ -92,10 +92,13 @@ test('Codex CLI runs a shell tool loop through the gateway with its defaults', a
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
-  const run = await codexExec(
-    `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
-    'Run echo codex-ran and tell me what it printed.',
-  )
+  return { baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, prompts, errors, notApplied }
+}
+
+test('Codex CLI runs a shell tool loop through the gateway with its defaults', async (t) => {
+  t.timeout(180_000, 'codex exec did not finish')
+  const { baseURL, prompts, errors, notApplied } = await gateway(t, [CALL, ANSWER])
+  const run = await codexExec(baseURL, 'Run echo codex-ran and tell me what it printed.')
   const items = run.events.filter((event) => event.type === 'item.completed').map((event) => event.item as Record<string, unknown>)
   const summary = JSON.stringify({ code: run.code, events: run.events, stderr: run.stderr.slice(-3000) })
   t.is(run.code, 0, summary)
@@ -123,4 +126,25 @@ test('Codex CLI runs a shell tool loop through the gateway with its defaults', a
     [...notApplied].some((param) => param.startsWith('tools[')),
     [...notApplied].join(', '),
   )
+  // Its grouped tools are a Harmony namespace of their own.
+  t.regex(decodeTokens(prompts[0]!), /## multi_agent_v1\n[\s\S]*namespace multi_agent_v1 \{[\s\S]*type close_agent = /)
+})
+
+test("Codex CLI routes a call to a tool of its namespace back to that tool (Harmony's namespaces, OpenAI's namespace field)", async (t) => {
+  t.timeout(180_000, 'codex exec did not finish')
+  const close = harmony(
+    '<|channel|>analysis<|message|>Close it.<|end|><|start|>assistant<|channel|>commentary to=multi_agent_v1.close_agent <|constrain|>json<|message|>{"target":"bogus"}<|call|>',
+  )
+  const { baseURL, prompts, errors } = await gateway(t, [close, ANSWER])
+  const run = await codexExec(baseURL, 'Close agent bogus.')
+  const summary = JSON.stringify({ code: run.code, events: run.events, stderr: run.stderr.slice(-3000) })
+  t.is(run.code, 0, summary)
+  t.deepEqual(errors, [])
+  t.is(prompts.length, 2, summary)
+  // Codex ran its own close_agent (which refuses an id that is none), not "unsupported call": the call came
+  // back to it with its namespace; and its result went to the model from that tool.
+  const second = decodeTokens(prompts[1]!)
+  t.regex(second, /to=multi_agent_v1\.close_agent.*\{"target":"bogus"\}<\|call\|>/s)
+  t.regex(second, /<\|start\|>multi_agent_v1\.close_agent to=assistant<\|channel\|>commentary<\|message\|>[^<]*bogus/)
+  t.notRegex(second, /unsupported call/)
 })

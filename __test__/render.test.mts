@@ -744,3 +744,105 @@ test('hosted tools (and client-run types not rendered yet) are left out of the p
     ['tools[0]'],
   )
 })
+
+test('Responses namespace tools are Harmony namespaces, ordered by name as the reference orders them; namespaced calls and results round-trip', (t) => {
+  const agentTools = [
+    {
+      type: 'function',
+      name: 'spawn_agent',
+      description: 'Start an agent.',
+      parameters: { type: 'object', properties: { task: { type: 'string' } } },
+    },
+    { type: 'function', name: 'close_agent', description: 'Stop it.', strict: true, parameters: { type: 'object', properties: {} } },
+    { type: 'web_search' },
+  ]
+  const tools = [
+    { type: 'namespace', name: 'multi_agent', description: 'Agents.\nRun in parallel.', tools: agentTools },
+    { type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+    { type: 'namespace', name: 'aaa', tools: [{ type: 'function', name: 'f' }] },
+  ]
+  const input = [
+    { role: 'user', content: 'Start one.' },
+    { type: 'function_call', call_id: 'c1', name: 'spawn_agent', namespace: 'multi_agent', arguments: '{"task":"x"}' },
+    { type: 'function_call_output', call_id: 'c1', output: 'started' },
+  ]
+  const rendered = responses({ model: 'm', input, tools })
+  t.deepEqual(rendered.toolNames, ['functions.get_weather', 'multi_agent.spawn_agent', 'multi_agent.close_agent', 'aaa.f'])
+  t.deepEqual(
+    rendered.notApplied?.map((n) => n.param),
+    ['tools[0].tools[1].strict', 'tools[0].tools[2]'],
+  )
+  const fn = (name: string, description: string, parameters?: unknown) => ({
+    name,
+    description,
+    ...(parameters === undefined ? {} : { parameters }),
+  })
+  const conversation = {
+    messages: [
+      {
+        role: 'system',
+        content: [
+          {
+            type: 'system_content',
+            model_identity: 'You are ChatGPT, a large language model trained by OpenAI.',
+            reasoning_effort: 'Medium',
+            conversation_start_date: DATE,
+            knowledge_cutoff: '2024-06',
+            channel_config: { valid_channels: ['analysis', 'commentary', 'final'], channel_required: true },
+          },
+        ],
+      },
+      {
+        role: 'developer',
+        content: [
+          {
+            type: 'developer_content',
+            tools: {
+              multi_agent: {
+                name: 'multi_agent',
+                description: 'Agents.\nRun in parallel.',
+                tools: [
+                  fn('spawn_agent', 'Start an agent.', agentTools[0]!.parameters),
+                  fn('close_agent', 'Stop it.', agentTools[1]!.parameters),
+                ],
+              },
+              functions: { name: 'functions', tools: [fn('get_weather', '', tools[1]!.parameters)] },
+              aaa: { name: 'aaa', tools: [fn('f', '')] },
+            },
+          },
+        ],
+      },
+      { role: 'user', content: [{ type: 'text', text: 'Start one.' }] },
+      {
+        role: 'assistant',
+        channel: 'commentary',
+        recipient: 'multi_agent.spawn_agent',
+        content_type: '<|constrain|>json',
+        content: [{ type: 'text', text: '{"task":"x"}' }],
+      },
+      {
+        role: 'tool',
+        name: 'multi_agent.spawn_agent',
+        recipient: 'assistant',
+        channel: 'commentary',
+        content: [{ type: 'text', text: 'started' }],
+      },
+    ],
+  }
+  const [reference] = referenceRender([{ conversation, mode: 'completion', autoDrop: false }])
+  t.is(reference!.error, undefined)
+  t.true(equalTokens(rendered.tokens, reference!.tokens!), text(rendered.tokens))
+  t.regex(
+    text(rendered.tokens),
+    /## aaa\n\nnamespace aaa \{[\s\S]*## functions\n[\s\S]*## multi_agent\n\n\/\/ Agents\.\n\/\/ Run in parallel\.\nnamespace multi_agent/,
+  )
+  // A namespace that names the function tools' namespace, or one inside another, is refused, naming it.
+  for (const [bad, param] of [
+    [{ type: 'namespace', name: 'functions', tools: [] }, 'tools[0].name'],
+    [{ type: 'namespace', name: 'a b', tools: [] }, 'tools[0].name'],
+    [{ type: 'namespace', name: 'outer', tools: [{ type: 'namespace', name: 'inner', tools: [] }] }, 'tools[0].tools[0].type'],
+  ] as const) {
+    const error = t.throws(() => responses({ model: 'm', input: 'Hi', tools: [bad] }), { instanceOf: HarmonyRequestError })
+    t.is(error.param, param)
+  }
+})

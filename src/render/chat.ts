@@ -6,7 +6,7 @@
  */
 import { isRecord } from '../base/records'
 import type { TextMessage } from './conversation'
-import type { FunctionTool } from './developer'
+import type { FunctionTool, ToolNamespace } from './developer'
 import { type ArgumentSchema, argumentSchemas, type ResponseFormat, responseFormat } from './output-schema'
 import {
   array,
@@ -31,7 +31,10 @@ import type { ReasoningEffort } from './system'
 export interface RequestConversation {
   /** Texts of the system and developer messages, in order (the developer message's `# Instructions`). */
   instructions: string[]
+  /** The `functions` namespace. */
   tools: FunctionTool[]
+  /** Other namespaces of functions (Responses `namespace` tools). */
+  namespaces: ToolNamespace[]
   messages: TextMessage[]
   reasoningEffort: ReasoningEffort | undefined
   /** Chat `response_format` / Responses `text.format` asking for JSON (structured outputs). */
@@ -49,12 +52,14 @@ export interface ConversationOptions {
   hostedTools: HostedTools
 }
 
-export function toolCallMessage(name: string, args: string): TextMessage {
-  return { role: 'assistant', recipient: `functions.${name}`, channel: 'commentary', contentType: '<|constrain|>json', content: args }
+/** A call of function `name` of `namespace` (default `functions`). */
+export function toolCallMessage(name: string, args: string, namespace = 'functions'): TextMessage {
+  return { role: 'assistant', recipient: `${namespace}.${name}`, channel: 'commentary', contentType: '<|constrain|>json', content: args }
 }
 
-export function toolResultMessage(name: string, output: string): TextMessage {
-  return { role: 'tool', name: `functions.${name}`, recipient: 'assistant', channel: 'commentary', content: output }
+/** The result of a call of function `name` of `namespace` (default `functions`). */
+export function toolResultMessage(name: string, output: string, namespace = 'functions'): TextMessage {
+  return { role: 'tool', name: `${namespace}.${name}`, recipient: 'assistant', channel: 'commentary', content: output }
 }
 
 /**
@@ -97,6 +102,7 @@ export function chatConversation(body: unknown, options: ConversationOptions): R
   const conversation: RequestConversation = {
     instructions: [],
     tools,
+    namespaces: [],
     messages: [],
     reasoningEffort: reasoningEffort(request.reasoning_effort, 'reasoning_effort', notApplied),
     responseFormat: responseFormat(request.response_format, 'response_format', 'chat'),

@@ -1,6 +1,7 @@
 /**
  * The text of the developer message, as the reference renders `DeveloperContent`: `# Instructions`, then
- * the `# Tools` section with the `functions` namespace (encoding.rs `template_tools_section`); then, for
+ * the `# Tools` section with the `functions` namespace and any other namespaces of functions, in the order of
+ * their names (encoding.rs `template_tools_section`, over a `BTreeMap` of namespaces); then, for
  * structured outputs, the `# Response Formats` section of the Harmony format guide (openai/harmony
  * docs/format.md "Structured output"), which the reference renderer has no API for.
  */
@@ -23,9 +24,23 @@ export interface OutputSchema {
   schema: Record<string, unknown>
 }
 
+/**
+ * A namespace of functions besides `functions` (the reference's `ToolNamespaceConfig`; a Responses `namespace`
+ * tool): the model calls them as `to={name}.{tool}`.
+ */
+export interface ToolNamespace {
+  name: string
+  /** Written as `// ` comment lines under the namespace's heading. */
+  description?: string
+  tools: readonly FunctionTool[]
+}
+
 export interface DeveloperContent {
   instructions?: string | null
+  /** The `functions` namespace. */
   tools?: readonly FunctionTool[]
+  /** Other namespaces of functions. */
+  namespaces?: readonly ToolNamespace[]
   /** Schemas the answer follows, shown under `# Response Formats` (structured outputs). */
   responseFormats?: readonly OutputSchema[]
 }
@@ -38,9 +53,12 @@ function lines(text: string): string[] {
   return parts.map((line) => (line.endsWith('\r') ? line.slice(0, -1) : line))
 }
 
-/** The `functions` namespace block (the only namespace a gateway offers; built-in tools are not rendered). */
-function functionsNamespace(tools: readonly FunctionTool[]): string {
-  const block = ['## functions\n', 'namespace functions {\n']
+/** A namespace's block: heading, description, and its functions' types. */
+function namespaceBlock({ name, description, tools }: ToolNamespace): string {
+  const block = [`## ${name}\n`]
+  // The reference writes the description plain when the namespace has no tools; a request's always has some.
+  for (const line of lines(description ?? '')) block.push(`// ${line}`)
+  block.push(`namespace ${name} {\n`)
   for (const tool of tools) {
     for (const line of lines(tool.description ?? '')) block.push(`// ${line}`)
     block.push(
@@ -49,8 +67,19 @@ function functionsNamespace(tools: readonly FunctionTool[]): string {
         : `type ${tool.name} = (_: ${jsonSchemaToTypeScript(tool.parameters, '')}) => any;\n`,
     )
   }
-  block.push('} // namespace functions')
+  block.push(`} // namespace ${name}`)
   return block.join('\n')
+}
+
+/** The `# Tools` section: every namespace with functions, ordered by name as the reference's map orders them. */
+function toolsSection(content: DeveloperContent): string | null {
+  const namespaces = [...(content.namespaces ?? [])]
+  if (content.tools !== undefined && content.tools.length > 0) namespaces.push({ name: 'functions', tools: content.tools })
+  const offered = namespaces.filter((namespace) => namespace.tools.length > 0)
+  if (offered.length === 0) return null
+  // Byte order of the names (Rust's String order), which for the ASCII names allowed is code unit order.
+  offered.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  return ['# Tools', ...offered.map(namespaceBlock)].join('\n\n')
 }
 
 /**
@@ -68,7 +97,8 @@ function responseFormatsSection(formats: readonly OutputSchema[]): string {
 export function developerMessageText(content: DeveloperContent): string {
   const sections: string[] = []
   if (content.instructions != null) sections.push('# Instructions', content.instructions)
-  if (content.tools !== undefined && content.tools.length > 0) sections.push(['# Tools', functionsNamespace(content.tools)].join('\n\n'))
+  const tools = toolsSection(content)
+  if (tools !== null) sections.push(tools)
   if (content.responseFormats !== undefined && content.responseFormats.length > 0)
     sections.push(responseFormatsSection(content.responseFormats))
   return sections.join('\n\n')

@@ -163,9 +163,10 @@ function requestPrompt(conversation: RequestConversation, options: RenderRequest
   const { responseFormat } = conversation
   // JSON mode has no schema to show: only a json_schema format gets a `# Response Formats` section.
   const shown = responseFormat?.format === 'json_schema' ? [responseFormat] : []
-  if (conversation.instructions.length > 0 || conversation.tools.length > 0 || shown.length > 0) {
+  const { tools, namespaces } = conversation
+  if (conversation.instructions.length > 0 || tools.length > 0 || namespaces.length > 0 || shown.length > 0) {
     const instructions = conversation.instructions.length > 0 ? conversation.instructions.join('\n\n') : null
-    messages.push({ role: 'developer', content: { instructions, tools: conversation.tools, responseFormats: shown } })
+    messages.push({ role: 'developer', content: { instructions, tools, namespaces, responseFormats: shown } })
   }
   // A loop, not push(...spread): a spread call takes every message as an argument, beyond the stack's room for
   // a long conversation.
@@ -174,7 +175,10 @@ function requestPrompt(conversation: RequestConversation, options: RenderRequest
   const tokens = concat([...renderer.render(messages), ...nextTurnTokens(renderer, 'assistant')])
   const prompt: RenderedPrompt = {
     tokens,
-    toolNames: conversation.tools.map((tool) => `functions.${tool.name}`),
+    toolNames: [
+      ...tools.map((tool) => `functions.${tool.name}`),
+      ...namespaces.flatMap((namespace) => namespace.tools.map((tool) => `${namespace.name}.${tool.name}`)),
+    ],
     promptTokens: tokens.length,
   }
   if (responseFormat !== undefined) prompt.responseFormat = responseFormat

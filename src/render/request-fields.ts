@@ -5,7 +5,7 @@
 
 import { HarmonyRequestError } from '../base/errors'
 import { isRecord } from '../base/records'
-import type { FunctionTool } from './developer'
+import type { FunctionTool, ToolNamespace } from './developer'
 import { REASONING_EFFORTS, type ReasoningEffort } from './system'
 
 export type JsonObject = Record<string, unknown>
@@ -122,7 +122,7 @@ export function noControl(value: unknown, param: string, what: string, notApplie
  * - hosted tools, which OpenAI's servers run (web and file search, code interpreter, computer use, …): this
  *   gateway runs none;
  * - tool types the client runs that are not rendered for gpt-oss yet (`custom` free-text tools, `local_shell`,
- *   `shell`, `apply_patch`, and `namespace` groups of functions).
+ *   `shell`, `apply_patch`; in Chat, `namespace` groups of functions, which Responses renders).
  */
 const HOSTED_TOOLS: ReadonlySet<unknown> = new Set([
   'web_search',
@@ -168,6 +168,8 @@ export function functionTools(
   for (const [i, raw] of array(value, param).entries()) {
     const at = `${param}[${i}]`
     const tool = object(raw, at)
+    // Its own namespace in the prompt (`namespaceTools`).
+    if (shape === 'responses' && tool.type === 'namespace') continue
     if (tool.type !== 'function' && hosted === 'omit' && HOSTED_TOOLS.has(tool.type)) {
       notApplied.push({ param: at, note: `a '${tool.type}' tool: hosted tools are not run here; left out of the prompt` })
       continue
@@ -189,6 +191,45 @@ export function functionTools(
     tools.push({ name, description, parameters: parameters ?? undefined })
   }
   return tools
+}
+
+/**
+ * The namespaces of a Responses request's `tools` (`{ type: 'namespace', name, description, tools: [functions] }`,
+ * as Codex groups its tools): each is a Harmony namespace of its own, which the model calls as
+ * `to={name}.{function}`. A tool inside one that is not a function is left out and said, or refused, as at the
+ * top level; `strict` is not enforced inside one (said).
+ */
+export function namespaceTools(value: unknown, param: string, hosted: HostedTools, notApplied: NotApplied[]): ToolNamespace[] {
+  if (value === undefined || value === null) return []
+  const namespaces: ToolNamespace[] = []
+  for (const [i, raw] of array(value, param).entries()) {
+    const at = `${param}[${i}]`
+    const tool = object(raw, at)
+    if (tool.type !== 'namespace') continue
+    const name = namespaceName(tool.name, `${at}.name`)
+    if (name === 'functions') fail(`${at}.name 'functions' is the namespace of the function tools`, `${at}.name`)
+    if (namespaces.some((namespace) => namespace.name === name)) fail(`${at}.name '${name}' is declared twice`, `${at}.name`)
+    const description = optionalString(tool.description, `${at}.description`)
+    for (const [j, inner] of array(tool.tools, `${at}.tools`).entries()) {
+      if (isRecord(inner) && inner.type === 'namespace') fail(`${at}.tools[${j}]: namespaces do not nest`, `${at}.tools[${j}].type`)
+      if (isRecord(inner) && inner.strict === true)
+        notApplied.push({
+          param: `${at}.tools[${j}].strict`,
+          note: 'not enforced inside a namespace (the model is not constrained to the schema)',
+        })
+    }
+    const tools = functionTools(tool.tools, `${at}.tools`, 'responses', hosted, notApplied)
+    namespaces.push({ name, ...(description === undefined ? {} : { description }), tools })
+  }
+  return namespaces
+}
+
+/** A namespace's name as it appears before `.` in the prompt and the model's recipients. */
+export function namespaceName(value: unknown, param: string): string {
+  const name = string(value, param)
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(name))
+    fail(`${param} must be 1 to 64 letters, digits, '_' or '-', not ${JSON.stringify(name).slice(0, 80)}`, param)
+  return name
 }
 
 /** Tool call arguments: JSON text as the client sent it; an object is accepted and serialized. */

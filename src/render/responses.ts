@@ -21,6 +21,8 @@ import {
   functionTools,
   type JsonObject,
   type NotApplied,
+  namespaceName,
+  namespaceTools,
   noControl,
   object,
   optionalString,
@@ -46,6 +48,7 @@ export function responsesConversation(body: unknown, options: ConversationOption
   }
   const notApplied: NotApplied[] = []
   const declared = functionTools(request.tools, 'tools', 'responses', options.hostedTools, notApplied)
+  const namespaces = namespaceTools(request.tools, 'tools', options.hostedTools, notApplied)
   const { offered, requiredCall } = toolChoiceOf(request.tool_choice, 'tool_choice', declared)
   const text = request.text === undefined || request.text === null ? undefined : object(request.text, 'text')
   noControl(text?.verbosity, 'text.verbosity', 'verbosity', notApplied)
@@ -53,6 +56,7 @@ export function responsesConversation(body: unknown, options: ConversationOption
   const conversation: RequestConversation = {
     instructions: [],
     tools: offered ? declared : [],
+    namespaces: offered ? namespaces : [],
     messages: [],
     reasoningEffort: reasoningEffort(reasoning?.effort, 'reasoning.effort', notApplied),
     responseFormat: responseFormat(text?.format, 'text.format', 'responses'),
@@ -80,7 +84,8 @@ export function responsesConversation(body: unknown, options: ConversationOption
   }
   const items = array(request.input, 'input')
   if (items.length === 0) fail('input must hold at least one item', 'input')
-  const calls = new Map<string, string>()
+  // A call's function and namespace by its call id, for its output.
+  const calls = new Map<string, { name: string; namespace: string }>()
   const callFollows = functionCallFollows(items)
   items.forEach((raw, i) => {
     const at = `input[${i}]`
@@ -98,15 +103,19 @@ export function responsesConversation(body: unknown, options: ConversationOption
       }
       case 'function_call': {
         const name = functionName(item.name, `${at}.name`)
-        calls.set(string(item.call_id, `${at}.call_id`), name)
-        conversation.messages.push(toolCallMessage(name, toolArguments(item.arguments, `${at}.arguments`)))
+        const namespace =
+          item.namespace === undefined || item.namespace === null ? 'functions' : namespaceName(item.namespace, `${at}.namespace`)
+        calls.set(string(item.call_id, `${at}.call_id`), { name, namespace })
+        conversation.messages.push(toolCallMessage(name, toolArguments(item.arguments, `${at}.arguments`), namespace))
         break
       }
       case 'function_call_output': {
         const id = string(item.call_id, `${at}.call_id`)
-        const name = calls.get(id)
-        if (name === undefined) fail(`${at}.call_id '${id}' matches no earlier function_call item`, `${at}.call_id`)
-        conversation.messages.push(toolResultMessage(name, textContent(item.output, `${at}.output`, TEXT_PARTS.responses)))
+        const call = calls.get(id)
+        if (call === undefined) fail(`${at}.call_id '${id}' matches no earlier function_call item`, `${at}.call_id`)
+        conversation.messages.push(
+          toolResultMessage(call.name, textContent(item.output, `${at}.output`, TEXT_PARTS.responses), call.namespace),
+        )
         break
       }
       case 'item_reference':

@@ -1,5 +1,6 @@
 /** Checks messages of the conversation model before rendering: a TypeError naming the field, never a bad prompt. */
 import type { ConversationMessage } from './conversation'
+import type { FunctionTool } from './developer'
 import { REASONING_EFFORTS } from './system'
 
 function check(ok: boolean, fn: string, message: string): void {
@@ -33,14 +34,21 @@ export function validateConversation(messages: readonly ConversationMessage[], f
       if (typeof content === 'string') return
       check(content !== null && typeof content === 'object', fn, `${at}.content must be a string or DeveloperContent`)
       check(optionalText(content.instructions), fn, `${at}.content.instructions must be a string or null`)
-      check(content.tools === undefined || Array.isArray(content.tools), fn, `${at}.content.tools must be an array`)
-      content.tools?.forEach((tool, j) => {
+      checkTools(content.tools, `${at}.content.tools`, fn)
+      check(content.namespaces === undefined || Array.isArray(content.namespaces), fn, `${at}.content.namespaces must be an array`)
+      content.namespaces?.forEach((namespace, j) => {
+        const where = `${at}.content.namespaces[${j}]`
         check(
-          tool !== null && typeof tool === 'object' && typeof tool.name === 'string' && tool.name !== '',
+          namespace !== null &&
+            typeof namespace === 'object' &&
+            typeof namespace.name === 'string' &&
+            /^[A-Za-z0-9_-]+$/.test(namespace.name),
           fn,
-          `${at}.content.tools[${j}].name must be a non-empty string`,
+          `${where}.name must be letters, digits, '_' or '-'`,
         )
-        check(optionalString(tool.description), fn, `${at}.content.tools[${j}].description must be a string`)
+        check(namespace.name !== 'functions', fn, `${where}.name 'functions' is the namespace of content.tools`)
+        check(optionalString(namespace.description), fn, `${where}.description must be a string`)
+        checkTools(namespace.tools, `${where}.tools`, fn)
       })
       return
     }
@@ -58,5 +66,18 @@ export function validateConversation(messages: readonly ConversationMessage[], f
       fn,
       `${at}: a tool message needs its name (e.g. 'functions.get_weather')`,
     )
+  })
+}
+
+/** A developer message's functions (its `tools`, or a namespace's): each with a name. */
+function checkTools(tools: readonly FunctionTool[] | undefined, at: string, fn: string): void {
+  check(tools === undefined || Array.isArray(tools), fn, `${at} must be an array`)
+  tools?.forEach((tool, j) => {
+    check(
+      tool !== null && typeof tool === 'object' && typeof tool.name === 'string' && tool.name !== '',
+      fn,
+      `${at}[${j}].name must be a non-empty string`,
+    )
+    check(optionalString(tool.description), fn, `${at}[${j}].description must be a string`)
   })
 }

@@ -30,7 +30,17 @@ import { isStepLogprob, type OutputLogprob, outputLogprob, type StepLogprob } fr
 import { type InputKind, type MessageEvent, MessageStream } from './message-stream'
 import { checkAdapterOptions, FINISH_OPTIONS, parserOptionsOf } from './options'
 import { recoveredDiagnostic, TextCallRecovery } from './recovery'
-import { droppedDiagnostic, type Route, type RouteFields, type RoutingOptions, routeOf, toolArgumentsDiagnostic, toolName } from './routing'
+import {
+  droppedDiagnostic,
+  namespaceOf,
+  offeredNamespaces,
+  type Route,
+  type RouteFields,
+  type RoutingOptions,
+  routeOf,
+  toolArgumentsDiagnostic,
+  toolName,
+} from './routing'
 import { schemaProblem, structuredOutputDiagnostic } from './schema-check'
 import { StopStrings } from './stop-strings'
 import type { HeldOutput, RecoveredCall } from './text-tool-calls'
@@ -109,6 +119,8 @@ export interface WireMessage<Kept> {
   readonly held: boolean
   /** The function name of a tool call (`get_weather`; a built-in keeps its recipient), else null. */
   readonly toolName: string | null
+  /** A call to a tool of an offered namespace other than `functions`: that namespace (its `toolName` starts with it). */
+  readonly toolNamespace: string | null
   /** A tool call's place among the completion's tool calls (recovered ones included), from 0; -1 for others. */
   readonly toolIndex: number
   /** What the format keeps for it (Chat: its call's announcement and frame; Responses: its output item). */
@@ -183,6 +195,8 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
   /** Answer tokens read whose text is not delivered yet (part of a character), and answer tokens that had none. */
   private pendingLogprobs: OutputLogprob[] = []
   private missingLogprobs = 0
+  /** The tool namespaces besides `functions` that the parser's tool names offer. */
+  private readonly namespaces: ReadonlySet<string>
 
   protected constructor(
     readonly options: Options,
@@ -194,6 +208,7 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
     const parserOptions = parserOptionsOf(options, format.name)
     this.stream = new MessageStream(parserOptions, options.input)
     this.recovery = new TextCallRecovery(options, parserOptions.toolNames ?? [])
+    this.namespaces = offeredNamespaces(parserOptions.toolNames ?? [])
     this.stops = options.stop === undefined ? null : new StopStrings(options.stop)
     if (options.logprobs === true) {
       // Each of these moves text away from the token it came with.
@@ -483,13 +498,15 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
   private messageOf(index: number, header: RouteFields): WireMessage<Kept> {
     let message = this.messages.get(index)
     if (message === undefined) {
-      const route = routeOf(header, this.options)
+      const route = routeOf(header, this.options, this.namespaces)
       const tool = route === 'tool'
+      const namespace = tool ? namespaceOf(header.recipient!) : null
       message = {
         index,
         route,
         held: route === 'content' && this.recovery.applies(header),
         toolName: tool ? toolName(header.recipient!) : null,
+        toolNamespace: namespace !== null && this.namespaces.has(namespace) ? namespace : null,
         toolIndex: tool ? this.toolCalls++ : -1,
         kept: null,
       }

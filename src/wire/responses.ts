@@ -86,7 +86,16 @@ export type ResponseItem =
       /** `logprobs`: with the `logprobs` option, the log probabilities of the text's tokens. */
       content: { type: 'output_text'; text: string; annotations: []; logprobs: OutputLogprob[] }[]
     }
-  | { id: string; type: 'function_call'; call_id: string; name: string; arguments: string; status: ItemStatus }
+  | {
+      id: string
+      type: 'function_call'
+      call_id: string
+      name: string
+      /** A call to a tool of a `namespace` tool: its namespace (`name` is the tool's within it), as OpenAI's. */
+      namespace?: string
+      arguments: string
+      status: ItemStatus
+    }
 
 type ItemStatus = 'in_progress' | 'completed' | 'incomplete'
 
@@ -189,7 +198,7 @@ interface OpenItem {
   logprobs: OutputLogprob[]
 }
 
-type ItemHeader = Pick<WireMessage<OpenItem>, 'index' | 'route' | 'toolName'>
+type ItemHeader = Pick<WireMessage<OpenItem>, 'index' | 'route' | 'toolName' | 'toolNamespace'>
 
 /** Streaming Responses for one completion: `start()`, then `push(tokens)` per engine step, then `finish()`. */
 export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, ResponsesAdapterOptions> {
@@ -493,7 +502,10 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
 function newItem(base: string, message: ItemHeader): ResponseItem {
   if (message.route === 'reasoning') return { id: `rs_${base}`, type: 'reasoning', summary: [], content: [], status: 'in_progress' }
   if (message.route === 'content') return { id: `msg_${base}`, type: 'message', role: 'assistant', status: 'in_progress', content: [] }
-  return { id: `fc_${base}`, type: 'function_call', call_id: `call_${base}`, name: message.toolName!, arguments: '', status: 'in_progress' }
+  const call = { id: `fc_${base}`, type: 'function_call' as const, call_id: `call_${base}` }
+  const namespace = message.toolNamespace
+  if (namespace === null) return { ...call, name: message.toolName!, arguments: '', status: 'in_progress' }
+  return { ...call, name: message.toolName!.slice(namespace.length + 1), namespace, arguments: '', status: 'in_progress' }
 }
 
 /** Where a reasoning item's (one) summary part is, as its summary events say. */

@@ -28,13 +28,18 @@ export interface RouteFields {
 }
 
 const FUNCTIONS = 'functions.'
+const NO_NAMESPACES: ReadonlySet<string> = new Set()
 
-export function routeOf(header: RouteFields, options: RoutingOptions = {}): Route {
+/**
+ * `namespaces`: the tool namespaces besides `functions` the request offered (a Responses `namespace` tool is
+ * one): a message to one of their tools is a call as a function's is.
+ */
+export function routeOf(header: RouteFields, options: RoutingOptions = {}, namespaces = NO_NAMESPACES): Route {
   // Completions are assistant messages; anything else (a tool result the model hallucinated) is not output.
   if (header.role !== 'assistant') return 'ignore'
   const recipient = header.recipient ?? null
   if (recipient !== null && recipient !== 'assistant' && recipient !== 'user') {
-    if (recipient.startsWith(FUNCTIONS)) return 'tool'
+    if (recipient.startsWith(FUNCTIONS) || namespaces.has(namespaceOf(recipient) ?? '')) return 'tool'
     return options.builtinTools === 'surface' ? 'tool' : 'ignore'
   }
   if (header.channel === 'analysis') return 'reasoning'
@@ -43,9 +48,25 @@ export function routeOf(header: RouteFields, options: RoutingOptions = {}): Rout
   return 'content'
 }
 
-/** The function name of a tool message: `functions.get_weather` → `get_weather`; a built-in keeps its recipient. */
+/** The function name of a tool message: `functions.get_weather` → `get_weather`; another namespace's keeps it. */
 export function toolName(recipient: string): string {
   return recipient.startsWith(FUNCTIONS) ? recipient.slice(FUNCTIONS.length) : recipient
+}
+
+/** The namespace of a recipient (`multi_agent.spawn` → `multi_agent`); null for one without (`python`). */
+export function namespaceOf(recipient: string): string | null {
+  const dot = recipient.indexOf('.')
+  return dot > 0 ? recipient.slice(0, dot) : null
+}
+
+/** The namespaces besides `functions` of the parser's tool names (`functions.get_weather`, `multi_agent.spawn`). */
+export function offeredNamespaces(toolNames: readonly string[]): ReadonlySet<string> {
+  const namespaces = new Set<string>()
+  for (const name of toolNames) {
+    const namespace = namespaceOf(name)
+    if (namespace !== null && namespace !== 'functions') namespaces.add(namespace)
+  }
+  return namespaces
 }
 
 /**

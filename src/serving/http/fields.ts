@@ -104,6 +104,9 @@ export const RESPONSES_REQUEST_FIELDS = Object.freeze({
   ),
   instructions: honoured("the developer message's instructions"),
   ...SHARED,
+  tools: honoured(
+    "function tools rendered into the developer message (a `strict: true` tool's arguments enforced by the engine); a `namespace` tool is a Harmony namespace of its own (its calls come back with their `namespace`); hosted ones (`web_search`, `file_search`, `mcp`, …) and client-run types not rendered yet (`custom`, `shell`, …) left out and said (`hostedTools: 'refuse'`: a 400); other types refused",
+  ),
   max_output_tokens: honoured('sent to the engine, and held to by the gateway'),
   reasoning: honoured(
     "`effort` is the system message's `Reasoning:` level (`none`, `minimal` run as low, `xhigh` as high, and said); a `summary` asked for gives the raw reasoning as the reasoning item's summary parts too (gpt-oss writes no summary; 'concise' and 'detailed' said), by the gateway's `reasoningSummary` rule",
