@@ -151,7 +151,7 @@ function completions(json: string): number[][] {
 /** What a stand-in server received from each client asked for `schema` (and, or instead, `constraints`). */
 async function bodiesFor(
   schema: Record<string, unknown> | null,
-  constraints: Pick<GenerateRequest, 'argumentSchemas'> = {},
+  constraints: Pick<GenerateRequest, 'argumentSchemas' | 'callArguments'> = {},
 ): Promise<Record<string, Record<string, unknown>>> {
   const clients: [string, (b: { completion: number[] }) => Promise<FakeEngine>, (url: string) => Engine][] = [
     ['vllm', fakeVllm, (url) => new VllmEngine({ url })],
@@ -383,3 +383,25 @@ for (const withFormat of [false, true]) {
     t.is(answer.accepted, !withFormat)
   })
 }
+
+test("a required call's arguments (callArguments): held to the schema from the first token, by every engine's grammar", async (t) => {
+  const bodies = await bodiesFor(null, { callArguments: { schema: WEATHER } })
+  const tags = structuralTags(bodies)
+  t.is(new Set(Object.values(tags).map((tag) => JSON.stringify(JSON.parse(tag)))).size, 1)
+  const llamacpp = bodies.llamacpp!
+  t.is(llamacpp.grammar_lazy, undefined, 'not waiting for a trigger')
+  const tried = [{ city: 'Paris' }, { city: 'Rome', days: 3 }, { city: 'Oslo' }, { days: 3 }, 'Paris']
+  const verdicts = tried.map((value) => ajv.validate(WEATHER, value))
+  const sequences = [...tried.map((value) => harmony(`${JSON.stringify(value)}<|call|>`)), harmony('Hello world<|call|>')]
+  const [tag, tagReturnOnly, gbnf] = xgrammar([
+    { kind: 'structural_tag', grammar: tags.vllm!, sequences },
+    { kind: 'structural_tag', grammar: tags.vllm!, sequences, stops: [200_002] },
+    { kind: 'ebnf', grammar: llamacpp.grammar as string, sequences },
+  ])
+  if (!Array.isArray(tag) || !Array.isArray(tagReturnOnly) || !Array.isArray(gbnf))
+    throw new Error(`xgrammar: ${JSON.stringify([tag, gbnf])}`)
+  for (const result of [tag, tagReturnOnly, gbnf]) {
+    tried.forEach((value, i) => t.is(result[i]!.accepted, verdicts[i], `${JSON.stringify(value)}: ${JSON.stringify(result[i])}`))
+    t.false(result[tried.length]!.accepted, 'prose is refused')
+  }
+})

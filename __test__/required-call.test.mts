@@ -183,3 +183,30 @@ test('a model that ends its turn in its reasoning, or ends the call with another
     ),
   )
 })
+
+test("a required call of a strict function: the arguments' request holds them to its schema from the first token (callArguments)", async (t) => {
+  const requests: GenerateRequest[] = []
+  const phases = [REASONING, ARGUMENTS]
+  const engine: Engine = {
+    name: 'recording',
+    async *generate(request: GenerateRequest) {
+      requests.push(request)
+      yield { tokens: Uint32Array.from(phases[requests.length - 1]!), finishReason: 'stop' as const }
+    },
+  }
+  const { client } = await startGateway(t, { engine })
+  const strict = CHAT_TOOLS.map((tool, i) => ({ ...tool, function: { ...tool.function, strict: i === 0 } }))
+  for (const [tool_choice, constrained] of [
+    [{ type: 'function' as const, function: { name: 'get_weather' } }, true],
+    [{ type: 'function' as const, function: { name: 'get_time' } }, false],
+  ] as const) {
+    requests.length = 0
+    const completion = await client.chat.completions.create({ model: 'gpt-oss', messages, tools: strict, tool_choice })
+    t.is(completion.choices[0]!.finish_reason, 'tool_calls')
+    t.is(requests.length, 2)
+    // The reasoning is free but for the strict tools' calls it might write; the arguments are the schema's.
+    t.truthy(requests[0]!.argumentSchemas)
+    t.is(requests[1]!.argumentSchemas, undefined)
+    t.deepEqual(requests[1]!.callArguments, constrained ? { schema: strict[0]!.function.parameters } : undefined)
+  }
+})

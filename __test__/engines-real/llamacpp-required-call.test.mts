@@ -44,3 +44,28 @@ real('a named tool_choice: the model reasons, then the call is completed by the 
   // The second request's prompt came from the server's cache: the first prompt and the reasoning at least.
   t.true((held.usage?.prompt_tokens_details?.cached_tokens ?? 0) >= plain.usage!.prompt_tokens, JSON.stringify(held.usage))
 })
+
+real("a named strict function: the server's grammar holds the arguments the gateway asks for to its schema", async (t) => {
+  const { client } = await startGateway(t, { engine: new LlamaCppEngine({ url: server().url }) })
+  const parameters = {
+    type: 'object',
+    properties: { city: { enum: ['Paris', 'Rome'] } },
+    required: ['city'],
+    additionalProperties: false,
+  }
+  const tools = [{ type: 'function' as const, function: { name: 'get_weather', parameters, strict: true } }]
+  const messages = [{ role: 'user' as const, content: 'Weather in Paris?' }]
+  const tool_choice = { type: 'function' as const, function: { name: 'get_weather' } }
+  const held = await client.chat.completions.create({ model: 'gpt-oss', messages, tools, tool_choice, max_tokens: 60 })
+  const call = held.choices[0]!.message.tool_calls?.[0] as { function: { name: string; arguments: string } } | undefined
+  t.is(call?.function.name, 'get_weather')
+  // The bigram model writes "Hello world" wherever it starts; held to the schema, it writes one of its cities.
+  const args = JSON.parse(call?.function.arguments ?? 'null') as { city?: string }
+  t.true(args.city === 'Paris' || args.city === 'Rome', JSON.stringify(call))
+  t.deepEqual(Object.keys(args), ['city'])
+  // Without strict, the same call's arguments are the model's own (not JSON): the schema made the difference.
+  const free = [{ type: 'function' as const, function: { name: 'get_weather', parameters } }]
+  const loose = await client.chat.completions.create({ model: 'gpt-oss', messages, tools: free, tool_choice, max_tokens: 60 })
+  const looseArgs = (loose.choices[0]!.message.tool_calls?.[0] as { function: { arguments: string } } | undefined)?.function.arguments
+  t.notDeepEqual(looseArgs, call?.function.arguments)
+})

@@ -5,7 +5,9 @@
  * 1. The engine continues the prompt from `<|channel|>analysis<|message|>`: the model's reasoning, up to its
  *    `<|end|>`, where this step stops reading it (the engine request ends with it).
  * 2. The engine continues from the prompt, that reasoning, and the call's header (`<|start|>assistant<|channel|>
- *    commentary to=functions.NAME <|constrain|>json<|message|>`): it writes the arguments and `<|call|>`.
+ *    commentary to=functions.NAME <|constrain|>json<|message|>`): it writes the arguments and `<|call|>`. A
+ *    strict function's arguments are held to its schema from the first token (`callArguments`): the grammars
+ *    that wait for a header the model writes would never see this one, which the gateway wrote.
  *
  * The headers are steps of their own, so the adapters parse the completion whole, and what a kept response
  * records (the prompt, then every id after it) is exactly what the engine saw last: a continuation from it is
@@ -82,10 +84,13 @@ export async function* requiredCallSteps(
   const used = call.reasoning.length + reasoning.length + call.call.length
   const maxTokens = request.maxTokens === undefined ? undefined : Math.max(1, request.maxTokens - used)
   let ended = false
+  const { responseFormat: _answer, argumentSchemas, ...rest } = request
+  const schema = call.name === null ? null : (argumentSchemas?.find((entry) => entry.name === call.name)?.schema ?? null)
   for await (const step of generate({
-    ...request,
+    ...rest,
     tokens: concat([request.tokens, call.reasoning, reasoning, call.call]),
     ...(maxTokens === undefined ? {} : { maxTokens }),
+    ...(schema === null ? {} : { callArguments: { schema } }),
   })) {
     const stop: number = ended ? -1 : step.tokens.findIndex((id) => STOPS.has(id))
     if (stop < 0 || step.tokens[stop] === CALL) {

@@ -1,6 +1,7 @@
 /**
  * Structured outputs enforced by the engine: the final answer's JSON (`GenerateRequest.responseFormat`) and
- * the arguments of strict function tools (`GenerateRequest.argumentSchemas`), with the grammar each engine's
+ * the arguments of strict function tools (`GenerateRequest.argumentSchemas`; `callArguments` where the prompt
+ * ends with the call's header, as a required call's second step does: then from the first token, no trigger), with the grammar each engine's
  * constrained decoding takes, laid out as gpt-oss writes a completion so that nothing else is constrained:
  * analysis and preambles stay free, and so does everything up to a constrained message's header.
  *
@@ -36,6 +37,8 @@ import { GrammarBuilder, gbnfLiteral } from './json-grammar'
 export interface OutputConstraints {
   responseFormat?: OutputSchema
   argumentSchemas?: readonly ArgumentSchema[]
+  /** The whole completion is a call's arguments (its header ends the prompt): from the first token, no trigger. */
+  callArguments?: { schema: Record<string, unknown> }
 }
 
 /** The text every final message starts with, and every tool call's recipient. */
@@ -77,9 +80,10 @@ function endingWith(content: Format, end: string): Format {
 
 /** xgrammar's structural tag for `constraints`, or null when they constrain nothing (vLLM and SGLang take it as a JSON string). */
 export function structuralTag(constraints: OutputConstraints): { type: 'structural_tag'; format: Format } | null {
+  const { responseFormat, argumentSchemas, callArguments } = constraints
+  if (callArguments !== undefined) return { type: 'structural_tag', format: endingWith(json(callArguments.schema), '<|call|>') }
   const tags: Format[] = []
   const triggers: string[] = []
-  const { responseFormat, argumentSchemas } = constraints
   if (responseFormat !== undefined) {
     triggers.push(FINAL)
     for (const begin of FINAL_HEADERS)
@@ -108,9 +112,11 @@ const LLAMACPP_WORD_TRIGGER = 1
 /** The `/completion` fields that make llama.cpp enforce `constraints`, or null when they constrain nothing. */
 export function llamaCppGrammarFields(constraints: OutputConstraints): Record<string, unknown> | null {
   const builder = new GrammarBuilder()
+  const { responseFormat, argumentSchemas, callArguments } = constraints
+  // From the first token: the arguments, after which only an end-of-generation token (`<|call|>`) may come.
+  if (callArguments !== undefined) return { grammar: builder.text('root', builder.json(callArguments.schema)) }
   const branches: string[] = []
   const triggers: { type: number; value: string }[] = []
-  const { responseFormat, argumentSchemas } = constraints
   if (responseFormat !== undefined) {
     triggers.push({ type: LLAMACPP_WORD_TRIGGER, value: FINAL })
     branches.push(

@@ -68,6 +68,16 @@ export function checkGenerateRequest(request: Partial<GenerateRequest>, where: s
   }
   if (request.responseFormat !== undefined) checkResponseFormat(request.responseFormat, where)
   if (request.argumentSchemas !== undefined) checkArgumentSchemas(request.argumentSchemas, where)
+  if (request.callArguments !== undefined) {
+    const schema = (request.callArguments as { schema?: unknown } | null)?.schema
+    if (schema === null || typeof schema !== 'object' || Array.isArray(schema))
+      throw new TypeError(`${where}: callArguments must be an object { schema: object }`)
+    if (request.responseFormat !== undefined || request.argumentSchemas !== undefined)
+      throw new TypeError(
+        `${where}: callArguments constrains the whole completion: it takes no responseFormat or argumentSchemas beside it`,
+      )
+    checkEnforceable(schema, 'callArguments.schema')
+  }
   if (
     request.logprobs !== undefined &&
     (!Number.isSafeInteger(request.logprobs) || request.logprobs < 0 || request.logprobs > MAX_TOP_LOGPROBS)

@@ -77,6 +77,12 @@ export interface GenerateRequest {
    */
   argumentSchemas?: readonly ArgumentSchema[]
   /**
+   * The completion is the arguments of the call whose header the prompt ends with (a required call's second
+   * step, server/required-call.ts): JSON `schema` accepts, then `<|call|>`, enforced from the first token.
+   * Takes the place of `responseFormat` and `argumentSchemas`, which wait for a header the model writes.
+   */
+  callArguments?: { schema: Record<string, unknown> }
+  /**
    * Log probabilities: each generated id's, with the `logprobs` likeliest ids at its position (0 to 20; 0:
    * the generated id's alone), on `EngineStep.logprobs`. Absent: none are asked for.
    */
