@@ -401,7 +401,8 @@ test("a required call's arguments (callArguments): held to the schema from the f
   if (!Array.isArray(tag) || !Array.isArray(tagReturnOnly) || !Array.isArray(gbnf))
     throw new Error(`xgrammar: ${JSON.stringify([tag, gbnf])}`)
   for (const result of [tag, tagReturnOnly, gbnf]) {
-    tried.forEach((value, i) => t.is(result[i]!.accepted, verdicts[i], `${JSON.stringify(value)}: ${JSON.stringify(result[i])}`))
+    for (const [i, value] of tried.entries())
+      t.is(result[i]!.accepted, verdicts[i], `${JSON.stringify(value)}: ${JSON.stringify(result[i])}`)
     t.false(result[tried.length]!.accepted, 'prose is refused')
   }
 })
