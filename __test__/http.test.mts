@@ -136,12 +136,15 @@ test('generation parameters: type and range checked, 400 naming the field', (t) 
     logitBias: { 1000: -5 },
     stop: ['END'],
     logprobs: undefined,
+    encryptedReasoning: false,
     background: false,
   })
   t.is(chatGenerationParameters({ model: 'm', logprobs: true }).logprobs, 0)
   t.is(chatGenerationParameters({ model: 'm', logprobs: true, top_logprobs: 5 }).logprobs, 5)
   t.is(responsesGenerationParameters({ model: 'm', include: ['message.output_text.logprobs'], top_logprobs: 2 }).logprobs, 2)
   t.is(responsesGenerationParameters({ model: 'm', top_logprobs: 2 }).logprobs, undefined)
+  t.true(responsesGenerationParameters({ model: 'm', include: ['reasoning.encrypted_content'] }).encryptedReasoning)
+  t.is(responsesGenerationParameters({ model: 'm', include: ['reasoning.encrypted_content'], top_logprobs: 2 }).logprobs, undefined)
   t.true(responsesGenerationParameters({ model: 'm', background: true }).background)
   t.is(chatGenerationParameters({ model: 'm', max_completion_tokens: 5, max_tokens: 9 }).maxTokens, 5)
   t.is(responsesGenerationParameters({ model: 'm', max_output_tokens: 7 }).maxTokens, 7)

@@ -259,7 +259,7 @@ test('through the gateway: what cannot be given is a 400 naming the field', asyn
   t.is(await param(client.chat.completions.create({ model: 'gpt-oss', messages, top_logprobs: 2 })), 'top_logprobs')
   t.is(await param(client.chat.completions.create({ model: 'gpt-oss', messages, logprobs: true, top_logprobs: 21 })), 'top_logprobs')
   t.is(await param(client.chat.completions.create({ model: 'gpt-oss', messages, logprobs: true, stop: 'x' })), 'logprobs')
-  t.is(await param(client.responses.create({ model: 'gpt-oss', input: 'Hi', include: ['reasoning.encrypted_content'] })), 'include[0]')
+  t.is(await param(client.responses.create({ model: 'gpt-oss', input: 'Hi', include: ['file_search_call.results'] })), 'include[0]')
   // top_logprobs alone asks for nothing (OpenAI returns logprobs only when include asks): taken, and echoed.
   const alone = { model: 'gpt-oss', input: 'Hi', top_logprobs: 3 }
   const response = await client.responses.create(alone)
