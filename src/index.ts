@@ -81,6 +81,7 @@ export {
   type SystemContent,
   type SystemMessage,
   type TextMessage,
+  type ToolNamespace,
   type TrainingRender,
 } from './render'
 export { generateRequestOf } from './serving/generate-request'

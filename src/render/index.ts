@@ -276,7 +276,7 @@ export function renderForTraining(messages: readonly ConversationMessage[], opti
 
 export { DEFAULT_RENDER_CACHE_BYTES, RenderCache, type RenderCacheOptions, type RenderCacheStats } from './cache'
 export type { ConversationMessage, DeveloperMessage, SystemMessage, TextMessage } from './conversation'
-export type { DeveloperContent, FunctionTool, OutputSchema } from './developer'
+export type { DeveloperContent, FunctionTool, OutputSchema, ToolNamespace } from './developer'
 export type { ArgumentSchema, ResponseFormat } from './output-schema'
 export { type HostedTools, type NotApplied, nearestEffort } from './request-fields'
 export type { ReasoningEffort, SystemContent } from './system'
