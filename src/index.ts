@@ -175,6 +175,7 @@ export {
   type ResponseObject,
   type ResponseRequestEcho,
   type ResponsesAdapterOptions,
+  type ResponsesDialect,
   ResponsesStream,
   type ResponseUsage,
   responseObject,

@@ -17,6 +17,8 @@ export const WIRE_VARIANTS = [
  */
 export function responsesVariant(variant: Record<string, unknown>): Record<string, unknown> {
   const { includeUsage: _, reasoningField, ...rest } = variant
+  // The one that keeps preambles as reasoning streams reasoning in the Open Responses dialect's names.
+  if (reasoningField === 'reasoning') return { ...rest, dialect: 'open-responses' }
   if (reasoningField !== 'both') return rest
   return { ...rest, reasoningSummary: true, sealReasoning: (text: string) => `sealed ${text.length}` }
 }

@@ -83,6 +83,12 @@ export const SETTINGS: readonly Setting[] = [
     help: 'asked (default: reasoning as summary parts when a request asks) | always | never',
   },
   {
+    env: 'RESPONSES_DIALECT',
+    flag: '--responses-dialect',
+    value: 'NAME',
+    help: "openai (default) | open-responses (the Open Responses specification's event names, [DONE] at the end)",
+  },
+  {
     env: 'SOCKET_LIFETIME_MS',
     flag: '--socket-lifetime-ms',
     value: 'MS',
@@ -240,6 +246,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
   const unknownFields = oneOf(env, 'UNKNOWN_FIELDS', ['refuse', 'ignore']) ?? 'refuse'
   const hostedTools = oneOf(env, 'HOSTED_TOOLS', ['omit', 'refuse']) ?? 'omit'
   const reasoningSummary = oneOf(env, 'REASONING_SUMMARY', ['asked', 'always', 'never']) ?? 'asked'
+  const responsesDialect = oneOf(env, 'RESPONSES_DIALECT', ['openai', 'open-responses']) ?? 'openai'
   const numbers = {
     bodyLimit: integer(env, 'BODY_LIMIT', 4 * 1024 * 1024, 1),
     coalesceMs: integer(env, 'SSE_COALESCE_MS', 0),
@@ -265,6 +272,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
       unknownFields,
       hostedTools,
       reasoningSummary,
+      responsesDialect,
       ...numbers,
       ...socketLifetimeMs,
       serverLimits,

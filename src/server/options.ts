@@ -15,6 +15,7 @@ import type { ChatIdCache } from '../serving/responses/chat-ids'
 import { Compactor } from '../serving/responses/compaction'
 import { DEFAULT_SOCKET_LIFETIME_MS } from '../serving/responses/socket'
 import { MemoryResponseStore, type ResponseStore } from '../serving/responses/store'
+import type { ResponsesDialect } from '../wire/responses'
 
 /** What the parser recovered from, and tool arguments that are not JSON: worth a log line, not a failure. */
 export interface GatewayDiagnostic {
@@ -52,6 +53,12 @@ export interface GatewayOptions {
    * request asks for one (`reasoning.summary`); `'always'`; `'never'`. The `reasoning_text` is there either way.
    */
   reasoningSummary?: ReasoningSummaryRule
+  /**
+   * The Responses API's event names: `'openai'` (default) or `'open-responses'`, the Open Responses
+   * specification's where they differ (`ResponsesAdapterOptions.dialect`). A request with an
+   * `OpenResponses-Version` header gets the specification's whatever this says.
+   */
+  responsesDialect?: ResponsesDialect
   /** Called with what the parser recovered from. Default: one line on stderr. */
   onDiagnostic?: (diagnostic: GatewayDiagnostic) => void
   /** Called with errors worth an operator's look (5xx answers, engines failing mid-stream). Default: stderr. */
@@ -98,6 +105,7 @@ const OPTIONS: OptionSpec = {
   renderOptions: is.object,
   hostedTools: is.oneOf('omit', 'refuse'),
   reasoningSummary: is.oneOf('asked', 'always', 'never'),
+  responsesDialect: is.oneOf('openai', 'open-responses'),
   onDiagnostic: is.function,
   onError: is.function,
   frames: is.oneOf('sse', 'objects'),
@@ -122,6 +130,7 @@ export interface GatewaySettings {
   bodyLimit: number
   renderOptions: RenderRequestOptions
   reasoningSummary: ReasoningSummaryRule
+  responsesDialect: ResponsesDialect
   onDiagnostic: (diagnostic: GatewayDiagnostic) => void
   onError: (error: unknown) => void
   frames: 'sse' | 'objects'
@@ -160,6 +169,7 @@ export function gatewaySettings(options: unknown): GatewaySettings {
     bodyLimit: o.bodyLimit ?? DEFAULT_BODY_LIMIT,
     renderOptions: o.hostedTools === undefined ? (o.renderOptions ?? {}) : { ...o.renderOptions, hostedTools: o.hostedTools },
     reasoningSummary: o.reasoningSummary ?? 'asked',
+    responsesDialect: o.responsesDialect ?? 'openai',
     onDiagnostic: o.onDiagnostic ?? logDiagnostic,
     onError: o.onError ?? logError,
     frames: o.frames ?? 'sse',

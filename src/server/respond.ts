@@ -13,7 +13,7 @@ import { type PipeSseResult, pipeSse } from '../serving/http/sse'
 import { sealReasoning } from '../serving/responses/sealed-reasoning'
 import type { AdapterDiagnostic } from '../wire/adapter'
 import { type ChatAdapterOptions, ChatCompletionsStream, chatCompletion } from '../wire/chat'
-import { type ResponsesAdapterOptions, ResponsesStream, responseObject } from '../wire/responses'
+import { type ResponsesAdapterOptions, type ResponsesDialect, ResponsesStream, responseObject } from '../wire/responses'
 import { rememberChat } from './chat-ids'
 import type { Gateway } from './context'
 import { generate } from './generate'
@@ -24,8 +24,15 @@ import { serveBackground } from './responses/background'
 import { keepResponse } from './responses/keep'
 import { sendJson } from './send'
 
-/** The adapter's options for a prepared request (a Responses one gets its id here, and says whether it is kept). */
-export function adapterOptions(gateway: Gateway, prepared: Prepared): ChatAdapterOptions & ResponsesAdapterOptions {
+/**
+ * The adapter's options for a prepared request (a Responses one gets its id here, says whether it is kept, and
+ * follows the dialect the gateway or the request's `OpenResponses-Version` header asks for).
+ */
+export function adapterOptions(
+  gateway: Gateway,
+  prepared: Prepared,
+  request: IncomingMessage,
+): ChatAdapterOptions & ResponsesAdapterOptions {
   const { parameters, prompt, storing, body, kind } = prepared
   return {
     model: parameters.model,
@@ -37,8 +44,18 @@ export function adapterOptions(gateway: Gateway, prepared: Prepared): ChatAdapte
     ...(parameters.logprobs === undefined ? {} : { logprobs: true }),
     ...(parameters.encryptedReasoning ? { sealReasoning: (text: string) => sealReasoning(gateway.compactor.sealer, text) } : {}),
     ...(kind === 'responses' && givesSummary(gateway.reasoningSummary, body) ? { reasoningSummary: true } : {}),
+    ...(kind === 'responses' && dialectOf(gateway, request) !== 'openai' ? { dialect: dialectOf(gateway, request) } : {}),
     parser: { implementation: gateway.implementation, toolNames: prompt.toolNames },
   }
+}
+
+/**
+ * The Responses dialect of a request: the specification's when it sends an `OpenResponses-Version` header (the
+ * header its own examples send: openresponses/openresponses bin/generate_curl_snippets.py; the specification
+ * itself defines none), else the gateway's.
+ */
+function dialectOf(gateway: Gateway, request: IncomingMessage): ResponsesDialect {
+  return request.headers['openresponses-version'] === undefined ? gateway.responsesDialect : 'open-responses'
 }
 
 /** Whether a Responses request's reasoning items carry summaries: by the gateway's rule, or asked (`reasoning.summary`). */
@@ -101,7 +118,7 @@ export async function serveGeneration(gateway: Gateway, kind: ApiKind, request: 
   const prepared = await prepareRequest(gateway, kind, request)
   reportNotApplied(gateway, prepared, response)
   const { parameters, storing } = prepared
-  const options = adapterOptions(gateway, prepared)
+  const options = adapterOptions(gateway, prepared, request)
   if (parameters.background) return serveBackground(gateway, request, response, prepared, options)
   const abort = abortOnClose(response)
   const remembering = kind === 'chat' && gateway.chatIdCache !== null

@@ -85,6 +85,7 @@ export const RESPONSES_OPTIONS: OptionSpec = {
   background: is.boolean,
   sealReasoning: is.function,
   reasoningSummary: is.boolean,
+  dialect: is.oneOf('openai', 'open-responses'),
 }
 
 /** `finish(options)`, and the non-streaming functions' extra option. */

@@ -60,7 +60,24 @@ export interface ResponsesAdapterOptions extends AdapterOptions {
    * Each reasoning delta is then two events, written off the fast lane. Default false.
    */
   reasoningSummary?: boolean
+  /**
+   * Whose event names and stream end: `'openai'` (default), or `'open-responses'`, where the Open Responses
+   * specification (2026-04-24) differs from OpenAI's: raw reasoning streams as `response.reasoning.delta` and
+   * `response.reasoning.done` (its schema/components/schemas/ResponseReasoningDeltaStreamingEvent.json and
+   * …DoneStreamingEvent.json; OpenAI's are `response.reasoning_text.*`), and the SSE stream ends with `data:
+   * [DONE]` (its "Streaming" section: "The terminal event MUST be the literal string [DONE]"; `endsWithDone`).
+   */
+  dialect?: ResponsesDialect
 }
+
+/** The event names and stream end a Responses stream follows (`ResponsesAdapterOptions.dialect`). */
+export type ResponsesDialect = 'openai' | 'open-responses'
+
+/** The raw reasoning events' names in each dialect. */
+const REASONING_EVENTS = {
+  openai: { delta: 'response.reasoning_text.delta', done: 'response.reasoning_text.done' },
+  'open-responses': { delta: 'response.reasoning.delta', done: 'response.reasoning.done' },
+} as const satisfies Record<ResponsesDialect, { delta: string; done: string }>
 
 /** A reasoning item's summary part (with the `reasoningSummary` option: the reasoning itself). */
 interface SummaryPart {
@@ -214,6 +231,8 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
   private failure: { code: string; message: string } | null = null
   /** The messages read and not yet closed, by index (`error()` cuts their items). */
   private readonly openMessages = new Map<number, WireMessage<OpenItem>>()
+  /** The raw reasoning events' names, by the dialect. */
+  private readonly reasoningEvents: (typeof REASONING_EVENTS)[ResponsesDialect]
 
   constructor(options: ResponsesAdapterOptions) {
     super(options, RESPONSES)
@@ -221,6 +240,12 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     this.echo = responsesRequestEcho(options.request ?? (options.tools == null ? null : { tools: options.tools }))
     if (options.stored === true) this.echo.store = true
     if (options.background === true) this.echo.background = true
+    this.reasoningEvents = REASONING_EVENTS[options.dialect ?? 'openai']
+  }
+
+  /** Whether its SSE stream ends with `data: [DONE]` after the last event (the Open Responses dialect). */
+  get endsWithDone(): boolean {
+    return this.options.dialect === 'open-responses'
   }
 
   /** `response.created` and `response.in_progress` (once; the first `push` sends them otherwise). */
@@ -399,7 +424,7 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     const open = message.kept
     // A reasoning delta with its summary is two frames, which one template cannot write.
     if (open === null || (open.item.type === 'reasoning' && this.options.reasoningSummary === true)) return null
-    return (open.frame ??= deltaFrame(open))
+    return (open.frame ??= deltaFrame(open, this.reasoningEvents.delta))
   }
 
   private event(type: string, fields: Record<string, unknown>): ResponseEvent {
@@ -451,13 +476,13 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     const summary = open.item.type === 'reasoning' && this.options.reasoningSummary === true
     if (this.writesSse) {
       // Byte for byte the frames of the event objects below, without making them.
-      this.write(writeFrame((open.frame ??= deltaFrame(open)), delta, this.counter++))
+      this.write(writeFrame((open.frame ??= deltaFrame(open, this.reasoningEvents.delta)), delta, this.counter++))
       if (summary) this.write(writeFrame((open.summaryFrame ??= summaryDeltaFrame(open)), delta, this.counter++))
       return
     }
     const where = { item_id: open.item.id, output_index: open.outputIndex }
     if (open.item.type === 'reasoning') {
-      this.emit(this.event('response.reasoning_text.delta', { ...where, content_index: 0, delta }))
+      this.emit(this.event(this.reasoningEvents.delta, { ...where, content_index: 0, delta }))
       if (summary) this.emit(this.event('response.reasoning_summary_text.delta', { ...summaryAt(open), delta }))
     } else if (open.item.type === 'message')
       this.emit(this.event('response.output_text.delta', { ...where, content_index: 0, delta, logprobs: [] }))
@@ -470,7 +495,7 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     if (item.type === 'reasoning') {
       const part = { type: 'reasoning_text' as const, text }
       this.setReasoning(item, text)
-      this.emit(this.event('response.reasoning_text.done', { ...where, content_index: 0, text }))
+      this.emit(this.event(this.reasoningEvents.done, { ...where, content_index: 0, text }))
       this.emit(this.event('response.content_part.done', { ...where, content_index: 0, part }))
       if (this.options.reasoningSummary === true) {
         this.emit(this.event('response.reasoning_summary_text.done', { ...summaryAt(open), text }))
@@ -520,11 +545,14 @@ function summaryDeltaFrame(open: OpenItem): FrameTemplate {
   return { literals: [`event: ${type}\ndata: {"type":"${type}","sequence_number":`, middle, '}\n\n'], slots: [FRAME_COUNTER, FRAME_TEXT] }
 }
 
-/** An item's delta frame around the sequence number and the delta, as the event objects serialize. */
-function deltaFrame(open: OpenItem): FrameTemplate {
+/**
+ * An item's delta frame around the sequence number and the delta, as the event objects serialize
+ * (`reasoningDelta`: the reasoning delta's name in the stream's dialect).
+ */
+function deltaFrame(open: OpenItem, reasoningDelta: string): FrameTemplate {
   const type =
     open.item.type === 'reasoning'
-      ? 'response.reasoning_text.delta'
+      ? reasoningDelta
       : open.item.type === 'message'
         ? 'response.output_text.delta'
         : 'response.function_call_arguments.delta'

@@ -30,7 +30,7 @@ async function socketTurn(gateway: Gateway, request: IncomingMessage, turn: Sock
   const prepared = await prepareBody(gateway, 'responses', body, previous, size > gateway.renderInlineBytes)
   // No headers on a WebSocket turn: what was not applied goes to the log.
   reportNotApplied(gateway, prepared, null)
-  const adapter = new ResponsesStream(adapterOptions(gateway, prepared))
+  const adapter = new ResponsesStream(adapterOptions(gateway, prepared, request))
   const generated: number[] = []
   let started = false
   try {

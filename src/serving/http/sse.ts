@@ -44,6 +44,9 @@ const PIPE_SSE_OPTIONS: OptionSpec = {
   coalesceMs: is.number(0),
 }
 
+/** The frame after the last event of a Chat stream, and of a Responses stream in the Open Responses dialect. */
+const DONE = 'data: [DONE]\n\n'
+
 /** Coalesced frames are written before they reach this size, whatever the time. */
 const COALESCE_MAX_BYTES = 64 * 1024
 
@@ -105,6 +108,8 @@ export async function pipeSse(
   checkOptions(options, PIPE_SSE_OPTIONS, 'pipeSse')
   const coalesceMs = options.coalesceMs ?? 0
   const chat = adapter instanceof ChatCompletionsStream
+  // Chat ends with it; Responses in the Open Responses dialect too (the specification's terminal event).
+  const endsWithDone = chat || (adapter as ResponsesStream).endsWithDone
   const face: SseFace = options.frames === 'objects' ? serializedObjects(adapter) : adapter
   let clientClosed = response.destroyed
   let wake: (() => void) | null = null
@@ -179,7 +184,7 @@ export async function pipeSse(
     if (finishReason === 'abort') throw new HttpError(502, 'the inference engine aborted the request', { code: 'engine-aborted' })
     const last = pending + face.finishSse({ truncated: finishReason === 'length' })
     pending = ''
-    response.end(chat ? `${last}data: [DONE]\n\n` : last)
+    response.end(endsWithDone ? `${last}${DONE}` : last)
     return { outcome: 'completed' }
   } catch (error) {
     await iterator.return?.().catch(() => {})
@@ -190,7 +195,7 @@ export async function pipeSse(
     response.end(
       chat
         ? `data: ${JSON.stringify(errorResponse(error).body)}\n\n`
-        : responsesFrames((adapter as ResponsesStream).error(...failureEvent(error))),
+        : responsesFrames((adapter as ResponsesStream).error(...failureEvent(error))) + (endsWithDone ? DONE : ''),
     )
     return { outcome: 'failed', error }
   } finally {
