@@ -48,6 +48,7 @@ export function validateConversation(messages: readonly ConversationMessage[], f
         )
         check(namespace.name !== 'functions', fn, `${where}.name 'functions' is the namespace of content.tools`)
         check(optionalString(namespace.description), fn, `${where}.description must be a string`)
+        check(Array.isArray(namespace.tools), fn, `${where}.tools must be an array`)
         checkTools(namespace.tools, `${where}.tools`, fn)
       })
       return

@@ -83,7 +83,10 @@ export interface GatewayOptions {
   exactContinuations?: boolean
   /** Prompts a Chat request answering this gateway's tool calls with the engine's own ids. Default null: off. */
   chatIdCache?: ChatIdCache | null
-  /** Seals and opens compaction items and reasoning (`include: [reasoning.encrypted_content]`). Default: one with a random key of this process. */
+  /**
+   * Seals and opens compaction items, and reasoning for clients that keep nothing here (`include:
+   * ['reasoning.encrypted_content']`). Default: one with a random key of this process.
+   */
   compactor?: Compactor
   /** How long a Responses WebSocket connection lives, in ms. Default 60 minutes. */
   socketLifetimeMs?: number

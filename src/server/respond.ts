@@ -34,6 +34,7 @@ export function adapterOptions(
   request: IncomingMessage,
 ): ChatAdapterOptions & ResponsesAdapterOptions {
   const { parameters, prompt, storing, body, kind } = prepared
+  const dialect = kind === 'responses' ? dialectOf(gateway, request) : 'openai'
   return {
     model: parameters.model,
     ...(kind === 'responses'
@@ -44,7 +45,7 @@ export function adapterOptions(
     ...(parameters.logprobs === undefined ? {} : { logprobs: true }),
     ...(parameters.encryptedReasoning ? { sealReasoning: (text: string) => sealReasoning(gateway.compactor.sealer, text) } : {}),
     ...(kind === 'responses' && givesSummary(gateway.reasoningSummary, body) ? { reasoningSummary: true } : {}),
-    ...(kind === 'responses' && dialectOf(gateway, request) !== 'openai' ? { dialect: dialectOf(gateway, request) } : {}),
+    ...(dialect === 'openai' ? {} : { dialect }),
     parser: { implementation: gateway.implementation, toolNames: prompt.toolNames },
   }
 }

@@ -1,9 +1,10 @@
 /**
  * Structured outputs enforced by the engine: the final answer's JSON (`GenerateRequest.responseFormat`) and
  * the arguments of strict function tools (`GenerateRequest.argumentSchemas`; `callArguments` where the prompt
- * ends with the call's header, as a required call's second step does: then from the first token, no trigger), with the grammar each engine's
- * constrained decoding takes, laid out as gpt-oss writes a completion so that nothing else is constrained:
- * analysis and preambles stay free, and so does everything up to a constrained message's header.
+ * ends with the call's header, as a required call's second step does: then from the first token, with no
+ * trigger), with the grammar each engine's constrained decoding takes, laid out as gpt-oss writes a
+ * completion so that nothing else is constrained: analysis and preambles stay free, and so does everything up
+ * to a constrained message's header.
  *
  * - The final answer starts at `<|channel|>final`; its header is `<|channel|>final<|message|>` or
  *   `<|channel|>final <|constrain|>json<|message|>`; then comes the JSON, then `<|return|>`.

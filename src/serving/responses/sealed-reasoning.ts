@@ -3,7 +3,7 @@
  * ['reasoning.encrypted_content']`, as Codex sends every turn; OpenAI's "stateless" use of reasoning models):
  * each reasoning item carries its chain of thought sealed in `encrypted_content` (seal.ts, the gateway's key),
  * and a later request that sends the item back has it opened, so the model sees its earlier reasoning within a
- * turn exactly as a stored conversation would give it. A client may drop or empty the item's readable
+ * turn, rendered as the whole conversation sent with it would be. A client may drop or empty the item's readable
  * `content` and `summary`: the sealed text is what is rendered. Content this gateway did not seal (another
  * server's, another key's, altered) is a 400 naming the item, never rendered as nothing.
  */
