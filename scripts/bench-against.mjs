@@ -2,7 +2,7 @@
 // case's ratio: the way to say whether a change made the hot path slower (machines here are shared and
 // noisy, so numbers from different runs do not compare).
 //
-//   node scripts/bench-against.mjs REV [bench|gateway] [rounds]
+//   node scripts/bench-against.mjs REV [bench|gateway|responses] [rounds]
 //   BENCH_QUICK=1 BENCH_FILTER=SsePool node scripts/bench-against.mjs HEAD~3 bench 2
 //
 // REV is checked out (detached) under target/bench-against/REV, with this checkout's node_modules and native
@@ -26,11 +26,20 @@ const BENCHES = {
       { column: 6, name: 'CPU ms / 1M tokens', higher: false },
     ],
   },
+  // | clients | case | k tokens/s | first event | gaps | CPU ms per 1M tokens |
+  responses: {
+    file: 'benchmark/responses-transports.mts',
+    key: [0, 1],
+    values: [
+      { column: 2, name: 'k tokens/s', higher: true },
+      { column: 5, name: 'CPU ms / 1M tokens', higher: false },
+    ],
+  },
 }
 const bench = BENCHES[which]
 const rounds = Number(roundsText)
 if (!rev || !bench || !Number.isInteger(rounds) || rounds < 1) {
-  console.error('usage: node scripts/bench-against.mjs REV [bench|gateway] [rounds]')
+  console.error('usage: node scripts/bench-against.mjs REV [bench|gateway|responses] [rounds]')
   process.exit(2)
 }
 
