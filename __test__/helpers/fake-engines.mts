@@ -32,6 +32,8 @@ export interface FakeBehaviour {
   dropAfter?: number
   /** After this many chunks: stop sending anything (a stalled engine). */
   stallAfter?: number
+  /** After this many chunks: send only SSE comments (heartbeats, as proxies send them) until the client leaves. */
+  heartbeatAfter?: number
   /** Wait this long before the response head (llama.cpp sends it after the prefill). -1: never. */
   headDelayMs?: number
   /** Wait this long between chunks. */
@@ -236,6 +238,11 @@ async function stream(
       return
     }
     if (behaviour.stallAfter === index) return // never ends: the client's read timeout must
+    if (behaviour.heartbeatAfter === index) {
+      // Bytes, but no tokens: only a limit on tokens ends this.
+      while (await send(': keep-alive\n\n')) await sleep(5)
+      return
+    }
     const ids = generated.slice(at, at + size)
     if (at + size >= generated.length) {
       const reason = stopped ? 'stop' : 'length'

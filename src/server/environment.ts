@@ -8,6 +8,7 @@ import { join } from 'node:path'
 
 import { HarmonySetupError } from '../base/errors'
 import { createEngine, type EngineName } from '../serving/engines/registry'
+import { DEFAULT_ENGINE_TIME_LIMITS } from '../serving/engines/time-limits'
 import type { Engine } from '../serving/engines/types'
 import { ChatIdCache } from '../serving/responses/chat-ids'
 import { Compactor } from '../serving/responses/compaction'
@@ -88,6 +89,19 @@ export const SETTINGS: readonly Setting[] = [
     value: 'NAME',
     help: "openai (default) | open-responses (the Open Responses specification's event names, [DONE] at the end)",
   },
+  {
+    env: 'ENGINE_FIRST_TOKEN_MS',
+    flag: '--engine-first-token-ms',
+    value: 'MS',
+    help: 'longest wait for the first token, then a 504 (default 120000; 0: none)',
+  },
+  {
+    env: 'ENGINE_IDLE_MS',
+    flag: '--engine-idle-ms',
+    value: 'MS',
+    help: 'longest wait between tokens; heartbeats do not count (default 60000; 0: none)',
+  },
+  { env: 'ENGINE_DEADLINE_MS', flag: '--engine-deadline-ms', value: 'MS', help: 'longest generation (default 0: none)' },
   {
     env: 'SOCKET_LIFETIME_MS',
     flag: '--socket-lifetime-ms',
@@ -253,6 +267,16 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
     renderWorkers: integer(env, 'RENDER_WORKERS', Math.min(256, Math.max(1, cores - 1))),
     renderInlineBytes: integer(env, 'RENDER_INLINE_BYTES', 16 * 1024),
   }
+  // 0 lifts a limit.
+  const limit = (name: string, fallback: number | null) => {
+    const ms = integer(env, name, fallback ?? 0)
+    return ms === 0 ? null : ms
+  }
+  const engineTimeLimits = {
+    firstTokenMs: limit('ENGINE_FIRST_TOKEN_MS', DEFAULT_ENGINE_TIME_LIMITS.firstTokenMs),
+    idleMs: limit('ENGINE_IDLE_MS', DEFAULT_ENGINE_TIME_LIMITS.idleMs),
+    deadlineMs: limit('ENGINE_DEADLINE_MS', DEFAULT_ENGINE_TIME_LIMITS.deadlineMs),
+  }
   const socketLifetimeMs = env.SOCKET_LIFETIME_MS ? { socketLifetimeMs: integer(env, 'SOCKET_LIFETIME_MS', 0, 1) } : {}
   const key = env.HARMONY_COMPACTION_KEY
   if (key && !/^[0-9a-fA-F]{64}$/.test(key)) throw new SettingError('HARMONY_COMPACTION_KEY must be 64 hex digits (its value is not shown)')
@@ -273,6 +297,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
       hostedTools,
       reasoningSummary,
       responsesDialect,
+      engineTimeLimits,
       ...numbers,
       ...socketLifetimeMs,
       serverLimits,

@@ -2,6 +2,7 @@
 import type { IncomingMessage } from 'node:http'
 
 import { ReplayEngine } from '../serving/engines/replay'
+import { limitedSteps } from '../serving/engines/time-limits'
 import type { EngineStep, GenerateRequest } from '../serving/engines/types'
 import { generateRequestOf } from '../serving/generate-request'
 import { HttpError } from '../serving/http/errors'
@@ -10,8 +11,8 @@ import type { Prepared } from './prepared'
 import { requiredCallSteps } from './required-call'
 
 /**
- * The steps of one generation; with `generated`, each step's ids are added to it (what a kept response and the
- * Chat id cache record). The replay engine's completion can be picked per request (`x-harmony-replay`). An
+ * The steps of one generation, held to the gateway's time limits; with `generated`, each step's ids are added to
+ * it (what a kept response and the Chat id cache record). The replay engine's completion can be picked per request (`x-harmony-replay`). An
  * engine that fails before its first step throws from the iterator (pipeSse and collectSteps: a 502/503).
  */
 export function generate(
@@ -22,7 +23,9 @@ export function generate(
   generated: number[] | null,
 ): AsyncIterable<EngineStep> {
   const { engine } = gateway
-  const engineRequest = generateRequestOf(prepared.prompt, prepared.parameters, signal)
+  // Aborted by the caller (a client that left), or at a time limit.
+  const timedOut = new AbortController()
+  const engineRequest = generateRequestOf(prepared.prompt, prepared.parameters, AbortSignal.any([signal, timedOut.signal]))
   const header = request.headers['x-harmony-replay']
   let generateOne = (request: GenerateRequest) => engine.generate(request)
   if (header !== undefined) {
@@ -40,7 +43,12 @@ export function generate(
     generateOne = (request) => engine.generate({ ...request, replayIndex })
   }
   const { requiredCall } = prepared.prompt
-  const steps = requiredCall === undefined ? generateOne(engineRequest) : requiredCallSteps(generateOne, engineRequest, requiredCall)
+  const steps = limitedSteps(
+    engine.name,
+    requiredCall === undefined ? generateOne(engineRequest) : requiredCallSteps(generateOne, engineRequest, requiredCall),
+    gateway.engineTimeLimits,
+    () => timedOut.abort(),
+  )
   return generated === null ? steps : recordIds(steps, generated)
 }
 

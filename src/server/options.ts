@@ -8,6 +8,7 @@ import { checkOptions, is, type OptionSpec, optionError } from '../base/options'
 import type { Implementation } from '../base/types'
 import type { RenderRequestOptions } from '../render/index'
 import { ReplayEngine } from '../serving/engines/replay'
+import { type EngineTimeLimits, engineTimeLimits } from '../serving/engines/time-limits'
 import type { Engine } from '../serving/engines/types'
 import { DEFAULT_BODY_LIMIT } from '../serving/http/body'
 import type { ServerLimits } from '../serving/http/server'
@@ -59,6 +60,13 @@ export interface GatewayOptions {
    * `OpenResponses-Version` header gets the specification's whatever this says.
    */
   responsesDialect?: ResponsesDialect
+  /**
+   * Time limits on every generation, counted in tokens (heartbeats are no progress): `firstTokenMs` (default
+   * 120 s), `idleMs` between tokens (default 60 s), `deadlineMs` for the whole request (default none); null
+   * lifts one. At a limit the engine request is aborted and the client gets a 504, or the stream's error,
+   * naming it.
+   */
+  engineTimeLimits?: EngineTimeLimits
   /** Called with what the parser recovered from. Default: one line on stderr. */
   onDiagnostic?: (diagnostic: GatewayDiagnostic) => void
   /** Called with errors worth an operator's look (5xx answers, engines failing mid-stream). Default: stderr. */
@@ -109,6 +117,7 @@ const OPTIONS: OptionSpec = {
   hostedTools: is.oneOf('omit', 'refuse'),
   reasoningSummary: is.oneOf('asked', 'always', 'never'),
   responsesDialect: is.oneOf('openai', 'open-responses'),
+  engineTimeLimits: is.object,
   onDiagnostic: is.function,
   onError: is.function,
   frames: is.oneOf('sse', 'objects'),
@@ -134,6 +143,7 @@ export interface GatewaySettings {
   renderOptions: RenderRequestOptions
   reasoningSummary: ReasoningSummaryRule
   responsesDialect: ResponsesDialect
+  engineTimeLimits: Readonly<Required<EngineTimeLimits>>
   onDiagnostic: (diagnostic: GatewayDiagnostic) => void
   onError: (error: unknown) => void
   frames: 'sse' | 'objects'
@@ -173,6 +183,7 @@ export function gatewaySettings(options: unknown): GatewaySettings {
     renderOptions: o.hostedTools === undefined ? (o.renderOptions ?? {}) : { ...o.renderOptions, hostedTools: o.hostedTools },
     reasoningSummary: o.reasoningSummary ?? 'asked',
     responsesDialect: o.responsesDialect ?? 'openai',
+    engineTimeLimits: engineTimeLimits(o.engineTimeLimits ?? {}, 'createGateway: engineTimeLimits'),
     onDiagnostic: o.onDiagnostic ?? logDiagnostic,
     onError: o.onError ?? logError,
     frames: o.frames ?? 'sse',

@@ -13,7 +13,13 @@ const TOLD: Record<string, string> = {
   'engine-stream-error': 'the inference engine reported an error while generating',
   'engine-aborted': 'the inference engine aborted the request',
   'engine-overloaded': 'the inference engine is overloaded; retry later',
+  'engine-first-token-timeout': 'the inference engine gave no token in time',
+  'engine-idle-timeout': 'the inference engine stopped giving tokens',
+  'engine-deadline-exceeded': 'the generation ran past its time limit',
 }
+
+/** The time limits of time-limits.ts: the gateway timed the engine out (504), rather than the engine failing (502). */
+const TIMED_OUT: ReadonlySet<string> = new Set(['engine-first-token-timeout', 'engine-idle-timeout', 'engine-deadline-exceeded'])
 
 /**
  * An inference engine failed: it answered with an HTTP error, the connection broke or timed out, or its stream
@@ -26,7 +32,8 @@ const TOLD: Record<string, string> = {
  * the engine's wire format, or an event over the size limit), `engine-stream-error` (an error reported inside
  * a running stream), `engine-aborted` (the request's `signal` was aborted), `engine-overloaded` (the engine
  * answered 429 or 503: busy, rate limited or still loading; `retryAfter` is its `Retry-After` when it sent a
- * valid one).
+ * valid one), and a gateway's time limits (time-limits.ts): `engine-first-token-timeout`, `engine-idle-timeout`
+ * (no ids in time; heartbeats do not count), `engine-deadline-exceeded`.
  */
 export class EngineError extends HarmonyError {
   readonly engine: string
@@ -55,6 +62,7 @@ export class EngineError extends HarmonyError {
     const body = {
       error: { message: TOLD[this.code] ?? 'the inference engine failed', type: 'server_error', param: null, code: wireCode(this.code) },
     }
+    if (TIMED_OUT.has(this.code)) return { status: 504, body }
     if (this.code !== 'engine-overloaded') return { status: 502, body }
     return { status: 503, body, ...(this.retryAfter !== null ? { headers: { 'retry-after': this.retryAfter } } : {}) }
   }
