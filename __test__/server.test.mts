@@ -260,18 +260,18 @@ test('closeGracefully waits for the gateway to keep what it was cutting, so the 
   t.not(kept!.response.status, 'completed')
 })
 
-test('the routes answer a malformed id with a 404 and a non-string previous_response_id with a 400 naming it', async (t) => {
+test('the routes answer an id that is not valid percent-encoding with a 400, and a non-string previous_response_id with a 400 naming it', async (t) => {
   const server = createGateway({ engine, responseStore: new MemoryResponseStore() })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
   const { port } = server.address() as AddressInfo
   for (const path of ['/v1/responses/%E0', '/v1/responses/%E0/input_items']) {
     const answer = await fetch(`http://127.0.0.1:${port}${path}`)
-    t.is(answer.status, 404, path)
-    t.like(((await answer.json()) as { error: object }).error, { code: 'not_found' })
+    t.is(answer.status, 400, path)
+    t.like(((await answer.json()) as { error: object }).error, { code: 'invalid_path' })
   }
   const cancel = await fetch(`http://127.0.0.1:${port}/v1/responses/%E0/cancel`, { method: 'POST' })
-  t.is(cancel.status, 404)
+  t.is(cancel.status, 400)
   const answer = await fetch(`http://127.0.0.1:${port}/v1/responses`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

@@ -66,12 +66,23 @@ async function responseIdRoute(gateway: Gateway, request: IncomingMessage, respo
   return true
 }
 
+/** The request's URL; a request target no URL parser takes (`GET http://[` …) is a 400, not a failure. */
+function urlOf(request: IncomingMessage): URL {
+  try {
+    return new URL(request.url ?? '/', 'http://localhost')
+  } catch {
+    throw new HttpError(400, `the request target is not a URL: ${JSON.stringify(request.url ?? '').slice(0, 100)}`, {
+      code: 'invalid-path',
+    })
+  }
+}
+
 /** The request handler of a gateway's HTTP server. */
 export function gatewayHandler(gateway: Gateway): (request: IncomingMessage, response: ServerResponse) => Promise<void> {
   const routes = fixedRoutes(gateway)
   return async (request, response) => {
     try {
-      const url = new URL(request.url ?? '/', 'http://localhost')
+      const url = urlOf(request)
       const path = url.pathname
       const route = routes[path]
       if (route === undefined) {

@@ -221,12 +221,12 @@ export function storedResponse(
   return record
 }
 
-/** The response id a path segment names; a segment that is no valid percent-encoding names none (a 404). */
+/** The response id a path segment names; a segment that is no valid percent-encoding is a 400. */
 export function responseIdOf(segment: string): string {
   try {
     return decodeURIComponent(segment)
   } catch {
-    throw responseNotFound(segment)
+    throw new HttpError(400, `the path segment '${segment.slice(0, 100)}' is not valid percent-encoding`, { code: 'invalid-path' })
   }
 }
 
