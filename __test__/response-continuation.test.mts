@@ -540,3 +540,46 @@ test('item_reference: a kept item named by its id is rendered as the item itself
   )
   t.is((noStore as unknown as { param: string }).param, 'input[0].id')
 })
+
+test('store: true is a promise kept: a streamed response is in the store before response.completed says so, and says store: false when it could not be kept', async (t) => {
+  const kept = new MemoryResponseStore()
+  let putsDone = 0
+  const counting: ResponseStore = {
+    get: (id) => kept.get(id),
+    put: async (record) => {
+      await kept.put(record)
+      putsDone++
+    },
+    delete: (id) => kept.delete(id),
+    close: () => kept.close(),
+  }
+  const { client } = await startGateway(t, { engine: recordingEngine([ANSWER]).engine, responseStore: counting })
+  let completed: { id: string; store?: boolean } | null = null
+  for await (const event of await client.responses.create({ model: 'gpt-oss', input: 'Hi', stream: true })) {
+    if (event.type !== 'response.completed') continue
+    // Told kept: it is, already.
+    t.is(putsDone, 1)
+    completed = event.response as unknown as { id: string; store?: boolean }
+  }
+  t.true(completed?.store)
+  t.is((await client.responses.retrieve(completed!.id)).id, completed!.id)
+  const failing: ResponseStore = {
+    get: async () => null,
+    put: async () => {
+      throw new Error('disk full')
+    },
+    delete: async () => false,
+    close: async () => {},
+  }
+  const errors: unknown[] = []
+  const other = await startGateway(t, {
+    engine: recordingEngine([ANSWER]).engine,
+    responseStore: failing,
+    onError: (e: unknown) => errors.push(e),
+  })
+  let told: boolean | undefined
+  for await (const event of await other.client.responses.create({ model: 'gpt-oss', input: 'Hi', stream: true }))
+    if (event.type === 'response.completed') told = stored(event.response)
+  t.is(told, false, 'a response the store could not keep says so in the event that ends it')
+  t.is(errors.length, 1)
+})

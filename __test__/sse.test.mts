@@ -59,7 +59,9 @@ for (const implementation of IMPLEMENTATIONS) {
         responsesFrames(objects.start()) +
         steps.map((step) => responsesFrames(objects.push(step))).join('') +
         responsesFrames(objects.finish())
-      const actual = frames.startSse() + steps.map((step) => frames.pushSse(step)).join('') + frames.finishSse()
+      // Every other stream ends in two steps (settle, then conclude), as a gateway keeping a response does.
+      const end = n % 2 === 0 ? () => frames.finishSse() : () => frames.settleSse() + frames.concludeSse()
+      const actual = frames.startSse() + steps.map((step) => frames.pushSse(step)).join('') + end()
       if (actual !== expected) {
         const at = [...actual].findIndex((c, i) => c !== expected[i])
         return t.fail(
@@ -70,6 +72,21 @@ for (const implementation of IMPLEMENTATIONS) {
     t.pass()
   })
 }
+
+test('settle then conclude is finish: the same events, the closing ones last, each given once', (t) => {
+  const stream = STREAMS[1]
+  const options = { model: 'm', id: 'resp_two', createdAt: 1 }
+  const whole = new ResponsesStream(options)
+  const split = new ResponsesStream(options)
+  const expected = [...whole.push(stream.tokens), ...whole.finish()]
+  const settled = [...split.push(stream.tokens), ...split.settle()]
+  t.false(settled.some((event) => event.type === 'response.completed' || event.type === 'response.incomplete'))
+  // Settled, the response is final: a gateway keeps this.
+  t.deepEqual(split.response(), whole.response())
+  t.deepEqual([...settled, ...split.conclude()], expected)
+  t.deepEqual(split.conclude(), [], 'concluded once')
+  t.deepEqual(new ResponsesStream(options).conclude(), [], 'nothing to conclude before the end is settled')
+})
 
 test('mixing the faces on one adapter keeps one stream of events', (t) => {
   const stream = STREAMS[0]

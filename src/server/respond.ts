@@ -146,6 +146,14 @@ export async function serveGeneration(gateway: Gateway, kind: ApiKind, request: 
     return
   }
   const adapter = new ResponsesStream(options)
-  report(gateway, await pipeSse(response, adapter, steps, { abort, frames, coalesceMs }), adapter)
-  if (storing) await keepResponse(gateway, adapter.response(), prepared, generated ?? [])
+  // Kept before `response.completed` says `store: true` (or, when the store fails, that event says false); a
+  // stream that fails or is left is kept as it stands after.
+  let kept = false
+  const keep = async () => {
+    kept = true
+    if (!(await keepResponse(gateway, adapter.response(), prepared, generated ?? []))) adapter.unstore()
+  }
+  const beforeConclude = storing ? { beforeConclude: keep } : {}
+  report(gateway, await pipeSse(response, adapter, steps, { abort, frames, coalesceMs, ...beforeConclude }), adapter)
+  if (storing && !kept) await keepResponse(gateway, adapter.response(), prepared, generated ?? [])
 }

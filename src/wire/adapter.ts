@@ -161,6 +161,9 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
   protected started = false
   /** `finish`, `close` (or Responses' `error`) was called: nothing more is read. */
   protected done = false
+  /** The end was settled (`finish` or `settle`), and then concluded (its closing events given). */
+  private settled = false
+  private concluded = false
   /** The counter of the next frame: Responses' `sequence_number`. A format without one leaves it alone. */
   protected counter = 0
   /** Tool calls so far (counted at first sight; recovered ones included), and the recovered ones among them. */
@@ -297,6 +300,40 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
   finishSse(options: FinishOptions = {}): string {
     this.writeSse()
     this.finishInto(options, 'finishSse')
+    return this.takeFrames()
+  }
+
+  /**
+   * `finish` in two steps, for a caller with something to do between the completion's end and the events that
+   * announce it (a gateway keeping a response before telling the client it is kept): `settle` gives what the
+   * end of the stream flushes (every message closed), `conclude` the format's closing events.
+   */
+  settle(options: FinishOptions = {}): Event[] {
+    const events: Event[] = []
+    this.sink = events
+    this.settleInto(options, 'settle')
+    return events
+  }
+
+  /** `settle`, as SSE bytes. */
+  settleSse(options: FinishOptions = {}): string {
+    this.writeSse()
+    this.settleInto(options, 'settleSse')
+    return this.takeFrames()
+  }
+
+  /** The closing events, after `settle` (nothing before it, or a second time). */
+  conclude(): Event[] {
+    const events: Event[] = []
+    this.sink = events
+    this.concludeInto()
+    return events
+  }
+
+  /** `conclude`, as SSE bytes. */
+  concludeSse(): string {
+    this.writeSse()
+    this.concludeInto()
     return this.takeFrames()
   }
 
@@ -454,10 +491,23 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
   }
 
   private finishInto(options: FinishOptions, method: string): void {
+    this.settleInto(options, method)
+    this.concludeInto()
+  }
+
+  /** The format's closing events, once, after the end was settled. */
+  private concludeInto(): void {
+    if (!this.settled || this.concluded) return
+    this.concluded = true
+    this.closing(this.finishReason())
+  }
+
+  private settleInto(options: FinishOptions, method: string): void {
     checkOptions(options, FINISH_OPTIONS, `${this.format.name}.${method}`)
     this.lane = null
     if (this.done) return
     this.done = true
+    this.settled = true
     // An explicit `truncated` wins over what the engine said.
     this.truncated = options.truncated ?? this.engineFinish === 'length'
     this.opening()
@@ -469,7 +519,6 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
         tokenOffset: this.stream.tokens,
       })
     }
-    this.closing(this.finishReason())
   }
 
   /** The message stream's events, in order, to the format's hooks. */

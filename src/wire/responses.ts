@@ -243,6 +243,14 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     this.reasoningEvents = REASONING_EVENTS[options.dialect ?? 'openai']
   }
 
+  /**
+   * The gateway could not keep this response after all (its store failed): the events still to come (the
+   * closing one, after `settle`) and `response()` say `store: false`, so no client is told it is kept.
+   */
+  unstore(): void {
+    this.echo.store = false
+  }
+
   /** Whether its SSE stream ends with `data: [DONE]` after the last event (the Open Responses dialect). */
   get endsWithDone(): boolean {
     return this.options.dialect === 'open-responses'
@@ -295,7 +303,8 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
       object: 'response',
       created_at: this.createdAt,
       status,
-      completed_at: status === 'completed' ? (this.completedAt ?? this.secondsNow()) : null,
+      // Set once: a response kept before its closing event says the same as that event.
+      completed_at: status === 'completed' ? (this.completedAt ??= this.secondsNow()) : null,
       error: status === 'failed' ? { ...(this.failure ?? { code: 'server_error', message: 'the response failed' }) } : null,
       incomplete_details: status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
       model: this.options.model,
@@ -415,7 +424,7 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
 
   protected closing(reason: FinishReason): void {
     const complete = reason !== 'length'
-    if (complete) this.completedAt = this.secondsNow()
+    if (complete) this.completedAt ??= this.secondsNow()
     const response = this.snapshot(complete ? 'completed' : 'incomplete', !this.writesSse)
     this.emit(this.event(complete ? 'response.completed' : 'response.incomplete', { response }))
   }

@@ -33,6 +33,7 @@ async function socketTurn(gateway: Gateway, request: IncomingMessage, turn: Sock
   const adapter = new ResponsesStream(adapterOptions(gateway, prepared, request))
   const generated: number[] = []
   let started = false
+  let kept = false
   try {
     // The adapter's SSE face (its fast lane) cut into the events' JSON texts: one WebSocket message each.
     for await (const step of generate(gateway, request, prepared, signal, generated)) {
@@ -41,7 +42,11 @@ async function socketTurn(gateway: Gateway, request: IncomingMessage, turn: Sock
       // A client that stopped reading: nothing more is read from the engine.
       if (signal.aborted) break
     }
-    for (const text of sseEventTexts(adapter.finishSse())) await emit(text)
+    for (const text of sseEventTexts(adapter.settleSse())) await emit(text)
+    // Kept before `response.completed` says so (or says `store: false` when the store fails).
+    if (prepared.storing && !(await keepResponse(gateway, adapter.response(), prepared, generated))) adapter.unstore()
+    kept = true
+    for (const text of sseEventTexts(adapter.concludeSse())) await emit(text)
   } catch (error) {
     if (!started || signal.aborted) throw error
     gateway.onError(error)
@@ -49,7 +54,7 @@ async function socketTurn(gateway: Gateway, request: IncomingMessage, turn: Sock
   }
   adapter.diagnostics.forEach(gateway.onDiagnostic)
   const object = adapter.response()
-  if (prepared.storing && !(await keepResponse(gateway, object, prepared, generated))) object.store = false
+  if (prepared.storing && !kept && !(await keepResponse(gateway, object, prepared, generated))) object.store = false
   return recordOf(object, prepared, generated)
 }
 

@@ -32,6 +32,13 @@ export interface PipeSseOptions {
    * a few milliseconds of coalescing trade that much latency for far fewer writes (docs/PERFORMANCE.md).
    */
   coalesceMs?: number
+  /**
+   * Called once the completion has ended, after its last items and before the closing events that announce it
+   * (Responses: `response.completed`), which wait for it: a gateway keeps the response here, so that a client
+   * told `store: true` can fetch it (or, when keeping failed, is told `store: false`). Not called when the
+   * stream fails or the client leaves first.
+   */
+  beforeConclude?: () => Promise<void>
 }
 
 const PIPE_SSE_OPTIONS: OptionSpec = {
@@ -42,6 +49,7 @@ const PIPE_SSE_OPTIONS: OptionSpec = {
   },
   frames: is.oneOf('sse', 'objects'),
   coalesceMs: is.number(0),
+  beforeConclude: is.function,
 }
 
 /** The frame after the last event of a Chat stream, and of a Responses stream in the Open Responses dialect. */
@@ -85,17 +93,23 @@ function finishOf(step: SseStep): string | undefined {
 interface SseFace {
   startSse?(): string
   pushSse(step: SseStep): string
-  finishSse(options: { truncated: boolean }): string
+  settleSse(options: { truncated: boolean }): string
+  concludeSse(): string
 }
 
 function serializedObjects(adapter: ChatCompletionsStream | ResponsesStream): SseFace {
   if (adapter instanceof ChatCompletionsStream) {
-    return { pushSse: (step) => chatFrames(adapter.push(step)), finishSse: (options) => chatFrames(adapter.finish(options)) }
+    return {
+      pushSse: (step) => chatFrames(adapter.push(step)),
+      settleSse: (options) => chatFrames(adapter.settle(options)),
+      concludeSse: () => chatFrames(adapter.conclude()),
+    }
   }
   return {
     startSse: () => responsesFrames(adapter.start()),
     pushSse: (step) => responsesFrames(adapter.push(step)),
-    finishSse: (options) => responsesFrames(adapter.finish(options)),
+    settleSse: (options) => responsesFrames(adapter.settle(options)),
+    concludeSse: () => responsesFrames(adapter.conclude()),
   }
 }
 
@@ -182,8 +196,10 @@ export async function pipeSse(
       return { outcome: 'client-closed' }
     }
     if (finishReason === 'abort') throw new HttpError(502, 'the inference engine aborted the request', { code: 'engine-aborted' })
-    const last = pending + face.finishSse({ truncated: finishReason === 'length' })
+    let last = pending + face.settleSse({ truncated: finishReason === 'length' })
     pending = ''
+    if (options.beforeConclude !== undefined) await options.beforeConclude()
+    last += face.concludeSse()
     response.end(endsWithDone ? `${last}${DONE}` : last)
     return { outcome: 'completed' }
   } catch (error) {
