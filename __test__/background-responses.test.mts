@@ -140,3 +140,48 @@ test('a follower too slow for the log’s bound gets an error event as its strea
   // The follower never got a frame out of order or twice.
   t.is(written.length, 2)
 })
+
+/** A run whose engine waits for its signal (a long generation), kept in `store`. */
+function waitingRun(store: MemoryResponseStore) {
+  const run = adapter()
+  return {
+    run,
+    background: {
+      adapter: run,
+      steps: (signal: AbortSignal) =>
+        (async function* () {
+          yield { tokens: Uint32Array.from(harmony('<|channel|>final<|message|>Wor')) }
+          if (!signal.aborted) await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }))
+        })(),
+      keep: (response: object) => store.put({ id: run.id, createdAt: 1, response: response as Record<string, unknown>, input: [] }),
+      stream: false,
+    },
+  }
+}
+
+/** Resolves once `store` holds `id` (the run's first keep). */
+async function kept(store: MemoryResponseStore, id: string): Promise<void> {
+  while ((await store.get(id)) === null) await new Promise((resolve) => setImmediate(resolve))
+}
+
+test('a DELETE of a running response stops its run, and how the run ends does not bring it back (this process, or another sharing the store)', async (t) => {
+  const store = new MemoryResponseStore()
+  const here = new BackgroundResponses({ store })
+  const local = waitingRun(store)
+  here.start(local.background, here.reserve())
+  await kept(store, local.run.id)
+  t.true(await here.delete(local.run.id))
+  t.is(await store.get(local.run.id), null, 'deleted, and the ended run did not keep it again')
+
+  // Another process sharing the store runs it: asked through the store, it deletes where it would have kept.
+  const there = new BackgroundResponses({ store })
+  const remote = waitingRun(store)
+  there.start(remote.background, there.reserve())
+  await kept(store, remote.run.id)
+  t.true(await here.delete(remote.run.id))
+  await there.close()
+  t.is(await store.get(remote.run.id), null)
+  t.is(await store.get(`cancel-request:${remote.run.id}`), null, 'no request left behind')
+  // A response that is not running is the store's to delete.
+  t.false(await here.delete('resp_unknown'))
+})

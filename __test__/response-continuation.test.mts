@@ -241,6 +241,17 @@ test('background: cancel stops the engine and keeps the response as cancelled', 
   t.is(((await client.responses.cancel(queued.id)) as unknown as { status: string }).status, 'cancelled')
 })
 
+test('background: a DELETE of a running response stops the engine, and the response stays deleted', async (t) => {
+  const { engine, stopped } = slowEngine()
+  const { client } = await startGateway(t, { engine })
+  const queued = await client.responses.create({ model: 'gpt-oss', input: 'hi', background: true })
+  const deleted = (await client.responses.delete(queued.id)) as unknown as { deleted: boolean } | undefined
+  t.not(deleted?.deleted, false)
+  t.true(stopped(), 'the engine request was aborted')
+  // The run has ended (the DELETE waited for it): what it ended as was not kept again.
+  await t.throwsAsync(client.responses.retrieve(queued.id), { instanceOf: OpenAI.NotFoundError })
+})
+
 test('background with stream: the events stream; a client that left resumes after the last it read, while the run goes on', async (t) => {
   const { client } = await startGateway(t, { replay: [ANSWER] })
   const whole: { sequence_number: number; type: string }[] = []

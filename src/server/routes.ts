@@ -59,6 +59,15 @@ async function responseIdRoute(gateway: Gateway, request: IncomingMessage, respo
     await pipeStreamLog(response, log, after)
     return true
   }
+  // A DELETE stops a background run first, so that how it ends does not bring the response back.
+  const deleted = background !== null && request.method === 'DELETE' ? /^\/v1\/responses\/([^/]+)$/.exec(path) : null
+  if (background !== null && deleted !== null) {
+    const id = responseIdOf(deleted[1]!)
+    if (await background.delete(id)) {
+      sendJson(response, 200, { id, object: 'response', deleted: true })
+      return true
+    }
+  }
   const stored = store === null ? null : await storedResponseRoute(store, request.method ?? 'GET', url)
   if (stored === null) return false
   if (stored.status === 405) throw methodNotAllowed(response, path, request.method, stored.allow ?? 'GET')

@@ -70,8 +70,8 @@ export class BackgroundResponses {
   private readonly cancelWaitMs: number
   private readonly onError: (error: unknown) => void
   private readonly onDiagnostic: (diagnostic: { code: string; message: string }) => void
-  /** Runs of this process: id → how to stop one, and its end. */
-  private readonly running = new Map<string, { abort: AbortController; done: Promise<void> }>()
+  /** Runs of this process: id → how to stop one, whether it was deleted (not cancelled), and its end. */
+  private readonly running = new Map<string, { abort: AbortController; deleted: boolean; done: Promise<void> }>()
   /** The logs of runs that stream, while they run and `streamRetainMs` after (at most twice `maxRunning`). */
   private readonly logs = new Map<string, StreamLog>()
 
@@ -114,9 +114,13 @@ export class BackgroundResponses {
     const logged = (events: ReturnType<ResponsesStream['push']>) => {
       if (log !== null) for (const event of events) log.append(event.sequence_number, responsesFrames([event]))
     }
-    // A cancel that reached another process sharing the store.
-    const unwatch = watchCancelRequest(this.store, id, () => abort.abort())
-    const done = (async () => {
+    const entry = { abort, deleted: false, done: Promise.resolve() }
+    // A cancel, or a delete, that reached another process sharing the store.
+    const unwatch = watchCancelRequest(this.store, id, (deleted) => {
+      entry.deleted ||= deleted
+      abort.abort()
+    })
+    entry.done = (async () => {
       try {
         await run.keep(adapter.response('in_progress'))
         try {
@@ -129,7 +133,9 @@ export class BackgroundResponses {
           }
         }
         adapter.diagnostics.forEach(this.onDiagnostic)
-        await run.keep(adapter.response(abort.signal.aborted ? 'cancelled' : undefined))
+        // A deleted response stays deleted: how it ended is not kept.
+        if (entry.deleted) await this.store.delete(id)
+        else await run.keep(adapter.response(abort.signal.aborted ? 'cancelled' : undefined))
       } finally {
         // Whatever failed above (a `keep` that threw), the run ends: followers see the end (a cancelled or
         // broken run's stream ends without a terminal event: GET it for its status), the watch stops.
@@ -141,8 +147,35 @@ export class BackgroundResponses {
         this.running.delete(id)
       }
     })().catch(this.onError)
-    this.running.set(id, { abort, done })
+    this.running.set(id, entry)
     return log
+  }
+
+  /**
+   * `DELETE /v1/responses/{id}` of a response that may still run: the run is stopped and its record deleted,
+   * and it does not write it back as it ends. One running here is stopped and waited for; one in another
+   * process is asked to stop through the store (with a request that says it was deleted), waited for up to
+   * `cancelWaitMs`, and its record deleted. False when the response is not running (the store's own delete
+   * answers then).
+   */
+  async delete(id: string): Promise<boolean> {
+    const run = this.running.get(id)
+    if (run !== undefined) {
+      run.deleted = true
+      run.abort.abort()
+      await run.done
+      return true
+    }
+    let record = await responseRecord(this.store, id)
+    if (!unfinished(record)) return false
+    await requestCancel(this.store, id, true)
+    for (const deadline = Date.now() + this.cancelWaitMs; unfinished(record) && Date.now() < deadline; ) {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      record = await this.store.get(id)
+    }
+    await this.store.delete(id)
+    await withdrawCancel(this.store, id)
+    return true
   }
 
   /**

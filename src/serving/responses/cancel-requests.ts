@@ -3,8 +3,10 @@
  * `GATEWAY_WORKERS` workers whose `POST /v1/responses/{id}/cancel` lands on any of them). The process that gets
  * the cancel leaves a cancel request in the store, as a record of its own beside the response's (so neither
  * process ever overwrites the other's record: the store has no compare-and-set), and the process that runs the
- * response looks for it while it runs (`watchCancelRequest`) and stops there. A cancel request is no response:
- * the stored-response routes answer its id with a 404.
+ * response looks for it while it runs (`watchCancelRequest`) and stops there. A request to delete a running
+ * response is one too, which says so: the run then deletes its record where it would have kept how it ended,
+ * so the deleted response does not come back. A cancel request is no response: the stored-response routes
+ * answer its id with a 404.
  */
 import type { ResponseStore } from './store'
 
@@ -15,9 +17,9 @@ export function isCancelRequestId(id: string): boolean {
   return id.startsWith(PREFIX)
 }
 
-/** Leaves a cancel request for response `id` in `store` (for the process that runs it). */
-export async function requestCancel(store: ResponseStore, id: string): Promise<void> {
-  await store.put({ id: PREFIX + id, createdAt: Math.floor(Date.now() / 1000), response: { cancel: id }, input: [] })
+/** Leaves a cancel request for response `id` in `store` (for the process that runs it); `deleted`: it was deleted. */
+export async function requestCancel(store: ResponseStore, id: string, deleted = false): Promise<void> {
+  await store.put({ id: PREFIX + id, createdAt: Math.floor(Date.now() / 1000), response: { cancel: id, deleted }, input: [] })
 }
 
 /** Removes the cancel request of response `id` (the run ended, or no process runs it any more). */
@@ -26,18 +28,19 @@ export async function withdrawCancel(store: ResponseStore, id: string): Promise<
 }
 
 /**
- * Looks for a cancel request of response `id` every `intervalMs` until one is found (then calls `onCancel`
- * once, and removes the request) or the returned function is called. A store that fails to answer is asked
- * again at the next interval (the run's own writes report the store's failures).
+ * Looks for a cancel request of response `id` every `intervalMs` until one is found (then calls `onCancel` once,
+ * with whether the response was deleted, and removes the request) or the returned function is called. A store
+ * that fails to answer is asked again at the next interval (the run's own writes report the store's failures).
  */
-export function watchCancelRequest(store: ResponseStore, id: string, onCancel: () => void, intervalMs = 500): () => void {
+export function watchCancelRequest(store: ResponseStore, id: string, onCancel: (deleted: boolean) => void, intervalMs = 500): () => void {
   let stopped = false
   let timer: NodeJS.Timeout | undefined
   const look = async () => {
     try {
-      if ((await store.get(PREFIX + id)) !== null && !stopped) {
+      const request = await store.get(PREFIX + id)
+      if (request !== null && !stopped) {
         stopped = true
-        onCancel()
+        onCancel(request.response.deleted === true)
         await store.delete(PREFIX + id)
         return
       }
