@@ -5,7 +5,8 @@
  * recently used), and a closed store refuses use. SQLite and Redis keep records across store instances, which
  * is how two gateway processes share them.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
+import { type ChildProcess, spawn } from 'node:child_process'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -194,4 +195,47 @@ test('stores check their options', (t) => {
     instanceOf: TypeError,
     message: /maxEntries/,
   })
+})
+
+/**
+ * A child process holding the file's lock (inside a transaction, with its store registered), as a gateway
+ * killed mid-write leaves it; resolves once the lock is held, with the child.
+ */
+function holdingLock(path: string): Promise<ChildProcess> {
+  const script = `
+    const { SqliteResponseStore } = require(${JSON.stringify(join(import.meta.dirname, '..'))})
+    const { Database } = require('node-sqlite3-wasm')
+    new SqliteResponseStore({ path: process.argv[1] })
+    const db = new Database(process.argv[1])
+    db.exec('BEGIN')
+    db.run("INSERT OR REPLACE INTO responses VALUES ('resp_half', '{}', 2, 1e12, 0)")
+    process.stdout.write('locked\\n')
+    setInterval(() => {}, 1000)`
+  const child = spawn(process.execPath, ['-e', script, path], { stdio: ['ignore', 'pipe', 'inherit'] })
+  return new Promise((resolve, reject) => {
+    child.stdout!.once('data', () => resolve(child))
+    child.once('exit', (code) => reject(new Error(`the child exited (${code}) before it held the lock`)))
+  })
+}
+
+test('sqlite: a process killed holding the lock (kill -9) leaves it behind; the next store opens and writes all the same', async (t) => {
+  const path = temporary(t)
+  const waiting = new SqliteResponseStore({ path, busyTimeoutMs: 50 })
+  const child = await holdingLock(path)
+  t.true(existsSync(`${path}.lock`), 'the child holds the lock')
+  // While its owner lives, the lock is not taken from it: a write waits, then fails as locked.
+  await t.throwsAsync(waiting.put(record('resp_a')), { message: /locked/ })
+  child.kill('SIGKILL')
+  await new Promise((resolve) => child.once('exit', resolve))
+  t.true(existsSync(`${path}.lock`), 'left behind by the killed process')
+  // Its owner gone, the lock is stale: a store opened now (a restart) and the one already open both write.
+  const next = new SqliteResponseStore({ path })
+  t.teardown(() => next.close())
+  await next.put(record('resp_b'))
+  await waiting.put(record('resp_a'))
+  await waiting.close()
+  t.deepEqual(await next.get('resp_a'), record('resp_a'))
+  t.deepEqual(await next.get('resp_b'), record('resp_b'))
+  t.is(await next.get('resp_half'), null, "the killed transaction's write was not kept")
+  t.false(existsSync(`${path}.lock`))
 })
