@@ -185,3 +185,29 @@ test('a DELETE of a running response stops its run, and how the run ends does no
   // A response that is not running is the store's to delete.
   t.false(await here.delete('resp_unknown'))
 })
+
+test('a run whose process is gone is found by its lapsed lease and kept as failed, saying why; a live run elsewhere is left alone', async (t) => {
+  const store = new MemoryResponseStore()
+  const now = Math.floor(Date.now() / 1000)
+  // Left in_progress by a process that was killed: no lease, created long ago.
+  await store.put({ id: 'resp_orphan', createdAt: now - 3600, response: { id: 'resp_orphan', status: 'in_progress' }, input: [] })
+  // Just queued: its run may not have taken its lease yet.
+  await store.put({ id: 'resp_young', createdAt: now, response: { id: 'resp_young', status: 'queued' }, input: [] })
+  const background = new BackgroundResponses({ store, leaseMs: 60_000 })
+  await background.reapOrphan('resp_orphan')
+  await background.reapOrphan('resp_young')
+  t.like((await store.get('resp_orphan'))?.response, { status: 'failed', error: { code: 'run_lost' } })
+  t.like((await store.get('resp_young'))?.response, { status: 'queued' })
+
+  // A run of another process sharing the store holds its lease: polled from here, it is left running.
+  const there = new BackgroundResponses({ store, leaseMs: 60_000 })
+  const remote = waitingRun(store)
+  there.start(remote.background, there.reserve())
+  await kept(store, remote.run.id)
+  const record = (await store.get(remote.run.id))!
+  await store.put({ ...record, createdAt: now - 3600 })
+  await background.reapOrphan(remote.run.id)
+  t.like((await store.get(remote.run.id))?.response, { status: 'in_progress' })
+  await there.close()
+  t.is(await store.get(`run-lease:${remote.run.id}`), null, 'the lease is given up when the run ends')
+})

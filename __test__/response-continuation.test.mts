@@ -361,6 +361,16 @@ test('background: a response no process runs any more (its process is gone) is k
   t.is((await store.get(orphan.id))?.response.status, 'cancelled')
 })
 
+test('background: polling a response no process runs any more (its process is gone, its lease lapsed) finds it failed, saying why', async (t) => {
+  const store = new MemoryResponseStore()
+  const { client } = await startGateway(t, { replay: [ANSWER], responseStore: store })
+  const orphan = { id: 'resp_orphan', object: 'response', created_at: 1, status: 'in_progress', background: true, output: [] }
+  await store.put({ id: orphan.id, createdAt: 1, response: orphan, input: [] })
+  const polled = (await client.responses.retrieve(orphan.id)) as unknown as { status: string; error: { code: string } }
+  t.is(polled.status, 'failed')
+  t.is(polled.error.code, 'run_lost')
+})
+
 test('background: an engine that fails leaves the response failed, with its error', async (t) => {
   const { client } = await startGateway(t, { engine: failingEngine, onError: () => {} })
   const queued = await client.responses.create({ model: 'gpt-oss', input: 'hi', background: true })

@@ -68,6 +68,9 @@ async function responseIdRoute(gateway: Gateway, request: IncomingMessage, respo
       return true
     }
   }
+  // A poll of a run whose process is gone ends it (kept as failed), rather than answering in_progress forever.
+  const polled = background !== null && request.method === 'GET' ? /^\/v1\/responses\/([^/]+)$/.exec(path) : null
+  if (background !== null && polled !== null) await background.reapOrphan(responseIdOf(polled[1]!))
   const stored = store === null ? null : await storedResponseRoute(store, request.method ?? 'GET', url)
   if (stored === null) return false
   if (stored.status === 405) throw methodNotAllowed(response, path, request.method, stored.allow ?? 'GET')

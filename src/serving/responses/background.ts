@@ -7,6 +7,12 @@
  * while it runs and a while after), and cancelled from any process sharing the store (a cancel request left
  * beside the record: cancel-requests.ts). Bounded: at most `maxRunning` run at once (a 429 beyond), and the
  * logs of ended runs are let go after `streamRetainMs`.
+ *
+ * A run whose process is gone (killed, restarted) would stay `queued` or `in_progress` forever, and clients
+ * polling it never stop. So a run holds a lease in the store (a record of its own beside the response's,
+ * renewed every third of `leaseMs` while it runs), and any process sharing the store that is asked for an
+ * unfinished response whose lease has lapsed (`reapOrphan`, on `GET`) keeps it as `failed`, saying why. A response
+ * younger than `leaseMs` is left alone: its run may not have taken its lease yet.
  */
 import { checkOptions, is, type OptionSpec } from '../../base/options'
 import type { ResponseObject, ResponsesStream } from '../../wire/responses'
@@ -16,6 +22,7 @@ import { responsesFrames } from '../http/sse'
 import { StreamLog } from '../http/stream-log'
 import { requestCancel, watchCancelRequest, withdrawCancel } from './cancel-requests'
 import { responseNotFound, responseRecord } from './conversation'
+import { RUN_LEASE_PREFIX as LEASE } from './side-records'
 import type { ResponseStore, StoredResponse } from './store'
 
 /** One background response, as the gateway hands it over (its `queued` record already kept). */
@@ -41,6 +48,11 @@ export interface BackgroundResponsesOptions {
   streamLogBytes?: number
   /** How long a cancel waits for another process to stop the run, in ms. Default 5 s. */
   cancelWaitMs?: number
+  /**
+   * How long a run's lease lasts without renewal, in ms: a run whose process is gone is found (and kept as
+   * failed) at most this long after it stopped. Default 30 s.
+   */
+  leaseMs?: number
   /** An engine failure during a run (the response is kept as failed). */
   onError?: (error: unknown) => void
   /** What the parser recovered from, at the end of each run. */
@@ -53,6 +65,7 @@ const OPTIONS: OptionSpec = {
   streamRetainMs: is.integer(0),
   streamLogBytes: is.integer(1),
   cancelWaitMs: is.integer(0),
+  leaseMs: is.integer(1),
   onError: is.function,
   onDiagnostic: is.function,
 }
@@ -68,6 +81,7 @@ export class BackgroundResponses {
   /** Runs a gateway reserved room for (`reserve`) and has not started yet. */
   private reserved = 0
   private readonly cancelWaitMs: number
+  private readonly leaseMs: number
   private readonly onError: (error: unknown) => void
   private readonly onDiagnostic: (diagnostic: { code: string; message: string }) => void
   /** Runs of this process: id → how to stop one, whether it was deleted (not cancelled), and its end. */
@@ -82,6 +96,7 @@ export class BackgroundResponses {
     this.streamRetainMs = options.streamRetainMs ?? 60_000
     this.streamLogBytes = options.streamLogBytes ?? 2 * 1024 * 1024
     this.cancelWaitMs = options.cancelWaitMs ?? 5_000
+    this.leaseMs = options.leaseMs ?? 30_000
     this.onError = options.onError ?? (() => {})
     this.onDiagnostic = options.onDiagnostic ?? (() => {})
   }
@@ -115,6 +130,7 @@ export class BackgroundResponses {
       if (log !== null) for (const event of events) log.append(event.sequence_number, responsesFrames([event]))
     }
     const entry = { abort, deleted: false, done: Promise.resolve() }
+    const endLease = this.holdLease(id)
     // A cancel, or a delete, that reached another process sharing the store.
     const unwatch = watchCancelRequest(this.store, id, (deleted) => {
       entry.deleted ||= deleted
@@ -140,6 +156,7 @@ export class BackgroundResponses {
         // Whatever failed above (a `keep` that threw), the run ends: followers see the end (a cancelled or
         // broken run's stream ends without a terminal event: GET it for its status), the watch stops.
         unwatch()
+        await endLease()
         if (log !== null) {
           log.end()
           setTimeout(() => this.logs.get(id) === log && this.logs.delete(id), this.streamRetainMs).unref()
@@ -237,6 +254,42 @@ export class BackgroundResponses {
       `the events of response ${id.slice(0, 100)} are not kept here (it did not stream in the background in this process, or ended a while ago): GET it without stream`,
       { param: 'stream', code: 'events-not-kept' },
     )
+  }
+
+  /**
+   * A response no process runs any more: one that is unfinished (`queued`, `in_progress`), older than `leaseMs`,
+   * not run here, and whose run's lease has lapsed (its process is gone) is kept as `failed` with the reason.
+   * Resolves when that is done (or nothing needed doing).
+   */
+  async reapOrphan(id: string): Promise<void> {
+    if (this.running.has(id)) return
+    const record = await responseRecord(this.store, id)
+    if (record === null || !unfinished(record)) return
+    const now = Date.now()
+    if (now - record.createdAt * 1000 < this.leaseMs) return
+    const lease = await this.store.get(LEASE + id)
+    if (lease !== null && Number(lease.response.until) > now) return
+    const error = {
+      code: 'run_lost',
+      message: 'the process that ran this response stopped before it ended (the gateway restarted or was killed)',
+    }
+    await this.store.put({ ...record, response: { ...record.response, status: 'failed', error } })
+    if (lease !== null) await this.store.delete(LEASE + id)
+  }
+
+  /** Takes and renews run `id`'s lease while it runs; the returned function gives it up. */
+  private holdLease(id: string): () => Promise<void> {
+    const renew = () =>
+      this.store
+        .put({ id: LEASE + id, createdAt: Math.floor(Date.now() / 1000), response: { until: Date.now() + this.leaseMs }, input: [] })
+        .catch(this.onError)
+    const taken = renew()
+    const timer = setInterval(renew, Math.max(1, Math.floor(this.leaseMs / 3))).unref()
+    return async () => {
+      clearInterval(timer)
+      await taken
+      await this.store.delete(LEASE + id).catch(this.onError)
+    }
   }
 
   /** Cancels every run of this process; resolves when they are kept as cancelled. */

@@ -8,14 +8,8 @@
  * so the deleted response does not come back. A cancel request is no response: the stored-response routes
  * answer its id with a 404.
  */
+import { CANCEL_REQUEST_PREFIX as PREFIX } from './side-records'
 import type { ResponseStore } from './store'
-
-const PREFIX = 'cancel-request:'
-
-/** Whether `id` names a cancel request, not a response. */
-export function isCancelRequestId(id: string): boolean {
-  return id.startsWith(PREFIX)
-}
 
 /** Leaves a cancel request for response `id` in `store` (for the process that runs it); `deleted`: it was deleted. */
 export async function requestCancel(store: ResponseStore, id: string, deleted = false): Promise<void> {

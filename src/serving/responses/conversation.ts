@@ -11,7 +11,7 @@ import { isRecord } from '../../base/records'
 import type { RenderedPrompt } from '../../render/index'
 
 import { HttpError, previousResponseNotFound } from '../http/errors'
-import { isCancelRequestId } from './cancel-requests'
+import { isSideRecordId } from './side-records'
 import type { ResponseStore, StoredResponse } from './store'
 
 type Item = Record<string, unknown>
@@ -232,7 +232,7 @@ export function responseIdOf(segment: string): string {
 
 /** The record of response `id` in `store`, or null (also for a cancel request's id: it is no response). */
 export function responseRecord(store: ResponseStore, id: string): Promise<StoredResponse | null> {
-  return isCancelRequestId(id) ? Promise.resolve(null) : store.get(id)
+  return isSideRecordId(id) ? Promise.resolve(null) : store.get(id)
 }
 
 /** `GET /v1/responses/{id}/input_items` query: `after` (an item id), `limit` (1 to 100, default 20), `order`. */
@@ -290,7 +290,7 @@ export async function storedResponseRoute(
     return { status: 200, body: record.response }
   }
   if (method === 'DELETE') {
-    if (isCancelRequestId(id) || !(await store.delete(id))) throw responseNotFound(id, null)
+    if (isSideRecordId(id) || !(await store.delete(id))) throw responseNotFound(id, null)
     return { status: 200, body: { id, object: 'response', deleted: true } }
   }
   return { status: 405, body: null, allow: 'GET, DELETE' }
