@@ -131,14 +131,37 @@ test('a follower too slow for the log’s bound gets an error event as its strea
   const piped = pipeStreamLog(response as unknown as ServerResponse, log)
   await new Promise((resolve) => setImmediate(resolve))
   t.deepEqual(written, ['data: 0\n\n'])
-  // While the client reads nothing, more than the bound comes: frames it was to get are dropped.
-  for (let i = 1; i < 40; i++) log.append(i, `data: ${i}\n\n`)
+  // While the client reads nothing, more than four times the bound comes: frames it was to get are dropped.
+  for (let i = 1; i < 100; i++) log.append(i, `data: ${i}\n\n`)
   log.end()
   response.emit('drain')
   t.is(await piped, 'completed')
   t.regex(written.at(-1)!, /^event: error\ndata: .*"events_not_kept"/)
   // The follower never got a frame out of order or twice.
   t.is(written.length, 2)
+})
+
+test('a follower that keeps up gets the end of a long answer whole, though that burst passes the bound', async (t) => {
+  const log = new StreamLog({ maxBytes: 100 })
+  const read: string[] = []
+  const following = (async () => {
+    for await (const frames of log.follow(-1)) read.push(frames)
+  })()
+  log.append(0, 'data: start\n\n')
+  await new Promise((resolve) => setImmediate(resolve))
+  // The last events of an answer come in one burst, each repeating its text: three times the bound here.
+  const text = 'x'.repeat(90)
+  for (let i = 1; i <= 3; i++) log.append(i, `data: ${i} ${text}\n\n`)
+  log.end()
+  await following
+  t.is(read.join(''), `data: start\n\n${[1, 2, 3].map((i) => `data: ${i} ${text}\n\n`).join('')}`)
+  // A late follower, which had read nothing, is refused the frames the bound let go.
+  await t.throwsAsync(
+    async () => {
+      for await (const _ of log.follow(-1));
+    },
+    { message: /no longer kept/ },
+  )
 })
 
 /** A run whose engine waits for its signal (a long generation), kept in `store`. */

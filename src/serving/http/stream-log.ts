@@ -5,7 +5,10 @@
  * not depend on any of them: a client that leaves only stops following.
  *
  * Bounded: past `maxBytes` of frames the oldest are dropped, and a client asking to resume from before the
- * oldest kept frame is refused (a 400), never given a stream with a hole in it.
+ * oldest kept frame is refused (a 400), never given a stream with a hole in it. Frames a follower has not read
+ * yet are not dropped below four times `maxBytes`: the end of a long answer comes as a burst (its last events
+ * repeat the whole text, up to four times), which a follower that keeps up must get whole; one that does not
+ * read at all is dropped at that bound.
  */
 import type { ServerResponse } from 'node:http'
 import { HarmonyStateError } from '../../base/errors'
@@ -32,6 +35,8 @@ export class StreamLog {
   private lastDropped = -1
   private done = false
   private readonly waiting = new Set<() => void>()
+  /** The followers' places: the number of the next frame each reads. */
+  private readonly readers = new Set<{ next: number }>()
 
   constructor(options: StreamLogOptions = {}) {
     checkOptions(options, OPTIONS, 'StreamLog')
@@ -43,7 +48,14 @@ export class StreamLog {
     if (this.done) throw new HarmonyStateError('stream-log-ended', 'StreamLog.append() after end()')
     this.entries.push({ sequence, frame })
     this.bytes += frame.length
-    while (this.bytes > this.maxBytes && this.head < this.entries.length - 1) {
+    // The first frame a follower has not read: the ones before it go at `maxBytes`, it and later at four times.
+    let unread = Number.POSITIVE_INFINITY
+    for (const reader of this.readers) unread = Math.min(unread, reader.next)
+    while (
+      this.bytes > this.maxBytes &&
+      this.head < this.entries.length - 1 &&
+      (this.offset + this.head < unread || this.bytes > 4 * this.maxBytes)
+    ) {
       const oldest = this.entries[this.head++]!
       this.bytes -= oldest.frame.length
       this.lastDropped = oldest.sequence
@@ -82,14 +94,24 @@ export class StreamLog {
       if (this.entries[middle]!.sequence > after) high = middle
       else low = middle + 1
     }
-    let next = this.offset + low
+    const reader = { next: this.offset + low }
+    this.readers.add(reader)
+    try {
+      yield* this.read(reader, signal)
+    } finally {
+      this.readers.delete(reader)
+    }
+  }
+
+  private async *read(reader: { next: number }, signal: AbortSignal | undefined): AsyncGenerator<string> {
     for (;;) {
       if (signal?.aborted) return
-      if (next < this.offset + this.head) throw notKept(this.lastDropped)
+      if (reader.next < this.offset + this.head) throw notKept(this.lastDropped)
       const end = this.offset + this.entries.length
-      if (next < end) {
-        const batch = this.entries.slice(next - this.offset)
-        next = end
+      if (reader.next < end) {
+        const batch = this.entries.slice(reader.next - this.offset)
+        // Read once handed over: the follower's writer holds them now.
+        reader.next = end
         yield batch.map((entry) => entry.frame).join('')
         continue
       }
