@@ -9,7 +9,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { type AddressInfo, connect, type Socket } from 'node:net'
 
 import test from 'ava'
-import { DEFAULT_SERVER_LIMITS, HttpError, hardenServer, readJsonBody, sendError } from 'harmony-stream'
+import { DEFAULT_SERVER_LIMITS, HttpError, hardenServer, readJsonBody, sendError, serverOptions } from 'harmony-stream'
+import { createGateway } from 'harmony-stream/server'
 import { exchange } from './helpers/raw-http.mjs'
 
 /** A server whose routes refuse as a gateway's do: 404 anywhere but /v1/x, 405 for GET, 415 for a non-JSON body. */
@@ -131,4 +132,17 @@ test('the timeouts are set, checked, and default to bounds tighter than Node’s
     message: /did you mean 'headersTimeoutMs'/,
   })
   t.throws(() => hardenServer(createServer(), { requestTimeoutMs: 0 }), { instanceOf: RangeError })
+})
+
+test('serverOptions makes the timeouts act when they say: the gateway answers slow headers with a 408 at its limit, not at Node’s 30 s check', async (t) => {
+  t.deepEqual(serverOptions({ headersTimeoutMs: 300, requestTimeoutMs: 600 }), { connectionsCheckingInterval: 30 })
+  t.deepEqual(serverOptions(), { connectionsCheckingInterval: DEFAULT_SERVER_LIMITS.headersTimeoutMs / 10 })
+  t.throws(() => serverOptions({ headersTimeout: 5 } as never), { instanceOf: TypeError, message: /headersTimeout/ })
+  // Without it the check would come 30 s after the connection, past this test's own timeout.
+  const server = createGateway({ replay: [[200002]], serverLimits: { headersTimeoutMs: 300, requestTimeoutMs: 600 } })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
+  const slow = await exchange((server.address() as AddressInfo).port, 'POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n')
+  t.regex(slow.answer, /^HTTP\/1.1 408 /)
+  t.true(slow.closed)
 })

@@ -88,7 +88,7 @@ export { generateRequestOf } from './serving/generate-request'
 export { DEFAULT_BODY_LIMIT, type ReadJsonOptions, readJsonBody, readJsonBytes } from './serving/http/body'
 export { errorResponse, HttpError, type OpenAIErrorBody, sendError } from './serving/http/errors'
 export { CHAT_REQUEST_FIELDS, type FieldHandling, RESPONSES_REQUEST_FIELDS, type RequestField } from './serving/http/fields'
-export { DEFAULT_SERVER_LIMITS, hardenServer, type ServerLimits } from './serving/http/server'
+export { DEFAULT_SERVER_LIMITS, hardenServer, type ServerLimits, serverOptions } from './serving/http/server'
 export {
   chatFrames,
   type PipeSseOptions,

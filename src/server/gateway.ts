@@ -8,7 +8,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 
-import { hardenServer, type ServerLimits } from '../serving/http/server'
+import { hardenServer, type ServerLimits, serverOptions } from '../serving/http/server'
 import { gatewayOf, type Outcomes, tracked } from './context'
 import { type GatewayOptions, gatewaySettings } from './options'
 import { responsesSockets } from './responses/socket'
@@ -76,7 +76,7 @@ export interface GatewayServer extends Server {
 export function createGateway(options: GatewayOptions): GatewayServer {
   const gateway = createGatewayHandler(options)
   const limits = (options as { serverLimits?: ServerLimits }).serverLimits
-  const server = hardenServer(createServer(gateway.handle), limits)
+  const server = hardenServer(createServer(serverOptions(limits), gateway.handle), limits)
   server.on('upgrade', gateway.upgrade)
   // Upgraded connections and background runs end with the server (close() would otherwise wait for them).
   let settled: Promise<void> | null = null
