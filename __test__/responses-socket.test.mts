@@ -442,3 +442,20 @@ test('sseEventTexts cuts an adapter’s SSE frames into exactly its events’ JS
     )
   }
 })
+
+test('an idle connection (no turn running, none asked for) is closed after socketIdleMs; one in a turn is not', async (t) => {
+  const { port } = await startGateway(t, { engine: recordingEngine([ANSWER, ANSWER]).engine, socketIdleMs: 200 })
+  // A connection that asks for a turn, then waits: its turn runs to the end, then the idle clock starts.
+  const working = await connect(t, port)
+  working.send({ type: 'response.create', model: MODEL, input: 'x' })
+  assertStream(t, await working.turn())
+  // One that never asks: closed, normally, with the reason.
+  const idle = await connect(t, port)
+  await until(() => idle.closed !== null && working.closed !== null, 10_000)
+  t.is(idle.closed?.code, 1000)
+  t.is(working.closed?.code, 1000)
+  t.throws(() => new ResponsesSocket({ transport: readingTransport().transport, respond: async () => null, idleMs: 0 }), {
+    instanceOf: RangeError,
+    message: /idleMs/,
+  })
+})

@@ -132,6 +132,7 @@ export {
 } from './serving/responses/conversation'
 export { RedisResponseStore, type RedisResponseStoreOptions } from './serving/responses/redis-store'
 export {
+  DEFAULT_SOCKET_IDLE_MS,
   DEFAULT_SOCKET_LIFETIME_MS,
   ResponsesSocket,
   type ResponsesSocketOptions,

@@ -108,6 +108,12 @@ export const SETTINGS: readonly Setting[] = [
     value: 'MS',
     help: 'Responses WebSocket connection lifetime (default 3600000)',
   },
+  {
+    env: 'SOCKET_IDLE_MS',
+    flag: '--socket-idle-ms',
+    value: 'MS',
+    help: 'a Responses WebSocket connection waiting this long for a turn is closed (default 300000)',
+  },
   { env: 'SSE_COALESCE_MS', flag: '--coalesce-ms', value: 'MS', help: "collect a stream's frames this long per write (default 0)" },
   { env: 'GATEWAY_FRAMES', flag: '--frames', value: 'KIND', help: 'sse (default) | objects (events serialized, to compare)' },
   { env: 'HEADERS_TIMEOUT_MS', flag: '--headers-timeout-ms', value: 'MS', help: "the server's header timeout (default 10000)" },
@@ -278,6 +284,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
     deadlineMs: limit('ENGINE_DEADLINE_MS', DEFAULT_ENGINE_TIME_LIMITS.deadlineMs),
   }
   const socketLifetimeMs = env.SOCKET_LIFETIME_MS ? { socketLifetimeMs: integer(env, 'SOCKET_LIFETIME_MS', 0, 1) } : {}
+  const socketIdleMs = env.SOCKET_IDLE_MS ? { socketIdleMs: integer(env, 'SOCKET_IDLE_MS', 0, 1) } : {}
   const key = env.HARMONY_COMPACTION_KEY
   if (key && !/^[0-9a-fA-F]{64}$/.test(key)) throw new SettingError('HARMONY_COMPACTION_KEY must be 64 hex digits (its value is not shown)')
   const flags = { CHAT_ID_CACHE: oneOf(env, 'CHAT_ID_CACHE', ['0', '1']), LOG_DIAGNOSTICS: oneOf(env, 'LOG_DIAGNOSTICS', ['0', '1']) }
@@ -300,6 +307,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
       engineTimeLimits,
       ...numbers,
       ...socketLifetimeMs,
+      ...socketIdleMs,
       serverLimits,
       stats: stats ? processStats() : null,
       ...(flags.LOG_DIAGNOSTICS === '0' ? { onDiagnostic: () => {} } : { onDiagnostic: logDiagnostic }),

@@ -14,7 +14,7 @@ import { DEFAULT_BODY_LIMIT } from '../serving/http/body'
 import type { ServerLimits } from '../serving/http/server'
 import type { ChatIdCache } from '../serving/responses/chat-ids'
 import { Compactor } from '../serving/responses/compaction'
-import { DEFAULT_SOCKET_LIFETIME_MS } from '../serving/responses/socket'
+import { DEFAULT_SOCKET_IDLE_MS, DEFAULT_SOCKET_LIFETIME_MS } from '../serving/responses/socket'
 import { MemoryResponseStore, type ResponseStore } from '../serving/responses/store'
 import type { ResponsesDialect } from '../wire/responses'
 
@@ -98,6 +98,8 @@ export interface GatewayOptions {
   compactor?: Compactor
   /** How long a Responses WebSocket connection lives, in ms. Default 60 minutes. */
   socketLifetimeMs?: number
+  /** How long a Responses WebSocket connection may wait for its next turn before it is closed, in ms. Default 5 minutes. */
+  socketIdleMs?: number
 }
 
 const hasMethods = (what: string, ...methods: string[]) => ({
@@ -132,6 +134,7 @@ const OPTIONS: OptionSpec = {
   chatIdCache: is.nullable(hasMethods('a ChatIdCache', 'remember', 'exactPrompt')),
   compactor: hasMethods('a Compactor', 'compaction', 'expand'),
   socketLifetimeMs: is.integer(1),
+  socketIdleMs: is.integer(1),
 }
 
 /** The options with every default filled in. */
@@ -160,6 +163,7 @@ export interface GatewaySettings {
   chatIdCache: ChatIdCache | null
   compactor: Compactor
   socketLifetimeMs: number
+  socketIdleMs: number
 }
 
 function logError(error: unknown): void {
@@ -200,5 +204,6 @@ export function gatewaySettings(options: unknown): GatewaySettings {
     chatIdCache: o.chatIdCache ?? null,
     compactor: o.compactor ?? new Compactor(),
     socketLifetimeMs: o.socketLifetimeMs ?? DEFAULT_SOCKET_LIFETIME_MS,
+    socketIdleMs: o.socketIdleMs ?? DEFAULT_SOCKET_IDLE_MS,
   }
 }

@@ -88,6 +88,7 @@ export function responsesSockets(gateway: Gateway): ResponsesSockets {
           ...(store === null ? {} : { lookup: (id: string) => responseRecord(store, id) }),
           onError: gateway.onError,
           lifetimeMs: gateway.socketLifetimeMs,
+          idleMs: gateway.socketIdleMs,
         }),
       )
     },

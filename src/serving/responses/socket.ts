@@ -63,6 +63,11 @@ export interface ResponsesSocketOptions {
   onError?: (error: unknown) => void
   /** How long a connection lives, in ms. Default 60 minutes, as the specification says. */
   lifetimeMs?: number
+  /**
+   * How long a connection may wait with no turn running and none asked for, in ms; then it is closed (1000,
+   * `idle`), so that idle connections do not hold the gateway's places for the whole lifetime. Default 5 minutes.
+   */
+  idleMs?: number
   /** `response.create` messages that may wait behind the running turn; one more is refused. Default 8. */
   maxQueued?: number
   /** Characters of those messages together, at most; a message past it is refused. Default 8 MiB. */
@@ -79,6 +84,7 @@ const OPTIONS: OptionSpec = {
   lookup: is.function,
   onError: is.function,
   lifetimeMs: is.integer(1),
+  idleMs: is.integer(1),
   maxQueued: is.integer(0),
   maxQueuedBytes: is.integer(0),
   highWaterMark: is.integer(0),
@@ -86,6 +92,7 @@ const OPTIONS: OptionSpec = {
 }
 
 export const DEFAULT_SOCKET_LIFETIME_MS = 60 * 60 * 1000
+export const DEFAULT_SOCKET_IDLE_MS = 5 * 60 * 1000
 
 const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed'])
 
@@ -145,6 +152,8 @@ export class ResponsesSocket {
   /** The most recent response of this connection: what `previous_response_id` finds without a store. */
   private latest: StoredResponse | null = null
   private readonly lifetime: NodeJS.Timeout
+  /** Runs while the connection waits for a turn (none running or queued). */
+  private idle: NodeJS.Timeout | null = null
 
   constructor(options: ResponsesSocketOptions) {
     checkOptions(options, OPTIONS, 'ResponsesSocket')
@@ -152,6 +161,7 @@ export class ResponsesSocket {
       throw new TypeError("ResponsesSocket: options 'transport' and 'respond' are required")
     this.options = {
       lifetimeMs: DEFAULT_SOCKET_LIFETIME_MS,
+      idleMs: DEFAULT_SOCKET_IDLE_MS,
       maxQueued: 8,
       maxQueuedBytes: 8 * 1024 * 1024,
       highWaterMark: 1024 * 1024,
@@ -160,11 +170,25 @@ export class ResponsesSocket {
     }
     this.lifetime = setTimeout(() => this.expire(), this.options.lifetimeMs)
     this.lifetime.unref()
+    this.waitIdle()
+  }
+
+  /** Starts the idle clock: the connection waits for its next turn. */
+  private waitIdle(): void {
+    if (this.ended) return
+    this.idle = setTimeout(() => {
+      const transport = this.options.transport
+      this.closed()
+      transport.close(1000, 'idle')
+    }, this.options.idleMs)
+    this.idle.unref()
   }
 
   /** A text frame from the client: a turn, run after those before it. */
   receive(text: string): void {
     if (this.ended) return
+    if (this.idle !== null) clearTimeout(this.idle)
+    this.idle = null
     if (this.expired) {
       // The running turn ends first; then the limit's error frame (`drain`).
       if (!this.running) this.limitReached()
@@ -195,6 +219,7 @@ export class ResponsesSocket {
     this.queue.length = 0
     this.queuedBytes = 0
     clearTimeout(this.lifetime)
+    if (this.idle !== null) clearTimeout(this.idle)
     this.abort.abort()
   }
 
@@ -208,6 +233,7 @@ export class ResponsesSocket {
     }
     this.running = false
     if (this.expired) this.limitReached()
+    else this.waitIdle()
   }
 
   private async turn(text: string): Promise<void> {
