@@ -234,3 +234,19 @@ test('a run whose process is gone is found by its lapsed lease and kept as faile
   await there.close()
   t.is(await store.get(`run-lease:${remote.run.id}`), null, 'the lease is given up when the run ends')
 })
+
+test('a follower that reads nothing at all is let go after the stall timeout: its connection closed, the log not held for it', async (t) => {
+  const log = new StreamLog({ maxBytes: 100 })
+  log.append(0, 'data: 0\n\n')
+  const { response } = fullResponse()
+  let destroyed = false
+  const closing = Object.assign(response, {
+    destroy() {
+      destroyed = true
+      response.emit('close')
+      return response
+    },
+  })
+  t.is(await pipeStreamLog(closing as unknown as ServerResponse, log, -1, 50), 'client-closed')
+  t.true(destroyed)
+})

@@ -144,9 +144,16 @@ function notKept(dropped: number): HttpError {
  * Streams `log` from after `after` to `response` as SSE (status 200 and the SSE headers first), waiting for
  * `drain` when the socket is full, until the log ends or the client leaves. A resume point no longer kept is
  * answered with its 400 before the status line; a client that read so slowly that the frames it was to get next
- * were dropped gets an `error` event saying so (`events_not_kept`) as its stream's end.
+ * were dropped gets an `error` event saying so (`events_not_kept`) as its stream's end. A client that reads
+ * nothing at all for `stallTimeoutMs` (default 30 s) is let go: its connection is closed, so it holds neither
+ * the log's frames nor a socket (the outcome `client-closed`).
  */
-export async function pipeStreamLog(response: ServerResponse, log: StreamLog, after = -1): Promise<'completed' | 'client-closed'> {
+export async function pipeStreamLog(
+  response: ServerResponse,
+  log: StreamLog,
+  after = -1,
+  stallTimeoutMs = 30_000,
+): Promise<'completed' | 'client-closed'> {
   const left = new AbortController()
   const onClose = () => {
     if (!response.writableFinished) left.abort()
@@ -160,7 +167,12 @@ export async function pipeStreamLog(response: ServerResponse, log: StreamLog, af
     for (; !first.done && !left.signal.aborted; first = await frames.next()) {
       if (!response.write(first.value)) {
         await new Promise<void>((resolve) => {
+          const stalled = setTimeout(() => {
+            response.destroy()
+            left.abort()
+          }, stallTimeoutMs)
           const done = () => {
+            clearTimeout(stalled)
             response.off('drain', done)
             left.signal.removeEventListener('abort', done)
             resolve()
