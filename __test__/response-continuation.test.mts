@@ -27,19 +27,7 @@ import OpenAI from 'openai'
 import { failingEngine, recordingEngine, startGateway } from './helpers/gateway.mjs'
 import { harmony } from './helpers/harmony.mjs'
 import { redisForFile } from './helpers/redis-server.mjs'
-
-const CALL = harmony(
-  '<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris"}<|call|>',
-)
-const ANSWER = harmony('<|channel|>final<|message|>It is sunny in Paris.<|return|>')
-const TOOLS = [
-  {
-    type: 'function' as const,
-    name: 'get_weather',
-    parameters: { type: 'object', properties: { city: { type: 'string' } } },
-    strict: null,
-  },
-]
+import { ANSWER, CALL, TOOLS } from './helpers/weather-loop.mjs'
 
 const redis = redisForFile(test)
 const redisHere = redis.here

@@ -9,20 +9,8 @@ import { Compactor, renderResponsesRequest } from 'harmony-stream'
 import OpenAI from 'openai'
 
 import { recordingEngine, startGateway } from './helpers/gateway.mjs'
-import { harmony } from './helpers/harmony.mjs'
+import { ANSWER, CALL, TOOLS } from './helpers/weather-loop.mjs'
 
-const CALL = harmony(
-  '<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris"}<|call|>',
-)
-const ANSWER = harmony('<|channel|>final<|message|>It is sunny in Paris.<|return|>')
-const TOOLS = [
-  {
-    type: 'function' as const,
-    name: 'get_weather',
-    parameters: { type: 'object', properties: { city: { type: 'string' } } },
-    strict: null,
-  },
-]
 const KEY = 'ab'.repeat(32)
 
 type Item = Record<string, unknown>
