@@ -50,30 +50,65 @@ export async function* limitedSteps(
   abort: () => void,
 ): AsyncIterable<EngineStep> {
   const { firstTokenMs, idleMs, deadlineMs } = limits
+  if (firstTokenMs === null && idleMs === null && deadlineMs === null) {
+    yield* steps
+    return
+  }
   const started = performance.now()
   let sawTokens = false
   let lastTokens = started
+  /** The nearest limit: which, and when it passes (`performance.now()` time). */
+  const nearest = (): [Limit, number] => {
+    let limit: [Limit, number] = ['engine-deadline-exceeded', deadlineMs === null ? Number.POSITIVE_INFINITY : started + deadlineMs]
+    const silence: [Limit, number] | null = sawTokens
+      ? idleMs === null
+        ? null
+        : ['engine-idle-timeout', lastTokens + idleMs]
+      : firstTokenMs === null
+        ? null
+        : ['engine-first-token-timeout', started + firstTokenMs]
+    if (silence !== null && silence[1] < limit[1]) limit = silence
+    return limit
+  }
+  // One timer, not one per step (steps come a token at a time): when it fires early (tokens came meanwhile,
+  // moving the silence's limit) it is set again for what is left.
+  let passed: Limit | null = null
+  let timer: NodeJS.Timeout | undefined
+  let wake = () => {}
+  const limitPassed = new Promise<null>((resolve) => {
+    wake = () => resolve(null)
+  })
+  const arm = () => {
+    const at = nearest()[1]
+    if (at === Number.POSITIVE_INFINITY) return
+    timer = setTimeout(
+      () => {
+        const [limit, due] = nearest()
+        // A timer may fire a hair early by the other clock: a millisecond of slack.
+        if (performance.now() + 1 < due) arm()
+        else {
+          passed = limit
+          wake()
+        }
+      },
+      Math.max(0, at - performance.now()),
+    ).unref()
+  }
+  arm()
   const iterator = steps[Symbol.asyncIterator]()
   // Whether the engine's iterator needs no closing here: a read of it is pending (which ends, fails, or is
   // aborted at a limit) or it ended. At a yield it does: a reader that stops early closes it.
   let over = false
   try {
     for (;;) {
-      // The nearest limit from now: the deadline, or the first token's, or the silence's.
-      const now = performance.now()
-      const candidates: [Limit, number][] = []
-      if (deadlineMs !== null) candidates.push(['engine-deadline-exceeded', started + deadlineMs - now])
-      if (!sawTokens && firstTokenMs !== null) candidates.push(['engine-first-token-timeout', started + firstTokenMs - now])
-      if (sawTokens && idleMs !== null) candidates.push(['engine-idle-timeout', lastTokens + idleMs - now])
-      const nearest = candidates.reduce<[Limit, number] | null>((a, b) => (a === null || b[1] < a[1] ? b : a), null)
       const next = iterator.next()
       over = true
-      const result = nearest === null ? await next : await within(next, Math.max(0, nearest[1]))
+      const result = await Promise.race([next, limitPassed])
       if (result === null) {
         // The engine's pending read ends with the abort: its rejection is this limit's, already told.
         next.catch(() => {})
         abort()
-        const [code] = nearest!
+        const code = passed ?? 'engine-deadline-exceeded'
         throw new EngineError(code, `${engine}: ${describe(code, { firstTokenMs, idleMs, deadlineMs })}`, { engine })
       }
       if (result.done) return
@@ -85,17 +120,9 @@ export async function* limitedSteps(
       yield result.value
     }
   } finally {
+    clearTimeout(timer)
     if (!over) await iterator.return?.()
   }
-}
-
-/** `next`'s result, or null when `ms` pass first. */
-function within<T>(next: Promise<T>, ms: number): Promise<T | null> {
-  let timer: NodeJS.Timeout | undefined
-  const late = new Promise<null>((resolve) => {
-    timer = setTimeout(() => resolve(null), ms)
-  })
-  return Promise.race([next, late]).finally(() => clearTimeout(timer))
 }
 
 function describe(code: Limit, limits: Required<EngineTimeLimits>): string {
