@@ -199,6 +199,22 @@ function slowEngine(steps = 500): { engine: Engine; stopped: () => boolean } {
   }
 }
 
+/** An engine that writes the start of an answer, then waits for its request's abort: it never ends on its own. */
+function endlessEngine(): { engine: Engine; stopped: () => boolean } {
+  let stopped = false
+  return {
+    stopped: () => stopped,
+    engine: {
+      name: 'endless',
+      async *generate(request: GenerateRequest) {
+        yield { tokens: Uint32Array.from(harmony('<|channel|>final<|message|>')) }
+        if (!request.signal?.aborted) await new Promise((resolve) => request.signal?.addEventListener('abort', resolve, { once: true }))
+        stopped = true
+      },
+    },
+  }
+}
+
 test('background: answered at once as queued, runs detached, is polled to its end', async (t) => {
   const { client } = await startGateway(t, { replay: [ANSWER] })
   const queued = (await client.responses.create({ model: 'gpt-oss', input: 'hi', background: true })) as unknown as {
@@ -217,10 +233,10 @@ test('background: answered at once as queued, runs detached, is polled to its en
 })
 
 test('background: cancel stops the engine and keeps the response as cancelled', async (t) => {
-  const { engine, stopped } = slowEngine()
+  // The run cannot end before the cancel, however slow the machine.
+  const { engine, stopped } = endlessEngine()
   const { client } = await startGateway(t, { engine })
   const queued = await client.responses.create({ model: 'gpt-oss', input: 'hi', background: true })
-  await new Promise((resolve) => setTimeout(resolve, 100))
   const cancelled = (await client.responses.cancel(queued.id)) as unknown as { status: string; output: unknown[] }
   t.is(cancelled.status, 'cancelled')
   t.true(stopped(), 'the engine request was aborted')
@@ -230,7 +246,7 @@ test('background: cancel stops the engine and keeps the response as cancelled', 
 })
 
 test('background: a DELETE of a running response stops the engine, and the response stays deleted', async (t) => {
-  const { engine, stopped } = slowEngine()
+  const { engine, stopped } = endlessEngine()
   const { client } = await startGateway(t, { engine })
   const queued = await client.responses.create({ model: 'gpt-oss', input: 'hi', background: true })
   const deleted = (await client.responses.delete(queued.id)) as unknown as { deleted: boolean } | undefined
