@@ -74,10 +74,9 @@ export async function* limitedSteps(
   // moving the silence's limit) it is set again for what is left.
   let passed: Limit | null = null
   let timer: NodeJS.Timeout | undefined
-  let wake = () => {}
-  const limitPassed = new Promise<null>((resolve) => {
-    wake = () => resolve(null)
-  })
+  // Wakes the read that waits when the limit passes: a promise of its own per read, since reactions to one
+  // long-lived promise would pile up, one per step, for the whole generation.
+  let wake: ((value: null) => void) | null = null
   const arm = () => {
     const at = nearest()[1]
     if (at === Number.POSITIVE_INFINITY) return
@@ -88,7 +87,7 @@ export async function* limitedSteps(
         if (performance.now() + 1 < due) arm()
         else {
           passed = limit
-          wake()
+          wake?.(null)
         }
       },
       Math.max(0, at - performance.now()),
@@ -103,7 +102,8 @@ export async function* limitedSteps(
     for (;;) {
       const next = iterator.next()
       over = true
-      const result = await Promise.race([next, limitPassed])
+      const result = passed !== null ? null : await Promise.race([next, new Promise<null>((resolve) => (wake = resolve))])
+      wake = null
       if (result === null) {
         // The engine's pending read ends with the abort: its rejection is this limit's, already told.
         next.catch(() => {})
