@@ -109,6 +109,15 @@ const SCHEMAS: Record<string, Schema> = {
       { root: { id: '123e4567-e89b-12d3-a456-426614174000' } },
     ],
   },
+  named: {
+    // A root $ref beside its $defs: how zod-to-json-schema writes a named schema.
+    schema: {
+      $ref: '#/$defs/verdict',
+      $defs: { verdict: { type: 'object', properties: { answer: { enum: ['yes', 'no'] } }, required: ['answer'] } },
+    },
+    valid: [{ answer: 'yes' }, { answer: 'no' }],
+    others: [{ answer: 'maybe' }, {}, []],
+  },
   optional: {
     schema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'boolean' }, c: { type: 'null' } }, required: ['b'] },
     valid: [{ b: true }, { a: 1, b: false }, { b: true, c: null }, { a: -2.5e3, b: true, c: null }],

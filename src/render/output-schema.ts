@@ -83,12 +83,21 @@ function count(value: unknown, at: string): void {
 }
 
 /**
+ * Checks that `schema` (at JSON path `path`) is one the engines' grammars enforce, and that the work it asks
+ * of a grammar builder and of the validator is bounded (`checkBounded`).
+ */
+export function checkEnforceable(schema: unknown, path: string): void {
+  checkKeywords(schema, path)
+  checkBounded(schema, path)
+}
+
+/**
  * Checks that every keyword of `schema` (at JSON path `path`) is one the engines' grammars enforce: the
  * subset json-grammar.ts turns into GBNF and xgrammar into its own grammar. `extra`: the schema of
  * `additionalProperties` or `items`, where `false` (nothing more) is meaningful; elsewhere `false` matches
  * no value, so no grammar could generate one.
  */
-export function checkEnforceable(schema: unknown, path: string, root: unknown = schema, extra = false): void {
+function checkKeywords(schema: unknown, path: string, root: unknown = schema, extra = false): void {
   if (schema === true || (schema === false && extra)) return
   if (schema === false) cannot(path, 'a false schema matches no value')
   const node = object(schema, path)
@@ -113,14 +122,14 @@ export function checkEnforceable(schema: unknown, path: string, root: unknown = 
         const schemas = array(value, at)
         if (schemas.length === 0) cannot(at, `an empty ${keyword} matches nothing`)
         schemas.forEach((inner, i) => {
-          checkEnforceable(inner, `${at}[${i}]`, root)
+          checkKeywords(inner, `${at}[${i}]`, root)
         })
         break
       }
       case '$defs':
       case 'definitions':
       case 'properties':
-        for (const [name, inner] of Object.entries(object(value, at))) checkEnforceable(inner, `${at}.${name}`, root)
+        for (const [name, inner] of Object.entries(object(value, at))) checkKeywords(inner, `${at}.${name}`, root)
         break
       case 'additionalProperties':
         // A grammar cannot keep an extra key from being one of the declared names with another value: extra
@@ -130,10 +139,10 @@ export function checkEnforceable(schema: unknown, path: string, root: unknown = 
             at,
             'properties beside declared ones cannot be told apart from them by a grammar: declare them all, or use additionalProperties alone (a map)',
           )
-        checkEnforceable(value, at, root, true)
+        checkKeywords(value, at, root, true)
         break
       case 'items':
-        checkEnforceable(value, at, root, true)
+        checkKeywords(value, at, root, true)
         break
       case 'required':
         for (const name of array(value, at)) {
@@ -144,9 +153,11 @@ export function checkEnforceable(schema: unknown, path: string, root: unknown = 
         break
       case '$ref':
         checkReference(string(value, at), at, root)
-        // The grammar follows the reference alone: a keyword beside it would be left out.
+        // The grammar follows the reference alone: a keyword beside it would be left out. Definitions are no
+        // constraint (a root `$ref` beside its `$defs` is how zod-to-json-schema writes a named schema).
         for (const other of Object.keys(node))
-          if (other !== '$ref' && !ANNOTATIONS.has(other)) cannot(`${path}.${other}`, 'no keyword but annotations may stand beside $ref')
+          if (other !== '$ref' && other !== '$defs' && other !== 'definitions' && !ANNOTATIONS.has(other))
+            cannot(`${path}.${other}`, 'no keyword but annotations and definitions may stand beside $ref')
         break
       case 'format':
         if (!FORMATS.has(string(value, at))) cannot(at, `format ${JSON.stringify(value)} has no grammar rule (${[...FORMATS].join(', ')})`)
@@ -158,12 +169,85 @@ export function checkEnforceable(schema: unknown, path: string, root: unknown = 
   }
 }
 
+/** The definition `reference` names in `root`'s own `$defs` (or `definitions`), or undefined. */
+function definitionOf(reference: unknown, root: unknown): unknown {
+  const match = typeof reference === 'string' ? /^#\/(\$defs|definitions)\/([^/]+)$/.exec(reference) : null
+  const defs = match === null || !isRecord(root) ? undefined : root[match[1]]
+  return isRecord(defs) && Object.hasOwn(defs, match![2]) ? defs[match![2]] : undefined
+}
+
 /** Only references into the schema's own `$defs` (or `definitions`) resolve inside a grammar. */
 function checkReference(reference: string, at: string, root: unknown): void {
-  const match = /^#\/(\$defs|definitions)\/([^/]+)$/.exec(reference)
-  const defs = match === null || !isRecord(root) ? undefined : root[match[1]]
-  if (match === null || !isRecord(defs) || !Object.hasOwn(defs, match[2]))
+  if (definitionOf(reference, root) === undefined)
     cannot(at, `$ref ${JSON.stringify(reference).slice(0, 80)} must point into the schema's own $defs`)
+}
+
+/**
+ * Schema nodes visited for one value at most, references followed: what a validator walks when a value fails
+ * every alternative. Shared definitions make a small schema large (each of forty definitions `anyOf` the next
+ * one twice: 2^40), so the bound is on the schema as expanded, not as written.
+ */
+const MAX_EXPANDED_NODES = 100_000
+/** References and nested schemas followed in a row at most (the builders and the validator recurse). */
+const MAX_CHAIN = 500
+
+/** The schemas applied to the very value `node` applies to: its alternatives and its reference. */
+function sameValue(node: Record<string, unknown>, root: unknown): unknown[] {
+  const next: unknown[] = []
+  if (Array.isArray(node.anyOf)) next.push(...node.anyOf)
+  if (Array.isArray(node.oneOf)) next.push(...node.oneOf)
+  if (node.$ref !== undefined) next.push(definitionOf(node.$ref, root))
+  return next
+}
+
+/** The schemas applied to the parts of the value `node` applies to (its properties, its items). */
+function partsOf(node: Record<string, unknown>): unknown[] {
+  const next: unknown[] = isRecord(node.properties) ? Object.values(node.properties) : []
+  if (Array.isArray(node.prefixItems)) next.push(...node.prefixItems)
+  if (isRecord(node.items)) next.push(node.items)
+  if (isRecord(node.additionalProperties)) next.push(node.additionalProperties)
+  return next
+}
+
+/**
+ * Checks, after `checkKeywords`, that what `schema` asks of a grammar builder and of the validator is
+ * bounded: no reference cycle that never reaches a property or an item (`a` is `b`, `b` is `a`: it describes
+ * no value, and a grammar of it is left-recursive), no chain of references deeper than the builders' stacks,
+ * and at most `MAX_EXPANDED_NODES` nodes with references followed (recursion through a property or an item is
+ * counted once: each round of it needs a deeper value).
+ */
+function checkBounded(schema: unknown, path: string): void {
+  const definitions = isRecord(schema) ? [schema.$defs, schema.definitions].filter(isRecord).flatMap(Object.values) : []
+  // Every cycle of references passes through a definition: a search from each finds them all.
+  const state = new Map<object, 'open' | 'done'>()
+  const follow = (node: unknown, depth: number): void => {
+    if (!isRecord(node) || state.get(node) === 'done') return
+    if (state.get(node) === 'open') cannot(path, 'a $ref cycle never reaches a property or item: it describes no value')
+    if (depth > MAX_CHAIN) cannot(path, `references and alternatives nest more than ${MAX_CHAIN} deep`)
+    state.set(node, 'open')
+    for (const next of sameValue(node, schema)) follow(next, depth + 1)
+    state.set(node, 'done')
+  }
+  for (const definition of definitions) follow(definition, 0)
+  const sizes = new Map<object, number>()
+  const open = new Set<object>()
+  const size = (node: unknown, depth: number): number => {
+    if (!isRecord(node)) return 1
+    const known = sizes.get(node)
+    if (known !== undefined) return known
+    if (open.has(node)) return 1
+    if (depth > MAX_CHAIN) cannot(path, `references and nested schemas go more than ${MAX_CHAIN} deep`)
+    open.add(node)
+    let total = 1
+    for (const next of [...sameValue(node, schema), ...partsOf(node)]) {
+      total += size(next, depth + 1)
+      if (total > MAX_EXPANDED_NODES) cannot(path, `with its references followed, the schema has more than ${MAX_EXPANDED_NODES} nodes`)
+    }
+    open.delete(node)
+    sizes.set(node, total)
+    return total
+  }
+  size(schema, 0)
 }
 
 /**

@@ -4,33 +4,33 @@
  * did not (an engine that ignored the grammar, a recording, an answer cut by the token limit), as an
  * `invalid-structured-output` diagnostic instead of silence.
  *
- * Ajv compiles each schema once, by the draft its `$schema` names (draft-07, 2019-09, 2020-12; none: 2020-12),
- * with ajv-formats for `date`, `time`, `date-time`, `uuid`: the Agents SDK and the AI SDK send draft-07 schemas,
- * which a 2020-12 validator cannot compile. A gateway compiles a request's schemas before it generates
- * (`schemaCompileProblem`), so a schema that cannot be checked is a 400, not a note after the answer. Compiled
- * checks are kept by the schema's JSON text, at most `MAX_COMPILED`, the oldest dropped first.
- * `pattern` is not tested here: JavaScript's backtracking regular expressions can take exponential time on a
- * hostile pattern, which would hold the event loop, while the engines' grammars enforce patterns as automata.
+ * The validator is @cfworker/json-schema, which interprets a schema instead of compiling it to code: a
+ * gateway checks schemas its clients send, one per request, and a code-generating validator (Ajv, used here
+ * before) spent about 0.4 s of the event loop on a 1,000-property schema, printed its generated code, and made
+ * code nested so deep that V8 overflowed its stack parsing it. Interpreted, the same schema takes milliseconds
+ * to prepare and to check, and nothing is generated. Drafts: by `$schema` (draft-07, 2019-09, 2020-12; none:
+ * 2020-12): the Agents SDK and the AI SDK send draft-07. A gateway prepares a request's schemas before it
+ * generates (`schemaCompileProblem`), so a schema that cannot be checked is a 400, not a note after the answer.
+ * `pattern` is not tested: JavaScript's backtracking regular expressions can take exponential time on a hostile
+ * pattern, which would hold the event loop, while the engines' grammars enforce patterns as automata.
  */
-import type Ajv from 'ajv'
-import type { ValidateFunction } from 'ajv'
+import type { Schema, SchemaDraft, Validator } from '@cfworker/json-schema'
 import { requireOptional } from '../base/optional-package'
 import type { HarmonyDiagnostic } from '../base/types'
 
-/** Compiled schemas kept (a gateway sees few distinct schemas; each compiled one is a function of its own). */
-const MAX_COMPILED = 256
+/** Validators kept, by the schema's JSON text, the least recently used dropped first. */
+const MAX_KEPT = 256
+/** …and their schemas' JSON text, in characters at most: a few very large schemas cannot fill memory. */
+const MAX_KEPT_CHARS = 16 << 20
 
-/** Ajv's regular expression engine, for which every pattern passes: see the module comment. */
-const untestedPatterns = Object.assign(() => ({ test: () => true }), { code: 'untestedPatterns' })
+/** Schema nodes (objects and arrays) checked at most: preparing and checking grow with them. */
+const MAX_SCHEMA_NODES = 20_000
+/** Nesting of a schema, at most (the copy that leaves `pattern` out recurses). */
+const MAX_SCHEMA_DEPTH = 256
 
 type Draft = 'draft-07' | '2019-09' | '2020-12'
 
-/** The Ajv module of each draft, and the meta-schema URI it knows the draft by. */
-const DRAFTS: Record<Draft, { module: string; uri: string }> = {
-  'draft-07': { module: 'ajv', uri: 'http://json-schema.org/draft-07/schema#' },
-  '2019-09': { module: 'ajv/dist/2019', uri: 'https://json-schema.org/draft/2019-09/schema' },
-  '2020-12': { module: 'ajv/dist/2020', uri: 'https://json-schema.org/draft/2020-12/schema' },
-}
+const DRAFTS: Record<Draft, SchemaDraft> = { 'draft-07': '7', '2019-09': '2019-09', '2020-12': '2020-12' }
 
 /** The draft a `$schema` names (http or https, with or without the empty fragment), or why it names none. */
 function draftOf(schema: object): Draft | string {
@@ -43,93 +43,88 @@ function draftOf(schema: object): Draft | string {
   return `$schema ${JSON.stringify(uri).slice(0, 80)} is not a draft this gateway checks (draft-07, 2019-09, 2020-12)`
 }
 
-/** Schema nodes (objects and arrays) compiled at most: compiling is on the event loop, and grows with them. */
-const MAX_SCHEMA_NODES = 2000
-
-function nodesOf(value: unknown, limit: number): number {
-  if (value === null || typeof value !== 'object') return 0
-  let count = 1
-  for (const child of Object.values(value)) {
-    count += nodesOf(child, limit - count)
-    if (count > limit) break
-  }
-  return count
-}
+/** Keywords whose value is a map of names to schemas: the names are not keywords. */
+const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas', 'dependencies'])
+/** Keywords whose value is data, not schemas: kept as it is. */
+const VALUES = new Set(['enum', 'const', 'default', 'examples'])
 
 /**
- * The validators, each made on its first check: loading Ajv takes about 40 ms, which a process that never sees a
- * response format should not pay at start. Schemas are not registered by their `$id` (two requests may use one
- * id for different schemas), nor logged (Ajv prints the code of a schema it cannot compile).
+ * A copy of `schema` without its `pattern` keywords (see the module comment), counting its nodes; a property
+ * *named* `pattern` stays, and so do values (`enum`, `const`…). The copy is also what the validator annotates (it marks the objects it resolves),
+ * so the caller's schema is left as it came. Throws a string: why the schema is too large to check.
  */
-const checkers: Partial<Record<Draft, Ajv>> = {}
-
-function checker(draft: Draft): Ajv {
-  let ajv = checkers[draft]
-  if (ajv === undefined) {
-    const { default: Validator } = requireOptional<{ default: typeof Ajv }>(DRAFTS[draft].module, 'Checking structured outputs')
-    const { default: addFormats } = requireOptional<typeof import('ajv-formats')>('ajv-formats', 'Checking structured outputs')
-    ajv = new Validator({ strict: false, allErrors: false, addUsedSchema: false, logger: false, code: { regExp: untestedPatterns } })
-    addFormats(ajv, ['date', 'time', 'date-time', 'uuid'])
-    checkers[draft] = ajv
+function withoutPatterns(schema: unknown, budget: { nodes: number }, depth = 0, inMap = false): unknown {
+  if (schema === null || typeof schema !== 'object') return schema
+  if (--budget.nodes < 0) throw `the schema has more than ${MAX_SCHEMA_NODES} objects and arrays`
+  if (depth > MAX_SCHEMA_DEPTH) throw `the schema nests more than ${MAX_SCHEMA_DEPTH} deep`
+  if (Array.isArray(schema)) return schema.map((inner) => withoutPatterns(inner, budget, depth + 1))
+  const copy: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(schema)) {
+    if (!inMap && key === 'pattern' && typeof value === 'string') continue
+    copy[key] = !inMap && VALUES.has(key) ? value : withoutPatterns(value, budget, depth + 1, !inMap && SCHEMA_MAPS.has(key))
   }
-  return ajv
+  return copy
 }
 
-/** A compiled check, with what Ajv keeps of it (dropped with it), or why the schema does not compile. */
-type Compiled = { check: ValidateFunction; draft: Draft; schema: object } | string
+/** A validator, with the length of the schema text it is kept by; or why the schema cannot be checked. */
+type Prepared = { validator: Validator; chars: number } | string
 
-const compiled = new Map<string, Compiled>()
+const kept = new Map<string, Prepared>()
+let keptChars = 0
 
 /** Why nothing can be checked: the validator's package is not installed (`message` names it). */
 interface ValidatorMissing {
   validatorMissing: string
 }
 
-function compile(schema: object): Compiled | ValidatorMissing {
+function prepare(schema: object, chars: number): Prepared | ValidatorMissing {
   const draft = draftOf(schema)
   if (draft !== 'draft-07' && draft !== '2019-09' && draft !== '2020-12') return draft
-  if (nodesOf(schema, MAX_SCHEMA_NODES) > MAX_SCHEMA_NODES) return `the schema has more than ${MAX_SCHEMA_NODES} objects and arrays`
-  // Ajv knows each draft by one URI: the schema is compiled with that one.
-  const canonical = (schema as { $schema?: unknown }).$schema === undefined ? schema : { ...schema, $schema: DRAFTS[draft].uri }
+  let module: typeof import('@cfworker/json-schema')
   try {
-    return { check: checker(draft).compile(canonical), draft, schema: canonical }
+    module = requireOptional('@cfworker/json-schema', 'Checking structured outputs')
   } catch (error) {
     // A missing validator is the operator's to fix, not the request's: said, and not kept.
-    if ((error as { code?: unknown }).code === 'package-missing') return { validatorMissing: (error as Error).message }
-    return error instanceof Error ? error.message : String(error)
+    return { validatorMissing: (error as Error).message }
+  }
+  try {
+    const copy = withoutPatterns(schema, { nodes: MAX_SCHEMA_NODES }) as Schema
+    return { validator: new module.Validator(copy, DRAFTS[draft], true), chars }
+  } catch (error) {
+    if (typeof error === 'string') return error
+    return error instanceof RangeError ? 'the schema nests too deep to check' : String((error as Error).message ?? error)
   }
 }
 
-/** The compiled check of `schema`, or why it does not compile. */
-function checkOf(schema: object): ValidateFunction | string | ValidatorMissing {
+/** The validator of `schema`, or why it cannot be checked. */
+function validatorOf(schema: object): Validator | string | ValidatorMissing {
   const key = JSON.stringify(schema)
-  let entry = compiled.get(key)
+  let entry = kept.get(key)
   if (entry === undefined) {
-    const made = compile(schema)
+    const made = prepare(schema, key.length)
     if (typeof made === 'object' && 'validatorMissing' in made) return made
     entry = made
-    if (compiled.size >= MAX_COMPILED) {
-      const oldest = compiled.keys().next().value as string
-      const dropped = compiled.get(oldest)
-      compiled.delete(oldest)
-      // Ajv keeps every schema it compiled, by the object: dropped with the entry, so memory stays bounded.
-      if (typeof dropped === 'object') checker(dropped.draft).removeSchema(dropped.schema)
+    keptChars += key.length
+    while (kept.size >= MAX_KEPT || (keptChars > MAX_KEPT_CHARS && kept.size > 0)) {
+      const oldest = kept.keys().next().value as string
+      kept.delete(oldest)
+      keptChars -= oldest.length
     }
   } else {
     // Most recently used last.
-    compiled.delete(key)
+    kept.delete(key)
   }
-  compiled.set(key, entry)
-  return typeof entry === 'string' ? entry : entry.check
+  kept.set(key, entry)
+  return typeof entry === 'string' ? entry : entry.validator
 }
 
 /**
- * Why `schema` cannot be checked (its draft, or Ajv's compile error), or null when it can, or when no validator
+ * Why `schema` cannot be checked (its draft, its size, its nesting), or null when it can, or when no validator
  * is installed (the engine's grammar still holds the answer to it; the adapters then say it was not checked).
  */
 export function schemaCompileProblem(schema: object): string | null {
-  const check = checkOf(schema)
-  return typeof check === 'string' ? check : null
+  const validator = validatorOf(schema)
+  return typeof validator === 'string' ? validator : null
 }
 
 /** What is wrong with `text` as JSON matching `schema`, or null when nothing is. */
@@ -140,14 +135,25 @@ export function schemaProblem(text: string, schema: object): string | null {
   } catch {
     return 'is not valid JSON'
   }
-  const check = checkOf(schema)
-  if (typeof check === 'object') return `could not be checked: ${check.validatorMissing}`
-  if (typeof check === 'string') return `could not be checked: the schema does not compile (${check})`
-  if (check(value)) return null
-  const error = check.errors?.[0]
+  const validator = validatorOf(schema)
+  if (typeof validator === 'object' && 'validatorMissing' in validator) return `could not be checked: ${validator.validatorMissing}`
+  if (typeof validator === 'string') return `could not be checked: ${validator}`
+  let result: ReturnType<Validator['validate']>
+  try {
+    result = validator.validate(value)
+  } catch (error) {
+    // A reference the schema does not hold, or a value nested deeper than the stack.
+    const why = error instanceof RangeError ? 'the value nests too deep' : String((error as Error).message ?? error)
+    return `could not be checked: ${why}`
+  }
+  if (result.valid) return null
+  // The last error is the innermost: the one that says what is wrong, where; but not a `false` schema's
+  // ("False boolean schema."), whose parent names the property it refused.
+  const errors = result.errors
+  const error = errors.at(-1)?.keyword === 'false' && errors.length > 1 ? errors.at(-2) : errors.at(-1)
   return error === undefined
     ? 'does not match the schema'
-    : `does not match the schema: ${error.instancePath || '/'} ${error.message ?? ''}`.trim()
+    : `does not match the schema: ${error.instanceLocation.replace(/^#/, '') || '/'} ${error.error}`.trim()
 }
 
 /** The diagnostic of an answer that is not the JSON its response format asks for (null when it is). */
