@@ -5,7 +5,7 @@
  * recently used), and a closed store refuses use. SQLite and Redis keep records across store instances, which
  * is how two gateway processes share them.
  */
-import { type ChildProcess, spawn } from 'node:child_process'
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
@@ -25,8 +25,12 @@ import {
 import { redisForFile } from './helpers/redis-server.mjs'
 
 /** The stores' clock (seconds), a field the tests may move: the built module the package entry uses. */
-const { clock } = createRequire(import.meta.url)(join(import.meta.dirname, '..', 'dist', 'serving', 'responses', 'store.js')) as {
+const { clock, RECORD_OVERHEAD } = createRequire(import.meta.url)(
+  join(import.meta.dirname, '..', 'dist', 'serving', 'responses', 'store.js'),
+) as {
   clock: { now: () => number }
+  /** What the memory store counts for each record beside its JSON. */
+  RECORD_OVERHEAD: number
 }
 
 const redis = redisForFile(test)
@@ -146,7 +150,7 @@ for (const kind of KINDS) {
       await store.put(record('resp_4'))
       t.is(await store.get('resp_2'), null)
       for (const id of ['resp_1', 'resp_3', 'resp_4']) t.truthy(await store.get(id), id)
-      const size = JSON.stringify(record('resp_x', 1_000)).length
+      const size = JSON.stringify(record('resp_x', 1_000)).length + (kind.name === 'memory' ? RECORD_OVERHEAD : 0)
       const bytes = kind.open(t, { maxBytes: size * 2 + 10 })
       t.teardown(() => bytes.close())
       for (const id of ['resp_x', 'resp_y', 'resp_z']) await bytes.put({ ...record('resp_x', 1_000), id })
@@ -238,4 +242,48 @@ test('sqlite: a process killed holding the lock (kill -9) leaves it behind; the 
   t.deepEqual(await next.get('resp_b'), record('resp_b'))
   t.is(await next.get('resp_half'), null, "the killed transaction's write was not kept")
   t.false(existsSync(`${path}.lock`))
+})
+
+test('the memory store counts what it holds: its bytes match the memory its records take, whatever their characters', (t) => {
+  // In a process of its own, with the collector exposed: records of one-byte and two-byte characters, and
+  // many small ones (where the per-record cost dominates), put until the store evicts, against what the heap
+  // and the buffers grew by.
+  // Freed buffers are released by V8 after the collection that found them: \`settled\` collects until the memory
+  // in use stops changing.
+  const script = `
+    const { MemoryResponseStore } = require(${JSON.stringify(join(import.meta.dirname, '..', 'dist', 'index.js'))})
+    const inUse = () => { const m = process.memoryUsage(); return m.heapUsed + m.external }
+    const settled = async () => {
+      let last = -1
+      for (let i = 0; i < 100; i++) {
+        global.gc(); await new Promise((resolve) => setTimeout(resolve, 10))
+        const now = inUse(); if (Math.abs(now - last) < 2 ** 16) return now
+        last = now
+      }
+      return last
+    }
+    const run = async (make, count) => {
+      const store = new MemoryResponseStore({ maxBytes: 32 * 2 ** 20, maxEntries: 1e6 })
+      const before = await settled()
+      for (let i = 0; i < count; i++) {
+        const text = make(i)
+        await store.put({ id: 'resp_' + i, createdAt: 1, response: { id: 'resp_' + i, text }, input: [{ role: 'user', content: text }] })
+      }
+      const held = (await settled()) - before
+      const counted = store.stats.bytes
+      await store.close()
+      return { counted, held }
+    }
+    const wide = '\\u6c34'.repeat(50000), narrow = 'a'.repeat(150000)
+    Promise.resolve().then(async () => console.log(JSON.stringify([
+      await run((i) => (i % 2 ? wide : narrow) + i, 1500),
+      await run((i) => 'hi ' + i, 150000),
+    ])))`
+  const run = spawnSync(process.execPath, ['--expose-gc', '-e', script], { encoding: 'utf8' })
+  t.is(run.status, 0, run.stderr)
+  for (const { counted, held } of JSON.parse(run.stdout) as { counted: number; held: number }[]) {
+    t.log(`counted ${(counted / 2 ** 20).toFixed(1)} MiB, held ${(held / 2 ** 20).toFixed(1)} MiB`)
+    t.true(counted <= 32 * 2 ** 20)
+    t.true(held / counted > 0.7 && held / counted < 1.3, `held ${held} for ${counted} counted`)
+  }
 })
