@@ -174,6 +174,17 @@ test('Compactor: a conversation over maxOpenedBytes is not compacted; a bad key 
     message: /too large to compact/,
   })
   t.notThrows(() => compactor.compaction([{ role: 'user', content: 'x'.repeat(100) }], { inputTokens: 1 }))
+  // An item sealed by a gateway with a larger bound (the same key) stops inflating at this one's bound.
+  const key = 'a'.repeat(64)
+  const large = new Compactor({ key, maxOpenedBytes: 100_000 })
+  const item = large.compaction([{ role: 'user', content: 'x'.repeat(50_000) }], { inputTokens: 1 }).output.at(-1)!
+  t.true(String(item.encrypted_content).length < 1000, 'a small item')
+  const small = new Compactor({ key, maxOpenedBytes: 10_000 })
+  t.like(
+    t.throws(() => small.expand({ model: 'm', input: [item, { role: 'user', content: 'Next.' }] })),
+    { status: 400, param: 'input[0].encrypted_content', code: 'compaction-too-large' },
+  )
+  t.like(large.expand({ model: 'm', input: [item] }), { input: [{ role: 'user' }] })
   const secret = 'f'.repeat(63)
   const error = t.throws(() => new Compactor({ key: `${secret}\n` }), { instanceOf: TypeError })
   t.false(error.message.includes('fff'), error.message)

@@ -112,3 +112,19 @@ test('include takes only what the gateway can include, naming the entry', async 
   )
   t.is(error?.param, 'include[1]')
 })
+
+test('one sealed item sent many times does not open many times: a request opens at most the bound, then a 400', async (t) => {
+  const { engine } = recordingEngine([CALL, ANSWER])
+  // The bound of this gateway's seal: small enough that a few copies of one reasoning item pass it.
+  const { client } = await startGateway(t, { engine, compactor: new Compactor({ key: KEY, maxOpenedBytes: 1000 }) })
+  const { output, next } = await firstTurn(client, false)
+  const reasoning = output.find((item) => item.type === 'reasoning')!
+  const text = (reasoning.content as { text: string }[])[0]!.text
+  const copies = Math.floor(1000 / text.length) + 1
+  const error = await t.throwsAsync(
+    client.responses.create({ model: 'gpt-oss', input: [...Array(copies).fill(reasoning), ...next] as never, tools: TOOLS, store: false }),
+  )
+  t.like(error, { status: 400, code: 'sealed_content_too_large' })
+  // The request as the client sends it, the item once, opens.
+  t.is((await client.responses.create({ model: 'gpt-oss', input: next as never, tools: TOOLS, store: false })).output_text, 'It is sunny in Paris.')
+})

@@ -313,7 +313,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
       ...(flags.LOG_DIAGNOSTICS === '0' ? { onDiagnostic: () => {} } : { onDiagnostic: logDiagnostic }),
       responseStore: responseStoreFromEnvironment(env),
       chatIdCache: flags.CHAT_ID_CACHE === '1' ? new ChatIdCache() : null,
-      ...(key ? { compactor: new Compactor({ key }) } : {}),
+      ...(key ? { compactor: new Compactor({ key, maxOpenedBytes: numbers.bodyLimit }) } : {}),
     }),
   }
   if (settings.port > 65535) throw new SettingError(`${flagOf('PORT')} must be at most 65535`)

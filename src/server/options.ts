@@ -202,7 +202,8 @@ export function gatewaySettings(options: unknown): GatewaySettings {
     ownStore,
     exactContinuations: o.exactContinuations ?? true,
     chatIdCache: o.chatIdCache ?? null,
-    compactor: o.compactor ?? new Compactor(),
+    // A compaction opens to no more than a body may carry.
+    compactor: o.compactor ?? new Compactor({ maxOpenedBytes: o.bodyLimit ?? DEFAULT_BODY_LIMIT }),
     socketLifetimeMs: o.socketLifetimeMs ?? DEFAULT_SOCKET_LIFETIME_MS,
     socketIdleMs: o.socketIdleMs ?? DEFAULT_SOCKET_IDLE_MS,
   }

@@ -22,7 +22,7 @@ import { isRecord } from '../../base/records'
 import { HttpError } from '../http/errors'
 import { checkRequestFields } from '../http/fields'
 import { inputItemsOf } from './conversation'
-import { Sealer } from './seal'
+import { OVERSIZED, Sealer } from './seal'
 
 type Item = Record<string, unknown>
 
@@ -37,7 +37,10 @@ export interface CompactorOptions {
   maxSealedLength?: number
   /**
    * The most a compaction holds: the bytes of its items' JSON, which opening one inflates and parses (on the
-   * event loop). A conversation larger than this is not compacted (a 400). Default 8 MiB.
+   * event loop). A conversation larger than this is not compacted (a 400), and an item that would open to more
+   * is refused while inflating. Default 4 MiB, the gateway's default body limit: a compaction item opens to no
+   * more than a client could send whole (the gateway sets it to its `bodyLimit`), so a small item cannot
+   * stand for a large request.
    */
   maxOpenedBytes?: number
 }
@@ -48,7 +51,7 @@ const OPTIONS: OptionSpec = { key: is.any, maxSealedLength: is.integer(64), maxO
 const isKey = (value: unknown) =>
   value instanceof Uint8Array ? value.length === 32 : typeof value === 'string' && /^[0-9a-fA-F]{64}$/.test(value)
 
-export const DEFAULT_MAX_OPENED_BYTES = 8 * 1024 * 1024
+export const DEFAULT_MAX_OPENED_BYTES = 4 * 1024 * 1024
 
 export const DEFAULT_MAX_SEALED_LENGTH = 10 * 1024 * 1024
 
@@ -147,6 +150,11 @@ export class Compactor {
 
   private open(sealed: string, param: string): Item[] {
     const items = this.sealer.open('compaction', sealed)
+    if (items === OVERSIZED)
+      throw new HttpError(400, `${param} opens to more than ${this.sealer.maxOpenedBytes} bytes, this gateway's bound on a compaction`, {
+        param,
+        code: 'compaction-too-large',
+      })
     if (!Array.isArray(items) || !items.every(isRecord))
       throw invalid(
         `${param} is not a compaction this gateway made (made with another key, altered or cut); compact the conversation here first`,

@@ -16,6 +16,9 @@ const TAG_BYTES = 16
 /** What a purpose is called in the associated data: `harmony-stream compaction v1`, `harmony-stream reasoning v1`. */
 export type SealPurpose = 'compaction' | 'reasoning'
 
+/** What `open` gives for content that is ours but would open to more than `maxOpenedBytes`. */
+export const OVERSIZED: unique symbol = Symbol('oversized')
+
 export class Sealer {
   constructor(
     private readonly key: Buffer,
@@ -38,7 +41,10 @@ export class Sealer {
     return sealed.length > this.maxSealedLength ? null : sealed
   }
 
-  /** The value sealed for `purpose` by this key; null for anything else. */
+  /**
+   * The value sealed for `purpose` by this key; null for anything else; `OVERSIZED` for ours that would open to
+   * more than `maxOpenedBytes` (sealed by a gateway with a larger bound): inflating stops there.
+   */
   open(purpose: SealPurpose, sealed: string): unknown {
     if (!sealed.startsWith(SEAL_PREFIX) || sealed.length > this.maxSealedLength) return null
     const bytes = Buffer.from(sealed.slice(SEAL_PREFIX.length), 'base64url')
@@ -48,7 +54,14 @@ export class Sealer {
       decipher.setAAD(associated(purpose))
       decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES))
       const deflated = Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()])
-      return JSON.parse(inflateRawSync(deflated, { maxOutputLength: this.maxOpenedBytes }).toString('utf8'))
+      let json: Buffer
+      try {
+        json = inflateRawSync(deflated, { maxOutputLength: this.maxOpenedBytes })
+      } catch (error) {
+        if ((error as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') return OVERSIZED
+        throw error
+      }
+      return JSON.parse(json.toString('utf8'))
     } catch {
       return null
     }

@@ -9,7 +9,7 @@
  */
 import { isRecord } from '../../base/records'
 import { HttpError } from '../http/errors'
-import type { Sealer } from './seal'
+import { OVERSIZED, type Sealer } from './seal'
 
 type Item = Record<string, unknown>
 
@@ -38,9 +38,21 @@ export function holdsSealedReasoning(body: Item): boolean {
  */
 export function openReasoning(sealer: Sealer, body: Item): Item {
   if (!holdsSealedReasoning(body)) return body
+  // One item sent many times would open many times: the request's items together open to one item's bound.
+  let openedBytes = 0
   const input = (body.input as unknown[]).map((item, i) => {
     if (!isSealedReasoningItem(item)) return item
     const opened = sealer.open('reasoning', item.encrypted_content)
+    if (
+      opened === OVERSIZED ||
+      (isRecord(opened) && typeof opened.text === 'string' && (openedBytes += opened.text.length) > sealer.maxOpenedBytes)
+    ) {
+      const param = `input[${i}].encrypted_content`
+      throw new HttpError(400, `the request's sealed reasoning opens to more than ${sealer.maxOpenedBytes} bytes, this gateway's bound`, {
+        param,
+        code: 'sealed-content-too-large',
+      })
+    }
     if (!isRecord(opened) || typeof opened.text !== 'string') {
       const param = `input[${i}].encrypted_content`
       throw new HttpError(

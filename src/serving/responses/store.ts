@@ -120,7 +120,7 @@ export function closedError(where: string): HarmonyStateError {
  * What the memory store counts for each record beside its JSON: the buffer's own object, the map's entry and
  * its key (measured: about 300 bytes a record with 2,000 small records; rounded up).
  */
-export const RECORD_OVERHEAD = 512
+const RECORD_OVERHEAD = 512
 
 /**
  * The default store: records in this process, least recently used first out. Each record is kept as its JSON
