@@ -84,6 +84,43 @@ test('a compaction of a stored response holds its output too; the new chain prom
   t.deepEqual(prompts[1], Array.from(renderResponsesRequest({ model: MODEL, input: whole }).tokens))
 })
 
+test('a compaction of a stored response stops opening once that response is deleted, and so does a compaction of that compaction', async (t) => {
+  const { engine } = recordingEngine([ANSWER])
+  const { client } = await startGateway(t, { engine })
+  const first = await client.responses.create({ model: MODEL, input: 'Remember the code word: slate.' })
+  const compacted = await client.responses.compact({ model: MODEL, previous_response_id: first.id, input: 'Compress this.' })
+  const items = compacted.output as OpenAI.Responses.ResponseInputItem[]
+  // Compacted again, statelessly: the second item still comes from the stored response.
+  const again = await client.responses.compact({ model: MODEL, input: [...items, NEXT] })
+  const againItems = again.output as OpenAI.Responses.ResponseInputItem[]
+  // Kept: both open.
+  await client.responses.create({ model: MODEL, store: false, input: [...items, NEXT] })
+  await client.responses.create({ model: MODEL, store: false, input: [...againItems, NEXT] })
+  // A compaction of input alone depends on nothing kept.
+  const alone = await client.responses.compact({ model: MODEL, input: CONVERSATION })
+  await client.responses.delete(first.id)
+  const compactionAt = items.findIndex((item) => item.type === 'compaction')
+  t.deepEqual(await refusal(client.responses.create({ model: MODEL, input: [...items, NEXT] })), {
+    status: 400,
+    param: `input[${compactionAt}].encrypted_content`,
+    code: 'compaction_source_not_found',
+  })
+  t.like(await refusal(client.responses.create({ model: MODEL, input: [...againItems, NEXT] })), {
+    status: 400,
+    code: 'compaction_source_not_found',
+  })
+  t.like(await refusal(client.responses.compact({ model: MODEL, input: [...items, NEXT] })), {
+    status: 400,
+    code: 'compaction_source_not_found',
+  })
+  const fresh = await client.responses.create({
+    model: MODEL,
+    store: false,
+    input: [...(alone.output as OpenAI.Responses.ResponseInputItem[]), NEXT],
+  })
+  t.is(fresh.status, 'completed')
+})
+
 test('compact: a missing model, an unknown field, an empty conversation and an unknown previous response are refused', async (t) => {
   const { client } = await startGateway(t, { engine: recordingEngine([ANSWER]).engine })
   const post = (body: Record<string, unknown>) => client.post('/responses/compact', { body })

@@ -126,5 +126,8 @@ test('one sealed item sent many times does not open many times: a request opens 
   )
   t.like(error, { status: 400, code: 'sealed_content_too_large' })
   // The request as the client sends it, the item once, opens.
-  t.is((await client.responses.create({ model: 'gpt-oss', input: next as never, tools: TOOLS, store: false })).output_text, 'It is sunny in Paris.')
+  t.is(
+    (await client.responses.create({ model: 'gpt-oss', input: next as never, tools: TOOLS, store: false })).output_text,
+    'It is sunny in Paris.',
+  )
 })

@@ -15,7 +15,8 @@ import { historyOf } from './continuation'
 
 export async function serveCompaction(gateway: Gateway, request: IncomingMessage, response: ServerResponse): Promise<void> {
   const body = checkCompactRequest(await readJsonBody(request, { limit: gateway.bodyLimit }), { unknownFields: gateway.unknownFields })
-  const { opened, history } = await historyOf(gateway, { previous_response_id: body.previous_response_id, input: body.input ?? [] })
+  const previousId = body.previous_response_id
+  const { opened, history, sources } = await historyOf(gateway, { previous_response_id: previousId, input: body.input ?? [] })
   const conversation = continuedBody(opened, history)
   const prompt = await renderOffLoop(gateway, 'responses', {
     model: body.model,
@@ -25,6 +26,10 @@ export async function serveCompaction(gateway: Gateway, request: IncomingMessage
   sendJson(
     response,
     200,
-    gateway.compactor.compaction(conversation.input as Record<string, unknown>[], { inputTokens: prompt.promptTokens }),
+    gateway.compactor.compaction(conversation.input as Record<string, unknown>[], { inputTokens: prompt.promptTokens }, [
+      // The stored responses its items came from: the one it continues, and those of a compaction it opened.
+      ...(previousId == null ? [] : [String(previousId)]),
+      ...sources,
+    ]),
   )
 }

@@ -3,6 +3,7 @@
  * input and output, or, within a turn (`exactContinuation`), made of the ids the engine saw and generated, so
  * that its prefix cache serves the whole history; one holding a compaction item has it opened first.
  */
+import { isRecord } from '../../base/records'
 import { HttpError } from '../../serving/http/errors'
 import type { GenerationParameters } from '../../serving/http/validate'
 import {
@@ -26,16 +27,40 @@ export async function historyOf(
   gateway: Gateway,
   body: Item,
   found: StoredResponse | null = null,
-): Promise<{ opened: Item; previous: StoredResponse | null; history: Item[] }> {
+): Promise<{ opened: Item; previous: StoredResponse | null; history: Item[]; sources: string[] }> {
   // A sealed reasoning item is its text; an item reference stands for the kept item it names; a compaction item
   // for the items it sealed (its own input's; the stored ones come before it). Reasoning is opened and references
   // resolved first, so that an error names the item where the client put it (and a kept reasoning item, which
   // carries its text, is not opened again: a gateway with a key of its process could not after a restart).
   const { sealer } = gateway.compactor
-  const opened = gateway.compactor.expand(await resolveItemReferences(gateway.store, openReasoning(sealer, body)))
+  const { body: opened, sources } = gateway.compactor.expandWithSources(
+    await resolveItemReferences(gateway.store, openReasoning(sealer, body)),
+  )
+  await checkSourcesKept(gateway, body, sources)
   const id = body.previous_response_id
   const previous = found ?? (id == null ? null : await previousFor(gateway, String(id)))
-  return { opened, previous, history: previous === null ? [] : continuationItems(previous) }
+  return { opened, previous, history: previous === null ? [] : continuationItems(previous), sources }
+}
+
+/**
+ * A compaction of a stored conversation opens only while the responses it came from are kept: deleting a
+ * response deletes what it said, compactions of it included (OpenAI: a deleted response is gone).
+ */
+async function checkSourcesKept(gateway: Gateway, body: Item, sources: readonly string[]): Promise<void> {
+  if (sources.length === 0) return
+  // The item opened is the latest compaction item of the input as the client sent it.
+  const input = body.input as unknown[]
+  let at = input.length - 1
+  while (at > 0 && !(isRecord(input[at]) && (input[at] as Item).type === 'compaction')) at--
+  const param = `input[${at}].encrypted_content`
+  for (const id of sources) {
+    if (gateway.store !== null && (await gateway.store.get(id)) !== null) continue
+    throw new HttpError(
+      400,
+      `the compaction item holds items of response ${id}, which is no longer kept (deleted or expired); compact the conversation again`,
+      { param, code: 'compaction-source-not-found' },
+    )
+  }
 }
 
 /**

@@ -90,11 +90,14 @@ export class Compactor {
    * The compaction of a conversation (`items`: every item so far, the previous response's included, in
    * order; `inputTokens`: the tokens of its prompt, for usage): its user messages, each with an id and
    * status, then one `compaction` item sealing all the items. A conversation too large to seal is a 400.
+   * `sources`: the ids of the stored responses the items came from, sealed with them, so that the item stops
+   * opening once one of them is deleted (`expandWithSources` gives them back to be looked up).
    */
-  compaction(items: readonly Item[], usage: { inputTokens: number }): CompactionResource {
+  compaction(items: readonly Item[], usage: { inputTokens: number }, sources: readonly string[] = []): CompactionResource {
     const stem = randomUUID().replaceAll('-', '')
     const listed = inputItemsOf({ input: [...items] }, stem)
-    const sealed = this.seal(listed)
+    // Without sources, the items alone: what this gateway sealed before it kept sources, which still opens.
+    const sealed = this.seal(sources.length === 0 ? listed : { items: listed, sources: [...new Set(sources)] })
     const users = listed
       .filter((item) => item.type === 'message' && item.role === 'user')
       .map((item) => ({ ...item, status: typeof item.status === 'string' ? item.status : 'completed' }))
@@ -124,7 +127,12 @@ export class Compactor {
    * compactor did not seal (another key, altered, truncated) is a 400 naming the item.
    */
   expand(body: Item): Item {
-    if (!this.holds(body)) return body
+    return this.expandWithSources(body).body
+  }
+
+  /** `expand`, and the ids of the stored responses the opened compaction's items came from. */
+  expandWithSources(body: Item): { body: Item; sources: string[] } {
+    if (!this.holds(body)) return { body, sources: [] }
     const input = body.input as unknown[]
     let last = -1
     input.forEach((item, i) => {
@@ -133,12 +141,12 @@ export class Compactor {
     const at = `input[${last}]`
     const item = input[last] as Item
     if (typeof item.encrypted_content !== 'string') throw invalid(`${at}.encrypted_content must be a string`, `${at}.encrypted_content`)
-    const sealed = this.open(item.encrypted_content, `${at}.encrypted_content`)
-    return { ...body, input: [...sealed, ...input.slice(last + 1)] }
+    const { items, sources } = this.open(item.encrypted_content, `${at}.encrypted_content`)
+    return { body: { ...body, input: [...items, ...input.slice(last + 1)] }, sources }
   }
 
-  private seal(items: Item[]): string {
-    const sealed = this.sealer.seal('compaction', items)
+  private seal(value: Item[] | { items: Item[]; sources: string[] }): string {
+    const sealed = this.sealer.seal('compaction', value)
     if (sealed === null)
       throw new HttpError(
         400,
@@ -148,19 +156,20 @@ export class Compactor {
     return sealed
   }
 
-  private open(sealed: string, param: string): Item[] {
-    const items = this.sealer.open('compaction', sealed)
-    if (items === OVERSIZED)
+  private open(sealed: string, param: string): { items: Item[]; sources: string[] } {
+    const opened = this.sealer.open('compaction', sealed)
+    if (opened === OVERSIZED)
       throw new HttpError(400, `${param} opens to more than ${this.sealer.maxOpenedBytes} bytes, this gateway's bound on a compaction`, {
         param,
         code: 'compaction-too-large',
       })
-    if (!Array.isArray(items) || !items.every(isRecord))
+    const { items, sources } = Array.isArray(opened) ? { items: opened, sources: [] } : isRecord(opened) ? opened : {}
+    if (!Array.isArray(items) || !items.every(isRecord) || !Array.isArray(sources) || !sources.every((id) => typeof id === 'string'))
       throw invalid(
         `${param} is not a compaction this gateway made (made with another key, altered or cut); compact the conversation here first`,
         param,
       )
-    return items
+    return { items, sources }
   }
 }
 
