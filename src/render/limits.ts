@@ -113,16 +113,16 @@ function runOver(text: string, limit: number): boolean {
 }
 
 /**
- * Checks every value of `body` (a request, or a conversation's messages) against `maxDepth` and every string
- * against `maxRunLength`, without recursion: the first value over a bound throws, naming its path. `root` is
- * the path of `body` itself ('' for a request body).
+ * Checks every value of `body` (a request, or a conversation's messages) against `maxDepth` and, with
+ * `strings`, every string against `maxRunLength`, without recursion: the first value over a bound throws,
+ * naming its path. `root` is the path of `body` itself ('' for a request body).
  */
-function checkValueLimits(body: unknown, limits: RenderLimits, root = ''): void {
+function checkValueLimits(body: unknown, limits: RenderLimits, root = '', strings = true): void {
   const stack: { value: unknown; path: string; depth: number }[] = [{ value: body, path: root, depth: 0 }]
   while (stack.length > 0) {
     const { value, path, depth } = stack.pop()!
     if (typeof value === 'string') {
-      if (runOver(value, limits.maxRunLength)) {
+      if (strings && runOver(value, limits.maxRunLength)) {
         tooBig(
           `${path || 'the request'} has a run of more than ${limits.maxRunLength} characters of one kind (letters, spaces or punctuation): the limit is ${limits.maxRunLength} (limits.maxRunLength)`,
           path || null,
@@ -193,8 +193,12 @@ function identifiers(body: Record<string, unknown>, kind: 'chat' | 'responses'):
   return found
 }
 
-/** Every bound on a Chat Completions or Responses request body, before it is read for rendering. */
-export function checkRequestLimits(body: unknown, kind: 'chat' | 'responses', limits: RenderLimits): void {
+/**
+ * Every bound on a Chat Completions or Responses request body, before it is read for rendering. `strings`
+ * false leaves out the one bound that reads every character (`maxRunLength` on string values): what must hold
+ * before a body is copied to a render worker, which checks the rest (`RenderWorkers.render`).
+ */
+export function checkRequestLimits(body: unknown, kind: 'chat' | 'responses', limits: RenderLimits, strings = true): void {
   // Counts and names first: they are cheap, and a body with too many items is refused before it is walked.
   if (body !== null && typeof body === 'object' && !Array.isArray(body)) {
     const request = body as Record<string, unknown>
@@ -203,7 +207,7 @@ export function checkRequestLimits(body: unknown, kind: 'chat' | 'responses', li
     if (Array.isArray(request.tools)) checkCount(request.tools.length, limits.maxTools, 'tools', 'maxTools')
     for (const [value, param] of identifiers(request, kind)) checkIdentifier(value, limits, param)
   }
-  checkValueLimits(body, limits)
+  checkValueLimits(body, limits, '', strings)
 }
 
 /** The bounds on a conversation given as messages (`renderConversation`, `renderForTraining`). */

@@ -1,7 +1,7 @@
 /**
  * The worker thread of `RenderWorkers` (render-workers.ts): renders the requests it is sent with the options
  * it was started with (checked by the pool), and answers with the prompt's tokens (transferred, not copied) or
- * the error to rethrow. A job is a parsed body (`render`, its bounds checked on the event loop already) or
+ * the error to rethrow. A job is a parsed body (`render`, its shape checked on the event loop already) or
  * a body's JSON bytes (`prepare`), which are parsed, checked and turned into generation parameters here.
  */
 import { parentPort, workerData } from 'node:worker_threads'
@@ -78,8 +78,9 @@ type Prepared =
 
 /** The job's prompt, and for `prepare` the body's generation parameters (and what a Responses object echoes of it). */
 function run(job: RenderJob): Prepared {
-  // `render`: the event loop checked the body's bounds and these options: not walked again here.
-  if (job.bytes === undefined) return { prompt: renderCheckedRequest(job.kind, job.body, renderOptions) }
+  // `render`: the event loop checked the body's shape (`checkRequestShape`); its strings are read here.
+  if (job.bytes === undefined)
+    return { prompt: renderCheckedRequest(job.kind, job.body, checkRequestBody(job.kind, job.body, renderOptions)) }
   const body = parseJsonBody(job.bytes)
   const parameters = (job.kind === 'chat' ? chatGenerationParameters : responsesGenerationParameters)(body, parameterOptions)
   // A body that continues what the gateway holds (a stored response, a compaction item, tool calls it returned)

@@ -18,7 +18,7 @@ import { Worker } from 'node:worker_threads'
 
 import { HarmonyError, HarmonyRequestError } from '../base/errors'
 import { checkOptions, is, type OptionSpec, optionError } from '../base/options'
-import { checkRequestBody, type RenderedPrompt, type RenderRequestOptions } from '../render/index'
+import { checkRequestBody, checkRequestShape, type RenderedPrompt, type RenderRequestOptions } from '../render/index'
 import type { ResponseRequestEcho } from '../wire/responses'
 import { HttpError } from './http/errors'
 import { chatGenerationParameters, type GenerationParameterOptions, type GenerationParameters } from './http/validate'
@@ -100,8 +100,8 @@ export class RenderWorkers {
     if (kind !== 'chat' && kind !== 'responses')
       return Promise.reject(optionError(TypeError, `RenderWorkers.render: kind must be 'chat' or 'responses', not ${String(kind)}`))
     try {
-      // Cheap and linear: a body over the bounds is refused here, and only bodies within them cross.
-      checkRequestBody(kind, body, this.renderOptions)
+      // Cheap: a body too large or too deep to copy is refused here; its strings are read in the worker.
+      checkRequestShape(kind, body, this.renderOptions)
     } catch (error) {
       return Promise.reject(error)
     }
