@@ -217,8 +217,10 @@ test('a run whose process is gone is found by its lapsed lease and kept as faile
   // Just queued: its run may not have taken its lease yet.
   await store.put({ id: 'resp_young', createdAt: now, response: { id: 'resp_young', status: 'queued' }, input: [] })
   const background = new BackgroundResponses({ store, leaseMs: 60_000 })
-  await background.reapOrphan('resp_orphan')
-  await background.reapOrphan('resp_young')
+  // What the poll is answered with is the record as it is kept now.
+  t.like((await background.reapOrphan('resp_orphan'))?.response, { status: 'failed', error: { code: 'run_lost' } })
+  t.like((await background.reapOrphan('resp_young'))?.response, { status: 'queued' })
+  t.is(await background.reapOrphan('resp_unknown'), null)
   t.like((await store.get('resp_orphan'))?.response, { status: 'failed', error: { code: 'run_lost' } })
   t.like((await store.get('resp_young'))?.response, { status: 'queued' })
 

@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 
 import { HttpError, sendError } from '../serving/http/errors'
 import { pipeStreamLog } from '../serving/http/stream-log'
-import { responseIdOf, storedResponseRoute } from '../serving/responses/conversation'
+import { responseIdOf, responseNotFound, storedResponseRoute } from '../serving/responses/conversation'
 import type { Gateway } from './context'
 import { serveGeneration } from './respond'
 import { serveCompaction } from './responses/compact'
@@ -70,7 +70,13 @@ async function responseIdRoute(gateway: Gateway, request: IncomingMessage, respo
   }
   // A poll of a run whose process is gone ends it (kept as failed), rather than answering in_progress forever.
   const polled = background !== null && request.method === 'GET' ? /^\/v1\/responses\/([^/]+)$/.exec(path) : null
-  if (background !== null && polled !== null) await background.reapOrphan(responseIdOf(polled[1]!))
+  if (background !== null && polled !== null) {
+    const id = responseIdOf(polled[1]!)
+    const record = await background.reapOrphan(id)
+    if (record === null) throw responseNotFound(id)
+    sendJson(response, 200, record.response)
+    return true
+  }
   const stored = store === null ? null : await storedResponseRoute(store, request.method ?? 'GET', url)
   if (stored === null) return false
   if (stored.status === 405) throw methodNotAllowed(response, path, request.method, stored.allow ?? 'GET')

@@ -257,24 +257,25 @@ export class BackgroundResponses {
   }
 
   /**
-   * A response no process runs any more: one that is unfinished (`queued`, `in_progress`), older than `leaseMs`,
-   * not run here, and whose run's lease has lapsed (its process is gone) is kept as `failed` with the reason.
-   * Resolves when that is done (or nothing needed doing).
+   * Response `id` as a poll should see it (null: none kept), a response no process runs any more ended first:
+   * one that is unfinished (`queued`, `in_progress`), older than `leaseMs`, not run here, and whose run's lease
+   * has lapsed (its process is gone) is kept as `failed` with the reason, and returned so.
    */
-  async reapOrphan(id: string): Promise<void> {
-    if (this.running.has(id)) return
+  async reapOrphan(id: string): Promise<StoredResponse | null> {
     const record = await responseRecord(this.store, id)
-    if (record === null || !unfinished(record)) return
+    if (record === null || this.running.has(id) || !unfinished(record)) return record
     const now = Date.now()
-    if (now - record.createdAt * 1000 < this.leaseMs) return
+    if (now - record.createdAt * 1000 < this.leaseMs) return record
     const lease = await this.store.get(LEASE + id)
-    if (lease !== null && Number(lease.response.until) > now) return
+    if (lease !== null && Number(lease.response.until) > now) return record
     const error = {
       code: 'run_lost',
       message: 'the process that ran this response stopped before it ended (the gateway restarted or was killed)',
     }
-    await this.store.put({ ...record, response: { ...record.response, status: 'failed', error } })
+    const failed = { ...record, response: { ...record.response, status: 'failed', error } }
+    await this.store.put(failed)
     if (lease !== null) await this.store.delete(LEASE + id)
+    return failed
   }
 
   /** Takes and renews run `id`'s lease while it runs; the returned function gives it up. */
