@@ -6,7 +6,8 @@
 import type { GenerationParameterOptions } from '../serving/http/validate'
 import { RenderWorkers } from '../serving/render-workers'
 import { BackgroundResponses } from '../serving/responses/background'
-import type { GatewaySettings } from './options'
+import { GatewayMetrics } from './metrics'
+import type { GatewayDiagnostic, GatewaySettings } from './options'
 
 /** How streams ended: `clientClosed` is a client that left (counted, never logged: it is no error). */
 export interface Outcomes {
@@ -29,6 +30,8 @@ export interface Gateway extends GatewaySettings {
   inFlight: Set<Promise<unknown>>
   /** The Unix time `/v1/models` gives as the model's `created`. */
   created: number
+  /** Prometheus metrics (`GET /metrics`); null with `metrics: false`. */
+  meters: GatewayMetrics | null
 }
 
 /** Runs `work` counted in `gateway.inFlight` until it settles. */
@@ -40,15 +43,33 @@ export function tracked<T>(gateway: Gateway, work: Promise<T>): Promise<T> {
 }
 
 export function gatewayOf(settings: GatewaySettings): Gateway {
-  const { store, onError, onDiagnostic, renderWorkers, renderOptions, unknownFields } = settings
+  const { renderWorkers, renderOptions, unknownFields, onError } = settings
   const parameterOptions = { unknownFields }
+  const workers = renderWorkers > 0 ? new RenderWorkers({ size: renderWorkers, renderOptions, parameterOptions }) : null
+  let background: BackgroundResponses | null = null
+  const meters = settings.metrics
+    ? new GatewayMetrics({ renderQueue: () => workers?.queued ?? 0, backgroundRuns: () => background?.runs ?? 0 })
+    : null
+  // Counted where they happen: every store operation, every diagnostic.
+  const store = meters === null || settings.store === null ? settings.store : meters.counted(settings.store)
+  const onDiagnostic =
+    meters === null
+      ? settings.onDiagnostic
+      : (diagnostic: GatewayDiagnostic) => {
+          meters.diagnostic(diagnostic)
+          settings.onDiagnostic(diagnostic)
+        }
+  background = store === null ? null : new BackgroundResponses({ store, onError, onDiagnostic })
   return {
     ...settings,
-    background: store === null ? null : new BackgroundResponses({ store, onError, onDiagnostic }),
-    workers: renderWorkers > 0 ? new RenderWorkers({ size: renderWorkers, renderOptions, parameterOptions }) : null,
+    store,
+    onDiagnostic,
+    background,
+    workers,
     parameterOptions,
     outcomes: { completed: 0, failed: 0, clientClosed: 0 },
     inFlight: new Set(),
     created: Math.floor(Date.now() / 1000),
+    meters,
   }
 }

@@ -133,6 +133,7 @@ export const SETTINGS: readonly Setting[] = [
     help: 'do not log what the parser recovered from (env: 0)',
   },
   { env: 'GATEWAY_STATS', flag: '--stats', switch: '1', value: '', help: "GET /stats: this process's CPU, GC and heap (env: 1)" },
+  { env: 'METRICS', flag: '--no-metrics', switch: '0', value: '', help: 'no Prometheus metrics at GET /metrics (env: 0)' },
   {
     env: 'HARMONY_COMPACTION_KEY',
     flag: null,
@@ -287,7 +288,11 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
   const socketIdleMs = env.SOCKET_IDLE_MS ? { socketIdleMs: integer(env, 'SOCKET_IDLE_MS', 0, 1) } : {}
   const key = env.HARMONY_COMPACTION_KEY
   if (key && !/^[0-9a-fA-F]{64}$/.test(key)) throw new SettingError('HARMONY_COMPACTION_KEY must be 64 hex digits (its value is not shown)')
-  const flags = { CHAT_ID_CACHE: oneOf(env, 'CHAT_ID_CACHE', ['0', '1']), LOG_DIAGNOSTICS: oneOf(env, 'LOG_DIAGNOSTICS', ['0', '1']) }
+  const flags = {
+    CHAT_ID_CACHE: oneOf(env, 'CHAT_ID_CACHE', ['0', '1']),
+    LOG_DIAGNOSTICS: oneOf(env, 'LOG_DIAGNOSTICS', ['0', '1']),
+    METRICS: oneOf(env, 'METRICS', ['0', '1']),
+  }
   const stats = oneOf(env, 'GATEWAY_STATS', ['0', '1']) === '1'
   // Made now, so that a bad engine setting fails before anything listens; the serving process uses this one.
   const engine = engineFromEnvironment(env)
@@ -313,6 +318,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
       ...(flags.LOG_DIAGNOSTICS === '0' ? { onDiagnostic: () => {} } : { onDiagnostic: logDiagnostic }),
       responseStore: responseStoreFromEnvironment(env),
       chatIdCache: flags.CHAT_ID_CACHE === '1' ? new ChatIdCache() : null,
+      metrics: flags.METRICS !== '0',
       ...(key ? { compactor: new Compactor({ key, maxOpenedBytes: numbers.bodyLimit }) } : {}),
     }),
   }

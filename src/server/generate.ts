@@ -49,7 +49,8 @@ export function generate(
     gateway.engineTimeLimits,
     () => timedOut.abort(),
   )
-  return generated === null ? steps : recordIds(steps, generated)
+  const measured = gateway.meters === null ? steps : gateway.meters.metered(engine.name, prepared.prompt.promptTokens, steps)
+  return generated === null ? measured : recordIds(measured, generated)
 }
 
 /** The steps as they come, each one's ids added to `generated`. */

@@ -100,6 +100,8 @@ export interface GatewayOptions {
   socketLifetimeMs?: number
   /** How long a Responses WebSocket connection may wait for its next turn before it is closed, in ms. Default 5 minutes. */
   socketIdleMs?: number
+  /** Prometheus metrics at `GET /metrics` (docs/API.md "Metrics"). Default true. */
+  metrics?: boolean
 }
 
 const hasMethods = (what: string, ...methods: string[]) => ({
@@ -135,6 +137,7 @@ const OPTIONS: OptionSpec = {
   compactor: hasMethods('a Compactor', 'compaction', 'expand'),
   socketLifetimeMs: is.integer(1),
   socketIdleMs: is.integer(1),
+  metrics: is.boolean,
 }
 
 /** The options with every default filled in. */
@@ -164,6 +167,7 @@ export interface GatewaySettings {
   compactor: Compactor
   socketLifetimeMs: number
   socketIdleMs: number
+  metrics: boolean
 }
 
 function logError(error: unknown): void {
@@ -206,5 +210,6 @@ export function gatewaySettings(options: unknown): GatewaySettings {
     compactor: o.compactor ?? new Compactor({ maxOpenedBytes: o.bodyLimit ?? DEFAULT_BODY_LIMIT }),
     socketLifetimeMs: o.socketLifetimeMs ?? DEFAULT_SOCKET_LIFETIME_MS,
     socketIdleMs: o.socketIdleMs ?? DEFAULT_SOCKET_IDLE_MS,
+    metrics: o.metrics ?? true,
   }
 }

@@ -33,7 +33,24 @@ function fixedRoutes(gateway: Gateway): Record<string, Record<string, Handler>> 
     '/health': { GET: (_request, response) => sendJson(response, 200, { status: 'ok', engine: engine.name, implementation }) },
   }
   if (stats !== null) routes['/stats'] = { GET: (_request, response) => sendJson(response, 200, { ...stats(), outcomes }) }
+  const { meters } = gateway
+  if (meters !== null)
+    routes['/metrics'] = {
+      GET: async (_request, response) => {
+        const text = await meters.registry.metrics()
+        response.writeHead(200, { 'content-type': meters.registry.contentType })
+        response.end(text)
+      },
+    }
   return routes
+}
+
+/** The route a path is counted under: one of the gateway's own patterns, never the path as sent (it holds ids). */
+function routeLabel(routes: Record<string, unknown>, target: string | undefined): string {
+  const path = (target ?? '').split('?', 1)[0]!
+  if (Object.hasOwn(routes, path)) return path
+  const id = /^\/v1\/responses\/[^/]+(\/cancel|\/input_items)?$/.exec(path)
+  return id === null ? 'other' : `/v1/responses/{id}${id[1] ?? ''}`
 }
 
 /**
@@ -98,7 +115,14 @@ function urlOf(request: IncomingMessage): URL {
 /** The request handler of a gateway's HTTP server. */
 export function gatewayHandler(gateway: Gateway): (request: IncomingMessage, response: ServerResponse) => Promise<void> {
   const routes = fixedRoutes(gateway)
+  const { meters } = gateway
   return async (request, response) => {
+    if (meters !== null) {
+      const started = performance.now()
+      response.once('close', () =>
+        meters.answered(routeLabel(routes, request.url), response.statusCode, (performance.now() - started) / 1000),
+      )
+    }
     try {
       const url = urlOf(request)
       const path = url.pathname

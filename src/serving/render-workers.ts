@@ -94,6 +94,11 @@ export class RenderWorkers {
     for (let i = 0; i < this.size; i++) this.idle.push(this.spawn())
   }
 
+  /** Jobs waiting for a worker (a gauge for metrics). */
+  get queued(): number {
+    return this.queue.length
+  }
+
   /** Renders a Chat Completions (`'chat'`) or Responses request body in a worker. */
   render(kind: 'chat' | 'responses', body: unknown): Promise<RenderedPrompt> {
     if (this.closed) return Promise.reject(new HarmonyError('render-workers-closed', 'RenderWorkers: closed'))

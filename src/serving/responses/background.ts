@@ -101,6 +101,11 @@ export class BackgroundResponses {
     this.onDiagnostic = options.onDiagnostic ?? (() => {})
   }
 
+  /** Runs of this process going now (a gauge for metrics). */
+  get runs(): number {
+    return this.running.size
+  }
+
   /**
    * Room for one more run, taken before its response is kept as queued: a 429 when `maxRunning` runs are going
    * or reserved. Returns what gives the room back if the run is not started after all (`start` takes it).

@@ -1,0 +1,182 @@
+/**
+ * A gateway's Prometheus metrics (`GET /metrics`, prom-client's text format): what operators of vLLM, SGLang,
+ * llama.cpp's server and LiteLLM's proxy watch (requests, time to first token, inter-token latency, tokens,
+ * running streams), and what only this gateway knows (the parser's diagnostics: malformed model output it
+ * recovered from; cached prompt tokens of its continuations). Names follow Prometheus's conventions (a unit
+ * suffix, `_total` for counters). Labels are bounded: routes from the gateway's own table, statuses, the
+ * configured engines' names, the package's own error and diagnostic codes; never an id or a client's text.
+ * Each gateway has a registry of its own, so two in one process do not collide.
+ */
+import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+
+import type { EngineStep } from '../serving/engines/types'
+import type { ResponseStore } from '../serving/responses/store'
+
+/** Seconds buckets of time to first token and request duration (vLLM's, to 2 minutes). */
+const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160]
+/** Seconds buckets between tokens (vLLM's inter-token latency buckets). */
+const TOKEN_GAP_BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80]
+
+/** What the gauges read when `/metrics` is scraped. */
+export interface MetricSources {
+  renderQueue: () => number
+  backgroundRuns: () => number
+}
+
+export class GatewayMetrics {
+  readonly registry = new Registry()
+  private readonly requests = new Counter({
+    name: 'harmony_requests_total',
+    help: 'HTTP requests answered, by route and status',
+    labelNames: ['route', 'status'] as const,
+    registers: [this.registry],
+  })
+  private readonly duration = new Histogram({
+    name: 'harmony_request_duration_seconds',
+    help: 'Time from a request to the end of its answer, by route',
+    labelNames: ['route'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  })
+  private readonly firstToken = new Histogram({
+    name: 'harmony_time_to_first_token_seconds',
+    help: 'Time from the engine request to its first generated token, by engine',
+    labelNames: ['engine'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  })
+  private readonly tokenGap = new Histogram({
+    name: 'harmony_inter_token_latency_seconds',
+    help: 'Time between generated tokens (an engine step of several tokens counts its gap shared among them), by engine',
+    labelNames: ['engine'] as const,
+    buckets: TOKEN_GAP_BUCKETS,
+    registers: [this.registry],
+  })
+  private readonly promptTokens = new Counter({
+    name: 'harmony_prompt_tokens_total',
+    help: 'Prompt tokens sent to engines',
+    labelNames: ['engine'] as const,
+    registers: [this.registry],
+  })
+  private readonly cachedPromptTokens = new Counter({
+    name: 'harmony_cached_prompt_tokens_total',
+    help: 'Prompt tokens an engine served from its prefix cache (as it reports them)',
+    labelNames: ['engine'] as const,
+    registers: [this.registry],
+  })
+  private readonly generatedTokens = new Counter({
+    name: 'harmony_generated_tokens_total',
+    help: 'Tokens engines generated',
+    labelNames: ['engine'] as const,
+    registers: [this.registry],
+  })
+  private readonly activeStreams = new Gauge({
+    name: 'harmony_active_streams',
+    help: 'Generations running now',
+    labelNames: ['engine'] as const,
+    registers: [this.registry],
+  })
+  private readonly engineErrors = new Counter({
+    name: 'harmony_engine_errors_total',
+    help: 'Engine requests that failed, by engine and error code',
+    labelNames: ['engine', 'code'] as const,
+    registers: [this.registry],
+  })
+  private readonly diagnostics = new Counter({
+    name: 'harmony_parser_diagnostics_total',
+    help: 'What the parser and the adapters recovered from or noted in model output and requests, by code',
+    labelNames: ['code'] as const,
+    registers: [this.registry],
+  })
+  private readonly storeOperations = new Counter({
+    name: 'harmony_store_operations_total',
+    help: 'Response store operations, by operation and outcome',
+    labelNames: ['op', 'outcome'] as const,
+    registers: [this.registry],
+  })
+
+  constructor(sources: MetricSources) {
+    new Gauge({
+      name: 'harmony_render_queue_depth',
+      help: 'Requests waiting for a render worker',
+      registers: [this.registry],
+      collect() {
+        this.set(sources.renderQueue())
+      },
+    })
+    new Gauge({
+      name: 'harmony_background_runs',
+      help: 'Background responses running in this process',
+      registers: [this.registry],
+      collect() {
+        this.set(sources.backgroundRuns())
+      },
+    })
+  }
+
+  /** An answered request (`route`: a pattern of the gateway's routes, never the path as sent). */
+  answered(route: string, status: number, seconds: number): void {
+    this.requests.inc({ route, status: String(status) })
+    this.duration.observe({ route }, seconds)
+  }
+
+  diagnostic(diagnostic: { code: string }): void {
+    this.diagnostics.inc({ code: diagnostic.code })
+  }
+
+  /**
+   * The steps of one generation, measured as they pass: its prompt tokens, the time to its first token and
+   * between tokens, the tokens generated and cached, the streams running, and how it failed.
+   */
+  async *metered(engine: string, promptTokens: number, steps: AsyncIterable<EngineStep>): AsyncIterable<EngineStep> {
+    const labels = { engine }
+    this.promptTokens.inc(labels, promptTokens)
+    this.activeStreams.inc(labels)
+    let last = performance.now()
+    let first = true
+    let cached = 0
+    try {
+      for await (const step of steps) {
+        const count = step.tokens.length
+        if (count > 0) {
+          const now = performance.now()
+          if (first) this.firstToken.observe(labels, (now - last) / 1000)
+          else this.tokenGap.observe(labels, (now - last) / 1000 / count)
+          first = false
+          last = now
+          this.generatedTokens.inc(labels, count)
+        }
+        // An engine may report its usage more than once: the last report counts.
+        cached = step.usage?.cachedPromptTokens ?? cached
+        yield step
+      }
+    } catch (error) {
+      const code = (error as { code?: unknown }).code
+      this.engineErrors.inc({ engine, code: typeof code === 'string' && /^[a-z][a-z-]{0,63}$/.test(code) ? code : 'other' })
+      throw error
+    } finally {
+      this.activeStreams.dec(labels)
+      this.cachedPromptTokens.inc(labels, cached)
+    }
+  }
+
+  /** `store` with each operation counted by its outcome (`ok`, `error`). */
+  counted(store: ResponseStore): ResponseStore {
+    const count = async <T>(op: string, work: () => Promise<T>): Promise<T> => {
+      try {
+        const result = await work()
+        this.storeOperations.inc({ op, outcome: 'ok' })
+        return result
+      } catch (error) {
+        this.storeOperations.inc({ op, outcome: 'error' })
+        throw error
+      }
+    }
+    return {
+      get: (id) => count('get', () => store.get(id)),
+      put: (record) => count('put', () => store.put(record)),
+      delete: (id) => count('delete', () => store.delete(id)),
+      close: () => store.close(),
+    }
+  }
+}
