@@ -2,6 +2,8 @@
  * harmony-stream/server: the gateway as a library (`createGateway`) and as a command (`serve`, which
  * `harmony-stream serve` runs). The subpath's whole public API, listed by name.
  */
+
+export type { ApiKey, ApiKeyLimits } from './server/api-keys'
 export {
   engineFromEnvironment,
   loadReplay,

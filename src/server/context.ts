@@ -6,6 +6,7 @@
 import type { GenerationParameterOptions } from '../serving/http/validate'
 import { RenderWorkers } from '../serving/render-workers'
 import { BackgroundResponses } from '../serving/responses/background'
+import type { Caller } from './api-keys'
 import { GatewayMetrics } from './metrics'
 import type { GatewayDiagnostic, GatewaySettings } from './options'
 
@@ -32,6 +33,8 @@ export interface Gateway extends GatewaySettings {
   created: number
   /** Prometheus metrics (`GET /metrics`); null with `metrics: false`. */
   meters: GatewayMetrics | null
+  /** The API key's holder a request is served for (`gatewayFor`); null in a gateway without keys. */
+  caller: Caller | null
 }
 
 /** Runs `work` counted in `gateway.inFlight` until it settles. */
@@ -71,5 +74,6 @@ export function gatewayOf(settings: GatewaySettings): Gateway {
     inFlight: new Set(),
     created: Math.floor(Date.now() / 1000),
     meters,
+    caller: null,
   }
 }

@@ -17,6 +17,7 @@ import { Compactor } from '../serving/responses/compaction'
 import { DEFAULT_SOCKET_IDLE_MS, DEFAULT_SOCKET_LIFETIME_MS } from '../serving/responses/socket'
 import { MemoryResponseStore, type ResponseStore } from '../serving/responses/store'
 import type { ResponsesDialect } from '../wire/responses'
+import { type ApiKey, ApiKeys } from './api-keys'
 
 /** What the parser recovered from, and tool arguments that are not JSON: worth a log line, not a failure. */
 export interface GatewayDiagnostic {
@@ -102,6 +103,13 @@ export interface GatewayOptions {
   socketIdleMs?: number
   /** Prometheus metrics at `GET /metrics` (docs/API.md "Metrics"). Default true. */
   metrics?: boolean
+  /**
+   * API keys (docs/API.md "API keys"): key strings, or `{ key | sha256, name, limits }`. With keys, a request
+   * without a valid one is a 401, and what a key's requests keep belongs to its name. Default: none (open).
+   */
+  apiKeys?: readonly (string | ApiKey)[] | null
+  /** Paths served without a key in a gateway with keys. Default `['/health', '/metrics']`. */
+  publicRoutes?: readonly string[]
 }
 
 const hasMethods = (what: string, ...methods: string[]) => ({
@@ -138,6 +146,8 @@ const OPTIONS: OptionSpec = {
   socketLifetimeMs: is.integer(1),
   socketIdleMs: is.integer(1),
   metrics: is.boolean,
+  apiKeys: is.nullable(is.array),
+  publicRoutes: is.arrayOf(is.string),
 }
 
 /** The options with every default filled in. */
@@ -168,6 +178,8 @@ export interface GatewaySettings {
   socketLifetimeMs: number
   socketIdleMs: number
   metrics: boolean
+  apiKeys: ApiKeys | null
+  publicRoutes: readonly string[]
 }
 
 function logError(error: unknown): void {
@@ -211,5 +223,7 @@ export function gatewaySettings(options: unknown): GatewaySettings {
     socketLifetimeMs: o.socketLifetimeMs ?? DEFAULT_SOCKET_LIFETIME_MS,
     socketIdleMs: o.socketIdleMs ?? DEFAULT_SOCKET_IDLE_MS,
     metrics: o.metrics ?? true,
+    apiKeys: o.apiKeys == null ? null : new ApiKeys(o.apiKeys, "createGateway: option 'apiKeys'"),
+    publicRoutes: o.publicRoutes ?? ['/health', '/metrics'],
   }
 }

@@ -43,7 +43,9 @@ export function adapterOptions(
     ...(prompt.responseFormat === undefined ? {} : { responseFormat: prompt.responseFormat }),
     ...(prompt.argumentSchemas === undefined ? {} : { argumentSchemas: prompt.argumentSchemas }),
     ...(parameters.logprobs === undefined ? {} : { logprobs: true }),
-    ...(parameters.encryptedReasoning ? { sealReasoning: (text: string) => sealReasoning(gateway.compactor.sealer, text) } : {}),
+    ...(parameters.encryptedReasoning
+      ? { sealReasoning: (text: string) => sealReasoning(gateway.compactor.sealer, text, gateway.caller?.name ?? null) }
+      : {}),
     ...(kind === 'responses' && givesSummary(gateway.reasoningSummary, body) ? { reasoningSummary: true } : {}),
     ...(dialect === 'openai' ? {} : { dialect }),
     parser: { implementation: gateway.implementation, toolNames: prompt.toolNames },

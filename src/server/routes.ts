@@ -6,13 +6,16 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 
 import { HttpError, sendError } from '../serving/http/errors'
 import { pipeStreamLog } from '../serving/http/stream-log'
-import { responseIdOf, responseNotFound, storedResponseRoute } from '../serving/responses/conversation'
+import { responseIdOf, responseNotFound, responseRecord, storedResponseRoute } from '../serving/responses/conversation'
+import type { Caller } from './api-keys'
+import { belongsTo, gatewayFor } from './caller'
 import type { Gateway } from './context'
 import { serveGeneration } from './respond'
 import { serveCompaction } from './responses/compact'
 import { sendJson } from './send'
 
-type Handler = (request: IncomingMessage, response: ServerResponse) => Promise<void> | void
+/** A route's handler, given the gateway as the request's caller sees it (`gatewayFor`). */
+type Handler = (gateway: Gateway, request: IncomingMessage, response: ServerResponse) => Promise<void> | void
 
 function methodNotAllowed(response: ServerResponse, path: string, method: string | undefined, allow: string): HttpError {
   response.setHeader('allow', allow)
@@ -23,26 +26,36 @@ function methodNotAllowed(response: ServerResponse, path: string, method: string
 function fixedRoutes(gateway: Gateway): Record<string, Record<string, Handler>> {
   const { model, created, engine, implementation, stats, outcomes } = gateway
   const routes: Record<string, Record<string, Handler>> = {
-    '/v1/chat/completions': { POST: (request, response) => serveGeneration(gateway, 'chat', request, response) },
-    '/v1/responses': { POST: (request, response) => serveGeneration(gateway, 'responses', request, response) },
-    '/v1/responses/compact': { POST: (request, response) => serveCompaction(gateway, request, response) },
+    '/v1/chat/completions': { POST: (view, request, response) => serveGeneration(view, 'chat', request, response) },
+    '/v1/responses': { POST: (view, request, response) => serveGeneration(view, 'responses', request, response) },
+    '/v1/responses/compact': { POST: (view, request, response) => serveCompaction(view, request, response) },
     '/v1/models': {
-      GET: (_request, response) =>
+      GET: (_view, _request, response) =>
         sendJson(response, 200, { object: 'list', data: [{ id: model, object: 'model', created, owned_by: 'harmony-stream' }] }),
     },
-    '/health': { GET: (_request, response) => sendJson(response, 200, { status: 'ok', engine: engine.name, implementation }) },
+    '/health': { GET: (_view, _request, response) => sendJson(response, 200, { status: 'ok', engine: engine.name, implementation }) },
   }
-  if (stats !== null) routes['/stats'] = { GET: (_request, response) => sendJson(response, 200, { ...stats(), outcomes }) }
+  if (stats !== null) routes['/stats'] = { GET: (_view, _request, response) => sendJson(response, 200, { ...stats(), outcomes }) }
   const { meters } = gateway
   if (meters !== null)
     routes['/metrics'] = {
-      GET: async (_request, response) => {
+      GET: async (_view, _request, response) => {
         const text = await meters.registry.metrics()
         response.writeHead(200, { 'content-type': meters.registry.contentType })
         response.end(text)
       },
     }
   return routes
+}
+
+/**
+ * `id`, when the caller may act on it (always, in a gateway without keys); else the 404 of a response that is not
+ * there: another caller's response is not shown to exist.
+ */
+async function owned(gateway: Gateway, id: string): Promise<string> {
+  if (gateway.caller === null || gateway.store === null) return id
+  if ((await responseRecord(gateway.store, id)) === null) throw responseNotFound(id)
+  return id
 }
 
 /** The route a path is counted under: one of the gateway's own patterns, never the path as sent (it holds ids). */
@@ -64,7 +77,7 @@ async function responseIdRoute(gateway: Gateway, request: IncomingMessage, respo
   const cancelled = background === null ? null : /^\/v1\/responses\/([^/]+)\/cancel$/.exec(path)
   if (background !== null && cancelled !== null) {
     if (request.method !== 'POST') throw methodNotAllowed(response, path, request.method, 'POST')
-    sendJson(response, 200, await background.cancel(responseIdOf(cancelled[1]!)))
+    sendJson(response, 200, await background.cancel(await owned(gateway, responseIdOf(cancelled[1]!))))
     return true
   }
   const resumed =
@@ -72,14 +85,14 @@ async function responseIdRoute(gateway: Gateway, request: IncomingMessage, respo
       ? /^\/v1\/responses\/([^/]+)$/.exec(path)
       : null
   if (background !== null && resumed !== null) {
-    const { log, after } = await background.stream(responseIdOf(resumed[1]!), url.searchParams.get('starting_after'))
+    const { log, after } = await background.stream(await owned(gateway, responseIdOf(resumed[1]!)), url.searchParams.get('starting_after'))
     await pipeStreamLog(response, log, after)
     return true
   }
   // A DELETE stops a background run first, so that how it ends does not bring the response back.
   const deleted = background !== null && request.method === 'DELETE' ? /^\/v1\/responses\/([^/]+)$/.exec(path) : null
   if (background !== null && deleted !== null) {
-    const id = responseIdOf(deleted[1]!)
+    const id = await owned(gateway, responseIdOf(deleted[1]!))
     if (await background.delete(id)) {
       sendJson(response, 200, { id, object: 'response', deleted: true })
       return true
@@ -90,7 +103,7 @@ async function responseIdRoute(gateway: Gateway, request: IncomingMessage, respo
   if (background !== null && polled !== null) {
     const id = responseIdOf(polled[1]!)
     const record = await background.reapOrphan(id)
-    if (record === null) throw responseNotFound(id)
+    if (record === null || !belongsTo(record, gateway.caller)) throw responseNotFound(id)
     sendJson(response, 200, record.response)
     return true
   }
@@ -112,6 +125,12 @@ function urlOf(request: IncomingMessage): URL {
   }
 }
 
+/** The caller of a request (a 401 without a valid key), or null: a gateway without keys, or a route open to all. */
+function callerOf(gateway: Gateway, path: string, request: IncomingMessage): Caller | null {
+  const { apiKeys, publicRoutes } = gateway
+  return apiKeys === null || publicRoutes.includes(path) ? null : apiKeys.caller(request.headers)
+}
+
 /** The request handler of a gateway's HTTP server. */
 export function gatewayHandler(gateway: Gateway): (request: IncomingMessage, response: ServerResponse) => Promise<void> {
   const routes = fixedRoutes(gateway)
@@ -128,12 +147,12 @@ export function gatewayHandler(gateway: Gateway): (request: IncomingMessage, res
       const path = url.pathname
       const route = routes[path]
       if (route === undefined) {
-        if (await responseIdRoute(gateway, request, response, url)) return
+        if (await responseIdRoute(gatewayFor(gateway, callerOf(gateway, path, request)), request, response, url)) return
         throw new HttpError(404, `no route for ${request.method} ${path}`, { code: 'not-found', type: 'not_found' })
       }
       const handle = request.method === undefined ? undefined : route[request.method]
       if (handle === undefined) throw methodNotAllowed(response, path, request.method, Object.keys(route).join(', '))
-      await handle(request, response)
+      await handle(gatewayFor(gateway, callerOf(gateway, path, request)), request, response)
     } catch (error) {
       // A client that left before its first step (the engine request was aborted with it) is an outcome.
       if (response.destroyed && !response.writableFinished) {

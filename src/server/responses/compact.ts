@@ -26,10 +26,14 @@ export async function serveCompaction(gateway: Gateway, request: IncomingMessage
   sendJson(
     response,
     200,
-    gateway.compactor.compaction(conversation.input as Record<string, unknown>[], { inputTokens: prompt.promptTokens }, [
-      // The stored responses its items came from: the one it continues, and those of a compaction it opened.
-      ...(previousId == null ? [] : [String(previousId)]),
-      ...sources,
-    ]),
+    gateway.compactor.compaction(
+      conversation.input as Record<string, unknown>[],
+      { inputTokens: prompt.promptTokens },
+      {
+        // The stored responses its items came from: the one it continues, and those of a compaction it opened.
+        sources: [...(previousId == null ? [] : [String(previousId)]), ...sources],
+        owner: gateway.caller?.name ?? null,
+      },
+    ),
   )
 }

@@ -33,8 +33,10 @@ export async function historyOf(
   // resolved first, so that an error names the item where the client put it (and a kept reasoning item, which
   // carries its text, is not opened again: a gateway with a key of its process could not after a restart).
   const { sealer } = gateway.compactor
+  const owner = gateway.caller?.name ?? null
   const { body: opened, sources } = gateway.compactor.expandWithSources(
-    await resolveItemReferences(gateway.store, openReasoning(sealer, body)),
+    await resolveItemReferences(gateway.store, openReasoning(sealer, body, owner)),
+    owner,
   )
   await checkSourcesKept(gateway, body, sources)
   const id = body.previous_response_id

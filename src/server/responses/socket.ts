@@ -6,11 +6,12 @@
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 
-import { failureEvent } from '../../serving/http/errors'
+import { errorResponse, failureEvent } from '../../serving/http/errors'
 import { responseRecord } from '../../serving/responses/conversation'
 import { type SocketTurn, serveResponsesSocket, sseEventTexts } from '../../serving/responses/socket'
 import type { StoredResponse } from '../../serving/responses/store'
 import { ResponsesStream } from '../../wire/responses'
+import { gatewayFor } from '../caller'
 import { type Gateway, tracked } from '../context'
 import { generate } from '../generate'
 import { prepareBody } from '../prepare'
@@ -71,7 +72,6 @@ export function responsesSockets(gateway: Gateway): ResponsesSockets {
   const { WebSocketServer } = require('ws') as typeof import('ws')
   // Messages up to the body limit; a larger one closes the connection (1009).
   const sockets = new WebSocketServer({ noServer: true, maxPayload: gateway.bodyLimit })
-  const { store } = gateway
   return {
     upgrade(request, socket, head) {
       if (new URL(request.url ?? '/', 'http://localhost').pathname !== '/v1/responses') {
@@ -82,9 +82,21 @@ export function responsesSockets(gateway: Gateway): ResponsesSockets {
         socket.end('HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\nretry-after: 5\r\ncontent-length: 0\r\n\r\n')
         return
       }
+      // A connection is its key holder's, as each of its turns is (a gateway with keys refuses one without).
+      let view: Gateway
+      try {
+        view = gatewayFor(gateway, gateway.apiKeys === null ? null : gateway.apiKeys.caller(request.headers))
+      } catch (error) {
+        const body = JSON.stringify(errorResponse(error).body)
+        socket.end(
+          `HTTP/1.1 401 Unauthorized\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+        )
+        return
+      }
+      const { store } = view
       sockets.handleUpgrade(request, socket, head, (ws) =>
         serveResponsesSocket(ws, {
-          respond: (turn) => tracked(gateway, socketTurn(gateway, request, turn)),
+          respond: (turn) => tracked(gateway, socketTurn(view, request, turn)),
           ...(store === null ? {} : { lookup: (id: string) => responseRecord(store, id) }),
           onError: gateway.onError,
           lifetimeMs: gateway.socketLifetimeMs,

@@ -91,13 +91,18 @@ export class Compactor {
    * order; `inputTokens`: the tokens of its prompt, for usage): its user messages, each with an id and
    * status, then one `compaction` item sealing all the items. A conversation too large to seal is a 400.
    * `sources`: the ids of the stored responses the items came from, sealed with them, so that the item stops
-   * opening once one of them is deleted (`expandWithSources` gives them back to be looked up).
+   * opening once one of them is deleted (`expandWithSources` gives them back to be looked up). `owner`: the API
+   * key's name it is made for; it opens for that owner only.
    */
-  compaction(items: readonly Item[], usage: { inputTokens: number }, sources: readonly string[] = []): CompactionResource {
+  compaction(
+    items: readonly Item[],
+    usage: { inputTokens: number },
+    { sources = [], owner = null }: { sources?: readonly string[]; owner?: string | null } = {},
+  ): CompactionResource {
     const stem = randomUUID().replaceAll('-', '')
     const listed = inputItemsOf({ input: [...items] }, stem)
     // Without sources, the items alone: what this gateway sealed before it kept sources, which still opens.
-    const sealed = this.seal(sources.length === 0 ? listed : { items: listed, sources: [...new Set(sources)] })
+    const sealed = this.seal(sources.length === 0 ? listed : { items: listed, sources: [...new Set(sources)] }, owner)
     const users = listed
       .filter((item) => item.type === 'message' && item.role === 'user')
       .map((item) => ({ ...item, status: typeof item.status === 'string' ? item.status : 'completed' }))
@@ -130,8 +135,11 @@ export class Compactor {
     return this.expandWithSources(body).body
   }
 
-  /** `expand`, and the ids of the stored responses the opened compaction's items came from. */
-  expandWithSources(body: Item): { body: Item; sources: string[] } {
+  /**
+   * `expand`, and the ids of the stored responses the opened compaction's items came from; `owner`: the API key's
+   * name of the request (an item made for another owner is not opened).
+   */
+  expandWithSources(body: Item, owner: string | null = null): { body: Item; sources: string[] } {
     if (!this.holds(body)) return { body, sources: [] }
     const input = body.input as unknown[]
     let last = -1
@@ -141,12 +149,12 @@ export class Compactor {
     const at = `input[${last}]`
     const item = input[last] as Item
     if (typeof item.encrypted_content !== 'string') throw invalid(`${at}.encrypted_content must be a string`, `${at}.encrypted_content`)
-    const { items, sources } = this.open(item.encrypted_content, `${at}.encrypted_content`)
+    const { items, sources } = this.open(item.encrypted_content, `${at}.encrypted_content`, owner)
     return { body: { ...body, input: [...items, ...input.slice(last + 1)] }, sources }
   }
 
-  private seal(value: Item[] | { items: Item[]; sources: string[] }): string {
-    const sealed = this.sealer.seal('compaction', value)
+  private seal(value: Item[] | { items: Item[]; sources: string[] }, owner: string | null): string {
+    const sealed = this.sealer.seal('compaction', value, owner)
     if (sealed === null)
       throw new HttpError(
         400,
@@ -156,8 +164,8 @@ export class Compactor {
     return sealed
   }
 
-  private open(sealed: string, param: string): { items: Item[]; sources: string[] } {
-    const opened = this.sealer.open('compaction', sealed)
+  private open(sealed: string, param: string, owner: string | null): { items: Item[]; sources: string[] } {
+    const opened = this.sealer.open('compaction', sealed, owner)
     if (opened === OVERSIZED)
       throw new HttpError(400, `${param} opens to more than ${this.sealer.maxOpenedBytes} bytes, this gateway's bound on a compaction`, {
         param,

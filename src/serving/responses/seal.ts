@@ -28,14 +28,17 @@ export class Sealer {
     readonly maxSealedLength: number,
   ) {}
 
-  /** `value` sealed for `purpose`; null when it is over either bound. */
-  seal(purpose: SealPurpose, value: unknown): string | null {
+  /**
+   * `value` sealed for `purpose` (and for `owner`, an API key's name: then only the same owner opens it); null
+   * when it is over either bound.
+   */
+  seal(purpose: SealPurpose, value: unknown, owner: string | null = null): string | null {
     const json = Buffer.from(JSON.stringify(value))
     // What is sealed must open: `open` inflates at most this much.
     if (json.length > this.maxOpenedBytes) return null
     const iv = randomBytes(IV_BYTES)
     const cipher = createCipheriv('aes-256-gcm', this.key, iv)
-    cipher.setAAD(associated(purpose))
+    cipher.setAAD(associated(purpose, owner))
     const body = Buffer.concat([cipher.update(deflateRawSync(json)), cipher.final()])
     const sealed = SEAL_PREFIX + Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url')
     return sealed.length > this.maxSealedLength ? null : sealed
@@ -45,13 +48,13 @@ export class Sealer {
    * The value sealed for `purpose` by this key; null for anything else; `OVERSIZED` for ours that would open to
    * more than `maxOpenedBytes` (sealed by a gateway with a larger bound): inflating stops there.
    */
-  open(purpose: SealPurpose, sealed: string): unknown {
+  open(purpose: SealPurpose, sealed: string, owner: string | null = null): unknown {
     if (!sealed.startsWith(SEAL_PREFIX) || sealed.length > this.maxSealedLength) return null
     const bytes = Buffer.from(sealed.slice(SEAL_PREFIX.length), 'base64url')
     if (bytes.length < IV_BYTES + TAG_BYTES) return null
     try {
       const decipher = createDecipheriv('aes-256-gcm', this.key, bytes.subarray(0, IV_BYTES))
-      decipher.setAAD(associated(purpose))
+      decipher.setAAD(associated(purpose, owner))
       decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES))
       const deflated = Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()])
       let json: Buffer
@@ -68,6 +71,7 @@ export class Sealer {
   }
 }
 
-function associated(purpose: SealPurpose): Buffer {
-  return Buffer.from(`harmony-stream ${purpose} v1`)
+/** The associated data: the purpose, and the owner when there is one (content sealed for one key opens for no other). */
+function associated(purpose: SealPurpose, owner: string | null): Buffer {
+  return Buffer.from(owner === null ? `harmony-stream ${purpose} v1` : `harmony-stream ${purpose} v1 owner ${owner}`)
 }

@@ -19,8 +19,8 @@ interface SealedReasoning {
 }
 
 /** A reasoning item's `encrypted_content`: its text sealed; null where it is over the seal's bounds. */
-export function sealReasoning(sealer: Sealer, text: string): string | null {
-  return sealer.seal('reasoning', { text } satisfies SealedReasoning)
+export function sealReasoning(sealer: Sealer, text: string, owner: string | null = null): string | null {
+  return sealer.seal('reasoning', { text } satisfies SealedReasoning, owner)
 }
 
 function isSealedReasoningItem(item: unknown): item is Item & { encrypted_content: string } {
@@ -36,13 +36,13 @@ export function holdsSealedReasoning(body: Item): boolean {
  * The body with each sealed reasoning item opened: its `content` the sealed text (`reasoning_text`), its
  * `encrypted_content` gone. The body itself when it holds none.
  */
-export function openReasoning(sealer: Sealer, body: Item): Item {
+export function openReasoning(sealer: Sealer, body: Item, owner: string | null = null): Item {
   if (!holdsSealedReasoning(body)) return body
   // One item sent many times would open many times: the request's items together open to one item's bound.
   let openedBytes = 0
   const input = (body.input as unknown[]).map((item, i) => {
     if (!isSealedReasoningItem(item)) return item
-    const opened = sealer.open('reasoning', item.encrypted_content)
+    const opened = sealer.open('reasoning', item.encrypted_content, owner)
     if (
       opened === OVERSIZED ||
       (isRecord(opened) && typeof opened.text === 'string' && (openedBytes += opened.text.length) > sealer.maxOpenedBytes)

@@ -30,6 +30,8 @@ export interface StoredResponse {
    * which a later continuation is checked against (`exactContinuation`). Absent: `promptTokens` is that render.
    */
   renderedPromptTokens?: number[]
+  /** The API key's name that made it (a gateway with keys): no other key sees it (server/caller.ts). */
+  owner?: string
 }
 
 export interface ResponseStore {
