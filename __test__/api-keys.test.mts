@@ -167,3 +167,89 @@ test('apiKeys is checked: names differ, a key is listed once, a bad key is named
   await t.throwsAsync(start([{ sha256: 'abc', name: 'a' }]), { message: /64 hex digits/ })
   await t.throwsAsync(start([{ key: 'sk-x', name: 'a', limit: {} }]), { message: /limit/ })
 })
+
+/** An engine whose generations each wait for `release()` before they end: streams held open on purpose. */
+function heldEngine() {
+  const waiting: (() => void)[] = []
+  let started!: () => void
+  let startedOnce = new Promise<void>((resolve) => (started = resolve))
+  const engine = {
+    name: 'held',
+    async *generate(request: { signal?: AbortSignal }) {
+      yield { tokens: Uint32Array.from(ANSWER.slice(0, 4)) }
+      started()
+      await new Promise<void>((resolve) => {
+        waiting.push(resolve)
+        request.signal?.addEventListener('abort', () => resolve())
+      })
+      yield { tokens: Uint32Array.from(ANSWER.slice(4)) }
+    },
+  }
+  return {
+    engine,
+    /** Resolves once a generation has sent its first step. */
+    nextStart: () =>
+      startedOnce.then(() => {
+        startedOnce = new Promise<void>((resolve) => (started = resolve))
+      }),
+    releaseAll: () => {
+      for (const resolve of waiting.splice(0)) resolve()
+    },
+  }
+}
+
+test('per-key limits: 429 with retry-after in OpenAI shape over requests per minute and over concurrent streams; a key under its limits is not held back', async (t) => {
+  const held = heldEngine()
+  const { port } = await startGateway(t, {
+    engine: held.engine,
+    apiKeys: [
+      { key: 'sk-paced', name: 'paced', limits: { requestsPerMinute: 2 } },
+      { key: 'sk-single', name: 'single', limits: { concurrentStreams: 1 } },
+      { key: 'sk-free', name: 'free' },
+    ],
+  })
+  const post = (
+    key: string,
+    body: object = { model: 'gpt-oss', messages: [{ role: 'user', content: 'Hi' }], stream: true },
+    path = '/v1/chat/completions',
+  ) =>
+    fetch(`http://127.0.0.1:${port}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    })
+  // Requests per minute: two pass, the third is refused (the clock is the machine's; a minute does not pass here).
+  const first = post('sk-paced')
+  await held.nextStart()
+  held.releaseAll()
+  await (await first).text()
+  const second = post('sk-paced')
+  await held.nextStart()
+  held.releaseAll()
+  await (await second).text()
+  const third = await post('sk-paced')
+  t.is(third.status, 429)
+  t.like(await third.json(), { error: { type: 'requests', code: 'rate_limit_exceeded', param: null } })
+  t.true(Number(third.headers.get('retry-after')) >= 1)
+  t.is(third.headers.get('x-ratelimit-limit-requests'), '2')
+
+  // Concurrent streams: while one runs, a second is refused; when it ends, the next is let in.
+  const running = post('sk-single')
+  await held.nextStart()
+  const refused = await post('sk-single')
+  t.is(refused.status, 429)
+  t.is(refused.headers.get('retry-after'), '1')
+  // A background request over the limit is refused, not queued to fail.
+  const background = await post('sk-single', { model: 'gpt-oss', input: 'Hi', background: true }, '/v1/responses')
+  t.is(background.status, 429)
+  // Another key is not held back by this one.
+  const other = post('sk-free')
+  await held.nextStart()
+  held.releaseAll()
+  t.is((await other).status, 200)
+  await (await running).text()
+  const after = post('sk-single')
+  await held.nextStart()
+  held.releaseAll()
+  t.is((await after).status, 200)
+})

@@ -7,6 +7,7 @@ import type { GenerationParameterOptions } from '../serving/http/validate'
 import { RenderWorkers } from '../serving/render-workers'
 import { BackgroundResponses } from '../serving/responses/background'
 import type { Caller } from './api-keys'
+import { KeyLimiter } from './key-limits'
 import { GatewayMetrics } from './metrics'
 import type { GatewayDiagnostic, GatewaySettings } from './options'
 
@@ -35,6 +36,8 @@ export interface Gateway extends GatewaySettings {
   meters: GatewayMetrics | null
   /** The API key's holder a request is served for (`gatewayFor`); null in a gateway without keys. */
   caller: Caller | null
+  /** What each key is using of its limits. */
+  limiter: KeyLimiter
 }
 
 /** Runs `work` counted in `gateway.inFlight` until it settles. */
@@ -75,5 +78,6 @@ export function gatewayOf(settings: GatewaySettings): Gateway {
     created: Math.floor(Date.now() / 1000),
     meters,
     caller: null,
+    limiter: new KeyLimiter(),
   }
 }

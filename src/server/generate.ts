@@ -7,13 +7,22 @@ import type { EngineStep, GenerateRequest } from '../serving/engines/types'
 import { generateRequestOf } from '../serving/generate-request'
 import { HttpError } from '../serving/http/errors'
 import type { Gateway } from './context'
+import type { Grant } from './key-limits'
 import type { Prepared } from './prepared'
 import { requiredCallSteps } from './required-call'
 
+/** Lets the request's caller start a generation (a 429 when its key is over a limit; always, without keys). */
+export function admit(gateway: Gateway): Grant {
+  return gateway.caller === null ? UNLIMITED : gateway.limiter.admit(gateway.caller)
+}
+
+const UNLIMITED: Grant = { end: () => {} }
+
 /**
- * The steps of one generation, held to the gateway's time limits; with `generated`, each step's ids are added to
- * it (what a kept response and the Chat id cache record). The replay engine's completion can be picked per request (`x-harmony-replay`). An
- * engine that fails before its first step throws from the iterator (pipeSse and collectSteps: a 502/503).
+ * The steps of one generation, held to the gateway's time limits and its caller's limits (`grant`: taken here
+ * unless the caller took it earlier); with `generated`, each step's ids are added to it (what a kept response
+ * and the Chat id cache record). The replay engine's completion can be picked per request (`x-harmony-replay`).
+ * An engine that fails before its first step throws from the iterator (pipeSse and collectSteps: a 502/503).
  */
 export function generate(
   gateway: Gateway,
@@ -21,6 +30,7 @@ export function generate(
   prepared: Prepared,
   signal: AbortSignal,
   generated: number[] | null,
+  grant: Grant = admit(gateway),
 ): AsyncIterable<EngineStep> {
   const { engine } = gateway
   // Aborted by the caller (a client that left), or at a time limit.
@@ -50,7 +60,27 @@ export function generate(
     () => timedOut.abort(),
   )
   const measured = gateway.meters === null ? steps : gateway.meters.metered(engine.name, prepared.prompt.promptTokens, steps)
-  return generated === null ? measured : recordIds(measured, generated)
+  const charged = grant === UNLIMITED ? measured : chargedTo(grant, prepared.prompt.promptTokens, measured, signal)
+  return generated === null ? charged : recordIds(charged, generated)
+}
+
+/**
+ * The steps as they come, the generation's tokens (prompt and generated) charged to its grant when it ends,
+ * however it ends (an abort ends it too, should the steps never be read).
+ */
+async function* chargedTo(grant: Grant, promptTokens: number, steps: AsyncIterable<EngineStep>, signal: AbortSignal) {
+  let tokens = promptTokens
+  const end = () => grant.end(tokens)
+  signal.addEventListener('abort', end, { once: true })
+  try {
+    for await (const step of steps) {
+      tokens += step.tokens.length
+      yield step
+    }
+  } finally {
+    signal.removeEventListener('abort', end)
+    end()
+  }
 }
 
 /** The steps as they come, each one's ids added to `generated`. */

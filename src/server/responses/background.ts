@@ -10,7 +10,7 @@ import { pipeStreamLog } from '../../serving/http/stream-log'
 import { storedResponse } from '../../serving/responses/conversation'
 import { type ResponsesAdapterOptions, ResponsesStream } from '../../wire/responses'
 import type { Gateway } from '../context'
-import { generate } from '../generate'
+import { admit, generate } from '../generate'
 import type { Item, Prepared } from '../prepared'
 import { sendJson } from '../send'
 import { keepResponse, keptInput } from './keep'
@@ -25,7 +25,15 @@ export async function serveBackground(
   const { background, store } = gateway
   if (!prepared.storing || background === null || store === null)
     throw new HttpError(400, 'background needs a gateway that keeps responses', { param: 'background', code: 'invalid-parameter' })
-  const release = background.reserve()
+  // The key's limits are asked now, not when the run starts: a request over them is refused, not queued to fail.
+  const grant = admit(gateway)
+  let release: () => void
+  try {
+    release = background.reserve()
+  } catch (error) {
+    grant.end(0)
+    throw error
+  }
   const adapter = new ResponsesStream({ ...options, background: true })
   const queued = adapter.response('queued')
   // Kept before it is answered: a store that cannot keep it fails the request (a 503 for a StoreError).
@@ -34,6 +42,7 @@ export async function serveBackground(
     await store.put(storedResponse(record, keptInput(queued, prepared), { prompt: prepared.prompt.tokens, output: [] }))
   } catch (error) {
     release()
+    grant.end(0)
     throw error
   }
   const generated: number[] = []
@@ -41,7 +50,7 @@ export async function serveBackground(
     {
       adapter,
       stream: prepared.parameters.stream,
-      steps: (signal) => generate(gateway, request, prepared, signal, generated),
+      steps: (signal) => generate(gateway, request, prepared, signal, generated, grant),
       keep: (object) => keepResponse(gateway, object, prepared, generated),
     },
     release,

@@ -12,12 +12,19 @@ export class HttpError extends HarmonyError {
   readonly status: number
   readonly type: string
   readonly param: string | null
+  /** Headers the answer carries (a 429's `retry-after`). */
+  readonly headers: Record<string, string> | undefined
 
-  constructor(status: number, message: string, options: { type?: string; param?: string | null; code?: string; cause?: unknown } = {}) {
+  constructor(
+    status: number,
+    message: string,
+    options: { type?: string; param?: string | null; code?: string; cause?: unknown; headers?: Record<string, string> } = {},
+  ) {
     super(options.code ?? `http-${status}`, message, { cause: options.cause })
     this.status = status
     this.type = options.type ?? (status >= 500 ? 'server_error' : 'invalid_request_error')
     this.param = options.param ?? null
+    this.headers = options.headers
   }
 
   toOpenAIError(): OpenAIErrorBody {
@@ -25,7 +32,7 @@ export class HttpError extends HarmonyError {
   }
 
   openAIAnswer(): OpenAIAnswer {
-    return { status: this.status, body: this.toOpenAIError() }
+    return { status: this.status, body: this.toOpenAIError(), ...(this.headers === undefined ? {} : { headers: this.headers }) }
   }
 }
 
