@@ -10,6 +10,7 @@ import type { Caller } from './api-keys'
 import { KeyLimiter } from './key-limits'
 import { GatewayMetrics } from './metrics'
 import type { GatewayDiagnostic, GatewaySettings } from './options'
+import { tracedStore } from './tracing'
 
 /** How streams ended: `clientClosed` is a client that left (counted, never logged: it is no error). */
 export interface Outcomes {
@@ -56,8 +57,9 @@ export function gatewayOf(settings: GatewaySettings): Gateway {
   const meters = settings.metrics
     ? new GatewayMetrics({ renderQueue: () => workers?.queued ?? 0, backgroundRuns: () => background?.runs ?? 0 })
     : null
-  // Counted where they happen: every store operation, every diagnostic.
-  const store = meters === null || settings.store === null ? settings.store : meters.counted(settings.store)
+  // Counted and traced where they happen: every store operation, every diagnostic.
+  const traced = settings.store === null ? null : tracedStore(settings.store)
+  const store = meters === null || traced === null ? traced : meters.counted(traced)
   const onDiagnostic =
     meters === null
       ? settings.onDiagnostic

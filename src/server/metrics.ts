@@ -9,8 +9,18 @@
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 
-import type { EngineStep } from '../serving/engines/types'
 import type { ResponseStore } from '../serving/responses/store'
+import type { StepWatcher } from './watch'
+
+/** One engine's metrics, bound to its label. */
+interface EngineMeters {
+  firstToken: { observe(value: number): void }
+  tokenGap: { observe(value: number): void }
+  promptTokens: { inc(value?: number): void }
+  cachedPromptTokens: { inc(value?: number): void }
+  generatedTokens: { inc(value?: number): void }
+  activeStreams: { inc(): void; dec(): void }
+}
 
 /** Seconds buckets of time to first token and request duration (vLLM's, to 2 minutes). */
 const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160]
@@ -125,39 +135,62 @@ export class GatewayMetrics {
   }
 
   /**
-   * The steps of one generation, measured as they pass: its prompt tokens, the time to its first token and
-   * between tokens, the tokens generated and cached, the streams running, and how it failed.
+   * Measures one generation as its steps pass: its prompt tokens, the time to its first token and between
+   * tokens, the tokens generated and cached, the streams running, and how it failed. The engine's metrics are
+   * bound to its label once (`EngineMeters`): a step costs a clock read and one histogram observation.
    */
-  async *metered(engine: string, promptTokens: number, steps: AsyncIterable<EngineStep>): AsyncIterable<EngineStep> {
-    const labels = { engine }
-    this.promptTokens.inc(labels, promptTokens)
-    this.activeStreams.inc(labels)
-    let last = performance.now()
-    let first = true
+  watcher(engine: string, promptTokens: number): StepWatcher {
+    const meters = this.engineMeters(engine)
+    let last = 0
+    let generated = 0
     let cached = 0
-    try {
-      for await (const step of steps) {
+    return {
+      start: () => {
+        meters.promptTokens.inc(promptTokens)
+        meters.activeStreams.inc()
+        last = performance.now()
+      },
+      step: (step) => {
         const count = step.tokens.length
         if (count > 0) {
           const now = performance.now()
-          if (first) this.firstToken.observe(labels, (now - last) / 1000)
-          else this.tokenGap.observe(labels, (now - last) / 1000 / count)
-          first = false
+          if (generated === 0) meters.firstToken.observe((now - last) / 1000)
+          else meters.tokenGap.observe((now - last) / 1000 / count)
           last = now
-          this.generatedTokens.inc(labels, count)
+          generated += count
         }
         // An engine may report its usage more than once: the last report counts.
         cached = step.usage?.cachedPromptTokens ?? cached
-        yield step
-      }
-    } catch (error) {
-      const code = (error as { code?: unknown }).code
-      this.engineErrors.inc({ engine, code: typeof code === 'string' && /^[a-z][a-z-]{0,63}$/.test(code) ? code : 'other' })
-      throw error
-    } finally {
-      this.activeStreams.dec(labels)
-      this.cachedPromptTokens.inc(labels, cached)
+      },
+      end: (failure) => {
+        meters.activeStreams.dec()
+        meters.generatedTokens.inc(generated)
+        meters.cachedPromptTokens.inc(cached)
+        if (failure !== null) {
+          const code = (failure as { code?: unknown }).code
+          this.engineErrors.inc({ engine, code: typeof code === 'string' && /^[a-z][a-z-]{0,63}$/.test(code) ? code : 'other' })
+        }
+      },
     }
+  }
+
+  private readonly engines = new Map<string, EngineMeters>()
+
+  private engineMeters(engine: string): EngineMeters {
+    let meters = this.engines.get(engine)
+    if (meters === undefined) {
+      const labels = { engine }
+      meters = {
+        firstToken: this.firstToken.labels(labels),
+        tokenGap: this.tokenGap.labels(labels),
+        promptTokens: this.promptTokens.labels(labels),
+        cachedPromptTokens: this.cachedPromptTokens.labels(labels),
+        generatedTokens: this.generatedTokens.labels(labels),
+        activeStreams: this.activeStreams.labels(labels),
+      }
+      this.engines.set(engine, meters)
+    }
+    return meters
   }
 
   /** `store` with each operation counted by its outcome (`ok`, `error`). */

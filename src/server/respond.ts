@@ -23,6 +23,7 @@ import type { ApiKind, Prepared } from './prepared'
 import { serveBackground } from './responses/background'
 import { keepResponse } from './responses/keep'
 import { sendJson } from './send'
+import { inSpan } from './tracing'
 
 /**
  * The adapter's options for a prepared request (a Responses one gets its id here, says whether it is kept, and
@@ -118,7 +119,7 @@ export function reportNotApplied(gateway: Gateway, prepared: Prepared, response:
 
 /** request → parameters and prompt → engine → adapter → SSE (or one JSON object) → kept. */
 export async function serveGeneration(gateway: Gateway, kind: ApiKind, request: IncomingMessage, response: ServerResponse): Promise<void> {
-  const prepared = await prepareRequest(gateway, kind, request)
+  const prepared = await inSpan('prepare', () => prepareRequest(gateway, kind, request))
   reportNotApplied(gateway, prepared, response)
   const { parameters, storing } = prepared
   const options = adapterOptions(gateway, prepared, request)

@@ -3,16 +3,18 @@
  * OpenAI-style answer (`sendError`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-
+import { context } from '@opentelemetry/api'
 import { HttpError, sendError } from '../serving/http/errors'
 import { pipeStreamLog } from '../serving/http/stream-log'
 import { responseIdOf, responseNotFound, responseRecord, storedResponseRoute } from '../serving/responses/conversation'
+
 import type { Caller } from './api-keys'
 import { belongsTo, gatewayFor } from './caller'
 import type { Gateway } from './context'
 import { serveGeneration } from './respond'
 import { serveCompaction } from './responses/compact'
 import { sendJson } from './send'
+import { endRequestSpan, requestSpan } from './tracing'
 
 /** A route's handler, given the gateway as the request's caller sees it (`gatewayFor`). */
 type Handler = (gateway: Gateway, request: IncomingMessage, response: ServerResponse) => Promise<void> | void
@@ -135,13 +137,19 @@ function callerOf(gateway: Gateway, path: string, request: IncomingMessage): Cal
 export function gatewayHandler(gateway: Gateway): (request: IncomingMessage, response: ServerResponse) => Promise<void> {
   const routes = fixedRoutes(gateway)
   const { meters } = gateway
-  return async (request, response) => {
-    if (meters !== null) {
-      const started = performance.now()
-      response.once('close', () =>
-        meters.answered(routeLabel(routes, request.url), response.statusCode, (performance.now() - started) / 1000),
-      )
-    }
+  return (request, response) => {
+    // Counted and traced under its route's pattern, once its answer has ended.
+    const label = routeLabel(routes, request.url)
+    const started = performance.now()
+    const traced = requestSpan(request.method ?? 'GET', label, request.headers)
+    response.once('close', () => {
+      meters?.answered(label, response.statusCode, (performance.now() - started) / 1000)
+      endRequestSpan(traced.span, response.statusCode)
+    })
+    return context.with(traced.context, () => answer(request, response))
+  }
+
+  async function answer(request: IncomingMessage, response: ServerResponse): Promise<void> {
     try {
       const url = urlOf(request)
       const path = url.pathname

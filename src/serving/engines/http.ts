@@ -42,6 +42,23 @@ export const DEFAULT_MAX_STREAM_BYTES = 256 * (1 << 20)
 const MAX_ERROR_BODY = 64 * 1024
 const MAX_ERROR_TEXT = 1000
 
+/** W3C Trace Context's `traceparent`: version, trace id, parent id, flags (lowercase hex). */
+const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/
+/** `tracestate`: list members of printable characters, at most 512 of them (the specification's bound). */
+const TRACESTATE = /^[\x20-\x7e]{1,512}$/
+
+/**
+ * `options` with the request's trace context as headers (`GenerateRequest.traceparent`, `.tracestate`), so the
+ * engine joins the caller's trace; the same object when there is none, or when it is malformed.
+ */
+export function withTrace(options: HttpOptions, request: { traceparent?: string; tracestate?: string }): HttpOptions {
+  const { traceparent, tracestate } = request
+  if (traceparent === undefined || !TRACEPARENT.test(traceparent)) return options
+  const headers: Record<string, string> = { ...options.headers, traceparent }
+  if (tracestate !== undefined && TRACESTATE.test(tracestate)) headers.tracestate = tracestate
+  return { ...options, headers }
+}
+
 /**
  * POSTs `body` (as JSON) to `url` and yields the events of the answer. `engineMessage` extracts the engine's
  * own error text from a JSON error body (null when it is not in the engine's shape: the raw text is kept

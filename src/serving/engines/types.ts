@@ -94,6 +94,12 @@ export interface GenerateRequest {
   stopTokens?: readonly number[]
   /** Aborting it aborts the HTTP request to the engine, so the engine frees the sequence. */
   signal?: AbortSignal
+  /**
+   * The W3C trace context the engine request carries (`traceparent`, `tracestate` headers), so that an engine
+   * that traces (vLLM) joins the caller's trace. HTTP engines send it; a malformed one is left out.
+   */
+  traceparent?: string
+  tracestate?: string
 }
 
 /** The sampling fields of a `GenerateRequest`, each named as OpenAI's request field it comes from. */
