@@ -308,3 +308,26 @@ test('serve: a SQLite file another process holds locked at startup is waited for
   t.truthy(store)
   t.is(await store!.get('resp_none'), null)
 })
+
+test('serve --api-keys-file: requests need a key of the file; a bad file is one line and exit 2, showing no key', async (t) => {
+  const { mkdtempSync, rmSync, writeFileSync } = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const dir = mkdtempSync(join(tmpdir(), 'harmony-keys-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const good = join(dir, 'keys.json')
+  writeFileSync(good, JSON.stringify([{ key: 'sk-file-key-1', name: 'ops' }]))
+  const bad = join(dir, 'bad.json')
+  writeFileSync(bad, JSON.stringify([{ key: 'sk-file-secret', name: 'ops', limits: { requestsPerMinute: -1 } }]))
+  const refused = cli(['serve', '--api-keys-file', bad, '--port', '0'])
+  t.is(refused.status, 2, refused.stderr)
+  t.regex(
+    refused.stderr,
+    /^harmony-stream serve: GATEWAY_API_KEYS_FILE \(--api-keys-file\): [^\n]*bad.json\[0\].limits[^\n]*requestsPerMinute[^\n]*\n$/,
+  )
+  t.false(refused.stderr.includes('sk-file-secret'))
+  const { child, port } = await serving(['--engine', 'replay', '--port', '0', '--response-store', 'memory', '--api-keys-file', good])
+  t.teardown(() => child.kill('SIGTERM'))
+  t.is((await fetch(`http://127.0.0.1:${port}/v1/models`)).status, 401)
+  t.is((await fetch(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: 'Bearer sk-file-key-1' } })).status, 200)
+  t.is((await fetch(`http://127.0.0.1:${port}/health`)).status, 200)
+})

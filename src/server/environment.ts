@@ -4,6 +4,7 @@
  * disagree. The command turns its flags into the same variables (flags win), then reads them here.
  */
 import { readFileSync } from 'node:fs'
+
 import { join } from 'node:path'
 
 import { HarmonySetupError } from '../base/errors'
@@ -15,6 +16,7 @@ import { Compactor } from '../serving/responses/compaction'
 import { RedisResponseStore } from '../serving/responses/redis-store'
 import { SqliteResponseStore } from '../serving/responses/sqlite-store'
 import { MemoryResponseStore, type ResponseStore } from '../serving/responses/store'
+import { type ApiKey, ApiKeys } from './api-keys'
 import { type GatewayOptions, logDiagnostic } from './options'
 import { processStats } from './stats'
 
@@ -135,6 +137,12 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'GATEWAY_STATS', flag: '--stats', switch: '1', value: '', help: "GET /stats: this process's CPU, GC and heap (env: 1)" },
   { env: 'METRICS', flag: '--no-metrics', switch: '0', value: '', help: 'no Prometheus metrics at GET /metrics (env: 0)' },
   {
+    env: 'GATEWAY_API_KEYS_FILE',
+    flag: '--api-keys-file',
+    value: 'FILE',
+    help: 'a JSON array of API keys ({ key | sha256, name, limits }): requests need one (default: open)',
+  },
+  {
     env: 'HARMONY_COMPACTION_KEY',
     flag: null,
     value: 'HEX',
@@ -170,6 +178,25 @@ function oneOf<T extends string>(env: Env, name: string, values: readonly T[]): 
 }
 
 /** The completions of a replay file; a file that is missing or not one is a `SettingError` naming it. */
+/**
+ * The API keys of a JSON file (`GATEWAY_API_KEYS_FILE`): checked now, so that a bad file stops the start naming
+ * the file and the entry, never showing a key.
+ */
+function apiKeysFile(path: string): (string | ApiKey)[] {
+  let keys: unknown
+  try {
+    keys = JSON.parse(readFileSync(path, 'utf8'))
+  } catch (error) {
+    throw new SettingError(`${flagOf('GATEWAY_API_KEYS_FILE')}: ${path}: ${(error as Error).message}`)
+  }
+  try {
+    new ApiKeys(keys as (string | ApiKey)[], path)
+  } catch (error) {
+    throw new SettingError(`${flagOf('GATEWAY_API_KEYS_FILE')}: ${(error as Error).message}`)
+  }
+  return keys as (string | ApiKey)[]
+}
+
 export function loadReplay(path: string): number[][] {
   let replay: unknown
   try {
@@ -288,6 +315,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
   const socketIdleMs = env.SOCKET_IDLE_MS ? { socketIdleMs: integer(env, 'SOCKET_IDLE_MS', 0, 1) } : {}
   const key = env.HARMONY_COMPACTION_KEY
   if (key && !/^[0-9a-fA-F]{64}$/.test(key)) throw new SettingError('HARMONY_COMPACTION_KEY must be 64 hex digits (its value is not shown)')
+  const apiKeys = env.GATEWAY_API_KEYS_FILE ? apiKeysFile(env.GATEWAY_API_KEYS_FILE) : null
   const flags = {
     CHAT_ID_CACHE: oneOf(env, 'CHAT_ID_CACHE', ['0', '1']),
     LOG_DIAGNOSTICS: oneOf(env, 'LOG_DIAGNOSTICS', ['0', '1']),
@@ -319,6 +347,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
       responseStore: responseStoreFromEnvironment(env),
       chatIdCache: flags.CHAT_ID_CACHE === '1' ? new ChatIdCache() : null,
       metrics: flags.METRICS !== '0',
+      ...(apiKeys === null ? {} : { apiKeys }),
       ...(key ? { compactor: new Compactor({ key, maxOpenedBytes: numbers.bodyLimit }) } : {}),
     }),
   }
