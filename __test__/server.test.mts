@@ -86,7 +86,8 @@ test('serve: a port already taken is one line and exit status 2, not a stack', a
   const child = spawn(process.execPath, [bin, 'serve', '--port', String(port), '--response-store', 'memory'], { cwd: root })
   let stderr = ''
   child.stderr.on('data', (chunk) => (stderr += chunk))
-  const [code] = await once(child, 'exit')
+  // 'close', not 'exit': a process can exit before its stderr has been read to the end.
+  const [code] = await once(child, 'close')
   t.is(code, 2)
   t.regex(stderr, /^harmony-stream serve: listen EADDRINUSE: address already in use 127\.0\.0\.1:\d+\n$/)
 })
