@@ -3,6 +3,7 @@
  * engine, behind one interface (`Engine.generate`). The subpath's whole public API, listed by name.
  */
 export { EngineError } from './serving/engines/errors'
+export { EngineGroup, type EngineGroupOptions, type EngineStatus } from './serving/engines/group'
 export {
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_MAX_EVENT_BYTES,

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 
 import { HarmonySetupError } from '../base/errors'
+import { EngineGroup } from '../serving/engines/group'
 import { createEngine, type EngineName } from '../serving/engines/registry'
 import { DEFAULT_ENGINE_TIME_LIMITS } from '../serving/engines/time-limits'
 import type { Engine } from '../serving/engines/types'
@@ -33,6 +34,12 @@ export interface Setting {
 export const SETTINGS: readonly Setting[] = [
   { env: 'HARMONY_ENGINE', flag: '--engine', value: 'NAME', help: 'replay (default) | vllm | sglang | llamacpp | trtllm' },
   { env: 'ENGINE_URL', flag: '--engine-url', value: 'URL', help: "the engine's base URL, e.g. http://127.0.0.1:8000 (all but replay)" },
+  {
+    env: 'ENGINE_URLS',
+    flag: '--engine-urls',
+    value: 'URL,URL…',
+    help: 'several engine servers of one model instead of ENGINE_URL: cache affinity, balancing, failover',
+  },
   { env: 'ENGINE_MODEL', flag: '--engine-model', value: 'NAME', help: 'the model the engine serves (vllm; required by trtllm)' },
   { env: 'ENGINE_API', flag: '--engine-api', value: 'API', help: 'vllm: completions (default) or generate (tokens only)' },
   {
@@ -222,18 +229,24 @@ export function engineFromEnvironment(env: Env = process.env): Engine {
   }
   if (!['vllm', 'sglang', 'llamacpp', 'trtllm'].includes(name))
     throw new SettingError(`${flagOf('HARMONY_ENGINE')} must be replay, vllm, sglang, llamacpp or trtllm, not ${JSON.stringify(name)}`)
-  if (!env.ENGINE_URL) throw new SettingError(`HARMONY_ENGINE=${name} needs ${flagOf('ENGINE_URL')} (e.g. http://127.0.0.1:8000)`)
+  if (env.ENGINE_URL && env.ENGINE_URLS) throw new SettingError(`${flagOf('ENGINE_URL')} and ${flagOf('ENGINE_URLS')} exclude each other`)
+  const urls = env.ENGINE_URLS ? env.ENGINE_URLS.split(',').map((url) => url.trim()) : env.ENGINE_URL ? [env.ENGINE_URL] : []
+  if (urls.length === 0 || urls.some((url) => url === ''))
+    throw new SettingError(`HARMONY_ENGINE=${name} needs ${flagOf('ENGINE_URL')} (e.g. http://127.0.0.1:8000) or ${flagOf('ENGINE_URLS')}`)
   if (name !== 'vllm' && env.ENGINE_API) throw new SettingError(`${flagOf('ENGINE_API')} applies to HARMONY_ENGINE=vllm only`)
   if (name !== 'vllm' && name !== 'trtllm' && env.ENGINE_MODEL)
     throw new SettingError(`${flagOf('ENGINE_MODEL')} applies to HARMONY_ENGINE=vllm and trtllm only`)
-  return createEngine(
-    name as Exclude<EngineName, 'replay'>,
-    {
-      url: env.ENGINE_URL,
-      ...(env.ENGINE_MODEL ? { model: env.ENGINE_MODEL } : {}),
-      ...(env.ENGINE_API ? { api: env.ENGINE_API } : {}),
-    } as never,
+  const engines = urls.map((url) =>
+    createEngine(
+      name as Exclude<EngineName, 'replay'>,
+      {
+        url,
+        ...(env.ENGINE_MODEL ? { model: env.ENGINE_MODEL } : {}),
+        ...(env.ENGINE_API ? { api: env.ENGINE_API } : {}),
+      } as never,
+    ),
   )
+  return engines.length === 1 ? engines[0]! : new EngineGroup(engines)
 }
 
 /** Which store HARMONY_RESPONSE_STORE names, checked without opening it. */

@@ -7,6 +7,7 @@ import { implementation as defaultImplementation } from '../backend/choose'
 import { checkOptions, is, type OptionSpec, optionError } from '../base/options'
 import type { Implementation } from '../base/types'
 import type { RenderRequestOptions } from '../render/index'
+import { EngineGroup } from '../serving/engines/group'
 import { ReplayEngine } from '../serving/engines/replay'
 import { type EngineTimeLimits, engineTimeLimits } from '../serving/engines/time-limits'
 import type { Engine } from '../serving/engines/types'
@@ -31,6 +32,11 @@ export type ReasoningSummaryRule = 'asked' | 'always' | 'never'
 export interface GatewayOptions {
   /** The inference engine (any `Engine` of harmony-stream/engines). Default: a `ReplayEngine` of `replay`. */
   engine?: Engine
+  /**
+   * Several engine servers of one model instead of `engine`: an `EngineGroup` over them (cache affinity,
+   * balancing on running generations, failover before the first token). docs/API.md "Several engines".
+   */
+  engines?: readonly Engine[]
   /** Without `engine`: the completions (token id arrays) a replay engine serves in turn. */
   replay?: number[][]
   /** Without `engine`: tokens per step of the replay engine. Default 1. */
@@ -120,6 +126,7 @@ const hasMethods = (what: string, ...methods: string[]) => ({
 
 const OPTIONS: OptionSpec = {
   engine: hasMethods('an engine (an object with generate)', 'generate'),
+  engines: is.arrayOf(hasMethods('an engine (an object with generate)', 'generate')),
   replay: is.array,
   interval: is.integer(1),
   implementation: is.oneOf('native', 'js'),
@@ -192,11 +199,23 @@ export function logDiagnostic(diagnostic: GatewayDiagnostic): void {
 
 export function gatewaySettings(options: unknown): GatewaySettings {
   const o = checkOptions<GatewayOptions>(options, OPTIONS, 'createGateway')
-  if (o.engine === undefined && o.replay === undefined)
-    throw optionError(TypeError, "createGateway: option 'engine' is required (or 'replay', the completions of a replay engine)")
+  if (o.engine !== undefined && o.engines !== undefined)
+    throw optionError(TypeError, "createGateway: options 'engine' and 'engines' exclude each other: give one engine, or several")
+  if (o.engines !== undefined && o.engines.length === 0)
+    throw optionError(TypeError, "createGateway: option 'engines' must list at least one engine")
+  if (o.engine === undefined && o.engines === undefined && o.replay === undefined)
+    throw optionError(
+      TypeError,
+      "createGateway: option 'engine' is required (or 'engines', or 'replay', the completions of a replay engine)",
+    )
   const ownStore = o.responseStore === undefined
   return {
-    engine: o.engine ?? new ReplayEngine({ completions: o.replay as number[][], interval: o.interval ?? 1 }),
+    engine:
+      o.engines !== undefined
+        ? o.engines.length === 1
+          ? o.engines[0]!
+          : new EngineGroup(o.engines)
+        : (o.engine ?? new ReplayEngine({ completions: o.replay as number[][], interval: o.interval ?? 1 })),
     implementation: o.implementation ?? defaultImplementation,
     model: o.model ?? 'gpt-oss',
     bodyLimit: o.bodyLimit ?? DEFAULT_BODY_LIMIT,

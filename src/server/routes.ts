@@ -4,6 +4,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { context } from '@opentelemetry/api'
+import { EngineGroup } from '../serving/engines/group'
 import { HttpError, sendError } from '../serving/http/errors'
 import { pipeStreamLog } from '../serving/http/stream-log'
 import { responseIdOf, responseNotFound, responseRecord, storedResponseRoute } from '../serving/responses/conversation'
@@ -35,7 +36,16 @@ function fixedRoutes(gateway: Gateway): Record<string, Record<string, Handler>> 
       GET: (_view, _request, response) =>
         sendJson(response, 200, { object: 'list', data: [{ id: model, object: 'model', created, owned_by: 'harmony-stream' }] }),
     },
-    '/health': { GET: (_view, _request, response) => sendJson(response, 200, { status: 'ok', engine: engine.name, implementation }) },
+    '/health': {
+      GET: (_view, _request, response) =>
+        sendJson(response, 200, {
+          status: 'ok',
+          engine: engine.name,
+          implementation,
+          // Several engines: each one's state (running generations, whether it is in).
+          ...(engine instanceof EngineGroup ? { engines: engine.status() } : {}),
+        }),
+    },
   }
   if (stats !== null) routes['/stats'] = { GET: (_view, _request, response) => sendJson(response, 200, { ...stats(), outcomes }) }
   const { meters } = gateway
