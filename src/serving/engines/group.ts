@@ -27,6 +27,8 @@ export interface EngineGroupOptions {
   maxBlocks?: number
   /** How many more running generations than the least loaded engine affinity accepts. Default 4. */
   affinitySlack?: number
+  /** Route by prefix at all. Default true; false: by load alone (to measure what affinity earns). */
+  affinity?: boolean
   /** The clock, in ms (tests move one of their own). Default `Date.now`. */
   now?: () => number
 }
@@ -35,6 +37,7 @@ const OPTIONS: OptionSpec = {
   blockTokens: is.integer(1, 1 << 20),
   maxBlocks: is.integer(1),
   affinitySlack: is.integer(0),
+  affinity: is.boolean,
   now: is.function,
 }
 
@@ -65,6 +68,7 @@ export class EngineGroup implements Engine {
   private readonly blockTokens: number
   private readonly maxBlocks: number
   private readonly slack: number
+  private readonly affinity: boolean
   private readonly now: () => number
   /** Prefix block key → the member that generated it last (a Map keeps insertion order: least recent first). */
   private readonly blocks = new Map<string, Member>()
@@ -86,6 +90,7 @@ export class EngineGroup implements Engine {
     this.blockTokens = checked.blockTokens ?? 64
     this.maxBlocks = checked.maxBlocks ?? 200_000
     this.slack = checked.affinitySlack ?? 4
+    this.affinity = checked.affinity ?? true
     this.now = checked.now ?? Date.now
   }
 
@@ -96,7 +101,7 @@ export class EngineGroup implements Engine {
   }
 
   async *generate(request: GenerateRequest): AsyncIterable<EngineStep> {
-    const keys = this.prefixKeys(request.tokens)
+    const keys = this.affinity ? this.prefixKeys(request.tokens) : []
     const tried = new Set<Member>()
     for (;;) {
       const member = this.choose(keys, request.tokens.length, tried)
@@ -112,7 +117,7 @@ export class EngineGroup implements Engine {
         }
         member.failures = 0
         member.outUntil = 0
-        this.remember(keys, request.tokens, generated, member)
+        if (this.affinity) this.remember(keys, request.tokens, generated, member)
         return
       } catch (error) {
         if (passedOn || request.signal?.aborted || !failedAsServer(error)) throw error
