@@ -253,3 +253,37 @@ test('per-key limits: 429 with retry-after in OpenAI shape over requests per min
   held.releaseAll()
   t.is((await after).status, 200)
 })
+
+test('one key cannot take every WebSocket connection: over its limit a 429, and a closed connection gives its place back', async (t) => {
+  const { port } = await startGateway(t, {
+    replay: [ANSWER],
+    apiKeys: [
+      { key: 'sk-sockets', name: 'sockets', limits: { webSockets: 2 } },
+      { key: 'sk-other', name: 'other' },
+    ],
+  })
+  const open = (key: string) =>
+    new Promise<{ status: number; ws: WebSocket }>((resolve) => {
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/v1/responses`, { headers: { authorization: `Bearer ${key}` } })
+      ws.on('unexpected-response', (_request, response) => resolve({ status: response.statusCode ?? 0, ws }))
+      ws.on('open', () => resolve({ status: 101, ws }))
+      ws.on('error', () => {})
+    })
+  const first = await open('sk-sockets')
+  const second = await open('sk-sockets')
+  t.deepEqual([first.status, second.status], [101, 101])
+  t.is((await open('sk-sockets')).status, 429)
+  const other = await open('sk-other')
+  t.is(other.status, 101, 'another key is not held back')
+  const closed = new Promise((resolve) => first.ws.once('close', resolve))
+  first.ws.close()
+  await closed
+  // The server counts the close when it sees it: wait for that, not for a time.
+  let again = await open('sk-sockets')
+  for (let i = 0; i < 50 && again.status === 429; i++) {
+    await new Promise((resolve) => setImmediate(resolve))
+    again = await open('sk-sockets')
+  }
+  t.is(again.status, 101)
+  for (const ws of [second.ws, other.ws, again.ws]) ws.close()
+})

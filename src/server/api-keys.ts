@@ -23,6 +23,8 @@ export interface ApiKeyLimits {
   requestsPerMinute?: number
   /** Prompt and generated tokens per minute (counted when a generation ends). */
   tokensPerMinute?: number
+  /** Responses WebSocket connections held at once. Default 64. */
+  webSockets?: number
 }
 
 /** One key: the key itself or its SHA-256 (64 hex digits), a name (the caller), and its limits. */
@@ -43,6 +45,7 @@ const LIMIT_OPTIONS: OptionSpec = {
   concurrentStreams: is.integer(1),
   requestsPerMinute: is.integer(1),
   tokensPerMinute: is.integer(1),
+  webSockets: is.integer(1),
 }
 
 const KEY_OPTIONS: OptionSpec = { key: is.nonEmptyString, sha256: is.string, name: is.nonEmptyString, limits: is.object }

@@ -20,6 +20,8 @@ import { keepResponse, recordOf } from './keep'
 
 /** Responses WebSocket connections one gateway process holds at once (more are answered 503). */
 const MAX_SOCKETS = 1024
+/** …and one API key at most, unless its `limits.webSockets` says otherwise (more are answered 429). */
+const DEFAULT_SOCKETS_PER_KEY = 64
 
 /**
  * One turn: returns the record a continuation on the connection starts from (also when not stored). An engine
@@ -72,6 +74,8 @@ export function responsesSockets(gateway: Gateway): ResponsesSockets {
   const { WebSocketServer } = require('ws') as typeof import('ws')
   // Messages up to the body limit; a larger one closes the connection (1009).
   const sockets = new WebSocketServer({ noServer: true, maxPayload: gateway.bodyLimit })
+  /** Connections each key holds now. */
+  const perKey = new Map<string, number>()
   return {
     upgrade(request, socket, head) {
       if (new URL(request.url ?? '/', 'http://localhost').pathname !== '/v1/responses') {
@@ -93,16 +97,41 @@ export function responsesSockets(gateway: Gateway): ResponsesSockets {
         )
         return
       }
+      // One key cannot take every connection the process holds.
+      const caller = view.caller
+      if (caller !== null) {
+        const cap = caller.limits.webSockets ?? DEFAULT_SOCKETS_PER_KEY
+        const held = perKey.get(caller.name) ?? 0
+        if (held >= cap) {
+          const body = JSON.stringify({
+            error: {
+              message: `this key holds ${cap} WebSocket connections, its limit`,
+              type: 'requests',
+              param: null,
+              code: 'rate_limit_exceeded',
+            },
+          })
+          socket.end(
+            `HTTP/1.1 429 Too Many Requests\r\nconnection: close\r\nretry-after: 5\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+          )
+          return
+        }
+      }
       const { store } = view
-      sockets.handleUpgrade(request, socket, head, (ws) =>
+      sockets.handleUpgrade(request, socket, head, (ws) => {
+        if (caller !== null) {
+          // Counted once the connection is open (a handshake that fails takes nothing), given back when it closes.
+          perKey.set(caller.name, (perKey.get(caller.name) ?? 0) + 1)
+          ws.once('close', () => perKey.set(caller.name, (perKey.get(caller.name) ?? 1) - 1))
+        }
         serveResponsesSocket(ws, {
           respond: (turn) => tracked(gateway, socketTurn(view, request, turn)),
           ...(store === null ? {} : { lookup: (id: string) => responseRecord(store, id) }),
           onError: gateway.onError,
           lifetimeMs: gateway.socketLifetimeMs,
           idleMs: gateway.socketIdleMs,
-        }),
-      )
+        })
+      })
     },
     end() {
       for (const ws of sockets.clients) ws.terminate()
