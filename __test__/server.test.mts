@@ -109,7 +109,16 @@ async function serving(args: string[]): Promise<{ child: ChildProcess; port: num
 }
 
 test('npx harmony-stream serve --engine replay --port 0 serves /health and a streamed chat, and stops cleanly on SIGTERM', async (t) => {
-  const { child, port } = await serving(['--engine', 'replay', '--port', '0', '--response-store', 'memory', '--render-workers', '1'])
+  const { child, port, output } = await serving([
+    '--engine',
+    'replay',
+    '--port',
+    '0',
+    '--response-store',
+    'memory',
+    '--render-workers',
+    '1',
+  ])
   const exited = once(child, 'exit')
   try {
     const health = (await (await fetch(`http://127.0.0.1:${port}/health`)).json()) as { status: string; engine: string }
@@ -125,6 +134,17 @@ test('npx harmony-stream serve --engine replay --port 0 serves /health and a str
     // The example completions the package ships: the first one's answer.
     t.true(content.length > 0)
     t.is(finish, 'stop')
+    // And its line in the request log, JSON on stdout.
+    let logged: Record<string, unknown> | undefined
+    for (let i = 0; i < 1000 && logged === undefined; i++) {
+      logged = output()
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .find((line) => line.route === '/v1/chat/completions')
+      if (logged === undefined) await new Promise((resolve) => setImmediate(resolve))
+    }
+    t.like(logged, { msg: 'request', method: 'POST', status: 200, engine: 'replay' })
   } finally {
     child.kill('SIGTERM')
   }

@@ -7,6 +7,8 @@ import { readFileSync } from 'node:fs'
 
 import { join } from 'node:path'
 
+import pino from 'pino'
+
 import { HarmonySetupError } from '../base/errors'
 import { EngineGroup } from '../serving/engines/group'
 import { createEngine, type EngineName } from '../serving/engines/registry'
@@ -143,6 +145,13 @@ export const SETTINGS: readonly Setting[] = [
   },
   { env: 'GATEWAY_STATS', flag: '--stats', switch: '1', value: '', help: "GET /stats: this process's CPU, GC and heap (env: 1)" },
   { env: 'METRICS', flag: '--no-metrics', switch: '0', value: '', help: 'no Prometheus metrics at GET /metrics (env: 0)' },
+  {
+    env: 'REQUEST_LOG',
+    flag: '--no-request-log',
+    switch: '0',
+    value: '',
+    help: 'no JSON line per request on stdout (env: 0)',
+  },
   {
     env: 'GATEWAY_API_KEYS_FILE',
     flag: '--api-keys-file',
@@ -333,6 +342,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
     CHAT_ID_CACHE: oneOf(env, 'CHAT_ID_CACHE', ['0', '1']),
     LOG_DIAGNOSTICS: oneOf(env, 'LOG_DIAGNOSTICS', ['0', '1']),
     METRICS: oneOf(env, 'METRICS', ['0', '1']),
+    REQUEST_LOG: oneOf(env, 'REQUEST_LOG', ['0', '1']),
   }
   const stats = oneOf(env, 'GATEWAY_STATS', ['0', '1']) === '1'
   // Made now, so that a bad engine setting fails before anything listens; the serving process uses this one.
@@ -360,6 +370,8 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
       responseStore: responseStoreFromEnvironment(env),
       chatIdCache: flags.CHAT_ID_CACHE === '1' ? new ChatIdCache() : null,
       metrics: flags.METRICS !== '0',
+      // A JSON line per request on stdout (pino), after the line that says where the gateway listens.
+      ...(flags.REQUEST_LOG === '0' ? {} : { requestLog: pino({ base: { pid: process.pid } }) }),
       ...(apiKeys === null ? {} : { apiKeys }),
       ...(key ? { compactor: new Compactor({ key, maxOpenedBytes: numbers.bodyLimit }) } : {}),
     }),

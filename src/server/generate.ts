@@ -9,6 +9,7 @@ import { HttpError } from '../serving/http/errors'
 import type { Gateway } from './context'
 import type { Grant } from './key-limits'
 import type { Prepared } from './prepared'
+import { recordOf, recordWatcher } from './request-log'
 import { requiredCallSteps } from './required-call'
 import { generationSpan, spanWatcher } from './tracing'
 import { type StepWatcher, watched } from './watch'
@@ -74,6 +75,8 @@ export function generate(
   if (gateway.meters !== null) watchers.push(gateway.meters.watcher(engine.name, prepared.prompt.promptTokens))
   if (grant !== UNLIMITED) watchers.push(chargeWatcher(grant, prepared.prompt.promptTokens, signal))
   if (generated !== null) watchers.push({ step: (step) => pushIds(generated, step.tokens), end: () => {} })
+  const record = recordOf(request)
+  if (record !== undefined) watchers.push(recordWatcher(record, engine.name, prepared.prompt.promptTokens))
   return watchers.length === 0 ? steps : watched(steps, watchers)
 }
 

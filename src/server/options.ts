@@ -19,6 +19,7 @@ import { DEFAULT_SOCKET_IDLE_MS, DEFAULT_SOCKET_LIFETIME_MS } from '../serving/r
 import { MemoryResponseStore, type ResponseStore } from '../serving/responses/store'
 import type { ResponsesDialect } from '../wire/responses'
 import { type ApiKey, ApiKeys } from './api-keys'
+import type { RequestLogger } from './request-log'
 
 /** What the parser recovered from, and tool arguments that are not JSON: worth a log line, not a failure. */
 export interface GatewayDiagnostic {
@@ -116,6 +117,11 @@ export interface GatewayOptions {
   apiKeys?: readonly (string | ApiKey)[] | null
   /** Paths served without a key in a gateway with keys. Default `['/health', '/metrics']`. */
   publicRoutes?: readonly string[]
+  /**
+   * One structured line per request to this logger (a pino logger, or anything with `info(object, message)`):
+   * docs/API.md "Request log". Default null: none (`harmony-stream serve` logs JSON lines to stdout).
+   */
+  requestLog?: RequestLogger | null
 }
 
 const hasMethods = (what: string, ...methods: string[]) => ({
@@ -155,6 +161,7 @@ const OPTIONS: OptionSpec = {
   metrics: is.boolean,
   apiKeys: is.nullable(is.array),
   publicRoutes: is.arrayOf(is.string),
+  requestLog: is.nullable(hasMethods('a logger (an object with info)', 'info')),
 }
 
 /** The options with every default filled in. */
@@ -187,6 +194,7 @@ export interface GatewaySettings {
   metrics: boolean
   apiKeys: ApiKeys | null
   publicRoutes: readonly string[]
+  requestLog: RequestLogger | null
 }
 
 function logError(error: unknown): void {
@@ -244,5 +252,6 @@ export function gatewaySettings(options: unknown): GatewaySettings {
     metrics: o.metrics ?? true,
     apiKeys: o.apiKeys == null ? null : new ApiKeys(o.apiKeys, "createGateway: option 'apiKeys'"),
     publicRoutes: o.publicRoutes ?? ['/health', '/metrics'],
+    requestLog: o.requestLog ?? null,
   }
 }

@@ -20,6 +20,7 @@ import { generate } from './generate'
 import type { ReasoningSummaryRule } from './options'
 import { prepareRequest } from './prepare'
 import type { ApiKind, Prepared } from './prepared'
+import { noteDiagnostics } from './request-log'
 import { serveBackground } from './responses/background'
 import { keepResponse } from './responses/keep'
 import { sendJson } from './send'
@@ -82,16 +83,22 @@ function withEffortRun(body: object): object {
 }
 
 /** The non-streaming adapters return diagnostics beside the wire object. */
-function withoutDiagnostics<T>({ diagnostics, ...wire }: T & { diagnostics: AdapterDiagnostic[] }, gateway: Gateway): T {
+function withoutDiagnostics<T>(
+  { diagnostics, ...wire }: T & { diagnostics: AdapterDiagnostic[] },
+  gateway: Gateway,
+  request: IncomingMessage,
+): T {
   diagnostics.forEach(gateway.onDiagnostic)
+  noteDiagnostics(request, diagnostics)
   return wire as T
 }
 
 /** Counts how a stream ended; its failure and what the parser recovered from go to the gateway's log. */
-function report(gateway: Gateway, result: PipeSseResult, adapter: ChatCompletionsStream | ResponsesStream): void {
+function report(gateway: Gateway, request: IncomingMessage, result: PipeSseResult, adapter: ChatCompletionsStream | ResponsesStream): void {
   if (result.outcome === 'failed') gateway.onError(result.error)
   gateway.outcomes[result.outcome === 'client-closed' ? 'clientClosed' : result.outcome]++
   adapter.diagnostics.forEach(gateway.onDiagnostic)
+  noteDiagnostics(request, adapter.diagnostics)
 }
 
 /** An AbortController aborted when the client goes away before the response is complete. */
@@ -113,7 +120,9 @@ const NOT_APPLIED_HEADER = 'x-harmony-not-applied'
 export function reportNotApplied(gateway: Gateway, prepared: Prepared, response: ServerResponse | null): void {
   const notApplied = prepared.prompt.notApplied
   if (notApplied === undefined) return
-  for (const { param, note } of notApplied) gateway.onDiagnostic({ code: 'not-applied', message: `${param}: ${note}` })
+  const diagnostics = notApplied.map(({ param, note }) => ({ code: 'not-applied', message: `${param}: ${note}` }))
+  diagnostics.forEach(gateway.onDiagnostic)
+  noteDiagnostics(response?.req ?? null, diagnostics)
   response?.setHeader(NOT_APPLIED_HEADER, notApplied.map(({ param }) => param).join(', '))
 }
 
@@ -132,11 +141,11 @@ export async function serveGeneration(gateway: Gateway, kind: ApiKind, request: 
     const whole = await collectSteps(steps)
     if (whole.finishReason === 'abort') throw new HttpError(502, 'the inference engine aborted the request', { code: 'engine-aborted' })
     if (kind === 'chat') {
-      const completion = withoutDiagnostics(chatCompletion(whole, options), gateway)
+      const completion = withoutDiagnostics(chatCompletion(whole, options), gateway, request)
       if (remembering) await rememberChat(gateway, completion, prepared, generated ?? [])
       return sendJson(response, 200, completion)
     }
-    const object = withoutDiagnostics(responseObject(whole, options), gateway)
+    const object = withoutDiagnostics(responseObject(whole, options), gateway, request)
     // A response the store could not keep says so.
     if (storing && !(await keepResponse(gateway, object, prepared, generated ?? []))) object.store = false
     return sendJson(response, 200, object)
@@ -144,7 +153,7 @@ export async function serveGeneration(gateway: Gateway, kind: ApiKind, request: 
   const { frames, coalesceMs } = gateway
   if (kind === 'chat') {
     const adapter = new ChatCompletionsStream({ ...options, includeUsage: parameters.includeUsage })
-    report(gateway, await pipeSse(response, adapter, steps, { abort, frames, coalesceMs }), adapter)
+    report(gateway, request, await pipeSse(response, adapter, steps, { abort, frames, coalesceMs }), adapter)
     if (remembering) await rememberChat(gateway, adapter.completion(), prepared, generated ?? [])
     return
   }
@@ -157,6 +166,6 @@ export async function serveGeneration(gateway: Gateway, kind: ApiKind, request: 
     if (!(await keepResponse(gateway, adapter.response(), prepared, generated ?? []))) adapter.unstore()
   }
   const beforeConclude = storing ? { beforeConclude: keep } : {}
-  report(gateway, await pipeSse(response, adapter, steps, { abort, frames, coalesceMs, ...beforeConclude }), adapter)
+  report(gateway, request, await pipeSse(response, adapter, steps, { abort, frames, coalesceMs, ...beforeConclude }), adapter)
   if (storing && !kept) await keepResponse(gateway, adapter.response(), prepared, generated ?? [])
 }

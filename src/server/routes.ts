@@ -12,6 +12,7 @@ import { responseIdOf, responseNotFound, responseRecord, storedResponseRoute } f
 import type { Caller } from './api-keys'
 import { belongsTo, gatewayFor } from './caller'
 import type { Gateway } from './context'
+import { recordOf, startRecord } from './request-log'
 import { serveGeneration } from './respond'
 import { serveCompaction } from './responses/compact'
 import { sendJson } from './send'
@@ -140,7 +141,12 @@ function urlOf(request: IncomingMessage): URL {
 /** The caller of a request (a 401 without a valid key), or null: a gateway without keys, or a route open to all. */
 function callerOf(gateway: Gateway, path: string, request: IncomingMessage): Caller | null {
   const { apiKeys, publicRoutes } = gateway
-  return apiKeys === null || publicRoutes.includes(path) ? null : apiKeys.caller(request.headers)
+  if (apiKeys === null || publicRoutes.includes(path)) return null
+  const caller = apiKeys.caller(request.headers)
+  // The request's log line names the key's holder (never the key).
+  const record = recordOf(request)
+  if (record !== undefined) record.key = caller.name
+  return caller
 }
 
 /** The request handler of a gateway's HTTP server. */
@@ -152,6 +158,7 @@ export function gatewayHandler(gateway: Gateway): (request: IncomingMessage, res
     const label = routeLabel(routes, request.url)
     const started = performance.now()
     const traced = requestSpan(request.method ?? 'GET', label, request.headers)
+    if (gateway.requestLog !== null) startRecord(gateway.requestLog, request, response, label)
     response.once('close', () => {
       meters?.answered(label, response.statusCode, (performance.now() - started) / 1000)
       endRequestSpan(traced.span, response.statusCode)
