@@ -8,9 +8,9 @@
 import { type ClientRequest, request as httpRequest, type IncomingMessage } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 import type { Socket } from 'node:net'
-
 import { EngineError } from './errors'
 import { type SseEvent, SseReader } from './sse'
+import type { GenerateRequest } from './types'
 
 export interface HttpOptions {
   /**
@@ -51,7 +51,7 @@ const TRACESTATE = /^[\x20-\x7e]{1,512}$/
  * `options` with the request's trace context as headers (`GenerateRequest.traceparent`, `.tracestate`), so the
  * engine joins the caller's trace; the same object when there is none, or when it is malformed.
  */
-export function withTrace(options: HttpOptions, request: { traceparent?: string; tracestate?: string }): HttpOptions {
+function withTrace(options: HttpOptions, request: { traceparent?: string; tracestate?: string }): HttpOptions {
   const { traceparent, tracestate } = request
   if (traceparent === undefined || !TRACEPARENT.test(traceparent)) return options
   const headers: Record<string, string> = { ...options.headers, traceparent }
@@ -60,7 +60,8 @@ export function withTrace(options: HttpOptions, request: { traceparent?: string;
 }
 
 /**
- * POSTs `body` (as JSON) to `url` and yields the events of the answer. `engineMessage` extracts the engine's
+ * POSTs `body` (as JSON) to `url`, with the trace context of `request` (`withTrace`), and yields the events of
+ * the answer. `engineMessage` extracts the engine's
  * own error text from a JSON error body (null when it is not in the engine's shape: the raw text is kept
  * then). Nothing is sent until the first `next()`; breaking out of the loop, or aborting `signal`, closes the
  * connection at once.
@@ -70,12 +71,13 @@ export async function* postEvents(
   url: URL,
   body: unknown,
   options: HttpOptions,
-  signal: AbortSignal | undefined,
+  request: Pick<GenerateRequest, 'signal' | 'traceparent' | 'tracestate'>,
   engineMessage: (json: unknown) => string | null,
 ): AsyncGenerator<SseEvent> {
+  const { signal } = request
   if (signal?.aborted) throw aborted(engine, 'before it was sent')
   const readTimeout = options.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS
-  const response = await open(engine, url, body, options, readTimeout, signal)
+  const response = await open(engine, url, body, withTrace(options, request), readTimeout, signal)
   // From here on an abort destroys the response at once, even while the consumer is busy elsewhere and no
   // read is waiting: the engine must not keep generating for a caller that left.
   const onAbort = () => response.destroy()

@@ -39,7 +39,7 @@ import { isRecord } from '../../base/records'
 import { llamaCppGrammarFields } from './constraints'
 import { EngineError } from './errors'
 import { heldIds } from './held-ids'
-import { type HttpOptions, postEvents, withTrace } from './http'
+import { type HttpOptions, postEvents } from './http'
 import { llamaCppLogprobs } from './logprobs'
 import { checkEngineOptions, HTTP_ENGINE_OPTIONS } from './options'
 import { checkGenerateRequest, GENERATION_STOP_TOKENS } from './request'
@@ -96,14 +96,7 @@ export class LlamaCppEngine implements Engine {
     /** A stop id was delivered: the next result only ends the stream. */
     let stopped = false
     let promptTokens = request.tokens.length
-    for await (const event of postEvents(
-      ENGINE,
-      this.endpoint,
-      this.body(request),
-      withTrace(this.options, request),
-      request.signal,
-      openAIStyleMessage,
-    )) {
+    for await (const event of postEvents(ENGINE, this.endpoint, this.body(request), this.options, request, openAIStyleMessage)) {
       if (event.data === '[DONE]') break
       if (event.event === 'error') throw lineError(event.data)
       const json = parseEvent(ENGINE, event)

@@ -41,7 +41,7 @@ import { optionError } from '../../base/options'
 import { isRecord } from '../../base/records'
 import { structuralTag } from './constraints'
 import { EngineError } from './errors'
-import { type HttpOptions, postEvents, withTrace } from './http'
+import { type HttpOptions, postEvents } from './http'
 import { sglangLogprobs } from './logprobs'
 import { checkEngineOptions, HTTP_ENGINE_OPTIONS, positiveInteger } from './options'
 import { checkGenerateRequest, GENERATION_STOP_TOKENS } from './request'
@@ -103,14 +103,7 @@ export class SglangEngine implements Engine {
   private async *run(request: GenerateRequest): AsyncGenerator<EngineStep> {
     const stops = request.stopTokens ?? GENERATION_STOP_TOKENS
     const ids = new OutputIds(this.options.incremental ?? 'auto')
-    for await (const event of postEvents(
-      ENGINE,
-      this.endpoint,
-      this.body(request),
-      withTrace(this.options, request),
-      request.signal,
-      openAIStyleMessage,
-    )) {
+    for await (const event of postEvents(ENGINE, this.endpoint, this.body(request), this.options, request, openAIStyleMessage)) {
       if (event.data === '[DONE]') break
       const json = parseEvent(ENGINE, event)
       const failure = streamError(ENGINE, json)

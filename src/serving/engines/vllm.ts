@@ -51,7 +51,7 @@
 import { optionError } from '../../base/options'
 import { completionSteps } from './completion-stream'
 import { structuralTag } from './constraints'
-import { type HttpOptions, postEvents, withTrace } from './http'
+import { type HttpOptions, postEvents } from './http'
 import { checkEngineOptions, HTTP_ENGINE_OPTIONS, positiveInteger } from './options'
 import { checkGenerateRequest, GENERATION_STOP_TOKENS } from './request'
 import { openAIStyleMessage, samplingFields, withinLimit } from './steps'
@@ -128,14 +128,7 @@ export class VllmEngine implements Engine {
 
   private run(request: GenerateRequest): AsyncIterable<EngineStep> {
     const stops = request.stopTokens ?? GENERATION_STOP_TOKENS
-    const events = postEvents(
-      ENGINE,
-      this.endpoint,
-      this.body(request),
-      withTrace(this.options, request),
-      request.signal,
-      openAIStyleMessage,
-    )
+    const events = postEvents(ENGINE, this.endpoint, this.body(request), this.options, request, openAIStyleMessage)
     return completionSteps(events, {
       engine: ENGINE,
       stops,
