@@ -112,8 +112,8 @@ module.exports = {
       severity: 'error',
       comment:
         'Dependencies by entry: the optional packages (the stores\' drivers, the schema validator) are loaded by the one module that needs each, through requireOptional, so importing the package loads none of them.',
-      from: { path: '^src/', pathNot: '^src/(serving/responses/redis-store|serving/responses/sqlite-store|wire/schema-check)\\.ts$' },
-      to: { path: '^node_modules/(@redis|node-sqlite3-wasm|ajv|ajv-formats)/' },
+      from: { path: '^src/', pathNot: '^src/(serving/responses/redis-connection|serving/responses/sqlite-store|wire/schema-check)\\.ts$' },
+      to: { path: '^node_modules/(@redis|node-sqlite3-wasm|@cfworker)/' },
     },
     {
       name: 'ai-sdk-is-the-top-layer',

@@ -1,5 +1,5 @@
 /**
- * `KeyLimiter` with a clock of the test's own: each limit refuses with OpenAI's 429 when it is reached and lets
+ * `MemoryKeyLimiter` with a clock of the test's own: each limit refuses with OpenAI's 429 when it is reached and lets
  * the key back in exactly when its bucket has refilled (per minute, continuously), and tokens are charged when a
  * generation ends.
  */
@@ -8,13 +8,15 @@ import { join } from 'node:path'
 
 import test from 'ava'
 
-const { KeyLimiter } = createRequire(import.meta.url)(join(import.meta.dirname, '..', 'dist', 'server', 'key-limits.js')) as {
-  KeyLimiter: new (now: () => number) => { admit(caller: { name: string; limits: Record<string, number> }): { end(tokens: number): void } }
+const { MemoryKeyLimiter } = createRequire(import.meta.url)(join(import.meta.dirname, '..', 'dist', 'server', 'key-limits.js')) as {
+  MemoryKeyLimiter: new (
+    now: () => number,
+  ) => { admit(caller: { name: string; limits: Record<string, number> }): { end(tokens: number): void } }
 }
 
 function limiter() {
   let now = 1_000_000
-  return { limits: new KeyLimiter(() => now), advance: (ms: number) => (now += ms) }
+  return { limits: new MemoryKeyLimiter(() => now), advance: (ms: number) => (now += ms) }
 }
 
 /** The 429's status, type, retry-after, or 'admitted'. */

@@ -16,4 +16,5 @@ export {
 } from './server/environment'
 export { createGateway, createGatewayHandler, type GatewayHandler, type GatewayServer } from './server/gateway'
 export type { GatewayDiagnostic, GatewayOptions } from './server/options'
+export { RedisKeyLimiter, type RedisKeyLimiterOptions } from './server/redis-key-limits'
 export { closeGracefully, SERVE_HELP, serve } from './server/serve'

@@ -7,7 +7,7 @@ import type { GenerationParameterOptions } from '../serving/http/validate'
 import { RenderWorkers } from '../serving/render-workers'
 import { BackgroundResponses } from '../serving/responses/background'
 import type { Caller } from './api-keys'
-import { KeyLimiter } from './key-limits'
+import { type KeyLimiter, MemoryKeyLimiter } from './key-limits'
 import { GatewayMetrics } from './metrics'
 import type { GatewayDiagnostic, GatewaySettings } from './options'
 import { tracedStore } from './tracing'
@@ -37,7 +37,7 @@ export interface Gateway extends GatewaySettings {
   meters: GatewayMetrics | null
   /** The API key's holder a request is served for (`gatewayFor`); null in a gateway without keys. */
   caller: Caller | null
-  /** What each key is using of its limits. */
+  /** What each key is using of its limits (in this process, or in Redis: `keyLimiter`). */
   limiter: KeyLimiter
 }
 
@@ -80,6 +80,6 @@ export function gatewayOf(settings: GatewaySettings): Gateway {
     created: Math.floor(Date.now() / 1000),
     meters,
     caller: null,
-    limiter: new KeyLimiter(),
+    limiter: settings.keyLimiter ?? new MemoryKeyLimiter(),
   }
 }

@@ -21,6 +21,7 @@ import { SqliteResponseStore } from '../serving/responses/sqlite-store'
 import { MemoryResponseStore, type ResponseStore } from '../serving/responses/store'
 import { type ApiKey, ApiKeys } from './api-keys'
 import { type GatewayOptions, logDiagnostic } from './options'
+import { RedisKeyLimiter } from './redis-key-limits'
 import { processStats } from './stats'
 
 /** One setting: its variable, its flag (null: the environment only), whether the flag takes a value, and its help. */
@@ -373,6 +374,10 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
       // A JSON line per request on stdout (pino), after the line that says where the gateway listens.
       ...(flags.REQUEST_LOG === '0' ? {} : { requestLog: pino({ base: { pid: process.pid } }) }),
       ...(apiKeys === null ? {} : { apiKeys }),
+      // Keys' limits counted where the responses are kept when that is Redis: once for every process and host.
+      ...(apiKeys !== null && storeChoice(env).kind === 'redis'
+        ? { keyLimiter: new RedisKeyLimiter({ url: storeChoice(env).where }) }
+        : {}),
       ...(key ? { compactor: new Compactor({ key, maxOpenedBytes: numbers.bodyLimit }) } : {}),
     }),
   }

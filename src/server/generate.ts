@@ -7,7 +7,7 @@ import type { EngineStep, GenerateRequest } from '../serving/engines/types'
 import { generateRequestOf } from '../serving/generate-request'
 import { HttpError } from '../serving/http/errors'
 import type { Gateway } from './context'
-import type { Grant } from './key-limits'
+import { type Grant, UNLIMITED } from './key-limits'
 import type { Prepared } from './prepared'
 import { recordOf, recordWatcher } from './request-log'
 import { requiredCallSteps } from './required-call'
@@ -15,15 +15,13 @@ import { generationSpan, spanWatcher } from './tracing'
 import { type StepWatcher, watched } from './watch'
 
 /** Lets the request's caller start a generation (a 429 when its key is over a limit; always, without keys). */
-export function admit(gateway: Gateway): Grant {
-  return gateway.caller === null ? UNLIMITED : gateway.limiter.admit(gateway.caller)
+export async function admit(gateway: Gateway): Promise<Grant> {
+  return gateway.caller === null ? UNLIMITED : await gateway.limiter.admit(gateway.caller)
 }
 
-const UNLIMITED: Grant = { end: () => {} }
-
 /**
- * The steps of one generation, held to the gateway's time limits and its caller's limits (`grant`: taken here
- * unless the caller took it earlier); with `generated`, each step's ids are added to it (what a kept response
+ * The steps of one generation, held to the gateway's time limits and its caller's limits (`grant`: what
+ * `admit` gave); with `generated`, each step's ids are added to it (what a kept response
  * and the Chat id cache record). The replay engine's completion can be picked per request (`x-harmony-replay`).
  * An engine that fails before its first step throws from the iterator (pipeSse and collectSteps: a 502/503).
  */
@@ -33,7 +31,7 @@ export function generate(
   prepared: Prepared,
   signal: AbortSignal,
   generated: number[] | null,
-  grant: Grant = admit(gateway),
+  grant: Grant,
 ): AsyncIterable<EngineStep> {
   const { engine } = gateway
   // Aborted by the caller (a client that left), or at a time limit.

@@ -6,15 +6,26 @@
  * Per minute is a bucket that refills continuously (a limit of 60 a minute: one a second, at most 60 at once),
  * so a client that paces itself is never refused and one that bursts waits only as long as it must. Tokens are
  * known only when a generation ends: each is charged then (prompt and generated), and a key that went over
- * waits until its bucket is back above empty. Counted in this process: a gateway of several processes gives each
- * key its limits in each.
+ * waits until its bucket is back above empty. `MemoryKeyLimiter` counts in this process (a gateway of several
+ * processes gives each key its limits in each); `RedisKeyLimiter` (redis-key-limits.ts) counts in Redis, for all
+ * the processes and hosts that share it.
  */
 import { HttpError } from '../serving/http/errors'
 import type { ApiKeyLimits, Caller } from './api-keys'
 
-/** A generation a key was let start: `end` gives back its stream and charges the tokens it used. */
+/**
+ * A generation a key was let start: `end` gives back its stream and charges the tokens it used (once; a
+ * limiter that counts elsewhere resolves when that is done, and never rejects).
+ */
 export interface Grant {
-  end(tokens: number): void
+  end(tokens: number): void | Promise<void>
+}
+
+/** Counts each key's use against its limits: `admit` lets a generation start, or throws the 429 of a limit. */
+export interface KeyLimiter {
+  admit(caller: Caller): Grant | Promise<Grant>
+  /** Releases what it holds (a connection). */
+  close?(): Promise<void>
 }
 
 /** A bucket of `limit` per minute: its level when last seen, and when. */
@@ -29,9 +40,9 @@ interface KeyUse {
   tokens: Bucket | null
 }
 
-const MINUTE = 60_000
+export const MINUTE = 60_000
 
-export class KeyLimiter {
+export class MemoryKeyLimiter implements KeyLimiter {
   private readonly uses = new Map<string, KeyUse>()
 
   /** `now`: the clock, in milliseconds (tests move one of their own). */
@@ -97,7 +108,7 @@ export class KeyLimiter {
   }
 }
 
-const UNLIMITED: Grant = { end: () => {} }
+export const UNLIMITED: Grant = { end: () => {} }
 
 /** A bucket's level now: what it held, plus what a minute's `limit` refills since, up to `limit`. */
 function refilled(bucket: Bucket, limit: number, now: number): number {
@@ -105,15 +116,15 @@ function refilled(bucket: Bucket, limit: number, now: number): number {
 }
 
 /** Whole seconds until a bucket refilling `limit` a minute gains `missing`. */
-function waitFor(missing: number, limit: number): number {
+export function waitFor(missing: number, limit: number): number {
   return Math.max(1, Math.ceil((missing * MINUTE) / limit / 1000))
 }
 
-function ratelimitHeaders(kind: 'requests' | 'tokens', limit: number, level: number): Record<string, string> {
+export function ratelimitHeaders(kind: 'requests' | 'tokens', limit: number, level: number): Record<string, string> {
   return { [`x-ratelimit-limit-${kind}`]: String(limit), [`x-ratelimit-remaining-${kind}`]: String(Math.max(0, Math.floor(level))) }
 }
 
-function rateLimited(type: 'requests' | 'tokens', what: string, retryAfter: number, headers: Record<string, string>): HttpError {
+export function rateLimited(type: 'requests' | 'tokens', what: string, retryAfter: number, headers: Record<string, string>): HttpError {
   return new HttpError(429, `Rate limit reached for this key: ${what}. Retry after ${retryAfter} s.`, {
     type,
     code: 'rate-limit-exceeded',

@@ -19,6 +19,7 @@ import { DEFAULT_SOCKET_IDLE_MS, DEFAULT_SOCKET_LIFETIME_MS } from '../serving/r
 import { MemoryResponseStore, type ResponseStore } from '../serving/responses/store'
 import type { ResponsesDialect } from '../wire/responses'
 import { type ApiKey, ApiKeys } from './api-keys'
+import type { KeyLimiter } from './key-limits'
 import type { RequestLogger } from './request-log'
 
 /** What the parser recovered from, and tool arguments that are not JSON: worth a log line, not a failure. */
@@ -118,6 +119,11 @@ export interface GatewayOptions {
   /** Paths served without a key in a gateway with keys. Default `['/health', '/metrics']`. */
   publicRoutes?: readonly string[]
   /**
+   * Where the keys' limits are counted: a `RedisKeyLimiter` shares them among every process and host that uses
+   * its Redis. Default: in this process.
+   */
+  keyLimiter?: KeyLimiter
+  /**
    * One structured line per request to this logger (a pino logger, or anything with `info(object, message)`):
    * docs/API.md "Request log". Default null: none (`harmony-stream serve` logs JSON lines to stdout).
    */
@@ -161,6 +167,7 @@ const OPTIONS: OptionSpec = {
   metrics: is.boolean,
   apiKeys: is.nullable(is.array),
   publicRoutes: is.arrayOf(is.string),
+  keyLimiter: hasMethods('a key limiter (an object with admit)', 'admit'),
   requestLog: is.nullable(hasMethods('a logger (an object with info)', 'info')),
 }
 
@@ -194,6 +201,7 @@ export interface GatewaySettings {
   metrics: boolean
   apiKeys: ApiKeys | null
   publicRoutes: readonly string[]
+  keyLimiter: KeyLimiter | null
   requestLog: RequestLogger | null
 }
 
@@ -252,6 +260,7 @@ export function gatewaySettings(options: unknown): GatewaySettings {
     metrics: o.metrics ?? true,
     apiKeys: o.apiKeys == null ? null : new ApiKeys(o.apiKeys, "createGateway: option 'apiKeys'"),
     publicRoutes: o.publicRoutes ?? ['/health', '/metrics'],
+    keyLimiter: o.keyLimiter ?? null,
     requestLog: o.requestLog ?? null,
   }
 }

@@ -16,7 +16,7 @@ import { type ChatAdapterOptions, ChatCompletionsStream, chatCompletion } from '
 import { type ResponsesAdapterOptions, type ResponsesDialect, ResponsesStream, responseObject } from '../wire/responses'
 import { rememberChat } from './chat-ids'
 import type { Gateway } from './context'
-import { generate } from './generate'
+import { admit, generate } from './generate'
 import type { ReasoningSummaryRule } from './options'
 import { prepareRequest } from './prepare'
 import type { ApiKind, Prepared } from './prepared'
@@ -136,7 +136,7 @@ export async function serveGeneration(gateway: Gateway, kind: ApiKind, request: 
   const abort = abortOnClose(response)
   const remembering = kind === 'chat' && gateway.chatIdCache !== null
   const generated: number[] | null = storing || remembering ? [] : null
-  const steps = generate(gateway, request, prepared, abort.signal, generated)
+  const steps = generate(gateway, request, prepared, abort.signal, generated, await admit(gateway))
   if (!parameters.stream) {
     const whole = await collectSteps(steps)
     if (whole.finishReason === 'abort') throw new HttpError(502, 'the inference engine aborted the request', { code: 'engine-aborted' })

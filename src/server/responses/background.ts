@@ -26,7 +26,7 @@ export async function serveBackground(
   if (!prepared.storing || background === null || store === null)
     throw new HttpError(400, 'background needs a gateway that keeps responses', { param: 'background', code: 'invalid-parameter' })
   // The key's limits are asked now, not when the run starts: a request over them is refused, not queued to fail.
-  const grant = admit(gateway)
+  const grant = await admit(gateway)
   let release: () => void
   try {
     release = background.reserve()

@@ -13,7 +13,7 @@ import type { StoredResponse } from '../../serving/responses/store'
 import { ResponsesStream } from '../../wire/responses'
 import { gatewayFor } from '../caller'
 import { type Gateway, tracked } from '../context'
-import { generate } from '../generate'
+import { admit, generate } from '../generate'
 import { prepareBody } from '../prepare'
 import { adapterOptions, reportNotApplied } from '../respond'
 import { keepResponse, recordOf } from './keep'
@@ -39,7 +39,7 @@ async function socketTurn(gateway: Gateway, request: IncomingMessage, turn: Sock
   let kept = false
   try {
     // The adapter's SSE face (its fast lane) cut into the events' JSON texts: one WebSocket message each.
-    for await (const step of generate(gateway, request, prepared, signal, generated)) {
+    for await (const step of generate(gateway, request, prepared, signal, generated, await admit(gateway))) {
       started = true
       for (const text of sseEventTexts(adapter.pushSse(step))) await emit(text)
       // A client that stopped reading: nothing more is read from the engine.

@@ -7,20 +7,9 @@
  *
  *   const store = new RedisResponseStore({ url: 'redis://127.0.0.1:6379' })
  */
-import type { createClient } from '@redis/client'
-
-import { requireOptional } from '../../base/optional-package'
 import { checkOptions, is } from '../../base/options'
-import {
-  BOUND_OPTIONS,
-  closedError,
-  DEFAULT_STORE_BOUNDS,
-  type ResponseStore,
-  type ResponseStoreBounds,
-  recordText,
-  type StoredResponse,
-  StoreError,
-} from './store'
+import { RedisConnection } from './redis-connection'
+import { BOUND_OPTIONS, DEFAULT_STORE_BOUNDS, type ResponseStore, type ResponseStoreBounds, recordText, type StoredResponse } from './store'
 
 export interface RedisResponseStoreOptions extends ResponseStoreBounds {
   /** `redis://[user:password@]host:port[/db]`. */
@@ -33,72 +22,34 @@ export interface RedisResponseStoreOptions extends ResponseStoreBounds {
 
 const OPTIONS = { ...BOUND_OPTIONS, url: is.nonEmptyString, keyPrefix: is.string, timeoutMs: is.integer(1) }
 
-type Client = ReturnType<typeof createClient>
-
 export class RedisResponseStore implements ResponseStore {
   private readonly bounds: Required<ResponseStoreBounds>
   private readonly keyPrefix: string
-  private client: Client | null
-  private connecting: Promise<unknown> | null = null
+  private readonly redis: RedisConnection
 
   constructor(options: RedisResponseStoreOptions) {
     const checked = checkOptions<RedisResponseStoreOptions>(options, OPTIONS, 'RedisResponseStore', ['url'])
     const { url, keyPrefix, timeoutMs, ...bounds } = checked
     this.bounds = { ttlSeconds: DEFAULT_STORE_BOUNDS.ttlSeconds, maxRecordBytes: DEFAULT_STORE_BOUNDS.maxRecordBytes, ...bounds }
     this.keyPrefix = keyPrefix ?? 'harmony-stream:response:'
-    // Loaded here, not when the package loads: a gateway without Redis never pays for the client.
-    const { createClient } = requireOptional<typeof import('@redis/client')>('@redis/client', 'RedisResponseStore')
-    const timeout = timeoutMs ?? 5000
-    // No offline queue: a command while Redis is unreachable fails now instead of waiting without bound.
-    this.client = createClient({ url, disableOfflineQueue: true, socket: { connectTimeout: timeout, reconnectStrategy: false } })
-    // A connection that breaks later is reported by the command that meets it; without a listener the
-    // client's 'error' event would end the process.
-    this.client.on('error', () => {})
+    this.redis = new RedisConnection(url, timeoutMs ?? 5000, 'RedisResponseStore')
   }
 
   async get(id: string): Promise<StoredResponse | null> {
-    const text = await this.command('get', (client) => client.get(this.keyPrefix + id))
+    const text = await this.redis.command('get', (client) => client.get(this.keyPrefix + id))
     return text === null ? null : (JSON.parse(text) as StoredResponse)
   }
 
   async put(record: StoredResponse): Promise<void> {
     const text = recordText(record, this.bounds.maxRecordBytes, 'RedisResponseStore.put')
-    await this.command('put', (client) => client.set(this.keyPrefix + record.id, text, { EX: this.bounds.ttlSeconds }))
+    await this.redis.command('put', (client) => client.set(this.keyPrefix + record.id, text, { EX: this.bounds.ttlSeconds }))
   }
 
   async delete(id: string): Promise<boolean> {
-    return (await this.command('delete', (client) => client.del(this.keyPrefix + id))) > 0
+    return (await this.redis.command('delete', (client) => client.del(this.keyPrefix + id))) > 0
   }
 
-  /** One Redis command; a failure of Redis or of the connection is a `StoreError`. */
-  private async command<T>(method: string, run: (client: Client) => Promise<T>): Promise<T> {
-    const client = await this.connected(method)
-    try {
-      return await run(client)
-    } catch (error) {
-      throw new StoreError(`RedisResponseStore.${method}`, error)
-    }
-  }
-
-  async close(): Promise<void> {
-    const client = this.client
-    this.client = null
-    if (client?.isOpen) await client.close()
-  }
-
-  private async connected(method: string): Promise<Client> {
-    const client = this.client
-    if (client === null) throw closedError(`RedisResponseStore.${method}`)
-    if (!client.isReady) {
-      this.connecting ??= client.connect().finally(() => {
-        this.connecting = null
-      })
-      try {
-        await this.connecting
-      } catch (error) {
-        throw new StoreError(`RedisResponseStore.${method}`, error)
-      }
-    }
-    return client
+  close(): Promise<void> {
+    return this.redis.close()
   }
 }
