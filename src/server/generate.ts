@@ -12,7 +12,7 @@ import type { Prepared } from './prepared'
 import { recordOf, recordWatcher } from './request-log'
 import { requiredCallSteps } from './required-call'
 import { generationSpan, spanWatcher } from './tracing'
-import { type StepWatcher, watched } from './watch'
+import { allOf, type StepWatcher } from './watch'
 
 /** Lets the request's caller start a generation (a 429 when its key is over a limit; always, without keys). */
 export async function admit(gateway: Gateway): Promise<Grant> {
@@ -58,15 +58,8 @@ export function generate(
       })
     generateOne = (request) => engine.generate({ ...request, replayIndex })
   }
-  const { requiredCall } = prepared.prompt
-  const steps = limitedSteps(
-    engine.name,
-    requiredCall === undefined ? generateOne(engineRequest) : requiredCallSteps(generateOne, engineRequest, requiredCall),
-    gateway.engineTimeLimits,
-    () => timedOut.abort(),
-  )
-  // What watches the steps go by: each a few synchronous calls a step, all in one loop (a generator layer of its
-  // own would cost each about 150 ns a step more: docs/API.md "Metrics").
+  // What watches the steps go by, told from inside the loop that times them (no generator layer of its own,
+  // which would cost about 150 ns a step more: docs/API.md "Metrics").
   const watchers: StepWatcher[] = []
   if (span.span.isRecording()) watchers.push(spanWatcher(span.span))
   else span.span.end()
@@ -75,7 +68,14 @@ export function generate(
   if (generated !== null) watchers.push({ step: (step) => pushIds(generated, step.tokens), end: () => {} })
   const record = recordOf(request)
   if (record !== undefined) watchers.push(recordWatcher(record, engine.name, prepared.prompt.promptTokens))
-  return watchers.length === 0 ? steps : watched(steps, watchers)
+  const { requiredCall } = prepared.prompt
+  return limitedSteps(
+    engine.name,
+    requiredCall === undefined ? generateOne(engineRequest) : requiredCallSteps(generateOne, engineRequest, requiredCall),
+    gateway.engineTimeLimits,
+    () => timedOut.abort(),
+    allOf(watchers),
+  )
 }
 
 function pushIds(generated: number[], ids: ArrayLike<number>): void {

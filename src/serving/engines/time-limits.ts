@@ -40,6 +40,21 @@ export function engineTimeLimits(limits: unknown, where: string): Readonly<Requi
 type Limit = 'engine-first-token-timeout' | 'engine-idle-timeout' | 'engine-deadline-exceeded'
 
 /**
+ * Told of each step of a generation as it passes and of how the generation ended (metrics, spans, a key's
+ * charge, the ids kept: server/watch.ts), from inside the one loop that times the steps, so that watching a
+ * generation adds no generator layer to the hot path.
+ */
+export interface StepWatcher {
+  /** When the steps are first asked for (a generation never read is never started). */
+  start?(): void
+  step(step: EngineStep): void
+  /** `failure`: what the engine threw (a time limit included), or null. Called once, however the steps end. */
+  end(failure: unknown): void
+}
+
+const NOBODY: StepWatcher = { step: () => {}, end: () => {} }
+
+/**
  * `steps` held to `limits` (`engineTimeLimits`); `abort` ends the engine request (the signal its request was given), which an
  * engine client answers by closing its connection. A step that arrives after a limit passed is not taken.
  */
@@ -48,10 +63,23 @@ export async function* limitedSteps(
   steps: AsyncIterable<EngineStep>,
   limits: Readonly<Required<EngineTimeLimits>>,
   abort: () => void,
+  watcher: StepWatcher = NOBODY,
 ): AsyncIterable<EngineStep> {
   const { firstTokenMs, idleMs, deadlineMs } = limits
+  watcher.start?.()
+  let failure: unknown = null
   if (firstTokenMs === null && idleMs === null && deadlineMs === null) {
-    yield* steps
+    try {
+      for await (const step of steps) {
+        watcher.step(step)
+        yield step
+      }
+    } catch (error) {
+      failure = error
+      throw error
+    } finally {
+      watcher.end(failure)
+    }
     return
   }
   const started = performance.now()
@@ -117,10 +145,15 @@ export async function* limitedSteps(
         sawTokens = true
         lastTokens = performance.now()
       }
+      watcher.step(result.value)
       yield result.value
     }
+  } catch (error) {
+    failure = error
+    throw error
   } finally {
     clearTimeout(timer)
+    watcher.end(failure)
     if (!over) await iterator.return?.()
   }
 }
