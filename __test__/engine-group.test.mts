@@ -159,11 +159,20 @@ test('through the gateway: two vLLM servers, one killed, and no request is lost;
     const answer = await client.chat.completions.create({ model: 'gpt-oss', messages: [{ role: 'user', content: `Again ${i}` }] })
     t.is(answer.choices[0]?.message.content, 'Hello there.')
   }
-  const health = (await (await fetch(`http://127.0.0.1:${port}/health`)).json()) as { engines: { healthy: boolean }[] }
+  const health = (await (await fetch(`http://127.0.0.1:${port}/health`)).json()) as { engines: { name: string; healthy: boolean }[] }
   t.deepEqual(
-    health.engines.map((e) => e.healthy),
-    [true, false],
+    health.engines.map((e) => [e.name, e.healthy]),
+    [
+      ['vllm/0', true],
+      ['vllm/1', false],
+    ],
   )
+  // The metrics count each engine apart, the failures the client never saw included.
+  const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
+  const sample = (name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, 'm').exec(metrics)?.[1] ?? 0)
+  t.true(sample('harmony_generated_tokens_total', 'engine="vllm/0"') > 0)
+  t.true(sample('harmony_generated_tokens_total', 'engine="vllm/1"') > 0)
+  t.true(sample('harmony_engine_errors_total', 'engine="vllm/1",code="engine-connection-error"') >= 1, metrics)
 })
 
 test('EngineGroup and the engines option are checked', (t) => {

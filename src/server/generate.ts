@@ -38,9 +38,12 @@ export function generate(
   const timedOut = new AbortController()
   // The generation's span; the engine request carries the trace on (tracing.ts).
   const span = generationSpan(engine.name, prepared.prompt.promptTokens, request.headers)
+  const meters = gateway.meters === null ? null : gateway.meters.watcher(engine.name, prepared.prompt.promptTokens)
   const engineRequest = {
     ...generateRequestOf(prepared.prompt, prepared.parameters, AbortSignal.any([signal, timedOut.signal])),
     ...span.headers,
+    // Several engines: the metrics count the one that serves it.
+    ...(meters === null ? {} : { onEngine: meters.servedBy }),
   }
   const header = request.headers['x-harmony-replay']
   let generateOne = (request: GenerateRequest) => engine.generate(request)
@@ -63,7 +66,7 @@ export function generate(
   const watchers: StepWatcher[] = []
   if (span.span.isRecording()) watchers.push(spanWatcher(span.span))
   else span.span.end()
-  if (gateway.meters !== null) watchers.push(gateway.meters.watcher(engine.name, prepared.prompt.promptTokens))
+  if (meters !== null) watchers.push(meters)
   if (grant !== UNLIMITED) watchers.push(chargeWatcher(grant, prepared.prompt.promptTokens, signal))
   if (generated !== null) watchers.push({ step: (step) => pushIds(generated, step.tokens), end: () => {} })
   const record = recordOf(request)

@@ -139,14 +139,29 @@ export class GatewayMetrics {
    * tokens, the tokens generated and cached, the streams running, and how it failed. The engine's metrics are
    * bound to its label once (`EngineMeters`): a step costs a clock read and one histogram observation.
    */
-  watcher(engine: string, promptTokens: number): StepWatcher {
-    const meters = this.engineMeters(engine)
+  watcher(engine: string, promptTokens: number): StepWatcher & { servedBy: (name: string, failure?: unknown) => void } {
+    let label = engine
+    let meters = this.engineMeters(engine)
+    let started = false
     let last = 0
     let generated = 0
     let cached = 0
     return {
+      // An engine of a group was chosen (again, after a failure): the generation counts as that engine's.
+      servedBy: (name, failure) => {
+        // A member that failed before its first step, hidden from the client by the group's failover.
+        if (failure !== undefined) {
+          this.engineErrors.inc({ engine: name, code: errorCode(failure) })
+          return
+        }
+        if (name === label) return
+        if (started) meters.activeStreams.dec()
+        label = name
+        meters = this.engineMeters(name)
+        if (started) meters.activeStreams.inc()
+      },
       start: () => {
-        meters.promptTokens.inc(promptTokens)
+        started = true
         meters.activeStreams.inc()
         last = performance.now()
       },
@@ -164,12 +179,11 @@ export class GatewayMetrics {
       },
       end: (failure) => {
         meters.activeStreams.dec()
+        // Counted at the end, under the engine that served: a group chooses it after the generation starts.
+        meters.promptTokens.inc(promptTokens)
         meters.generatedTokens.inc(generated)
         meters.cachedPromptTokens.inc(cached)
-        if (failure !== null) {
-          const code = (failure as { code?: unknown }).code
-          this.engineErrors.inc({ engine, code: typeof code === 'string' && /^[a-z][a-z-]{0,63}$/.test(code) ? code : 'other' })
-        }
+        if (failure !== null) this.engineErrors.inc({ engine: label, code: errorCode(failure) })
       },
     }
   }
@@ -212,4 +226,10 @@ export class GatewayMetrics {
       close: () => store.close(),
     }
   }
+}
+
+/** An error's code as a label: the package's own codes are short kebab-case words; anything else is `other`. */
+function errorCode(failure: unknown): string {
+  const code = (failure as { code?: unknown } | null)?.code
+  return typeof code === 'string' && /^[a-z][a-z-]{0,63}$/.test(code) ? code : 'other'
 }

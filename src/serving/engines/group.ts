@@ -47,6 +47,8 @@ const LAST_COOL_DOWN_MS = 30_000
 /** What the group knows of one engine. */
 interface Member {
   engine: Engine
+  /** Its name, with its place in the group when several share one (`vllm/0`, `vllm/1`). */
+  label: string
   running: number
   /** Failures in a row before a first step; 0: healthy. */
   failures: number
@@ -78,7 +80,14 @@ export class EngineGroup implements Engine {
     if (!Array.isArray(engines) || engines.length === 0 || !engines.every((e) => e !== null && typeof e?.generate === 'function'))
       throw optionError(TypeError, 'EngineGroup: engines must be a non-empty array of engines (objects with generate)')
     const checked = checkOptions<EngineGroupOptions>(options, OPTIONS, 'EngineGroup')
-    this.members = engines.map((engine) => ({ engine, running: 0, failures: 0, outUntil: 0 }))
+    const shared = (name: string) => engines.filter((e) => e.name === name).length > 1
+    this.members = engines.map((engine, i) => ({
+      engine,
+      label: shared(engine.name) ? `${engine.name}/${i}` : engine.name,
+      running: 0,
+      failures: 0,
+      outUntil: 0,
+    }))
     this.name = [...new Set(engines.map((e) => e.name))].join('+')
     // A field is applied only if every engine applies it.
     const samplings = engines.map((e) => e.sampling)
@@ -94,10 +103,13 @@ export class EngineGroup implements Engine {
     this.now = checked.now ?? Date.now
   }
 
-  /** Each engine: its name, its running generations, whether it is in (not cooling down after failures). */
+  /**
+   * Each engine: its name (with its place when several share one: `vllm/1`), its running generations, whether
+   * it is in (not cooling down after failures).
+   */
   status(): EngineStatus[] {
     const now = this.now()
-    return this.members.map((m) => ({ name: m.engine.name, running: m.running, healthy: m.outUntil <= now }))
+    return this.members.map((m) => ({ name: m.label, running: m.running, healthy: m.outUntil <= now }))
   }
 
   async *generate(request: GenerateRequest): AsyncIterable<EngineStep> {
@@ -106,6 +118,7 @@ export class EngineGroup implements Engine {
     for (;;) {
       const member = this.choose(keys, request.tokens.length, tried)
       tried.add(member)
+      request.onEngine?.(member.label)
       member.running++
       const generated: number[] = []
       let passedOn = false
@@ -122,6 +135,7 @@ export class EngineGroup implements Engine {
       } catch (error) {
         if (passedOn || request.signal?.aborted || !failedAsServer(error)) throw error
         this.takeOut(member)
+        request.onEngine?.(member.label, error)
         // Every engine tried: the last failure is the answer.
         if (tried.size === this.members.length) throw error
       } finally {

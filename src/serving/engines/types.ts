@@ -100,6 +100,13 @@ export interface GenerateRequest {
    */
   traceparent?: string
   tracestate?: string
+  /**
+   * Told which engine serves the request, when that is chosen per request: an `EngineGroup` calls it with the
+   * member's label (`EngineStatus.name`) each time it tries one, and with the failure when that one failed
+   * before its first step and the group moved on (the client never sees that failure). Metrics count each
+   * engine apart by it.
+   */
+  onEngine?: (name: string, failure?: unknown) => void
 }
 
 /** The sampling fields of a `GenerateRequest`, each named as OpenAI's request field it comes from. */
