@@ -56,6 +56,14 @@ interface Member {
   outUntil: number
 }
 
+/** A prefix's block keys, and its running hash and length, to hash on from. */
+interface PrefixHash {
+  keys: string[]
+  a: number
+  b: number
+  length: number
+}
+
 /** One engine's state, as `EngineGroup.status` reports it. */
 export interface EngineStatus {
   name: string
@@ -113,10 +121,10 @@ export class EngineGroup implements Engine {
   }
 
   async *generate(request: GenerateRequest): AsyncIterable<EngineStep> {
-    const keys = this.affinity ? this.prefixKeys(request.tokens) : []
+    const prompt = this.affinity ? this.prefixKeys(request.tokens) : null
     const tried = new Set<Member>()
     for (;;) {
-      const member = this.choose(keys, request.tokens.length, tried)
+      const member = this.choose(prompt?.keys ?? [], request.tokens.length, tried)
       tried.add(member)
       request.onEngine?.(member.label)
       member.running++
@@ -125,12 +133,13 @@ export class EngineGroup implements Engine {
       try {
         for await (const step of member.engine.generate(request)) {
           passedOn = true
-          for (let i = 0; i < step.tokens.length; i++) generated.push(step.tokens[i]!)
+          // Kept only to be remembered by prefix.
+          if (prompt !== null) for (let i = 0; i < step.tokens.length; i++) generated.push(step.tokens[i]!)
           yield step
         }
         member.failures = 0
         member.outUntil = 0
-        if (this.affinity) this.remember(keys, request.tokens, generated, member)
+        if (prompt !== null) this.remember(prompt, generated, member)
         return
       } catch (error) {
         if (passedOn || request.signal?.aborted || !failedAsServer(error)) throw error
@@ -166,24 +175,26 @@ export class EngineGroup implements Engine {
     member.outUntil = this.now() + Math.min(LAST_COOL_DOWN_MS, FIRST_COOL_DOWN_MS * 2 ** (member.failures - 1))
   }
 
-  /** The keys of `tokens`' whole prefix blocks, shortest first: a running hash, its value at each block's end. */
-  private prefixKeys(tokens: ArrayLike<number>, upTo = tokens.length): string[] {
-    const keys: string[] = []
-    let a = 0x811c9dc5
-    let b = 0x01000193
-    for (let i = 0; i < upTo; i++) {
+  /**
+   * The keys of the whole prefix blocks of `tokens` following `from` (a prefix hashed before; none: the start),
+   * shortest first: a running hash, its value at each block's end; and the hash where it stopped, so that what
+   * follows (the generated ids) is hashed on from there, not from the start again.
+   */
+  private prefixKeys(tokens: ArrayLike<number>, from: PrefixHash = { keys: [], a: 0x811c9dc5, b: 0x01000193, length: 0 }): PrefixHash {
+    const keys = [...from.keys]
+    let { a, b, length } = from
+    for (let i = 0; i < tokens.length; i++) {
       const id = tokens[i]!
       a = Math.imul(a ^ id, 0x01000193) >>> 0
       b = Math.imul(b ^ id, 0x5bd1e995) >>> 0
-      if ((i + 1) % this.blockTokens === 0) keys.push(`${i + 1}:${a.toString(36)}:${b.toString(36)}`)
+      if (++length % this.blockTokens === 0) keys.push(`${length}:${a.toString(36)}:${b.toString(36)}`)
     }
-    return keys
+    return { keys, a, b, length }
   }
 
   /** Remembers that `member` holds the ids of prompt and answer, block by block. */
-  private remember(promptKeys: readonly string[], prompt: ArrayLike<number>, generated: readonly number[], member: Member): void {
-    const whole = generated.length === 0 ? prompt : [...Array.from(prompt), ...generated]
-    const keys = generated.length < this.blockTokens && whole === prompt ? promptKeys : this.prefixKeys(whole)
+  private remember(prompt: PrefixHash, generated: readonly number[], member: Member): void {
+    const { keys } = generated.length === 0 ? prompt : this.prefixKeys(generated, prompt)
     for (const key of keys) {
       this.blocks.delete(key)
       this.blocks.set(key, member)
