@@ -6,11 +6,12 @@
 import type { GenerationParameterOptions } from '../serving/http/validate'
 import { RenderWorkers } from '../serving/render-workers'
 import { BackgroundResponses } from '../serving/responses/background'
+import type { ResponseStore } from '../serving/responses/store'
 import type { Caller } from './api-keys'
 import { type KeyLimiter, MemoryKeyLimiter } from './key-limits'
 import { GatewayMetrics } from './metrics'
 import type { GatewayDiagnostic, GatewaySettings } from './options'
-import { tracedStore } from './tracing'
+import { inSpan } from './tracing'
 
 /** How streams ended: `clientClosed` is a client that left (counted, never logged: it is no error). */
 export interface Outcomes {
@@ -57,9 +58,8 @@ export function gatewayOf(settings: GatewaySettings): Gateway {
   const meters = settings.metrics
     ? new GatewayMetrics({ renderQueue: () => workers?.queued ?? 0, backgroundRuns: () => background?.runs ?? 0 })
     : null
-  // Counted and traced where they happen: every store operation, every diagnostic.
-  const traced = settings.store === null ? null : tracedStore(settings.store)
-  const store = meters === null || traced === null ? traced : meters.counted(traced)
+  // Traced and counted where they happen: every store operation, every diagnostic.
+  const store = settings.store === null ? null : observedStore(settings.store, meters)
   const onDiagnostic =
     meters === null
       ? settings.onDiagnostic
@@ -81,5 +81,17 @@ export function gatewayOf(settings: GatewaySettings): Gateway {
     meters,
     caller: null,
     limiter: settings.keyLimiter ?? new MemoryKeyLimiter(),
+  }
+}
+
+/** `store` with each operation in a span of its own (`store.get`, `store.put`, `store.delete`) and, with metrics, counted. */
+function observedStore(store: ResponseStore, meters: GatewayMetrics | null): ResponseStore {
+  const observe = <T>(op: string, work: () => Promise<T>) =>
+    inSpan(`store.${op}`, meters === null ? work : () => meters.storeOperation(op, work))
+  return {
+    get: (id) => observe('get', () => store.get(id)),
+    put: (record) => observe('put', () => store.put(record)),
+    delete: (id) => observe('delete', () => store.delete(id)),
+    close: () => store.close(),
   }
 }

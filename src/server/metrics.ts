@@ -9,7 +9,6 @@
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 
-import type { ResponseStore } from '../serving/responses/store'
 import type { StepWatcher } from './watch'
 
 /** One engine's metrics, bound to its label. */
@@ -207,23 +206,15 @@ export class GatewayMetrics {
     return meters
   }
 
-  /** `store` with each operation counted by its outcome (`ok`, `error`). */
-  counted(store: ResponseStore): ResponseStore {
-    const count = async <T>(op: string, work: () => Promise<T>): Promise<T> => {
-      try {
-        const result = await work()
-        this.storeOperations.inc({ op, outcome: 'ok' })
-        return result
-      } catch (error) {
-        this.storeOperations.inc({ op, outcome: 'error' })
-        throw error
-      }
-    }
-    return {
-      get: (id) => count('get', () => store.get(id)),
-      put: (record) => count('put', () => store.put(record)),
-      delete: (id) => count('delete', () => store.delete(id)),
-      close: () => store.close(),
+  /** Runs store operation `op` (`get`, `put`, `delete`), counting it by its outcome (`ok`, `error`). */
+  async storeOperation<T>(op: string, work: () => Promise<T>): Promise<T> {
+    try {
+      const result = await work()
+      this.storeOperations.inc({ op, outcome: 'ok' })
+      return result
+    } catch (error) {
+      this.storeOperations.inc({ op, outcome: 'error' })
+      throw error
     }
   }
 }

@@ -12,7 +12,6 @@ import type { IncomingHttpHeaders } from 'node:http'
 
 import { type Context, context, propagation, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api'
 
-import type { ResponseStore } from '../serving/responses/store'
 import type { StepWatcher } from './watch'
 
 const tracer = trace.getTracer('harmony-stream')
@@ -94,15 +93,5 @@ export function spanWatcher(span: Span): StepWatcher {
       span.setAttribute('gen_ai.usage.output_tokens', generated)
       span.end()
     },
-  }
-}
-
-/** `store` with each operation in a span of its own (`store.get`, `store.put`, `store.delete`). */
-export function tracedStore(store: ResponseStore): ResponseStore {
-  return {
-    get: (id) => inSpan('store.get', () => store.get(id)),
-    put: (record) => inSpan('store.put', () => store.put(record)),
-    delete: (id) => inSpan('store.delete', () => store.delete(id)),
-    close: () => store.close(),
   }
 }
