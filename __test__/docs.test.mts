@@ -223,13 +223,18 @@ for (const block of blocks.filter((b) => b.info === 'js server')) {
   })
 }
 
+/** Where the repository's files are on the web: README.md links there, as the registry shows it without them. */
+const repositoryUrl = `${(JSON.parse(read('package.json')) as { repository: { url: string } }).repository.url.replace(/^git\+/, '').replace(/\.git$/, '')}/blob/main/`
+
 test('every link of the documents resolves to a file of the repository, and every anchor to a heading', (t) => {
   const broken: string[] = []
   for (const file of documents) {
-    for (const [, target] of prose(read(file)).matchAll(/\]\(([^)\s]+)\)/g)) {
+    for (const [, link] of prose(read(file)).matchAll(/\]\(([^)\s]+)\)/g)) {
+      // The repository's own address is checked as the file it names.
+      const target = link.startsWith(repositoryUrl) ? `/${link.slice(repositoryUrl.length)}` : link
       if (/^[a-z][a-z+.-]*:/i.test(target)) continue // an address outside the repository (https:, mailto:)
       const [path, anchor] = target.split('#')
-      const linked = path === '' ? file : normalize(join(dirname(file), path)).replace(/\/$/, '')
+      const linked = path === '' ? file : path.startsWith('/') ? path.slice(1) : normalize(join(dirname(file), path)).replace(/\/$/, '')
       const exists = repositoryFiles.has(linked) || [...repositoryFiles].some((f) => f.startsWith(`${linked}/`))
       if (linked.startsWith('..') || !exists) {
         broken.push(`${file}: ${target} (no such file in the repository)`)
@@ -241,6 +246,13 @@ test('every link of the documents resolves to a file of the repository, and ever
     }
   }
   t.deepEqual(broken, [])
+})
+
+test("the README's links work where the registry shows it: to a heading of its own, or the repository's address", (t) => {
+  const relative = [...prose(read('README.md')).matchAll(/\]\(([^)\s]+)\)/g)]
+    .map(([, link]) => link)
+    .filter((link) => !link.startsWith('#') && !/^[a-z][a-z+.-]*:/i.test(link))
+  t.deepEqual(relative, [])
 })
 
 /** Text files of the repository where comments and documents may cite documents. */

@@ -230,9 +230,11 @@ function packageWithoutAddon(t: ExecutionContext): { dir: string; pkg: string } 
   return { dir, pkg }
 }
 
-const platform = `${process.platform}-${process.arch}`
+const { nativeDistribution } = require('../dist/backend/native-platform.js') as typeof import('../src/backend/native-platform.js')
+const { platform, platforms, packageName, localFile } = nativeDistribution()
+const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }
 
-test('where no native binary fits, the package runs on TypeScript; forcing native says what is missing and how to build it', (t) => {
+test('where no native binary fits, the package runs on TypeScript; forcing native names the platform package and the ways to get it', (t) => {
   const { dir } = packageWithoutAddon(t)
   const quiet = load({ HARMONY_STREAM_IMPL: undefined, NAPI_RS_NATIVE_LIBRARY_PATH: undefined }, dir)
   t.is(quiet.stdout, 'js Hello\n')
@@ -241,33 +243,53 @@ test('where no native binary fits, the package runs on TypeScript; forcing nativ
   t.not(forced.status, 0)
   t.true(
     String(forced.stderr).includes(
-      `HARMONY_STREAM_IMPL=native, but the native addon could not be loaded: there is no native binary for this platform (${platform})`,
+      `HARMONY_STREAM_IMPL=native, but the native addon could not be loaded: there is no native binary for this platform (${platform}). It comes in the package ${packageName}`,
     ),
     String(forced.stderr),
   )
   const { message, cause } = forceNative(dir)
+  t.true(message.includes(`npm install ${packageName}@${version}`), message)
   t.regex(message, /cargo \(Rust\)/)
-  t.regex(message, /`npm run build:native`/)
-  t.notRegex(message, /optional dependencies/, "not napi-rs's npm advice")
+  t.regex(message, /HARMONY_STREAM_IMPL=js/)
   t.regex(cause, /^Cannot find native binding/, "napi-rs's error is kept as the cause")
+})
+
+test('the platform names are the ones napi-rs gives its targets and platform packages', (t) => {
+  // npm/ holds a package per target of package.json's `napi.targets`, made by `napi create-npm-dirs`.
+  t.deepEqual([...platforms].sort(), readdirSync(join(root, 'npm')).sort())
+  for (const platform of readdirSync(join(root, 'npm'))) {
+    const pkg = JSON.parse(readFileSync(join(root, 'npm', platform, 'package.json'), 'utf8')) as {
+      name: string
+      version: string
+      main: string
+    }
+    t.deepEqual([pkg.name, pkg.version, pkg.main], [`harmony-stream-${platform}`, version, `harmony-stream.${platform}.node`])
+  }
 })
 
 test('a native binary that is there but does not load is named, not called missing', (t) => {
   const { dir, pkg } = packageWithoutAddon(t)
-  // The file name napi-rs's loader looks for here (linux: gnu or musl libc, as it tells them apart).
-  const libc =
-    process.platform === 'linux'
-      ? (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime
-        ? '-gnu'
-        : '-musl'
-      : ''
-  const abi = process.platform === 'win32' ? '-msvc' : libc
-  const file = `harmony-stream.${platform}${abi}.node`
-  writeFileSync(join(pkg, file), 'not a shared library')
+  writeFileSync(join(pkg, localFile), 'not a shared library')
   const { message, cause } = forceNative(dir)
-  t.true(message.includes(`the native binary ${file} is there but did not load`), message)
+  t.true(message.includes(`the native binary ${localFile} is there but did not load`), message)
   t.regex(message, /`npm run build:native`/)
   t.regex(cause, /^Cannot find native binding/)
+})
+
+nativeTest(test)('a platform package of another version does not load, and the message says which version to install', (t) => {
+  const { dir } = packageWithoutAddon(t)
+  const platformPackage = join(dir, 'node_modules', packageName)
+  mkdirSync(platformPackage)
+  cpSync(join(root, localFile), join(platformPackage, localFile))
+  writeFileSync(join(platformPackage, 'package.json'), JSON.stringify({ name: packageName, version: '0.0.1', main: localFile }))
+  t.is(load({ HARMONY_STREAM_IMPL: undefined, NAPI_RS_NATIVE_LIBRARY_PATH: undefined }, dir).stdout, 'js Hello\n')
+  const { message, cause } = forceNative(dir)
+  t.true(message.includes(`the package ${packageName}@0.0.1 is installed but did not load`), message)
+  t.true(message.includes(`reinstall ${packageName}@${version}`), message)
+  t.is(cause, `${packageName} is 0.0.1, but harmony-stream ${version} needs the same version: install ${packageName}@${version}`)
+  // The same package at harmony-stream's version is the native backend.
+  writeFileSync(join(platformPackage, 'package.json'), JSON.stringify({ name: packageName, version, main: localFile }))
+  t.is(load({ HARMONY_STREAM_IMPL: 'native', NAPI_RS_NATIVE_LIBRARY_PATH: undefined }, dir).stdout, 'native Hello\n')
 })
 
 test("napi-rs's NAPI_RS_NATIVE_LIBRARY_PATH naming a file that does not load is what the message names", (t) => {

@@ -5,17 +5,15 @@
  * read back by the parser through the AI SDK's wire format (stream.ts); nothing goes through an OpenAI-compatible
  * server and its Harmony parsing.
  */
-import {
-  APICallError,
-  type LanguageModelV3,
-  type LanguageModelV3CallOptions,
-  type LanguageModelV3Content,
-  type LanguageModelV3GenerateResult,
-  type LanguageModelV3StreamPart,
-  type LanguageModelV3StreamResult,
-  NoSuchModelError,
-  type ProviderV3,
-  type SharedV3Warning,
+import type {
+  LanguageModelV3,
+  LanguageModelV3CallOptions,
+  LanguageModelV3Content,
+  LanguageModelV3GenerateResult,
+  LanguageModelV3StreamPart,
+  LanguageModelV3StreamResult,
+  ProviderV3,
+  SharedV3Warning,
 } from '@ai-sdk/provider'
 import { implementation as defaultImplementation } from '../backend/choose'
 import { HarmonyRequestError } from '../base/errors'
@@ -28,6 +26,7 @@ import { generateRequestOf } from '../serving/generate-request'
 import { errorResponse } from '../serving/http/errors'
 import { chatGenerationParameters } from '../serving/http/validate'
 import { chatRequestOf, sdkRequestError } from './request'
+import { aiSdkProvider } from './sdk'
 import { AiSdkStream } from './stream'
 
 export interface HarmonySettings {
@@ -57,6 +56,7 @@ export interface HarmonyProvider extends ProviderV3 {
 /** A provider of gpt-oss models over `settings.engine`. */
 export function createHarmony(settings: HarmonySettings): HarmonyProvider {
   checkOptions(settings, SETTINGS, 'createHarmony', ['engine'])
+  const { NoSuchModelError } = aiSdkProvider()
   if (typeof settings.engine.generate !== 'function')
     throw optionError(TypeError, "createHarmony: option 'engine' must be an Engine (with generate)")
   const model = (modelId: string) => {
@@ -101,6 +101,7 @@ export class HarmonyLanguageModel implements LanguageModelV3 {
     readonly modelId: string,
     private readonly settings: HarmonySettings,
   ) {
+    aiSdkProvider() // missing, a model is refused at once with what to install, not at its first call
     this.name = settings.name ?? 'harmony'
     this.provider = `${this.name}.chat`
   }
@@ -241,7 +242,7 @@ export class HarmonyLanguageModel implements LanguageModelV3 {
     if (error instanceof HarmonyRequestError) return sdkRequestError(error, options)
     if (!(error instanceof EngineError)) return error
     const { status } = errorResponse(error)
-    return new APICallError({
+    return new (aiSdkProvider().APICallError)({
       message: `the ${error.engine} engine failed: ${error.message}`,
       url: `harmony-stream:${error.engine}`,
       requestBodyValues: body,

@@ -7,17 +7,16 @@
  * provider-defined tools, a `toolChoice` a prompt cannot enforce. What the engines have no setting for
  * (`topK`, extra headers) is a warning, as the SDK's providers do.
  */
-import {
-  InvalidArgumentError,
-  InvalidPromptError,
-  type LanguageModelV3CallOptions,
-  type LanguageModelV3Message,
-  type LanguageModelV3ToolResultOutput,
-  type SharedV3Warning,
+import type {
+  LanguageModelV3CallOptions,
+  LanguageModelV3Message,
+  LanguageModelV3ToolResultOutput,
+  SharedV3Warning,
   UnsupportedFunctionalityError,
 } from '@ai-sdk/provider'
 import { HarmonyRequestError } from '../base/errors'
 import { HttpError } from '../serving/http/errors'
+import { aiSdkProvider } from './sdk'
 
 type Json = Record<string, unknown>
 
@@ -68,7 +67,7 @@ export function chatRequestOf(options: LanguageModelV3CallOptions, modelId: stri
   if (effort !== undefined) body.reasoning_effort = effort
   const tools = (options.tools ?? []).map((tool) => {
     if (tool.type !== 'function')
-      throw new UnsupportedFunctionalityError({
+      throw new (aiSdkProvider().UnsupportedFunctionalityError)({
         functionality: `provider-defined tool ${tool.id}`,
         message: `the tool ${tool.name} (${tool.id}) is defined by another provider; gpt-oss takes function tools here`,
       })
@@ -82,7 +81,7 @@ export function chatRequestOf(options: LanguageModelV3CallOptions, modelId: stri
   if (choice !== undefined) {
     if (choice.type === 'auto' || choice.type === 'none') body.tool_choice = choice.type
     else
-      throw new UnsupportedFunctionalityError({
+      throw new (aiSdkProvider().UnsupportedFunctionalityError)({
         functionality: `toolChoice ${choice.type === 'tool' ? `{ type: 'tool', toolName: '${choice.toolName}' }` : `'${choice.type}'`}`,
         message: `toolChoice ${choice.type} cannot be enforced for gpt-oss: a prompt can offer tools ('auto') or not ('none'), not make the model call one`,
       })
@@ -140,7 +139,7 @@ function reasoningLevel(options: LanguageModelV3CallOptions, warnings: SharedV3W
   const reasoning = (options as AiSdk7Options).reasoning
   if (reasoning === undefined || reasoning === null) return undefined
   if (typeof reasoning !== 'string' || !Object.hasOwn(REASONING_LEVELS, reasoning))
-    throw new InvalidArgumentError({
+    throw new (aiSdkProvider().InvalidArgumentError)({
       argument: 'reasoning',
       message: `reasoning must be one of ${Object.keys(REASONING_LEVELS).join(', ')}`,
     })
@@ -170,10 +169,11 @@ export function sdkRequestError(error: unknown, options: LanguageModelV3CallOpti
   const request = error instanceof HarmonyRequestError || (error instanceof HttpError && error.status === 400) ? error : null
   const param = request?.param
   if (request === null || param === null || param === undefined) return error
-  if (param.startsWith('messages')) return new InvalidPromptError({ prompt: options.prompt, message: request.message, cause: error })
+  if (param.startsWith('messages'))
+    return new (aiSdkProvider().InvalidPromptError)({ prompt: options.prompt, message: request.message, cause: error })
   const top = param.split(/[.[]/)[0]!
   const argument = SETTINGS[top] === undefined ? param : SETTINGS[top] + param.slice(top.length)
-  return new InvalidArgumentError({ argument, message: request.message, cause: error })
+  return new (aiSdkProvider().InvalidArgumentError)({ argument, message: request.message, cause: error })
 }
 
 function providerOptionsOf(value: unknown, provider: string): HarmonyProviderOptions {
@@ -182,13 +182,13 @@ function providerOptionsOf(value: unknown, provider: string): HarmonyProviderOpt
   for (const [key, setting] of Object.entries(value as Json)) {
     const allowed = PROVIDER_OPTIONS[key as keyof HarmonyProviderOptions]
     if (allowed === undefined)
-      throw new InvalidArgumentError({
+      throw new (aiSdkProvider().InvalidArgumentError)({
         argument: `providerOptions.${provider}.${key}`,
         message: `unknown provider option ${key}: ${Object.keys(PROVIDER_OPTIONS).join(', ')} are known`,
       })
     if (setting === undefined || setting === null) continue
     if (typeof setting !== 'string' || !allowed.includes(setting))
-      throw new InvalidArgumentError({
+      throw new (aiSdkProvider().InvalidArgumentError)({
         argument: `providerOptions.${provider}.${key}`,
         message: `${key} must be one of ${allowed.join(', ')}`,
       })
@@ -198,7 +198,7 @@ function providerOptionsOf(value: unknown, provider: string): HarmonyProviderOpt
 }
 
 function unsupportedPart(kind: string, at: string): UnsupportedFunctionalityError {
-  return new UnsupportedFunctionalityError({
+  return new (aiSdkProvider().UnsupportedFunctionalityError)({
     functionality: `${kind} parts`,
     message: `${at}: gpt-oss reads text only (${kind} parts are not supported)`,
   })
