@@ -29,11 +29,13 @@ if (!values.prebuilt)
 const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
 
 // The files npm would pack from the repository (`files`, README, LICENSE, package.json), without running its scripts.
+// An addon built here is among them (an install from git packs the one its `prepare` built); a published
+// package gets its addon from the platform packages.
 const [listing] = JSON.parse(npm(['pack', '--dry-run', '--json', '--ignore-scripts'], root))
 const stage = join(out, manifest.name)
 rmSync(stage, { recursive: true, force: true })
 for (const { path } of listing.files) {
-  if (path === 'package.json') continue
+  if (path === 'package.json' || path.endsWith('.node')) continue
   mkdirSync(join(stage, path, '..'), { recursive: true })
   cpSync(join(root, path), join(stage, path))
 }
@@ -41,8 +43,7 @@ for (const { path } of listing.files) {
 const { nativeDistribution } = createRequire(import.meta.url)(join(root, 'dist', 'backend', 'native-platform.js'))
 const { scripts, devDependencies, overrides, ava, ...published } = manifest
 published.optionalDependencies = { ...manifest.optionalDependencies }
-for (const triple of manifest.napi.targets)
-  published.optionalDependencies[`${manifest.name}-${platformNameOfTarget(triple)}`] = manifest.version
+for (const platform of nativeDistribution().platforms) published.optionalDependencies[`${manifest.name}-${platform}`] = manifest.version
 writeFileSync(join(stage, 'package.json'), `${JSON.stringify(published, null, 2)}\n`)
 
 const pack = (dir) => JSON.parse(npm(['pack', dir, '--json', '--pack-destination', out], root))[0].filename
