@@ -81,7 +81,7 @@ function nativeMissing(prefix: string): HarmonySetupError {
   const installed = installedPlatformPackage(packageName)
   let what: string
   if (override) {
-    what = `NAPI_RS_NATIVE_LIBRARY_PATH names ${override}, which did not load (the cause says why).`
+    what = `NAPI_RS_NATIVE_LIBRARY_PATH names ${override}, which did not load (the cause says why): name a file that loads, unset it for this platform's addon, ${fallback}.`
   } else if (existsSync(join(packageRoot, localFile))) {
     what = `the native binary ${localFile} is there but did not load (the cause says why: an old build, or one for another system); rebuild it (\`npm run build:native\` in the clone), ${fallback}.`
   } else if (installed !== null) {
