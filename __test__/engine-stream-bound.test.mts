@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net'
 
 import test from 'ava'
 import { createEngine, DEFAULT_MAX_STREAM_BYTES, EngineError, type EngineName } from 'harmony-stream/engines'
+import { until } from './helpers/until.mjs'
 
 /** The options each engine needs besides `url` (vLLM and TensorRT-LLM name the served model). */
 const base = (name: string) => (name === 'vllm' || name === 'trtllm' ? { model: 'gpt-oss' } : {})
@@ -52,8 +53,7 @@ for (const name of Object.keys(EMPTY_EVENT) as (keyof typeof EMPTY_EVENT)[]) {
     )
     t.is(error?.code, 'engine-protocol-error')
     t.regex(error?.message ?? '', /maxStreamBytes/)
-    await new Promise((resolve) => setTimeout(resolve, 100))
-    t.true(closed, 'the connection was closed')
+    t.true(await until(() => closed, 10_000), 'the connection was closed')
     t.true(sent < 4 << 20, `the engine was stopped early (${sent} bytes offered)`)
   })
 }

@@ -22,6 +22,7 @@ import {
 
 import { harmony } from './helpers/harmony.mjs'
 import { untilStalled } from './helpers/stall.mjs'
+import { until } from './helpers/until.mjs'
 
 async function serve(handler: (request: IncomingMessage, response: ServerResponse) => Promise<void> | void) {
   const server = createServer((request, response) => {
@@ -275,7 +276,7 @@ test('pipeSse: a client that stops reading stops the engine being pulled; a disc
   socket.destroy()
   await done
   t.true(abort.signal.aborted, 'the engine request is aborted')
-  await new Promise((resolve) => setTimeout(resolve, 50))
+  await until(() => outcome !== '', 10_000)
   t.is(outcome, 'client-closed')
 })
 

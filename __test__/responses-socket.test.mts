@@ -390,20 +390,27 @@ test('ResponsesSocket: a message past the queue’s bounds is refused at once; o
 
 test('ResponsesSocket: after its lifetime the running turn ends with its terminal frame, then the limit’s error frame', async (t) => {
   const { transport, sent, closes } = readingTransport()
+  let release = () => {}
+  const released = new Promise<void>((resolve) => {
+    release = resolve
+  })
   const socket = new ResponsesSocket({
     transport,
-    lifetimeMs: 30,
+    lifetimeMs: 1,
     async respond(turn) {
       await turn.emit({ type: 'response.created', sequence_number: 0 })
-      await new Promise((resolve) => setTimeout(resolve, 80))
+      await released
       await turn.emit({ type: 'response.completed', sequence_number: 1, response: { id: 'resp_1', status: 'completed' } })
       return null
     },
   })
   socket.receive(JSON.stringify({ type: 'response.create', model: MODEL, input: 'x' }))
-  await new Promise((resolve) => setTimeout(resolve, 50))
+  await until(() => sent.length > 0)
+  // A longer timer set later fires after the lifetime's: the order of timers, not how fast the machine is.
+  await new Promise((resolve) => setTimeout(resolve, 5))
   // Past the lifetime, while the turn runs: not run, and the turn is not cut.
   socket.receive(JSON.stringify({ type: 'response.create', model: MODEL, input: 'y' }))
+  release()
   await until(() => closes.length > 0)
   t.deepEqual(
     sent.map((frame) => frame.type),
