@@ -6,6 +6,7 @@
 import test from 'ava'
 import {
   type HarmonyRequestError,
+  RenderCache,
   HarmonyRequestError as RequestError,
   renderChatCompletionRequest,
   renderConversation,
@@ -192,3 +193,28 @@ test('the renderers refuse the same requests on both implementations, with the s
     for (const other of errors) t.deepEqual(other, errors[0])
   }
 })
+
+for (const implementation of IMPLEMENTATIONS) {
+  test(`${implementation}: a long text's longest run is read once per cache, and a smaller bound still refuses it`, (t) => {
+    const cache = new RenderCache()
+    const runOf = (text: string) => (cache as unknown as { runOf(text: string): number | undefined }).runOf(text)
+    // Runs of 3,000 letters between spaces: within the default bound (4,096).
+    const text = Array.from({ length: 4 }, () => 'b'.repeat(3000)).join(' ')
+    const body = { model: 'm', messages: [user(text)] }
+    renderChatCompletionRequest(body, { implementation, cache })
+    // Internal, but the way to see that the next request with this text does not read it again.
+    t.is(runOf(text), 3000)
+    t.notThrows(() => renderChatCompletionRequest({ ...body }, { implementation, cache }))
+    refused(
+      t,
+      () => renderChatCompletionRequest(body, { implementation, cache, limits: { maxRunLength: 2999 } }),
+      'messages[0].content',
+      /limit is 2999/,
+    )
+    // A text over the bound is refused, and nothing of it is remembered (its run was cut short at the bound).
+    const hostile = { model: 'm', messages: [user('c'.repeat(5000))] }
+    refused(t, () => renderChatCompletionRequest(hostile, { implementation, cache }), 'messages[0].content', /limit is 4096/)
+    t.is(runOf('c'.repeat(5000)), undefined)
+    refused(t, () => renderChatCompletionRequest(hostile, { implementation, cache }), 'messages[0].content', /limit is 4096/)
+  })
+}

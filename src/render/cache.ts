@@ -2,6 +2,11 @@
  * A bounded LRU of rendered messages: key = the message's rendered fields, value = its tokens. BPE never
  * crosses a special token and every message starts with one, so a message's tokens do not depend on its
  * neighbours: a multi-turn request re-encodes only the messages it has not seen before.
+ *
+ * It also remembers, for long texts, the longest run of one kind of character the request bounds found in them
+ * (limits.ts, `maxRunLength`): that check reads every character of every request, and in a multi-turn request
+ * all but the last turn were read before. Looking a text up costs a hash and a compare, done natively, where
+ * reading it again costs a loop over its characters in JavaScript.
  */
 import { optionError } from '../base/options'
 
@@ -28,6 +33,8 @@ export class RenderCache {
   #bytes = 0
   #hits = 0
   #misses = 0
+  #runs = new Map<string, number>()
+  #runBytes = 0
 
   constructor(options: RenderCacheOptions = {}) {
     if (options === null || typeof options !== 'object') throw optionError(TypeError, 'RenderCache: options must be an object')
@@ -71,6 +78,38 @@ export class RenderCache {
   clear(): void {
     this.#entries.clear()
     this.#bytes = 0
+    this.#runs.clear()
+    this.#runBytes = 0
+  }
+
+  /**
+   * The longest run `text` was found to have, if it was read before. For the bounds of limits.ts.
+   * @internal
+   */
+  runOf(text: string): number | undefined {
+    const run = this.#runs.get(text)
+    if (run !== undefined) {
+      this.#runs.delete(text)
+      this.#runs.set(text, run)
+    }
+    return run
+  }
+
+  /**
+   * Remembers the longest run of `text`, within a quarter of `maxBytes` (2 bytes per character), the least
+   * recently used first out.
+   * @internal
+   */
+  rememberRun(text: string, run: number): void {
+    const size = text.length * 2
+    if (size > this.maxBytes / 4 || this.#runs.has(text)) return
+    this.#runs.set(text, run)
+    this.#runBytes += size
+    for (const oldest of this.#runs.keys()) {
+      if (this.#runBytes <= this.maxBytes / 4) break
+      this.#runs.delete(oldest)
+      this.#runBytes -= oldest.length * 2
+    }
   }
 
   get stats(): RenderCacheStats {

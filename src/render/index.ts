@@ -127,10 +127,15 @@ const defaultCaches: Partial<Record<Implementation, RenderCache>> = {}
 const renderers = new WeakMap<RenderCache, Partial<Record<Implementation, MessageRenderer>>>()
 const uncachedRenderers: Partial<Record<Implementation, MessageRenderer>> = {}
 
+/** The cache a render with these options goes through (null: none). */
+function cacheOf(options: RenderEngineOptions): RenderCache | null {
+  return options.cache === undefined ? defaultRenderCache(options.implementation) : options.cache
+}
+
 /** One renderer per (cache, implementation): it holds the memo of header pieces. */
 function rendererFor(options: RenderEngineOptions): MessageRenderer {
   const which = options.implementation ?? defaultImplementation
-  const cache = options.cache === undefined ? (defaultCaches[which] ??= new RenderCache()) : options.cache
+  const cache = cacheOf(options)
   let byImplementation = cache === null ? uncachedRenderers : renderers.get(cache)
   if (byImplementation === undefined) {
     byImplementation = {}
@@ -215,7 +220,7 @@ const RENDERERS = {
 export function checkRequestBody(kind: 'chat' | 'responses', body: unknown, options?: RenderRequestOptions): RenderRequestOptions {
   const { fn } = RENDERERS[kind]
   const checked = checkRenderOptions(options, 'request', fn) as RenderRequestOptions
-  checkRequestLimits(body, kind, limitsOf(checked, fn))
+  checkRequestLimits(body, kind, limitsOf(checked, fn), true, cacheOf(checked))
   return checked
 }
 

@@ -16,6 +16,7 @@
  */
 import { HarmonyRequestError } from '../base/errors'
 import { is, type OptionSpec } from '../base/options'
+import type { RenderCache } from './cache'
 
 export interface RenderLimits {
   /** Deepest nesting of any JSON value in the request (an object or array inside another counts one level). Default 64. */
@@ -90,16 +91,16 @@ function classOf(code: number, text: string, at: number): number {
 }
 
 /**
- * Whether `text` has a run of one class longer than `limit`: linear, and it stops at the first such run (a
- * hostile string is not read to its end).
+ * The longest run of one class in `text`, read until a run passes `limit` (then that run: a hostile string is
+ * not read to its end): linear.
  */
-function runOver(text: string, limit: number): boolean {
-  if (text.length <= limit) return false
+function longestRun(text: string, limit: number): number {
+  let longest = 0
   let run = 0
   let previous = 0
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i)
-    // A low surrogate continues the character before it.
+    // A low surrogate continues the character before it (the run is measured at the next character).
     if (code >= 0xdc00 && code <= 0xdfff) {
       if (run > 0) run++
       continue
@@ -107,9 +108,28 @@ function runOver(text: string, limit: number): boolean {
     const kind = classOf(code, text, i)
     run = kind === previous && kind !== DIGIT ? run + 1 : 1
     previous = kind
-    if (run > limit) return true
+    if (run > longest) {
+      longest = run
+      if (longest > limit) break
+    }
   }
-  return false
+  return longest
+}
+
+/** Texts shorter than this are read again each time: a lookup would cost about as much. */
+const RUN_MEMO_MIN_LENGTH = 256
+
+/** Whether `text` has a run of one class longer than `limit`; `runs` remembers long texts read before. */
+function runOver(text: string, limit: number, runs: RenderCache | null): boolean {
+  if (text.length <= limit) return false
+  if (runs === null || text.length < RUN_MEMO_MIN_LENGTH) return longestRun(text, limit) > limit
+  let run = runs.runOf(text)
+  if (run === undefined) {
+    run = longestRun(text, limit)
+    // A run cut short at the limit is not the text's longest: only a text within it is remembered.
+    if (run <= limit) runs.rememberRun(text, run)
+  }
+  return run > limit
 }
 
 /**
@@ -117,12 +137,12 @@ function runOver(text: string, limit: number): boolean {
  * `strings`, every string against `maxRunLength`, without recursion: the first value over a bound throws,
  * naming its path. `root` is the path of `body` itself ('' for a request body).
  */
-function checkValueLimits(body: unknown, limits: RenderLimits, root = '', strings = true): void {
+function checkValueLimits(body: unknown, limits: RenderLimits, root = '', strings = true, runs: RenderCache | null = null): void {
   const stack: { value: unknown; path: string; depth: number }[] = [{ value: body, path: root, depth: 0 }]
   while (stack.length > 0) {
     const { value, path, depth } = stack.pop()!
     if (typeof value === 'string') {
-      if (strings && runOver(value, limits.maxRunLength)) {
+      if (strings && runOver(value, limits.maxRunLength, runs)) {
         tooBig(
           `${path || 'the request'} has a run of more than ${limits.maxRunLength} characters of one kind (letters, spaces or punctuation): the limit is ${limits.maxRunLength} (limits.maxRunLength)`,
           path || null,
@@ -198,7 +218,13 @@ function identifiers(body: Record<string, unknown>, kind: 'chat' | 'responses'):
  * false leaves out the one bound that reads every character (`maxRunLength` on string values): what must hold
  * before a body is copied to a render worker, which checks the rest (`RenderWorkers.render`).
  */
-export function checkRequestLimits(body: unknown, kind: 'chat' | 'responses', limits: RenderLimits, strings = true): void {
+export function checkRequestLimits(
+  body: unknown,
+  kind: 'chat' | 'responses',
+  limits: RenderLimits,
+  strings = true,
+  runs: RenderCache | null = null,
+): void {
   // Counts and names first: they are cheap, and a body with too many items is refused before it is walked.
   if (body !== null && typeof body === 'object' && !Array.isArray(body)) {
     const request = body as Record<string, unknown>
@@ -207,7 +233,7 @@ export function checkRequestLimits(body: unknown, kind: 'chat' | 'responses', li
     if (Array.isArray(request.tools)) checkCount(request.tools.length, limits.maxTools, 'tools', 'maxTools')
     for (const [value, param] of identifiers(request, kind)) checkIdentifier(value, limits, param)
   }
-  checkValueLimits(body, limits, '', strings)
+  checkValueLimits(body, limits, '', strings, runs)
 }
 
 /** The bounds on a conversation given as messages (`renderConversation`, `renderForTraining`). */
