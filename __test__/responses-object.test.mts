@@ -271,7 +271,15 @@ const snapshots = (events: readonly ResponseEvent[]) =>
 
 for (const implementation of IMPLEMENTATIONS) {
   test(`${implementation}: every snapshot, response() and responseObject have every ResponseResource field, echoing the request`, (t) => {
-    const options = { model: 'gpt-oss', id: 'resp_echo', createdAt: 1_700_000_000, request: FULL_REQUEST, parser: { implementation } }
+    // completedAt fixed: the adapters below must give the same bytes however long the machine takes.
+    const options = {
+      model: 'gpt-oss',
+      id: 'resp_echo',
+      createdAt: 1_700_000_000,
+      completedAt: 1_700_000_002,
+      request: FULL_REQUEST,
+      parser: { implementation },
+    }
     const stream = new ResponsesStream(options)
     const events = [...stream.start(), ...stream.push(COMPLETION), ...stream.finish()]
     const responses = snapshots(events)
@@ -288,12 +296,20 @@ for (const implementation of IMPLEMENTATIONS) {
       t.deepEqual(specViolations(response), [], name)
       t.deepEqual(pick(response, FULL_ECHO), FULL_ECHO, name)
     }
-    // completed_at: null until it completed; with a fixed createdAt, that plus the whole seconds it took.
+    // completed_at: null until it completed; then the option's.
     t.deepEqual(
       responses.map((r) => r.completed_at),
-      [null, null, 1_700_000_000],
+      [null, null, 1_700_000_002],
     )
-    t.is(whole.completed_at, 1_700_000_000)
+    t.is(whole.completed_at, 1_700_000_002)
+    // Without it: createdAt plus the whole seconds the adapter took (bounded by what this test measured).
+    const started = performance.now()
+    const timed = new ResponsesStream({ ...options, completedAt: undefined })
+    const completedAt = snapshots([...timed.push(COMPLETION), ...timed.finish()]).at(-1)!.completed_at!
+    t.true(
+      completedAt >= 1_700_000_000 && completedAt <= 1_700_000_000 + Math.ceil((performance.now() - started) / 1000),
+      String(completedAt),
+    )
     t.deepEqual(responses[2], stream.response())
 
     // The SSE face writes the same bytes as the objects' JSON, the echoed fields included.

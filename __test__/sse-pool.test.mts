@@ -26,6 +26,8 @@ function adapterFor(n: number, implementation: Implementation): Adapter {
       model: 'gpt-oss',
       id: `resp_${n}`,
       createdAt: 1_700_000_000,
+      // Not the seconds the run took: on a loaded machine the two adapters of a stream can end a second apart.
+      completedAt: 1_700_000_001,
       parser,
       ...RESPONSES_VARIANTS[n % RESPONSES_VARIANTS.length],
     })

@@ -79,6 +79,7 @@ export const CHAT_OPTIONS: OptionSpec = {
 export const RESPONSES_OPTIONS: OptionSpec = {
   ...ADAPTER_OPTIONS,
   createdAt: count,
+  completedAt: count,
   inputTokens: count,
   request: is.object,
   stored: is.boolean,

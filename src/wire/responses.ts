@@ -35,6 +35,8 @@ export interface ResponsesAdapterOptions extends AdapterOptions {
   id?: string
   /** Unix seconds. Default: now. */
   createdAt?: number
+  /** `completed_at`, Unix seconds. Default: `createdAt` plus the whole seconds since the adapter was made. */
+  completedAt?: number
   /** Input tokens, for `usage`. Default: what an engine step's `usage` reported, else 0. */
   inputTokens?: number
   /**
@@ -360,6 +362,7 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
    * was made (the same bytes for the same completion, as a fixed `createdAt` promises).
    */
   private secondsNow(): number {
+    if (this.options.completedAt !== undefined) return this.options.completedAt
     if (this.options.createdAt === undefined) return nowSeconds()
     return this.createdAt + Math.floor((performance.now() - this.madeAt) / 1000)
   }
