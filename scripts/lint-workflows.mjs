@@ -1,39 +1,48 @@
-// Checks the GitHub Actions workflows (.github/workflows) with actionlint, which also runs shellcheck on their
-// `run:` scripts where shellcheck is installed. The workflows cannot run here, so this is what stands between a
+// Checks the GitHub Actions workflows (.github/workflows/*.yml) with actionlint, which also runs shellcheck on
+// their `run:` scripts when shellcheck is on PATH. The workflows cannot run here, so this is what stands between a
 // typo in the release workflow and a failed release. actionlint is a Go program: built once with `go install`
-// into ~/.cache/harmony-stream (about a minute), then reused. Without Go, CI fails and a clone notes it and
-// goes on.
+// into $XDG_CACHE_HOME/harmony-stream (~/.cache without it), then reused. Without Go, or without shellcheck,
+// CI fails, saying so; a clone notes it once and goes on (without Go, the workflows are not checked).
 import { spawnSync } from 'node:child_process'
 import { existsSync, readdirSync } from 'node:fs'
 import { homedir } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 
 const VERSION = 'v1.7.12'
-const root = new URL('..', import.meta.url).pathname
-const cache = join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'harmony-stream', `actionlint-${VERSION}`)
-const binary = join(cache, process.platform === 'win32' ? 'actionlint.exe' : 'actionlint')
-
-// Go's own installer puts it in /usr/local/go/bin, which a non-login shell may not have on PATH.
-const go = spawnSync('go', ['version'], { stdio: 'ignore' }).status === 0 ? 'go' : '/usr/local/go/bin/go'
-
-if (!existsSync(binary)) {
-  if (spawnSync(go, ['version'], { stdio: 'ignore' }).status !== 0) {
-    if (process.env.CI) {
-      console.error('lint-workflows: Go is needed to build actionlint, and is not on PATH')
-      process.exit(1)
-    }
-    console.warn('lint-workflows: the workflows are not checked (actionlint needs Go to build it)')
-    process.exit(0)
+const root = resolve(import.meta.dirname, '..')
+const dir = join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'harmony-stream', 'actionlint', VERSION)
+const binary = join(dir, process.platform === 'win32' ? 'actionlint.exe' : 'actionlint')
+const found = (command) => spawnSync(command, ['--version'], { stdio: 'ignore' }).status === 0
+const missing = (what) => {
+  if (process.env.CI) {
+    console.error(`lint-workflows: ${what}, and CI must check the workflows with it`)
+    process.exit(1)
   }
-  const built = spawnSync(go, ['install', `github.com/rhysd/actionlint/cmd/actionlint@${VERSION}`], {
-    env: { ...process.env, GOBIN: cache },
-    stdio: 'inherit',
-  })
-  if (built.status !== 0) process.exit(built.status ?? 1)
+  console.warn(`lint-workflows: ${what}`)
 }
 
+if (!existsSync(binary)) {
+  // `go version`, not `--version`: go has no such flag.
+  if (spawnSync('go', ['version'], { stdio: 'ignore' }).status !== 0) {
+    missing(`go is not on PATH: actionlint ${VERSION} is built with it, so the workflows are not checked`)
+    process.exit(0)
+  }
+  console.warn(`lint-workflows: building actionlint ${VERSION} into ${dir} (once)`)
+  const built = spawnSync('go', ['install', `github.com/rhysd/actionlint/cmd/actionlint@${VERSION}`], {
+    env: { ...process.env, GOBIN: dir },
+    stdio: 'inherit',
+  })
+  if (built.status !== 0 || !existsSync(binary)) {
+    console.error(`lint-workflows: go install of actionlint ${VERSION} failed`)
+    process.exit(built.status || 1)
+  }
+}
+
+if (!found('shellcheck')) missing('shellcheck is not on PATH: actionlint checks the workflows without it, not their run: scripts')
+
 const workflows = readdirSync(join(root, '.github', 'workflows'))
-  .filter((file) => /\.ya?ml$/.test(file))
-  .map((file) => join('.github', 'workflows', file))
+  .filter((file) => file.endsWith('.yml'))
+  .map((file) => `.github/workflows/${file}`)
 const lint = spawnSync(binary, workflows, { cwd: root, stdio: 'inherit' })
+if (lint.error) console.error(`lint-workflows: ${binary} did not run: ${lint.error.message}`)
 process.exit(lint.status ?? 1)
