@@ -13,22 +13,26 @@ const root = resolve(import.meta.dirname, '..')
 const dir = join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'harmony-stream', 'actionlint', VERSION)
 const binary = join(dir, process.platform === 'win32' ? 'actionlint.exe' : 'actionlint')
 const found = (command) => spawnSync(command, ['--version'], { stdio: 'ignore' }).status === 0
-const missing = (what) => {
+// CI must check the workflows fully; a clone notes what is left unchecked and goes on.
+const missing = (command, unchecked) => {
   if (process.env.CI) {
-    console.error(`lint-workflows: ${what}, and CI must check the workflows with it`)
+    console.error(`lint-workflows: ${command} is not on PATH, and CI needs it to check the workflows`)
     process.exit(1)
   }
-  console.warn(`lint-workflows: ${what}`)
+  console.warn(`lint-workflows: ${command} is not on PATH, so ${unchecked} not checked`)
 }
 
+// Go's own installer puts it in /usr/local/go/bin, which a non-login shell may not have on PATH.
+// `go version`, not `--version`: go has no such flag.
+const go = spawnSync('go', ['version'], { stdio: 'ignore' }).status === 0 ? 'go' : '/usr/local/go/bin/go'
+
 if (!existsSync(binary)) {
-  // `go version`, not `--version`: go has no such flag.
-  if (spawnSync('go', ['version'], { stdio: 'ignore' }).status !== 0) {
-    missing(`go is not on PATH: actionlint ${VERSION} is built with it, so the workflows are not checked`)
+  if (spawnSync(go, ['version'], { stdio: 'ignore' }).status !== 0) {
+    missing('go (actionlint is built with it)', 'the workflows are')
     process.exit(0)
   }
   console.warn(`lint-workflows: building actionlint ${VERSION} into ${dir} (once)`)
-  const built = spawnSync('go', ['install', `github.com/rhysd/actionlint/cmd/actionlint@${VERSION}`], {
+  const built = spawnSync(go, ['install', `github.com/rhysd/actionlint/cmd/actionlint@${VERSION}`], {
     env: { ...process.env, GOBIN: dir },
     stdio: 'inherit',
   })
@@ -38,7 +42,7 @@ if (!existsSync(binary)) {
   }
 }
 
-if (!found('shellcheck')) missing('shellcheck is not on PATH: actionlint checks the workflows without it, not their run: scripts')
+if (!found('shellcheck')) missing('shellcheck', 'the run: scripts of the workflows are')
 
 const workflows = readdirSync(join(root, '.github', 'workflows'))
   .filter((file) => file.endsWith('.yml'))
