@@ -70,8 +70,14 @@ const KINDS: Kind[] = [
   },
   {
     name: 'redis',
+    // A generous connect timeout: a loaded CI machine once took more than the default 5 s to connect.
     open: (t, bounds = {}, shared) =>
-      new RedisResponseStore({ url: redis.url(), keyPrefix: shared ?? `test:${t.title.length}:${Math.random()}:`, ...bounds }),
+      new RedisResponseStore({
+        url: redis.url(),
+        keyPrefix: shared ?? `test:${t.title.length}:${Math.random()}:`,
+        timeoutMs: 30_000,
+        ...bounds,
+      }),
     evicts: false,
   },
 ]
@@ -178,8 +184,8 @@ test('sqlite: records outlive the store that wrote them (a second process openin
 
 ;(redisHere ? test : test.skip)('redis: two stores on one Redis see each other, and an unreachable Redis fails at once', async (t) => {
   const prefix = `shared:${Math.random()}:`
-  const a = new RedisResponseStore({ url: redis.url(), keyPrefix: prefix })
-  const b = new RedisResponseStore({ url: redis.url(), keyPrefix: prefix })
+  const a = new RedisResponseStore({ url: redis.url(), keyPrefix: prefix, timeoutMs: 30_000 })
+  const b = new RedisResponseStore({ url: redis.url(), keyPrefix: prefix, timeoutMs: 30_000 })
   t.teardown(async () => {
     await a.close()
     await b.close()
