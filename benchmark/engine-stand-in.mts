@@ -1,0 +1,105 @@
+/**
+ * An inference engine stand-in for the gateway benchmarks, run in a process of its own so that its CPU is not
+ * the gateway's. Two faces, on any path:
+ *
+ * - `vllm`: vLLM's `/v1/completions` token stream (the frames of vllm/entrypoints/openai/completion/serving.py,
+ *   completion_stream_generator, with `return_token_ids`), what harmony-stream's gateway reads;
+ * - `chat`: an OpenAI-compatible `/v1/chat/completions` stream, the chunks vLLM's own server sends once it has
+ *   parsed the Harmony itself (reasoning as `reasoning_content`, the answer as `content`, tool calls), what a
+ *   proxy such as LiteLLM reads: made by this package's Chat adapter from the same tokens, one chunk per token
+ *   that has text.
+ *
+ * Like a batching engine, it steps every running request at once: each step writes one frame per request, one
+ * token each, then waits for the next turn of the event loop (`STEP_MS`: or that many milliseconds). Every
+ * request gets the same completion (the first of the replay file given as argument).
+ *
+ *   node --import tsx benchmark/engine-stand-in.mts vllm|chat target/bench-replay.json   prints `listening on http://127.0.0.1:PORT`
+ */
+import { readFileSync } from 'node:fs'
+import { createServer, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+
+import { ChatCompletionsStream } from 'harmony-stream'
+
+const face = process.argv[2]
+if (face !== 'vllm' && face !== 'chat') throw new Error('engine-stand-in: the first argument is vllm or chat')
+const [{ tokens: completion }] = JSON.parse(readFileSync(process.argv[3]!, 'utf8')) as { tokens: number[] }[]
+const stepMs = Number(process.env.STEP_MS ?? 0)
+
+/** The `chat` face's frames: one per token that has text, then the finish chunk, usage and `[DONE]`. */
+const chatFrames = (() => {
+  const adapter = new ChatCompletionsStream({ model: 'gpt-oss', id: 'chatcmpl-1', created: 1, includeUsage: true })
+  const frames = completion.map((id) => adapter.pushSse([id])).filter((frame) => frame !== '')
+  frames.push(adapter.finishSse())
+  return frames
+})()
+
+interface Running {
+  response: ServerResponse
+  /** vllm: the token ids to send; chat: the frames. */
+  ids: number[]
+  frames: string[]
+  sent: number
+  promptTokens: number
+}
+
+const running = new Set<Running>()
+let stepping = false
+
+const frame = (choice: Record<string, unknown>) =>
+  `data: ${JSON.stringify({ id: 'cmpl-1', object: 'text_completion', created: 1, model: 'gpt-oss', choices: [choice] })}\n\n`
+
+function step(): void {
+  for (const request of running) {
+    if (request.response.destroyed) {
+      running.delete(request)
+      continue
+    }
+    if (face === 'chat') {
+      const out = request.frames[request.sent++]!
+      if (request.sent === request.frames.length) {
+        request.response.end(out)
+        running.delete(request)
+      } else request.response.write(out)
+      continue
+    }
+    const id = request.ids[request.sent++]!
+    const last = request.sent === request.ids.length
+    const reason = last ? 'stop' : null
+    let out = frame({ index: 0, text: '', logprobs: null, finish_reason: reason, stop_reason: null, token_ids: [id] })
+    if (last) {
+      const usage = {
+        prompt_tokens: request.promptTokens,
+        completion_tokens: request.sent,
+        total_tokens: request.promptTokens + request.sent,
+      }
+      out += `data: ${JSON.stringify({ id: 'cmpl-1', object: 'text_completion', created: 1, model: 'gpt-oss', choices: [], usage })}\n\ndata: [DONE]\n\n`
+      request.response.end(out)
+      running.delete(request)
+    } else {
+      request.response.write(out)
+    }
+  }
+  if (running.size === 0) stepping = false
+  else if (stepMs > 0) setTimeout(step, stepMs)
+  else setImmediate(step)
+}
+
+const server = createServer((request, response) => {
+  let body = ''
+  request.setEncoding('utf8')
+  request.on('data', (chunk) => (body += chunk))
+  request.on('end', () => {
+    const { prompt, max_tokens: maxTokens } = (body === '' ? {} : JSON.parse(body)) as { prompt?: number[]; max_tokens?: number }
+    response.socket?.setNoDelay(true)
+    response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
+    const ids = completion.slice(0, maxTokens ?? completion.length)
+    running.add({ response, ids, frames: chatFrames, sent: 0, promptTokens: prompt?.length ?? 0 })
+    if (!stepping) {
+      stepping = true
+      setImmediate(step)
+    }
+  })
+})
+server.listen(0, '127.0.0.1', () => console.log(`listening on http://127.0.0.1:${(server.address() as AddressInfo).port}`))
+process.on('SIGTERM', () => process.exit(0))
