@@ -40,6 +40,19 @@ export function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
 }
 
+/** Time to first byte (p50) and the gaps between chunks (p50, p99) of some streams, in milliseconds. */
+export function deliveryPercentiles(deliveries: readonly Delivery[]): { ttfbP50: number; gapP50: number; gapP99: number } {
+  const gaps = deliveries.flatMap((d) => d.gaps)
+  return {
+    ttfbP50: percentile(
+      deliveries.map((d) => d.ttfb),
+      50,
+    ),
+    gapP50: percentile(gaps, 50),
+    gapP99: percentile(gaps, 99),
+  }
+}
+
 /** Completions of about 1,000 tokens: several generated completions joined. */
 export function replayFile(): string {
   const streams = Array.from({ length: 400 }, generator(9)).filter((s) => s.role === 'assistant')

@@ -14,7 +14,7 @@ import { writeFileSync } from 'node:fs'
 import { request } from 'node:http'
 import { join } from 'node:path'
 
-import { cpuMs, type Delivery, percentile, replayFile, startGatewayProcess, streamingPost } from './gateway-process.mjs'
+import { cpuMs, type Delivery, deliveryPercentiles, replayFile, startGatewayProcess, streamingPost } from './gateway-process.mjs'
 
 const root = join(import.meta.dirname, '..')
 const quick = process.env.BENCH_QUICK === '1'
@@ -97,18 +97,7 @@ async function run(c: Case, replay: string): Promise<Result> {
     const tokens = flat.reduce((n, r) => n + r.tokens, 0)
     return {
       tokensPerSecond: tokens / seconds,
-      ttfbP50: percentile(
-        flat.map((r) => r.ttfb),
-        50,
-      ),
-      gapP50: percentile(
-        flat.flatMap((r) => r.gaps),
-        50,
-      ),
-      gapP99: percentile(
-        flat.flatMap((r) => r.gaps),
-        99,
-      ),
+      ...deliveryPercentiles(flat),
       cpuMsPerMillion: (cpu / tokens) * 1e6,
       gcMsPerMillion: before && after ? ((after.gcMs - before.gcMs) / tokens) * 1e6 : null,
     }

@@ -20,7 +20,7 @@ import { createServer } from 'node:net'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 
-import { percentile, replayFile, streamingPost } from './gateway-process.mjs'
+import { deliveryPercentiles, replayFile, streamingPost } from './gateway-process.mjs'
 
 const root = join(import.meta.dirname, '..')
 const venv = join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'harmony-stream', 'peers-venv')
@@ -143,18 +143,7 @@ async function load(proxy: string, port: number, pid: number, clients: number, r
     clients,
     tokensPerSecond: streamed / seconds,
     cpuUsPerToken: ((treeCpuMs(pid) - cpu) * 1000) / streamed,
-    ttfbP50: percentile(
-      all.map((d) => d.ttfb),
-      50,
-    ),
-    gapP50: percentile(
-      all.flatMap((d) => d.gaps),
-      50,
-    ),
-    gapP99: percentile(
-      all.flatMap((d) => d.gaps),
-      99,
-    ),
+    ...deliveryPercentiles(all),
   }
 }
 
