@@ -68,19 +68,24 @@ test('heartbeats before the first token are no progress either: the stream ends 
 })
 
 test('heartbeats after the first tokens are no progress: idleMs ends the stream with an error naming it', async (t) => {
-  const { engine, aborts } = stallingEngine([{ tokens: Uint32Array.from(harmony('<|channel|>final<|message|>Hel')) }], true)
-  const { client } = await startGateway(t, { engine, engineTimeLimits: { idleMs: 50 }, onError: () => {} })
-  const stream = await client.responses.create({ model: 'gpt-oss', input: 'Hi', stream: true })
-  const types: string[] = []
-  let failure: unknown = null
-  try {
-    for await (const event of stream) types.push(event.type)
-  } catch (error) {
-    failure = error
+  // idleMs counts from the first tokens, whatever the first token's limit: the default (two minutes, which the
+  // limit once waited for before idleMs counted) or none. Either would outlast this bound.
+  t.timeout(60_000, 'idleMs did not end the stream')
+  for (const engineTimeLimits of [{ idleMs: 50 }, { idleMs: 50, firstTokenMs: null }]) {
+    const { engine, aborts } = stallingEngine([{ tokens: Uint32Array.from(harmony('<|channel|>final<|message|>Hel')) }], true)
+    const { client } = await startGateway(t, { engine, engineTimeLimits, onError: () => {} })
+    const stream = await client.responses.create({ model: 'gpt-oss', input: 'Hi', stream: true })
+    const types: string[] = []
+    let failure: unknown = null
+    try {
+      for await (const event of stream) types.push(event.type)
+    } catch (error) {
+      failure = error
+    }
+    t.true(types.includes('response.output_text.delta'), types.join(' '))
+    t.is((failure as { code?: string } | null)?.code, 'engine_idle_timeout', String(failure))
+    await aborts[0]
   }
-  t.true(types.includes('response.output_text.delta'), types.join(' '))
-  t.is((failure as { code?: string } | null)?.code, 'engine_idle_timeout', String(failure))
-  await aborts[0]
 })
 
 test('deadlineMs ends a generation that keeps going, whatever it sends', async (t) => {
@@ -120,6 +125,7 @@ test('limits are checked options: a misspelt, negative or mistyped one is a Type
 })
 
 test('an HTTP engine that only sends heartbeats (SSE comments) after its first tokens: cut at idleMs, its connection closed', async (t) => {
+  t.timeout(60_000, 'idleMs did not end the stream')
   const fake = await fakeVllm({ completion: harmony('<|channel|>final<|message|>Hello there.<|return|>'), heartbeatAfter: 5 })
   t.teardown(() => fake.close())
   // Its read timeout never fires: every comment is a byte. The token limit does.

@@ -99,7 +99,7 @@ export async function* limitedSteps(
     return limit
   }
   // One timer, not one per step (steps come a token at a time): when it fires early (tokens came meanwhile,
-  // moving the silence's limit) it is set again for what is left.
+  // moving the silence's limit later) it is set again for what is left; the first tokens set it again at once.
   let passed: Limit | null = null
   let timer: NodeJS.Timeout | undefined
   // Wakes the read that waits when the limit passes: a promise of its own per read, since reactions to one
@@ -142,8 +142,14 @@ export async function* limitedSteps(
       if (result.done) return
       over = false
       if (result.value.tokens.length > 0) {
-        sawTokens = true
         lastTokens = performance.now()
+        if (!sawTokens) {
+          // The first tokens: the silence's limit is now idleMs from here, which can pass before the first
+          // token's limit the timer was set for (or be the only limit): set it again.
+          sawTokens = true
+          clearTimeout(timer)
+          arm()
+        }
       }
       watcher.step(result.value)
       yield result.value
