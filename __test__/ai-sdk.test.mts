@@ -303,7 +303,8 @@ test('a stream cancelled while the engine is between steps aborts the engine req
   await new Promise((resolve) => setTimeout(resolve, 20))
   await reader.cancel()
   await read
-  t.true(aborted > 0 && aborted - started < 1000, 'the engine saw the abort')
+  // Without the abort the engine's step never comes: that it ended is the proof, not how fast.
+  t.true(aborted > 0 && aborted >= started, 'the engine saw the abort')
 })
 
 test('includeRawChunks gives each engine step as a raw part; stopSequences end the answer where they start', async (t) => {

@@ -86,7 +86,8 @@ test('close() while a client follows: the run is cancelled at once, its stream e
   const started = Date.now()
   await background.close()
   t.true((await following) > 0)
-  t.true(Date.now() - started < 1000)
+  // At once, not after the cancel wait (5 s by default).
+  t.true(Date.now() - started < 4_000)
   t.deepEqual(kept, ['in_progress', 'cancelled'])
 })
 
