@@ -169,7 +169,8 @@ function startServer(file: string, env: NodeJS.ProcessEnv): Promise<{ child: Chi
   const child = spawn(process.execPath, [file], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
   return new Promise((resolve, reject) => {
     let output = ''
-    const timer = setTimeout(() => reject(new Error(`the server printed no address in 20 s: ${output}`)), 20_000)
+    // A bound a loaded machine stays within: starting node and the package can take seconds there.
+    const timer = setTimeout(() => reject(new Error(`the server printed no address in 60 s: ${output}`)), 60_000)
     const onData = (data: Buffer) => {
       output += data
       const match = /http:\/\/127\.0\.0\.1:(\d+)/.exec(output)

@@ -14,6 +14,7 @@ import test from 'ava'
 import { createGateway } from '../examples/gateway/server.mjs'
 import { harmony } from './helpers/harmony.mjs'
 import { exchange } from './helpers/raw-http.mjs'
+import { until } from './helpers/until.mjs'
 
 const COMPLETION = harmony('<|channel|>final<|message|>Hello there, this is a longer answer.<|return|>')
 
@@ -120,8 +121,7 @@ test('clients that leave before the first step are counted, not logged as errors
     await new Promise((resolve) => setTimeout(resolve, 20))
     socket.destroy()
   }
-  const deadline = Date.now() + 5000
-  while (server.outcomes.clientClosed < 20 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
+  await until(() => server.outcomes.clientClosed === 20)
   t.is(server.outcomes.clientClosed, 20)
   t.deepEqual(errors, [])
 })

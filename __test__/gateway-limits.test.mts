@@ -15,6 +15,7 @@ import { ReplayEngine } from 'harmony-stream/engines'
 
 import { harmony } from './helpers/harmony.mjs'
 import { untilStalled } from './helpers/stall.mjs'
+import { until } from './helpers/until.mjs'
 
 const root = join(import.meta.dirname, '..')
 const { createGateway } = (await import(join(root, 'examples/gateway/server.mjs'))) as {
@@ -200,7 +201,7 @@ test.serial('10 clients that stop reading a long stream: the engine is held back
     }),
   )
   // All ten generations start (bounded wait), then their sockets' buffers fill.
-  for (let i = 0; i < 400 && engine.running < 10; i++) await new Promise((resolve) => setTimeout(resolve, 50))
+  await until(() => engine.running === 10, 20_000)
   const pulled = await untilStalled(() => engine.steps, 10)
   t.is(engine.running, 10, 'all ten generations are held, not finished into memory')
   t.true(engine.steps - pulled <= 10, `the engine is not pulled while nobody reads (${pulled} → ${engine.steps} steps)`)
@@ -209,7 +210,7 @@ test.serial('10 clients that stop reading a long stream: the engine is held back
   t.log(`RSS grew ${grown.toFixed(0)} MiB with 10 stalled streams of ~${LONG.length} tokens`)
   t.true(grown < 100, `RSS grew ${grown.toFixed(0)} MiB (bound: 100 MiB)`)
   for (const socket of sockets) socket.destroy()
-  for (let i = 0; i < 100 && engine.running > 0; i++) await new Promise((resolve) => setTimeout(resolve, 20))
+  await until(() => engine.running === 0)
   t.is(engine.running, 0, 'the clients left: their generations ended')
 })
 
@@ -241,7 +242,7 @@ test.serial('3,000 streams aborted by their clients leave no generation running'
     })
   const before = process.memoryUsage().rss
   for (let batch = 0; batch < 60; batch++) await Promise.all(Array.from({ length: 50 }, one))
-  for (let i = 0; i < 200 && engine.running > 0; i++) await new Promise((resolve) => setTimeout(resolve, 20))
+  await until(() => engine.running === 0)
   t.is(engine.started, 3000)
   t.is(engine.running, 0)
   const grown = (process.memoryUsage().rss - before) / 2 ** 20

@@ -83,7 +83,8 @@ async function finalAnswerText(): Promise<string> {
   return (json as { content: string }).content
 }
 
-async function idle(t: ExecutionContext, target: LlamaServer, withinMs = 5000) {
+/** Waits for every slot of `target` to stop processing, within a bound a loaded machine stays within. */
+async function idle(t: ExecutionContext, target: LlamaServer, withinMs = 30_000) {
   const deadline = Date.now() + withinMs
   for (;;) {
     const slots = await target.slots()
