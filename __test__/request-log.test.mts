@@ -7,6 +7,7 @@ import test from 'ava'
 
 import { startGateway } from './helpers/gateway.mjs'
 import { harmony } from './helpers/harmony.mjs'
+import { until } from './helpers/until.mjs'
 
 const ANSWER = harmony(
   '<|channel|>analysis<|message|>Private thoughts.<|end|><|start|>assistant<|channel|>final<|message|>Secret answer.<|return|>',
@@ -37,7 +38,7 @@ test('one line per request, saying what happened and nothing of what was said', 
   t.regex(missing.headers.get('x-request-id') ?? '', /^req_[0-9a-f]{32}$/, 'an id that is not plain is replaced')
   await missing.text()
   // The lines are written when each answer has ended: wait for them, not for a time.
-  for (let i = 0; i < 1000 && lines.length < 2; i++) await new Promise((resolve) => setImmediate(resolve))
+  await until(() => lines.length >= 2)
   t.like(lines[0], {
     msg: 'request',
     id: 'client-id-1',

@@ -135,15 +135,17 @@ test('npx harmony-stream serve --engine replay --port 0 serves /health and a str
     t.true(content.length > 0)
     t.is(finish, 'stop')
     // And its line in the request log, JSON on stdout.
+    // Written by another process when its answer has ended: waited for, bounded by time (a count of turns of
+    // this process's event loop was no bound on when the other's line comes).
     let logged: Record<string, unknown> | undefined
-    for (let i = 0; i < 1000 && logged === undefined; i++) {
+    await until(() => {
       logged = output()
         .split('\n')
         .filter((line) => line.startsWith('{'))
         .map((line) => JSON.parse(line) as Record<string, unknown>)
         .find((line) => line.route === '/v1/chat/completions')
-      if (logged === undefined) await new Promise((resolve) => setImmediate(resolve))
-    }
+      return logged !== undefined
+    })
     t.like(logged, { msg: 'request', method: 'POST', status: 200, engine: 'replay' })
   } finally {
     child.kill('SIGTERM')

@@ -14,6 +14,7 @@ import { createEngine } from 'harmony-stream/engines'
 import { fakeVllm } from './helpers/fake-engines.mjs'
 import { startGateway } from './helpers/gateway.mjs'
 import { harmony } from './helpers/harmony.mjs'
+import { until } from './helpers/until.mjs'
 
 const exporter = new InMemorySpanExporter()
 const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })
@@ -44,8 +45,7 @@ test('a request is a span under the client’s traceparent, with prepare, genera
   t.is(answer.status, 200)
   await answer.text()
   // The server span ends when the answer has been sent: wait for it rather than for a time.
-  for (let i = 0; i < 1000 && !exporter.getFinishedSpans().some((s) => s.kind === SpanKind.SERVER); i++)
-    await new Promise((resolve) => setImmediate(resolve))
+  await until(() => exporter.getFinishedSpans().some((s) => s.kind === SpanKind.SERVER))
   const spans = exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === TRACE_ID)
   const server = spans.find((s) => s.kind === SpanKind.SERVER)!
   t.is(server.name, 'POST /v1/responses')
