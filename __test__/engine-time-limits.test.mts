@@ -126,7 +126,9 @@ test('limits are checked options: a misspelt, negative or mistyped one is a Type
 
 test('an HTTP engine that only sends heartbeats (SSE comments) after its first tokens: cut at idleMs, its connection closed', async (t) => {
   t.timeout(60_000, 'idleMs did not end the stream')
-  const fake = await fakeVllm({ completion: harmony('<|channel|>final<|message|>Hello there.<|return|>'), heartbeatAfter: 5 })
+  // The text's ids in one chunk, then heartbeats: text reaches the client before idleMs can pass, however slow
+  // the machine (a pause between chunks of single ids could pass it before any text).
+  const fake = await fakeVllm({ completion: harmony('<|channel|>final<|message|>Hello there.<|return|>'), chunk: 5, heartbeatAfter: 1 })
   t.teardown(() => fake.close())
   // Its read timeout never fires: every comment is a byte. The token limit does.
   const engine = new VllmEngine({ url: fake.url, readTimeoutMs: 60_000 })

@@ -269,8 +269,7 @@ for (const kind of KINDS) {
     const stalling = await kind.start({ completion: COMPLETION, stallAfter: 2 })
     const started = Date.now()
     await engineError(t, collect(kind.client(stalling.url, { readTimeoutMs: 300 }).generate({ tokens: PROMPT })), 'engine-read-timeout')
-    // Bounded far below the default read timeout (120 s), far above what a loaded machine adds to 300 ms.
-    t.true(Date.now() - started < 30_000, 'the read timeout, not the default one')
+    t.true(Date.now() - started < 2000, 'the read timeout, not a longer one')
     await stalling.close()
     const gone = await kind.start({ completion: COMPLETION })
     const url = gone.url
@@ -279,17 +278,18 @@ for (const kind of KINDS) {
   })
 
   test(`${kind.name}: the response head may take longer than the connect timeout (prefill), not longer than the read timeout`, async (t) => {
-    // Margins for a loaded machine: connecting on loopback can take a while when the event loop is busy.
-    // (A 400 ms connect timeout expired on a machine running the suite beside CI.)
-    const slow = await kind.start({ completion: COMPLETION, headDelayMs: 3000 })
+    // A connect timeout a loaded machine stays within: a busy event loop holds the connection's event back
+    // past its timer (a loaded run hit 400 ms and 1,000 ms: the file runs forty tests at once). The head comes
+    // later than that timeout after the request arrived, so after the connection too.
+    const slow = await kind.start({ completion: COMPLETION, headDelayMs: 6000 })
     t.teardown(() => slow.close())
-    const { tokens } = await collect(kind.client(slow.url, { connectTimeoutMs: 2000, readTimeoutMs: 20_000 }).generate({ tokens: PROMPT }))
+    const { tokens } = await collect(kind.client(slow.url, { connectTimeoutMs: 5000, readTimeoutMs: 60_000 }).generate({ tokens: PROMPT }))
     t.deepEqual(tokens, COMPLETION)
     const silent = await kind.start({ completion: COMPLETION, headDelayMs: -1 })
     t.teardown(() => silent.close())
     await engineError(
       t,
-      collect(kind.client(silent.url, { connectTimeoutMs: 2000, readTimeoutMs: 1000 }).generate({ tokens: PROMPT })),
+      collect(kind.client(silent.url, { connectTimeoutMs: 5000, readTimeoutMs: 1000 }).generate({ tokens: PROMPT })),
       'engine-read-timeout',
     )
     t.true(await until(() => silent.clientClosed === 1), 'the client hung up')
@@ -343,8 +343,7 @@ for (const kind of KINDS) {
       })(),
       'engine-connection-error',
     )
-    // Refused at once, not left to the connect timeout (10 s by default).
-    t.true(Date.now() - started < 9_000)
+    t.true(Date.now() - started < 2000)
   })
 
   test(`${kind.name}: a consumer that does not read holds the engine back (bounded buffering), and loses nothing`, async (t) => {
@@ -458,8 +457,7 @@ test('https: a server that never completes the TLS handshake is a connect timeou
   const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`
   const started = Date.now()
   await engineError(t, collect(new VllmEngine({ url, connectTimeoutMs: 200 }).generate({ tokens: PROMPT })), 'engine-connect-timeout')
-  // The 200 ms connect timeout, not the default 10 s one.
-  t.true(Date.now() - started < 9_000)
+  t.true(Date.now() - started < 2000)
   t.true(await until(() => sockets.length === 1 && sockets[0].destroyed), `the client hung up: ${sockets.map((s) => s.destroyed)}`)
 })
 

@@ -102,8 +102,12 @@ test('a GET refused with 404 keeps a keep-alive connection: nothing was left unr
 })
 
 test("Node's own refusals come in OpenAI's error shape and close the connection: malformed HTTP, huge headers, a request too slow", async (t) => {
-  const { server, port } = await start({ headersTimeoutMs: 300, requestTimeoutMs: 600 })
+  // The default timeouts for what must not time out (a 300 ms one is within a loaded machine's pauses), short
+  // ones for the request that must.
+  const { server, port } = await start()
   t.teardown(() => server.close())
+  const short = await start({ headersTimeoutMs: 300, requestTimeoutMs: 600 })
+  t.teardown(() => short.server.close())
   const body = (answer: string) => JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))
 
   const malformed = await exchange(port, 'BREW /pot HTCPCP/1.0\r\n\r\n')
@@ -116,7 +120,7 @@ test("Node's own refusals come in OpenAI's error shape and close the connection:
   t.is(body(huge.answer).error.code, 'headers_too_large')
 
   // Headers never finished: the headers timeout answers 408 and closes.
-  const slow = await exchange(port, 'POST /v1/x HTTP/1.1\r\nhost: x\r\n')
+  const slow = await exchange(short.port, 'POST /v1/x HTTP/1.1\r\nhost: x\r\n')
   t.regex(slow.answer, /^HTTP\/1.1 408 /)
   t.is(body(slow.answer).error.code, 'request_timeout')
   t.true(slow.closed)

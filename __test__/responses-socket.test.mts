@@ -290,7 +290,8 @@ test('a client that leaves mid-response aborts the engine request; the lifetime 
       }
     },
   }
-  const { port } = await startGateway(t, { engine: slow, socketLifetimeMs: 400 })
+  // A lifetime a loaded machine's pauses stay within: the first connection's message must come before it ends.
+  const { port } = await startGateway(t, { engine: slow, socketLifetimeMs: 2000 })
   const ws = await connect(t, port)
   ws.send({ type: 'response.create', model: MODEL, input: 'x' })
   while (ws.frames.length < 3) await new Promise((resolve) => setTimeout(resolve, 10))
@@ -451,7 +452,8 @@ test('sseEventTexts cuts an adapter’s SSE frames into exactly its events’ JS
 })
 
 test('an idle connection (no turn running, none asked for) is closed after socketIdleMs; one in a turn is not', async (t) => {
-  const { port } = await startGateway(t, { engine: recordingEngine([ANSWER, ANSWER]).engine, socketIdleMs: 200 })
+  // An idle limit a loaded machine's pauses stay within: the working connection's message must come before it.
+  const { port } = await startGateway(t, { engine: recordingEngine([ANSWER, ANSWER]).engine, socketIdleMs: 2000 })
   // A connection that asks for a turn, then waits: its turn runs to the end, then the idle clock starts.
   const working = await connect(t, port)
   working.send({ type: 'response.create', model: MODEL, input: 'x' })
