@@ -27,6 +27,7 @@ import OpenAI from 'openai'
 import { failingEngine, recordingEngine, startGateway } from './helpers/gateway.mjs'
 import { harmony } from './helpers/harmony.mjs'
 import { redisForFile } from './helpers/redis-server.mjs'
+import { until } from './helpers/until.mjs'
 import { ANSWER, CALL, TOOLS } from './helpers/weather-loop.mjs'
 
 const redis = redisForFile(test)
@@ -167,9 +168,9 @@ test('store: false keeps nothing; bad pages are 400s; a gateway without a store 
   t.is((await a.client.responses.retrieve(second.id)).id, second.id)
 })
 
-/** Polls a response until it leaves `queued` and `in_progress` (at most 5 s). */
+/** Polls a response until it leaves `queued` and `in_progress` (at most 30 s: a bound a loaded machine stays within). */
 async function settled(client: OpenAI, id: string): Promise<{ status: string; output_text?: string; error?: unknown }> {
-  const deadline = Date.now() + 5_000
+  const deadline = Date.now() + 30_000
   for (;;) {
     const response = (await client.responses.retrieve(id)) as unknown as { status: string }
     if ((response.status !== 'queued' && response.status !== 'in_progress') || Date.now() > deadline) return response
@@ -199,15 +200,21 @@ function slowEngine(steps = 500): { engine: Engine; stopped: () => boolean } {
   }
 }
 
-/** An engine that writes the start of an answer, then waits for its request's abort: it never ends on its own. */
-function endlessEngine(): { engine: Engine; stopped: () => boolean } {
+/**
+ * An engine that writes the start of an answer, then waits for its request's abort: it never ends on its own.
+ * `started`: its first step was taken.
+ */
+function endlessEngine(): { engine: Engine; started: () => boolean; stopped: () => boolean } {
+  let started = false
   let stopped = false
   return {
+    started: () => started,
     stopped: () => stopped,
     engine: {
       name: 'endless',
       async *generate(request: GenerateRequest) {
         yield { tokens: Uint32Array.from(harmony('<|channel|>final<|message|>')) }
+        started = true
         if (!request.signal?.aborted) await new Promise((resolve) => request.signal?.addEventListener('abort', resolve, { once: true }))
         stopped = true
       },
@@ -340,11 +347,12 @@ for (const shared of ['memory', 'redis'] as const) {
           ? [new MemoryResponseStore()]
           : [0, 1].map(() => new RedisResponseStore({ url: redis.url(), keyPrefix: prefix }))
       t.teardown(() => Promise.all(stores.map((store) => store.close())))
-      const { engine, stopped } = slowEngine()
+      // A run that cannot end before the cancel, and has started its engine when the cancel comes.
+      const { engine, started, stopped } = endlessEngine()
       const runner = await startGateway(t, { engine, responseStore: stores[0] })
       const other = await startGateway(t, { replay: [ANSWER], responseStore: stores.at(-1) })
       const queued = await runner.client.responses.create({ model: 'gpt-oss', input: 'hi', background: true })
-      await new Promise((resolve) => setTimeout(resolve, 100))
+      t.true(await until(started, 10_000), 'the run took its first step')
       const cancelled = (await other.client.responses.cancel(queued.id)) as unknown as { status: string }
       t.is(cancelled.status, 'cancelled')
       t.true(stopped(), 'the engine request in the other gateway was aborted')

@@ -277,27 +277,25 @@ test('an engine that fails before its first step: one error frame (502); during 
 
 test('a client that leaves mid-response aborts the engine request; the lifetime ends a connection with its error', async (t) => {
   let aborted = false
+  // The start of the answer, then nothing until the request is aborted: the client leaves mid-response however
+  // slowly it reads.
   const slow: Engine = {
     name: 'slow',
     async *generate(request: GenerateRequest) {
       request.signal?.addEventListener('abort', () => {
         aborted = true
       })
-      for (const id of ANSWER) {
-        if (request.signal?.aborted) return
-        yield { tokens: Uint32Array.of(id) }
-        await new Promise((resolve) => setTimeout(resolve, 20))
-      }
+      yield { tokens: Uint32Array.from(ANSWER.slice(0, 4)) }
+      await new Promise((resolve) => request.signal?.addEventListener('abort', resolve, { once: true }))
     },
   }
   // A lifetime a loaded machine's pauses stay within: the first connection's message must come before it ends.
   const { port } = await startGateway(t, { engine: slow, socketLifetimeMs: 2000 })
   const ws = await connect(t, port)
   ws.send({ type: 'response.create', model: MODEL, input: 'x' })
-  while (ws.frames.length < 3) await new Promise((resolve) => setTimeout(resolve, 10))
+  t.true(await until(() => ws.frames.length >= 3, 10_000), 'the response began')
   ws.socket.terminate()
-  await until(() => aborted)
-  t.true(aborted)
+  t.true(await until(() => aborted, 10_000), 'the engine request was aborted')
 
   const idle = await connect(t, port)
   const limit = await idle.turn()

@@ -66,6 +66,8 @@ export interface FakeEngine {
   headers: IncomingMessage['headers'][]
   /** Connections the client closed before the stream's end. */
   clientClosed: number
+  /** Connections this fake dropped (`dropAfter`). */
+  dropped: number
   /** For each such close: the chunks written before it, and the ms since the request arrived. */
   closes: { chunks: number; ms: number }[]
   /** The largest number of bytes the server had waiting in its socket buffer (writes not yet taken by TCP). */
@@ -84,6 +86,9 @@ type Sender = (frame: string) => Promise<boolean>
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/** The responses whose connection a fake dropped itself (`dropAfter`), counted as `dropped` when they close. */
+const droppedHere = new WeakSet<ServerResponse>()
+
 async function fake(
   path: string,
   behaviour: FakeBehaviour,
@@ -97,6 +102,7 @@ async function fake(
     bodies: [],
     headers: [],
     clientClosed: 0,
+    dropped: 0,
     closes: [],
     maxBuffered: 0,
     blockedWrites: 0,
@@ -127,6 +133,7 @@ async function fake(
     }
     let chunks = 0
     res.on('close', () => {
+      if (droppedHere.has(res)) engine.dropped++
       if (!res.writableFinished) {
         engine.clientClosed++
         engine.closes.push({ chunks, ms: Date.now() - started })
@@ -234,6 +241,7 @@ async function stream(
     if (behaviour.dropAfter === index) {
       // What was written goes out first (a crash after those frames), then the connection drops.
       await sleep(50)
+      droppedHere.add(res)
       res.socket?.destroy()
       return
     }
