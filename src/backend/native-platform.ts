@@ -19,10 +19,17 @@ function manifest(): Manifest {
   return JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as Manifest
 }
 
-/** Linux's C library as napi-rs's loader tells it: glibc reports its version, musl does not. */
+/**
+ * Linux's C library as napi-rs's loader tells it: `ldd` names musl, else the process report (which costs
+ * milliseconds, so it comes second) says whether glibc is there.
+ */
 function linuxLibc(): 'gnu' | 'musl' {
-  const report = process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined
-  return report?.header?.glibcVersionRuntime ? 'gnu' : 'musl'
+  try {
+    return readFileSync('/usr/bin/ldd', 'utf8').includes('musl') ? 'musl' : 'gnu'
+  } catch {
+    const report = process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined
+    return report?.header?.glibcVersionRuntime ? 'gnu' : 'musl'
+  }
 }
 
 /** This machine's build name, as napi-rs names builds (`linux-x64-gnu`). */
@@ -59,7 +66,15 @@ export interface NativeDistribution {
   localFile: string
 }
 
+let distribution: NativeDistribution | undefined
+
+/** This machine's native distribution (worked out once). */
 export function nativeDistribution(): NativeDistribution {
+  distribution ??= distributionOf()
+  return distribution
+}
+
+function distributionOf(): NativeDistribution {
   const { name, version, napi } = manifest()
   const platform = platformName()
   const platforms = napi.targets.map(platformNameOfTarget)
