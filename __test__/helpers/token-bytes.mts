@@ -36,6 +36,27 @@ export function tokenBytes(id: number): Buffer {
   return id < 199998 ? table[id] : Buffer.from(names(id))
 }
 
+let byteIds: number[] | undefined
+
+/**
+ * `text` as the tokens of its UTF-8 bytes, one token a byte (o200k has one for each byte): a stream a model
+ * could give, made without running the BPE (which takes minutes over all of Unicode).
+ */
+export function byteTokens(text: string): number[] {
+  if (!byteIds) {
+    byteIds = []
+    for (let id = 0, found = 0; found < 256; id++) {
+      const bytes = tokenBytes(id)
+      if (bytes.length === 1 && byteIds[bytes[0]!] === undefined) {
+        byteIds[bytes[0]!] = id
+        found++
+      }
+    }
+  }
+  const ids = byteIds
+  return Array.from(Buffer.from(text, 'utf8'), (byte) => ids[byte]!)
+}
+
 /** Lossy UTF-8 decoding of the tokens' bytes taken together. */
 export function decodeTokens(ids: readonly number[]): string {
   return new TextDecoder('utf-8', { ignoreBOM: true }).decode(Buffer.concat(ids.map(tokenBytes)))
