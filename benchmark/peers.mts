@@ -16,10 +16,10 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 
+import { freePort } from '../__test__/helpers/free-port.mjs'
 import { deliveryPercentiles, replayFile, streamingPost } from './gateway-process.mjs'
 
 const root = join(import.meta.dirname, '..')
@@ -79,17 +79,6 @@ function treeCpuMs(pid: number): number {
   }
   visit(pid)
   return total
-}
-
-/** A port free on 127.0.0.1 now (uvicorn prints the port it was given, so 0 would not tell which it took). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-    server.on('error', reject)
-  })
 }
 
 async function stop(child: ChildProcess): Promise<void> {

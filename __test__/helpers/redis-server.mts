@@ -6,8 +6,9 @@
 
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
-import { createServer } from 'node:net'
 import type test from 'ava'
+
+import { freePort } from './free-port.mjs'
 
 interface RedisServer {
   url: string
@@ -21,14 +22,6 @@ function redisOrSkip(): boolean {
   if (process.env.CI) throw new Error('redis-server is missing, and CI must run the Redis store tests: apt-get install redis-server')
   console.warn('redis-server is not installed here: the Redis store tests are skipped (apt-get install redis-server)')
   return false
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise((resolve) => server.close(resolve))
-  return port
 }
 
 /** Starts redis-server and waits (at most 10 s) until it accepts connections. */
