@@ -96,7 +96,11 @@ const PAIRS: readonly (readonly [rust: string, typescript: string])[] = [
   // The native parser's bound input (node/lib.rs, native.ts).
   ['node/lib.rs:INPUT_STREAM', 'backend/native:INPUT_STREAM'],
   ['node/lib.rs:INPUT_COUNT', 'backend/native:INPUT_COUNT'],
+  ['node/lib.rs:INPUT_SKIPPED', 'backend/native:INPUT_SKIPPED'],
+  ['node/lib.rs:INPUT_REPLY', 'backend/native:INPUT_REPLY'],
   ['node/lib.rs:INPUT_TOKENS', 'backend/native:INPUT_TOKENS'],
+  ['node/lib.rs:REPLY_PLAIN', 'backend/native:REPLY_PLAIN'],
+  ['node/lib.rs:REPLY_OWN_TEXT', 'backend/native:REPLY_OWN_TEXT'],
 ]
 
 /** Constants of the Rust files read that have no TypeScript mirror, and why. */

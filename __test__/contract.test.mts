@@ -14,6 +14,7 @@ import {
 } from 'harmony-stream'
 
 import { batches, harmony, IMPLEMENTATIONS, replay, SPECIAL } from './helpers/harmony.mjs'
+import { byteTokens } from './helpers/token-bytes.mjs'
 
 const contract = test.macro({
   exec(t: ExecutionContext, implementation: Implementation, body: (t: ExecutionContext, implementation: Implementation) => void) {
@@ -538,4 +539,35 @@ contractTest('messages returns a copy', (t, implementation) => {
   parser.messages.pop()
   t.is(parser.messages.length, 2)
   t.is(parser.implementation, implementation)
+})
+
+// One token per call is how engines stream: the backends take a token that only adds its own text to the
+// open message without a parse (native: without a crossing, counted in Rust at the next one). What comes
+// after such tokens must still be exact: offsets, the message, the text across a character split in two.
+contractTest('one token at a time: text, offsets and messages stay exact after tokens taken as plain text', (t, implementation) => {
+  const head = harmony('<|channel|>final<|message|>')
+  const words = harmony(' the cat sat on the mat, the cat sat')
+  // "€" is three bytes; split over two ids it must go through the parser's UTF-8 assembly, not the plain path.
+  const euro = byteTokens('€')
+  const body = [...words, ...words, ...words]
+  const parser = new HarmonyStreamParser({ implementation })
+  let streamed = ''
+  for (const id of [...head, ...body]) for (const segment of parser.push([id]).segments) streamed += segment.text
+  t.is(streamed, ' the cat sat on the mat, the cat sat'.repeat(3))
+  // <|start|> inside content: lenient mode closes the message, with a diagnostic at that token's offset.
+  const closing = parser.push([SPECIAL['<|start|>']])
+  t.deepEqual(
+    closing.diagnostics.map((d) => [d.code, d.tokenOffset]),
+    [['missing-end', head.length + body.length]],
+  )
+  t.is(closing.completed[0].content, streamed)
+  parser.push(harmony('assistant<|channel|>final<|message|>'))
+  for (const id of words) parser.push([id])
+  t.is(parser.push(euro.slice(0, 1)).segments.length, 0, 'part of a character is held')
+  t.is(parser.push([euro[1]]).segments.length, 0)
+  t.is(parser.push([euro[2]]).segments[0]?.text, '€')
+  for (const id of words) parser.push([id])
+  const end = parser.finish()
+  t.is(end.completed[0].content, ' the cat sat on the mat, the cat sat€ the cat sat on the mat, the cat sat')
+  t.is(end.completed[0].terminator, null)
 })

@@ -201,6 +201,15 @@ class BatchAssembler implements ResultVisitor {
     if (this.current !== null && text !== '') this.current.pieces.push(text)
   }
 
+  /** The batch of a call that only added `text` to the open message (`BackendStream.takeText`). */
+  textBatch(text: string): HarmonyBatch {
+    const current = this.current!
+    this.text(current.index, text)
+    const segments = this.segments!
+    this.segments = null
+    return { opened: [], segments, completed: [], diagnostics: [] }
+  }
+
   /** The batch of everything reported since the last call; starts the next one. */
   take(diagnostics: HarmonyDiagnostic[]): HarmonyBatch {
     const batch: HarmonyBatch = {
@@ -309,7 +318,16 @@ export class HarmonyStreamParser {
    */
   push(tokens: Uint32Array | readonly number[]): HarmonyBatch {
     this.checkOpen()
-    const ids = tokenArray(tokens)
+    // The streaming hot path: tokens that only add their text to the open message, without a parse. A
+    // Uint32Array needs no copy for it (`takeText` reads each id once, so shared memory cannot change an
+    // id between its check and its use); an array is checked and copied first.
+    const direct = tokens instanceof Uint32Array
+    let ids = direct ? tokens : tokenArray(tokens)
+    if (ids.length > 0 && this.mode === 'objects' && this.assembler.openMessage() !== null) {
+      const text = this.backend.takeText(ids)
+      if (text !== null) return this.assembler.textBatch(text)
+    }
+    if (direct) ids = tokenArray(tokens)
     this.use('objects')
     return this.read(ids)
   }
@@ -427,7 +445,16 @@ export class HarmonyStreamParser {
   pushText(tokens: Uint32Array | readonly number[]): string | null {
     if (this.assembler.openMessage() === null || this.done || this.mode !== 'objects') return null
     for (let i = 0; i < tokens.length; i++) if (!(tokens[i] < FIRST_SPECIAL)) return null
-    const ids = tokenArray(tokens)
+    if (tokens.length === 0) return ''
+    // As in `push`: a Uint32Array is copied only for a parse.
+    const direct = tokens instanceof Uint32Array
+    let ids = direct ? tokens : tokenArray(tokens)
+    const taken = this.backend.takeText(ids)
+    if (taken !== null) {
+      this.assembler.appendText(taken)
+      return taken
+    }
+    if (direct) ids = tokenArray(tokens)
     const collector = this.textOnly
     collector.collected = ''
     try {

@@ -21,10 +21,31 @@ export interface FrameTemplate {
   readonly slots: readonly number[]
 }
 
+/**
+ * JSON strings of recent short texts. At one token per step most deltas are one token's text, the same
+ * few thousand again and again, and `JSON.stringify` of a short string costs several times a map lookup
+ * (docs/PERFORMANCE.md, "Native at one token per step"). Bounded: emptied when full.
+ */
+const jsonOfText = new Map<string, string>()
+const JSON_CACHE_ENTRIES = 8192
+/** Longer texts (several tokens) rarely repeat, and hashing them would cost more than it saves. */
+const JSON_CACHE_TEXT = 24
+
+function jsonString(text: string): string {
+  if (text.length > JSON_CACHE_TEXT) return JSON.stringify(text)
+  let json = jsonOfText.get(text)
+  if (json === undefined) {
+    if (jsonOfText.size >= JSON_CACHE_ENTRIES) jsonOfText.clear()
+    json = JSON.stringify(text)
+    jsonOfText.set(text, json)
+  }
+  return json
+}
+
 /** The frame for `text`, with `counter` in its counter slots. */
 export function writeFrame(template: FrameTemplate, text: string, counter: number): string {
   const { literals, slots } = template
-  const json = JSON.stringify(text)
+  const json = jsonString(text)
   let frame = literals[0]
   for (let i = 0; i < slots.length; i++) frame += (slots[i] === FRAME_TEXT ? json : counter) + literals[i + 1]
   return frame

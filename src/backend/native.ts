@@ -17,6 +17,7 @@ import {
 import type { FrameTemplate, LaneProgress } from './frames'
 import { NameMirror } from './name-mirror'
 import type { BackendStream, LaneStepper, PoolBackend, RawDiagnostic, RawHeader, RawParseError, ResultVisitor } from './protocol'
+import { FIRST_SPECIAL } from './tokens'
 
 export interface NativeBinding {
   loadVocabulary(path: string): void
@@ -40,18 +41,42 @@ export interface NativeBinding {
   parserStepFrames(owner: number, streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): Uint8Array
 }
 
-/** Slots of the bound input: the stream id, the count of tokens, then the tokens. Mirror INPUT_* in crate/node/src/lib.rs. @mirrored */
+/**
+ * Slots of the bound input: the stream id, the count of tokens, the ordinary tokens taken as plain content
+ * since the stream's last push (`takeText`), the reply (REPLY_* bits, written by Rust), then the tokens.
+ * Mirror INPUT_* in crate/node/src/lib.rs. @mirrored
+ */
 export const INPUT_STREAM = 0
 /** Compared with its Rust twin by __test__/constants.test.mts. @mirrored */
 export const INPUT_COUNT = 1
 /** Compared with its Rust twin by __test__/constants.test.mts. @mirrored */
-export const INPUT_TOKENS = 2
+export const INPUT_SKIPPED = 2
+/** Compared with its Rust twin by __test__/constants.test.mts. @mirrored */
+export const INPUT_REPLY = 3
+/** Compared with its Rust twin by __test__/constants.test.mts. @mirrored */
+export const INPUT_TOKENS = 4
+/** Reply bit: after the push the stream takes plain content (`takeText` may serve it). Mirrors REPLY_PLAIN in crate/node/src/lib.rs. @mirrored */
+export const REPLY_PLAIN = 1
+/** Reply bit: the push was one token whose own text is the push's text. Mirrors REPLY_OWN_TEXT in crate/node/src/lib.rs. @mirrored */
+export const REPLY_OWN_TEXT = 2
+
+/**
+ * `takeText` serves at most this many tokens: at 8 and more a crossing into Rust costs no more than looking
+ * up and joining the texts here (docs/PERFORMANCE.md, "Native at one token per step"), and Rust has the parse.
+ */
+const PLAIN_BATCH = 4
 
 /** What all native parsers of this thread share: the binding, the bound arrays and the names. */
 class Channel {
   input = new Uint32Array(INPUT_TOKENS + 64)
   out = new Uint32Array(compactCapacity(64))
   readonly names: NameMirror
+  /**
+   * The text of each ordinary token that Rust reported as its own (REPLY_OWN_TEXT), by id: what `takeText`
+   * serves without a crossing. Filled as tokens are seen, at most one string per token of the vocabulary
+   * (preallocated holey, so that it never becomes a slow dictionary).
+   */
+  readonly texts: (string | undefined)[] = new Array(FIRST_SPECIAL)
   /** Releases a parser's stream in the Rust pool when the parser is collected. */
   readonly streams: FinalizationRegistry<number>
 
@@ -81,12 +106,21 @@ class Channel {
 const CHANNEL = Symbol.for('harmony-stream.native-channel')
 const holder = globalThis as { [CHANNEL]?: Channel }
 
+const EMPTY = new Uint32Array(0)
+
 export class NativeStream implements BackendStream {
   private readonly channel: Channel
   /** The stream's id in this thread's Rust pool. */
   readonly id: number
 
   private closed = false
+  /**
+   * Rust's reply to the last push: the stream takes plain content, so `takeText` may take ordinary tokens
+   * whose text is known here; `skipped` counts them until the next crossing tells Rust (INPUT_SKIPPED).
+   * Never again once a lane stepper claimed the stream (`leavePlain`): its steps do not pass through here.
+   */
+  private plain = false
+  private skipped = 0
 
   constructor(binding: NativeBinding, role: string | null, strict: boolean, maxHeaderTokens: number, toolNames: string[]) {
     const channel = (holder[CHANNEL] ??= new Channel(binding))
@@ -114,13 +148,58 @@ export class NativeStream implements BackendStream {
     const input = channel.input
     input[INPUT_STREAM] = this.id
     input[INPUT_COUNT] = count
+    input[INPUT_SKIPPED] = this.skipped
+    this.skipped = 0
     // A loop beats TypedArray#set for the short batches that dominate streaming.
     if (count <= 16) for (let i = 0; i < count; i++) input[INPUT_TOKENS + i] = tokens[i]
     else input.set(tokens, INPUT_TOKENS)
-    return channel.binding.parserPush()
+    const text = channel.binding.parserPush()
+    const reply = input[INPUT_REPLY]
+    this.plain = (reply & REPLY_PLAIN) !== 0
+    if ((reply & REPLY_OWN_TEXT) !== 0) channel.texts[tokens[0]] = text
+    return text
+  }
+
+  /**
+   * At one token per call a crossing into Rust costs more than the parse of the token: a token that can
+   * only add its own text to the open message is taken here, from the texts Rust gave for it before, and
+   * counted in Rust at the next crossing. Rust keeps the offsets and everything else; it also says when
+   * this may happen (REPLY_PLAIN), so nothing here needs to know the parser's rules.
+   */
+  takeText(tokens: Uint32Array): string | null {
+    if (!this.plain) return null
+    const texts = this.channel.texts
+    const count = tokens.length
+    if (count === 1) {
+      const text = texts[tokens[0]]
+      if (text === undefined) return null
+      this.skipped++
+      return text
+    }
+    if (count > PLAIN_BATCH) return null
+    let text = ''
+    for (let i = 0; i < count; i++) {
+      const piece = texts[tokens[i]]
+      if (piece === undefined) return null
+      text += piece
+    }
+    this.skipped += count
+    return text
+  }
+
+  /** Tells Rust of the tokens `takeText` took (a push of none): before any call that is not a push. */
+  private settle(): void {
+    if (this.skipped > 0) this.push(EMPTY)
+  }
+
+  /** For a lane stepper's claim: Rust's offsets made whole, and `takeText` off for good. */
+  leavePlain(): void {
+    this.settle()
+    this.plain = false
   }
 
   finish(): string {
+    this.settle()
     return this.channel.binding.parserFinish(this.id)
   }
 
@@ -175,10 +254,12 @@ export class NativeStream implements BackendStream {
   }
 
   debugPanic(): number {
+    this.settle()
     return this.channel.binding.parserDebugPanic(this.id)
   }
 
   setLane(template: FrameTemplate | null, counter: number): boolean {
+    this.leavePlain()
     return this.channel.binding.parserSetLane(
       this.id,
       template === null ? null : (template.literals as string[]),
@@ -204,6 +285,7 @@ export class NativeLaneStepper implements LaneStepper {
   add(stream: BackendStream): number {
     if (!(stream instanceof NativeStream)) throw new TypeError("this pool runs on the native implementation; the adapter's parser does not")
     const { id } = stream
+    stream.leavePlain()
     if (!this.binding.parserClaim(id, this.owner)) throw new TypeError("this adapter's parser is closed or served by another pool")
     return id
   }

@@ -103,6 +103,13 @@ export interface BackendStream {
    * with no results.
    */
   read(tokens: Uint32Array | null, visitor: ResultVisitor): void
+  /**
+   * The hot path of streaming, at one token or a few per call: if every one of `tokens` (checked ids) can
+   * only add its own text to the open message (ordinary tokens whose text the backend knows, no part of
+   * a character pending), takes them without a parse and returns their text; otherwise null, with nothing
+   * taken. Leaves `out` as it was: the caller reads nothing else of such a call.
+   */
+  takeText(tokens: Uint32Array): string | null
   readonly out: Uint32Array
   takeDiagnostics(): RawDiagnostic[]
   takeHeaders(): RawHeader[]

@@ -293,8 +293,9 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
   }
 
   /**
-   * The response object with `status`. `copy`: its echoed request fields are copies of the adapter's (the object
-   * face, where the caller keeps the object); events written as SSE bytes are serialized at once and may share them.
+   * The response object with `status`. `copy`: its output and echoed request fields are copies of the adapter's
+   * (the object face, where the caller keeps the object); events written as SSE bytes are serialized at once and
+   * may share them.
    */
   private snapshot(status: ResponseObject['status'], copy: boolean): ResponseObject {
     const input = this.promptTokens
@@ -310,7 +311,7 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
       error: status === 'failed' ? { ...(this.failure ?? { code: 'server_error', message: 'the response failed' }) } : null,
       incomplete_details: status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
       model: this.options.model,
-      output: open ? [] : structuredClone(this.output),
+      output: open ? [] : copy ? structuredClone(this.output) : this.output,
       usage: open
         ? null
         : {
@@ -523,7 +524,9 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
       this.emit(this.event('response.function_call_arguments.done', { ...where, name: item.name, arguments: text }))
     }
     item.status = status
-    this.emit(this.event('response.output_item.done', { output_index: open.outputIndex, item: structuredClone(item) }))
+    // Written as SSE at once, the event needs no copy of the item (a copy costs more than the frame).
+    const done = this.writesSse ? item : structuredClone(item)
+    this.emit(this.event('response.output_item.done', { output_index: open.outputIndex, item: done }))
   }
 
   /** A reasoning item's text, with `reasoningSummary` its summary too, and with `sealReasoning` that text sealed. */
@@ -632,7 +635,7 @@ export function responsesRequestEcho(body: object | null = null): ResponseReques
   const format = fieldsOf(text?.format)
   const toolChoice = request.tool_choice
   const metadata = fieldsOf(request.metadata)
-  return structuredClone({
+  const echo: ResponseRequestEcho = {
     background: false,
     instructions: stringOr(request.instructions, null),
     max_output_tokens: integerOr(request.max_output_tokens, null),
@@ -655,7 +658,18 @@ export function responsesRequestEcho(body: object | null = null): ResponseReques
     truncation: request.truncation === 'auto' ? 'auto' : 'disabled',
     user: stringOr(request.user, null),
     metadata: (metadata ?? {}) as Record<string, string>,
-  })
+  }
+  // Detached from the request: the fields that hold its objects are copied (the rest are new objects or
+  // primitives). Most requests have none of them, and a clone of the whole echo cost more than the rest of
+  // a response's opening.
+  if (text !== null || fieldsOf(toolChoice) !== null || echo.tools.length > 0 || metadata !== null) {
+    const copied = structuredClone({ text: echo.text, tool_choice: echo.tool_choice, tools: echo.tools, metadata: echo.metadata })
+    echo.text = copied.text
+    echo.tool_choice = copied.tool_choice
+    echo.tools = copied.tools
+    echo.metadata = copied.metadata
+  }
+  return echo
 }
 
 /**

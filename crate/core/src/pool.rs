@@ -381,6 +381,33 @@ impl StreamPool {
         Ok(&self.text)
     }
 
+    /// Whether stream `id` takes ordinary tokens as plain content now (`StreamParser::takes_plain_content`)
+    /// and is neither broken nor claimed for `step_frames`, which would read it without the caller.
+    pub fn takes_plain_content(&self, id: u32) -> bool {
+        let slot = self.slots.get((id & INDEX_MASK) as usize);
+        slot.filter(|slot| slot.generation as u32 == id >> INDEX_BITS)
+            .and_then(|slot| slot.stream.as_deref())
+            .is_some_and(|stream| !stream.broken && stream.owner == 0 && stream.parser.takes_plain_content())
+    }
+
+    /// Counts `count` ordinary tokens the caller took as content of stream `id` itself
+    /// (`StreamParser::skip_content`). If the stream could not take them, the caller has a bug: the stream
+    /// is marked broken, so its next call fails with an internal error instead of reporting wrong offsets.
+    pub fn skip_content(&mut self, id: u32, count: u32) {
+        let plain = self.takes_plain_content(id);
+        let Some(stream) = self.stream_mut(id) else { return };
+        if !plain || !stream.parser.skip_content(u64::from(count)) {
+            stream.broken = true;
+            stream.error = Some(internal_error(format!("{count} token(s) were counted as plain content the parser could not take")));
+        }
+    }
+
+    /// Whether ordinary token `token` has a text of its own (whole UTF-8): pushed alone while its stream
+    /// takes plain content, it gives exactly that text, which the caller may then keep for `skip_content`.
+    pub fn has_own_text(&self, token: u32) -> bool {
+        token < FIRST_SPECIAL && self.vocabulary.padded_text(token).is_some()
+    }
+
     /// Diagnostics of the stream's last call.
     pub fn take_diagnostics(&mut self, id: u32) -> Vec<Diagnostic> {
         self.stream_mut(id).map(|s| std::mem::take(&mut s.parser.output_mut().diagnostics)).unwrap_or_default()
@@ -554,6 +581,25 @@ mod tests {
         assert_eq!(pool.len(), 1);
         assert_eq!(pool.step(&[id], &[0, 0], &[], &mut out), Err(PoolError::UnknownStream { index: 0, id }));
         assert_eq!(pool.len(), 0);
+    }
+
+    #[test]
+    fn tokens_the_caller_took_as_plain_content_count_in_later_offsets_and_a_wrong_count_breaks_the_stream() {
+        let vocabulary = vocabulary();
+        let mut pool = StreamPool::new(vocabulary.clone());
+        let id = pool.open(ParserOptions::default()).unwrap();
+        let mut out = vec![0; capacity(1, 4)];
+        assert!(!pool.takes_plain_content(id), "a header is being read");
+        pool.call_one(id, Some(&[CHANNEL, MESSAGE]), &mut out).unwrap();
+        assert!(pool.takes_plain_content(id) && pool.has_own_text(1) && !pool.has_own_text(CHANNEL));
+        pool.skip_content(id, 5);
+        // <|start|> in content: the diagnostic names its offset, counting the five tokens taken outside.
+        pool.call_one(id, Some(&[crate::tokens::START]), &mut out).unwrap();
+        assert_eq!(pool.take_diagnostics(id)[0].token_offset, 7);
+        assert!(!pool.takes_plain_content(id));
+        pool.skip_content(id, 1);
+        assert_eq!(pool.call_one(id, Some(&[]), &mut out).unwrap(), "");
+        assert_eq!(out[AT_STATUS], STATUS_INTERNAL_ERROR, "a count the parser could not take is a bug, not a wrong offset");
     }
 
     #[test]

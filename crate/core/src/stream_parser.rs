@@ -169,6 +169,25 @@ impl StreamParser {
         !self.finished
     }
 
+    /// Whether an ordinary token would now only add its own text to the open message: a message is being
+    /// read, no part of a character is pending, and the stream goes on. In this state the Node wrapper may
+    /// take ordinary tokens itself, from texts this parser gave it before, and count them with `skip_content`
+    /// at its next call (src/backend/native.ts: at one token per call the crossing costs more than the parse).
+    pub fn takes_plain_content(&self) -> bool {
+        self.state == State::Content && self.utf8.is_empty() && !self.finished
+    }
+
+    /// Counts `count` ordinary tokens that the caller took as content itself while `takes_plain_content`
+    /// held: their text never came through here, only the offset moves (diagnostics after them stay exact).
+    /// False, with nothing changed, if that state does not hold.
+    pub fn skip_content(&mut self, count: u64) -> bool {
+        if !self.takes_plain_content() {
+            return false;
+        }
+        self.offset += count;
+        true
+    }
+
     /// Results of the last `push` or `finish` (also after it returned an error).
     pub fn output(&self) -> &BatchOutput {
         &self.output

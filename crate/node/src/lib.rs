@@ -14,7 +14,7 @@
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 
-use harmony_stream_core::compact::{AT_BAD_INDEX, AT_STATUS, HEADER_SLOTS, STATUS_INTERNAL_ERROR};
+use harmony_stream_core::compact::{AT_BAD_INDEX, AT_STATUS, HEADER_SLOTS, STATUS_INTERNAL_ERROR, STATUS_OK};
 use harmony_stream_core::{
     Diagnostic, Encoder, FrameSlot, FrameTemplate, Header, ParseError, ParserOptions, PoolError, StreamPool, Vocabulary,
 };
@@ -171,12 +171,22 @@ pub fn parser_close(id: u32) -> Result<bool> {
     with_thread_pool(|thread| Ok(thread.pool.close(id)))
 }
 
-/// Slots of the bound input: the stream id, the count of tokens, then the tokens. Mirror INPUT_* in
-/// src/backend/native.ts, which writes them (`__test__/constants.test.mts` compares the two, as it does for
-/// every constant here that TypeScript mirrors).
+/// Slots of the bound input: the stream id, the count of tokens, the ordinary tokens the wrapper took as
+/// plain content since the stream's last push (`StreamPool::skip_content`), the reply (`REPLY_*` bits,
+/// written here), then the tokens. Mirror INPUT_* in src/backend/native.ts, which writes them
+/// (`__test__/constants.test.mts` compares the two, as it does for every constant here that TypeScript
+/// mirrors).
 const INPUT_STREAM: usize = 0;
 const INPUT_COUNT: usize = 1;
-const INPUT_TOKENS: usize = 2;
+const INPUT_SKIPPED: usize = 2;
+const INPUT_REPLY: usize = 3;
+const INPUT_TOKENS: usize = 4;
+
+/// Reply bits of `parserPush`: after the call the stream takes plain content (`StreamPool::takes_plain_content`);
+/// the call was one token whose own text is the call's text (`StreamPool::has_own_text`), which the wrapper
+/// may keep. Mirror REPLY_* in src/backend/native.ts.
+const REPLY_PLAIN: u32 = 1;
+const REPLY_OWN_TEXT: u32 = 2;
 
 /// Parses tokens for a stream, both named in the bound input (`INPUT_*` slots); results in the bound
 /// output. No parameters, not even `Env`: napi-rs then skips reading the call's arguments, which costs
@@ -184,20 +194,31 @@ const INPUT_TOKENS: usize = 2;
 #[napi]
 pub fn parser_push() -> Result<String> {
     with_thread_pool(|thread| {
-        let (Some(input), Some(output)) = (thread.input.as_ref(), thread.output.as_mut()) else {
+        let (Some(input), Some(output)) = (thread.input.as_mut(), thread.output.as_mut()) else {
             return Err(Error::from_reason("call parserBind first"));
         };
-        let (id, count) = (input[INPUT_STREAM], input[INPUT_COUNT] as usize);
+        let (id, count, skipped) = (input[INPUT_STREAM], input[INPUT_COUNT] as usize, input[INPUT_SKIPPED]);
         let tokens = input
             .get(INPUT_TOKENS..INPUT_TOKENS.saturating_add(count))
             .ok_or_else(|| Error::from_reason("count exceeds the bound input"))?;
+        let pool = &mut thread.pool;
+        if skipped > 0 {
+            pool.skip_content(id, skipped);
+        }
+        let own_text = count == 1 && pool.takes_plain_content(id) && pool.has_own_text(tokens[0]);
         // SAFETY: the call is synchronous, so JavaScript cannot touch the buffer while Rust holds the
         // slice, and parserBind refused arrays that overlap.
         let out = unsafe { output.as_mut() };
-        match thread.pool.call_one(id, Some(tokens), out) {
-            Ok(text) => Ok(text.to_owned()),
-            Err(error) => Ok(status_or_throw(error, out)?.to_owned()),
-        }
+        let text = match pool.call_one(id, Some(tokens), out) {
+            Ok(text) => text.to_owned(),
+            Err(error) => status_or_throw(error, out)?.to_owned(),
+        };
+        let ok = out[AT_STATUS] == STATUS_OK;
+        let reply = if pool.takes_plain_content(id) { REPLY_PLAIN } else { 0 } | if own_text && ok { REPLY_OWN_TEXT } else { 0 };
+        // SAFETY: as above; the token slice is no longer used.
+        let input = unsafe { input.as_mut() };
+        input[INPUT_REPLY] = reply;
+        Ok(text)
     })
 }
 

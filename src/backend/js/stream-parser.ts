@@ -4,7 +4,7 @@
  * recovers from everything with a diagnostic and drops no content text.
  */
 import { STATE_CONTENT, STATE_EXPECT_START, STATE_HEADER, TERMINATOR_NONE } from '../protocol'
-import { CHANNEL, END_OF_TEXT, MESSAGE, START, terminatorOf } from '../tokens'
+import { CHANNEL, END_OF_TEXT, FIRST_SPECIAL, MESSAGE, START, terminatorOf } from '../tokens'
 import { type Header, parseHeader, problemCode, problemMessage, recoverHeader } from './header'
 import { BatchOutput, type ParseError } from './output'
 import { decodeLossy, Utf8Assembler, validUpTo } from './utf8'
@@ -98,6 +98,30 @@ export class StreamParser {
       } else return false
     }
     return !this.finished
+  }
+
+  /**
+   * `BackendStream.takeText`: the text of `tokens` if each is an ordinary token that only adds its own text
+   * to the open message (as `appendContent` does with no part of a character pending), taken; else null
+   * with nothing taken. The output of the last call is left as it was.
+   */
+  takeText(tokens: Uint32Array): string | null {
+    if (this.currentState !== STATE_CONTENT || this.finished || !this.utf8.isEmpty()) return null
+    if (tokens.length === 1) {
+      const token = tokens[0]
+      const text = token < FIRST_SPECIAL ? this.vocabulary.text(token) : null
+      if (text !== null) this.offset++
+      return text
+    }
+    let text = ''
+    for (let i = 0; i < tokens.length; i++) {
+      const token = tokens[i]
+      const piece = token < FIRST_SPECIAL ? this.vocabulary.text(token) : null
+      if (piece === null) return null
+      text += piece
+    }
+    this.offset += tokens.length
+    return text
   }
 
   push(tokens: Uint32Array): PushError | null {

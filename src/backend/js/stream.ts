@@ -40,6 +40,10 @@ export class JsStream implements BackendStream {
     if (runStream(this.stream, tokens, out)) this.stream.parser.output.visit(visitor)
   }
 
+  takeText(tokens: Uint32Array): string | null {
+    return this.stream.broken ? null : this.stream.parser.takeText(tokens)
+  }
+
   takeDiagnostics(): RawDiagnostic[] {
     return this.stream.parser.output.diagnostics.splice(0)
   }
