@@ -375,6 +375,13 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
   protected opening(): void {
     if (this.started) return
     this.started = true
+    if (this.writesSse) {
+      // Byte for byte the frames of the two events below, with their one response serialized once.
+      const response = JSON.stringify(this.snapshot('in_progress', false))
+      this.write(responseFrame('response.created', this.counter++, response))
+      this.write(responseFrame('response.in_progress', this.counter++, response))
+      return
+    }
     this.emit(this.event('response.created', { response: this.snapshot('in_progress', !this.writesSse) }))
     this.emit(this.event('response.in_progress', { response: this.snapshot('in_progress', !this.writesSse) }))
   }
@@ -536,6 +543,11 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     const { sealReasoning } = this.options
     if (sealReasoning !== undefined) item.encrypted_content = sealReasoning(text)
   }
+}
+
+/** The SSE frame of a response event, `{ type, sequence_number, response }`, from the response's JSON. */
+function responseFrame(type: string, sequence: number, response: string): string {
+  return `event: ${type}\ndata: {"type":"${type}","sequence_number":${sequence},"response":${response}}\n\n`
 }
 
 /** The item of a message by its route, in progress and empty. */
