@@ -98,9 +98,12 @@ const PAIRS: readonly (readonly [rust: string, typescript: string])[] = [
   ['node/lib.rs:INPUT_COUNT', 'backend/native:INPUT_COUNT'],
   ['node/lib.rs:INPUT_SKIPPED', 'backend/native:INPUT_SKIPPED'],
   ['node/lib.rs:INPUT_REPLY', 'backend/native:INPUT_REPLY'],
+  ['node/lib.rs:INPUT_ROOM', 'backend/native:INPUT_ROOM'],
   ['node/lib.rs:INPUT_TOKENS', 'backend/native:INPUT_TOKENS'],
   ['node/lib.rs:REPLY_PLAIN', 'backend/native:REPLY_PLAIN'],
   ['node/lib.rs:REPLY_OWN_TEXT', 'backend/native:REPLY_OWN_TEXT'],
+  ['node/lib.rs:REPLY_BEGINS_CHARACTER', 'backend/native:REPLY_BEGINS_CHARACTER'],
+  ['node/lib.rs:REPLY_OPENS', 'backend/native:REPLY_OPENS'],
 ]
 
 /** Constants of the Rust files read that have no TypeScript mirror, and why. */

@@ -571,3 +571,77 @@ contractTest('one token at a time: text, offsets and messages stay exact after t
   t.is(end.completed[0].content, ' the cat sat on the mat, the cat sat€ the cat sat on the mat, the cat sat')
   t.is(end.completed[0].terminator, null)
 })
+
+// The native backend keeps back, at one token per call, the tokens that produce nothing yet (a header up
+// to its <|message|>, the first piece of a split character) and parses them with the next call. Whatever
+// it keeps, one token per call must give what one call with all the tokens gives.
+contractTest('one token per call gives what one call gives: messages, diagnostics and their offsets', (t, implementation) => {
+  const inputs: [string, number[], Partial<{ maxHeaderTokens: number; strict: boolean }>][] = [
+    ['a tool call after reasoning', harmony(`${ANALYSIS_TO_TOOL}<|start|>assistant<|channel|>final<|message|>done<|return|>`), {}],
+    [
+      'a header too long, twice',
+      harmony('<|channel|>final to=a b c d e f g<|message|>x<|end|><|start|>assistant<|channel|>x y z w v u<|message|>y<|end|>'),
+      { maxHeaderTokens: 4 },
+    ],
+    [
+      'stray tokens before <|start|>',
+      harmony('<|channel|>final<|message|>a<|end|> stray words<|start|>assistant<|channel|>final<|message|>b<|end|>'),
+      {},
+    ],
+    ['a message without <|start|>', harmony('<|channel|>final<|message|>a<|end|><|channel|>analysis<|message|>b<|end|>'), {}],
+    [
+      'a stop token inside a header',
+      harmony('<|channel|>final<|message|>a<|end|><|start|>assistant<|channel|>fin<|end|><|start|>assistant<|channel|>final<|message|>c'),
+      {},
+    ],
+    ['<|start|> twice', harmony('<|channel|>final<|message|>a<|end|><|start|><|start|>assistant<|channel|>final<|message|>b<|end|>'), {}],
+    [
+      'a split character after a held header',
+      [...harmony('<|channel|>final<|message|>'), ...byteTokens('€ and €'), ...harmony('<|end|>')],
+      {},
+    ],
+    [
+      'strict: a header without <|message|>',
+      harmony('<|channel|>final<|message|>a<|end|><|start|>assistant<|channel|>final'),
+      { strict: true },
+    ],
+  ]
+  for (const [what, tokens, options] of inputs) {
+    const observe = (batches: readonly number[][]) => {
+      const parser = new HarmonyStreamParser({ implementation, ...options })
+      const diagnostics: [string, number][] = []
+      let text = ''
+      let error: string | null = null
+      try {
+        for (const batch of [...batches, null]) {
+          const result = batch === null ? parser.finish() : parser.push(batch)
+          for (const d of result.diagnostics) diagnostics.push([d.code, d.tokenOffset])
+          for (const s of result.segments) text += s.text
+        }
+      } catch (cause) {
+        error = cause instanceof HarmonyParseError ? `${cause.code} at ${cause.tokenOffset}` : String(cause)
+      }
+      return { messages: parser.messages, diagnostics, text, error }
+    }
+    const whole = observe([tokens])
+    // Twice one token per call on one thread: the second run meets tokens whose texts the first made known.
+    for (const run of ['first', 'second']) t.deepEqual(observe(tokens.map((id) => [id])), whole, `${what} (${run} run)`)
+  }
+})
+
+contractTest('one token per call: a bad id after tokens kept back names its own index, and nothing is lost', (t, implementation) => {
+  const parser = new HarmonyStreamParser({ implementation })
+  for (const id of harmony('<|channel|>final<|message|>hi<|end|><|start|>assistant<|channel|>')) parser.push([id])
+  t.is(parser.state, 'header')
+  const error = t.throws(() => parser.push([1, 300_000]), { instanceOf: RangeError })
+  t.regex(error.message, /token id 300000 at index 1/)
+  for (const id of harmony('final<|message|>there<|end|>')) parser.push([id])
+  parser.finish()
+  t.deepEqual(
+    parser.messages.map((m) => [m.channel, m.content]),
+    [
+      ['final', 'hi'],
+      ['final', 'there'],
+    ],
+  )
+})

@@ -93,6 +93,10 @@ function tokenArray(tokens: unknown): Uint32Array {
   return copy
 }
 
+function emptyBatch(): HarmonyBatch {
+  return { opened: [], segments: [], completed: [], diagnostics: [] }
+}
+
 /** A failure inside a backend call (a bug, never bad input) becomes `internal-error`. */
 export function internalError(cause: unknown): HarmonyError {
   const reason = cause instanceof Error ? cause.message : String(cause)
@@ -323,9 +327,14 @@ export class HarmonyStreamParser {
     // id between its check and its use); an array is checked and copied first.
     const direct = tokens instanceof Uint32Array
     let ids = direct ? tokens : tokenArray(tokens)
-    if (ids.length > 0 && this.mode === 'objects' && this.assembler.openMessage() !== null) {
-      const text = this.backend.takeText(ids)
-      if (text !== null) return this.assembler.textBatch(text)
+    if (ids.length > 0 && this.mode !== 'compact') {
+      if (this.assembler.openMessage() !== null) {
+        const text = this.backend.takeText(ids)
+        if (text !== null) return text === '' ? emptyBatch() : this.assembler.textBatch(text)
+      } else if (this.backend.hold(ids)) {
+        this.mode = 'objects' // the first push may be one
+        return emptyBatch()
+      }
     }
     if (direct) ids = tokenArray(tokens)
     this.use('objects')
@@ -337,7 +346,7 @@ export class HarmonyStreamParser {
    * produced has been read). Calling it again returns an empty batch.
    */
   finish(): HarmonyBatch {
-    if (this.done) return { opened: [], segments: [], completed: [], diagnostics: [] }
+    if (this.done) return emptyBatch()
     this.use('objects')
     this.done = true
     try {

@@ -5,9 +5,12 @@
  * stream id and the count go in the input's first slots.
  */
 import {
+  COMPACT_BAD_INDEX,
   COMPACT_FIRST_RECORD,
   COMPACT_RECORD_SLOTS,
   COMPACT_RECORDS,
+  COMPACT_STATUS,
+  COMPACT_STATUS_INVALID_TOKEN,
   compactCapacity,
   NAME_NOT_INTERNED,
   RECORD_CLOSE,
@@ -16,8 +19,17 @@ import {
 } from './compact'
 import type { FrameTemplate, LaneProgress } from './frames'
 import { NameMirror } from './name-mirror'
-import type { BackendStream, LaneStepper, PoolBackend, RawDiagnostic, RawHeader, RawParseError, ResultVisitor } from './protocol'
-import { FIRST_SPECIAL } from './tokens'
+import {
+  type BackendStream,
+  type LaneStepper,
+  type PoolBackend,
+  type RawDiagnostic,
+  type RawHeader,
+  type RawParseError,
+  type ResultVisitor,
+  TERMINATOR_NONE,
+} from './protocol'
+import { END_OF_TEXT, FIRST_SPECIAL, LAST_TOKEN, MESSAGE, START, terminatorOf } from './tokens'
 
 export interface NativeBinding {
   loadVocabulary(path: string): void
@@ -54,11 +66,22 @@ export const INPUT_SKIPPED = 2
 /** Compared with its Rust twin by __test__/constants.test.mts. @mirrored */
 export const INPUT_REPLY = 3
 /** Compared with its Rust twin by __test__/constants.test.mts. @mirrored */
-export const INPUT_TOKENS = 4
+export const INPUT_ROOM = 4
+/** Compared with its Rust twin by __test__/constants.test.mts. @mirrored */
+export const INPUT_TOKENS = 5
 /** Reply bit: after the push the stream takes plain content (`takeText` may serve it). Mirrors REPLY_PLAIN in crate/node/src/lib.rs. @mirrored */
 export const REPLY_PLAIN = 1
 /** Reply bit: the push was one token whose own text is the push's text. Mirrors REPLY_OWN_TEXT in crate/node/src/lib.rs. @mirrored */
 export const REPLY_OWN_TEXT = 2
+/** Reply bit: the push was one such token that only began a character. Mirrors REPLY_BEGINS_CHARACTER in crate/node/src/lib.rs. @mirrored */
+export const REPLY_BEGINS_CHARACTER = 4
+/** Reply bit: a `<|start|>` would open a header silently now. Mirrors REPLY_OPENS in crate/node/src/lib.rs. @mirrored */
+export const REPLY_OPENS = 8
+
+/** A token the parser takes silently in a header with room, in both modes (as `silent_room` in stream_parser.rs). */
+function isHeaderToken(token: number): boolean {
+  return token <= LAST_TOKEN && token !== MESSAGE && token !== END_OF_TEXT && token !== START && terminatorOf(token) === TERMINATOR_NONE
+}
 
 /**
  * `takeText` serves at most this many tokens: at 8 and more a crossing into Rust costs no more than looking
@@ -72,9 +95,10 @@ class Channel {
   out = new Uint32Array(compactCapacity(64))
   readonly names: NameMirror
   /**
-   * The text of each ordinary token that Rust reported as its own (REPLY_OWN_TEXT), by id: what `takeText`
-   * serves without a crossing. Filled as tokens are seen, at most one string per token of the vocabulary
-   * (preallocated holey, so that it never becomes a slow dictionary).
+   * The text of each ordinary token that Rust reported as its own (REPLY_OWN_TEXT), by id, or '' for a token
+   * that only begins a character (REPLY_BEGINS_CHARACTER): what `takeText` serves without a crossing.
+   * Filled as tokens are seen, at most one string per token of the vocabulary (preallocated holey, so that
+   * it never becomes a slow dictionary).
    */
   readonly texts: (string | undefined)[] = new Array(FIRST_SPECIAL)
   /** Releases a parser's stream in the Rust pool when the parser is collected. */
@@ -121,10 +145,23 @@ export class NativeStream implements BackendStream {
    */
   private plain = false
   private skipped = 0
+  /**
+   * Tokens that produce nothing yet, kept back for the next crossing, which sends them first (`hold`, and
+   * `takeText` for the first piece of a split character); and Rust's last word on what it would take
+   * silently: whether a `<|start|>` opens a header (REPLY_OPENS), and the room left in the header being read.
+   */
+  private readonly held: number[] = []
+  private opens = false
+  private room = 0
+  private readonly maxHeaderTokens: number
 
   constructor(binding: NativeBinding, role: string | null, strict: boolean, maxHeaderTokens: number, toolNames: string[]) {
     const channel = (holder[CHANNEL] ??= new Channel(binding))
     this.channel = channel
+    this.maxHeaderTokens = maxHeaderTokens
+    // As a new parser starts (stream_parser.rs): reading the given role's header, or expecting `<|start|>`.
+    this.opens = role === null
+    this.room = role === null ? 0 : maxHeaderTokens
     this.id = binding.parserOpen(role, strict, maxHeaderTokens, toolNames)
     channel.streams.register(this, this.id, this)
   }
@@ -143,21 +180,55 @@ export class NativeStream implements BackendStream {
 
   push(tokens: Uint32Array): string {
     const channel = this.channel
-    const count = tokens.length
+    const held = this.held.length
+    const count = held + tokens.length
     if (INPUT_TOKENS + count > channel.input.length) channel.grow(count)
     const input = channel.input
     input[INPUT_STREAM] = this.id
     input[INPUT_COUNT] = count
     input[INPUT_SKIPPED] = this.skipped
     this.skipped = 0
+    if (held > 0) {
+      for (let i = 0; i < held; i++) input[INPUT_TOKENS + i] = this.held[i]
+      this.held.length = 0
+    }
     // A loop beats TypedArray#set for the short batches that dominate streaming.
-    if (count <= 16) for (let i = 0; i < count; i++) input[INPUT_TOKENS + i] = tokens[i]
-    else input.set(tokens, INPUT_TOKENS)
+    if (tokens.length <= 16) for (let i = 0; i < tokens.length; i++) input[INPUT_TOKENS + held + i] = tokens[i]
+    else input.set(tokens, INPUT_TOKENS + held)
     const text = channel.binding.parserPush()
+    // Held ids were checked in range: a bad id is one of the caller's, at its index in `tokens`.
+    if (held > 0 && channel.out[COMPACT_STATUS] === COMPACT_STATUS_INVALID_TOKEN) channel.out[COMPACT_BAD_INDEX] -= held
     const reply = input[INPUT_REPLY]
     this.plain = (reply & REPLY_PLAIN) !== 0
+    this.opens = (reply & REPLY_OPENS) !== 0
+    this.room = input[INPUT_ROOM]
     if ((reply & REPLY_OWN_TEXT) !== 0) channel.texts[tokens[0]] = text
+    else if ((reply & REPLY_BEGINS_CHARACTER) !== 0) channel.texts[tokens[0]] = ''
     return text
+  }
+
+  /**
+   * Keeps back `tokens` if Rust would take them all silently (a `<|start|>` that opens a header, header
+   * tokens while the header has room, as Rust last said): they produce nothing now, and go to Rust with
+   * the next call that needs it, as one crossing instead of one per token. False, with nothing kept, otherwise.
+   */
+  hold(tokens: Uint32Array): boolean {
+    let opens = this.opens
+    let room = this.room
+    if (!opens && room === 0) return false
+    for (let i = 0; i < tokens.length; i++) {
+      const token = tokens[i]
+      if (opens && token === START) {
+        opens = false
+        room = this.maxHeaderTokens
+      } else if (!opens && room > 0 && isHeaderToken(token)) {
+        room--
+      } else return false
+    }
+    this.opens = opens
+    this.room = room
+    for (let i = 0; i < tokens.length; i++) this.held.push(tokens[i])
+    return true
   }
 
   /**
@@ -171,8 +242,15 @@ export class NativeStream implements BackendStream {
     const texts = this.channel.texts
     const count = tokens.length
     if (count === 1) {
-      const text = texts[tokens[0]]
+      const token = tokens[0]
+      const text = texts[token]
       if (text === undefined) return null
+      if (text === '') {
+        // The first piece of a split character: no text yet; Rust gets it with the piece that completes it.
+        this.plain = false
+        this.held.push(token)
+        return ''
+      }
       this.skipped++
       return text
     }
@@ -180,16 +258,16 @@ export class NativeStream implements BackendStream {
     let text = ''
     for (let i = 0; i < count; i++) {
       const piece = texts[tokens[i]]
-      if (piece === undefined) return null
+      if (piece === undefined || piece === '') return null
       text += piece
     }
     this.skipped += count
     return text
   }
 
-  /** Tells Rust of the tokens `takeText` took (a push of none): before any call that is not a push. */
+  /** Tells Rust of the tokens taken or held here (a push of none): before any call that is not a push. */
   private settle(): void {
-    if (this.skipped > 0) this.push(EMPTY)
+    if (this.skipped > 0 || this.held.length > 0) this.push(EMPTY)
   }
 
   /** For a lane stepper's claim: Rust's offsets made whole, and `takeText` off for good. */
@@ -246,6 +324,7 @@ export class NativeStream implements BackendStream {
   }
 
   get state(): number {
+    this.settle()
     return this.channel.binding.parserState(this.id)
   }
 

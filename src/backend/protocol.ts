@@ -107,9 +107,16 @@ export interface BackendStream {
    * The hot path of streaming, at one token or a few per call: if every one of `tokens` (checked ids) can
    * only add its own text to the open message (ordinary tokens whose text the backend knows, no part of
    * a character pending), takes them without a parse and returns their text; otherwise null, with nothing
-   * taken. Leaves `out` as it was: the caller reads nothing else of such a call.
+   * taken. '' when they were taken but give no text yet (the first piece of a split character). Leaves `out`
+   * as it was: the caller reads nothing else of such a call.
    */
   takeText(tokens: Uint32Array): string | null
+  /**
+   * Keeps `tokens` (checked ids) back if they would produce nothing now (a `<|start|>` that opens a header,
+   * header tokens while it has room), to parse them with the next call; false, with nothing kept, otherwise.
+   * Worth it only where a call has a fixed cost (native: a crossing into Rust).
+   */
+  hold(tokens: Uint32Array): boolean
   readonly out: Uint32Array
   takeDiagnostics(): RawDiagnostic[]
   takeHeaders(): RawHeader[]

@@ -390,6 +390,16 @@ impl StreamPool {
             .is_some_and(|stream| !stream.broken && stream.owner == 0 && stream.parser.takes_plain_content())
     }
 
+    /// `StreamParser::silent_room` of stream `id`; (false, 0) for a stream that is broken, claimed for
+    /// `step_frames` or not open.
+    pub fn silent_room(&self, id: u32) -> (bool, usize) {
+        let slot = self.slots.get((id & INDEX_MASK) as usize);
+        slot.filter(|slot| slot.generation as u32 == id >> INDEX_BITS)
+            .and_then(|slot| slot.stream.as_deref())
+            .filter(|stream| !stream.broken && stream.owner == 0)
+            .map_or((false, 0), |stream| stream.parser.silent_room())
+    }
+
     /// Counts `count` ordinary tokens the caller took as content of stream `id` itself
     /// (`StreamParser::skip_content`). If the stream could not take them, the caller has a bug: the stream
     /// is marked broken, so its next call fails with an internal error instead of reporting wrong offsets.
@@ -600,6 +610,24 @@ mod tests {
         pool.skip_content(id, 1);
         assert_eq!(pool.call_one(id, Some(&[]), &mut out).unwrap(), "");
         assert_eq!(out[AT_STATUS], STATUS_INTERNAL_ERROR, "a count the parser could not take is a bug, not a wrong offset");
+    }
+
+    #[test]
+    fn silent_room_says_what_takes_silently_would_take() {
+        use crate::tokens::START;
+        let mut pool = StreamPool::new(vocabulary());
+        let id = pool.open(ParserOptions { max_header_tokens: 3, ..ParserOptions::default() }).unwrap();
+        let mut out = vec![0; capacity(1, 5)];
+        assert_eq!(pool.silent_room(id), (false, 3), "the role's header, empty");
+        pool.call_one(id, Some(&[CHANNEL, MESSAGE, 1, END]), &mut out).unwrap();
+        assert_eq!(pool.silent_room(id), (true, 0), "a <|start|> opens the next header silently");
+        pool.call_one(id, Some(&[START, 1]), &mut out).unwrap();
+        assert_eq!(pool.silent_room(id), (false, 2));
+        pool.call_one(id, Some(&[CHANNEL, 2, MESSAGE, END, 5]), &mut out).unwrap();
+        assert_eq!(pool.silent_room(id), (false, 0), "stray tokens wait for their diagnostic");
+        assert!(pool.claim(id, 1));
+        pool.call_one(id, Some(&[START]), &mut out).unwrap();
+        assert_eq!(pool.silent_room(id), (false, 0), "a claimed stream is the lane's");
     }
 
     #[test]

@@ -177,6 +177,20 @@ impl StreamParser {
         self.state == State::Content && self.utf8.is_empty() && !self.finished
     }
 
+    /// What `takes_silently` would take now without a look at the tokens: whether a `<|start|>` would open a
+    /// header silently (the header then has `max_header_tokens` of room), and how many more header tokens the
+    /// header being read has room for. Header tokens here are those taken silently in both modes: any id but
+    /// `<|message|>`, `<|endoftext|>`, `<|start|>` and the stop tokens. The Node wrapper holds such tokens and
+    /// sends them with the next call that needs Rust (src/backend/native.ts), as one crossing.
+    pub fn silent_room(&self) -> (bool, usize) {
+        match self.state {
+            _ if self.finished => (false, 0),
+            State::ExpectStart => (self.stray.tokens == 0, 0),
+            State::Header => (false, self.max_header_tokens.saturating_sub(self.header_tokens.len())),
+            State::Content => (false, 0),
+        }
+    }
+
     /// Counts `count` ordinary tokens that the caller took as content itself while `takes_plain_content`
     /// held: their text never came through here, only the offset moves (diagnostics after them stay exact).
     /// False, with nothing changed, if that state does not hold.

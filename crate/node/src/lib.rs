@@ -15,8 +15,9 @@ use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 
 use harmony_stream_core::compact::{AT_BAD_INDEX, AT_STATUS, HEADER_SLOTS, STATUS_INTERNAL_ERROR, STATUS_OK};
+use harmony_stream_core::tokens::FIRST_SPECIAL;
 use harmony_stream_core::{
-    Diagnostic, Encoder, FrameSlot, FrameTemplate, Header, ParseError, ParserOptions, PoolError, StreamPool, Vocabulary,
+    Diagnostic, Encoder, FrameSlot, FrameTemplate, Header, ParseError, ParserOptions, PoolError, State, StreamPool, Vocabulary,
 };
 use napi::bindgen_prelude::{BufferSlice, Uint32Array, Uint32ArraySlice};
 use napi::{Env, Error, JsString, Result};
@@ -180,13 +181,18 @@ const INPUT_STREAM: usize = 0;
 const INPUT_COUNT: usize = 1;
 const INPUT_SKIPPED: usize = 2;
 const INPUT_REPLY: usize = 3;
-const INPUT_TOKENS: usize = 4;
+const INPUT_ROOM: usize = 4;
+const INPUT_TOKENS: usize = 5;
 
-/// Reply bits of `parserPush`: after the call the stream takes plain content (`StreamPool::takes_plain_content`);
+/// Reply bits of `parserPush`, after the call: the stream takes plain content (`StreamPool::takes_plain_content`);
 /// the call was one token whose own text is the call's text (`StreamPool::has_own_text`), which the wrapper
-/// may keep. Mirror REPLY_* in src/backend/native.ts.
+/// may keep; the call was one such token that only began a character (no text, its bytes wait for the next
+/// token's), which the wrapper may hold back next time; a `<|start|>` would open a header silently
+/// (`StreamPool::silent_room`, whose header room goes in INPUT_ROOM). Mirror REPLY_* in src/backend/native.ts.
 const REPLY_PLAIN: u32 = 1;
 const REPLY_OWN_TEXT: u32 = 2;
+const REPLY_BEGINS_CHARACTER: u32 = 4;
+const REPLY_OPENS: u32 = 8;
 
 /// Parses tokens for a stream, both named in the bound input (`INPUT_*` slots); results in the bound
 /// output. No parameters, not even `Env`: napi-rs then skips reading the call's arguments, which costs
@@ -205,7 +211,9 @@ pub fn parser_push() -> Result<String> {
         if skipped > 0 {
             pool.skip_content(id, skipped);
         }
-        let own_text = count == 1 && pool.takes_plain_content(id) && pool.has_own_text(tokens[0]);
+        // One ordinary token while the stream takes plain content: its text (or its lack of one) is the token's.
+        let alone = count == 1 && tokens[0] < FIRST_SPECIAL && pool.takes_plain_content(id);
+        let own_text = alone && pool.has_own_text(tokens[0]);
         // SAFETY: the call is synchronous, so JavaScript cannot touch the buffer while Rust holds the
         // slice, and parserBind refused arrays that overlap.
         let out = unsafe { output.as_mut() };
@@ -214,10 +222,18 @@ pub fn parser_push() -> Result<String> {
             Err(error) => status_or_throw(error, out)?.to_owned(),
         };
         let ok = out[AT_STATUS] == STATUS_OK;
-        let reply = if pool.takes_plain_content(id) { REPLY_PLAIN } else { 0 } | if own_text && ok { REPLY_OWN_TEXT } else { 0 };
+        let plain = pool.takes_plain_content(id);
+        // Plain before, not after, and no text: the token's bytes are the start of a character.
+        let begins_character = alone && ok && !own_text && !plain && text.is_empty() && pool.state(id) == Some(State::Content);
+        let (opens, room) = pool.silent_room(id);
+        let reply = if plain { REPLY_PLAIN } else { 0 }
+            | if own_text && ok { REPLY_OWN_TEXT } else { 0 }
+            | if begins_character { REPLY_BEGINS_CHARACTER } else { 0 }
+            | if opens { REPLY_OPENS } else { 0 };
         // SAFETY: as above; the token slice is no longer used.
         let input = unsafe { input.as_mut() };
         input[INPUT_REPLY] = reply;
+        input[INPUT_ROOM] = u32::try_from(room).unwrap_or(u32::MAX);
         Ok(text)
     })
 }

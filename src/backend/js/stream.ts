@@ -44,6 +44,11 @@ export class JsStream implements BackendStream {
     return this.stream.broken ? null : this.stream.parser.takeText(tokens)
   }
 
+  /** Nothing to gain: a js parse of a silent token costs no more than keeping it. */
+  hold(): boolean {
+    return false
+  }
+
   takeDiagnostics(): RawDiagnostic[] {
     return this.stream.parser.output.diagnostics.splice(0)
   }
