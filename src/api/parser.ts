@@ -322,21 +322,24 @@ export class HarmonyStreamParser {
    */
   push(tokens: Uint32Array | readonly number[]): HarmonyBatch {
     this.checkOpen()
-    // The streaming hot path: tokens that only add their text to the open message, without a parse. A
-    // Uint32Array needs no copy for it (`takeText` reads each id once, so shared memory cannot change an
-    // id between its check and its use); an array is checked and copied first.
-    const direct = tokens instanceof Uint32Array
-    let ids = direct ? tokens : tokenArray(tokens)
-    if (ids.length > 0 && this.mode !== 'compact') {
+    // The checked ids; a Uint32Array is copied only where it is read twice (shared memory could change it
+    // between the reads), and an array is always checked and copied.
+    let ids = tokens instanceof Uint32Array ? null : tokenArray(tokens)
+    if (tokens.length > 0 && this.mode !== 'compact') {
+      // The streaming hot paths: tokens that only add their text to the open message, and tokens that
+      // produce nothing yet (a header being read), without a parse or a batch to build.
       if (this.assembler.openMessage() !== null) {
-        const text = this.backend.takeText(ids)
+        const text = this.backend.takeText(ids ?? (tokens as Uint32Array)) // reads each id once
         if (text !== null) return text === '' ? emptyBatch() : this.assembler.textBatch(text)
-      } else if (this.backend.hold(ids)) {
-        this.mode = 'objects' // the first push may be one
-        return emptyBatch()
+      } else {
+        ids ??= tokenArray(tokens)
+        if (this.backend.takeSilently(ids)) {
+          this.mode = 'objects' // the first push may be one
+          return emptyBatch()
+        }
       }
     }
-    if (direct) ids = tokenArray(tokens)
+    ids ??= tokenArray(tokens)
     this.use('objects')
     return this.read(ids)
   }

@@ -141,12 +141,12 @@ export class NativeStream implements BackendStream {
   /**
    * Rust's reply to the last push: the stream takes plain content, so `takeText` may take ordinary tokens
    * whose text is known here; `skipped` counts them until the next crossing tells Rust (INPUT_SKIPPED).
-   * Never again once a lane stepper claimed the stream (`leavePlain`): its steps do not pass through here.
+   * Never again once a lane stepper claimed the stream (`giveToLane`): its steps do not pass through here.
    */
   private plain = false
   private skipped = 0
   /**
-   * Tokens that produce nothing yet, kept back for the next crossing, which sends them first (`hold`, and
+   * Tokens that produce nothing yet, kept back for the next crossing, which sends them first (`takeSilently`, and
    * `takeText` for the first piece of a split character); and Rust's last word on what it would take
    * silently: whether a `<|start|>` opens a header (REPLY_OPENS), and the room left in the header being read.
    */
@@ -212,7 +212,7 @@ export class NativeStream implements BackendStream {
    * tokens while the header has room, as Rust last said): they produce nothing now, and go to Rust with
    * the next call that needs it, as one crossing instead of one per token. False, with nothing kept, otherwise.
    */
-  hold(tokens: Uint32Array): boolean {
+  takeSilently(tokens: Uint32Array): boolean {
     let opens = this.opens
     let room = this.room
     if (!opens && room === 0) return false
@@ -270,10 +270,15 @@ export class NativeStream implements BackendStream {
     if (this.skipped > 0 || this.held.length > 0) this.push(EMPTY)
   }
 
-  /** For a lane stepper's claim: Rust's offsets made whole, and `takeText` off for good. */
-  leavePlain(): void {
+  /**
+   * For a lane stepper's claim: what is held or counted here goes to Rust, and `takeText` and `takeSilently`
+   * are off for good (Rust's replies keep them off for a claimed stream: its steps do not pass through here).
+   */
+  giveToLane(): void {
     this.settle()
     this.plain = false
+    this.opens = false
+    this.room = 0
   }
 
   finish(): string {
@@ -338,7 +343,7 @@ export class NativeStream implements BackendStream {
   }
 
   setLane(template: FrameTemplate | null, counter: number): boolean {
-    this.leavePlain()
+    this.giveToLane()
     return this.channel.binding.parserSetLane(
       this.id,
       template === null ? null : (template.literals as string[]),
@@ -364,7 +369,7 @@ export class NativeLaneStepper implements LaneStepper {
   add(stream: BackendStream): number {
     if (!(stream instanceof NativeStream)) throw new TypeError("this pool runs on the native implementation; the adapter's parser does not")
     const { id } = stream
-    stream.leavePlain()
+    stream.giveToLane()
     if (!this.binding.parserClaim(id, this.owner)) throw new TypeError("this adapter's parser is closed or served by another pool")
     return id
   }

@@ -112,11 +112,11 @@ export interface BackendStream {
    */
   takeText(tokens: Uint32Array): string | null
   /**
-   * Keeps `tokens` (checked ids) back if they would produce nothing now (a `<|start|>` that opens a header,
-   * header tokens while it has room), to parse them with the next call; false, with nothing kept, otherwise.
-   * Worth it only where a call has a fixed cost (native: a crossing into Rust).
+   * Takes `tokens` if they produce nothing now (a `<|start|>` that opens a header, header tokens while it has
+   * room) and returns true; false, with nothing taken, otherwise. No results to read: native keeps them back
+   * for its next call into Rust, js parses them without building any.
    */
-  hold(tokens: Uint32Array): boolean
+  takeSilently(tokens: Uint32Array): boolean
   readonly out: Uint32Array
   takeDiagnostics(): RawDiagnostic[]
   takeHeaders(): RawHeader[]

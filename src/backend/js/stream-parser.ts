@@ -5,7 +5,7 @@
  */
 import { STATE_CONTENT, STATE_EXPECT_START, STATE_HEADER, TERMINATOR_NONE } from '../protocol'
 import { CHANNEL, END_OF_TEXT, FIRST_SPECIAL, MESSAGE, START, terminatorOf } from '../tokens'
-import { type Header, parseHeader, problemCode, problemMessage, recoverHeader } from './header'
+import { type Header, type HeaderProblem, parseHeader, problemCode, problemMessage, recoverHeader } from './header'
 import { BatchOutput, type ParseError } from './output'
 import { decodeLossy, Utf8Assembler, validUpTo } from './utf8'
 import type { Vocabulary } from './vocabulary'
@@ -29,6 +29,24 @@ export interface ParserOptions {
 
 export type PushError = { kind: 'invalid-token'; index: number; id: number } | { kind: 'finished' } | { kind: 'parse'; error: ParseError }
 
+/** A header decoded and parsed: a pure function of its tokens, the role given, strict or lenient and the tool names. */
+interface ReadHeader {
+  readonly text: string
+  readonly invalidUtf8: boolean
+  readonly header: Readonly<Header>
+  readonly problems: readonly HeaderProblem[]
+}
+
+/**
+ * Recent headers by what their reading depends on (mirrors the header cache of crate/core/src/header.rs): a
+ * model writes the same few headers over and over, and decoding and parsing one costs more than the content
+ * of a short message. Shared by the parsers of this thread, frozen, bounded (emptied when full); headers
+ * longer than CACHED_HEADER_TOKENS (rare, often malformed) are parsed every time.
+ */
+const headerCache = new Map<string, ReadHeader>()
+const CACHED_HEADERS = 256
+const CACHED_HEADER_TOKENS = 32
+
 /** Thrown inside the token loop to stop it; caught in `push`. */
 class StrictFailure {
   constructor(readonly error: ParseError) {}
@@ -39,6 +57,8 @@ export class StreamParser {
   private readonly strict: boolean
   private readonly maxHeaderTokens: number
   private readonly toolNames: readonly string[]
+  /** The tool names as part of a header cache key. */
+  private readonly toolNamesKey: string
   private currentState: number
   /** Role for the next header: the constructor's (first message only) or `assistant` after a missing `<|start|>`. */
   private nextRole: string | null
@@ -61,6 +81,7 @@ export class StreamParser {
     this.strict = options.strict
     this.maxHeaderTokens = options.maxHeaderTokens
     this.toolNames = options.toolNames
+    this.toolNamesKey = options.toolNames.length === 0 ? '' : JSON.stringify(options.toolNames)
     this.currentState = options.role !== null ? STATE_HEADER : STATE_EXPECT_START
     this.nextRole = options.role
   }
@@ -301,26 +322,46 @@ export class StreamParser {
     return text
   }
 
-  private openFromHeader(offset: number): void {
+  /** The header being read, decoded and parsed: from the cache of recent headers when it holds it. */
+  private readHeader(): ReadHeader {
+    const tokens = this.headerTokens
+    if (tokens.length > CACHED_HEADER_TOKENS) return this.parseHeaderTokens()
+    const key = `${this.nextRole ?? '\u0000'}\u0000${this.strict ? 1 : 0}\u0000${this.toolNamesKey}\u0000${tokens.join(',')}`
+    let read = headerCache.get(key)
+    if (read === undefined) {
+      read = this.parseHeaderTokens()
+      if (headerCache.size >= CACHED_HEADERS) headerCache.clear()
+      headerCache.set(key, read)
+    }
+    return read
+  }
+
+  private parseHeaderTokens(): ReadHeader {
     const text = this.headerText()
     // Lossy decoding brings U+FFFD only for invalid bytes: a text without one came from valid bytes.
-    if (text.includes(REPLACEMENT) && !isValidUtf8(this.headerBytes())) {
+    const invalidUtf8 = text.includes(REPLACEMENT) && !isValidUtf8(this.headerBytes())
+    const parsed = parseHeader(text, this.nextRole, { repair: !this.strict, toolNames: this.toolNames })
+    return Object.freeze({ text, invalidUtf8, header: Object.freeze(parsed.header), problems: Object.freeze(parsed.problems) })
+  }
+
+  private openFromHeader(offset: number): void {
+    const { text, invalidUtf8, header, problems } = this.readHeader()
+    if (invalidUtf8) {
       if (this.strict) {
         this.resetHeader()
         throw new StrictFailure({ code: 'invalid-header-utf8', message: 'could not decode header', tokenOffset: offset, header: text })
       }
       this.diagnose('invalid-header-utf8', 'could not decode header: invalid UTF-8 replaced', offset, text)
     }
-    const parsed = parseHeader(text, this.nextRole, { repair: !this.strict, toolNames: this.toolNames })
-    if (this.strict && parsed.problems.length > 0) {
-      const problem = parsed.problems[0]
+    if (this.strict && problems.length > 0) {
+      const problem = problems[0]
       this.resetHeader()
       throw new StrictFailure({ code: problemCode(problem), message: problemMessage(problem), tokenOffset: offset, header: text })
     }
-    for (const problem of parsed.problems) this.diagnose(problemCode(problem), problemMessage(problem), offset, text)
+    for (const problem of problems) this.diagnose(problemCode(problem), problemMessage(problem), offset, text)
     this.nextRole = null
     this.headerTokens.length = 0
-    this.open(parsed.header)
+    this.open(header)
   }
 
   /** Lenient: a header ended without `<|message|>` becomes a message whose content is the header's text. */

@@ -5,6 +5,7 @@
 import { compactCapacity, NAME_NOT_INTERNED, NameTable } from '../compact'
 import type { FrameTemplate, LaneProgress } from '../frames'
 import type { BackendStream, LaneStepper, RawDiagnostic, RawHeader, RawParseError, ResultVisitor } from '../protocol'
+import { LAST_TOKEN } from '../tokens'
 import { failGuarded, newStream, type Stream } from './guarded-stream'
 import { claimLane, releaseLane, setLane, stepFrames, takeLane } from './lane'
 import { callStream, runStream } from './pool'
@@ -44,9 +45,13 @@ export class JsStream implements BackendStream {
     return this.stream.broken ? null : this.stream.parser.takeText(tokens)
   }
 
-  /** Nothing to gain: a js parse of a silent token costs no more than keeping it. */
-  hold(): boolean {
-    return false
+  takeSilently(tokens: Uint32Array): boolean {
+    const { parser } = this.stream
+    for (let i = 0; i < tokens.length; i++) if (tokens[i] > LAST_TOKEN) return false
+    if (this.stream.broken || !parser.takesSilently(tokens, 0, tokens.length)) return false
+    // Nothing can come of these tokens (no text, event, diagnostic or error), so no batch is built either.
+    parser.push(tokens)
+    return true
   }
 
   takeDiagnostics(): RawDiagnostic[] {
