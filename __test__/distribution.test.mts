@@ -36,13 +36,16 @@ const PATH = (process.env.PATH ?? '')
   .join(delimiter)
 const env = { ...process.env, PATH, HARMONY_STREAM_IMPL: undefined, NAPI_RS_NATIVE_LIBRARY_PATH: undefined }
 
-/** The tarballs, packed once as the release packs them: the main one, and this machine's platform package where built. */
+/**
+ * The tarballs, packed once as the release packs them (`npm run pack`, through npm: its `prepack` hook runs
+ * first): the main one, and this machine's platform package where built.
+ */
 const packed = (() => {
   let tarballs: string[] | undefined
   return () => {
     tarballs ??= execFileSync(
-      process.execPath,
-      [join(root, 'scripts', 'pack.mjs'), '--prebuilt', '--out', join(work, 'pack'), ...(NATIVE_BUILT ? ['--platform'] : [])],
+      'npm',
+      ['run', '--silent', 'pack', '--', '--prebuilt', '--out', join(work, 'pack'), ...(NATIVE_BUILT ? ['--platform'] : [])],
       { cwd: root, encoding: 'utf8' },
     )
       .trim()

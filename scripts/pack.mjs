@@ -46,7 +46,8 @@ published.optionalDependencies = { ...manifest.optionalDependencies }
 for (const platform of nativeDistribution().platforms) published.optionalDependencies[`${manifest.name}-${platform}`] = manifest.version
 writeFileSync(join(stage, 'package.json'), `${JSON.stringify(published, null, 2)}\n`)
 
-const pack = (dir) => JSON.parse(npm(['pack', dir, '--json', '--pack-destination', out], root))[0].filename
+// --ignore-scripts: a stage has no scripts, and none of the repository's may run while one is packed.
+const pack = (dir) => JSON.parse(npm(['pack', dir, '--json', '--ignore-scripts', '--pack-destination', out], root))[0].filename
 const tarballs = [pack(stage)]
 
 if (values.platform) {
