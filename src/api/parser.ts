@@ -329,11 +329,22 @@ export class HarmonyStreamParser {
       // The streaming hot paths: tokens that only add their text to the open message, and tokens that
       // produce nothing yet (a header being read), without a parse or a batch to build.
       if (this.assembler.openMessage() !== null) {
-        const text = this.backend.takeText(ids ?? (tokens as Uint32Array)) // reads each id once
+        let text: string | null
+        try {
+          text = this.backend.takeText(ids ?? (tokens as Uint32Array)) // reads each id once
+        } catch (cause) {
+          throw internalError(cause)
+        }
         if (text !== null) return text === '' ? emptyBatch() : this.assembler.textBatch(text)
       } else {
         ids ??= tokenArray(tokens)
-        if (this.backend.takeSilently(ids)) {
+        let taken: boolean
+        try {
+          taken = this.backend.takeSilently(ids)
+        } catch (cause) {
+          throw internalError(cause)
+        }
+        if (taken) {
           this.mode = 'objects' // the first push may be one
           return emptyBatch()
         }
@@ -461,7 +472,12 @@ export class HarmonyStreamParser {
     // As in `push`: a Uint32Array is copied only for a parse.
     const direct = tokens instanceof Uint32Array
     let ids = direct ? tokens : tokenArray(tokens)
-    const taken = this.backend.takeText(ids)
+    let taken: string | null
+    try {
+      taken = this.backend.takeText(ids)
+    } catch (cause) {
+      throw internalError(cause)
+    }
     if (taken !== null) {
       this.assembler.appendText(taken)
       return taken

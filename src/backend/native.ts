@@ -339,6 +339,10 @@ export class NativeStream implements BackendStream {
 
   debugPanic(): number {
     this.settle()
+    // A broken stream takes nothing here: every later call must reach Rust, which refuses it.
+    this.plain = false
+    this.opens = false
+    this.room = 0
     return this.channel.binding.parserDebugPanic(this.id)
   }
 
