@@ -329,22 +329,11 @@ export class HarmonyStreamParser {
       // The streaming hot paths: tokens that only add their text to the open message, and tokens that
       // produce nothing yet (a header being read), without a parse or a batch to build.
       if (this.assembler.openMessage() !== null) {
-        let text: string | null
-        try {
-          text = this.backend.takeText(ids ?? (tokens as Uint32Array)) // reads each id once
-        } catch (cause) {
-          throw internalError(cause)
-        }
+        const text = this.guardedTakeText(ids ?? (tokens as Uint32Array)) // reads each id once
         if (text !== null) return text === '' ? emptyBatch() : this.assembler.textBatch(text)
       } else {
         ids ??= tokenArray(tokens)
-        let taken: boolean
-        try {
-          taken = this.backend.takeSilently(ids)
-        } catch (cause) {
-          throw internalError(cause)
-        }
-        if (taken) {
+        if (this.guardedTakeSilently(ids)) {
           this.mode = 'objects' // the first push may be one
           return emptyBatch()
         }
@@ -472,12 +461,7 @@ export class HarmonyStreamParser {
     // As in `push`: a Uint32Array is copied only for a parse.
     const direct = tokens instanceof Uint32Array
     let ids = direct ? tokens : tokenArray(tokens)
-    let taken: string | null
-    try {
-      taken = this.backend.takeText(ids)
-    } catch (cause) {
-      throw internalError(cause)
-    }
+    const taken = this.guardedTakeText(ids)
     if (taken !== null) {
       this.assembler.appendText(taken)
       return taken
@@ -543,6 +527,24 @@ export class HarmonyStreamParser {
     const batch = this.assembler.take(diagnostics)
     if (status === COMPACT_STATUS_PARSE_ERROR) throw this.parseError(batch)
     return batch
+  }
+
+  /** `BackendStream.takeText`; a failure in it (a bug) is an internal error, as in every backend call. */
+  private guardedTakeText(tokens: Uint32Array): string | null {
+    try {
+      return this.backend.takeText(tokens)
+    } catch (cause) {
+      throw internalError(cause)
+    }
+  }
+
+  /** `BackendStream.takeSilently`, its failures as `takeText`'s. */
+  private guardedTakeSilently(tokens: Uint32Array): boolean {
+    try {
+      return this.backend.takeSilently(tokens)
+    } catch (cause) {
+      throw internalError(cause)
+    }
   }
 
   /** One backend call for the fast path; `tokens` null finishes. The results are in `this.backend.out`. */

@@ -276,6 +276,11 @@ export class NativeStream implements BackendStream {
    */
   giveToLane(): void {
     this.settle()
+    this.answerNothingHere()
+  }
+
+  /** `takeText` and `takeSilently` off until Rust's next reply says otherwise. */
+  private answerNothingHere(): void {
     this.plain = false
     this.opens = false
     this.room = 0
@@ -340,9 +345,7 @@ export class NativeStream implements BackendStream {
   debugPanic(): number {
     this.settle()
     // A broken stream takes nothing here: every later call must reach Rust, which refuses it.
-    this.plain = false
-    this.opens = false
-    this.room = 0
+    this.answerNothingHere()
     return this.channel.binding.parserDebugPanic(this.id)
   }
 

@@ -14,7 +14,7 @@
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 
-use harmony_stream_core::compact::{AT_BAD_INDEX, AT_STATUS, HEADER_SLOTS, STATUS_INTERNAL_ERROR, STATUS_OK};
+use harmony_stream_core::compact::{AT_BAD_INDEX, AT_STATE, AT_STATUS, HEADER_SLOTS, STATUS_INTERNAL_ERROR, STATUS_OK};
 use harmony_stream_core::tokens::FIRST_SPECIAL;
 use harmony_stream_core::{
     Diagnostic, Encoder, FrameSlot, FrameTemplate, Header, ParseError, ParserOptions, PoolError, State, StreamPool, Vocabulary,
@@ -223,8 +223,9 @@ pub fn parser_push() -> Result<String> {
         };
         let ok = out[AT_STATUS] == STATUS_OK;
         let plain = pool.takes_plain_content(id);
-        // Plain before, not after, and no text: the token's bytes are the start of a character.
-        let begins_character = alone && ok && !own_text && !plain && text.is_empty() && pool.state(id) == Some(State::Content);
+        // Plain before, not after, no text, still in the message (the state this call wrote): the token's bytes
+        // are the start of a character.
+        let begins_character = alone && ok && !own_text && !plain && text.is_empty() && out[AT_STATE] == State::Content as u32;
         let (opens, room) = pool.silent_room(id);
         let reply = if plain { REPLY_PLAIN } else { 0 }
             | if own_text && ok { REPLY_OWN_TEXT } else { 0 }
