@@ -3,7 +3,8 @@
  * engine, N concurrent streaming Chat Completions clients (64 and 512) at stream intervals 1 and 4; tokens/s
  * delivered, time to first byte, the gap between chunks (p50/p99), and the gateway's CPU and GC per 1M tokens;
  * native vs js parser, SSE bytes from the adapters vs events serialized, 1 and 2 worker processes, and the
- * example gateway as it was before this work (commit 75dfbe6's server.mjs, run on this build) as the baseline.
+ * example gateway as it was before this work (commit 75dfbe6's server.mjs, run on this build) as the baseline,
+ * and the floor under them all: a bare node:http server making the same writes (http-floor-server.mjs).
  * Bounded: every client makes a fixed number of requests; the whole run stops by itself.
  *
  *   npm run bench:gateway                 all cases (a few minutes)
@@ -77,8 +78,7 @@ async function run(c: Case, replay: string): Promise<Result> {
     // Workers each print a line; give them a moment, then warm up.
     await new Promise((resolve) => setTimeout(resolve, 300))
     await Promise.all(Array.from({ length: 8 }, () => stream(port)))
-    const stats = async () =>
-      c.env.GATEWAY_WORKERS === '2' || c.server.includes('baseline') ? null : JSON.parse(await get(port, '/stats'))
+    const stats = async () => (c.env.GATEWAY_WORKERS === '2' || c.server !== server ? null : JSON.parse(await get(port, '/stats')))
     const before = await stats()
     const cpuBefore = cpuMs(child.pid!)
     const requestsPerClient = quick ? 2 : 3
@@ -109,9 +109,12 @@ async function run(c: Case, replay: string): Promise<Result> {
 const replay = replayFile()
 const server = join(root, 'examples', 'gateway', 'server.mjs')
 const baseline = baselineServer()
+// Not a gateway: Node's own cost of the same turns and writes, with nothing parsed or built (its header says why).
+const floor = join(root, 'benchmark', 'http-floor-server.mjs')
 const cases: Case[] = []
 for (const concurrency of quick ? [64] : [64, 512]) {
   for (const interval of quick ? [1] : [1, 4]) {
+    cases.push({ name: 'floor: bare node:http, one prebuilt frame a step (no gateway)', server: floor, env: {}, concurrency, interval })
     if (baseline)
       cases.push({
         name: 'before this work (75dfbe6 gateway), native',
