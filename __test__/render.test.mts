@@ -165,6 +165,123 @@ test('system message: the reference system content, today by default, effort fro
   t.true(custom.startsWith('<|start|>system<|message|>You are Bob.\nKnowledge cutoff: 2025-01\n'))
 })
 
+test("gpt-oss's own tools in the system message (browser, python), their calls and results: the reference's tokens, both implementations", (t) => {
+  const systemContent = {
+    type: 'system_content',
+    model_identity: 'You are ChatGPT, a large language model trained by OpenAI.',
+    reasoning_effort: 'High',
+    conversation_start_date: DATE,
+    knowledge_cutoff: '2024-06',
+    channel_config: { valid_channels: ['analysis', 'commentary', 'final'], channel_required: true },
+  }
+  const functions = {
+    role: 'developer',
+    content: [
+      {
+        type: 'developer_content',
+        tools: {
+          functions: {
+            name: 'functions',
+            tools: [{ name: 'get_weather', description: 'Weather now.', parameters: { type: 'object', properties: {} } }],
+          },
+        },
+      },
+    ],
+  }
+  interface Turn {
+    role: string
+    name?: string
+    recipient?: string
+    channel?: string
+    content_type?: string
+    content: { type: 'text'; text: string }[]
+  }
+  const turn = (role: string, text: string, extra: Omit<Turn, 'role' | 'content'> = {}): Turn => ({
+    role,
+    ...extra,
+    content: [{ type: 'text', text }],
+  })
+  // A search, its page, python run on it, and the answer citing the page: as gpt-oss calls its tools, on analysis.
+  const messages = [
+    turn('user', 'How tall is the tower, in feet?'),
+    turn('assistant', 'Search first.', { channel: 'analysis' }),
+    turn('assistant', '{"query":"tower height"}', { channel: 'analysis', recipient: 'browser.search', content_type: '<|constrain|>json' }),
+    turn('tool', '[0] Tower (example.com)\nL0: The tower is 330 m tall.', {
+      name: 'browser.search',
+      recipient: 'assistant',
+      channel: 'analysis',
+    }),
+    turn('assistant', 'print(330 * 3.28084)', { channel: 'analysis', recipient: 'python', content_type: 'code' }),
+    turn('tool', '1082.6772', { name: 'python', recipient: 'assistant', channel: 'analysis' }),
+    turn('assistant', 'About 1,083 feet 【0†L0】.', { channel: 'final' }),
+    turn('user', 'Thanks.'),
+  ]
+  const ours = (tools: ('browser' | 'python')[], withFunctions: boolean) => [
+    {
+      role: 'system' as const,
+      content: {
+        modelIdentity: systemContent.model_identity,
+        knowledgeCutoff: '2024-06',
+        currentDate: DATE,
+        reasoningEffort: 'high' as const,
+        tools,
+      },
+    },
+    ...(withFunctions
+      ? [
+          {
+            role: 'developer' as const,
+            content: { tools: [{ name: 'get_weather', description: 'Weather now.', parameters: { type: 'object', properties: {} } }] },
+          },
+        ]
+      : []),
+    ...messages.map((m) => ({
+      role: m.role as 'user',
+      content: m.content[0]!.text,
+      ...(m.role === 'tool' ? { name: (m as { name: string }).name } : {}),
+      ...(m.recipient !== undefined ? { recipient: m.recipient } : {}),
+      ...(m.channel !== undefined ? { channel: m.channel } : {}),
+      ...(m.content_type !== undefined ? { contentType: m.content_type } : {}),
+    })),
+  ]
+  const variants: [('browser' | 'python')[], boolean][] = [
+    [['browser'], false],
+    [['python'], false],
+    [['browser', 'python'], false],
+    [['python', 'browser'], true],
+  ]
+  const expected = referenceRender(
+    variants.map(([tools, withFunctions]) => ({
+      conversation: {
+        messages: [{ role: 'system', content: [systemContent] }, ...(withFunctions ? [functions] : []), ...messages] as Record<
+          string,
+          unknown
+        >[],
+      },
+      mode: 'completion' as const,
+      autoDrop: false,
+      builtinTools: tools,
+    })),
+  )
+  variants.forEach(([tools, withFunctions], i) => {
+    t.is(expected[i]!.error, undefined)
+    for (const implementation of IMPLEMENTATIONS) {
+      const tokens = renderConversation(ours(tools, withFunctions), { implementation, keepAnalysis: true }).tokens
+      t.true(
+        equalTokens(tokens, expected[i]!.tokens!),
+        `${tools} (${implementation}) differs at ${firstDifference(tokens, expected[i]!.tokens!)}: ${text(tokens)}`,
+      )
+    }
+  })
+  const prompt = text(renderConversation(ours(['python', 'browser'], false), { keepAnalysis: true }).tokens)
+  t.true(prompt.indexOf('## browser') < prompt.indexOf('## python'), 'ordered by name, as the reference orders them')
+  t.regex(prompt, /<\|start\|>browser\.search to=assistant<\|channel\|>analysis<\|message\|>/)
+  t.throws(() => renderConversation([{ role: 'system', content: { tools: ['shell'] } } as never]), {
+    instanceOf: TypeError,
+    message: /messages\[0\]\.content\.tools must be an array of 'browser' and 'python'/,
+  })
+})
+
 test('system message: the functions line only when function tools are offered', (t) => {
   const line = "Calls to these tools must go to the commentary channel: 'functions'."
   t.false(text(chat({ messages: [{ role: 'user', content: 'x' }] }).tokens).includes(line))

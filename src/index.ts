@@ -55,6 +55,7 @@ export type {
 } from './base/types'
 export {
   type ArgumentSchema,
+  type BuiltinTool,
   type ConversationMessage,
   DEFAULT_RENDER_CACHE_BYTES,
   type DeveloperContent,

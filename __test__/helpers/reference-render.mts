@@ -10,6 +10,8 @@ export interface RenderCase {
   conversationJson?: string
   mode: 'completion' | 'training'
   autoDrop: boolean
+  /** The reference's own built-in tool namespaces, put into the first system message's content. */
+  builtinTools?: ('browser' | 'python')[]
 }
 
 export function referenceRender(cases: readonly RenderCase[]): { tokens?: number[]; error?: string }[] {

@@ -289,6 +289,7 @@ export function renderForTraining(messages: readonly ConversationMessage[], opti
   return { tokens, assistantMask }
 }
 
+export type { BuiltinTool } from './builtin-tools'
 export { DEFAULT_RENDER_CACHE_BYTES, RenderCache, type RenderCacheOptions, type RenderCacheStats } from './cache'
 export type { ConversationMessage, DeveloperMessage, SystemMessage, TextMessage } from './conversation'
 export type { DeveloperContent, FunctionTool, OutputSchema, ToolNamespace } from './developer'

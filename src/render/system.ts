@@ -1,7 +1,11 @@
 /**
  * The text of the system message, as the reference renders `SystemContent` (encoding.rs `Render<SystemContent>`):
- * identity, knowledge cutoff and date; the reasoning effort; the valid channels, and where function calls go.
+ * identity, knowledge cutoff and date; the reasoning effort; the built-in tools (`# Tools`); the valid channels,
+ * and where function calls go.
  */
+import { type BuiltinTool, builtinToolNamespace } from './builtin-tools'
+import { toolsSection } from './tools-section'
+
 export type ReasoningEffort = 'low' | 'medium' | 'high'
 
 export const REASONING_EFFORTS: readonly ReasoningEffort[] = Object.freeze(['low', 'medium', 'high'])
@@ -16,6 +20,8 @@ export interface SystemContent {
   /** `Current date: …`; absent or null: no line. */
   currentDate?: string | null
   reasoningEffort?: ReasoningEffort | null
+  /** gpt-oss's own tools offered (builtin-tools.ts), declared under `# Tools`; absent or empty: none. */
+  tools?: readonly BuiltinTool[]
 }
 
 /** The channels gpt-oss was trained with, all required (the reference's default channel config). */
@@ -34,6 +40,8 @@ export function systemMessageText(content: SystemContent, hasFunctionTools: bool
   if (content.currentDate != null) top.push(`Current date: ${content.currentDate}`)
   if (top.length > 0) sections.push(top.join('\n'))
   if (content.reasoningEffort != null) sections.push(`Reasoning: ${content.reasoningEffort}`)
+  const tools = toolsSection([...new Set(content.tools ?? [])].map(builtinToolNamespace))
+  if (tools !== null) sections.push(tools)
   sections.push(hasFunctionTools ? `${VALID_CHANNELS}\n${FUNCTIONS_GO_TO_COMMENTARY}` : VALID_CHANNELS)
   return sections.join('\n\n')
 }

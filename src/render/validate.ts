@@ -1,4 +1,6 @@
 /** Checks messages of the conversation model before rendering: a TypeError naming the field, never a bad prompt. */
+
+import { BUILTIN_TOOLS } from './builtin-tools'
 import type { ConversationMessage } from './conversation'
 import type { FunctionTool } from './developer'
 import { REASONING_EFFORTS } from './system'
@@ -27,6 +29,12 @@ export function validateConversation(messages: readonly ConversationMessage[], f
         effort === undefined || effort === null || REASONING_EFFORTS.includes(effort),
         fn,
         `${at}.content.reasoningEffort must be 'low', 'medium' or 'high'`,
+      )
+      const { tools } = content
+      check(
+        tools === undefined || (Array.isArray(tools) && tools.every((tool) => BUILTIN_TOOLS.includes(tool))),
+        fn,
+        `${at}.content.tools must be an array of 'browser' and 'python'`,
       )
       return
     }
