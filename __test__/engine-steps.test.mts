@@ -127,7 +127,7 @@ function fromEvents(events: ResponseEvent[]): Outcome {
   for (const item of response.output) {
     if (item.type === 'reasoning') outcome.reasoning += item.content.map((part) => part.text).join('')
     else if (item.type === 'message') outcome.content += item.content.map((part) => part.text).join('')
-    else outcome.calls.push({ name: item.name, arguments: item.arguments })
+    else if (item.type === 'function_call') outcome.calls.push({ name: item.name, arguments: item.arguments })
   }
   // The streamed deltas carry the same text as the final response.
   const deltas = (type: string) =>

@@ -282,6 +282,32 @@ test("gpt-oss's own tools in the system message (browser, python), their calls a
   })
 })
 
+test("Responses: code_interpreter offered as gpt-oss's python when the caller runs it; the server's earlier tool items left out of the prompt", (t) => {
+  const turns = [
+    { role: 'user', content: 'What is 1+1?' },
+    { type: 'code_interpreter_call', id: 'ci_1', code: '1+1', container_id: 'cntr_1', outputs: null, status: 'completed' },
+    { type: 'web_search_call', id: 'ws_1', status: 'completed', action: { type: 'search', query: 'one plus one' } },
+    { role: 'assistant', content: '2' },
+    { role: 'user', content: 'And 2+2?' },
+  ]
+  const tools = [{ type: 'code_interpreter', container: { type: 'auto' } }, { type: 'web_search' }]
+  const run = responses({ model: 'gpt-oss', input: turns, tools }, 'js', { builtinTools: ['python'] })
+  t.deepEqual(run.builtinTools, ['python'])
+  t.regex(text(run.tokens), /# Tools\n\n## python\n\nUse this tool/)
+  t.notRegex(text(run.tokens), /## browser/)
+  t.deepEqual(
+    run.notApplied?.map((n) => n.param),
+    ['tools[1]'],
+    'web_search: no browser here, so a hosted tool',
+  )
+  const hosted = responses({ model: 'gpt-oss', input: turns, tools })
+  t.is(hosted.builtinTools, undefined)
+  t.notRegex(text(hosted.tokens), /## python/)
+  const withoutItems = responses({ model: 'gpt-oss', input: turns.filter((turn) => !('type' in turn)), tools })
+  t.deepEqual(Array.from(hosted.tokens), Array.from(withoutItems.tokens), 'the tool items render nothing')
+  t.throws(() => responses({ model: 'gpt-oss', input: 'x' }, 'js', { builtinTools: ['shell'] }), { message: /builtinTools/ })
+})
+
 test('system message: the functions line only when function tools are offered', (t) => {
   const line = "Calls to these tools must go to the commentary channel: 'functions'."
   t.false(text(chat({ messages: [{ role: 'user', content: 'x' }] }).tokens).includes(line))
@@ -528,7 +554,7 @@ test('Responses: server-side state and unknown items are refused, never ignored'
     [{ input: 'x', previous_response_id: 'resp_1' }, 'previous_response_id'],
     [{ input: 'x', conversation: 'conv_1' }, 'conversation'],
     [{ input: [{ type: 'item_reference', id: 'msg_1' }] }, 'input[0].type'],
-    [{ input: [{ type: 'web_search_call', id: 'ws' }] }, 'input[0].type'],
+    [{ input: [{ type: 'file_search_call', id: 'fs' }] }, 'input[0].type'],
     [{ input: 'x', tools: [{ type: 'weather_station' }] }, 'tools[0].type'],
     [{ input: [] }, 'input'],
     [{ input: 'x', reasoning: { effort: 'extreme' } }, 'reasoning.effort'],

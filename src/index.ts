@@ -182,6 +182,7 @@ export {
   type ResponseUsage,
   responseObject,
   responsesRequestEcho,
+  type WebSearchAction,
 } from './wire/responses'
 export type { RoutingOptions } from './wire/routing'
 export { SseFrames, SsePool, type SsePoolOptions, type SseStreamError } from './wire/sse-pool'

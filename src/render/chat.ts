@@ -5,6 +5,7 @@
  * a final message; tool → a message from `functions.NAME` to the assistant, NAME found by `tool_call_id`.
  */
 import { isRecord } from '../base/records'
+import type { BuiltinTool } from './builtin-tools'
 import type { TextMessage } from './conversation'
 import type { FunctionTool, ToolNamespace } from './developer'
 import { type ArgumentSchema, argumentSchemas, type ResponseFormat, responseFormat } from './output-schema'
@@ -45,11 +46,15 @@ export interface RequestConversation {
   notApplied: NotApplied[]
   /** `tool_choice` requires a call: of this function, or (null) of any offered one. */
   requiredCall?: { name: string | null }
+  /** gpt-oss's own tools offered for the caller to run (a Responses `code_interpreter` or `web_search` tool). */
+  builtinTools?: BuiltinTool[]
 }
 
 /** What a conversation's reading depends on beyond the body. */
 export interface ConversationOptions {
   hostedTools: HostedTools
+  /** gpt-oss's own tools the caller runs: the hosted tool types that stand for them are offered as them. */
+  builtinTools: readonly BuiltinTool[]
 }
 
 /** A call of function `name` of `namespace` (default `functions`). */

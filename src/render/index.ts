@@ -9,6 +9,7 @@ import { ordinaryEncoder } from '../backend/encoder'
 import { CHANNEL, CONSTRAIN, MESSAGE, RETURN, START } from '../backend/tokens'
 import { checkOptions, is, type OptionSpec } from '../base/options'
 import type { Implementation } from '../base/types'
+import { BUILTIN_TOOLS, type BuiltinTool } from './builtin-tools'
 import { RenderCache } from './cache'
 import { chatConversation, type RequestConversation } from './chat'
 import { type ConversationMessage, concat, MessageRenderer, nextTurnTokens } from './conversation'
@@ -35,6 +36,13 @@ export interface RenderRequestOptions extends RenderEngineOptions {
    * run: `'omit'` (default) leaves them out of the prompt and says so (`notApplied`); `'refuse'`: a 400 naming them.
    */
   hostedTools?: HostedTools
+  /**
+   * gpt-oss's own tools the caller runs (a gateway with a python sandbox or a search backend): a Responses
+   * request's `code_interpreter` tool is offered to the model as `python`, its `web_search` tool as `browser`,
+   * declared in the system message as gpt-oss was trained (`RenderedPrompt.builtinTools`). Default none: they are
+   * hosted tools (`hostedTools`).
+   */
+  builtinTools?: readonly BuiltinTool[]
   /** `Current date: …` in the system message, 'YYYY-MM-DD'; default today (UTC); null: no date line. */
   currentDate?: string | null
   /** Used when the request sets none (`reasoning_effort`, `reasoning.effort`). Default 'medium'. */
@@ -69,6 +77,8 @@ export interface RenderedPrompt {
    * (`call`: the assistant's header to the function, or up to `functions.` when any offered one will do).
    */
   requiredCall?: { name: string | null; reasoning: Uint32Array; call: Uint32Array }
+  /** gpt-oss's own tools the prompt declares (`builtinTools`): the caller runs their calls. */
+  builtinTools?: BuiltinTool[]
 }
 
 export interface RenderConversationOptions extends RenderEngineOptions {
@@ -114,6 +124,10 @@ const OPTIONS: Record<'request' | 'conversation' | 'training', OptionSpec> = {
     knowledgeCutoff: is.string,
     keepAnalysis: is.boolean,
     hostedTools: is.oneOf('omit', 'refuse'),
+    builtinTools: {
+      what: "an array of 'browser' and 'python'",
+      test: (v) => Array.isArray(v) && v.every((tool) => BUILTIN_TOOLS.includes(tool)),
+    },
   },
   conversation: { ...COMMON_OPTIONS, keepAnalysis: is.boolean, nextRole: is.nullable(is.string) },
   training: { ...COMMON_OPTIONS, prefixPreserving: is.boolean },
@@ -162,6 +176,7 @@ function requestPrompt(conversation: RequestConversation, options: RenderRequest
         knowledgeCutoff: options.knowledgeCutoff ?? DEFAULT_KNOWLEDGE_CUTOFF,
         currentDate: options.currentDate === undefined ? today() : options.currentDate,
         reasoningEffort: conversation.reasoningEffort ?? options.reasoningEffort ?? 'medium',
+        ...(conversation.builtinTools === undefined ? {} : { tools: conversation.builtinTools }),
       },
     },
   ]
@@ -190,6 +205,7 @@ function requestPrompt(conversation: RequestConversation, options: RenderRequest
   if (conversation.argumentSchemas !== undefined) prompt.argumentSchemas = conversation.argumentSchemas
   if (conversation.notApplied.length > 0) prompt.notApplied = conversation.notApplied
   if (conversation.requiredCall !== undefined) prompt.requiredCall = requiredCallTokens(renderer, conversation.requiredCall.name)
+  if (conversation.builtinTools !== undefined) prompt.builtinTools = conversation.builtinTools
   return prompt
 }
 
@@ -237,7 +253,10 @@ export function checkRequestShape(kind: 'chat' | 'responses', body: unknown, opt
 
 /** The prompt of a body `checkRequestBody` accepted, with the options it returned (the bounds are not walked again). */
 export function renderCheckedRequest(kind: 'chat' | 'responses', body: unknown, checked: RenderRequestOptions): RenderedPrompt {
-  return requestPrompt(RENDERERS[kind].conversation(body, { hostedTools: checked.hostedTools ?? 'omit' }), checked)
+  return requestPrompt(
+    RENDERERS[kind].conversation(body, { hostedTools: checked.hostedTools ?? 'omit', builtinTools: checked.builtinTools ?? [] }),
+    checked,
+  )
 }
 
 /** A Chat Completions request body → the prompt. Bad requests throw `HarmonyRequestError` (HTTP 400). */

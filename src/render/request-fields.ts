@@ -5,6 +5,7 @@
 
 import { HarmonyRequestError } from '../base/errors'
 import { isRecord } from '../base/records'
+import type { BuiltinTool } from './builtin-tools'
 import type { FunctionTool, ToolNamespace } from './developer'
 import { REASONING_EFFORTS, type ReasoningEffort } from './system'
 
@@ -141,6 +142,29 @@ const CLIENT_TOOLS_NOT_RENDERED: ReadonlySet<unknown> = new Set(['custom', 'loca
 
 export type HostedTools = 'omit' | 'refuse'
 
+/** The hosted tool types that stand for one of gpt-oss's own tools, offered as it when the caller runs it. */
+const BUILTIN_TOOL_TYPES: Readonly<Record<string, BuiltinTool>> = {
+  code_interpreter: 'python',
+  web_search: 'browser',
+  web_search_preview: 'browser',
+  web_search_2025_08_26: 'browser',
+  web_search_preview_2025_03_11: 'browser',
+}
+
+/**
+ * gpt-oss's own tools a Responses request offers (`code_interpreter` → `python`, `web_search` → `browser`), of
+ * those the caller runs (`runs`); each once, in the order first offered.
+ */
+export function builtinTools(value: unknown, param: string, runs: readonly BuiltinTool[]): BuiltinTool[] {
+  if (value === undefined || value === null || runs.length === 0) return []
+  const offered: BuiltinTool[] = []
+  for (const [i, raw] of array(value, param).entries()) {
+    const tool = BUILTIN_TOOL_TYPES[object(raw, `${param}[${i}]`).type as string]
+    if (tool !== undefined && runs.includes(tool) && !offered.includes(tool)) offered.push(tool)
+  }
+  return offered
+}
+
 /** A function name as it appears after `functions.` in the prompt and in the model's recipients. */
 export function functionName(value: unknown, param: string): string {
   const name = string(value, param)
@@ -161,6 +185,7 @@ export function functionTools(
   shape: 'chat' | 'responses',
   hosted: HostedTools,
   notApplied: NotApplied[],
+  run: readonly BuiltinTool[] = [],
 ): FunctionTool[] {
   if (value === undefined || value === null) return []
   const seen = new Set<string>()
@@ -170,6 +195,8 @@ export function functionTools(
     const tool = object(raw, at)
     // Its own namespace in the prompt (`namespaceTools`).
     if (shape === 'responses' && tool.type === 'namespace') continue
+    // gpt-oss's own tool, which the caller runs (`builtinTools`).
+    if (run.includes(BUILTIN_TOOL_TYPES[tool.type as string]!)) continue
     if (tool.type !== 'function' && hosted === 'omit' && HOSTED_TOOLS.has(tool.type)) {
       notApplied.push({ param: at, note: `a '${tool.type}' tool: hosted tools are not run here; left out of the prompt` })
       continue

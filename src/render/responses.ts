@@ -16,6 +16,7 @@ import type { TextMessage } from './conversation'
 import { argumentSchemas, responseFormat } from './output-schema'
 import {
   array,
+  builtinTools,
   fail,
   functionName,
   functionTools,
@@ -47,7 +48,8 @@ export function responsesConversation(body: unknown, options: ConversationOption
     }
   }
   const notApplied: NotApplied[] = []
-  const declared = functionTools(request.tools, 'tools', 'responses', options.hostedTools, notApplied)
+  const run = builtinTools(request.tools, 'tools', options.builtinTools)
+  const declared = functionTools(request.tools, 'tools', 'responses', options.hostedTools, notApplied, run)
   const namespaces = namespaceTools(request.tools, 'tools', options.hostedTools, notApplied)
   const { offered, requiredCall } = toolChoiceOf(request.tool_choice, 'tool_choice', declared)
   const text = request.text === undefined || request.text === null ? undefined : object(request.text, 'text')
@@ -63,6 +65,7 @@ export function responsesConversation(body: unknown, options: ConversationOption
     argumentSchemas: offered ? argumentSchemas(request.tools, 'responses') : undefined,
     notApplied,
     ...(requiredCall === undefined ? {} : { requiredCall }),
+    ...(run.length === 0 ? {} : { builtinTools: run }),
   }
   // gpt-oss writes no reasoning summary: 'auto' (as the model can) is taken as it is; a kind of summary asked
   // for is taken and said (a gateway gives the raw reasoning, in the reasoning item's `reasoning_text` content
@@ -118,6 +121,11 @@ export function responsesConversation(body: unknown, options: ConversationOption
         )
         break
       }
+      case 'code_interpreter_call':
+      case 'web_search_call':
+        // The server's own tool work of an earlier turn (gpt-oss's python and browser, run by a gateway): like
+        // that turn's reasoning, which it happened in, not part of the prompt (docs/API.md "Earlier reasoning").
+        break
       case 'item_reference':
         fail(`${at} is an item_reference, which is not supported: send the item itself`, `${at}.type`)
         break
@@ -126,7 +134,10 @@ export function responsesConversation(body: unknown, options: ConversationOption
         fail(`${at} is a compaction item, which this server does not open: send the conversation's items instead`, `${at}.type`)
         break
       default:
-        fail(`${at}.type '${type}' is not supported (message, reasoning, function_call, function_call_output)`, `${at}.type`)
+        fail(
+          `${at}.type '${type}' is not supported (message, reasoning, function_call, function_call_output, code_interpreter_call, web_search_call)`,
+          `${at}.type`,
+        )
     }
   })
   return conversation

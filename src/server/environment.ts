@@ -19,6 +19,7 @@ import { Compactor } from '../serving/responses/compaction'
 import { RedisResponseStore } from '../serving/responses/redis-store'
 import { SqliteResponseStore } from '../serving/responses/sqlite-store'
 import { MemoryResponseStore, type ResponseStore } from '../serving/responses/store'
+import { PyodidePython } from '../serving/tools/python'
 import { type ApiKey, ApiKeys } from './api-keys'
 import { type GatewayOptions, logDiagnostic } from './options'
 import { RedisKeyLimiter } from './redis-key-limits'
@@ -159,6 +160,14 @@ export const SETTINGS: readonly Setting[] = [
     value: 'FILE',
     help: 'a JSON array of API keys ({ key | sha256, name, limits }): requests need one (default: open)',
   },
+  {
+    env: 'HARMONY_PYTHON',
+    flag: '--python',
+    value: 'KIND',
+    help: "pyodide: run gpt-oss's python tool (Responses code_interpreter) in a sandbox here (default: off)",
+  },
+  { env: 'HARMONY_PYTHON_TIME_MS', flag: '--python-time-ms', value: 'MS', help: 'longest python call (default 30000)' },
+  { env: 'HARMONY_TOOL_CALLS', flag: '--tool-calls', value: 'N', help: 'built-in tool calls run per response (default 8)' },
   {
     env: 'HARMONY_COMPACTION_KEY',
     flag: null,
@@ -346,6 +355,9 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
     REQUEST_LOG: oneOf(env, 'REQUEST_LOG', ['0', '1']),
   }
   const stats = oneOf(env, 'GATEWAY_STATS', ['0', '1']) === '1'
+  const python = oneOf(env, 'HARMONY_PYTHON', ['pyodide'])
+  const pythonTimeMs = integer(env, 'HARMONY_PYTHON_TIME_MS', 30_000, 1)
+  const toolCalls = integer(env, 'HARMONY_TOOL_CALLS', 8, 1)
   // Made now, so that a bad engine setting fails before anything listens; the serving process uses this one.
   const engine = engineFromEnvironment(env)
   const settings: ServeSettings = {
@@ -379,6 +391,8 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
         ? { keyLimiter: new RedisKeyLimiter({ url: storeChoice(env).where }) }
         : {}),
       ...(key ? { compactor: new Compactor({ key, maxOpenedBytes: numbers.bodyLimit }) } : {}),
+      ...(python === 'pyodide' ? { python: new PyodidePython({ timeMs: pythonTimeMs }) } : {}),
+      toolCalls,
     }),
   }
   if (settings.port > 65535) throw new SettingError(`${flagOf('PORT')} must be at most 65535`)

@@ -44,6 +44,7 @@ export function createGatewayHandler(options: GatewayOptions): GatewayHandler {
     // Requests and turns that were cut may still be keeping their responses.
     while (gateway.inFlight.size > 0) await Promise.allSettled([...gateway.inFlight])
     await gateway.workers?.close()
+    await gateway.python?.close()
     const { store, ownStore } = gateway
     if (ownStore && store !== null) await store.close()
   }

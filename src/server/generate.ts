@@ -1,4 +1,5 @@
 /** Step three: the engine's steps for a prepared request. */
+import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 
 import { ReplayEngine } from '../serving/engines/replay'
@@ -6,6 +7,8 @@ import { limitedSteps } from '../serving/engines/time-limits'
 import type { EngineStep, GenerateRequest } from '../serving/engines/types'
 import { generateRequestOf } from '../serving/generate-request'
 import { HttpError } from '../serving/http/errors'
+import { type ToolCaller, toolLoopSteps } from '../serving/tools/loop'
+import type { PythonRunner } from '../serving/tools/python'
 import type { Gateway } from './context'
 import { type Grant, UNLIMITED } from './key-limits'
 import type { Prepared } from './prepared'
@@ -71,14 +74,24 @@ export function generate(
   if (generated !== null) watchers.push({ step: (step) => pushIds(generated, step.tokens), end: () => {} })
   const record = recordOf(request)
   if (record !== undefined) watchers.push(recordWatcher(record, engine.name, prepared.prompt.promptTokens))
-  const { requiredCall } = prepared.prompt
-  return limitedSteps(
-    engine.name,
-    requiredCall === undefined ? generateOne(engineRequest) : requiredCallSteps(generateOne, engineRequest, requiredCall),
-    gateway.engineTimeLimits,
-    () => timedOut.abort(),
-    allOf(watchers),
-  )
+  const { requiredCall, builtinTools } = prepared.prompt
+  let steps: AsyncIterable<EngineStep>
+  if (requiredCall !== undefined) steps = requiredCallSteps(generateOne, engineRequest, requiredCall)
+  else if (builtinTools !== undefined && gateway.python !== null) {
+    const options = { maxCalls: gateway.toolCalls, implementation: gateway.implementation }
+    steps = toolLoopSteps(generateOne, engineRequest, toolCaller(gateway.python), options)
+  } else steps = generateOne(engineRequest)
+  return limitedSteps(engine.name, steps, gateway.engineTimeLimits, () => timedOut.abort(), allOf(watchers))
+}
+
+/** The tools one response's calls run on: its own python session. */
+function toolCaller(python: PythonRunner): ToolCaller {
+  const session = randomUUID()
+  return {
+    runs: (tool) => tool === 'python',
+    call: (_tool, code) => python.run(session, code),
+    end: () => python.end(session),
+  }
 }
 
 function pushIds(generated: number[], ids: ArrayLike<number>): void {

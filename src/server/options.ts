@@ -17,6 +17,7 @@ import type { ChatIdCache } from '../serving/responses/chat-ids'
 import { Compactor } from '../serving/responses/compaction'
 import { DEFAULT_SOCKET_IDLE_MS, DEFAULT_SOCKET_LIFETIME_MS } from '../serving/responses/socket'
 import { MemoryResponseStore, type ResponseStore } from '../serving/responses/store'
+import type { PythonRunner } from '../serving/tools/python'
 import type { ResponsesDialect } from '../wire/responses'
 import { type ApiKey, ApiKeys } from './api-keys'
 import type { KeyLimiter } from './key-limits'
@@ -128,6 +129,15 @@ export interface GatewayOptions {
    * docs/API.md "Request log". Default null: none (`harmony-stream serve` logs JSON lines to stdout).
    */
   requestLog?: RequestLogger | null
+  /**
+   * Runs gpt-oss's own `python` tool (a `PyodidePython`, or an operator's `PythonRunner`): a Responses request's
+   * `code_interpreter` tool is then offered to the model as trained, and its calls run here, inside the response
+   * (docs/API.md "Built-in tools"). Closed with the gateway. Default null: `code_interpreter` is a hosted tool
+   * (`hostedTools`).
+   */
+  python?: PythonRunner | null
+  /** Built-in tool calls run per response; a call past it ends the response where it stands. Default 8. */
+  toolCalls?: number
 }
 
 const hasMethods = (what: string, ...methods: string[]) => ({
@@ -169,6 +179,8 @@ const OPTIONS: OptionSpec = {
   publicRoutes: is.arrayOf(is.string),
   keyLimiter: hasMethods('a key limiter (an object with admit)', 'admit'),
   requestLog: is.nullable(hasMethods('a logger (an object with info)', 'info')),
+  python: is.nullable(hasMethods('a python runner (run, end, close)', 'run', 'end', 'close')),
+  toolCalls: is.integer(1),
 }
 
 /** The options with every default filled in. */
@@ -203,6 +215,8 @@ export interface GatewaySettings {
   publicRoutes: readonly string[]
   keyLimiter: KeyLimiter | null
   requestLog: RequestLogger | null
+  python: PythonRunner | null
+  toolCalls: number
 }
 
 function logError(error: unknown): void {
@@ -235,7 +249,12 @@ export function gatewaySettings(options: unknown): GatewaySettings {
     implementation: o.implementation ?? defaultImplementation,
     model: o.model ?? 'gpt-oss',
     bodyLimit: o.bodyLimit ?? DEFAULT_BODY_LIMIT,
-    renderOptions: o.hostedTools === undefined ? (o.renderOptions ?? {}) : { ...o.renderOptions, hostedTools: o.hostedTools },
+    renderOptions: {
+      ...o.renderOptions,
+      ...(o.hostedTools === undefined ? {} : { hostedTools: o.hostedTools }),
+      // The tools this gateway runs are offered to the model as gpt-oss's own.
+      ...(o.python == null ? {} : { builtinTools: ['python' as const] }),
+    },
     reasoningSummary: o.reasoningSummary ?? 'asked',
     responsesDialect: o.responsesDialect ?? 'openai',
     engineTimeLimits: engineTimeLimits(o.engineTimeLimits ?? {}, 'createGateway: engineTimeLimits'),
@@ -262,5 +281,7 @@ export function gatewaySettings(options: unknown): GatewaySettings {
     publicRoutes: o.publicRoutes ?? ['/health', '/metrics'],
     keyLimiter: o.keyLimiter ?? null,
     requestLog: o.requestLog ?? null,
+    python: o.python ?? null,
+    toolCalls: o.toolCalls ?? 8,
   }
 }

@@ -50,8 +50,17 @@ export function adapterOptions(
       : {}),
     ...(kind === 'responses' && givesSummary(gateway.reasoningSummary, body) ? { reasoningSummary: true } : {}),
     ...(dialect === 'openai' ? {} : { dialect }),
+    ...(prompt.builtinTools === undefined
+      ? {}
+      : { builtinTools: 'run' as const, codeInterpreterOutputs: includes(body, 'code_interpreter_call.outputs') }),
     parser: { implementation: gateway.implementation, toolNames: prompt.toolNames },
   }
+}
+
+/** Whether a Responses request's `include` asks for `what`. */
+function includes(body: object, what: string): boolean {
+  const include = (body as { include?: unknown }).include
+  return Array.isArray(include) && include.includes(what)
 }
 
 /**

@@ -123,6 +123,11 @@ export interface WireMessage<Kept> {
   readonly toolNamespace: string | null
   /** A tool call's place among the completion's tool calls (recovered ones included), from 0; -1 for others. */
   readonly toolIndex: number
+  /**
+   * Route `builtin`: the built-in tool (`python`, `browser.search`), and whether this is its result (the message
+   * the gateway gave the model) rather than the model's call; null for other routes.
+   */
+  readonly builtin: { tool: string; result: boolean } | null
   /** What the format keeps for it (Chat: its call's announcement and frame; Responses: its output item). */
   kept: Kept | null
 }
@@ -171,6 +176,8 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
   protected recoveredCalls = 0
   /** Tokens of the reasoning messages closed so far. */
   protected reasoningTokens = 0
+  /** Tokens of the built-in tools' results read so far (route `builtin`): not generated, so not output. */
+  private builtinResultTokens = 0
   /** The terminator of the last message closed (`undefined` before the first, `null` for one cut off). */
   protected lastTerminator: string | null | undefined = undefined
   /** Set at finish: the completion was cut (`finish({ truncated })`, or an engine step's `finishReason: 'length'`). */
@@ -419,7 +426,8 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
 
   /** Tokens of the completion so far. */
   protected get completionTokens(): number {
-    return this.stream.tokens
+    // The results of built-in tools were the gateway's input to the model, not its output.
+    return this.stream.tokens - this.builtinResultTokens
   }
 
   /** How the completion ended (as it stands: `length` until a last message closes). */
@@ -557,6 +565,12 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
         toolName: tool ? toolName(header.recipient!) : null,
         toolNamespace: namespace !== null && this.namespaces.has(namespace) ? namespace : null,
         toolIndex: tool ? this.toolCalls++ : -1,
+        builtin:
+          route !== 'builtin'
+            ? null
+            : header.role === 'assistant'
+              ? { tool: header.recipient!, result: false }
+              : { tool: header.role, result: true },
         kept: null,
       }
       this.messages.set(index, message)
@@ -593,6 +607,7 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
     this.messages.delete(event.index)
     this.lastTerminator = event.message.terminator
     if (message.route === 'reasoning') this.reasoningTokens += event.tokens
+    else if (message.builtin?.result === true) this.builtinResultTokens += event.tokens
     else if (message.route === 'ignore') this.adapterDiagnostics.push(droppedDiagnostic(event.message, this.stream.tokens))
     this.closed(message, event)
     if (message.route === 'tool') this.checkArguments(message, event.message)

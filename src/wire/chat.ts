@@ -22,6 +22,7 @@ import {
 } from './adapter'
 import type { FinishOptions, FinishReason } from './finish'
 import type { AdapterInput } from './input'
+import { SILENT_FRAME } from './lane'
 import type { OutputLogprob } from './logprobs'
 import type { MessageEvent } from './message-stream'
 import { CHAT_OPTIONS, checkAdapterOptions, wholeOptions } from './options'
@@ -205,7 +206,8 @@ export class ChatCompletionsStream extends WireAdapter<ChatCompletionChunk, Anno
         for (const entry of logprobs) this.logprobs.push(entry)
         this.emitDelta({ content: text }, null, { content: logprobs, refusal: null })
       }
-    } else this.emitArguments(message, text)
+    } else if (message.route === 'tool') this.emitArguments(message, text)
+    // `builtin`: the gateway's own tool work is not part of a chat completion.
   }
 
   protected recovered(_message: WireMessage<AnnouncedCall>, call: RecoveredCall, toolIndex: number): string {
@@ -240,7 +242,7 @@ export class ChatCompletionsStream extends WireAdapter<ChatCompletionChunk, Anno
     if (message.route === 'reasoning') return this.deltaFrame('reasoning')
     if (message.route === 'content') return this.deltaFrame('content')
     if (message.route === 'tool' && message.kept !== null) return this.argumentsFrame(message.kept, message.toolIndex)
-    return null
+    return message.route === 'builtin' ? SILENT_FRAME : null
   }
 
   private toolCallId(index: number): string {

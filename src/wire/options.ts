@@ -60,7 +60,7 @@ export const ADAPTER_OPTIONS: OptionSpec = {
   input: is.oneOf('tokens', 'text'),
   tools: toolsArray,
   preamble: is.oneOf('content', 'reasoning'),
-  builtinTools: is.oneOf('ignore', 'surface'),
+  builtinTools: is.oneOf('ignore', 'surface', 'run'),
   textToolCalls: is.oneOf('off', 'recover'),
   stop: STOP_STRINGS,
   responseFormat,
@@ -87,6 +87,7 @@ export const RESPONSES_OPTIONS: OptionSpec = {
   sealReasoning: is.function,
   reasoningSummary: is.boolean,
   dialect: is.oneOf('openai', 'open-responses'),
+  codeInterpreterOutputs: is.boolean,
 }
 
 /** `finish(options)`, and the non-streaming functions' extra option. */

@@ -70,6 +70,12 @@ export interface ResponsesAdapterOptions extends AdapterOptions {
    * [DONE]` (its "Streaming" section: "The terminal event MUST be the literal string [DONE]"; `endsWithDone`).
    */
   dialect?: ResponsesDialect
+  /**
+   * With `builtinTools: 'run'`: a `code_interpreter_call` item carries what the code printed as `outputs: [{
+   * type: 'logs', logs }]` (the request's `include: ['code_interpreter_call.outputs']`, as OpenAI's); else
+   * `outputs` is null. Default false.
+   */
+  codeInterpreterOutputs?: boolean
 }
 
 /** The event names and stream end a Responses stream follows (`ResponsesAdapterOptions.dialect`). */
@@ -115,8 +121,30 @@ export type ResponseItem =
       arguments: string
       status: ItemStatus
     }
+  | {
+      /** gpt-oss's `python` tool, run by the gateway: the code, and what it printed (`codeInterpreterOutputs`). */
+      id: string
+      type: 'code_interpreter_call'
+      status: ItemStatus | 'interpreting'
+      code: string
+      container_id: string
+      outputs: { type: 'logs'; logs: string }[] | null
+    }
+  | {
+      /** gpt-oss's `browser` tool, run by the gateway: what it did (search, open a page, find in one). */
+      id: string
+      type: 'web_search_call'
+      status: ItemStatus | 'searching'
+      action: WebSearchAction
+    }
 
 type ItemStatus = 'in_progress' | 'completed' | 'incomplete'
+
+/** A `web_search_call`'s action, as OpenAI's (`url` null where gpt-oss named a page by its number, not its address). */
+export type WebSearchAction =
+  | { type: 'search'; query: string }
+  | { type: 'open_page'; url: string | null }
+  | { type: 'find'; pattern: string; url: string | null }
 
 export interface ResponseUsage {
   input_tokens: number
@@ -235,6 +263,8 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
   private readonly openMessages = new Map<number, WireMessage<OpenItem>>()
   /** The raw reasoning events' names, by the dialect. */
   private readonly reasoningEvents: (typeof REASONING_EVENTS)[ResponsesDialect]
+  /** The item of the built-in tool call made last, until its result comes (the gateway runs one at a time). */
+  private awaitingResult: OpenItem | null = null
 
   constructor(options: ResponsesAdapterOptions) {
     super(options, RESPONSES)
@@ -352,10 +382,12 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
       const { item } = open
       if (item.type === 'reasoning') this.setReasoning(item, text)
       else if (item.type === 'message') item.content = [{ type: 'output_text', text, annotations: [], logprobs: [] }]
-      else item.arguments = text
+      else if (item.type === 'function_call') item.arguments = text
+      else if (item.type === 'code_interpreter_call') item.code = text
     }
     this.openMessages.clear()
-    for (const item of this.output) if (item.status === 'in_progress') item.status = 'incomplete'
+    this.awaitingResult = null
+    for (const item of this.output) if (item.status !== 'completed') item.status = 'incomplete'
   }
 
   /**
@@ -399,6 +431,12 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
   protected text(message: WireMessage<OpenItem>, text: string): void {
     const open = this.itemOf(message)
     if (open === null) return
+    if (open.item.type === 'code_interpreter_call') {
+      this.emit(
+        this.event('response.code_interpreter_call_code.delta', { item_id: open.item.id, output_index: open.outputIndex, delta: text }),
+      )
+      return
+    }
     if (message.held) open.released += text
     this.delta(open, text, message.route === 'content' ? this.takeLogprobs() : null)
   }
@@ -422,6 +460,10 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
 
   protected closed(message: WireMessage<OpenItem>, close: Extract<MessageEvent, { kind: 'close' }>): void {
     this.openMessages.delete(message.index)
+    if (message.builtin !== null) {
+      this.closeBuiltin(message, close.message.content, close.message.terminator !== null)
+      return
+    }
     // A held message whose text all became tool calls has no item of its own.
     const open = message.held ? message.kept : this.itemOf(message)
     if (open === null) return
@@ -434,6 +476,8 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
   }
 
   protected closing(reason: FinishReason): void {
+    // A built-in call whose result never came (the gateway's limits ended the loop, or the engine stopped).
+    if (this.awaitingResult !== null) this.doneBuiltin(this.awaitingResult, 'incomplete')
     const complete = reason !== 'length'
     if (complete) this.completedAt ??= this.secondsNow()
     const response = this.snapshot(complete ? 'completed' : 'incomplete', !this.writesSse)
@@ -441,6 +485,8 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
   }
 
   protected textFrame(message: WireMessage<OpenItem>): FrameTemplate | null {
+    // Built-in tool work goes through `text` (its events are few).
+    if (message.builtin !== null) return null
     const open = message.kept
     // A reasoning delta with its summary is two frames, which one template cannot write.
     if (open === null || (open.item.type === 'reasoning' && this.options.reasoningSummary === true)) return null
@@ -451,10 +497,29 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     return { type, sequence_number: this.counter++, ...fields }
   }
 
-  /** The item of a message, added (with its events) on first sight; null for messages that are dropped. */
+  /**
+   * The item of a message, added (with its events) on first sight; null for messages that are dropped, for a
+   * built-in tool's result (it completes its call's item), and for a browser call until its arguments are whole.
+   */
   private itemOf(message: WireMessage<OpenItem>): OpenItem | null {
     if (message.kept !== null) return message.kept
     if (message.route === 'ignore') return null
+    if (message.builtin !== null) {
+      if (message.builtin.result || message.builtin.tool !== 'python') return null
+      message.kept = this.add({
+        id: `ci_${this.idStem}_${message.index}`,
+        type: 'code_interpreter_call',
+        status: 'in_progress',
+        code: '',
+        container_id: `cntr_${this.idStem}`,
+        outputs: null,
+      })
+      this.emit(
+        this.event('response.code_interpreter_call.in_progress', { item_id: message.kept.item.id, output_index: message.kept.outputIndex }),
+      )
+      this.openMessages.set(message.index, message)
+      return message.kept
+    }
     message.kept = this.add(newItem(`${this.idStem}_${message.index}`, message))
     this.openMessages.set(message.index, message)
     return message.kept
@@ -526,7 +591,7 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
       item.content = [part]
       this.emit(this.event('response.output_text.done', { ...where, content_index: 0, text, logprobs: open.logprobs }))
       this.emit(this.event('response.content_part.done', { ...where, content_index: 0, part }))
-    } else {
+    } else if (item.type === 'function_call') {
       item.arguments = text
       this.emit(this.event('response.function_call_arguments.done', { ...where, name: item.name, arguments: text }))
     }
@@ -536,6 +601,65 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     this.emit(this.event('response.output_item.done', { output_index: open.outputIndex, item: done }))
   }
 
+  /**
+   * A built-in tool's message closed. The model's call: its item now waits for the result (python: the code is
+   * whole and runs; browser: the item is added, its action read from the call's arguments). The result: the
+   * call's item completes (python: with what it printed, when asked for).
+   */
+  private closeBuiltin(message: WireMessage<OpenItem>, content: string, whole: boolean): void {
+    const { tool, result } = message.builtin!
+    if (result) {
+      const open = this.awaitingResult
+      if (open === null) return
+      if (open.item.type === 'code_interpreter_call' && this.options.codeInterpreterOutputs === true)
+        open.item.outputs = [{ type: 'logs', logs: content }]
+      this.doneBuiltin(open, 'completed')
+      return
+    }
+    let open = this.itemOf(message)
+    if (open === null) {
+      open = this.add({
+        id: `ws_${this.idStem}_${message.index}`,
+        type: 'web_search_call',
+        status: 'in_progress',
+        action: browserAction(tool, content),
+      })
+      this.emit(this.event('response.web_search_call.in_progress', { item_id: open.item.id, output_index: open.outputIndex }))
+    }
+    const { item } = open
+    const where = { item_id: item.id, output_index: open.outputIndex }
+    if (item.type === 'code_interpreter_call') {
+      item.code = content
+      this.emit(this.event('response.code_interpreter_call_code.done', { ...where, code: content }))
+    }
+    if (!whole) {
+      this.doneBuiltin(open, 'incomplete')
+      return
+    }
+    if (item.type === 'code_interpreter_call') {
+      item.status = 'interpreting'
+      this.emit(this.event('response.code_interpreter_call.interpreting', where))
+    } else if (item.type === 'web_search_call') {
+      item.status = 'searching'
+      this.emit(this.event('response.web_search_call.searching', where))
+    }
+    this.awaitingResult = open
+  }
+
+  /** A built-in tool call's item ends: `completed` with its result, or `incomplete` without one. */
+  private doneBuiltin(open: OpenItem, status: ItemStatus): void {
+    if (this.awaitingResult === open) this.awaitingResult = null
+    const { item } = open
+    item.status = status
+    if (status === 'completed') {
+      const type = item.type === 'code_interpreter_call' ? 'response.code_interpreter_call.completed' : 'response.web_search_call.completed'
+      this.emit(this.event(type, { item_id: item.id, output_index: open.outputIndex }))
+    }
+    this.emit(
+      this.event('response.output_item.done', { output_index: open.outputIndex, item: this.writesSse ? item : structuredClone(item) }),
+    )
+  }
+
   /** A reasoning item's text, with `reasoningSummary` its summary too, and with `sealReasoning` that text sealed. */
   private setReasoning(item: Extract<ResponseItem, { type: 'reasoning' }>, text: string): void {
     item.content = [{ type: 'reasoning_text', text }]
@@ -543,6 +667,23 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     const { sealReasoning } = this.options
     if (sealReasoning !== undefined) item.encrypted_content = sealReasoning(text)
   }
+}
+
+/**
+ * What a browser call did, from its tool (`browser.search`, `.open`, `.find`) and arguments (gpt-oss's, as the
+ * system message declares them: `query`; `id`, a page number or an address; `pattern`). Arguments that are not
+ * the JSON object they should be: a search for their text, as the model wrote it.
+ */
+function browserAction(tool: string, args: string): WebSearchAction {
+  let fields: Fields | null = null
+  try {
+    fields = fieldsOf(JSON.parse(args))
+  } catch {
+    // not JSON: below
+  }
+  if (tool === 'browser.open' && fields !== null) return { type: 'open_page', url: stringOr(fields.id, null) }
+  if (tool === 'browser.find' && fields !== null) return { type: 'find', pattern: stringOr(fields.pattern, ''), url: null }
+  return { type: 'search', query: fields === null ? args : stringOr(fields.query, args) }
 }
 
 /** The SSE frame of a response event, `{ type, sequence_number, response }`, from the response's JSON. */

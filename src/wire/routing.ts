@@ -5,8 +5,12 @@
 
 import type { HarmonyDiagnostic } from '../base/types'
 
-/** What the gateway does with a message. */
-export type Route = 'reasoning' | 'content' | 'tool' | 'ignore'
+/**
+ * What the gateway does with a message. `builtin`: a call to one of gpt-oss's own tools that the gateway runs
+ * (`builtinTools: 'run'`), or that tool's result, which the gateway put into the stream: the formats show them
+ * as the work of the server (Responses: `code_interpreter_call`, `web_search_call` items), never as client calls.
+ */
+export type Route = 'reasoning' | 'content' | 'tool' | 'builtin' | 'ignore'
 
 export interface RoutingOptions {
   /**
@@ -16,13 +20,17 @@ export interface RoutingOptions {
   preamble?: 'content' | 'reasoning'
   /**
    * Messages to built-in tools (`browser.*`, `python`, `container.*`, any recipient outside `functions.`):
-   * dropped (default; the gateway did not offer them) or surfaced as tool calls named by the recipient.
+   * dropped (default; the gateway did not offer them) or surfaced as tool calls named by the recipient;
+   * `'run'`: the gateway runs gpt-oss's own (`browser.*`, `python`), so their calls and results are the server's
+   * work (route `builtin`), and other recipients are dropped.
    */
-  builtinTools?: 'ignore' | 'surface'
+  builtinTools?: 'ignore' | 'surface' | 'run'
 }
 
 export interface RouteFields {
   role: string
+  /** The author's name: a tool's (`python`, `browser.search`) for a tool's message. */
+  name?: string | null
   channel?: string | null
   recipient?: string | null
 }
@@ -35,17 +43,25 @@ const NO_NAMESPACES: ReadonlySet<string> = new Set()
  * one): a message to one of their tools is a call as a function's is.
  */
 export function routeOf(header: RouteFields, options: RoutingOptions = {}, namespaces = NO_NAMESPACES): Route {
-  // Completions are assistant messages; anything else (a tool result the model hallucinated) is not output.
-  if (header.role !== 'assistant') return 'ignore'
+  const runs = options.builtinTools === 'run'
+  // Completions are assistant messages; anything else is not output: a tool result the model hallucinated, or,
+  // when the gateway runs the built-in tools, the result it gave the model.
+  if (header.role !== 'assistant') return runs && header.role === 'tool' && isBuiltinTool(header.name ?? '') ? 'builtin' : 'ignore'
   const recipient = header.recipient ?? null
   if (recipient !== null && recipient !== 'assistant' && recipient !== 'user') {
     if (recipient.startsWith(FUNCTIONS) || namespaces.has(namespaceOf(recipient) ?? '')) return 'tool'
+    if (runs) return isBuiltinTool(recipient) ? 'builtin' : 'ignore'
     return options.builtinTools === 'surface' ? 'tool' : 'ignore'
   }
   if (header.channel === 'analysis') return 'reasoning'
   if (header.channel === 'commentary') return options.preamble === 'reasoning' ? 'reasoning' : 'content'
   // final, or a message whose channel the model left out or garbled (recovered by lenient mode): the answer.
   return 'content'
+}
+
+/** Whether a recipient (or a tool result's author) is one of gpt-oss's own tools: `python`, `browser.search`, …. */
+function isBuiltinTool(name: string): boolean {
+  return name === 'python' || name.startsWith('browser.')
 }
 
 /** The function name of a tool message: `functions.get_weather` → `get_weather`; another namespace's keeps it. */

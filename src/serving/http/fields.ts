@@ -105,7 +105,7 @@ export const RESPONSES_REQUEST_FIELDS = Object.freeze({
   instructions: honoured("the developer message's instructions"),
   ...SHARED,
   tools: honoured(
-    "function tools rendered into the developer message (a `strict: true` tool's arguments enforced by the engine); a `namespace` tool is a Harmony namespace of its own (its calls come back with their `namespace`); hosted ones (`web_search`, `file_search`, `mcp`, …) and client-run types not rendered yet (`custom`, `shell`, …) left out and said (`hostedTools: 'refuse'`: a 400); other types refused",
+    "function tools rendered into the developer message (a `strict: true` tool's arguments enforced by the engine); a `namespace` tool is a Harmony namespace of its own (its calls come back with their `namespace`); `code_interpreter` is gpt-oss's own `python`, run inside the response, in a gateway that runs python; hosted ones (`web_search`, `file_search`, `mcp`, …) and client-run types not rendered yet (`custom`, `shell`, …) left out and said (`hostedTools: 'refuse'`: a 400); other types refused",
   ),
   max_output_tokens: honoured('sent to the engine, and held to by the gateway'),
   reasoning: honoured(
@@ -128,7 +128,7 @@ export const RESPONSES_REQUEST_FIELDS = Object.freeze({
   prompt: refused('no stored prompt templates here'),
   context_management: refused(NOT_YET),
   include: honoured(
-    "'message.output_text.logprobs': the answer's log probabilities in its `output_text` parts and deltas; 'reasoning.encrypted_content': each reasoning item carries its reasoning sealed with the gateway's key, opened when a request sends the item back (for clients that keep nothing here, as Codex); anything else refused",
+    "'message.output_text.logprobs': the answer's log probabilities in its `output_text` parts and deltas; 'reasoning.encrypted_content': each reasoning item carries its reasoning sealed with the gateway's key, opened when a request sends the item back (for clients that keep nothing here, as Codex); 'code_interpreter_call.outputs': what python printed, in `code_interpreter_call` items (a gateway that runs python); anything else refused",
   ),
   text: honoured('`format` as Chat `response_format` (structured outputs); a `verbosity` is taken and said (gpt-oss has none)'),
   client_metadata: accepted('what a client says of itself (Codex sends it): cannot change a generation', 'object'),

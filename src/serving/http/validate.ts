@@ -121,6 +121,9 @@ function background(body: Record<string, unknown>): boolean {
 /** What a Responses `include` may ask for here. */
 const OUTPUT_TEXT_LOGPROBS = 'message.output_text.logprobs'
 const ENCRYPTED_REASONING = 'reasoning.encrypted_content'
+/** What python printed, in `code_interpreter_call` items (a gateway that runs python; nothing to include elsewhere). */
+const CODE_OUTPUTS = 'code_interpreter_call.outputs'
+const INCLUDABLE: readonly unknown[] = [OUTPUT_TEXT_LOGPROBS, ENCRYPTED_REASONING, CODE_OUTPUTS]
 
 /** Responses `include`, each entry one this gateway can include. */
 function responsesInclude(body: Record<string, unknown>): unknown[] {
@@ -128,10 +131,10 @@ function responsesInclude(body: Record<string, unknown>): unknown[] {
   if (include !== undefined && include !== null && !Array.isArray(include)) bad('include', 'must be an array of strings')
   const items = (include ?? []) as unknown[]
   items.forEach((item, i) => {
-    if (item !== OUTPUT_TEXT_LOGPROBS && item !== ENCRYPTED_REASONING)
+    if (!INCLUDABLE.includes(item))
       throw new HttpError(
         400,
-        `include[${i}] ${JSON.stringify(item).slice(0, 60)} is not supported: this gateway can include '${OUTPUT_TEXT_LOGPROBS}' and '${ENCRYPTED_REASONING}'`,
+        `include[${i}] ${JSON.stringify(item).slice(0, 60)} is not supported: this gateway can include '${OUTPUT_TEXT_LOGPROBS}', '${ENCRYPTED_REASONING}' and '${CODE_OUTPUTS}'`,
         { param: `include[${i}]`, code: 'invalid-parameter' },
       )
   })

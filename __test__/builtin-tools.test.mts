@@ -1,0 +1,174 @@
+/**
+ * gpt-oss's own tools run by the gateway inside one response (issue 34): a Responses request's
+ * `code_interpreter` tool offered as `python`, the model's call run in the real Pyodide sandbox, its result
+ * appended to the exact ids the engine saw and generated, and the engine going on from there; streamed and
+ * whole, both parser implementations. The engine is a stand-in that calls the tool as gpt-oss does and answers
+ * with what the tool printed, read from its prompt.
+ */
+import test from 'ava'
+import type { Engine, GenerateRequest } from 'harmony-stream/engines'
+import { PyodidePython } from 'harmony-stream/server'
+
+import { startGateway } from './helpers/gateway.mjs'
+import { harmony, IMPLEMENTATIONS } from './helpers/harmony.mjs'
+import { decodeTokens } from './helpers/token-bytes.mjs'
+
+const CODE = 'print(sum(range(10)))'
+
+/**
+ * Calls python with `code` as gpt-oss does (analysis, then the call on analysis to `python`, `code` content
+ * type), `calls` times; once its prompt ends with that many results, answers with the last one.
+ */
+function pythonCaller(code: string, calls = 1): { engine: Engine; prompts: number[][] } {
+  const prompts: number[][] = []
+  const engine: Engine = {
+    name: 'python-caller',
+    async *generate(request: GenerateRequest) {
+      const prompt = Array.from(request.tokens)
+      prompts.push(prompt)
+      const results = [
+        ...decodeTokens(prompt).matchAll(/<\|start\|>python to=assistant<\|channel\|>analysis<\|message\|>([\s\S]*?)<\|end\|>/g),
+      ]
+      const text =
+        results.length >= calls
+          ? `<|channel|>final<|message|>The sum is ${results.at(-1)![1]!.trim()}.<|return|>`
+          : `<|channel|>analysis<|message|>Let me compute it.<|end|><|start|>assistant<|channel|>analysis to=python code<|message|>${code}<|call|>`
+      const tokens = harmony(text)
+      for (let i = 0; i < tokens.length; i += 3) {
+        await new Promise((resolve) => setImmediate(resolve))
+        const last = i + 3 >= tokens.length
+        yield last
+          ? {
+              tokens: Uint32Array.from(tokens.slice(i)),
+              finishReason: 'stop' as const,
+              usage: { promptTokens: prompt.length, completionTokens: tokens.length },
+            }
+          : { tokens: Uint32Array.from(tokens.slice(i, i + 3)) }
+      }
+    },
+  }
+  return { engine, prompts }
+}
+
+/** A python runner for one test's gateway, which closes it with itself. */
+const python = () => new PyodidePython()
+
+const REQUEST = {
+  model: 'gpt-oss',
+  input: 'What is the sum of 0 to 9?',
+  tools: [{ type: 'code_interpreter' as const, container: { type: 'auto' as const } }],
+  include: ['code_interpreter_call.outputs' as const],
+}
+
+for (const implementation of IMPLEMENTATIONS) {
+  test(`code_interpreter runs in Pyodide inside the response and the answer uses its output (${implementation})`, async (t) => {
+    const { engine, prompts } = pythonCaller(CODE)
+    const { client } = await startGateway(t, { engine, python: python(), implementation })
+    const response = await client.responses.create(REQUEST)
+    t.is(response.status, 'completed')
+    t.deepEqual(
+      response.output.map((item) => item.type),
+      ['reasoning', 'code_interpreter_call', 'message'],
+    )
+    const call = response.output[1] as { code: string; outputs: { type: string; logs: string }[]; status: string; container_id: string }
+    t.is(call.code, CODE)
+    t.is(call.status, 'completed')
+    t.deepEqual(call.outputs, [{ type: 'logs', logs: '45' }])
+    t.regex(call.container_id, /^cntr_/)
+    t.is(response.output_text, 'The sum is 45.')
+
+    // The system message declares python as gpt-oss was trained; the second prompt is the first, the ids the
+    // engine generated, and the tool's result: nothing re-rendered.
+    t.is(prompts.length, 2)
+    const [first, second] = prompts as [number[], number[]]
+    t.regex(decodeTokens(first), /# Tools\n\n## python\n\nUse this tool to execute Python code/)
+    t.deepEqual(second.slice(0, first.length), first)
+    t.regex(
+      decodeTokens(second.slice(first.length)),
+      /^<\|channel\|>analysis<\|message\|>Let me compute it\.<\|end\|><\|start\|>assistant<\|channel\|>analysis to=python code<\|message\|>print\(sum\(range\(10\)\)\)<\|call\|><\|start\|>python to=assistant<\|channel\|>analysis<\|message\|>45<\|end\|><\|start\|>assistant$/,
+    )
+    // The tool's result is input the gateway gave, not output.
+    const generated = harmony('<|channel|>final<|message|>The sum is 45.<|return|>').length
+    t.true(response.usage!.output_tokens < second.length - first.length + generated)
+  })
+}
+
+test('streamed: the code_interpreter events as OpenAI sends them, and the same response as the whole one', async (t) => {
+  const { engine } = pythonCaller(CODE)
+  const { client } = await startGateway(t, { engine, python: python() })
+  const stream = await client.responses.create({ ...REQUEST, stream: true })
+  const types: string[] = []
+  let code = ''
+  let completed: { output: { type: string }[]; output_text?: string } | null = null
+  for await (const event of stream) {
+    types.push(event.type)
+    if (event.type === 'response.code_interpreter_call_code.delta') code += event.delta
+    if (event.type === 'response.completed') completed = event.response
+  }
+  t.is(code, CODE)
+  const calls = types.filter((type) => type.startsWith('response.code_interpreter_call'))
+  t.deepEqual(
+    [...new Set(calls)],
+    [
+      'response.code_interpreter_call.in_progress',
+      'response.code_interpreter_call_code.delta',
+      'response.code_interpreter_call_code.done',
+      'response.code_interpreter_call.interpreting',
+      'response.code_interpreter_call.completed',
+    ],
+  )
+  t.deepEqual(
+    completed!.output.map((item) => item.type),
+    ['reasoning', 'code_interpreter_call', 'message'],
+  )
+  const message = completed!.output[2] as unknown as { content: { text: string }[] }
+  t.is(message.content[0]!.text, 'The sum is 45.')
+})
+
+test('the notebook keeps its state between the calls of one response; without include, no outputs', async (t) => {
+  const { engine, prompts } = pythonCaller('x = 41 if "x" not in globals() else x + 1\nx', 2)
+  const { client } = await startGateway(t, { engine, python: python() })
+  const response = await client.responses.create({ ...REQUEST, include: [] })
+  t.is(response.output_text, 'The sum is 42.')
+  t.is(prompts.length, 3)
+  const calls = response.output.filter((item) => item.type === 'code_interpreter_call') as { outputs: unknown }[]
+  t.is(calls.length, 2)
+  t.true(calls.every((call) => call.outputs === null))
+})
+
+test('the gateway runs at most toolCalls calls per response; the call past it ends the response, its item incomplete', async (t) => {
+  const { engine, prompts } = pythonCaller(CODE, 3)
+  const { client } = await startGateway(t, { engine, python: python(), toolCalls: 1 })
+  const response = await client.responses.create(REQUEST)
+  t.is(prompts.length, 2)
+  t.is(response.status, 'completed')
+  const calls = response.output.filter((item) => item.type === 'code_interpreter_call') as { status: string }[]
+  t.deepEqual(
+    calls.map((call) => call.status),
+    ['completed', 'incomplete'],
+  )
+})
+
+test('without python the code_interpreter tool is a hosted tool, left out and said', async (t) => {
+  const { engine, prompts } = pythonCaller(CODE)
+  const { client } = await startGateway(t, { engine })
+  const { response } = await client.responses.create(REQUEST).withResponse()
+  t.regex(response.headers.get('x-harmony-not-applied') ?? '', /tools\[0\]/)
+  t.notRegex(decodeTokens(prompts[0]!), /## python/)
+})
+
+test('the python sandbox: state per session, no way to the host, errors and time limits told to the model', async (t) => {
+  process.env.HARMONY_TEST_SECRET = 'not for python'
+  const sandbox = new PyodidePython({ timeMs: 5_000 })
+  t.teardown(() => sandbox.close())
+  t.is(await sandbox.run('a', 'x = 2\nx * 21'), '42')
+  t.regex(await sandbox.run('b', 'x'), /NameError: name 'x' is not defined/)
+  t.regex(await sandbox.run('a', 'import js'), /ModuleNotFoundError/)
+  t.regex(await sandbox.run('a', 'from pyodide.ffi import to_js'), /ModuleNotFoundError/)
+  t.regex(await sandbox.run('a', 'open("/etc/hostname").read()'), /FileNotFoundError/)
+  t.is(await sandbox.run('a', 'import os\n[k for k in os.environ if k.startswith("HARMONY")]'), '[]', "none of the host's environment")
+  t.regex(await sandbox.run('a', 'while True: pass'), /^Timed out after 5 seconds: the python session was stopped/)
+  t.regex(await sandbox.run('a', 'x'), /NameError/, 'a stopped session starts again empty')
+  t.throws(() => new PyodidePython({ timeMs: 0 }), { instanceOf: RangeError, message: /timeMs/ })
+  t.throws(() => new PyodidePython({ timeLimit: 5 } as never), { instanceOf: TypeError, message: /timeLimit/ })
+})
