@@ -5,15 +5,44 @@
  * whole, both parser implementations. The engine is a stand-in that calls the tool as gpt-oss does and answers
  * with what the tool printed, read from its prompt.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
 import test from 'ava'
 import type { Engine, GenerateRequest } from 'harmony-stream/engines'
-import { PyodidePython } from 'harmony-stream/server'
+import { BrowserSession, LocalSearch, PyodidePython, SettingError, serveSettings } from 'harmony-stream/server'
 
 import { startGateway } from './helpers/gateway.mjs'
 import { harmony, IMPLEMENTATIONS } from './helpers/harmony.mjs'
 import { decodeTokens } from './helpers/token-bytes.mjs'
 
 const CODE = 'print(sum(range(10)))'
+
+/** An engine that answers each prompt with the Harmony text `next` gives for its decoded text, 3 ids a step. */
+function scripted(next: (prompt: string) => string): { engine: Engine; prompts: number[][] } {
+  const prompts: number[][] = []
+  const engine: Engine = {
+    name: 'scripted',
+    async *generate(request: GenerateRequest) {
+      const prompt = Array.from(request.tokens)
+      prompts.push(prompt)
+      const tokens = harmony(next(decodeTokens(prompt)))
+      for (let i = 0; i < tokens.length; i += 3) {
+        await new Promise((resolve) => setImmediate(resolve))
+        const last = i + 3 >= tokens.length
+        yield last
+          ? {
+              tokens: Uint32Array.from(tokens.slice(i)),
+              finishReason: 'stop' as const,
+              usage: { promptTokens: prompt.length, completionTokens: tokens.length },
+            }
+          : { tokens: Uint32Array.from(tokens.slice(i, i + 3)) }
+      }
+    },
+  }
+  return { engine, prompts }
+}
 
 /**
  * Calls python with `code` as gpt-oss does (analysis, then the call on analysis to `python`, `code` content
@@ -171,4 +200,133 @@ test('the python sandbox: state per session, no way to the host, errors and time
   t.regex(await sandbox.run('a', 'x'), /NameError/, 'a stopped session starts again empty')
   t.throws(() => new PyodidePython({ timeMs: 0 }), { instanceOf: RangeError, message: /timeMs/ })
   t.throws(() => new PyodidePython({ timeLimit: 5 } as never), { instanceOf: TypeError, message: /timeLimit/ })
+})
+
+const PAGES = [
+  {
+    url: 'https://towers.example/eiffel',
+    title: 'Eiffel Tower',
+    text: 'The Eiffel Tower is a wrought-iron lattice tower in Paris.\nIt is 330 metres tall, about 1,083 feet.',
+  },
+  {
+    url: 'https://towers.example/big-ben',
+    title: 'Big Ben',
+    text: 'Big Ben is the nickname of the Great Bell of the clock at the Palace of Westminster.',
+  },
+]
+
+/** A collection of documents in a JSON Lines file, removed after the test. */
+function collection(t: { teardown(fn: () => void): void }, lines: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'harmony-browser-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const file = join(dir, 'pages.jsonl')
+  writeFileSync(file, lines)
+  return file
+}
+
+/** Searches, opens the first result, and answers citing the line it read, as gpt-oss browses. */
+function browsing(): ReturnType<typeof scripted> {
+  return scripted((prompt) => {
+    const results = [...prompt.matchAll(/<\|start\|>browser\.(\w+) to=assistant<\|channel\|>analysis<\|message\|>([\s\S]*?)<\|end\|>/g)]
+    const call = (tool: string, args: object) =>
+      `<|start|>assistant<|channel|>analysis to=browser.${tool} code<|message|>${JSON.stringify(args)}<|call|>`
+    if (results.length === 0)
+      return `<|channel|>analysis<|message|>Let me search.<|end|>${call('search', { query: 'Eiffel tower height' })}`
+    const [, tool, page] = results.at(-1)!
+    if (tool === 'search') {
+      const first = /【(\d+)†Eiffel Tower†towers\.example】/.exec(page!)
+      return call('open', { id: Number(first![1]) })
+    }
+    const cursor = /^\[(\d+)\] Eiffel Tower \(https:\/\/towers\.example\/eiffel\)/.exec(page!)
+    const line = /L(\d+): It is 330 metres tall/.exec(page!)
+    return `<|channel|>final<|message|>It is 330 metres tall 【${cursor![1]}†L${line![1]}】.<|return|>`
+  })
+}
+
+test('web_search runs on the local index inside the response: searched, opened, cited as url_citation', async (t) => {
+  const { engine, prompts } = browsing()
+  const browser = LocalSearch.fromFile(collection(t, PAGES.map((page) => JSON.stringify(page)).join('\n')))
+  const { client } = await startGateway(t, { engine, browser })
+  const response = await client.responses.create({
+    model: 'gpt-oss',
+    input: 'How tall is the Eiffel Tower?',
+    tools: [{ type: 'web_search' }],
+  })
+  t.is(prompts.length, 3)
+  t.regex(decodeTokens(prompts[0]!), /## browser\n\n\/\/ Tool for browsing\./)
+  t.deepEqual(
+    response.output.map((item) => item.type),
+    ['reasoning', 'web_search_call', 'web_search_call', 'message'],
+  )
+  const [search, open] = response.output.slice(1, 3) as { action: unknown; status: string }[]
+  t.deepEqual(search!.action, { type: 'search', query: 'Eiffel tower height' })
+  t.deepEqual(open!.action, { type: 'open_page', url: null })
+  t.true([search, open].every((call) => call!.status === 'completed'))
+  const message = response.output[3] as { content: { text: string; annotations: unknown[] }[] }
+  const { text, annotations } = message.content[0]!
+  t.regex(text, /^It is 330 metres tall 【1†L\d+】\.$/)
+  t.deepEqual(annotations, [
+    { type: 'url_citation', start_index: text.indexOf('【'), end_index: text.indexOf('】') + 1, url: PAGES[0]!.url, title: 'Eiffel Tower' },
+  ])
+  // Each prompt continues the one before: the ids the engine generated, then the tool's page.
+  t.deepEqual(prompts[1]!.slice(0, prompts[0]!.length), prompts[0])
+  t.deepEqual(prompts[2]!.slice(0, prompts[1]!.length), prompts[1])
+})
+
+test('the browser as trained: pages with cursors, numbered lines and links; find; errors told to the model', async (t) => {
+  const session = new BrowserSession(new LocalSearch(PAGES))
+  const results = await session.call('browser.search', JSON.stringify({ query: 'tower' }))
+  t.regex(results, /^\[0\] tower\n\*\*viewing lines \[0 - \d+\] of \d+\*\*\n\nL0: URL: \nL1: # Search Results\n/)
+  t.regex(results, /L3: {3}\* 【0†Eiffel Tower†towers\.example】 /)
+  const page = await session.call('browser.open', JSON.stringify({ id: 0 }))
+  t.regex(page, /^\[1\] Eiffel Tower \(https:\/\/towers\.example\/eiffel\)\n\*\*viewing lines \[0 - 1\] of 1\*\*\n\nL0: The Eiffel Tower/)
+  const found = await session.call('browser.find', JSON.stringify({ pattern: 'Metres' }))
+  t.regex(found, /^\[2\] Find results for text: `metres` in `Eiffel Tower`/)
+  t.regex(found, /# 【0†match at L1】\nL\d+: It is 330 metres tall/)
+  t.is(session.urlAt(1)?.url, PAGES[0]!.url)
+  t.is(session.urlAt(0), null, 'a search results page cites nothing')
+  t.is(await session.call('browser.open', JSON.stringify({ id: 9, cursor: 0 })), 'Invalid link id `9`.')
+  t.regex(await session.call('browser.open', JSON.stringify({ id: 'https://nowhere.example/' })), /not found/)
+  t.regex(await session.call('browser.find', JSON.stringify({ pattern: 'x', cursor: 7 })), /Cursor `7` is out of range/)
+  t.is(await session.call('browser.search', 'not json'), '{"error":"Invalid function arguments"}')
+  t.deepEqual(await new LocalSearch(PAGES).search('"); DROP TABLE pages; --', 5), [], 'the query is words, never FTS5 syntax')
+})
+
+test('HARMONY_BROWSER=local:FILE loads the collection; a bad file or value stops the start naming it', (t) => {
+  const good = collection(t, `${JSON.stringify(PAGES[0])}\n`)
+  t.true(serveSettings({ HARMONY_BROWSER: `local:${good}` }).options().browser instanceof LocalSearch)
+  const bad = collection(t, `${JSON.stringify(PAGES[0])}\n{"url": 1}\n`)
+  t.throws(() => serveSettings({ HARMONY_BROWSER: `local:${bad}` }), { instanceOf: SettingError, message: /line 2 must be a JSON object/ })
+  t.throws(() => serveSettings({ HARMONY_BROWSER: 'bing' }), {
+    instanceOf: SettingError,
+    message: /HARMONY_BROWSER \(--browser\) must be local:FILE/,
+  })
+})
+
+test('web_search streamed: the web_search_call events as OpenAI sends them, and the citation as annotation.added', async (t) => {
+  const { engine } = browsing()
+  const { client } = await startGateway(t, { engine, browser: new LocalSearch(PAGES) })
+  const stream = await client.responses.create({ model: 'gpt-oss', input: 'How tall?', tools: [{ type: 'web_search' }], stream: true })
+  const types: string[] = []
+  let annotation: unknown = null
+  let completed: { output: { type: string }[] } | null = null
+  for await (const event of stream) {
+    types.push(event.type)
+    if (event.type === 'response.output_text.annotation.added') annotation = event.annotation
+    if (event.type === 'response.completed') completed = event.response
+  }
+  t.deepEqual(
+    types.filter((type) => type.startsWith('response.web_search_call')),
+    [
+      'response.web_search_call.in_progress',
+      'response.web_search_call.searching',
+      'response.web_search_call.completed',
+      'response.web_search_call.in_progress',
+      'response.web_search_call.searching',
+      'response.web_search_call.completed',
+    ],
+  )
+  t.like(annotation as object, { type: 'url_citation', url: PAGES[0]!.url, title: 'Eiffel Tower' })
+  const message = completed!.output.at(-1) as unknown as { content: { annotations: unknown[] }[] }
+  t.deepEqual(message.content[0]!.annotations, [annotation])
 })

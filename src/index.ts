@@ -182,6 +182,7 @@ export {
   type ResponseUsage,
   responseObject,
   responsesRequestEcho,
+  type UrlCitation,
   type WebSearchAction,
 } from './wire/responses'
 export type { RoutingOptions } from './wire/routing'

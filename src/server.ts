@@ -18,4 +18,5 @@ export { createGateway, createGatewayHandler, type GatewayHandler, type GatewayS
 export type { GatewayDiagnostic, GatewayOptions } from './server/options'
 export { RedisKeyLimiter, type RedisKeyLimiterOptions } from './server/redis-key-limits'
 export { closeGracefully, SERVE_HELP, serve } from './server/serve'
+export { type BrowserPage, BrowserSession, LocalSearch, type SearchBackend, type SearchHit } from './serving/tools/browser'
 export { PyodidePython, type PyodidePythonOptions, type PythonRunner } from './serving/tools/python'

@@ -19,6 +19,7 @@ import { Compactor } from '../serving/responses/compaction'
 import { RedisResponseStore } from '../serving/responses/redis-store'
 import { SqliteResponseStore } from '../serving/responses/sqlite-store'
 import { MemoryResponseStore, type ResponseStore } from '../serving/responses/store'
+import { LocalSearch, type SearchBackend } from '../serving/tools/browser'
 import { PyodidePython } from '../serving/tools/python'
 import { type ApiKey, ApiKeys } from './api-keys'
 import { type GatewayOptions, logDiagnostic } from './options'
@@ -166,6 +167,12 @@ export const SETTINGS: readonly Setting[] = [
     value: 'KIND',
     help: "pyodide: run gpt-oss's python tool (Responses code_interpreter) in a sandbox here (default: off)",
   },
+  {
+    env: 'HARMONY_BROWSER',
+    flag: '--browser',
+    value: 'SOURCE',
+    help: "local:FILE: run gpt-oss's browser tool (Responses web_search) on a JSON Lines file of { url, title, text } (default: off)",
+  },
   { env: 'HARMONY_PYTHON_TIME_MS', flag: '--python-time-ms', value: 'MS', help: 'longest python call (default 30000)' },
   { env: 'HARMONY_TOOL_CALLS', flag: '--tool-calls', value: 'N', help: 'built-in tool calls run per response (default 8)' },
   {
@@ -175,6 +182,21 @@ export const SETTINGS: readonly Setting[] = [
     help: '64 hex digits sealing compactions and reasoning (shared by gateways; default random)',
   },
 ]
+
+/** The search backend `HARMONY_BROWSER` asks for (`local:FILE`), loaded now; null when unset. */
+function browserFromEnvironment(env: Env): SearchBackend | null {
+  const text = env.HARMONY_BROWSER
+  if (text === undefined || text === '') return null
+  if (!text.startsWith('local:') || text.length === 'local:'.length)
+    throw new SettingError(`${flagOf('HARMONY_BROWSER')} must be local:FILE, not ${JSON.stringify(text)}`)
+  const file = text.slice('local:'.length)
+  try {
+    return LocalSearch.fromFile(file)
+  } catch (error) {
+    if ((error as { code?: string }).code === 'package-missing') throw error
+    throw new SettingError(`${flagOf('HARMONY_BROWSER')}: ${(error as Error).message}`)
+  }
+}
 
 /** A bad variable (or the flag that set it): the command prints it and exits 2. */
 export class SettingError extends Error {
@@ -356,6 +378,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
   }
   const stats = oneOf(env, 'GATEWAY_STATS', ['0', '1']) === '1'
   const python = oneOf(env, 'HARMONY_PYTHON', ['pyodide'])
+  const browser = browserFromEnvironment(env)
   const pythonTimeMs = integer(env, 'HARMONY_PYTHON_TIME_MS', 30_000, 1)
   const toolCalls = integer(env, 'HARMONY_TOOL_CALLS', 8, 1)
   // Made now, so that a bad engine setting fails before anything listens; the serving process uses this one.
@@ -392,6 +415,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
         : {}),
       ...(key ? { compactor: new Compactor({ key, maxOpenedBytes: numbers.bodyLimit }) } : {}),
       ...(python === 'pyodide' ? { python: new PyodidePython({ timeMs: pythonTimeMs }) } : {}),
+      ...(browser === null ? {} : { browser }),
       toolCalls,
     }),
   }

@@ -1,5 +1,4 @@
 /** Step three: the engine's steps for a prepared request. */
-import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 
 import { ReplayEngine } from '../serving/engines/replay'
@@ -7,13 +6,13 @@ import { limitedSteps } from '../serving/engines/time-limits'
 import type { EngineStep, GenerateRequest } from '../serving/engines/types'
 import { generateRequestOf } from '../serving/generate-request'
 import { HttpError } from '../serving/http/errors'
-import { type ToolCaller, toolLoopSteps } from '../serving/tools/loop'
-import type { PythonRunner } from '../serving/tools/python'
+import { toolLoopSteps } from '../serving/tools/loop'
 import type { Gateway } from './context'
 import { type Grant, UNLIMITED } from './key-limits'
 import type { Prepared } from './prepared'
 import { recordOf, recordWatcher } from './request-log'
 import { requiredCallSteps } from './required-call'
+import { type ResponseTools, responseTools } from './response-tools'
 import { generationSpan, spanWatcher } from './tracing'
 import { allOf, type StepWatcher } from './watch'
 
@@ -25,7 +24,8 @@ export async function admit(gateway: Gateway): Promise<Grant> {
 /**
  * The steps of one generation, held to the gateway's time limits and its caller's limits (`grant`: what
  * `admit` gave); with `generated`, each step's ids are added to it (what a kept response
- * and the Chat id cache record). The replay engine's completion can be picked per request (`x-harmony-replay`).
+ * and the Chat id cache record). A prompt that declares built-in tools has the gateway run their calls (`tools`:
+ * the response's, made here when not given). The replay engine's completion can be picked per request (`x-harmony-replay`).
  * An engine that fails before its first step throws from the iterator (pipeSse and collectSteps: a 502/503).
  */
 export function generate(
@@ -35,6 +35,7 @@ export function generate(
   signal: AbortSignal,
   generated: number[] | null,
   grant: Grant,
+  tools: ResponseTools | null = null,
 ): AsyncIterable<EngineStep> {
   const { engine } = gateway
   // Aborted by the caller (a client that left), or at a time limit.
@@ -77,21 +78,11 @@ export function generate(
   const { requiredCall, builtinTools } = prepared.prompt
   let steps: AsyncIterable<EngineStep>
   if (requiredCall !== undefined) steps = requiredCallSteps(generateOne, engineRequest, requiredCall)
-  else if (builtinTools !== undefined && gateway.python !== null) {
+  else if (builtinTools !== undefined && (tools ??= responseTools(gateway)) !== null) {
     const options = { maxCalls: gateway.toolCalls, implementation: gateway.implementation }
-    steps = toolLoopSteps(generateOne, engineRequest, toolCaller(gateway.python), options)
+    steps = toolLoopSteps(generateOne, engineRequest, tools, options)
   } else steps = generateOne(engineRequest)
   return limitedSteps(engine.name, steps, gateway.engineTimeLimits, () => timedOut.abort(), allOf(watchers))
-}
-
-/** The tools one response's calls run on: its own python session. */
-function toolCaller(python: PythonRunner): ToolCaller {
-  const session = randomUUID()
-  return {
-    runs: (tool) => tool === 'python',
-    call: (_tool, code) => python.run(session, code),
-    end: () => python.end(session),
-  }
 }
 
 function pushIds(generated: number[], ids: ArrayLike<number>): void {

@@ -17,6 +17,7 @@ import type { ChatIdCache } from '../serving/responses/chat-ids'
 import { Compactor } from '../serving/responses/compaction'
 import { DEFAULT_SOCKET_IDLE_MS, DEFAULT_SOCKET_LIFETIME_MS } from '../serving/responses/socket'
 import { MemoryResponseStore, type ResponseStore } from '../serving/responses/store'
+import type { SearchBackend } from '../serving/tools/browser'
 import type { PythonRunner } from '../serving/tools/python'
 import type { ResponsesDialect } from '../wire/responses'
 import { type ApiKey, ApiKeys } from './api-keys'
@@ -136,6 +137,13 @@ export interface GatewayOptions {
    * (`hostedTools`).
    */
   python?: PythonRunner | null
+  /**
+   * Runs gpt-oss's own `browser` tool on this search backend (a `LocalSearch`, or an operator's `SearchBackend`):
+   * a Responses request's `web_search` tool is then offered to the model as trained, and its searches, pages and
+   * finds run here, inside the response, its answer's citations given as `url_citation` annotations. Default
+   * null: `web_search` is a hosted tool.
+   */
+  browser?: SearchBackend | null
   /** Built-in tool calls run per response; a call past it ends the response where it stands. Default 8. */
   toolCalls?: number
 }
@@ -180,6 +188,7 @@ const OPTIONS: OptionSpec = {
   keyLimiter: hasMethods('a key limiter (an object with admit)', 'admit'),
   requestLog: is.nullable(hasMethods('a logger (an object with info)', 'info')),
   python: is.nullable(hasMethods('a python runner (run, end, close)', 'run', 'end', 'close')),
+  browser: is.nullable(hasMethods('a search backend (search, open)', 'search', 'open')),
   toolCalls: is.integer(1),
 }
 
@@ -216,6 +225,7 @@ export interface GatewaySettings {
   keyLimiter: KeyLimiter | null
   requestLog: RequestLogger | null
   python: PythonRunner | null
+  browser: SearchBackend | null
   toolCalls: number
 }
 
@@ -253,7 +263,7 @@ export function gatewaySettings(options: unknown): GatewaySettings {
       ...o.renderOptions,
       ...(o.hostedTools === undefined ? {} : { hostedTools: o.hostedTools }),
       // The tools this gateway runs are offered to the model as gpt-oss's own.
-      ...(o.python == null ? {} : { builtinTools: ['python' as const] }),
+      builtinTools: [...(o.browser == null ? [] : ['browser' as const]), ...(o.python == null ? [] : ['python' as const])],
     },
     reasoningSummary: o.reasoningSummary ?? 'asked',
     responsesDialect: o.responsesDialect ?? 'openai',
@@ -282,6 +292,7 @@ export function gatewaySettings(options: unknown): GatewaySettings {
     keyLimiter: o.keyLimiter ?? null,
     requestLog: o.requestLog ?? null,
     python: o.python ?? null,
+    browser: o.browser ?? null,
     toolCalls: o.toolCalls ?? 8,
   }
 }

@@ -21,6 +21,7 @@ import type { ReasoningSummaryRule } from './options'
 import { prepareRequest } from './prepare'
 import type { ApiKind, Prepared } from './prepared'
 import { noteDiagnostics } from './request-log'
+import { responseTools } from './response-tools'
 import { serveBackground } from './responses/background'
 import { keepResponse } from './responses/keep'
 import { sendJson } from './send'
@@ -145,7 +146,10 @@ export async function serveGeneration(gateway: Gateway, kind: ApiKind, request: 
   const abort = abortOnClose(response)
   const remembering = kind === 'chat' && gateway.chatIdCache !== null
   const generated: number[] | null = storing || remembering ? [] : null
-  const steps = generate(gateway, request, prepared, abort.signal, generated, await admit(gateway))
+  // The response's built-in tools: its calls run on them, and its answer's citations name their pages.
+  const tools = prepared.prompt.builtinTools === undefined ? null : responseTools(gateway)
+  if (tools !== null) options.citations = tools.citations
+  const steps = generate(gateway, request, prepared, abort.signal, generated, await admit(gateway), tools)
   if (!parameters.stream) {
     const whole = await collectSteps(steps)
     if (whole.finishReason === 'abort') throw new HttpError(502, 'the inference engine aborted the request', { code: 'engine-aborted' })

@@ -88,6 +88,7 @@ export const RESPONSES_OPTIONS: OptionSpec = {
   reasoningSummary: is.boolean,
   dialect: is.oneOf('openai', 'open-responses'),
   codeInterpreterOutputs: is.boolean,
+  citations: is.function,
 }
 
 /** `finish(options)`, and the non-streaming functions' extra option. */

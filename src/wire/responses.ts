@@ -76,6 +76,12 @@ export interface ResponsesAdapterOptions extends AdapterOptions {
    * `outputs` is null. Default false.
    */
   codeInterpreterOutputs?: boolean
+  /**
+   * The citations of an answer's text, given its whole text when its message closes (a gateway that runs
+   * gpt-oss's browser: its `【cursor†L…】` markers, with the pages they name): the `output_text` part's
+   * `annotations`, each also sent as `response.output_text.annotation.added`. Default: no annotations.
+   */
+  citations?: (text: string) => UrlCitation[]
 }
 
 /** The event names and stream end a Responses stream follows (`ResponsesAdapterOptions.dialect`). */
@@ -109,7 +115,8 @@ export type ResponseItem =
       role: 'assistant'
       status: ItemStatus
       /** `logprobs`: with the `logprobs` option, the log probabilities of the text's tokens. */
-      content: { type: 'output_text'; text: string; annotations: []; logprobs: OutputLogprob[] }[]
+      /** `annotations`: with the `citations` option, the pages the text cites. */
+      content: { type: 'output_text'; text: string; annotations: UrlCitation[]; logprobs: OutputLogprob[] }[]
     }
   | {
       id: string
@@ -139,6 +146,16 @@ export type ResponseItem =
     }
 
 type ItemStatus = 'in_progress' | 'completed' | 'incomplete'
+
+/** A passage of an answer that cites a page (as OpenAI's web search annotates answers). */
+export interface UrlCitation {
+  type: 'url_citation'
+  /** Where the citation is in the text (UTF-16 code units, as JavaScript indexes strings). */
+  start_index: number
+  end_index: number
+  url: string
+  title: string
+}
 
 /** A `web_search_call`'s action, as OpenAI's (`url` null where gpt-oss named a page by its number, not its address). */
 export type WebSearchAction =
@@ -587,7 +604,11 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
         this.emit(this.event('response.reasoning_summary_part.done', { ...summaryAt(open), part: { type: 'summary_text', text } }))
       }
     } else if (item.type === 'message') {
-      const part = { type: 'output_text' as const, text, annotations: [] as [], logprobs: open.logprobs }
+      const annotations = this.options.citations?.(text) ?? []
+      annotations.forEach((annotation, i) => {
+        this.emit(this.event('response.output_text.annotation.added', { ...where, content_index: 0, annotation_index: i, annotation }))
+      })
+      const part = { type: 'output_text' as const, text, annotations, logprobs: open.logprobs }
       item.content = [part]
       this.emit(this.event('response.output_text.done', { ...where, content_index: 0, text, logprobs: open.logprobs }))
       this.emit(this.event('response.content_part.done', { ...where, content_index: 0, part }))
