@@ -15,6 +15,7 @@ import { BrowserSession, LocalSearch, PyodidePython, SettingError, serveSettings
 
 import { startGateway } from './helpers/gateway.mjs'
 import { harmony, IMPLEMENTATIONS } from './helpers/harmony.mjs'
+import { startMcpServer } from './helpers/mcp-server.mjs'
 import { decodeTokens } from './helpers/token-bytes.mjs'
 
 const CODE = 'print(sum(range(10)))'
@@ -329,4 +330,138 @@ test('web_search streamed: the web_search_call events as OpenAI sends them, and 
   t.like(annotation as object, { type: 'url_citation', url: PAGES[0]!.url, title: 'Eiffel Tower' })
   const message = completed!.output.at(-1) as unknown as { content: { annotations: unknown[] }[] }
   t.deepEqual(message.content[0]!.annotations, [annotation])
+})
+
+/** Calls `calc.add` as gpt-oss calls a namespace's function, then answers with its result. */
+function mcpCaller(): ReturnType<typeof scripted> {
+  return scripted((prompt) => {
+    const result = /<\|start\|>calc\.add to=assistant<\|channel\|>commentary<\|message\|>([\s\S]*?)<\|end\|>/.exec(prompt)
+    if (result !== null) return `<|channel|>final<|message|>The answer is ${result[1]}.<|return|>`
+    return '<|channel|>commentary to=calc.add <|constrain|>json<|message|>{"a":2,"b":40}<|call|>'
+  })
+}
+
+test('a remote MCP server: listed, its tool called inside the response with the request headers, the result used', async (t) => {
+  const mcp = await startMcpServer(t)
+  const { engine, prompts } = mcpCaller()
+  const { client } = await startGateway(t, { engine, mcpServers: ['http://127.0.0.1:'] })
+  const tool = {
+    type: 'mcp' as const,
+    server_label: 'calc',
+    server_url: mcp.url,
+    allowed_tools: ['add'],
+    require_approval: 'never' as const,
+    headers: { Authorization: 'Bearer sk-test-secret' },
+  }
+  const response = await client.responses.create({ model: 'gpt-oss', input: 'What is 2 + 40?', tools: [tool] })
+  t.deepEqual(
+    response.output.map((item) => item.type),
+    ['mcp_list_tools', 'mcp_call', 'message'],
+  )
+  const [list, call] = response.output as unknown as [{ tools: { name: string }[]; server_label: string }, Record<string, unknown>]
+  t.is(list.server_label, 'calc')
+  t.deepEqual(
+    list.tools.map((entry) => entry.name),
+    ['add'],
+    'allowed_tools',
+  )
+  t.like(call, { server_label: 'calc', name: 'add', arguments: '{"a":2,"b":40}', output: '42', status: 'completed' })
+  t.is(response.output_text, 'The answer is 42.')
+  t.deepEqual(mcp.calls, [{ name: 'add', args: { a: 2, b: 40 }, authorization: 'Bearer sk-test-secret' }])
+  // Declared as a namespace of the prompt; the second prompt continues the first exactly.
+  t.regex(decodeTokens(prompts[0]!), /## calc\n\nnamespace calc \{/)
+  t.deepEqual(prompts[1]!.slice(0, prompts[0]!.length), prompts[0])
+  // The credential is neither echoed nor kept.
+  const echoed = response.tools[0] as unknown as Record<string, unknown>
+  t.is(echoed.headers, undefined)
+  const kept = await client.responses.retrieve(response.id)
+  t.false(JSON.stringify(kept).includes('sk-test-secret'))
+})
+
+test('an MCP tool that requires approval (the default) is not run: the response ends with an mcp_approval_request', async (t) => {
+  const mcp = await startMcpServer(t)
+  const { engine } = mcpCaller()
+  const { client } = await startGateway(t, { engine, mcpServers: ['http://127.0.0.1:'] })
+  const stream = await client.responses.create({
+    model: 'gpt-oss',
+    input: 'What is 2 + 40?',
+    tools: [{ type: 'mcp', server_label: 'calc', server_url: mcp.url }],
+    stream: true,
+  })
+  const types: string[] = []
+  let completed: { output: Record<string, unknown>[] } | null = null
+  for await (const event of stream) {
+    types.push(event.type)
+    if (event.type === 'response.completed') completed = event.response as unknown as { output: Record<string, unknown>[] }
+  }
+  t.deepEqual(
+    completed!.output.map((item) => item.type),
+    ['mcp_list_tools', 'mcp_approval_request'],
+  )
+  t.like(completed!.output[1]!, { server_label: 'calc', name: 'add', arguments: '{"a":2,"b":40}' })
+  t.deepEqual(mcp.calls, [])
+  t.true(types.includes('response.mcp_list_tools.completed'))
+})
+
+test('MCP servers: only the prefixes the gateway allows; a server that cannot be listed is a 424; without prefixes, a hosted tool', async (t) => {
+  const mcp = await startMcpServer(t)
+  const { engine, prompts } = mcpCaller()
+  const tools = (url: string) => [{ type: 'mcp' as const, server_label: 'calc', server_url: url, require_approval: 'never' as const }]
+  const { client } = await startGateway(t, { engine, mcpServers: ['http://127.0.0.1:'] })
+  const refused = await t.throwsAsync(client.responses.create({ model: 'gpt-oss', input: 'x', tools: tools('http://localhost:1/mcp') }))
+  t.like(refused, { status: 400, param: 'tools[0].server_url' })
+  const unreachable = await t.throwsAsync(client.responses.create({ model: 'gpt-oss', input: 'x', tools: tools('http://127.0.0.1:1/mcp') }))
+  t.like(unreachable, { status: 424, param: 'tools[0].server_url' })
+  const { client: plain } = await startGateway(t, { engine })
+  const { response } = await plain.responses.create({ model: 'gpt-oss', input: 'x', tools: tools(mcp.url) }).withResponse()
+  t.regex(response.headers.get('x-harmony-not-applied') ?? '', /tools\[0\]/)
+  t.notRegex(decodeTokens(prompts.at(-1)!), /namespace calc/)
+  t.deepEqual(mcp.listed, [], 'no request reached the MCP server')
+  t.throws(() => serveSettings({ HARMONY_MCP_SERVERS: 'http://127.0.0.1' }), { instanceOf: SettingError, message: /HARMONY_MCP_SERVERS/ })
+})
+
+test('an approval answered: the approved call runs, its result follows the kept ids, and the model goes on', async (t) => {
+  const mcp = await startMcpServer(t)
+  const { engine, prompts } = mcpCaller()
+  const { client } = await startGateway(t, { engine, mcpServers: ['http://127.0.0.1:'] })
+  const tools = [{ type: 'mcp' as const, server_label: 'calc', server_url: mcp.url, headers: { Authorization: 'Bearer k' } }]
+  const asked = await client.responses.create({ model: 'gpt-oss', input: 'What is 2 + 40?', tools })
+  const request = asked.output.find((item) => item.type === 'mcp_approval_request')!
+  t.deepEqual(mcp.calls, [])
+  const approved = await client.responses.create({
+    model: 'gpt-oss',
+    previous_response_id: asked.id,
+    input: [{ type: 'mcp_approval_response', approval_request_id: request.id, approve: true }],
+    tools,
+  })
+  t.is(approved.output_text, 'The answer is 42.')
+  t.deepEqual(mcp.calls, [{ name: 'add', args: { a: 2, b: 40 }, authorization: 'Bearer k' }])
+  // The second prompt is the first, the ids generated (up to the call), then the result: exact.
+  const [first, second] = prompts.slice(-2) as [number[], number[]]
+  t.deepEqual(second.slice(0, first.length), first)
+  t.regex(
+    decodeTokens(second.slice(first.length)),
+    /<\|call\|><\|start\|>calc\.add to=assistant<\|channel\|>commentary<\|message\|>42<\|end\|><\|start\|>assistant$/,
+  )
+
+  // Declined, without previous_response_id (the request item sent back): the model is told, nothing runs.
+  const declined = await client.responses.create({
+    model: 'gpt-oss',
+    input: [
+      { role: 'user', content: 'What is 2 + 40?' },
+      request as never,
+      { type: 'mcp_approval_response', approval_request_id: request.id, approve: false },
+    ],
+    tools,
+  })
+  t.is(declined.output_text, 'The answer is The user did not approve this call..')
+  t.is(mcp.calls.length, 1)
+  const unknown = await t.throwsAsync(
+    client.responses.create({
+      model: 'gpt-oss',
+      input: [{ type: 'mcp_approval_response', approval_request_id: 'mcpr_x', approve: true }],
+      tools,
+    }),
+  )
+  t.like(unknown, { status: 400, param: 'input[0].approval_request_id' })
 })

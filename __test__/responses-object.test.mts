@@ -385,7 +385,7 @@ for (const implementation of IMPLEMENTATIONS) {
     t.deepEqual(pick(response, FULL_ECHO), FULL_ECHO)
     // The reasoning item closed; the message item never did: incomplete, with the text sent so far.
     t.deepEqual(
-      response.output.map((item) => [item.type, item.status]),
+      response.output.map((item) => [item.type, 'status' in item ? item.status : null]),
       [
         ['reasoning', 'completed'],
         ['message', 'incomplete'],

@@ -65,6 +65,9 @@ export function paths(dir = cacheDir()) {
     server: join(dir, 'bin', 'llama-server'),
     model: join(dir, 'models', `bigram-${key}.gguf`),
     chains: join(dir, 'models', `bigram-${key}.json`),
+    // The second design (make-bigram-model.py --design tools): a model that calls python at every turn.
+    toolModel: join(dir, 'models', `bigram-tools-${key}.gguf`),
+    toolChains: join(dir, 'models', `bigram-tools-${key}.json`),
     python: join(dir, 'venv', 'bin', 'python'),
   }
 }
@@ -130,7 +133,7 @@ export function ensureServer(p = paths()) {
 
 /** Writes the bigram model and its chains file unless they are there. */
 export function ensureModel(p = paths()) {
-  if (existsSync(p.model) && existsSync(p.chains)) return p.model
+  if ([p.model, p.chains, p.toolModel, p.toolChains].every((file) => existsSync(file))) return p.model
   ensureVenv(p)
   const ready = spawnSync(
     p.python,
@@ -149,6 +152,7 @@ export function ensureModel(p = paths()) {
   const started = Date.now()
   log(`writing ${p.model}`)
   run(p.python, [MODEL_SCRIPT, '--vocabulary', VOCABULARY, '--model', p.model, '--chains', p.chains])
+  run(p.python, [MODEL_SCRIPT, '--vocabulary', VOCABULARY, '--model', p.toolModel, '--chains', p.toolChains, '--design', 'tools'])
   log(`model written in ${Math.round((Date.now() - started) / 1000)} s`)
   return p.model
 }
@@ -161,5 +165,17 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     ensureModel(p)
   }
   const built = (file) => (existsSync(file) ? file : null)
-  console.log(JSON.stringify({ server: built(p.server), model: built(p.model), chains: built(p.chains) }, null, 2))
+  console.log(
+    JSON.stringify(
+      {
+        server: built(p.server),
+        model: built(p.model),
+        chains: built(p.chains),
+        toolModel: built(p.toolModel),
+        toolChains: built(p.toolChains),
+      },
+      null,
+      2,
+    ),
+  )
 }

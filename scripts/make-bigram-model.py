@@ -168,6 +168,23 @@ def design(ranks):
     return edges, chains, fallback
 
 
+def tools_design(ranks):
+    """A second model, for a gateway's tool loop: wherever the model starts its turn (`<|start|>assistant`, the
+    end of every prompt the gateway renders, the results of its tools included), it calls gpt-oss's `python`
+    tool as gpt-oss does, on the analysis channel, with `print(42)`, and stops at <|call|>. So a gateway runs
+    one call after another until its limit of calls."""
+    t = lambda text: one_token(ranks, text)  # noqa: E731
+    path = [t("assistant"), CHANNEL, t("analysis"), t(" to"), t("="), t("python"), t(" code"), MESSAGE]
+    path += [t("print"), t("("), t("42"), t(")"), CALL]
+    edges = {}
+    for current, following in zip(path, path[1:]):
+        if current in edges:
+            sys.exit(f"id {current} has two successors")
+        edges[current] = [[following, SURE]]
+    chains = {"python": {"start": path[0], "tokens": path[1:]}}
+    return edges, chains, [[RETURN, SURE]]
+
+
 def write_model(path, tokens, types, merges, edges, fallback):
     states = sorted(edges)
     if len(states) + 1 > N_EMBD:
@@ -233,11 +250,12 @@ def main():
     parser.add_argument("--vocabulary", required=True, help="o200k_base.tiktoken")
     parser.add_argument("--model", required=True, help="the GGUF file to write")
     parser.add_argument("--chains", required=True, help="the JSON sidecar to write")
+    parser.add_argument("--design", choices=["answers", "tools"], default="answers", help="which model (default: answers)")
     args = parser.parse_args()
 
     ranks = read_ranks(args.vocabulary)
     tokens, types, merges = vocabulary(ranks)
-    edges, chains, fallback = design(ranks)
+    edges, chains, fallback = (tools_design if args.design == "tools" else design)(ranks)
     write_model(args.model, tokens, types, merges, edges, fallback)
     sidecar = {
         "vocabSize": VOCAB_SIZE,

@@ -25,6 +25,9 @@ export interface LlamaBuild {
   server: string
   model: string
   chains: string
+  /** The model that calls python at every turn (make-bigram-model.py --design tools), and its chains. */
+  toolModel: string
+  toolChains: string
 }
 
 /** One named chain: the prompt's last id that starts it, and the ids greedy decoding then generates. */

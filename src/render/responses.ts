@@ -121,6 +121,25 @@ export function responsesConversation(body: unknown, options: ConversationOption
         )
         break
       }
+      case 'mcp_approval_request': {
+        // A remote MCP server's call that waited for approval: a call of its namespace (the label), answered by
+        // a `function_call_output` of the same id (a gateway turns the client's approval into one).
+        const name = functionName(item.name, `${at}.name`)
+        const namespace = namespaceName(item.server_label, `${at}.server_label`)
+        calls.set(string(item.id, `${at}.id`), { name, namespace })
+        conversation.messages.push(toolCallMessage(name, toolArguments(item.arguments, `${at}.arguments`), namespace))
+        break
+      }
+      case 'mcp_call': {
+        // A remote MCP server's call a gateway ran inside a response: the call and its result, as the model saw them.
+        const name = functionName(item.name, `${at}.name`)
+        const namespace = namespaceName(item.server_label, `${at}.server_label`)
+        conversation.messages.push(toolCallMessage(name, toolArguments(item.arguments, `${at}.arguments`), namespace))
+        const output = item.output ?? item.error
+        if (typeof output === 'string') conversation.messages.push(toolResultMessage(name, output, namespace))
+        break
+      }
+      case 'mcp_list_tools':
       case 'code_interpreter_call':
       case 'web_search_call':
         // The server's own tool work of an earlier turn (gpt-oss's python and browser, run by a gateway): like
@@ -135,7 +154,7 @@ export function responsesConversation(body: unknown, options: ConversationOption
         break
       default:
         fail(
-          `${at}.type '${type}' is not supported (message, reasoning, function_call, function_call_output, code_interpreter_call, web_search_call)`,
+          `${at}.type '${type}' is not supported (message, reasoning, function_call, function_call_output, code_interpreter_call, web_search_call, mcp_list_tools, mcp_call, mcp_approval_request)`,
           `${at}.type`,
         )
     }

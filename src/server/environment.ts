@@ -173,6 +173,12 @@ export const SETTINGS: readonly Setting[] = [
     value: 'SOURCE',
     help: "local:FILE: run gpt-oss's browser tool (Responses web_search) on a JSON Lines file of { url, title, text } (default: off)",
   },
+  {
+    env: 'HARMONY_MCP_SERVERS',
+    flag: '--mcp-servers',
+    value: 'PREFIXES',
+    help: 'comma-separated URL prefixes of the remote MCP servers a Responses request may name (default: MCP off)',
+  },
   { env: 'HARMONY_PYTHON_TIME_MS', flag: '--python-time-ms', value: 'MS', help: 'longest python call (default 30000)' },
   { env: 'HARMONY_TOOL_CALLS', flag: '--tool-calls', value: 'N', help: 'built-in tool calls run per response (default 8)' },
   {
@@ -196,6 +202,21 @@ function browserFromEnvironment(env: Env): SearchBackend | null {
     if ((error as { code?: string }).code === 'package-missing') throw error
     throw new SettingError(`${flagOf('HARMONY_BROWSER')}: ${(error as Error).message}`)
   }
+}
+
+/** `HARMONY_MCP_SERVERS`: each an http(s) URL prefix (a bare host would let `https://host.evil` through). */
+function mcpPrefixes(text: string): string[] {
+  const prefixes = text
+    .split(',')
+    .map((prefix) => prefix.trim())
+    .filter((prefix) => prefix !== '')
+  for (const prefix of prefixes) {
+    if (!/^https?:\/\/[^/]+\//.test(prefix))
+      throw new SettingError(
+        `${flagOf('HARMONY_MCP_SERVERS')}: ${JSON.stringify(prefix)} must be an http(s) URL prefix ending its host with '/'`,
+      )
+  }
+  return prefixes
 }
 
 /** A bad variable (or the flag that set it): the command prints it and exits 2. */
@@ -379,6 +400,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
   const stats = oneOf(env, 'GATEWAY_STATS', ['0', '1']) === '1'
   const python = oneOf(env, 'HARMONY_PYTHON', ['pyodide'])
   const browser = browserFromEnvironment(env)
+  const mcpServers = env.HARMONY_MCP_SERVERS ? mcpPrefixes(env.HARMONY_MCP_SERVERS) : null
   const pythonTimeMs = integer(env, 'HARMONY_PYTHON_TIME_MS', 30_000, 1)
   const toolCalls = integer(env, 'HARMONY_TOOL_CALLS', 8, 1)
   // Made now, so that a bad engine setting fails before anything listens; the serving process uses this one.
@@ -416,6 +438,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
       ...(key ? { compactor: new Compactor({ key, maxOpenedBytes: numbers.bodyLimit }) } : {}),
       ...(python === 'pyodide' ? { python: new PyodidePython({ timeMs: pythonTimeMs }) } : {}),
       ...(browser === null ? {} : { browser }),
+      ...(mcpServers === null ? {} : { mcpServers }),
       toolCalls,
     }),
   }

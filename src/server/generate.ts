@@ -75,10 +75,10 @@ export function generate(
   if (generated !== null) watchers.push({ step: (step) => pushIds(generated, step.tokens), end: () => {} })
   const record = recordOf(request)
   if (record !== undefined) watchers.push(recordWatcher(record, engine.name, prepared.prompt.promptTokens))
-  const { requiredCall, builtinTools } = prepared.prompt
+  const { requiredCall } = prepared.prompt
   let steps: AsyncIterable<EngineStep>
   if (requiredCall !== undefined) steps = requiredCallSteps(generateOne, engineRequest, requiredCall)
-  else if (builtinTools !== undefined && (tools ??= responseTools(gateway)) !== null) {
+  else if ((tools ??= responseTools(gateway, prepared)) !== null) {
     const options = { maxCalls: gateway.toolCalls, implementation: gateway.implementation }
     steps = toolLoopSteps(generateOne, engineRequest, tools, options)
   } else steps = generateOne(engineRequest)

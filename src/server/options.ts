@@ -144,6 +144,14 @@ export interface GatewayOptions {
    * null: `web_search` is a hosted tool.
    */
   browser?: SearchBackend | null
+  /**
+   * URL prefixes of the remote MCP servers a Responses request may name (`{ type: 'mcp', server_url }` must
+   * start with one): their tools are listed and their calls run here, inside the response (docs/API.md "Built-in
+   * tools"). Default null: MCP off, `mcp` tools are hosted tools.
+   */
+  mcpServers?: readonly string[] | null
+  /** Each request to an MCP server (connect, list, call), in ms. Default 30,000. */
+  mcpTimeMs?: number
   /** Built-in tool calls run per response; a call past it ends the response where it stands. Default 8. */
   toolCalls?: number
 }
@@ -189,6 +197,8 @@ const OPTIONS: OptionSpec = {
   requestLog: is.nullable(hasMethods('a logger (an object with info)', 'info')),
   python: is.nullable(hasMethods('a python runner (run, end, close)', 'run', 'end', 'close')),
   browser: is.nullable(hasMethods('a search backend (search, open)', 'search', 'open')),
+  mcpServers: is.nullable(is.arrayOf(is.nonEmptyString)),
+  mcpTimeMs: is.integer(1),
   toolCalls: is.integer(1),
 }
 
@@ -226,6 +236,8 @@ export interface GatewaySettings {
   requestLog: RequestLogger | null
   python: PythonRunner | null
   browser: SearchBackend | null
+  mcpServers: readonly string[] | null
+  mcpTimeMs: number
   toolCalls: number
 }
 
@@ -293,6 +305,8 @@ export function gatewaySettings(options: unknown): GatewaySettings {
     requestLog: o.requestLog ?? null,
     python: o.python ?? null,
     browser: o.browser ?? null,
+    mcpServers: o.mcpServers ?? null,
+    mcpTimeMs: o.mcpTimeMs ?? 30_000,
     toolCalls: o.toolCalls ?? 8,
   }
 }

@@ -14,6 +14,7 @@ import type { StoredResponse } from '../serving/responses/store'
 import { schemaCompileProblem } from '../wire/schema-check'
 import { exactChat } from './chat-ids'
 import type { Gateway } from './context'
+import { answerApprovals, withMcpServers } from './mcp-servers'
 import { type ApiKind, type Item, type Prepared, renderHere, renderOffLoop } from './prepared'
 import { continued } from './responses/continuation'
 
@@ -30,7 +31,8 @@ export async function prepareRequest(gateway: Gateway, kind: ApiKind, request: I
 async function readAndPrepare(gateway: Gateway, kind: ApiKind, request: IncomingMessage): Promise<Prepared> {
   const { workers, bodyLimit, renderInlineBytes, store } = gateway
   const length = Number(request.headers['content-length'])
-  if (workers === null || (Number.isFinite(length) && length <= renderInlineBytes))
+  // A gateway that reaches MCP servers lists a request's before rendering it: its bodies are read here.
+  if (workers === null || gateway.mcpServers !== null || (Number.isFinite(length) && length <= renderInlineBytes))
     return prepareParsed(gateway, kind, await readJsonBody(request, { limit: bodyLimit }), null, false)
   // The body stays in the worker; for Responses its echo comes back (what the response object says of it),
   // and its input when it is to be kept. A continuation comes back whole, to be rendered here after what it continues.
@@ -71,15 +73,28 @@ async function prepareParsed(
   offLoop: boolean,
 ): Promise<Prepared> {
   const parameters = (kind === 'chat' ? chatGenerationParameters : responsesGenerationParameters)(body, gateway.parameterOptions)
-  if (continues(gateway, kind, body)) return continuation(gateway, kind, parameters, body, body, previous)
-  return {
-    kind,
-    parameters,
-    prompt: offLoop ? await renderOffLoop(gateway, kind, body) : renderHere(gateway, kind, body),
-    body,
-    history: [],
-    input: body.input,
-    storing: kind === 'responses' && gateway.store !== null && body.store !== false,
+  const mcp = kind === 'responses' ? await withMcpServers(gateway, body) : null
+  const echo = mcp?.echo ?? body
+  try {
+    // The client's approvals are answered (the calls run) before anything is rendered.
+    const rendering = mcp === null ? body : await answerApprovals(gateway, mcp.render, mcp.servers)
+    const prepared: Prepared = continues(gateway, kind, body)
+      ? await continuation(gateway, kind, parameters, rendering, echo, previous)
+      : {
+          kind,
+          parameters,
+          prompt: offLoop ? await renderOffLoop(gateway, kind, rendering) : renderHere(gateway, kind, rendering),
+          body: echo,
+          history: [],
+          // Approvals as the calls' results they became: what a continuation re-renders.
+          input: rendering.input,
+          storing: kind === 'responses' && gateway.store !== null && body.store !== false,
+        }
+    if (mcp !== null) prepared.mcp = mcp.servers
+    return prepared
+  } catch (error) {
+    await Promise.all(mcp?.servers.map((server) => server.close()) ?? [])
+    throw error
   }
 }
 

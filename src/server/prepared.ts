@@ -1,6 +1,7 @@
 /** What preparing a request gives (`Prepared`), and rendering off the event loop, which every kind of preparation uses. */
 import { type RenderedPrompt, renderChatCompletionRequest, renderResponsesRequest } from '../render/index'
 import type { GenerationParameters } from '../serving/http/validate'
+import type { McpServer } from '../serving/tools/mcp'
 import type { Gateway } from './context'
 
 export type ApiKind = 'chat' | 'responses'
@@ -22,6 +23,8 @@ export interface Prepared {
   input: unknown
   /** Responses: the response is to be kept (a store, and `store` not false). */
   storing: boolean
+  /** Responses: the remote MCP servers the request names, connected and listed (`mcp-servers.ts`); closed with the response. */
+  mcp?: McpServer[]
 }
 
 /** A request body rendered off the event loop when there are workers (else here). */

@@ -51,10 +51,29 @@ export function adapterOptions(
       : {}),
     ...(kind === 'responses' && givesSummary(gateway.reasoningSummary, body) ? { reasoningSummary: true } : {}),
     ...(dialect === 'openai' ? {} : { dialect }),
-    ...(prompt.builtinTools === undefined
-      ? {}
-      : { builtinTools: 'run' as const, codeInterpreterOutputs: includes(body, 'code_interpreter_call.outputs') }),
+    ...builtinToolOptions(prepared),
     parser: { implementation: gateway.implementation, toolNames: prompt.toolNames },
+  }
+}
+
+/** What the adapter is told of the tools the gateway runs for this response (gpt-oss's own, MCP servers). */
+function builtinToolOptions({ prompt, mcp, body }: Prepared): Partial<ResponsesAdapterOptions> {
+  if (prompt.builtinTools === undefined && mcp === undefined) return {}
+  const servers = mcp ?? []
+  const byLabel = new Map(servers.map((server) => [server.label, server]))
+  return {
+    builtinTools: 'run',
+    codeInterpreterOutputs: includes(body, 'code_interpreter_call.outputs'),
+    ...(servers.length === 0
+      ? {}
+      : {
+          runNamespaces: servers.map((server) => server.label),
+          mcpListTools: servers.map((server) => ({ server_label: server.label, tools: server.tools })),
+          needsApproval: (tool: string) => {
+            const dot = tool.indexOf('.')
+            return byLabel.get(tool.slice(0, dot))?.needsApproval(tool.slice(dot + 1)) ?? false
+          },
+        }),
   }
 }
 
@@ -139,6 +158,22 @@ export function reportNotApplied(gateway: Gateway, prepared: Prepared, response:
 /** request → parameters and prompt → engine → adapter → SSE (or one JSON object) → kept. */
 export async function serveGeneration(gateway: Gateway, kind: ApiKind, request: IncomingMessage, response: ServerResponse): Promise<void> {
   const prepared = await inSpan('prepare', () => prepareRequest(gateway, kind, request))
+  try {
+    await servePrepared(gateway, kind, request, response, prepared)
+  } catch (error) {
+    // A response that never generated (a 429, a failing engine) never ended its MCP connections.
+    await Promise.all(prepared.mcp?.map((server) => server.close()) ?? [])
+    throw error
+  }
+}
+
+async function servePrepared(
+  gateway: Gateway,
+  kind: ApiKind,
+  request: IncomingMessage,
+  response: ServerResponse,
+  prepared: Prepared,
+): Promise<void> {
   reportNotApplied(gateway, prepared, response)
   const { parameters, storing } = prepared
   const options = adapterOptions(gateway, prepared, request)
@@ -147,7 +182,7 @@ export async function serveGeneration(gateway: Gateway, kind: ApiKind, request: 
   const remembering = kind === 'chat' && gateway.chatIdCache !== null
   const generated: number[] | null = storing || remembering ? [] : null
   // The response's built-in tools: its calls run on them, and its answer's citations name their pages.
-  const tools = prepared.prompt.builtinTools === undefined ? null : responseTools(gateway)
+  const tools = responseTools(gateway, prepared)
   if (tools !== null) options.citations = tools.citations
   const steps = generate(gateway, request, prepared, abort.signal, generated, await admit(gateway), tools)
   if (!parameters.stream) {

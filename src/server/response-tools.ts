@@ -9,22 +9,47 @@ import { BrowserSession, citationsOf } from '../serving/tools/browser'
 import type { ToolCaller } from '../serving/tools/loop'
 import type { UrlCitation } from '../wire/responses'
 import type { Gateway } from './context'
+import type { Prepared } from './prepared'
 
 export interface ResponseTools extends ToolCaller {
   /** The `url_citation`s of an answer's text (none without a browser). */
   citations(text: string): UrlCitation[]
 }
 
-/** The tools of a new response, or null when the gateway runs none. */
-export function responseTools(gateway: Gateway): ResponseTools | null {
-  const { python, browser } = gateway
-  if (python === null && browser === null) return null
+/**
+ * The tools of a new response: those its prompt offers of gpt-oss's own that the gateway runs, and its remote MCP
+ * servers (a call that waits for the client's approval is not run); null when it has none.
+ */
+export function responseTools(gateway: Gateway, prepared: Prepared): ResponseTools | null {
+  const offered = prepared.prompt.builtinTools ?? []
+  const python = offered.includes('python') ? gateway.python : null
+  const pages = offered.includes('browser') && gateway.browser !== null ? new BrowserSession(gateway.browser) : null
+  const mcp = new Map((prepared.mcp ?? []).map((server) => [server.label, server]))
+  if (python === null && pages === null && mcp.size === 0) return null
   const session = randomUUID()
-  const pages = browser === null ? null : new BrowserSession(browser)
+  /** The MCP server and tool of a recipient (`label.tool`), if it names one of the response's servers. */
+  const mcpTool = (tool: string) => {
+    const dot = tool.indexOf('.')
+    const server = dot > 0 ? mcp.get(tool.slice(0, dot)) : undefined
+    return server === undefined ? null : { server, name: tool.slice(dot + 1) }
+  }
   return {
-    runs: (tool) => (tool === 'python' ? python !== null : tool.startsWith('browser.') && pages !== null),
-    call: (tool, args) => (tool === 'python' ? python!.run(session, args) : pages!.call(tool, args)),
-    end: () => python?.end(session),
+    runs: (tool) => {
+      if (tool === 'python') return python !== null
+      if (tool.startsWith('browser.')) return pages !== null
+      const found = mcpTool(tool)
+      return found !== null && !found.server.needsApproval(found.name)
+    },
+    call: (tool, args) => {
+      if (tool === 'python') return python!.run(session, args)
+      if (tool.startsWith('browser.')) return pages!.call(tool, args)
+      const found = mcpTool(tool)!
+      return found.server.call(found.name, args)
+    },
+    end: () => {
+      python?.end(session)
+      for (const server of mcp.values()) void server.close()
+    },
     citations: (text) => (pages === null ? [] : citationsOf(text, pages)),
   }
 }

@@ -61,6 +61,7 @@ export const ADAPTER_OPTIONS: OptionSpec = {
   tools: toolsArray,
   preamble: is.oneOf('content', 'reasoning'),
   builtinTools: is.oneOf('ignore', 'surface', 'run'),
+  runNamespaces: is.arrayOf(is.string),
   textToolCalls: is.oneOf('off', 'recover'),
   stop: STOP_STRINGS,
   responseFormat,
@@ -89,6 +90,8 @@ export const RESPONSES_OPTIONS: OptionSpec = {
   dialect: is.oneOf('openai', 'open-responses'),
   codeInterpreterOutputs: is.boolean,
   citations: is.function,
+  mcpListTools: is.array,
+  needsApproval: is.function,
 }
 
 /** `finish(options)`, and the non-streaming functions' extra option. */

@@ -82,6 +82,16 @@ export interface ResponsesAdapterOptions extends AdapterOptions {
    * `annotations`, each also sent as `response.output_text.annotation.added`. Default: no annotations.
    */
   citations?: (text: string) => UrlCitation[]
+  /**
+   * The tools of the request's remote MCP servers, as the gateway listed them: an `mcp_list_tools` item each,
+   * first in the output (with `runNamespaces` naming their labels, their calls are `mcp_call` items).
+   */
+  mcpListTools?: { server_label: string; tools: unknown[] }[]
+  /**
+   * Whether a call of a tool the gateway runs (`label.tool` of an MCP server) waits for the client's approval:
+   * it is then an `mcp_approval_request` item, not run. Default: none waits.
+   */
+  needsApproval?: (tool: string) => boolean
 }
 
 /** The event names and stream end a Responses stream follows (`ResponsesAdapterOptions.dialect`). */
@@ -143,6 +153,32 @@ export type ResponseItem =
       type: 'web_search_call'
       status: ItemStatus | 'searching'
       action: WebSearchAction
+    }
+  | {
+      /** A remote MCP server's tools, as the gateway listed them for the model. */
+      id: string
+      type: 'mcp_list_tools'
+      server_label: string
+      tools: unknown[]
+    }
+  | {
+      /** A call of a remote MCP server's tool, run by the gateway. */
+      id: string
+      type: 'mcp_call'
+      server_label: string
+      name: string
+      arguments: string
+      output: string | null
+      error: string | null
+      status: ItemStatus
+    }
+  | {
+      /** A call of a remote MCP server's tool that waits for the client's approval (`mcp_approval_response`). */
+      id: string
+      type: 'mcp_approval_request'
+      server_label: string
+      name: string
+      arguments: string
     }
 
 type ItemStatus = 'in_progress' | 'completed' | 'incomplete'
@@ -404,7 +440,7 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     }
     this.openMessages.clear()
     this.awaitingResult = null
-    for (const item of this.output) if (item.status !== 'completed') item.status = 'incomplete'
+    for (const item of this.output) if ('status' in item && item.status !== 'completed') item.status = 'incomplete'
   }
 
   /**
@@ -429,10 +465,28 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
       const response = JSON.stringify(this.snapshot('in_progress', false))
       this.write(responseFrame('response.created', this.counter++, response))
       this.write(responseFrame('response.in_progress', this.counter++, response))
+      this.listMcpTools()
       return
     }
     this.emit(this.event('response.created', { response: this.snapshot('in_progress', !this.writesSse) }))
     this.emit(this.event('response.in_progress', { response: this.snapshot('in_progress', !this.writesSse) }))
+    this.listMcpTools()
+  }
+
+  /** The `mcp_list_tools` items of the request's MCP servers, first in the output. */
+  private listMcpTools(): void {
+    for (const { server_label, tools } of this.options.mcpListTools ?? []) {
+      const open = this.add({ id: `mcpl_${this.idStem}_${server_label}`, type: 'mcp_list_tools', server_label, tools })
+      const where = { item_id: open.item.id, output_index: open.outputIndex }
+      this.emit(this.event('response.mcp_list_tools.in_progress', where))
+      this.emit(this.event('response.mcp_list_tools.completed', where))
+      this.emit(
+        this.event('response.output_item.done', {
+          output_index: open.outputIndex,
+          item: this.writesSse ? open.item : structuredClone(open.item),
+        }),
+      )
+    }
   }
 
   protected owesOpening(): boolean {
@@ -522,7 +576,24 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     if (message.kept !== null) return message.kept
     if (message.route === 'ignore') return null
     if (message.builtin !== null) {
-      if (message.builtin.result || message.builtin.tool !== 'python') return null
+      const { tool, result } = message.builtin
+      if (result || tool.startsWith('browser.') || this.options.needsApproval?.(tool) === true) return null
+      if (tool !== 'python') {
+        const dot = tool.indexOf('.')
+        message.kept = this.add({
+          id: `mcp_${this.idStem}_${message.index}`,
+          type: 'mcp_call',
+          server_label: tool.slice(0, dot),
+          name: tool.slice(dot + 1),
+          arguments: '',
+          output: null,
+          error: null,
+          status: 'in_progress',
+        })
+        this.emit(this.event('response.mcp_call.in_progress', { item_id: message.kept.item.id, output_index: message.kept.outputIndex }))
+        this.openMessages.set(message.index, message)
+        return message.kept
+      }
       message.kept = this.add({
         id: `ci_${this.idStem}_${message.index}`,
         type: 'code_interpreter_call',
@@ -616,7 +687,7 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
       item.arguments = text
       this.emit(this.event('response.function_call_arguments.done', { ...where, name: item.name, arguments: text }))
     }
-    item.status = status
+    if ('status' in item) item.status = status
     // Written as SSE at once, the event needs no copy of the item (a copy costs more than the frame).
     const done = this.writesSse ? item : structuredClone(item)
     this.emit(this.event('response.output_item.done', { output_index: open.outputIndex, item: done }))
@@ -634,7 +705,24 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
       if (open === null) return
       if (open.item.type === 'code_interpreter_call' && this.options.codeInterpreterOutputs === true)
         open.item.outputs = [{ type: 'logs', logs: content }]
+      if (open.item.type === 'mcp_call') open.item.output = content
       this.doneBuiltin(open, 'completed')
+      return
+    }
+    if (tool !== 'python' && !tool.startsWith('browser.') && this.options.needsApproval?.(tool) === true) {
+      // Not run: the client is asked (`mcp_approval_response` in its next request).
+      const dot = tool.indexOf('.')
+      const item: ResponseItem = {
+        id: `mcpr_${this.idStem}_${message.index}`,
+        type: 'mcp_approval_request',
+        server_label: tool.slice(0, dot),
+        name: tool.slice(dot + 1),
+        arguments: content,
+      }
+      const added = this.add(item)
+      this.emit(
+        this.event('response.output_item.done', { output_index: added.outputIndex, item: this.writesSse ? item : structuredClone(item) }),
+      )
       return
     }
     let open = this.itemOf(message)
@@ -652,6 +740,9 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     if (item.type === 'code_interpreter_call') {
       item.code = content
       this.emit(this.event('response.code_interpreter_call_code.done', { ...where, code: content }))
+    } else if (item.type === 'mcp_call') {
+      item.arguments = content
+      this.emit(this.event('response.mcp_call_arguments.done', { ...where, arguments: content }))
     }
     if (!whole) {
       this.doneBuiltin(open, 'incomplete')
@@ -671,9 +762,14 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
   private doneBuiltin(open: OpenItem, status: ItemStatus): void {
     if (this.awaitingResult === open) this.awaitingResult = null
     const { item } = open
-    item.status = status
+    if ('status' in item) item.status = status
     if (status === 'completed') {
-      const type = item.type === 'code_interpreter_call' ? 'response.code_interpreter_call.completed' : 'response.web_search_call.completed'
+      const type =
+        item.type === 'code_interpreter_call'
+          ? 'response.code_interpreter_call.completed'
+          : item.type === 'mcp_call'
+            ? 'response.mcp_call.completed'
+            : 'response.web_search_call.completed'
       this.emit(this.event(type, { item_id: item.id, output_index: open.outputIndex }))
     }
     this.emit(

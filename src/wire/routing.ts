@@ -25,6 +25,11 @@ export interface RoutingOptions {
    * work (route `builtin`), and other recipients are dropped.
    */
   builtinTools?: 'ignore' | 'surface' | 'run'
+  /**
+   * With `builtinTools: 'run'`: namespaces whose tools the caller runs too (a Responses request's remote MCP
+   * servers, by label): their calls and results are the caller's work (route `builtin`), not the client's.
+   */
+  runNamespaces?: readonly string[]
 }
 
 export interface RouteFields {
@@ -44,13 +49,15 @@ const NO_NAMESPACES: ReadonlySet<string> = new Set()
  */
 export function routeOf(header: RouteFields, options: RoutingOptions = {}, namespaces = NO_NAMESPACES): Route {
   const runs = options.builtinTools === 'run'
+  const ran = (tool: string) => isBuiltinTool(tool) || (options.runNamespaces?.includes(namespaceOf(tool) ?? '') ?? false)
   // Completions are assistant messages; anything else is not output: a tool result the model hallucinated, or,
   // when the gateway runs the built-in tools, the result it gave the model.
-  if (header.role !== 'assistant') return runs && header.role === 'tool' && isBuiltinTool(header.name ?? '') ? 'builtin' : 'ignore'
+  if (header.role !== 'assistant') return runs && header.role === 'tool' && ran(header.name ?? '') ? 'builtin' : 'ignore'
   const recipient = header.recipient ?? null
   if (recipient !== null && recipient !== 'assistant' && recipient !== 'user') {
+    if (runs && ran(recipient)) return 'builtin'
     if (recipient.startsWith(FUNCTIONS) || namespaces.has(namespaceOf(recipient) ?? '')) return 'tool'
-    if (runs) return isBuiltinTool(recipient) ? 'builtin' : 'ignore'
+    if (runs) return 'ignore'
     return options.builtinTools === 'surface' ? 'tool' : 'ignore'
   }
   if (header.channel === 'analysis') return 'reasoning'

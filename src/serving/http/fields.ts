@@ -105,7 +105,7 @@ export const RESPONSES_REQUEST_FIELDS = Object.freeze({
   instructions: honoured("the developer message's instructions"),
   ...SHARED,
   tools: honoured(
-    "function tools rendered into the developer message (a `strict: true` tool's arguments enforced by the engine); a `namespace` tool is a Harmony namespace of its own (its calls come back with their `namespace`); `code_interpreter` is gpt-oss's own `python`, run inside the response, in a gateway that runs python; hosted ones (`web_search`, `file_search`, `mcp`, …) and client-run types not rendered yet (`custom`, `shell`, …) left out and said (`hostedTools: 'refuse'`: a 400); other types refused",
+    "function tools rendered into the developer message (a `strict: true` tool's arguments enforced by the engine); a `namespace` tool is a Harmony namespace of its own (its calls come back with their `namespace`); `code_interpreter` and `web_search` are gpt-oss's own `python` and `browser`, and `mcp` a remote MCP server's tools, run inside the response in a gateway that runs them; hosted ones (`web_search`, `file_search`, `mcp`, …) and client-run types not rendered yet (`custom`, `shell`, …) left out and said (`hostedTools: 'refuse'`: a 400); other types refused",
   ),
   max_output_tokens: honoured('sent to the engine, and held to by the gateway'),
   reasoning: honoured(

@@ -1,0 +1,123 @@
+/**
+ * A Responses request's remote MCP servers (`{ type: 'mcp' }` tools), before it is rendered: each one the
+ * gateway may reach is connected and listed, and the tool becomes a `namespace` tool of its functions, which the
+ * renderer declares as any namespace (the model calls `{label}.{tool}`). What the response echoes and keeps of
+ * the request never holds the tools' `headers` (their credentials).
+ */
+import { HttpError } from '../serving/http/errors'
+import { previousResponse } from '../serving/responses/conversation'
+import { type McpServer, mcpToolsOf, openMcpServer } from '../serving/tools/mcp'
+import type { Gateway } from './context'
+import type { Item } from './prepared'
+
+/** A tool's name the renderer takes (`functionName`): others are left out of the namespace. */
+const RENDERABLE_NAME = /^[A-Za-z0-9_.-]{1,128}$/
+
+export interface WithMcp {
+  /** The body to render: its `mcp` tools as namespaces. */
+  render: Item
+  /** The body to echo and keep: its `mcp` tools without their headers. */
+  echo: Item
+  servers: McpServer[]
+}
+
+/** `body` with its MCP servers listed; null when it names none (or the gateway reaches none: they stay hosted tools). */
+export async function withMcpServers(gateway: Gateway, body: Item): Promise<WithMcp | null> {
+  const found = mcpToolsOf(body.tools)
+  if (found.length === 0 || gateway.mcpServers === null) return null
+  const servers: McpServer[] = []
+  try {
+    for (const { index, tool } of found) {
+      const server = await openMcpServer(tool, `tools[${index}]`, { allowed: gateway.mcpServers, timeMs: gateway.mcpTimeMs })
+      if (servers.some((other) => other.label === server.label)) {
+        await server.close()
+        throw new HttpError(400, `tools[${index}].server_label '${server.label}' is used twice`, {
+          param: `tools[${index}].server_label`,
+          code: 'invalid-parameter',
+        })
+      }
+      servers.push(server)
+    }
+  } catch (error) {
+    await Promise.all(servers.map((server) => server.close()))
+    throw error
+  }
+  const tools = body.tools as unknown[]
+  const rendered = tools.map((tool, index) => {
+    const server = servers[found.findIndex((entry) => entry.index === index)]
+    if (server === undefined) return tool
+    return {
+      type: 'namespace',
+      name: server.label,
+      ...(typeof (tool as Item).server_description === 'string' ? { description: (tool as Item).server_description } : {}),
+      tools: server.tools
+        .filter((entry) => RENDERABLE_NAME.test(entry.name))
+        .map((entry) => ({ type: 'function', name: entry.name, description: entry.description, parameters: entry.input_schema })),
+    }
+  })
+  const echoed = tools.map((tool) => {
+    if (!mcpToolsOf([tool]).length) return tool
+    const { headers: _secret, ...rest } = tool as Item
+    return rest
+  })
+  return { render: { ...body, tools: rendered }, echo: { ...body, tools: echoed }, servers }
+}
+
+/** A call that waited for approval, as its `mcp_approval_request` item says. */
+interface ApprovalRequest {
+  server_label: string
+  name: string
+  arguments: string
+}
+
+/**
+ * The client's answers to approval requests (`mcp_approval_response` items in `input`): each approved call is
+ * run now, on the request's own server of that label, and the answer becomes the call's result, a
+ * `function_call_output` of the request's id (a declined call's result says so), which the renderer places after
+ * the call: after the kept ids of the response it continues, or after the request item sent back.
+ */
+export async function answerApprovals(gateway: Gateway, body: Item, servers: readonly McpServer[]): Promise<Item> {
+  const input = Array.isArray(body.input) ? (body.input as unknown[]) : []
+  const answers = input.flatMap((item, index) => (isItem(item) && item.type === 'mcp_approval_response' ? [{ item, index }] : []))
+  if (answers.length === 0) return body
+  const requests = new Map<string, ApprovalRequest>()
+  const note = (item: unknown) => {
+    if (isItem(item) && item.type === 'mcp_approval_request' && typeof item.id === 'string')
+      requests.set(item.id, item as unknown as ApprovalRequest)
+  }
+  input.forEach(note)
+  if (typeof body.previous_response_id === 'string' && gateway.store !== null) {
+    const previous = await previousResponse(gateway.store, body.previous_response_id)
+    for (const item of (previous.response.output as unknown[] | undefined) ?? []) note(item)
+  }
+  const answered = [...input]
+  for (const { item, index } of answers) {
+    const at = `input[${index}]`
+    const id = item.approval_request_id
+    const request = typeof id === 'string' ? requests.get(id) : undefined
+    if (request === undefined)
+      throw new HttpError(400, `${at}.approval_request_id matches no mcp_approval_request of this conversation`, {
+        param: `${at}.approval_request_id`,
+        code: 'invalid-parameter',
+      })
+    if (typeof item.approve !== 'boolean')
+      throw new HttpError(400, `${at}.approve must be a boolean`, { param: `${at}.approve`, code: 'invalid-parameter' })
+    const server = servers.find((candidate) => candidate.label === request.server_label)
+    if (server === undefined)
+      throw new HttpError(
+        400,
+        `${at}: the request names no mcp tool with server_label '${request.server_label}' to run the approved call on`,
+        {
+          param: 'tools',
+          code: 'invalid-parameter',
+        },
+      )
+    const output = item.approve ? await server.call(request.name, request.arguments) : 'The user did not approve this call.'
+    answered[index] = { type: 'function_call_output', call_id: id, output }
+  }
+  return { ...body, input: answered }
+}
+
+function isItem(value: unknown): value is Item {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+}
