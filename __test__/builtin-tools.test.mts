@@ -49,35 +49,13 @@ function scripted(next: (prompt: string) => string): { engine: Engine; prompts: 
  * Calls python with `code` as gpt-oss does (analysis, then the call on analysis to `python`, `code` content
  * type), `calls` times; once its prompt ends with that many results, answers with the last one.
  */
-function pythonCaller(code: string, calls = 1): { engine: Engine; prompts: number[][] } {
-  const prompts: number[][] = []
-  const engine: Engine = {
-    name: 'python-caller',
-    async *generate(request: GenerateRequest) {
-      const prompt = Array.from(request.tokens)
-      prompts.push(prompt)
-      const results = [
-        ...decodeTokens(prompt).matchAll(/<\|start\|>python to=assistant<\|channel\|>analysis<\|message\|>([\s\S]*?)<\|end\|>/g),
-      ]
-      const text =
-        results.length >= calls
-          ? `<|channel|>final<|message|>The sum is ${results.at(-1)![1]!.trim()}.<|return|>`
-          : `<|channel|>analysis<|message|>Let me compute it.<|end|><|start|>assistant<|channel|>analysis to=python code<|message|>${code}<|call|>`
-      const tokens = harmony(text)
-      for (let i = 0; i < tokens.length; i += 3) {
-        await new Promise((resolve) => setImmediate(resolve))
-        const last = i + 3 >= tokens.length
-        yield last
-          ? {
-              tokens: Uint32Array.from(tokens.slice(i)),
-              finishReason: 'stop' as const,
-              usage: { promptTokens: prompt.length, completionTokens: tokens.length },
-            }
-          : { tokens: Uint32Array.from(tokens.slice(i, i + 3)) }
-      }
-    },
-  }
-  return { engine, prompts }
+function pythonCaller(code: string, calls = 1): ReturnType<typeof scripted> {
+  return scripted((prompt) => {
+    const results = [...prompt.matchAll(/<\|start\|>python to=assistant<\|channel\|>analysis<\|message\|>([\s\S]*?)<\|end\|>/g)]
+    return results.length >= calls
+      ? `<|channel|>final<|message|>The sum is ${results.at(-1)![1]!.trim()}.<|return|>`
+      : `<|channel|>analysis<|message|>Let me compute it.<|end|><|start|>assistant<|channel|>analysis to=python code<|message|>${code}<|call|>`
+  })
 }
 
 /** A python runner for one test's gateway, which closes it with itself. */

@@ -9,6 +9,8 @@ export const WIRE_VARIANTS = [
   { includeUsage: true, reasoningField: 'both' as const },
   { reasoningField: 'reasoning' as const, preamble: 'reasoning' as const, builtinTools: 'surface' as const },
   { tools: TOOLS, textToolCalls: 'recover' as const },
+  // The gateway runs gpt-oss's own tools: their calls and results are its work (Responses: their items).
+  { builtinTools: 'run' as const },
 ]
 
 /**
@@ -17,6 +19,16 @@ export const WIRE_VARIANTS = [
  */
 export function responsesVariant(variant: Record<string, unknown>): Record<string, unknown> {
   const { includeUsage: _, reasoningField, ...rest } = variant
+  if (rest.builtinTools === 'run') {
+    return {
+      ...rest,
+      codeInterpreterOutputs: true,
+      mcpListTools: [{ server_label: 'calc', tools: [{ name: 'add', input_schema: { type: 'object' } }] }],
+      // Any answer cites its first character, so that every answer has an annotation on both faces.
+      citations: (text: string) =>
+        text === '' ? [] : [{ type: 'url_citation' as const, start_index: 0, end_index: 1, url: 'https://a.example/', title: 'A' }],
+    }
+  }
   // The one that keeps preambles as reasoning streams reasoning in the Open Responses dialect's names.
   if (reasoningField === 'reasoning') return { ...rest, dialect: 'open-responses' }
   if (reasoningField !== 'both') return rest

@@ -31,6 +31,9 @@
  *   HARMONY_COMPACTION_KEY  64 hex digits: the key that seals compaction items (POST /v1/responses/compact); gateways
  *                    that share one open each other's compactions. Default: a random key per process
  *   SHUTDOWN_GRACE_MS  on SIGTERM, how long running streams may finish before they are cut (default 10 s)
+ *   HARMONY_PYTHON   pyodide: run gpt-oss's python tool (a Responses code_interpreter tool) here, in a sandbox
+ *   HARMONY_BROWSER  local:FILE: run gpt-oss's browser (a Responses web_search tool) on a JSON Lines collection
+ *   HARMONY_MCP_SERVERS  comma-separated URL prefixes of the remote MCP servers a Responses request may name
  *
  * `harmony-stream serve --help` lists the same settings as flags.
  */

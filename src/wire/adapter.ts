@@ -570,7 +570,7 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
             ? null
             : header.role === 'assistant'
               ? { tool: header.recipient!, result: false }
-              : { tool: header.role, result: true },
+              : { tool: header.name ?? header.role, result: true },
         kept: null,
       }
       this.messages.set(index, message)

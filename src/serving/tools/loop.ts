@@ -76,7 +76,7 @@ export async function* toolLoopSteps(
       }
       produced += generated.length
       if (call === null) return
-      const output = await tools.call(call.tool, call.args)
+      const output = bounded(await tools.call(call.tool, call.args))
       const result = renderConversation(
         [{ role: 'tool', name: call.tool, recipient: 'assistant', channel: call.channel, content: output }],
         { implementation: options.implementation, cache: null },
@@ -88,6 +88,15 @@ export async function* toolLoopSteps(
   } finally {
     tools.end()
   }
+}
+
+/** The most of a tool's output the model gets (a remote MCP server's is otherwise unbounded). */
+const MAX_RESULT_CHARS = 65_536
+
+function bounded(output: string): string {
+  return output.length > MAX_RESULT_CHARS
+    ? `${output.slice(0, MAX_RESULT_CHARS)}\n[output cut: ${output.length - MAX_RESULT_CHARS} more characters]`
+    : output
 }
 
 /**
