@@ -414,6 +414,12 @@ test('an approval answered: the approved call runs, its result follows the kept 
   })
   t.is(approved.output_text, 'The answer is 42.')
   t.deepEqual(mcp.calls, [{ name: 'add', args: { a: 2, b: 40 }, authorization: 'Bearer k' }])
+  // The approved call leads the new response, as OpenAI shows it.
+  t.deepEqual(
+    approved.output.map((item) => item.type),
+    ['mcp_list_tools', 'mcp_call', 'message'],
+  )
+  t.like(approved.output[1] as unknown as object, { name: 'add', output: '42', status: 'completed', approval_request_id: request.id })
   // The second prompt is the first, the ids generated (up to the call), then the result: exact.
   const [first, second] = prompts.slice(-2) as [number[], number[]]
   t.deepEqual(second.slice(0, first.length), first)

@@ -6,7 +6,7 @@
  */
 import { HttpError } from '../serving/http/errors'
 import { previousResponse } from '../serving/responses/conversation'
-import { type McpServer, mcpToolsOf, openMcpServer } from '../serving/tools/mcp'
+import { type ApprovedCall, type McpServer, mcpToolsOf, openMcpServer } from '../serving/tools/mcp'
 import type { Gateway } from './context'
 import type { Item } from './prepared'
 
@@ -76,10 +76,15 @@ interface ApprovalRequest {
  * `function_call_output` of the request's id (a declined call's result says so), which the renderer places after
  * the call: after the kept ids of the response it continues, or after the request item sent back.
  */
-export async function answerApprovals(gateway: Gateway, body: Item, servers: readonly McpServer[]): Promise<Item> {
+export async function answerApprovals(
+  gateway: Gateway,
+  body: Item,
+  servers: readonly McpServer[],
+): Promise<{ body: Item; approved: ApprovedCall[] }> {
   const input = Array.isArray(body.input) ? (body.input as unknown[]) : []
   const answers = input.flatMap((item, index) => (isItem(item) && item.type === 'mcp_approval_response' ? [{ item, index }] : []))
-  if (answers.length === 0) return body
+  if (answers.length === 0) return { body, approved: [] }
+  const approved: ApprovedCall[] = []
   const requests = new Map<string, ApprovalRequest>()
   const note = (item: unknown) => {
     if (isItem(item) && item.type === 'mcp_approval_request' && typeof item.id === 'string')
@@ -114,8 +119,16 @@ export async function answerApprovals(gateway: Gateway, body: Item, servers: rea
       )
     const output = item.approve ? await server.call(request.name, request.arguments) : 'The user did not approve this call.'
     answered[index] = { type: 'function_call_output', call_id: id, output }
+    if (item.approve)
+      approved.push({
+        approval_request_id: id as string,
+        server_label: request.server_label,
+        name: request.name,
+        arguments: request.arguments,
+        output,
+      })
   }
-  return { ...body, input: answered }
+  return { body: { ...body, input: answered }, approved }
 }
 
 function isItem(value: unknown): value is Item {

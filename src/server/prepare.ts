@@ -77,7 +77,8 @@ async function prepareParsed(
   const echo = mcp?.echo ?? body
   try {
     // The client's approvals are answered (the calls run) before anything is rendered.
-    const rendering = mcp === null ? body : await answerApprovals(gateway, mcp.render, mcp.servers)
+    const answered = mcp === null ? null : await answerApprovals(gateway, mcp.render, mcp.servers)
+    const rendering = answered?.body ?? body
     const prepared: Prepared = continues(gateway, kind, body)
       ? await continuation(gateway, kind, parameters, rendering, echo, previous)
       : {
@@ -91,6 +92,7 @@ async function prepareParsed(
           storing: kind === 'responses' && gateway.store !== null && body.store !== false,
         }
     if (mcp !== null) prepared.mcp = mcp.servers
+    if (answered !== null && answered.approved.length > 0) prepared.mcpApproved = answered.approved
     return prepared
   } catch (error) {
     await Promise.all(mcp?.servers.map((server) => server.close()) ?? [])

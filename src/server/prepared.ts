@@ -1,7 +1,7 @@
 /** What preparing a request gives (`Prepared`), and rendering off the event loop, which every kind of preparation uses. */
 import { type RenderedPrompt, renderChatCompletionRequest, renderResponsesRequest } from '../render/index'
 import type { GenerationParameters } from '../serving/http/validate'
-import type { McpServer } from '../serving/tools/mcp'
+import type { ApprovedCall, McpServer } from '../serving/tools/mcp'
 import type { Gateway } from './context'
 
 export type ApiKind = 'chat' | 'responses'
@@ -25,6 +25,8 @@ export interface Prepared {
   storing: boolean
   /** Responses: the remote MCP servers the request names, connected and listed (`mcp-servers.ts`); closed with the response. */
   mcp?: McpServer[]
+  /** Responses: the MCP calls the client approved in this request, run before it generates (`mcp_call` items first). */
+  mcpApproved?: ApprovedCall[]
 }
 
 /** A request body rendered off the event loop when there are workers (else here). */

@@ -57,7 +57,7 @@ export function adapterOptions(
 }
 
 /** What the adapter is told of the tools the gateway runs for this response (gpt-oss's own, MCP servers). */
-function builtinToolOptions({ prompt, mcp, body }: Prepared): Partial<ResponsesAdapterOptions> {
+function builtinToolOptions({ prompt, mcp, mcpApproved, body }: Prepared): Partial<ResponsesAdapterOptions> {
   if (prompt.builtinTools === undefined && mcp === undefined) return {}
   const servers = mcp ?? []
   const byLabel = new Map(servers.map((server) => [server.label, server]))
@@ -69,6 +69,7 @@ function builtinToolOptions({ prompt, mcp, body }: Prepared): Partial<ResponsesA
       : {
           runNamespaces: servers.map((server) => server.label),
           mcpListTools: servers.map((server) => ({ server_label: server.label, tools: server.tools })),
+          ...(mcpApproved === undefined ? {} : { mcpApproved }),
           needsApproval: (tool: string) => {
             const dot = tool.indexOf('.')
             return byLabel.get(tool.slice(0, dot))?.needsApproval(tool.slice(dot + 1)) ?? false

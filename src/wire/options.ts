@@ -91,6 +91,7 @@ export const RESPONSES_OPTIONS: OptionSpec = {
   codeInterpreterOutputs: is.boolean,
   citations: is.function,
   mcpListTools: is.array,
+  mcpApproved: is.array,
   needsApproval: is.function,
 }
 

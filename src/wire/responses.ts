@@ -88,6 +88,11 @@ export interface ResponsesAdapterOptions extends AdapterOptions {
    */
   mcpListTools?: { server_label: string; tools: unknown[] }[]
   /**
+   * The MCP calls the client approved in this request (`mcp_approval_response`), which the gateway ran before
+   * generating: a completed `mcp_call` item each, after the `mcp_list_tools` items.
+   */
+  mcpApproved?: { approval_request_id: string; server_label: string; name: string; arguments: string; output: string }[]
+  /**
    * Whether a call of a tool the gateway runs (`label.tool` of an MCP server) waits for the client's approval:
    * it is then an `mcp_approval_request` item, not run. Default: none waits.
    */
@@ -171,6 +176,8 @@ export type ResponseItem =
       output: string | null
       error: string | null
       status: ItemStatus
+      /** A call the client approved: the `mcp_approval_request` it answered. */
+      approval_request_id?: string
     }
   | {
       /** A call of a remote MCP server's tool that waits for the client's approval (`mcp_approval_response`). */
@@ -473,7 +480,7 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     this.listMcpTools()
   }
 
-  /** The `mcp_list_tools` items of the request's MCP servers, first in the output. */
+  /** The `mcp_list_tools` items of the request's MCP servers, first in the output; then the calls approved in it. */
   private listMcpTools(): void {
     for (const { server_label, tools } of this.options.mcpListTools ?? []) {
       const open = this.add({ id: `mcpl_${this.idStem}_${server_label}`, type: 'mcp_list_tools', server_label, tools })
@@ -486,6 +493,22 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
           item: this.writesSse ? open.item : structuredClone(open.item),
         }),
       )
+    }
+    for (const call of this.options.mcpApproved ?? []) {
+      const item: ResponseItem = {
+        id: `mcp_${this.idStem}_${call.approval_request_id}`,
+        type: 'mcp_call',
+        server_label: call.server_label,
+        name: call.name,
+        arguments: call.arguments,
+        output: call.output,
+        error: null,
+        status: 'in_progress',
+        approval_request_id: call.approval_request_id,
+      }
+      const open = this.add(item)
+      this.emit(this.event('response.mcp_call.in_progress', { item_id: item.id, output_index: open.outputIndex }))
+      this.doneBuiltin(open, 'completed')
     }
   }
 

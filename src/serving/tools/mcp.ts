@@ -30,6 +30,15 @@ export interface McpServer {
   close(): Promise<void>
 }
 
+/** A call the client approved, run before its response generates: the response shows it as an `mcp_call` first. */
+export interface ApprovedCall {
+  approval_request_id: string
+  server_label: string
+  name: string
+  arguments: string
+  output: string
+}
+
 export interface McpOptions {
   /** URL prefixes a request's `server_url` must start with. */
   allowed: readonly string[]
