@@ -6,12 +6,14 @@
  * with what the tool printed, read from its prompt.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 import test from 'ava'
 import type { Engine, GenerateRequest } from 'harmony-stream/engines'
-import { BrowserSession, LocalSearch, PyodidePython, SettingError, serveSettings } from 'harmony-stream/server'
+import { BrowserSession, HttpSearch, LocalSearch, PyodidePython, SettingError, serveSettings } from 'harmony-stream/server'
 
 import { startGateway } from './helpers/gateway.mjs'
 import { harmony, IMPLEMENTATIONS } from './helpers/harmony.mjs'
@@ -448,4 +450,94 @@ test('an approval answered: the approved call runs, its result follows the kept 
     }),
   )
   t.like(unknown, { status: 400, param: 'input[0].approval_request_id' })
+})
+
+/** A web for the HTTP backend on 127.0.0.1: a search API and pages (one redirecting, one huge, one not text). */
+async function startWeb(t: { teardown(fn: () => Promise<void>): void }): Promise<{ base: string; searched: unknown[] }> {
+  const searched: unknown[] = []
+  const server = createServer((request, response) => {
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    if (request.url === '/search') {
+      let body = ''
+      request
+        .on('data', (chunk) => (body += chunk))
+        .on('end', () => {
+          searched.push({ body: JSON.parse(body), authorization: request.headers.authorization })
+          response.setHeader('content-type', 'application/json')
+          response.end(JSON.stringify({ results: [{ url: `${base}/eiffel`, title: 'Eiffel Tower', snippet: 'A tower in Paris.' }] }))
+        })
+      return
+    }
+    const pages: Record<string, () => void> = {
+      '/eiffel': () => {
+        response.setHeader('content-type', 'text/html; charset=utf-8')
+        response.end(
+          '<html><head><title>Eiffel Tower</title><script>alert(1)</script></head><body><p>It is 330 metres tall.</p>' +
+            '<p>See <a href="/height">its height</a> and <a href="https://elsewhere.example/paris">Paris</a>.</p></body></html>',
+        )
+      },
+      '/height': () => {
+        response.setHeader('content-type', 'text/plain')
+        response.end('330 metres, 1,083 feet.')
+      },
+      '/loop': () => {
+        response.writeHead(302, { location: '/loop' })
+        response.end()
+      },
+      '/huge': () => {
+        response.setHeader('content-type', 'text/plain')
+        response.end('x'.repeat(100_000))
+      },
+      '/image': () => {
+        response.setHeader('content-type', 'image/png')
+        response.end('png')
+      },
+    }
+    const page = pages[request.url ?? '']
+    if (page === undefined) {
+      response.statusCode = 404
+      response.end()
+    } else page()
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
+  return { base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, searched }
+}
+
+test('the HTTP backend: a search API, pages fetched and shown with their links, which open follows', async (t) => {
+  const web = await startWeb(t)
+  const backend = new HttpSearch({
+    searchUrl: `${web.base}/search`,
+    headers: { authorization: 'Bearer s' },
+    allowPrivateAddresses: true,
+    maxPageBytes: 1000,
+  })
+  const session = new BrowserSession(backend)
+  t.regex(
+    await session.call('browser.search', JSON.stringify({ query: 'eiffel' })),
+    /【0†Eiffel Tower†127\.0\.0\.1:\d+】 A tower in Paris\./,
+  )
+  t.deepEqual(web.searched, [{ body: { query: 'eiffel', topn: 20 }, authorization: 'Bearer s' }])
+  const page = await session.call('browser.open', JSON.stringify({ id: 0 }))
+  t.regex(page, /^\[1\] Eiffel Tower \(http:\/\/127\.0\.0\.1:\d+\/eiffel\)/)
+  t.regex(page, /It is 330 metres tall\./)
+  t.regex(page, /See 【0†its height】 and 【1†Paris†elsewhere\.example】\./)
+  t.notRegex(page, /alert/)
+  t.regex(await session.call('browser.open', JSON.stringify({ id: 0 })), /^\[2\] 127\.0\.0\.1:\d+ .*\n[\s\S]*L0: 330 metres, 1,083 feet\./)
+  t.regex(await session.call('browser.open', JSON.stringify({ id: `${web.base}/loop` })), /more than 3 redirects/)
+  t.regex(await session.call('browser.open', JSON.stringify({ id: `${web.base}/missing` })), /not found/)
+  t.regex(await session.call('browser.open', JSON.stringify({ id: `${web.base}/image` })), /not a page of text \(image\/png\)/)
+  t.is((await backend.open(`${web.base}/huge`))!.text.length, 1000, 'read up to maxPageBytes')
+  t.regex(await session.call('browser.open', JSON.stringify({ id: 'file:///etc/passwd' })), /file: addresses are not opened/)
+})
+
+test('the HTTP backend opens nothing on the gateway own networks unless allowed, by name or by address', async (t) => {
+  const web = await startWeb(t)
+  const backend = new HttpSearch({ searchUrl: `${web.base}/search` })
+  const port = new URL(web.base).port
+  await t.throwsAsync(backend.open(`http://127.0.0.1:${port}/eiffel`), { message: /private network/ })
+  await t.throwsAsync(backend.open(`http://localhost:${port}/eiffel`), { message: /private network/ })
+  await t.throwsAsync(backend.open(`http://[::1]:${port}/eiffel`), { message: /private network/ })
+  await t.throwsAsync(backend.open('http://169.254.169.254/latest/meta-data/'), { message: /private network/ })
+  t.true(serveSettings({ HARMONY_BROWSER: `search:${web.base}/search` }).options().browser instanceof HttpSearch)
 })

@@ -20,3 +20,4 @@ export { RedisKeyLimiter, type RedisKeyLimiterOptions } from './server/redis-key
 export { closeGracefully, SERVE_HELP, serve } from './server/serve'
 export { type BrowserPage, BrowserSession, LocalSearch, type SearchBackend, type SearchHit } from './serving/tools/browser'
 export { PyodidePython, type PyodidePythonOptions, type PythonRunner } from './serving/tools/python'
+export { HttpSearch, type HttpSearchOptions } from './serving/tools/web'

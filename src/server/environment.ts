@@ -21,6 +21,7 @@ import { SqliteResponseStore } from '../serving/responses/sqlite-store'
 import { MemoryResponseStore, type ResponseStore } from '../serving/responses/store'
 import { LocalSearch, type SearchBackend } from '../serving/tools/browser'
 import { PyodidePython } from '../serving/tools/python'
+import { HttpSearch } from '../serving/tools/web'
 import { type ApiKey, ApiKeys } from './api-keys'
 import { type GatewayOptions, logDiagnostic } from './options'
 import { RedisKeyLimiter } from './redis-key-limits'
@@ -171,13 +172,19 @@ export const SETTINGS: readonly Setting[] = [
     env: 'HARMONY_BROWSER',
     flag: '--browser',
     value: 'SOURCE',
-    help: "local:FILE: run gpt-oss's browser tool (Responses web_search) on a JSON Lines file of { url, title, text } (default: off)",
+    help: "run gpt-oss's browser tool (Responses web_search): local:FILE, a JSON Lines file of { url, title, text }; search:URL, a search API, pages fetched from the web (default: off)",
   },
   {
     env: 'HARMONY_MCP_SERVERS',
     flag: '--mcp-servers',
     value: 'PREFIXES',
     help: 'comma-separated URL prefixes of the remote MCP servers a Responses request may name (default: MCP off)',
+  },
+  {
+    env: 'HARMONY_SEARCH_AUTHORIZATION',
+    flag: null,
+    value: 'VALUE',
+    help: 'the Authorization header of every request to the search API of HARMONY_BROWSER=search:URL',
   },
   { env: 'HARMONY_PYTHON_TIME_MS', flag: '--python-time-ms', value: 'MS', help: 'longest python call (default 30000)' },
   { env: 'HARMONY_TOOL_CALLS', flag: '--tool-calls', value: 'N', help: 'built-in tool calls run per response (default 8)' },
@@ -189,12 +196,16 @@ export const SETTINGS: readonly Setting[] = [
   },
 ]
 
-/** The search backend `HARMONY_BROWSER` asks for (`local:FILE`), loaded now; null when unset. */
+/** The search backend `HARMONY_BROWSER` asks for (`local:FILE`, loaded now; `search:URL`); null when unset. */
 function browserFromEnvironment(env: Env): SearchBackend | null {
   const text = env.HARMONY_BROWSER
   if (text === undefined || text === '') return null
+  if (text.startsWith('search:') && /^https?:\/\//.test(text.slice('search:'.length))) {
+    const authorization = env.HARMONY_SEARCH_AUTHORIZATION
+    return new HttpSearch({ searchUrl: text.slice('search:'.length), ...(authorization ? { headers: { authorization } } : {}) })
+  }
   if (!text.startsWith('local:') || text.length === 'local:'.length)
-    throw new SettingError(`${flagOf('HARMONY_BROWSER')} must be local:FILE, not ${JSON.stringify(text)}`)
+    throw new SettingError(`${flagOf('HARMONY_BROWSER')} must be local:FILE or search:URL, not ${JSON.stringify(text)}`)
   const file = text.slice('local:'.length)
   try {
     return LocalSearch.fromFile(file)

@@ -1,7 +1,7 @@
 /**
- * The built-in tools one response runs on (gpt-oss's `python` and `browser`, where the gateway runs them): its
- * own python session and its own browser, ended with the response; and the citations of its answer, read from
- * the pages its browser showed.
+ * The tools one response runs on: gpt-oss's `python` and `browser` where the gateway runs them (its own python
+ * session, its own browser) and the remote MCP servers its request names, all ended with the response; and the
+ * citations of its answer, read from the pages its browser showed.
  */
 import { randomUUID } from 'node:crypto'
 

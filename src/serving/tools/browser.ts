@@ -26,7 +26,10 @@ export interface SearchHit {
 export interface BrowserPage {
   url: string
   title: string
+  /** Its links written as `【id†text†domain】`, id being the place in `links`. */
   text: string
+  /** The addresses of the links its text shows, by id (`browser.open` follows them). */
+  links?: readonly string[]
 }
 
 /** Where the browser's pages come from. Failures reject; the model is told what failed. */
@@ -129,7 +132,8 @@ export class BrowserSession {
         throw new Error(`Error fetching URL \`${truncate(url)}\`: ${truncate(String((error as Error).message ?? error))}`)
       }
       if (opened === null) throw new Error(`Error fetching URL \`${truncate(url)}\`: not found`)
-      page = { url: opened.url, title: opened.title, lines: wrap(opened.text), links: new Map(), results: false }
+      const links = new Map((opened.links ?? []).map((link, id) => [id, link] as const))
+      page = { url: opened.url, title: opened.title, lines: wrap(opened.text), links, results: false }
     }
     return this.#show(page, Math.max(loc, 0))
   }
