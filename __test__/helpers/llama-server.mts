@@ -125,8 +125,6 @@ export interface LlamaServer {
   close(): Promise<void>
 }
 
-const START_TIMEOUT_MS = 60_000
-
 /** Starts llama-server with the bigram model on a port of its choosing (`--port 0`) and waits for /health. */
 export async function startLlamaServer(build: LlamaBuild, options: LlamaServerOptions = {}): Promise<LlamaServer> {
   const ctxSize = options.ctxSize ?? 4096
@@ -154,7 +152,6 @@ export async function startLlamaServer(build: LlamaBuild, options: LlamaServerOp
   const exited = once(child, 'exit')
   try {
     const url = await listening(child, () => log)
-    await healthy(url, child, () => log)
     return {
       url,
       slotContext: Math.floor(ctxSize / parallel),
@@ -184,40 +181,53 @@ export async function startLlamaServer(build: LlamaBuild, options: LlamaServerOp
   }
 }
 
-/** The address from the server's `listening on http://…` line. */
+/**
+ * Resolves once the server's log holds `pattern` (checked as each piece of stderr arrives), with its match;
+ * rejects if the server exits first. Events, not polling: a loaded machine only makes it later.
+ */
+function logMatch(child: ChildProcess, log: () => string, pattern: RegExp, what: string): Promise<RegExpExecArray> {
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      const found = pattern.exec(log())
+      if (found === null) return
+      done()
+      resolve(found)
+    }
+    const exit = () => {
+      done()
+      reject(new Error(`llama-server exited before ${what}:\n${log()}`))
+    }
+    // After the listener that keeps the log (added first), so that `log()` already holds this piece.
+    const done = () => {
+      child.stderr?.off('data', check)
+      child.off('exit', exit)
+    }
+    child.stderr?.on('data', check)
+    child.once('exit', exit)
+    check()
+    if (child.exitCode !== null || child.signalCode !== null) exit()
+  })
+}
+
+/**
+ * The server's address, once it serves: llama-server logs `model loaded`, then `listening on http://…` when its
+ * requests are served; /health (200) says so once more.
+ */
 async function listening(child: ChildProcess, log: () => string): Promise<string> {
-  const deadline = Date.now() + START_TIMEOUT_MS
-  while (Date.now() < deadline) {
-    const found = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(log())
-    if (found) return found[1]
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`llama-server exited before listening:\n${log()}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  throw new Error(`llama-server did not start listening within ${START_TIMEOUT_MS} ms:\n${log()}`)
+  const [, url] = await logMatch(child, log, /listening on (http:\/\/127\.0\.0\.1:\d+)/, 'listening')
+  const status = await fetch(`${url}/health`).then(
+    (response) => response.status,
+    () => 0,
+  )
+  if (status !== 200) throw new Error(`llama-server listens on ${url} but /health answers ${status}:\n${log()}`)
+  return url!
 }
 
-/** /health answers 503 while the model loads, 200 once requests are served. */
-async function healthy(url: string, child: ChildProcess, log: () => string): Promise<void> {
-  const deadline = Date.now() + START_TIMEOUT_MS
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`llama-server exited while loading:\n${log()}`)
-    const status = await fetch(`${url}/health`).then(
-      (response) => response.status,
-      () => 0,
-    )
-    if (status === 200) return
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(`llama-server was not healthy within ${START_TIMEOUT_MS} ms:\n${log()}`)
-}
-
-/** SIGTERM, then SIGKILL if it has not exited within 5 s. */
+/** Stops the server (SIGKILL: it keeps nothing worth a graceful end) and waits for it to exit. */
 async function stop(child: ChildProcess, exited: Promise<unknown>): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return
-  child.kill('SIGTERM')
-  const timer = setTimeout(() => child.kill('SIGKILL'), 5000)
+  child.kill('SIGKILL')
   await exited
-  clearTimeout(timer)
 }
 
 /** One real llama-server for a test file: started before its tests (when `build` is there), closed after them. */
