@@ -14,6 +14,7 @@ import { sealReasoning } from '../serving/responses/sealed-reasoning'
 import type { AdapterDiagnostic } from '../wire/adapter'
 import { type ChatAdapterOptions, ChatCompletionsStream, chatCompletion } from '../wire/chat'
 import { type ResponsesAdapterOptions, type ResponsesDialect, ResponsesStream, responseObject } from '../wire/responses'
+import { splitRecipient } from '../wire/routing'
 import { rememberChat } from './chat-ids'
 import type { Gateway } from './context'
 import { admit, generate } from './generate'
@@ -71,8 +72,8 @@ function builtinToolOptions({ prompt, mcp, mcpApproved, body }: Prepared): Parti
           mcpListTools: servers.map((server) => ({ server_label: server.label, tools: server.tools })),
           ...(mcpApproved === undefined ? {} : { mcpApproved }),
           needsApproval: (tool: string) => {
-            const dot = tool.indexOf('.')
-            return byLabel.get(tool.slice(0, dot))?.needsApproval(tool.slice(dot + 1)) ?? false
+            const called = splitRecipient(tool)
+            return called !== null && (byLabel.get(called.namespace)?.needsApproval(called.name) ?? false)
           },
         }),
   }

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto'
 import { BrowserSession, citationsOf } from '../serving/tools/browser'
 import type { ToolCaller } from '../serving/tools/loop'
 import type { UrlCitation } from '../wire/responses'
+import { splitRecipient } from '../wire/routing'
 import type { Gateway } from './context'
 import type { Prepared } from './prepared'
 
@@ -29,9 +30,9 @@ export function responseTools(gateway: Gateway, prepared: Prepared): ResponseToo
   const session = randomUUID()
   /** The MCP server and tool of a recipient (`label.tool`), if it names one of the response's servers. */
   const mcpTool = (tool: string) => {
-    const dot = tool.indexOf('.')
-    const server = dot > 0 ? mcp.get(tool.slice(0, dot)) : undefined
-    return server === undefined ? null : { server, name: tool.slice(dot + 1) }
+    const called = splitRecipient(tool)
+    const server = called === null ? undefined : mcp.get(called.namespace)
+    return called === null || server === undefined ? null : { server, name: called.name }
   }
   return {
     runs: (tool) => {

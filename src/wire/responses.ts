@@ -27,6 +27,7 @@ import type { AdapterInput } from './input'
 import type { OutputLogprob } from './logprobs'
 import type { MessageEvent } from './message-stream'
 import { checkAdapterOptions, functionFields, RESPONSES_OPTIONS, wholeOptions } from './options'
+import { isBuiltinTool, splitRecipient } from './routing'
 import type { RecoveredCall } from './text-tool-calls'
 
 export interface ResponsesAdapterOptions extends AdapterOptions {
@@ -487,12 +488,7 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
       const where = { item_id: open.item.id, output_index: open.outputIndex }
       this.emit(this.event('response.mcp_list_tools.in_progress', where))
       this.emit(this.event('response.mcp_list_tools.completed', where))
-      this.emit(
-        this.event('response.output_item.done', {
-          output_index: open.outputIndex,
-          item: this.writesSse ? open.item : structuredClone(open.item),
-        }),
-      )
+      this.itemDone(open)
     }
     for (const call of this.options.mcpApproved ?? []) {
       const item: ResponseItem = {
@@ -601,13 +597,13 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     if (message.builtin !== null) {
       const { tool, result } = message.builtin
       if (result || tool.startsWith('browser.') || this.options.needsApproval?.(tool) === true) return null
-      if (tool !== 'python') {
-        const dot = tool.indexOf('.')
+      const mcp = isBuiltinTool(tool) ? null : splitRecipient(tool)
+      if (mcp !== null) {
         message.kept = this.add({
           id: `mcp_${this.idStem}_${message.index}`,
           type: 'mcp_call',
-          server_label: tool.slice(0, dot),
-          name: tool.slice(dot + 1),
+          server_label: mcp.namespace,
+          name: mcp.name,
           arguments: '',
           output: null,
           error: null,
@@ -711,9 +707,7 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
       this.emit(this.event('response.function_call_arguments.done', { ...where, name: item.name, arguments: text }))
     }
     if ('status' in item) item.status = status
-    // Written as SSE at once, the event needs no copy of the item (a copy costs more than the frame).
-    const done = this.writesSse ? item : structuredClone(item)
-    this.emit(this.event('response.output_item.done', { output_index: open.outputIndex, item: done }))
+    this.itemDone(open)
   }
 
   /**
@@ -732,19 +726,17 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
       this.doneBuiltin(open, 'completed')
       return
     }
-    if (tool !== 'python' && !tool.startsWith('browser.') && this.options.needsApproval?.(tool) === true) {
+    const mcp = isBuiltinTool(tool) ? null : splitRecipient(tool)
+    if (mcp !== null && this.options.needsApproval?.(tool) === true) {
       // Not run: the client is asked (`mcp_approval_response` in its next request).
-      const dot = tool.indexOf('.')
-      const item: ResponseItem = {
-        id: `mcpr_${this.idStem}_${message.index}`,
-        type: 'mcp_approval_request',
-        server_label: tool.slice(0, dot),
-        name: tool.slice(dot + 1),
-        arguments: content,
-      }
-      const added = this.add(item)
-      this.emit(
-        this.event('response.output_item.done', { output_index: added.outputIndex, item: this.writesSse ? item : structuredClone(item) }),
+      this.itemDone(
+        this.add({
+          id: `mcpr_${this.idStem}_${message.index}`,
+          type: 'mcp_approval_request',
+          server_label: mcp.namespace,
+          name: mcp.name,
+          arguments: content,
+        }),
       )
       return
     }
@@ -795,8 +787,16 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
             : 'response.web_search_call.completed'
       this.emit(this.event(type, { item_id: item.id, output_index: open.outputIndex }))
     }
+    this.itemDone(open)
+  }
+
+  /** `response.output_item.done` of an item: written as SSE at once, the event needs no copy of it (a copy costs more than the frame). */
+  private itemDone(open: OpenItem): void {
     this.emit(
-      this.event('response.output_item.done', { output_index: open.outputIndex, item: this.writesSse ? item : structuredClone(item) }),
+      this.event('response.output_item.done', {
+        output_index: open.outputIndex,
+        item: this.writesSse ? open.item : structuredClone(open.item),
+      }),
     )
   }
 

@@ -67,7 +67,7 @@ export function routeOf(header: RouteFields, options: RoutingOptions = {}, names
 }
 
 /** Whether a recipient (or a tool result's author) is one of gpt-oss's own tools: `python`, `browser.search`, …. */
-function isBuiltinTool(name: string): boolean {
+export function isBuiltinTool(name: string): boolean {
   return name === 'python' || name.startsWith('browser.')
 }
 
@@ -80,6 +80,12 @@ export function toolName(recipient: string): string {
 export function namespaceOf(recipient: string): string | null {
   const dot = recipient.indexOf('.')
   return dot > 0 ? recipient.slice(0, dot) : null
+}
+
+/** A namespaced recipient split at its first dot (`calc.add` → `calc`, `add`); null for one without (`python`). */
+export function splitRecipient(recipient: string): { namespace: string; name: string } | null {
+  const namespace = namespaceOf(recipient)
+  return namespace === null ? null : { namespace, name: recipient.slice(namespace.length + 1) }
 }
 
 /** The namespaces besides `functions` of the parser's tool names (`functions.get_weather`, `multi_agent.spawn`). */

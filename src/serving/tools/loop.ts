@@ -60,19 +60,22 @@ export async function* toolLoopSteps(
         calls === 0 ? request : { ...request, tokens: prompt, ...(maxTokens === undefined ? {} : { maxTokens }) },
       )) {
         for (const id of step.tokens) generated.push(id)
+        // The response's usage is its first generation's (the prompt the client sent); later prompts hold
+        // the response's own tokens.
+        const passed = calls === 0 ? step : withoutUsage(step)
         if (step.finishReason !== 'stop' || calls >= options.maxCalls) {
-          yield calls === 0 ? step : withoutUsage(step)
+          yield passed
           continue
         }
         call = endingCall(generated, options.implementation)
         if (call === null || !tools.runs(call.tool)) {
-          yield calls === 0 ? step : withoutUsage(step)
+          yield passed
           call = null
           continue
         }
         // The generation ends in a call the gateway runs: the response goes on.
-        const { finishReason: _, ...going } = step
-        yield calls === 0 ? going : withoutUsage(going)
+        const { finishReason: _, ...going } = passed
+        yield going
       }
       produced += generated.length
       if (call === null) return
@@ -99,10 +102,7 @@ function bounded(output: string): string {
     : output
 }
 
-/**
- * A later generation's step without its usage: the response's usage is its first generation's (the prompt the
- * client sent); later prompts hold the response's own tokens.
- */
+/** A later generation's step without its usage. */
 function withoutUsage(step: EngineStep): EngineStep {
   if (step.usage === undefined) return step
   const { usage: _, ...rest } = step
