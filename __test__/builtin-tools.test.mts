@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
-import test from 'ava'
+import test, { type ExecutionContext } from 'ava'
 import type { Engine, GenerateRequest } from 'harmony-stream/engines'
 import { BrowserSession, HttpSearch, LocalSearch, PyodidePython, SettingError, serveSettings } from 'harmony-stream/server'
 
@@ -171,14 +171,21 @@ test('the python sandbox: state per session, no way to the host, errors and time
   process.env.HARMONY_TEST_SECRET = 'not for python'
   const sandbox = new PyodidePython({ timeMs: 5_000 })
   t.teardown(() => sandbox.close())
-  t.is(await sandbox.run('a', 'x = 2\nx * 21'), '42')
-  t.regex(await sandbox.run('b', 'x'), /NameError: name 'x' is not defined/)
-  t.regex(await sandbox.run('a', 'import js'), /ModuleNotFoundError/)
-  t.regex(await sandbox.run('a', 'from pyodide.ffi import to_js'), /ModuleNotFoundError/)
-  t.regex(await sandbox.run('a', 'open("/etc/hostname").read()'), /FileNotFoundError/)
-  t.is(await sandbox.run('a', 'import os\n[k for k in os.environ if k.startswith("HARMONY")]'), '[]', "none of the host's environment")
-  t.regex(await sandbox.run('a', 'while True: pass'), /^Timed out after 5 seconds: the python session was stopped/)
-  t.regex(await sandbox.run('a', 'x'), /NameError/, 'a stopped session starts again empty')
+  const output = async (session: string, code: string) => {
+    const result = await sandbox.run(session, code)
+    t.is(result.failure, undefined, 'an error of the code is its output, not a failure')
+    return result.output
+  }
+  t.is(await output('a', 'x = 2\nx * 21'), '42')
+  t.regex(await output('b', 'x'), /NameError: name 'x' is not defined/)
+  t.regex(await output('a', 'import js'), /ModuleNotFoundError/)
+  t.regex(await output('a', 'from pyodide.ffi import to_js'), /ModuleNotFoundError/)
+  t.regex(await output('a', 'open("/etc/hostname").read()'), /FileNotFoundError/)
+  t.is(await output('a', 'import os\n[k for k in os.environ if k.startswith("HARMONY")]'), '[]', "none of the host's environment")
+  const stopped = await sandbox.run('a', 'while True: pass')
+  t.regex(stopped.output, /^Timed out after 5 seconds: the python session was stopped/)
+  t.is(stopped.failure, stopped.output, 'a call the sandbox stopped failed')
+  t.regex(await output('a', 'x'), /NameError/, 'a stopped session starts again empty')
   t.throws(() => new PyodidePython({ timeMs: 0 }), { instanceOf: RangeError, message: /timeMs/ })
   t.throws(() => new PyodidePython({ timeLimit: 5 } as never), { instanceOf: TypeError, message: /timeLimit/ })
 })
@@ -209,10 +216,10 @@ function collection(t: { teardown(fn: () => void): void }, lines: string): strin
 function browsing(): ReturnType<typeof scripted> {
   return scripted((prompt) => {
     const results = [...prompt.matchAll(/<\|start\|>browser\.(\w+) to=assistant<\|channel\|>analysis<\|message\|>([\s\S]*?)<\|end\|>/g)]
-    const call = (tool: string, args: object) =>
-      `<|start|>assistant<|channel|>analysis to=browser.${tool} code<|message|>${JSON.stringify(args)}<|call|>`
+    // A prompt ends with `<|start|>assistant` (after a result too): the model goes on from the channel.
+    const call = (tool: string, args: object) => `<|channel|>analysis to=browser.${tool} code<|message|>${JSON.stringify(args)}<|call|>`
     if (results.length === 0)
-      return `<|channel|>analysis<|message|>Let me search.<|end|>${call('search', { query: 'Eiffel tower height' })}`
+      return `<|channel|>analysis<|message|>Let me search.<|end|><|start|>assistant${call('search', { query: 'Eiffel tower height' })}`
     const [, tool, page] = results.at(-1)!
     if (tool === 'search') {
       const first = /【(\d+)†Eiffel Tower†towers\.example】/.exec(page!)
@@ -241,7 +248,7 @@ test('web_search runs on the local index inside the response: searched, opened, 
   )
   const [search, open] = response.output.slice(1, 3) as { action: unknown; status: string }[]
   t.deepEqual(search!.action, { type: 'search', query: 'Eiffel tower height' })
-  t.deepEqual(open!.action, { type: 'open_page', url: null })
+  t.deepEqual(open!.action, { type: 'open_page', url: PAGES[0]!.url }, 'a link followed by its number: the url of the page shown')
   t.true([search, open].every((call) => call!.status === 'completed'))
   const message = response.output[3] as { content: { text: string; annotations: unknown[] }[] }
   const { text, annotations } = message.content[0]!
@@ -254,22 +261,51 @@ test('web_search runs on the local index inside the response: searched, opened, 
   t.deepEqual(prompts[2]!.slice(0, prompts[1]!.length), prompts[1])
 })
 
+/** What the model reads for a browser call; `failed`: whether the call must be a failure (the backend's, not the model's). */
+async function shown(t: ExecutionContext, session: BrowserSession, tool: string, args: string, failed = false): Promise<string> {
+  const result = await session.call(tool, args)
+  t.is(result.failure !== undefined, failed, `${tool} ${args}: ${failed ? 'a failure' : 'no failure'}`)
+  return result.output
+}
+
+test('web_search in a background response: the same tools, and its answer cited', async (t) => {
+  const { engine } = browsing()
+  const browser = LocalSearch.fromFile(collection(t, PAGES.map((page) => JSON.stringify(page)).join('\n')))
+  const { client } = await startGateway(t, { engine, browser })
+  const stream = await client.responses.create({
+    model: 'gpt-oss',
+    input: 'How tall is the Eiffel Tower?',
+    tools: [{ type: 'web_search' }],
+    background: true,
+    stream: true,
+  })
+  let last: { type: string; response?: { id: string } } | undefined
+  for await (const event of stream) last = event
+  t.is(last?.type, 'response.completed')
+  const kept = await client.responses.retrieve(last!.response!.id)
+  const message = kept.output.at(-1) as { content: { annotations: { url: string }[] }[] }
+  t.deepEqual(
+    message.content[0]!.annotations.map((annotation) => annotation.url),
+    [PAGES[0]!.url],
+  )
+})
+
 test('the browser as trained: pages with cursors, numbered lines and links; find; errors told to the model', async (t) => {
   const session = new BrowserSession(new LocalSearch(PAGES))
-  const results = await session.call('browser.search', JSON.stringify({ query: 'tower' }))
+  const results = await shown(t, session, 'browser.search', JSON.stringify({ query: 'tower' }))
   t.regex(results, /^\[0\] tower\n\*\*viewing lines \[0 - \d+\] of \d+\*\*\n\nL0: URL: \nL1: # Search Results\n/)
   t.regex(results, /L3: {3}\* 【0†Eiffel Tower†towers\.example】 /)
-  const page = await session.call('browser.open', JSON.stringify({ id: 0 }))
+  const page = await shown(t, session, 'browser.open', JSON.stringify({ id: 0 }))
   t.regex(page, /^\[1\] Eiffel Tower \(https:\/\/towers\.example\/eiffel\)\n\*\*viewing lines \[0 - 1\] of 1\*\*\n\nL0: The Eiffel Tower/)
-  const found = await session.call('browser.find', JSON.stringify({ pattern: 'Metres' }))
+  const found = await shown(t, session, 'browser.find', JSON.stringify({ pattern: 'Metres' }))
   t.regex(found, /^\[2\] Find results for text: `metres` in `Eiffel Tower`/)
   t.regex(found, /# 【0†match at L1】\nL\d+: It is 330 metres tall/)
   t.is(session.urlAt(1)?.url, PAGES[0]!.url)
   t.is(session.urlAt(0), null, 'a search results page cites nothing')
-  t.is(await session.call('browser.open', JSON.stringify({ id: 9, cursor: 0 })), 'Invalid link id `9`.')
-  t.regex(await session.call('browser.open', JSON.stringify({ id: 'https://nowhere.example/' })), /not found/)
-  t.regex(await session.call('browser.find', JSON.stringify({ pattern: 'x', cursor: 7 })), /Cursor `7` is out of range/)
-  t.is(await session.call('browser.search', 'not json'), '{"error":"Invalid function arguments"}')
+  t.is(await shown(t, session, 'browser.open', JSON.stringify({ id: 9, cursor: 0 })), 'Invalid link id `9`.')
+  t.regex(await shown(t, session, 'browser.open', JSON.stringify({ id: 'https://nowhere.example/' }), true), /not found/)
+  t.regex(await shown(t, session, 'browser.find', JSON.stringify({ pattern: 'x', cursor: 7 })), /Cursor `7` is out of range/)
+  t.is(await shown(t, session, 'browser.search', 'not json'), '{"error":"Invalid function arguments"}')
   t.deepEqual(await new LocalSearch(PAGES).search('"); DROP TABLE pages; --', 5), [], 'the query is words, never FTS5 syntax')
 })
 
@@ -313,11 +349,14 @@ test('web_search streamed: the web_search_call events as OpenAI sends them, and 
 })
 
 /** Calls `calc.add` as gpt-oss calls a namespace's function, then answers with its result. */
-function mcpCaller(): ReturnType<typeof scripted> {
+/** Calls the `calc` server's `tool` with `args` as gpt-oss calls a namespace's function; then answers with its result. */
+function mcpCaller(tool = 'add', args = '{"a":2,"b":40}'): ReturnType<typeof scripted> {
   return scripted((prompt) => {
-    const result = /<\|start\|>calc\.add to=assistant<\|channel\|>commentary<\|message\|>([\s\S]*?)<\|end\|>/.exec(prompt)
+    const result = new RegExp(
+      `<\\|start\\|>calc\\.${tool} to=assistant<\\|channel\\|>commentary<\\|message\\|>([\\s\\S]*?)<\\|end\\|>`,
+    ).exec(prompt)
     if (result !== null) return `<|channel|>final<|message|>The answer is ${result[1]}.<|return|>`
-    return '<|channel|>commentary to=calc.add <|constrain|>json<|message|>{"a":2,"b":40}<|call|>'
+    return `<|channel|>commentary to=calc.${tool} <|constrain|>json<|message|>${args}<|call|>`
   })
 }
 
@@ -356,6 +395,40 @@ test('a remote MCP server: listed, its tool called inside the response with the 
   t.is(echoed.headers, undefined)
   const kept = await client.responses.retrieve(response.id)
   t.false(JSON.stringify(kept).includes('sk-test-secret'))
+})
+
+test('a tool that fails: the model reads why, the item is failed with its error, and a tool-failed diagnostic is said', async (t) => {
+  const mcp = await startMcpServer(t)
+  const { engine, prompts } = mcpCaller('divide', '{"a":1,"b":0}')
+  const diagnostics: { code: string; message: string }[] = []
+  const { client } = await startGateway(t, {
+    engine,
+    mcpServers: ['http://127.0.0.1:'],
+    onDiagnostic: (diagnostic: { code: string; message: string }) => diagnostics.push(diagnostic),
+  })
+  const tools = [{ type: 'mcp' as const, server_label: 'calc', server_url: mcp.url, require_approval: 'never' as const }]
+  const request = { model: 'gpt-oss', input: 'What is 1 / 0?', tools }
+  const stream = await client.responses.create({ ...request, stream: true })
+  const events: { type: string }[] = []
+  for await (const event of stream) events.push(event)
+  const types = events.map((event) => event.type)
+  t.true(types.indexOf('response.mcp_call.failed') > types.indexOf('response.mcp_call_arguments.done'))
+  t.false(types.includes('response.mcp_call.completed'))
+  const response = (events.at(-1) as unknown as { response: { output: Record<string, unknown>[]; output_text?: string } }).response
+  t.like(response.output[1], { type: 'mcp_call', name: 'divide', status: 'failed', output: null, error: 'Error: division by zero' })
+  // The model read the error as the call's result, and answered; the response itself completed.
+  t.regex(
+    decodeTokens(prompts[1]!.slice(prompts[0]!.length)),
+    /<\|start\|>calc\.divide to=assistant<\|channel\|>commentary<\|message\|>Error: division by zero<\|end\|>/,
+  )
+  t.is(types.at(-1), 'response.completed')
+  t.deepEqual(
+    diagnostics.filter(({ code }) => code === 'tool-failed').map(({ code, message }) => ({ code, message })),
+    [{ code: 'tool-failed', message: 'calc.divide: Error: division by zero' }],
+  )
+  // The whole response says the same.
+  const whole = await client.responses.create(request)
+  t.like(whole.output[1] as unknown as object, { type: 'mcp_call', status: 'failed', output: null, error: 'Error: division by zero' })
 })
 
 test('an MCP tool that requires approval (the default) is not run: the response ends with an mcp_approval_request', async (t) => {
@@ -514,21 +587,24 @@ test('the HTTP backend: a search API, pages fetched and shown with their links, 
   })
   const session = new BrowserSession(backend)
   t.regex(
-    await session.call('browser.search', JSON.stringify({ query: 'eiffel' })),
+    await shown(t, session, 'browser.search', JSON.stringify({ query: 'eiffel' })),
     /【0†Eiffel Tower†127\.0\.0\.1:\d+】 A tower in Paris\./,
   )
   t.deepEqual(web.searched, [{ body: { query: 'eiffel', topn: 20 }, authorization: 'Bearer s' }])
-  const page = await session.call('browser.open', JSON.stringify({ id: 0 }))
+  const page = await shown(t, session, 'browser.open', JSON.stringify({ id: 0 }))
   t.regex(page, /^\[1\] Eiffel Tower \(http:\/\/127\.0\.0\.1:\d+\/eiffel\)/)
   t.regex(page, /It is 330 metres tall\./)
   t.regex(page, /See 【0†its height】 and 【1†Paris†elsewhere\.example】\./)
   t.notRegex(page, /alert/)
-  t.regex(await session.call('browser.open', JSON.stringify({ id: 0 })), /^\[2\] 127\.0\.0\.1:\d+ .*\n[\s\S]*L0: 330 metres, 1,083 feet\./)
-  t.regex(await session.call('browser.open', JSON.stringify({ id: `${web.base}/loop` })), /more than 3 redirects/)
-  t.regex(await session.call('browser.open', JSON.stringify({ id: `${web.base}/missing` })), /not found/)
-  t.regex(await session.call('browser.open', JSON.stringify({ id: `${web.base}/image` })), /not a page of text \(image\/png\)/)
+  t.regex(
+    await shown(t, session, 'browser.open', JSON.stringify({ id: 0 })),
+    /^\[2\] 127\.0\.0\.1:\d+ .*\n[\s\S]*L0: 330 metres, 1,083 feet\./,
+  )
+  t.regex(await shown(t, session, 'browser.open', JSON.stringify({ id: `${web.base}/loop` }), true), /more than 3 redirects/)
+  t.regex(await shown(t, session, 'browser.open', JSON.stringify({ id: `${web.base}/missing` }), true), /not found/)
+  t.regex(await shown(t, session, 'browser.open', JSON.stringify({ id: `${web.base}/image` }), true), /not a page of text \(image\/png\)/)
   t.is((await backend.open(`${web.base}/huge`))!.text.length, 1000, 'read up to maxPageBytes')
-  t.regex(await session.call('browser.open', JSON.stringify({ id: 'file:///etc/passwd' })), /file: addresses are not opened/)
+  t.regex(await shown(t, session, 'browser.open', JSON.stringify({ id: 'file:///etc/passwd' }), true), /file: addresses are not opened/)
 })
 
 test('the HTTP backend opens nothing on the gateway own networks unless allowed, by name or by address', async (t) => {

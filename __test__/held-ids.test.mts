@@ -111,7 +111,7 @@ test('bytes that are not UTF-8 (the server writes U+FFFD for them): the held id 
   t.deepEqual(tokens, [b, RETURN])
   const lost = steps.flatMap((step) => step.diagnostics ?? [])
   t.deepEqual(
-    lost.map(({ code, count }) => ({ code, count })),
+    lost.map((diagnostic) => ({ code: diagnostic.code, count: 'count' in diagnostic ? diagnostic.count : null })),
     [{ code: 'engine-ids-lost', count: 2 }],
   )
   t.is(steps.at(-1)?.usage?.completionTokens, 4, 'usage counts what the engine generated')

@@ -386,7 +386,9 @@ real('a held id the server never reveals (the limit falls inside a character): a
   t.is(streamed.finishReason, 'length')
   t.is(streamed.usage?.completionTokens, 1)
   t.deepEqual(
-    streamed.steps.flatMap((step) => step.diagnostics ?? []).map(({ code, count }) => ({ code, count })),
+    streamed.steps
+      .flatMap((step) => step.diagnostics ?? [])
+      .map((diagnostic) => ({ code: diagnostic.code, count: 'count' in diagnostic ? diagnostic.count : null })),
     [{ code: 'engine-ids-lost', count: 1 }],
   )
 })
@@ -399,8 +401,7 @@ real('text that never completes a character, then <|return|>: neither id is stre
   t.is(streamed.usage?.completionTokens, 2)
   const lost = streamed.steps.flatMap((step) => step.diagnostics ?? [])
   t.is(lost.length, 1)
-  t.is(lost[0].code, 'engine-ids-lost')
-  t.is(lost[0].count, 2)
+  t.like(lost[0], { code: 'engine-ids-lost', count: 2 })
 })
 
 realSerial('cached tokens: a repeated prompt reports the prefix the slot reused (timings.cache_n), through the gateway too', async (t) => {

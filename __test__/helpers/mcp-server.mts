@@ -1,6 +1,7 @@
 /**
  * A real MCP server for the tests (built with the official `@modelcontextprotocol/sdk`, streamable HTTP,
- * stateless) on a free 127.0.0.1 port: tools `add` ({ a, b } → their sum) and `secret`; each call and the
+ * stateless) on a free 127.0.0.1 port: tools `add` ({ a, b } → their sum), `divide` (an error result for a
+ * division by zero) and `secret`; each call and the
  * `authorization` header it came with are recorded. Closed in the test's teardown.
  */
 import { createServer, type IncomingMessage } from 'node:http'
@@ -36,6 +37,12 @@ export async function startMcpServer(
     server.registerTool('add', { description: 'Adds two numbers.', inputSchema: { a: z.number(), b: z.number() } }, async ({ a, b }) => {
       calls.push({ name: 'add', args: { a, b }, authorization })
       return { content: [{ type: 'text', text: String(a + b) }] }
+    })
+    server.registerTool('divide', { description: 'Divides a by b.', inputSchema: { a: z.number(), b: z.number() } }, async ({ a, b }) => {
+      calls.push({ name: 'divide', args: { a, b }, authorization })
+      return b === 0
+        ? { content: [{ type: 'text', text: 'division by zero' }], isError: true }
+        : { content: [{ type: 'text', text: String(a / b) }] }
     })
     server.registerTool('secret', { description: 'Tells a secret.', inputSchema: {} }, async () => {
       calls.push({ name: 'secret', args: {}, authorization })

@@ -12,7 +12,7 @@ import { type Grant, UNLIMITED } from './key-limits'
 import type { Prepared } from './prepared'
 import { recordOf, recordWatcher } from './request-log'
 import { requiredCallSteps } from './required-call'
-import { type ResponseTools, responseTools } from './response-tools'
+import type { ResponseTools } from './response-tools'
 import { generationSpan, spanWatcher } from './tracing'
 import { allOf, type StepWatcher } from './watch'
 
@@ -24,8 +24,8 @@ export async function admit(gateway: Gateway): Promise<Grant> {
 /**
  * The steps of one generation, held to the gateway's time limits and its caller's limits (`grant`: what
  * `admit` gave); with `generated`, each step's ids are added to it (what a kept response
- * and the Chat id cache record). A prompt that declares built-in tools has the gateway run their calls (`tools`:
- * the response's, made here when not given). The replay engine's completion can be picked per request (`x-harmony-replay`).
+ * and the Chat id cache record). `tools`: the response's built-in tools (`toolsOfResponse`), whose calls the
+ * gateway runs. The replay engine's completion can be picked per request (`x-harmony-replay`).
  * An engine that fails before its first step throws from the iterator (pipeSse and collectSteps: a 502/503).
  */
 export function generate(
@@ -35,7 +35,7 @@ export function generate(
   signal: AbortSignal,
   generated: number[] | null,
   grant: Grant,
-  tools: ResponseTools | null = null,
+  tools: ResponseTools | null,
 ): AsyncIterable<EngineStep> {
   const { engine } = gateway
   // Aborted by the caller (a client that left), or at a time limit.
@@ -78,7 +78,7 @@ export function generate(
   const { requiredCall } = prepared.prompt
   let steps: AsyncIterable<EngineStep>
   if (requiredCall !== undefined) steps = requiredCallSteps(generateOne, engineRequest, requiredCall)
-  else if ((tools ??= responseTools(gateway, prepared)) !== null) {
+  else if (tools !== null) {
     const options = { maxCalls: gateway.toolCalls, implementation: gateway.implementation }
     steps = toolLoopSteps(generateOne, engineRequest, tools, options)
   } else steps = generateOne(engineRequest)

@@ -5,7 +5,7 @@
  * the request never holds the tools' `headers` (their credentials).
  */
 import { HttpError } from '../serving/http/errors'
-import { previousResponse } from '../serving/responses/conversation'
+import type { StoredResponse } from '../serving/responses/store'
 import { type ApprovedCall, type McpServer, mcpToolsOf, openMcpServer } from '../serving/tools/mcp'
 import type { Gateway } from './context'
 import type { Item } from './prepared'
@@ -77,9 +77,9 @@ interface ApprovalRequest {
  * the call: after the kept ids of the response it continues, or after the request item sent back.
  */
 export async function answerApprovals(
-  gateway: Gateway,
   body: Item,
   servers: readonly McpServer[],
+  previous: StoredResponse | null,
 ): Promise<{ body: Item; approved: ApprovedCall[] }> {
   const input = Array.isArray(body.input) ? (body.input as unknown[]) : []
   const answers = input.flatMap((item, index) => (isItem(item) && item.type === 'mcp_approval_response' ? [{ item, index }] : []))
@@ -91,10 +91,7 @@ export async function answerApprovals(
       requests.set(item.id, item as unknown as ApprovalRequest)
   }
   input.forEach(note)
-  if (typeof body.previous_response_id === 'string' && gateway.store !== null) {
-    const previous = await previousResponse(gateway.store, body.previous_response_id)
-    for (const item of (previous.response.output as unknown[] | undefined) ?? []) note(item)
-  }
+  for (const item of (previous?.response.output as unknown[] | undefined) ?? []) note(item)
   const answered = [...input]
   for (const { item, index } of answers) {
     const at = `input[${index}]`
@@ -117,7 +114,9 @@ export async function answerApprovals(
           code: 'invalid-parameter',
         },
       )
-    const output = item.approve ? await server.call(request.name, request.arguments) : 'The user did not approve this call.'
+    const { output, failure } = item.approve
+      ? await server.call(request.name, request.arguments)
+      : { output: 'The user did not approve this call.', failure: undefined }
     answered[index] = { type: 'function_call_output', call_id: id, output }
     if (item.approve)
       approved.push({
@@ -125,7 +124,8 @@ export async function answerApprovals(
         server_label: request.server_label,
         name: request.name,
         arguments: request.arguments,
-        output,
+        output: failure === undefined ? output : null,
+        error: failure ?? null,
       })
   }
   return { body: { ...body, input: answered }, approved }

@@ -16,7 +16,7 @@ import { exactChat } from './chat-ids'
 import type { Gateway } from './context'
 import { answerApprovals, withMcpServers } from './mcp-servers'
 import { type ApiKind, type Item, type Prepared, renderHere, renderOffLoop } from './prepared'
-import { continued } from './responses/continuation'
+import { continued, previousFor } from './responses/continuation'
 
 /** Whether this gateway handles `body` as a continuation (Chat ones only with a `ChatIdCache`). */
 function continues(gateway: Gateway, kind: ApiKind, body: Item): boolean {
@@ -76,11 +76,15 @@ async function prepareParsed(
   const mcp = kind === 'responses' ? await withMcpServers(gateway, body) : null
   const echo = mcp?.echo ?? body
   try {
-    // The client's approvals are answered (the calls run) before anything is rendered.
-    const answered = mcp === null ? null : await answerApprovals(gateway, mcp.render, mcp.servers)
+    const continuing = continues(gateway, kind, body)
+    // The client's approvals are answered (the calls run) before anything is rendered; the response they continue
+    // is read once, for its approval requests and for the continuation.
+    const id = body.previous_response_id
+    const found = mcp !== null && continuing && previous === null && id != null ? await previousFor(gateway, String(id)) : previous
+    const answered = mcp === null ? null : await answerApprovals(mcp.render, mcp.servers, found)
     const rendering = answered?.body ?? body
-    const prepared: Prepared = continues(gateway, kind, body)
-      ? await continuation(gateway, kind, parameters, rendering, echo, previous)
+    const prepared: Prepared = continuing
+      ? await continuation(gateway, kind, parameters, rendering, echo, found)
       : {
           kind,
           parameters,

@@ -22,7 +22,7 @@ import type { ReasoningSummaryRule } from './options'
 import { prepareRequest } from './prepare'
 import type { ApiKind, Prepared } from './prepared'
 import { noteDiagnostics } from './request-log'
-import { responseTools } from './response-tools'
+import { toolsOfResponse } from './response-tools'
 import { serveBackground } from './responses/background'
 import { keepResponse } from './responses/keep'
 import { sendJson } from './send'
@@ -179,13 +179,12 @@ async function servePrepared(
   reportNotApplied(gateway, prepared, response)
   const { parameters, storing } = prepared
   const options = adapterOptions(gateway, prepared, request)
-  if (parameters.background) return serveBackground(gateway, request, response, prepared, options)
+  // The response's built-in tools: its calls run on them, and its answer's citations name their pages.
+  const tools = toolsOfResponse(gateway, prepared, options)
+  if (parameters.background) return serveBackground(gateway, request, response, prepared, options, tools)
   const abort = abortOnClose(response)
   const remembering = kind === 'chat' && gateway.chatIdCache !== null
   const generated: number[] | null = storing || remembering ? [] : null
-  // The response's built-in tools: its calls run on them, and its answer's citations name their pages.
-  const tools = responseTools(gateway, prepared)
-  if (tools !== null) options.citations = tools.citations
   const steps = generate(gateway, request, prepared, abort.signal, generated, await admit(gateway), tools)
   if (!parameters.stream) {
     const whole = await collectSteps(steps)

@@ -18,10 +18,25 @@ export interface ResponseTools extends ToolCaller {
 }
 
 /**
+ * The tools a response runs on (null: none), with its adapter told where its answer's citations point. Every
+ * way a response is served (streamed or whole, in the background, on a WebSocket) makes them here, before its
+ * adapter, and hands them to `generate`.
+ */
+export function toolsOfResponse(
+  gateway: Gateway,
+  prepared: Prepared,
+  options: { citations?: ResponseTools['citations'] },
+): ResponseTools | null {
+  const tools = responseTools(gateway, prepared)
+  if (tools !== null) options.citations = tools.citations
+  return tools
+}
+
+/**
  * The tools of a new response: those its prompt offers of gpt-oss's own that the gateway runs, and its remote MCP
  * servers (a call that waits for the client's approval is not run); null when it has none.
  */
-export function responseTools(gateway: Gateway, prepared: Prepared): ResponseTools | null {
+function responseTools(gateway: Gateway, prepared: Prepared): ResponseTools | null {
   const offered = prepared.prompt.builtinTools ?? []
   const python = offered.includes('python') ? gateway.python : null
   const pages = offered.includes('browser') && gateway.browser !== null ? new BrowserSession(gateway.browser) : null

@@ -178,6 +178,8 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
   protected reasoningTokens = 0
   /** Tokens of the built-in tools' results read so far (route `builtin`): not generated, so not output. */
   private builtinResultTokens = 0
+  /** The step being read holds a tool's result that failed (its `tool-failed` diagnostic): why, else null. */
+  protected stepToolFailure: string | null = null
   /** The terminator of the last message closed (`undefined` before the first, `null` for one cut off). */
   protected lastTerminator: string | null | undefined = undefined
   /** Set at finish: the completion was cut (`finish({ truncated })`, or an engine step's `finishReason: 'length'`). */
@@ -451,8 +453,12 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
       this.enginePromptTokens = step.usage.promptTokens
       if (step.usage.cachedPromptTokens !== undefined) this.cachedPromptTokens = step.usage.cachedPromptTokens
     }
+    this.stepToolFailure = null
     if (step.diagnostics !== undefined) {
-      for (const { code, message } of step.diagnostics) this.adapterDiagnostics.push({ code, message, tokenOffset: this.stream.tokens })
+      for (const { code, message } of step.diagnostics) {
+        this.adapterDiagnostics.push({ code, message, tokenOffset: this.stream.tokens })
+        if (code === 'tool-failed') this.stepToolFailure = message
+      }
     }
     if (this.options.logprobs === true) this.stepLogprobs = step.logprobs ?? null
     return step.tokens

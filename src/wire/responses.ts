@@ -92,7 +92,14 @@ export interface ResponsesAdapterOptions extends AdapterOptions {
    * The MCP calls the client approved in this request (`mcp_approval_response`), which the gateway ran before
    * generating: a completed `mcp_call` item each, after the `mcp_list_tools` items.
    */
-  mcpApproved?: { approval_request_id: string; server_label: string; name: string; arguments: string; output: string }[]
+  mcpApproved?: {
+    approval_request_id: string
+    server_label: string
+    name: string
+    arguments: string
+    output: string | null
+    error: string | null
+  }[]
   /**
    * Whether a call of a tool the gateway runs (`label.tool` of an MCP server) waits for the client's approval:
    * it is then an `mcp_approval_request` item, not run. Default: none waits.
@@ -148,7 +155,7 @@ export type ResponseItem =
       /** gpt-oss's `python` tool, run by the gateway: the code, and what it printed (`codeInterpreterOutputs`). */
       id: string
       type: 'code_interpreter_call'
-      status: ItemStatus | 'interpreting'
+      status: ToolItemStatus | 'interpreting'
       code: string
       container_id: string
       outputs: { type: 'logs'; logs: string }[] | null
@@ -157,7 +164,7 @@ export type ResponseItem =
       /** gpt-oss's `browser` tool, run by the gateway: what it did (search, open a page, find in one). */
       id: string
       type: 'web_search_call'
-      status: ItemStatus | 'searching'
+      status: ToolItemStatus | 'searching'
       action: WebSearchAction
     }
   | {
@@ -176,7 +183,7 @@ export type ResponseItem =
       arguments: string
       output: string | null
       error: string | null
-      status: ItemStatus
+      status: ToolItemStatus
       /** A call the client approved: the `mcp_approval_request` it answered. */
       approval_request_id?: string
     }
@@ -190,6 +197,8 @@ export type ResponseItem =
     }
 
 type ItemStatus = 'in_progress' | 'completed' | 'incomplete'
+/** A tool the gateway ran can also have failed (its result says why). */
+type ToolItemStatus = ItemStatus | 'failed'
 
 /** A passage of an answer that cites a page (as OpenAI's web search annotates answers). */
 export interface UrlCitation {
@@ -498,13 +507,13 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
         name: call.name,
         arguments: call.arguments,
         output: call.output,
-        error: null,
+        error: call.error,
         status: 'in_progress',
         approval_request_id: call.approval_request_id,
       }
       const open = this.add(item)
       this.emit(this.event('response.mcp_call.in_progress', { item_id: item.id, output_index: open.outputIndex }))
-      this.doneBuiltin(open, 'completed')
+      this.doneBuiltin(open, call.error === null ? 'completed' : 'failed')
     }
   }
 
@@ -720,10 +729,15 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     if (result) {
       const open = this.awaitingResult
       if (open === null) return
+      const failure = this.stepToolFailure
       if (open.item.type === 'code_interpreter_call' && this.options.codeInterpreterOutputs === true)
         open.item.outputs = [{ type: 'logs', logs: content }]
-      if (open.item.type === 'mcp_call') open.item.output = content
-      this.doneBuiltin(open, 'completed')
+      if (open.item.type === 'mcp_call') {
+        if (failure === null) open.item.output = content
+        else open.item.error = content
+      }
+      if (open.item.type === 'web_search_call') open.item.action = withShownUrl(open.item.action, content)
+      this.doneBuiltin(open, failure === null ? 'completed' : 'failed')
       return
     }
     const mcp = isBuiltinTool(tool) ? null : splitRecipient(tool)
@@ -773,11 +787,16 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     this.awaitingResult = open
   }
 
-  /** A built-in tool call's item ends: `completed` with its result, or `incomplete` without one. */
-  private doneBuiltin(open: OpenItem, status: ItemStatus): void {
+  /**
+   * A built-in tool call's item ends: `completed` with its result, `failed` with a result that says the tool failed
+   * (OpenAI has a `failed` event for MCP calls only), or `incomplete` without one.
+   */
+  private doneBuiltin(open: OpenItem, status: ToolItemStatus): void {
     if (this.awaitingResult === open) this.awaitingResult = null
     const { item } = open
     if ('status' in item) item.status = status
+    if (status === 'failed' && item.type === 'mcp_call')
+      this.emit(this.event('response.mcp_call.failed', { item_id: item.id, output_index: open.outputIndex }))
     if (status === 'completed') {
       const type =
         item.type === 'code_interpreter_call'
@@ -824,6 +843,18 @@ function browserAction(tool: string, args: string): WebSearchAction {
   if (tool === 'browser.open' && fields !== null) return { type: 'open_page', url: stringOr(fields.id, null) }
   if (tool === 'browser.find' && fields !== null) return { type: 'find', pattern: stringOr(fields.pattern, ''), url: null }
   return { type: 'search', query: fields === null ? args : stringOr(fields.query, args) }
+}
+
+/**
+ * A browser action whose page the model named by a link's number or a cursor (its `url` null in the call), with
+ * the address of the page the browser showed: its first line, `[cursor] title (url)` (a find's page is
+ * `{url}/find?pattern=…`).
+ */
+function withShownUrl(action: WebSearchAction, page: string): WebSearchAction {
+  if (action.type === 'search' || action.url !== null) return action
+  const shown = /^\[\d+\] .*\((https?:\/\/[^\s)]+)\)\n/.exec(page)?.[1]
+  if (shown === undefined) return action
+  return { ...action, url: action.type === 'find' ? shown.replace(/\/find\?pattern=[^/]*$/, '') : shown }
 }
 
 /** The SSE frame of a response event, `{ type, sequence_number, response }`, from the response's JSON. */

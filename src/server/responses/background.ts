@@ -12,6 +12,7 @@ import { type ResponsesAdapterOptions, ResponsesStream } from '../../wire/respon
 import type { Gateway } from '../context'
 import { admit, generate } from '../generate'
 import type { Item, Prepared } from '../prepared'
+import type { ResponseTools } from '../response-tools'
 import { sendJson } from '../send'
 import { keepResponse, keptInput } from './keep'
 
@@ -21,6 +22,7 @@ export async function serveBackground(
   response: ServerResponse,
   prepared: Prepared,
   options: ResponsesAdapterOptions,
+  tools: ResponseTools | null,
 ): Promise<void> {
   const { background, store } = gateway
   if (!prepared.storing || background === null || store === null)
@@ -50,7 +52,7 @@ export async function serveBackground(
     {
       adapter,
       stream: prepared.parameters.stream,
-      steps: (signal) => generate(gateway, request, prepared, signal, generated, grant),
+      steps: (signal) => generate(gateway, request, prepared, signal, generated, grant, tools),
       keep: (object) => keepResponse(gateway, object, prepared, generated),
     },
     release,

@@ -69,7 +69,7 @@ async function checkSourcesKept(gateway: Gateway, body: Item, sources: readonly 
  * The response `previous_response_id` names; where it is not kept, OpenAI's 400 `previous_response_not_found`
  * (what the WebSocket mode answers too), saying why where this gateway keeps no responses at all.
  */
-function previousFor(gateway: Gateway, id: string): Promise<StoredResponse> {
+export function previousFor(gateway: Gateway, id: string): Promise<StoredResponse> {
   if (gateway.store === null)
     throw new HttpError(
       400,

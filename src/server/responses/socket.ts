@@ -16,6 +16,7 @@ import { type Gateway, tracked } from '../context'
 import { admit, generate } from '../generate'
 import { prepareBody } from '../prepare'
 import { adapterOptions, reportNotApplied } from '../respond'
+import { toolsOfResponse } from '../response-tools'
 import { keepResponse, recordOf } from './keep'
 
 /** Responses WebSocket connections one gateway process holds at once (more are answered 503). */
@@ -33,13 +34,15 @@ async function socketTurn(gateway: Gateway, request: IncomingMessage, turn: Sock
   const prepared = await prepareBody(gateway, 'responses', body, previous, size > gateway.renderInlineBytes)
   // No headers on a WebSocket turn: what was not applied goes to the log.
   reportNotApplied(gateway, prepared, null)
-  const adapter = new ResponsesStream(adapterOptions(gateway, prepared, request))
+  const options = adapterOptions(gateway, prepared, request)
+  const tools = toolsOfResponse(gateway, prepared, options)
+  const adapter = new ResponsesStream(options)
   const generated: number[] = []
   let started = false
   let kept = false
   try {
     // The adapter's SSE face (its fast lane) cut into the events' JSON texts: one WebSocket message each.
-    for await (const step of generate(gateway, request, prepared, signal, generated, await admit(gateway))) {
+    for await (const step of generate(gateway, request, prepared, signal, generated, await admit(gateway), tools)) {
       started = true
       for (const text of sseEventTexts(adapter.pushSse(step))) await emit(text)
       // A client that stopped reading: nothing more is read from the engine.

@@ -17,15 +17,15 @@ export interface EngineUsage {
 }
 
 /**
- * Something the engine client could not deliver as the engine meant it, reported beside the step instead of
- * lost silently. `engine-ids-lost`: the engine generated `count` ids that it never sent and that could not be
- * found again (the text misses their bytes; usage still counts them).
+ * Something a step could not deliver as meant, reported beside it instead of lost silently.
+ * `engine-ids-lost`: the engine generated `count` ids that it never sent and that could not be found again (the
+ * text misses their bytes; usage still counts them). `tool-failed`: a tool the gateway ran inside the response
+ * (`tool`: `python`, `browser.open`, `label.name` of an MCP server) could not do what was asked; the step holds
+ * the result the model read, which says so.
  */
-export interface EngineDiagnostic {
-  code: 'engine-ids-lost'
-  message: string
-  count: number
-}
+export type EngineDiagnostic =
+  | { code: 'engine-ids-lost'; message: string; count: number }
+  | { code: 'tool-failed'; message: string; tool: string }
 
 /** The log probability of a generated id, and of the ids the model found likeliest there. */
 export interface TokenLogprob {

@@ -14,6 +14,10 @@ import { readFileSync } from 'node:fs'
 import { HarmonySetupError } from '../../base/errors'
 import { requireOptional } from '../../base/optional-package'
 import type { UrlCitation } from '../../wire/responses'
+import { failed, type ToolResult } from './result'
+
+/** The search backend failed, or a page could not be fetched: the call fails (the model reads why). */
+class BackendFailure extends Error {}
 
 /** A search result: a page's address, title and the passage that matched. */
 export interface SearchHit {
@@ -71,22 +75,24 @@ export class BrowserSession {
     return page === undefined || page.url === '' ? null : { url: page.url, title: page.title }
   }
 
-  async call(tool: string, args: string): Promise<string> {
+  /** A call's page, or its error: the model's mistakes as output, the backend's (`BackendFailure`) as a failure. */
+  async call(tool: string, args: string): Promise<ToolResult> {
     let fields: Record<string, unknown>
     try {
       const parsed = args.trim() === '' ? {} : JSON.parse(args)
       if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object')
       fields = parsed as Record<string, unknown>
     } catch {
-      return JSON.stringify({ error: 'Invalid function arguments' })
+      return { output: JSON.stringify({ error: 'Invalid function arguments' }) }
     }
     try {
-      if (tool === 'browser.search') return await this.#search(fields)
-      if (tool === 'browser.open') return await this.#open(fields)
-      if (tool === 'browser.find') return this.#find(fields)
-      return JSON.stringify({ error: `Unknown function: ${tool.slice('browser.'.length)}` })
+      if (tool === 'browser.search') return { output: await this.#search(fields) }
+      if (tool === 'browser.open') return { output: await this.#open(fields) }
+      if (tool === 'browser.find') return { output: this.#find(fields) }
+      return { output: JSON.stringify({ error: `Unknown function: ${tool.slice('browser.'.length)}` }) }
     } catch (error) {
-      return (error as Error).message
+      const { message } = error as Error
+      return error instanceof BackendFailure ? failed(message) : { output: message }
     }
   }
 
@@ -97,7 +103,7 @@ export class BrowserSession {
     try {
       hits = await this.backend.search(query, SEARCH_RESULTS)
     } catch (error) {
-      throw new Error(`Error during search for \`${query}\`: ${truncate(String((error as Error).message ?? error))}`)
+      throw new BackendFailure(`Error during search for \`${query}\`: ${truncate(String((error as Error).message ?? error))}`)
     }
     const links = new Map<number, string>()
     const text = ['URL: ', '# Search Results', '']
@@ -129,9 +135,9 @@ export class BrowserSession {
       try {
         opened = await this.backend.open(url)
       } catch (error) {
-        throw new Error(`Error fetching URL \`${truncate(url)}\`: ${truncate(String((error as Error).message ?? error))}`)
+        throw new BackendFailure(`Error fetching URL \`${truncate(url)}\`: ${truncate(String((error as Error).message ?? error))}`)
       }
-      if (opened === null) throw new Error(`Error fetching URL \`${truncate(url)}\`: not found`)
+      if (opened === null) throw new BackendFailure(`Error fetching URL \`${truncate(url)}\`: not found`)
       const links = new Map((opened.links ?? []).map((link, id) => [id, link] as const))
       page = { url: opened.url, title: opened.title, lines: wrap(opened.text), links, results: false }
     }

@@ -16,13 +16,14 @@ import type { Implementation } from '../../base/types'
 import { concat } from '../../render/conversation'
 import { renderConversation } from '../../render/index'
 import type { EngineStep, GenerateRequest } from '../engines/types'
+import type { ToolResult } from './result'
 
 /** Runs the calls of one response (its python session, its browser's pages). */
 export interface ToolCaller {
   /** Whether `tool` (`python`, `browser.search`, …) is one this caller runs. */
   runs(tool: string): boolean
-  /** What the model gets back for a call: the tool's output, or what went wrong. Never rejects. */
-  call(tool: string, args: string): Promise<string>
+  /** Runs a call. Never rejects: what goes wrong is a `ToolResult` too. */
+  call(tool: string, args: string): Promise<ToolResult>
   /** The response is over (whatever ended it): its sessions can go. */
   end(): void
 }
@@ -79,12 +80,14 @@ export async function* toolLoopSteps(
       }
       produced += generated.length
       if (call === null) return
-      const output = bounded(await tools.call(call.tool, call.args))
+      const { output, failure } = await tools.call(call.tool, call.args)
       const result = renderConversation(
-        [{ role: 'tool', name: call.tool, recipient: 'assistant', channel: call.channel, content: output }],
+        [{ role: 'tool', name: call.tool, recipient: 'assistant', channel: call.channel, content: bounded(output) }],
         { implementation: options.implementation, cache: null },
       ).tokens
-      yield { tokens: result }
+      yield failure === undefined
+        ? { tokens: result }
+        : { tokens: result, diagnostics: [{ code: 'tool-failed', tool: call.tool, message: `${call.tool}: ${failure}` }] }
       prompt = concat([prompt, generated, result])
       if (request.maxTokens !== undefined && produced >= request.maxTokens) return
     }

@@ -11,6 +11,7 @@
  */
 import { requireOptional } from '../../base/optional-package'
 import { HttpError } from '../http/errors'
+import { failed, type ToolResult } from './result'
 
 /** A tool of an MCP server, as `mcp_list_tools` lists it. */
 interface McpToolInfo {
@@ -25,8 +26,8 @@ export interface McpServer {
   tools: McpToolInfo[]
   /** Whether a call of `tool` waits for the client's approval. */
   needsApproval(tool: string): boolean
-  /** Runs `tool` with the model's arguments (JSON text): its text, or what went wrong. Never rejects. */
-  call(tool: string, args: string): Promise<string>
+  /** Runs `tool` with the model's arguments (JSON text): its text, or what went wrong (a failure). Never rejects. */
+  call(tool: string, args: string): Promise<ToolResult>
   close(): Promise<void>
 }
 
@@ -36,7 +37,9 @@ export interface ApprovedCall {
   server_label: string
   name: string
   arguments: string
-  output: string
+  /** What the model read; null when the call failed (`error` says why, and the model read that). */
+  output: string | null
+  error: string | null
 }
 
 export interface McpOptions {
@@ -131,14 +134,14 @@ export async function openMcpServer(tool: Record<string, unknown>, at: string, o
       try {
         parsed = args.trim() === '' ? {} : JSON.parse(args)
       } catch {
-        return 'Error: the arguments are not JSON.'
+        return failed('Error: the arguments are not JSON.')
       }
       try {
         const result = await client.callTool({ name, arguments: parsed }, undefined, request)
         const text = (result.content ?? []).map((part) => (part.type === 'text' ? (part.text ?? '') : `[${part.type}]`)).join('\n')
-        return result.isError === true ? `Error: ${text}` : text
+        return result.isError === true ? failed(`Error: ${text}`) : { output: text }
       } catch (error) {
-        return `Error: ${String((error as Error).message ?? error).slice(0, 500)}`
+        return failed(`Error: ${String((error as Error).message ?? error).slice(0, 500)}`)
       }
     },
     close: () => client.close().catch(() => {}),

@@ -5,19 +5,21 @@
  * (python-sandbox.ts): Pyodide, standard library only, no host access (no environment, no file writes, no
  * processes, no way to JavaScript from Python), held to a time limit, a memory limit and an output limit.
  * Whatever goes wrong is told to the model as the tool's output, as a notebook would show it; nothing throws.
+ * An error of the code is its output; a call the sandbox could not run (time, memory, a crash) is a failure.
  */
 import { type ChildProcess, fork } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { requireOptional } from '../../base/optional-package'
 import { checkOptions, is, type OptionSpec } from '../../base/options'
+import { failed, type ToolResult } from './result'
 
 export interface PythonRunner {
   /**
    * Runs `code` in the notebook of `session` (made on first use) and gives what the model sees: what it
-   * printed and the value of its last expression, or its error. Never rejects.
+   * printed and the value of its last expression, or its error (a `failure` when it could not run). Never rejects.
    */
-  run(session: string, code: string): Promise<string>
+  run(session: string, code: string): Promise<ToolResult>
   /** The session is over: its state can go. */
   end(session: string): void
   /** Every session ends; runs after this answer that python is closed. */
@@ -69,10 +71,9 @@ export class PyodidePython implements PythonRunner {
     this.#entry = require.resolve('pyodide')
   }
 
-  async run(session: string, code: string): Promise<string> {
-    if (this.#closed) return 'The python tool is not available (the server is shutting down).'
-    const current = this.#sessions.get(session) ?? (await this.#open(session))
-    if (current === null) return 'The python tool is not available (the server is shutting down).'
+  async run(session: string, code: string): Promise<ToolResult> {
+    const current = this.#closed ? null : (this.#sessions.get(session) ?? (await this.#open(session)))
+    if (current === null) return failed('The python tool is not available (the server is shutting down).')
     const result = current.queue.then(() => this.#call(session, current, code))
     current.queue = result
     return result
@@ -125,26 +126,26 @@ export class PyodidePython implements PythonRunner {
   }
 
   /** One call: its output, cut to the limit, or what stopped it. */
-  async #call(session: string, current: Session, code: string): Promise<string> {
+  async #call(session: string, current: Session, code: string): Promise<ToolResult> {
     if (!(await current.ready)) {
       this.end(session)
-      return 'The python tool could not start.'
+      return failed('The python tool could not start.')
     }
-    if (this.#sessions.get(session) !== current) return 'The python session had ended; its state was lost. Run the code again.'
+    if (this.#sessions.get(session) !== current) return failed('The python session had ended; its state was lost. Run the code again.')
     const { timeMs, memoryMb, maxOutputChars } = this.#options
-    const output = await new Promise<string>((resolve) => {
-      const done = (text: string) => {
+    const { output, failure } = await new Promise<ToolResult>((resolve) => {
+      const done = (result: ToolResult) => {
         clearTimeout(timer)
         clearInterval(memory)
         current.child.off('message', onMessage).off('exit', onExit)
-        resolve(text)
+        resolve(result)
       }
       const stop = (why: string) => {
         this.end(session)
-        done(`${why}: the python session was stopped and its state lost.`)
+        done(failed(`${why}: the python session was stopped and its state lost.`))
       }
-      const onMessage = (message: { output?: string }) => done(message.output ?? '')
-      const onExit = () => done('The python session ended unexpectedly; its state was lost.')
+      const onMessage = (message: { output?: string }) => done({ output: message.output ?? '' })
+      const onExit = () => done(failed('The python session ended unexpectedly; its state was lost.'))
       const timer = setTimeout(() => stop(`Timed out after ${timeMs / 1000} seconds`), timeMs)
       const memory = setInterval(() => {
         if (residentMb(current.child.pid) > memoryMb) stop(`Used more than ${memoryMb} MiB of memory`)
@@ -152,9 +153,11 @@ export class PyodidePython implements PythonRunner {
       current.child.on('message', onMessage).once('exit', onExit)
       current.child.send({ code })
     })
-    return output.length > maxOutputChars
-      ? `${output.slice(0, maxOutputChars)}\n[output cut: ${output.length - maxOutputChars} more characters]`
-      : output
+    const shown =
+      output.length > maxOutputChars
+        ? `${output.slice(0, maxOutputChars)}\n[output cut: ${output.length - maxOutputChars} more characters]`
+        : output
+    return failure === undefined ? { output: shown } : { output: shown, failure }
   }
 }
 
