@@ -8,12 +8,14 @@
  */
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-
+import type { MessageCreateParamsBase as BetaMessageCreateParamsBase } from '@anthropic-ai/sdk/resources/beta/messages/messages'
+import type { MessageCreateParamsBase } from '@anthropic-ai/sdk/resources/messages/messages'
 import test from 'ava'
 import {
   CHAT_REQUEST_FIELDS,
   chatGenerationParameters,
   HttpError,
+  MESSAGES_REQUEST_FIELDS,
   RESPONSES_REQUEST_FIELDS,
   renderChatCompletionRequest,
   renderResponsesRequest,
@@ -33,6 +35,13 @@ type Unclassified<Params, Table> = Exclude<keyof Params, keyof Table>
 type Covered<Missing> = [Missing] extends [never] ? true : Missing
 const chatCovered: Covered<Unclassified<ChatCompletionCreateParamsBase, typeof CHAT_REQUEST_FIELDS>> = true
 const responsesCovered: Covered<Unclassified<ResponseCreateParamsBase, typeof RESPONSES_REQUEST_FIELDS>> = true
+// Anthropic's Messages fields (the `@anthropic-ai/sdk` package's, beta ones included), less those its SDK sends as
+// headers (`betas`, the user profile and workspace) and the beta ones not served here (a 400 as unknown).
+type MessagesParams = Omit<
+  MessageCreateParamsBase & BetaMessageCreateParamsBase,
+  'betas' | 'user_profile_id' | 'workspace_id' | 'billing_policy' | 'compaction' | 'fallback_credit_token' | 'fallbacks' | 'thread'
+>
+const messagesCovered: Covered<Unclassified<MessagesParams, typeof MESSAGES_REQUEST_FIELDS>> = true
 
 const APIS = {
   chat: {
@@ -135,11 +144,12 @@ for (const [api, { table, base, parameters, render }] of Object.entries(APIS)) {
 }
 
 test('the tables hold every field of the openai request types (checked at type-check time), and docs/API.md shows them as they are', (t) => {
-  t.true(chatCovered && responsesCovered)
+  t.true(chatCovered && responsesCovered && messagesCovered)
   const docs = readFileSync(join(root, 'docs', 'API.md'), 'utf8')
   for (const [heading, table] of [
     ['Chat Completions:', APIS.chat.table],
     ['Responses:', APIS.responses.table],
+    ['Messages:', MESSAGES_REQUEST_FIELDS as Readonly<Record<string, { handling: string; note: string }>>],
   ] as const) {
     const start = docs.indexOf(`\n${heading}\n`, docs.indexOf('## Request fields'))
     t.true(start > 0, heading)

@@ -6,21 +6,36 @@
  */
 import test from 'ava'
 
-import { ChatCompletionsStream, HarmonyParseError, type Implementation, ResponsesStream, SsePool } from 'harmony-stream'
+import {
+  AnthropicMessagesStream,
+  ChatCompletionsStream,
+  HarmonyParseError,
+  type Implementation,
+  ResponsesStream,
+  SsePool,
+} from 'harmony-stream'
 
 import { generator } from './helpers/generator.mjs'
 import { harmony, IMPLEMENTATIONS, NATIVE, nativeTest, random } from './helpers/harmony.mjs'
-import { responsesVariant, WIRE_VARIANTS } from './helpers/wire-variants.mjs'
+import { messagesVariant, responsesVariant, WIRE_VARIANTS } from './helpers/wire-variants.mjs'
 
 const STREAMS = Array.from({ length: 160 }, generator(47)).filter((s) => s.role === 'assistant')
 const CHAT_VARIANTS = WIRE_VARIANTS
 const RESPONSES_VARIANTS = WIRE_VARIANTS.map(responsesVariant)
 
-type Adapter = ChatCompletionsStream | ResponsesStream
+type Adapter = ChatCompletionsStream | ResponsesStream | AnthropicMessagesStream
 
-/** Stream n's adapter: Chat or Responses by n, with a variant of the options. */
+/** Stream n's adapter: Chat, Responses or Messages by n, with a variant of the options. */
 function adapterFor(n: number, implementation: Implementation): Adapter {
   const parser = { implementation }
+  if (n % 6 === 1)
+    return new AnthropicMessagesStream({
+      model: 'gpt-oss',
+      id: `msg_${n}`,
+      inputTokens: 7,
+      parser,
+      ...messagesVariant(CHAT_VARIANTS[n % CHAT_VARIANTS.length]!),
+    })
   if (n % 3 === 2)
     return new ResponsesStream({
       model: 'gpt-oss',

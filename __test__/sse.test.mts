@@ -5,11 +5,18 @@
  */
 import test from 'ava'
 
-import { ChatCompletionsStream, chatFrames, type Implementation, ResponsesStream, responsesFrames } from 'harmony-stream'
+import {
+  AnthropicMessagesStream,
+  ChatCompletionsStream,
+  chatFrames,
+  type Implementation,
+  ResponsesStream,
+  responsesFrames,
+} from 'harmony-stream'
 
 import { generator } from './helpers/generator.mjs'
 import { IMPLEMENTATIONS, random, randomBatches } from './helpers/harmony.mjs'
-import { responsesVariant, WIRE_VARIANTS } from './helpers/wire-variants.mjs'
+import { messagesVariant, responsesVariant, WIRE_VARIANTS } from './helpers/wire-variants.mjs'
 
 const STREAMS = Array.from({ length: 150 }, generator(31)).filter((s) => s.role === 'assistant')
 const VARIANTS = WIRE_VARIANTS
@@ -70,6 +77,30 @@ for (const implementation of IMPLEMENTATIONS) {
       }
     }
     t.pass()
+  })
+}
+
+for (const implementation of IMPLEMENTATIONS) {
+  test(`${implementation}: Messages pushSse/finishSse equal the serialized events of push/finish`, (t) => {
+    const next = random(9)
+    for (const [n, stream] of STREAMS.entries()) {
+      const variant = messagesVariant(VARIANTS[n % VARIANTS.length]!)
+      const steps = randomBatches(stream.tokens, next, 1 + (n % 9))
+      const options = { model: 'gpt-oss', id: `msg_${n}`, parser: { implementation: implementation as Implementation }, ...variant }
+      const objects = new AnthropicMessagesStream(options)
+      const frames = new AnthropicMessagesStream(options)
+      const truncated = n % 5 === 0
+      const expected = steps.map((step) => responsesFrames(objects.push(step))).join('') + responsesFrames(objects.finish({ truncated }))
+      const end = n % 2 === 0 ? () => frames.finishSse({ truncated }) : () => frames.settleSse({ truncated }) + frames.concludeSse()
+      const actual = steps.map((step) => frames.pushSse(step)).join('') + end()
+      if (actual !== expected) {
+        const at = [...actual].findIndex((c, i) => c !== expected[i])
+        return t.fail(
+          `stream ${n} differs at ${at}: ${JSON.stringify(actual.slice(at - 100, at + 100))}\nvs ${JSON.stringify(expected.slice(at - 100, at + 100))}`,
+        )
+      }
+      t.deepEqual(frames.message(), objects.message(), `stream ${n}: the message either way`)
+    }
   })
 }
 

@@ -78,6 +78,7 @@ export {
   renderChatCompletionRequest,
   renderConversation,
   renderForTraining,
+  renderMessagesRequest,
   renderResponsesRequest,
   type SystemContent,
   type SystemMessage,
@@ -88,7 +89,13 @@ export {
 export { generateRequestOf } from './serving/generate-request'
 export { DEFAULT_BODY_LIMIT, type ReadJsonOptions, readJsonBody, readJsonBytes } from './serving/http/body'
 export { errorResponse, HttpError, type OpenAIErrorBody, sendError } from './serving/http/errors'
-export { CHAT_REQUEST_FIELDS, type FieldHandling, RESPONSES_REQUEST_FIELDS, type RequestField } from './serving/http/fields'
+export {
+  CHAT_REQUEST_FIELDS,
+  type FieldHandling,
+  MESSAGES_REQUEST_FIELDS,
+  RESPONSES_REQUEST_FIELDS,
+  type RequestField,
+} from './serving/http/fields'
 export { DEFAULT_SERVER_LIMITS, hardenServer, type ServerLimits, serverOptions } from './serving/http/server'
 export {
   chatFrames,
@@ -97,6 +104,7 @@ export {
   pipeSse,
   responsesFrames,
   SSE_HEADERS,
+  type SseAdapter,
   type SseStep,
 } from './serving/http/sse'
 export { pipeStreamLog, StreamLog, type StreamLogOptions } from './serving/http/stream-log'
@@ -170,6 +178,17 @@ export {
 export type { FinishOptions, FinishReason } from './wire/finish'
 export type { OutputLogprob } from './wire/logprobs'
 export type { InputKind } from './wire/message-stream'
+export {
+  type AnthropicContentBlock,
+  type AnthropicDelta,
+  type AnthropicEvent,
+  type AnthropicMessage,
+  AnthropicMessagesStream,
+  type AnthropicStopReason,
+  type AnthropicUsage,
+  anthropicMessage,
+  type MessagesAdapterOptions,
+} from './wire/messages'
 export {
   type ResponseEvent,
   type ResponseFunctionTool,

@@ -34,3 +34,14 @@ export function responsesVariant(variant: Record<string, unknown>): Record<strin
   if (reasoningField !== 'both') return rest
   return { ...rest, reasoningSummary: true, sealReasoning: (text: string) => `sealed ${text.length}` }
 }
+
+/**
+ * A variant for the Messages adapter: without the Chat-only options; the one that shows reasoning both ways
+ * signs its thinking blocks, and the one that keeps preambles as reasoning hides the thinking.
+ */
+export function messagesVariant(variant: Record<string, unknown>): Record<string, unknown> {
+  const { includeUsage: _, reasoningField, ...rest } = variant
+  if (reasoningField === 'both') return { ...rest, signThinking: (text: string) => `signed ${text.length}` }
+  if (reasoningField === 'reasoning') return { ...rest, showThinking: false }
+  return rest
+}

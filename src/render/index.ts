@@ -15,8 +15,9 @@ import { chatConversation, type RequestConversation } from './chat'
 import { type ConversationMessage, concat, MessageRenderer, nextTurnTokens } from './conversation'
 import { dropFinishedAnalysis, referenceAutoDropAnalysis } from './drop'
 import { checkConversationLimits, checkRequestLimits, DEFAULT_RENDER_LIMITS, LIMIT_OPTIONS, type RenderLimits } from './limits'
+import { chatRequestOfMessages, type MessagesAsChat } from './messages'
 import type { ArgumentSchema, ResponseFormat } from './output-schema'
-import type { HostedTools, NotApplied } from './request-fields'
+import { type HostedTools, type NotApplied, object } from './request-fields'
 import { responsesConversation } from './responses'
 import { DEFAULT_KNOWLEDGE_CUTOFF, DEFAULT_MODEL_IDENTITY, REASONING_EFFORTS, type ReasoningEffort } from './system'
 import { validateConversation } from './validate'
@@ -79,6 +80,8 @@ export interface RenderedPrompt {
   requiredCall?: { name: string | null; reasoning: Uint32Array; call: Uint32Array }
   /** gpt-oss's own tools the prompt declares (`builtinTools`): the caller runs their calls. */
   builtinTools?: BuiltinTool[]
+  /** A Messages request asked not to see the model's reasoning (`thinking: { type: 'disabled' }`, `display: 'omitted'`). */
+  hidesThinking?: true
 }
 
 export interface RenderConversationOptions extends RenderEngineOptions {
@@ -267,6 +270,30 @@ export function renderChatCompletionRequest(body: unknown, options?: RenderReque
 /** A Responses request body → the prompt. Bad requests throw `HarmonyRequestError` (HTTP 400). */
 export function renderResponsesRequest(body: unknown, options?: RenderRequestOptions): RenderedPrompt {
   return renderCheckedRequest('responses', body, checkRequestBody('responses', body, options))
+}
+
+/**
+ * An Anthropic Messages request body → the prompt: the Chat Completions request it means (messages.ts), rendered
+ * as Chat's are, with what the translation took and did not apply said too. Bad requests throw
+ * `HarmonyRequestError` (HTTP 400) naming the Messages field.
+ */
+export function renderMessagesRequest(body: unknown, options?: RenderRequestOptions): RenderedPrompt {
+  const checked = checkRenderOptions(options, 'request', 'renderMessagesRequest') as RenderRequestOptions
+  const translated = chatRequestOfMessages(object(body, 'body'), checked.hostedTools ?? 'omit')
+  return withMessagesRequest(renderChatCompletionRequest(translated.chat, checked), translated)
+}
+
+/** The prompt of a Messages request's Chat request, with what only the Messages request says. */
+export function withMessagesRequest(
+  prompt: RenderedPrompt,
+  translated: Pick<MessagesAsChat, 'notApplied' | 'showsThinking'>,
+): RenderedPrompt {
+  const notApplied = [...translated.notApplied, ...(prompt.notApplied ?? [])]
+  return {
+    ...prompt,
+    ...(notApplied.length > 0 ? { notApplied } : {}),
+    ...(translated.showsThinking ? {} : { hidesThinking: true as const }),
+  }
 }
 
 /** Messages of the reference's conversation model → tokens (for completion: ending with `<|start|>assistant`). */

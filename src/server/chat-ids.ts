@@ -19,9 +19,18 @@ export async function exactChat(gateway: Gateway, parameters: GenerationParamete
 
 /** After a Chat completion that ended with tool calls: what the id cache keeps of it (a failure is logged). */
 export async function rememberChat(gateway: Gateway, completion: ChatCompletion, prepared: Prepared, generated: number[]): Promise<void> {
+  const choice = completion.choices[0]
+  if (choice?.finish_reason === 'tool_calls') await rememberCalls(gateway, choice.message, prepared, generated)
+}
+
+/**
+ * What the id cache keeps of an assistant message that ended with tool calls (`message` as Chat writes it, its
+ * calls as the next request sends them back), with the ids the engine saw and generated; a failure is logged.
+ */
+export async function rememberCalls(gateway: Gateway, message: object, prepared: Prepared, generated: number[]): Promise<void> {
   try {
-    if (gateway.chatIdCache === null || completion.choices[0]?.finish_reason !== 'tool_calls') return
-    await gateway.chatIdCache.remember(completion.choices[0].message, {
+    if (gateway.chatIdCache === null) return
+    await gateway.chatIdCache.remember(message, {
       prompt: prepared.prompt.tokens,
       output: generated,
       ...(prepared.rendered === undefined ? {} : { rendered: prepared.rendered.tokens }),

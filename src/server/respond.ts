@@ -9,7 +9,7 @@ import { isRecord } from '../base/records'
 import { nearestEffort } from '../render/index'
 import { collectSteps } from '../serving/engines/steps'
 import { HttpError } from '../serving/http/errors'
-import { type PipeSseResult, pipeSse } from '../serving/http/sse'
+import { type PipeSseResult, pipeSse, type SseAdapter } from '../serving/http/sse'
 import { sealReasoning } from '../serving/responses/sealed-reasoning'
 import type { AdapterDiagnostic } from '../wire/adapter'
 import { type ChatAdapterOptions, ChatCompletionsStream, chatCompletion } from '../wire/chat'
@@ -114,7 +114,7 @@ function withEffortRun(body: object): object {
 }
 
 /** The non-streaming adapters return diagnostics beside the wire object. */
-function withoutDiagnostics<T>(
+export function withoutDiagnostics<T>(
   { diagnostics, ...wire }: T & { diagnostics: AdapterDiagnostic[] },
   gateway: Gateway,
   request: IncomingMessage,
@@ -125,7 +125,7 @@ function withoutDiagnostics<T>(
 }
 
 /** Counts how a stream ended; its failure and what the parser recovered from go to the gateway's log. */
-function report(gateway: Gateway, request: IncomingMessage, result: PipeSseResult, adapter: ChatCompletionsStream | ResponsesStream): void {
+export function report(gateway: Gateway, request: IncomingMessage, result: PipeSseResult, adapter: SseAdapter): void {
   if (result.outcome === 'failed') gateway.onError(result.error)
   gateway.outcomes[result.outcome === 'client-closed' ? 'clientClosed' : result.outcome]++
   adapter.diagnostics.forEach(gateway.onDiagnostic)
@@ -133,7 +133,7 @@ function report(gateway: Gateway, request: IncomingMessage, result: PipeSseResul
 }
 
 /** An AbortController aborted when the client goes away before the response is complete. */
-function abortOnClose(response: ServerResponse): AbortController {
+export function abortOnClose(response: ServerResponse): AbortController {
   const abort = new AbortController()
   response.once('close', () => {
     if (!response.writableFinished) abort.abort()

@@ -12,6 +12,7 @@ import { responseIdOf, responseNotFound, responseRecord, storedResponseRoute } f
 import type { Caller } from './api-keys'
 import { belongsTo, gatewayFor } from './caller'
 import type { Gateway } from './context'
+import { countMessageTokens, serveMessages } from './messages'
 import { recordOf, startRecord } from './request-log'
 import { serveGeneration } from './respond'
 import { serveCompaction } from './responses/compact'
@@ -33,6 +34,8 @@ function fixedRoutes(gateway: Gateway): Record<string, Record<string, Handler>> 
     '/v1/chat/completions': { POST: (view, request, response) => serveGeneration(view, 'chat', request, response) },
     '/v1/responses': { POST: (view, request, response) => serveGeneration(view, 'responses', request, response) },
     '/v1/responses/compact': { POST: (view, request, response) => serveCompaction(view, request, response) },
+    '/v1/messages': { POST: (view, request, response) => serveMessages(view, request, response) },
+    '/v1/messages/count_tokens': { POST: (view, request, response) => countMessageTokens(view, request, response) },
     '/v1/models': {
       GET: (_view, _request, response) =>
         sendJson(response, 200, { object: 'list', data: [{ id: model, object: 'model', created, owned_by: 'harmony-stream' }] }),

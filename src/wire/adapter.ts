@@ -365,6 +365,11 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
     return this.stoppedAt !== null
   }
 
+  /** The stop string that ended the completion, or null. */
+  protected get stopSequence(): string | null {
+    return this.stoppedAt === null ? null : (this.stops?.matched ?? null)
+  }
+
   /** Diagnostics of the parser and of the adapter (invalid tool arguments, dropped messages, …) so far. */
   get diagnostics(): AdapterDiagnostic[] {
     return [...this.stream.diagnostics, ...this.adapterDiagnostics]

@@ -95,6 +95,13 @@ export const RESPONSES_OPTIONS: OptionSpec = {
   needsApproval: is.function,
 }
 
+export const MESSAGES_OPTIONS: OptionSpec = {
+  ...ADAPTER_OPTIONS,
+  inputTokens: count,
+  showThinking: is.boolean,
+  signThinking: is.function,
+}
+
 /** `finish(options)`, and the non-streaming functions' extra option. */
 export const FINISH_OPTIONS: OptionSpec = { truncated: is.boolean }
 

@@ -8,6 +8,8 @@ export class StopStrings {
   private readonly strings: readonly string[]
   /** Text held back: it ends with what could be the start of a stop string. */
   private held = ''
+  /** The stop string found (the first of them that starts where the text was cut), once one is. */
+  matched: string | null = null
   /** The longest stop string, less one: no more is ever held. */
   private readonly holdAtMost: number
 
@@ -28,6 +30,7 @@ export class StopStrings {
       if (found >= 0 && (at < 0 || found < at)) at = found
     }
     if (at >= 0) {
+      this.matched = this.strings.find((stop) => buffer.startsWith(stop, at)) ?? null
       this.held = ''
       return { text: buffer.slice(0, at), stopped: true }
     }

@@ -85,8 +85,45 @@ function unreadBody(request: IncomingMessage | undefined): boolean {
   return chunked !== undefined || (length !== undefined && length !== '0')
 }
 
+/** Anthropic's error type for an HTTP status (its API reference's table of errors). */
+function anthropicErrorType(status: number): string {
+  const types: Record<number, string> = {
+    400: 'invalid_request_error',
+    401: 'authentication_error',
+    402: 'billing_error',
+    403: 'permission_error',
+    404: 'not_found_error',
+    413: 'request_too_large',
+    429: 'rate_limit_error',
+    503: 'overloaded_error',
+    504: 'timeout_error',
+    529: 'overloaded_error',
+  }
+  return types[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error')
+}
+
+/**
+ * The answer to an Anthropic Messages request for `error`: the status, message and headers of its OpenAI
+ * answer, in Anthropic's shape (`{ type: 'error', error: { type, message } }`), which its clients raise typed
+ * errors from. The field the message names stays in the message.
+ */
+export function anthropicErrorResponse(error: unknown): { status: number; body: object; headers?: Record<string, string> } {
+  const { status, body, headers } = errorResponse(error)
+  return {
+    status,
+    body: { type: 'error', error: { type: anthropicErrorType(status), message: body.error.message } },
+    ...(headers === undefined ? {} : { headers }),
+  }
+}
+
+/** Whether a request is to the Anthropic Messages API's routes (its errors answer in Anthropic's shape). */
+function isMessagesRequest(request: IncomingMessage | undefined): boolean {
+  const path = request?.url?.split('?', 1)[0]
+  return path === '/v1/messages' || path === '/v1/messages/count_tokens'
+}
+
 export function sendError(response: ServerResponse, error: unknown): number {
-  const { status, body, headers: extra } = errorResponse(error)
+  const { status, body, headers: extra } = isMessagesRequest(response.req) ? anthropicErrorResponse(error) : errorResponse(error)
   if (response.headersSent) {
     response.end()
     return status

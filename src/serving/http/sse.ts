@@ -10,8 +10,9 @@ import { checkOptions, is, type OptionSpec } from '../../base/options'
 import type { ChatCompletionChunk } from '../../wire/chat'
 import { ChatCompletionsStream } from '../../wire/chat'
 import type { EngineStepInput, TokenIds } from '../../wire/input'
+import { type AnthropicEvent, AnthropicMessagesStream } from '../../wire/messages'
 import type { ResponseEvent, ResponsesStream } from '../../wire/responses'
-import { errorResponse, failureEvent, HttpError, sendError } from './errors'
+import { anthropicErrorResponse, errorResponse, failureEvent, HttpError, sendError } from './errors'
 
 /** An engine step (`harmony-stream/engines`), or just its token ids. */
 export type SseStep = TokenIds | EngineStepInput
@@ -78,11 +79,15 @@ export function chatFrames(chunks: readonly ChatCompletionChunk[]): string {
   return out
 }
 
-export function responsesFrames(events: readonly ResponseEvent[]): string {
+/** Responses' and Anthropic's events: each with its `event:` line (Anthropic's clients read events by it). */
+export function responsesFrames(events: readonly (ResponseEvent | AnthropicEvent)[]): string {
   let out = ''
   for (const event of events) out += `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`
   return out
 }
+
+/** The adapters `pipeSse` streams. */
+export type SseAdapter = ChatCompletionsStream | ResponsesStream | AnthropicMessagesStream
 
 /** The engine's finish reason, for an engine step that has one. */
 function finishOf(step: SseStep): string | undefined {
@@ -97,7 +102,14 @@ interface SseFace {
   concludeSse(): string
 }
 
-function serializedObjects(adapter: ChatCompletionsStream | ResponsesStream): SseFace {
+function serializedObjects(adapter: SseAdapter): SseFace {
+  if (adapter instanceof AnthropicMessagesStream) {
+    return {
+      pushSse: (step) => responsesFrames(adapter.push(step)),
+      settleSse: (options) => responsesFrames(adapter.settle(options)),
+      concludeSse: () => responsesFrames(adapter.conclude()),
+    }
+  }
   if (adapter instanceof ChatCompletionsStream) {
     return {
       pushSse: (step) => chatFrames(adapter.push(step)),
@@ -115,7 +127,7 @@ function serializedObjects(adapter: ChatCompletionsStream | ResponsesStream): Ss
 
 export async function pipeSse(
   response: ServerResponse,
-  adapter: ChatCompletionsStream | ResponsesStream,
+  adapter: SseAdapter,
   steps: AsyncIterable<SseStep>,
   options: PipeSseOptions = {},
 ): Promise<PipeSseResult> {
@@ -123,7 +135,7 @@ export async function pipeSse(
   const coalesceMs = options.coalesceMs ?? 0
   const chat = adapter instanceof ChatCompletionsStream
   // Chat ends with it; Responses in the Open Responses dialect too (the specification's terminal event).
-  const endsWithDone = chat || (adapter as ResponsesStream).endsWithDone
+  const endsWithDone = chat || (adapter instanceof AnthropicMessagesStream ? false : adapter.endsWithDone)
   const face: SseFace = options.frames === 'objects' ? serializedObjects(adapter) : adapter
   let clientClosed = response.destroyed
   let wake: (() => void) | null = null
@@ -207,15 +219,24 @@ export async function pipeSse(
     if (clientClosed) return { outcome: 'client-closed', error }
     if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
     flush()
-    // Chat: the error object OpenAI clients raise from a stream; Responses: its `error` event, then `response.failed`.
+    // Chat: the error object OpenAI clients raise from a stream; Responses: its `error` event, then
+    // `response.failed`; Messages: Anthropic's `error` event.
     response.end(
-      chat
-        ? `data: ${JSON.stringify(errorResponse(error).body)}\n\n`
-        : responsesFrames((adapter as ResponsesStream).error(...failureEvent(error))) + (endsWithDone ? DONE : ''),
+      adapter instanceof AnthropicMessagesStream
+        ? responsesFrames(adapter.error(...anthropicFailure(error)))
+        : chat
+          ? `data: ${JSON.stringify(errorResponse(error).body)}\n\n`
+          : responsesFrames((adapter as ResponsesStream).error(...failureEvent(error))) + (endsWithDone ? DONE : ''),
     )
     return { outcome: 'failed', error }
   } finally {
     if (timer !== null) clearTimeout(timer)
     response.off('close', onClose).off('drain', onDrain)
   }
+}
+
+/** An Anthropic stream's `error` event for a failure: its type and message, as the HTTP answer would carry them. */
+function anthropicFailure(error: unknown): [type: string, message: string] {
+  const { error: body } = anthropicErrorResponse(error).body as { error: { type: string; message: string } }
+  return [body.type, body.message]
 }

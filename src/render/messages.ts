@@ -1,0 +1,249 @@
+/**
+ * An Anthropic Messages request → the Chat Completions request that means the same, which the Chat renderer
+ * then renders: one mapping of a conversation to Harmony for all three APIs, so that one conversation sent
+ * through any of them gives the same prompt tokens. llama.cpp's server reads Messages the same way
+ * (tools/server/server-common.cpp, `convert_anthropic_to_oai`), as does vLLM (vllm/entrypoints/anthropic/).
+ *
+ * Blocks: `text` → text; `thinking` → the assistant's `reasoning_content` (its chain of thought, rendered as
+ * analysis where gpt-oss keeps it); `tool_use` → a tool call (its `input` as JSON arguments); `tool_result` →
+ * a `tool` message (placed before the user's other blocks, right after the calls it answers); `system` (and a
+ * `role: 'system'` message, which Claude Code sends) → the developer message's instructions. What gpt-oss cannot
+ * read (images, documents) is a 400 naming the block. Errors name the Messages field (`messages[2].content[0]`).
+ */
+import { isRecord } from '../base/records'
+import { array, fail, type HostedTools, type JsonObject, type NotApplied, object, optionalString, string } from './request-fields'
+
+/** What a Messages request becomes. */
+export interface MessagesAsChat {
+  /** The Chat Completions request (its fields only, all checked by the Chat renderer and validation). */
+  chat: JsonObject
+  /** What was taken and not applied, said as Chat's are (`x-harmony-not-applied`). */
+  notApplied: NotApplied[]
+  /** Whether the answer shows the model's reasoning as `thinking` blocks (not with `thinking: { type: 'disabled' }`). */
+  showsThinking: boolean
+}
+
+/**
+ * Anthropic's server tools (run by Anthropic's servers) and the client tools it defines by type (`bash_…`,
+ * `text_editor_…`, `computer_…`): not offered here, left out and said (a 400 with `hostedTools: 'refuse'`).
+ */
+const TYPED_TOOL = /^(web_search|web_fetch|code_execution|bash|text_editor|computer|memory|tool_search_tool_\w+)_\d{8}$/
+
+/** `thinking.budget_tokens` → gpt-oss's reasoning level: the budget's order of magnitude (Anthropic's minimum is 1,024). */
+function effortOfBudget(budget: number): 'low' | 'medium' | 'high' {
+  return budget < 4_096 ? 'low' : budget < 16_384 ? 'medium' : 'high'
+}
+
+const EFFORTS: Readonly<Record<string, 'low' | 'medium' | 'high'>> = {
+  low: 'low',
+  medium: 'medium',
+  high: 'high',
+  xhigh: 'high',
+  max: 'high',
+}
+
+/**
+ * The Chat request of a Messages request. Top-level fields are checked against their table before this
+ * (`MESSAGES_REQUEST_FIELDS`); here each is read and mapped.
+ */
+export function chatRequestOfMessages(body: JsonObject, hosted: HostedTools, counting = false): MessagesAsChat {
+  const notApplied: NotApplied[] = []
+  const chat: JsonObject = { model: body.model }
+  // `count_tokens` (counting) has no max_tokens; a message needs one.
+  if (!counting) {
+    if (body.max_tokens === undefined || body.max_tokens === null) fail('max_tokens: Field required', 'max_tokens')
+    chat.max_completion_tokens = body.max_tokens
+  }
+  for (const field of ['stream', 'temperature', 'top_p'] as const) if (body[field] !== undefined) chat[field] = body[field]
+  if (body.top_k !== undefined && body.top_k !== null)
+    notApplied.push({ param: 'top_k', note: 'not applied: the engine clients have no top-k setting' })
+
+  const messages: JsonObject[] = []
+  if (body.system !== undefined && body.system !== null) messages.push({ role: 'system', content: blockText(body.system, 'system') })
+  const turns = array(body.messages, 'messages')
+  if (turns.length === 0) fail('messages: at least one message is required', 'messages')
+  turns.forEach((raw, i) => {
+    for (const message of chatMessages(raw, `messages[${i}]`)) messages.push(message)
+  })
+  chat.messages = messages
+
+  const tools = body.tools === undefined || body.tools === null ? [] : array(body.tools, 'tools')
+  const functions: JsonObject[] = []
+  tools.forEach((raw, i) => {
+    const tool = functionOf(raw, `tools[${i}]`, hosted, notApplied)
+    if (tool !== null) functions.push(tool)
+  })
+  if (functions.length > 0) chat.tools = functions
+  readToolChoice(body.tool_choice, chat)
+
+  if (body.stop_sequences !== undefined && body.stop_sequences !== null) {
+    const stops = array(body.stop_sequences, 'stop_sequences').map((stop, i) => string(stop, `stop_sequences[${i}]`))
+    if (stops.length > 4) fail('stop_sequences: at most 4 stop sequences are supported here', 'stop_sequences')
+    if (stops.length > 0) chat.stop = stops
+  }
+  const user = isRecord(body.metadata) ? optionalString(body.metadata.user_id, 'metadata.user_id') : undefined
+  if (user !== undefined) chat.user = user
+
+  const showsThinking = readThinking(body, chat, notApplied)
+  readOutputConfig(body.output_config, 'output_config', chat, notApplied)
+  // The older name of `output_config.format`, which older clients send.
+  if (body.output_format !== undefined && body.output_format !== null)
+    readOutputConfig({ format: body.output_format }, 'output_format', chat, notApplied)
+  if (body.context_management !== undefined && body.context_management !== null)
+    notApplied.push({
+      param: 'context_management',
+      note: 'not applied: the gateway does not edit the conversation (send it as it should be read)',
+    })
+  return { chat, notApplied, showsThinking }
+}
+
+/** `system`, a `system` message's content, or a tool result's: a string or text blocks, joined by blank lines. */
+function blockText(value: unknown, param: string): string {
+  if (typeof value === 'string') return value
+  return array(value, param)
+    .map((raw, i) => {
+      const block = object(raw, `${param}[${i}]`)
+      const type = string(block.type, `${param}[${i}].type`)
+      if (type !== 'text') fail(`${param}[${i}] is a '${type}' block; gpt-oss reads text only`, `${param}[${i}].type`)
+      return string(block.text, `${param}[${i}].text`)
+    })
+    .join('\n\n')
+}
+
+/** One Messages message → its Chat messages (a user turn with tool results is several). */
+function chatMessages(raw: unknown, at: string): JsonObject[] {
+  const message = object(raw, at)
+  const role = message.role
+  if (role === 'system') return [{ role: 'system', content: blockText(message.content, `${at}.content`) }]
+  if (role !== 'user' && role !== 'assistant')
+    fail(`${at}.role must be 'user' or 'assistant', not ${JSON.stringify(role)?.slice(0, 40)}`, `${at}.role`)
+  if (typeof message.content === 'string') return [{ role, content: message.content }]
+  const blocks = array(message.content, `${at}.content`)
+  return role === 'user' ? userMessages(blocks, `${at}.content`) : [assistantMessage(blocks, `${at}.content`)]
+}
+
+function userMessages(blocks: unknown[], at: string): JsonObject[] {
+  const results: JsonObject[] = []
+  const texts: string[] = []
+  blocks.forEach((raw, i) => {
+    const block = object(raw, `${at}[${i}]`)
+    const type = string(block.type, `${at}[${i}].type`)
+    if (type === 'text') texts.push(string(block.text, `${at}[${i}].text`))
+    else if (type === 'tool_result') {
+      const content = block.content === undefined || block.content === null ? '' : blockText(block.content, `${at}[${i}].content`)
+      results.push({ role: 'tool', tool_call_id: string(block.tool_use_id, `${at}[${i}].tool_use_id`), content })
+    } else fail(`${at}[${i}] is a '${type}' block; gpt-oss reads text only (text and tool_result blocks)`, `${at}[${i}].type`)
+  })
+  // The results answer the calls of the turn before: they come first, as Chat's tool messages do.
+  if (texts.length > 0) results.push({ role: 'user', content: texts.join('\n\n') })
+  return results
+}
+
+function assistantMessage(blocks: unknown[], at: string): JsonObject {
+  const texts: string[] = []
+  const thinking: string[] = []
+  const calls: JsonObject[] = []
+  blocks.forEach((raw, i) => {
+    const block = object(raw, `${at}[${i}]`)
+    const type = string(block.type, `${at}[${i}].type`)
+    if (type === 'text') texts.push(string(block.text, `${at}[${i}].text`))
+    else if (type === 'thinking') thinking.push(string(block.thinking, `${at}[${i}].thinking`))
+    else if (type === 'tool_use') {
+      const input = object(block.input, `${at}[${i}].input`)
+      calls.push({
+        id: string(block.id, `${at}[${i}].id`),
+        type: 'function',
+        function: { name: string(block.name, `${at}[${i}].name`), arguments: JSON.stringify(input) },
+      })
+    } else if (type !== 'redacted_thinking')
+      // Redacted thinking is another model's, sealed by Anthropic: nothing gpt-oss can read, so left out.
+      fail(`${at}[${i}] is a '${type}' block; an assistant turn here holds text, thinking and tool_use blocks`, `${at}[${i}].type`)
+  })
+  const message: JsonObject = { role: 'assistant', content: texts.length > 0 ? texts.join('\n\n') : null }
+  if (thinking.length > 0) message.reasoning_content = thinking.join('\n\n')
+  if (calls.length > 0) message.tool_calls = calls
+  return message
+}
+
+/** A Messages tool → a Chat function tool; null for a typed tool left out (and said). */
+function functionOf(raw: unknown, at: string, hosted: HostedTools, notApplied: NotApplied[]): JsonObject | null {
+  const tool = object(raw, at)
+  const type = tool.type
+  if (typeof type === 'string' && type !== 'custom') {
+    if (!TYPED_TOOL.test(type)) fail(`${at}.type '${type.slice(0, 60)}' is not a tool type of the Messages API`, `${at}.type`)
+    if (hosted === 'refuse') fail(`${at}: a '${type}' tool is not run here`, `${at}.type`)
+    notApplied.push({ param: at, note: `a '${type}' tool: Anthropic's typed tools are not offered here; left out of the prompt` })
+    return null
+  }
+  const fn: JsonObject = { name: string(tool.name, `${at}.name`), parameters: object(tool.input_schema, `${at}.input_schema`) }
+  const description = optionalString(tool.description, `${at}.description`)
+  if (description !== undefined) fn.description = description
+  if (tool.strict === true) fn.strict = true
+  // `defer_loading` (Anthropic's tool search loads such tools on demand) and `cache_control`: every tool is in
+  // the prompt here, and the engine's prefix cache needs no marks.
+  return { type: 'function', function: fn }
+}
+
+/** `tool_choice`: auto, any (a call is required), a named tool, none; `disable_parallel_tool_use`. */
+function readToolChoice(value: unknown, chat: JsonObject): void {
+  if (value === undefined || value === null) return
+  const choice = object(value, 'tool_choice')
+  const type = choice.type
+  if (type === 'auto') chat.tool_choice = 'auto'
+  else if (type === 'any') chat.tool_choice = 'required'
+  else if (type === 'none') chat.tool_choice = 'none'
+  else if (type === 'tool') chat.tool_choice = { type: 'function', function: { name: string(choice.name, 'tool_choice.name') } }
+  else fail(`tool_choice.type must be 'auto', 'any', 'tool' or 'none', not ${JSON.stringify(type)?.slice(0, 40)}`, 'tool_choice.type')
+  if (typeof choice.disable_parallel_tool_use === 'boolean') chat.parallel_tool_calls = !choice.disable_parallel_tool_use
+}
+
+/**
+ * `thinking`: gpt-oss always reasons. `enabled` sets the reasoning level from `budget_tokens` (gpt-oss has levels,
+ * not budgets); `adaptive` and `between_tools` leave it to `output_config.effort` (or the default); `disabled`
+ * runs at low and hides the thinking (said); `display: 'omitted'` hides it too.
+ */
+function readThinking(body: JsonObject, chat: JsonObject, notApplied: NotApplied[]): boolean {
+  if (body.thinking === undefined || body.thinking === null) return true
+  const thinking = object(body.thinking, 'thinking')
+  const type = thinking.type
+  const shown = thinking.display !== 'omitted'
+  if (type === 'enabled') {
+    const budget = thinking.budget_tokens
+    if (typeof budget !== 'number' || !Number.isSafeInteger(budget) || budget < 1)
+      fail('thinking.budget_tokens must be a positive integer', 'thinking.budget_tokens')
+    chat.reasoning_effort = effortOfBudget(budget)
+    return shown
+  }
+  if (type === 'adaptive' || type === 'between_tools') return shown
+  if (type === 'disabled') {
+    chat.reasoning_effort = 'low'
+    notApplied.push({ param: 'thinking', note: 'gpt-oss always reasons: it ran at low effort, and its thinking is not shown' })
+    return false
+  }
+  return fail(
+    `thinking.type must be 'enabled', 'adaptive', 'between_tools' or 'disabled', not ${JSON.stringify(type)?.slice(0, 40)}`,
+    'thinking.type',
+  )
+}
+
+/** `output_config`: `effort` → the reasoning level (`max` runs as high, said); `format` → structured outputs. */
+function readOutputConfig(config: unknown, at: string, chat: JsonObject, notApplied: NotApplied[]): void {
+  if (config === undefined || config === null) return
+  const { effort, format } = object(config, at)
+  if (effort !== undefined && effort !== null) {
+    const level = typeof effort === 'string' ? EFFORTS[effort] : undefined
+    if (level === undefined) fail("output_config.effort must be 'low', 'medium', 'high', 'xhigh' or 'max'", 'output_config.effort')
+    if (effort !== level)
+      notApplied.push({ param: 'output_config.effort', note: `'${effort}' ran as 'high': gpt-oss reasons at low, medium or high` })
+    chat.reasoning_effort = level
+  }
+  if (format !== undefined && format !== null) {
+    const param = at === 'output_format' ? at : `${at}.format`
+    const shape = object(format, param)
+    if (shape.type !== 'json_schema') fail(`${param}.type must be 'json_schema'`, `${param}.type`)
+    chat.response_format = {
+      type: 'json_schema',
+      json_schema: { name: 'output', schema: object(shape.schema, `${param}.schema`), strict: true },
+    }
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * Anthropic's Messages API: `POST /v1/messages` (a message, streamed or whole) and `POST
+ * /v1/messages/count_tokens`. A Messages request is read as the Chat request it means (render/messages.ts) and
+ * goes the Chat way (prepare → generate, the Chat id cache for exact continuations); its answer comes from the
+ * Messages adapter (wire/messages.ts). Errors answer in Anthropic's shape (`sendError`, on these routes).
+ */
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { withMessagesRequest } from '../render/index'
+import { chatRequestOfMessages } from '../render/messages'
+import { collectSteps } from '../serving/engines/steps'
+import { parseJsonBody, readJsonBytes } from '../serving/http/body'
+import { HttpError } from '../serving/http/errors'
+import { checkRequestFields } from '../serving/http/fields'
+import { pipeSse } from '../serving/http/sse'
+import { type AnthropicMessage, AnthropicMessagesStream, anthropicMessage, type MessagesAdapterOptions } from '../wire/messages'
+import { rememberCalls } from './chat-ids'
+import type { Gateway } from './context'
+import { admit, generate } from './generate'
+import { prepareBody } from './prepare'
+import { type Item, type Prepared, renderOffLoop } from './prepared'
+import { abortOnClose, report, reportNotApplied, withoutDiagnostics } from './respond'
+import { sendJson } from './send'
+import { inSpan } from './tracing'
+
+/** A request's body, its fields checked against the table of `api` (a 400 naming the first that is refused). */
+async function readBody(
+  gateway: Gateway,
+  request: IncomingMessage,
+  api: 'messages' | 'count_tokens',
+): Promise<{ body: Item; bytes: number }> {
+  const bytes = await readJsonBytes(request, { limit: gateway.bodyLimit })
+  const body = parseJsonBody(bytes)
+  checkRequestFields(api, body, gateway.parameterOptions.unknownFields)
+  return { body, bytes: bytes.length }
+}
+
+/** Anthropic's clients read `request-id`: the request log's id where there is one, else a new one. */
+function answerRequestId(response: ServerResponse): void {
+  const id = response.getHeader('x-request-id')
+  response.setHeader('request-id', typeof id === 'string' ? id : `req_${randomUUID().replaceAll('-', '')}`)
+}
+
+/** `POST /v1/messages`: request → the Chat request it means → engine → the Messages adapter → SSE or one message. */
+export async function serveMessages(gateway: Gateway, request: IncomingMessage, response: ServerResponse): Promise<void> {
+  answerRequestId(response)
+  const prepared = await inSpan('prepare', () => prepareMessages(gateway, request))
+  reportNotApplied(gateway, prepared, response)
+  const { parameters, prompt } = prepared
+  const options: MessagesAdapterOptions = {
+    model: parameters.model,
+    id: `msg_${randomUUID().replaceAll('-', '')}`,
+    inputTokens: prompt.promptTokens,
+    ...(parameters.stop === undefined ? {} : { stop: parameters.stop }),
+    ...(prompt.responseFormat === undefined ? {} : { responseFormat: prompt.responseFormat }),
+    ...(prompt.argumentSchemas === undefined ? {} : { argumentSchemas: prompt.argumentSchemas }),
+    ...(prompt.hidesThinking === true ? { showThinking: false } : {}),
+    parser: { implementation: gateway.implementation, toolNames: prompt.toolNames },
+  }
+  const abort = abortOnClose(response)
+  const generated: number[] | null = gateway.chatIdCache === null ? null : []
+  const steps = generate(gateway, request, prepared, abort.signal, generated, await admit(gateway), null)
+  if (!parameters.stream) {
+    const whole = await collectSteps(steps)
+    if (whole.finishReason === 'abort') throw new HttpError(502, 'the inference engine aborted the request', { code: 'engine-aborted' })
+    const message = withoutDiagnostics(anthropicMessage(whole, options), gateway, request)
+    await remember(gateway, message, prepared, generated)
+    return sendJson(response, 200, message)
+  }
+  const adapter = new AnthropicMessagesStream(options)
+  const { frames, coalesceMs } = gateway
+  report(gateway, request, await pipeSse(response, adapter, steps, { abort, frames, coalesceMs }), adapter)
+  await remember(gateway, adapter.message(), prepared, generated)
+}
+
+/** `POST /v1/messages/count_tokens`: the prompt the request would render, counted (`{ input_tokens }`). */
+export async function countMessageTokens(gateway: Gateway, request: IncomingMessage, response: ServerResponse): Promise<void> {
+  answerRequestId(response)
+  const { body } = await readBody(gateway, request, 'count_tokens')
+  const { chat } = chatRequestOfMessages(body, gateway.renderOptions.hostedTools ?? 'omit', true)
+  const prompt = await renderOffLoop(gateway, 'chat', chat)
+  sendJson(response, 200, { input_tokens: prompt.promptTokens })
+}
+
+async function prepareMessages(gateway: Gateway, request: IncomingMessage): Promise<Prepared> {
+  const { body, bytes } = await readBody(gateway, request, 'messages')
+  const translated = chatRequestOfMessages(body, gateway.renderOptions.hostedTools ?? 'omit')
+  const prepared = await prepareBody(gateway, 'chat', translated.chat, null, bytes > gateway.renderInlineBytes)
+  prepared.prompt = withMessagesRequest(prepared.prompt, translated)
+  return prepared
+}
+
+/**
+ * After a message that ended with tool calls, with a Chat id cache: its ids, under the calls as the next request
+ * brings them back (each `tool_use.input` as the Chat request of that request writes it: `JSON.stringify`).
+ */
+async function remember(gateway: Gateway, message: AnthropicMessage, prepared: Prepared, generated: number[] | null): Promise<void> {
+  if (generated === null || message.stop_reason !== 'tool_use') return
+  const calls = message.content.flatMap((block) =>
+    block.type === 'tool_use'
+      ? [{ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input) } }]
+      : [],
+  )
+  await rememberCalls(gateway, { role: 'assistant', tool_calls: calls }, prepared, generated)
+}
