@@ -8,6 +8,7 @@
  */
 import type { AddressInfo } from 'node:net'
 
+import { createAnthropic } from '@ai-sdk/anthropic'
 import { createOpenAI } from '@ai-sdk/openai'
 import { ChatOpenAI } from '@langchain/openai'
 import { Agent, run, setDefaultOpenAIClient, setTracingDisabled } from '@openai/agents'
@@ -83,6 +84,38 @@ test('Vercel AI SDK, the default OpenAI provider (Responses): a tool loop whose 
     second,
     /<\|channel\|>analysis<\|message\|>Need the weather\.<\|end\|>.*to=functions\.get_weather.*\{"city":"Paris"\}<\|call\|>.*functions\.get_weather to=assistant.*\{"sky":"clear"\}/s,
   )
+})
+
+test('Vercel AI SDK, the Anthropic provider (Messages): a tool loop, streamed, with the reasoning as reasoningText', async (t) => {
+  const { engine, prompts } = recordingEngine([CALL, ANSWER])
+  const { baseURL, notApplied } = await gateway(t, engine)
+  const anthropic = createAnthropic({ baseURL, apiKey: 'x' })
+  const calls: unknown[] = []
+  const result = streamText({
+    model: anthropic('claude-sonnet-4-5'),
+    prompt: 'Weather in Paris?',
+    stopWhen: stepCountIs(3),
+    tools: {
+      get_weather: tool({
+        description: 'The weather in a city now.',
+        inputSchema: z.object({ city: z.string() }),
+        execute: async (input) => {
+          calls.push(input)
+          return { sky: 'clear' }
+        },
+      }),
+    },
+  })
+  t.is(await result.text, 'It is sunny in Paris.')
+  t.deepEqual(calls, [{ city: 'Paris' }])
+  t.is(await result.reasoningText, 'It is clear.')
+  t.is((await result.steps).length, 2)
+  // The second prompt: the first step's thinking and call sent back, then the result.
+  t.regex(
+    decodeTokens(prompts[1]!),
+    /<\|channel\|>analysis<\|message\|>Need the weather\.<\|end\|>.*to=functions\.get_weather.*\{"city":"Paris"\}<\|call\|>.*functions\.get_weather to=assistant.*\{"sky":"clear"\}/s,
+  )
+  t.deepEqual(notApplied, [])
 })
 
 for (const [how, gatewayOptions, providerOptions] of [

@@ -85,6 +85,41 @@ test('the bodies that stalled the gateway or ended in a 500 are 400s naming the 
   t.deepEqual(errors, [])
 })
 
+test('the same attacks on the Messages routes are 400s in Anthropic shape naming the field, and the gateway serves on', async (t) => {
+  const { server, port, errors } = await startGateway()
+  t.teardown(() => server.close())
+  const user = '{"role":"user","content":"hi"}'
+  const cases: [string, string, RegExp][] = [
+    ['/v1/messages', `{"model":"m","max_tokens":5,"messages":[${Array(125_000).fill(user).join(',')}]}`, /^messages/],
+    [
+      '/v1/messages',
+      `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"a${' '.repeat(1_000_000)}b"}]}`,
+      /^messages\[0\]\.content/,
+    ],
+    [
+      '/v1/messages',
+      `{"model":"m","max_tokens":5,"messages":[${user}],"tools":[{"name":"f","input_schema":${deepJson(5000, 'items')}}]}`,
+      /^tools\[0\]\.input_schema\.items/,
+    ],
+    [
+      '/v1/messages/count_tokens',
+      `{"model":"m","messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":${deepJson(5000, 'a')}}]}]}`,
+      /messages/,
+    ],
+  ]
+  for (const [path, body, message] of cases) {
+    const { status, json } = await post(port, path, body)
+    t.is(status, 400, `${path} ${body.slice(0, 60)}`)
+    const answer = json as { type?: string; error?: { type?: string; message?: string } }
+    t.is(answer.type, 'error')
+    t.is(answer.error?.type, 'invalid_request_error')
+    t.regex(String(answer.error?.message), message)
+  }
+  const ok = await post(port, '/v1/messages', `{"model":"m","max_tokens":5,"messages":[${user}]}`)
+  t.is(ok.status, 200)
+  t.deepEqual(errors, [])
+})
+
 test('a large honest request is rendered in a worker and answered', async (t) => {
   const { server, port } = await startGateway({ renderInlineBytes: 1024 })
   t.teardown(() => server.close())

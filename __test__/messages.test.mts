@@ -64,9 +64,11 @@ for (const implementation of IMPLEMENTATIONS) {
     const stream = client.messages.stream(request)
     stream.on('streamEvent', (event) => events.push(event.type))
     const streamed = await stream.finalMessage()
-    // The same message but for its ids (a new message each time), and what the SDK adds of its own.
+    // The same message but for its ids and signatures (new each time: a seal has a nonce), and what the SDK adds.
     const same = (message: Anthropic.Message) => ({
-      content: message.content.map((block) => (block.type === 'tool_use' ? { ...block, id: 'toolu' } : block)),
+      content: message.content.map((block) =>
+        block.type === 'tool_use' ? { ...block, id: 'toolu' } : block.type === 'thinking' ? { ...block, signature: 'sealed' } : block,
+      ),
       stop_reason: message.stop_reason,
       stop_sequence: message.stop_sequence,
       usage: message.usage,
@@ -115,6 +117,26 @@ test('with a Chat id cache, the tool loop continues from the exact ids the engin
     decodeTokens(after.slice(before.length + CALL.length)),
     /^<\|start\|>functions\.get_weather to=assistant<\|channel\|>commentary<\|message\|>sunny, 24 C<\|end\|><\|start\|>assistant$/,
   )
+})
+
+test("thinking shown 'omitted' (Claude Code's default): a signature only, which brings the reasoning back into the next prompt", async (t) => {
+  const { client, prompts } = await anthropicGateway(t, [CALL, ANSWER])
+  const thinking = { type: 'adaptive' as const, display: 'omitted' as const }
+  const messages: Anthropic.MessageParam[] = [{ role: 'user', content: 'Weather in Paris?' }]
+  const first = await client.messages.stream({ model: 'gpt-oss', max_tokens: 500, messages, tools: [WEATHER], thinking }).finalMessage()
+  const [block, call] = first.content as [Anthropic.ThinkingBlock, Anthropic.ToolUseBlock]
+  t.is(block.type, 'thinking')
+  t.is(block.thinking, '', 'no text shown')
+  t.true(block.signature.length > 20, 'a sealed signature')
+  messages.push({ role: 'assistant', content: first.content })
+  messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: 'sunny' }] })
+  await client.messages.create({ model: 'gpt-oss', max_tokens: 500, messages, tools: [WEATHER], thinking })
+  t.regex(decodeTokens(prompts[1]!), /<\|channel\|>analysis<\|message\|>Need the weather\.<\|end\|>/)
+  // A signature this gateway did not make: the block is read by its text.
+  const foreign = structuredClone(messages)
+  ;(foreign[1]!.content as Anthropic.ContentBlockParam[])[0] = { type: 'thinking', thinking: 'Elsewhere.', signature: 'EqQBforeign' }
+  await client.messages.create({ model: 'gpt-oss', max_tokens: 500, messages: foreign, tools: [WEATHER] })
+  t.regex(decodeTokens(prompts[2]!), /<\|channel\|>analysis<\|message\|>Elsewhere\.<\|end\|>/)
 })
 
 test('one conversation through Messages, Chat Completions and Responses renders the same prompt tokens', (t) => {
@@ -183,9 +205,13 @@ test('what Claude Code sends by default is served: adaptive thinking, context_ma
     model: 'claude-sonnet-4-6',
     max_tokens: 32_000,
     stream: true,
-    system: [{ type: 'text', text: 'You are Claude Code.', cache_control: { type: 'ephemeral' } }],
+    system: [
+      { type: 'text', text: 'x-anthropic-billing-header: cc_version=2.1.332.0b8; cc_entrypoint=sdk-cli;' },
+      { type: 'text', text: 'You are Claude Code.', cache_control: { type: 'ephemeral' } },
+    ],
     messages: [
-      { role: 'system', content: 'Project instructions.' },
+      { role: 'system', content: 'Project instructions.', output_config: { effort: 'high' } },
+      { role: 'system', content: [] },
       { role: 'user', content: [{ type: 'text', text: 'say hi', cache_control: { type: 'ephemeral' } }] },
     ],
     tools: [
@@ -202,7 +228,7 @@ test('what Claude Code sends by default is served: adaptive thinking, context_ma
         defer_loading: false,
       },
     ],
-    thinking: { type: 'adaptive' },
+    thinking: { type: 'adaptive', display: 'omitted' },
     context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] },
     output_config: { effort: 'medium' },
     metadata: { user_id: 'user_abc' },
@@ -221,6 +247,8 @@ test('what Claude Code sends by default is served: adaptive thinking, context_ma
   t.is(answer, 'It is sunny in Paris.')
   const prompt = decodeTokens(prompts[0]!)
   t.regex(prompt, /# Instructions\n\nYou are Claude Code\.\n\nProject instructions\./)
+  t.notRegex(prompt, /billing/, "the client's billing header is not an instruction")
+  t.regex(prompt, /Reasoning: high/, "the system message's effort is the turn's")
   t.regex(prompt, /type Bash = \(_: \{\ncommand: string,\n\}\) => any;/)
   t.truthy(client)
 })

@@ -1,7 +1,8 @@
 /**
  * Every route with malformed input (issue 30): every method on every path the gateway serves, with paths that
  * are not valid percent-encoding or not URLs at all, odd queries, and bodies that are not what the route takes.
- * Each answer must be one the code decided on: a 2xx, or a 4xx with an OpenAI-style error body. A 5xx here is a
+ * Each answer must be one the code decided on: a 2xx, or a 4xx with an OpenAI-style error body (Anthropic's, on
+ * the Messages routes). A 5xx here is a
  * failure the code did not mean (an `internal_error`), and fails the test, naming the request.
  */
 import { connect } from 'node:net'
@@ -35,6 +36,9 @@ const PATHS = [
   '/v1/chat/completions',
   '/v1/responses',
   '/v1/responses/compact',
+  '/v1/messages',
+  '/v1/messages?beta=true',
+  '/v1/messages/count_tokens',
   '/v1/models',
   '/health',
   '/v1/responses/resp_0123',
@@ -61,6 +65,9 @@ const BODIES = [
   '{"model": 7, "messages": "hi", "input": {"x": 1}}',
   '{"model": "gpt-oss", "input": [{"type": "compaction", "encrypted_content": "hsc1.AAAA"}]}',
   '{"model": "gpt-oss", "input": [{"type": "reasoning", "encrypted_content": 5}, {"type": "item_reference", "id": 5}]}',
+  '{"model": "m", "max_tokens": "x", "messages": [{"role": "user", "content": [{"type": "tool_result"}, {"type": "text"}]}], "system": [{"type": "image"}]}',
+  '{"model": "m", "max_tokens": 5, "messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": 1, "input": "x"}, {"type": "thinking"}]}], "tools": [{"name": 5}, {"type": "bash_20250124"}, {"type": "nope"}], "tool_choice": {"type": "tool"}, "thinking": {"type": "enabled"}, "stop_sequences": [1], "output_config": {"effort": "max", "format": {"type": "x"}}}',
+  '{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": [{"type": "image"}]}]}, {"role": "robot", "content": "x"}]}',
   `{"model": "gpt-oss", "messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}}}}}`,
 ]
 

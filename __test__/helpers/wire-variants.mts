@@ -37,11 +37,13 @@ export function responsesVariant(variant: Record<string, unknown>): Record<strin
 
 /**
  * A variant for the Messages adapter: without the Chat-only options; the one that shows reasoning both ways
- * signs its thinking blocks, and the one that keeps preambles as reasoning hides the thinking.
+ * signs its thinking blocks, the one that keeps preambles as reasoning hides the thinking, and the one where the
+ * gateway runs tools shows it omitted (a signature only).
  */
 export function messagesVariant(variant: Record<string, unknown>): Record<string, unknown> {
   const { includeUsage: _, reasoningField, ...rest } = variant
   if (reasoningField === 'both') return { ...rest, signThinking: (text: string) => `signed ${text.length}` }
-  if (reasoningField === 'reasoning') return { ...rest, showThinking: false }
+  if (reasoningField === 'reasoning') return { ...rest, thinkingDisplay: 'none' }
+  if (rest.builtinTools === 'run') return { ...rest, thinkingDisplay: 'omitted', signThinking: (text: string) => `sealed ${text}` }
   return rest
 }

@@ -1,8 +1,9 @@
 /**
  * The example gateway, now a thin file over harmony-stream/server: `createGateway(options)` is the library's
  * (an OpenAI-compatible server for gpt-oss: Chat Completions, Responses with memory, background runs,
- * compaction, the WebSocket mode), and running this file is `harmony-stream serve` with the same environment
- * variables it always read. Start it with `npm run gateway`; point any OpenAI client at http://127.0.0.1:8787/v1.
+ * compaction, the WebSocket mode; and Anthropic's Messages API), and running this file is `harmony-stream serve`
+ * with the same environment variables it always read. Start it with `npm run gateway`; point any OpenAI client
+ * at http://127.0.0.1:8787/v1, and Anthropic's (Claude Code: ANTHROPIC_BASE_URL) at http://127.0.0.1:8787.
  *
  *   HARMONY_ENGINE   replay (default) | vllm | sglang | llamacpp | trtllm (any name createEngine knows)
  *   ENGINE_URL       the engine's base URL, e.g. http://127.0.0.1:8000 (vllm, sglang, llamacpp)

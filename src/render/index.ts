@@ -80,8 +80,11 @@ export interface RenderedPrompt {
   requiredCall?: { name: string | null; reasoning: Uint32Array; call: Uint32Array }
   /** gpt-oss's own tools the prompt declares (`builtinTools`): the caller runs their calls. */
   builtinTools?: BuiltinTool[]
-  /** A Messages request asked not to see the model's reasoning (`thinking: { type: 'disabled' }`, `display: 'omitted'`). */
-  hidesThinking?: true
+  /**
+   * A Messages request asked to see the model's reasoning with its signature only (`thinking.display:
+   * 'omitted'`) or not at all (`thinking.type: 'disabled'`).
+   */
+  thinkingDisplay?: 'omitted' | 'none'
 }
 
 export interface RenderConversationOptions extends RenderEngineOptions {
@@ -279,20 +282,29 @@ export function renderResponsesRequest(body: unknown, options?: RenderRequestOpt
  */
 export function renderMessagesRequest(body: unknown, options?: RenderRequestOptions): RenderedPrompt {
   const checked = checkRenderOptions(options, 'request', 'renderMessagesRequest') as RenderRequestOptions
-  const translated = chatRequestOfMessages(object(body, 'body'), checked.hostedTools ?? 'omit')
+  const translated = messagesAsChat(body, checked)
   return withMessagesRequest(renderChatCompletionRequest(translated.chat, checked), translated)
+}
+
+/**
+ * A Messages request as the Chat request it means (messages.ts), its bounds checked first (`limits.ts`, named by
+ * the Messages fields); `counting`: a `count_tokens` body, which has no `max_tokens`.
+ */
+export function messagesAsChat(body: unknown, options: RenderRequestOptions, counting = false): MessagesAsChat {
+  checkRequestLimits(body, 'messages', limitsOf(options, 'renderMessagesRequest'), true, cacheOf(options))
+  return chatRequestOfMessages(object(body, 'body'), options.hostedTools ?? 'omit', counting)
 }
 
 /** The prompt of a Messages request's Chat request, with what only the Messages request says. */
 export function withMessagesRequest(
   prompt: RenderedPrompt,
-  translated: Pick<MessagesAsChat, 'notApplied' | 'showsThinking'>,
+  translated: Pick<MessagesAsChat, 'notApplied' | 'thinkingDisplay'>,
 ): RenderedPrompt {
   const notApplied = [...translated.notApplied, ...(prompt.notApplied ?? [])]
   return {
     ...prompt,
     ...(notApplied.length > 0 ? { notApplied } : {}),
-    ...(translated.showsThinking ? {} : { hidesThinking: true as const }),
+    ...(translated.thinkingDisplay === 'full' ? {} : { thinkingDisplay: translated.thinkingDisplay }),
   }
 }
 

@@ -181,10 +181,10 @@ function checkIdentifier(value: unknown, limits: RenderLimits, param: string): v
 }
 
 /** Identifiers of a request body, by where they stand: the message or item fields and tool fields that name things. */
-function identifiers(body: Record<string, unknown>, kind: 'chat' | 'responses'): [unknown, string][] {
+function identifiers(body: Record<string, unknown>, kind: RequestKind): [unknown, string][] {
   const found: [unknown, string][] = []
-  const list = kind === 'chat' ? body.messages : body.input
-  const listName = kind === 'chat' ? 'messages' : 'input'
+  const list = kind === 'responses' ? body.input : body.messages
+  const listName = kind === 'responses' ? 'input' : 'messages'
   if (Array.isArray(list)) {
     list.forEach((entry, i) => {
       if (entry === null || typeof entry !== 'object') return
@@ -213,14 +213,17 @@ function identifiers(body: Record<string, unknown>, kind: 'chat' | 'responses'):
   return found
 }
 
+/** The requests whose bodies are bounded: Chat Completions, Responses, Anthropic Messages (before it becomes Chat). */
+export type RequestKind = 'chat' | 'responses' | 'messages'
+
 /**
- * Every bound on a Chat Completions or Responses request body, before it is read for rendering. `strings`
+ * Every bound on a Chat Completions, Responses or Messages request body, before it is read for rendering. `strings`
  * false leaves out the one bound that reads every character (`maxRunLength` on string values): what must hold
  * before a body is copied to a render worker, which checks the rest (`RenderWorkers.render`).
  */
 export function checkRequestLimits(
   body: unknown,
-  kind: 'chat' | 'responses',
+  kind: RequestKind,
   limits: RenderLimits,
   strings = true,
   runs: RenderCache | null = null,
@@ -228,8 +231,8 @@ export function checkRequestLimits(
   // Counts and names first: they are cheap, and a body with too many items is refused before it is walked.
   if (body !== null && typeof body === 'object' && !Array.isArray(body)) {
     const request = body as Record<string, unknown>
-    const list = kind === 'chat' ? request.messages : request.input
-    if (Array.isArray(list)) checkCount(list.length, limits.maxMessages, kind === 'chat' ? 'messages' : 'input', 'maxMessages')
+    const list = kind === 'responses' ? request.input : request.messages
+    if (Array.isArray(list)) checkCount(list.length, limits.maxMessages, kind === 'responses' ? 'input' : 'messages', 'maxMessages')
     if (Array.isArray(request.tools)) checkCount(request.tools.length, limits.maxTools, 'tools', 'maxTools')
     for (const [value, param] of identifiers(request, kind)) checkIdentifier(value, limits, param)
   }

@@ -19,8 +19,11 @@ export interface MessagesAsChat {
   chat: JsonObject
   /** What was taken and not applied, said as Chat's are (`x-harmony-not-applied`). */
   notApplied: NotApplied[]
-  /** Whether the answer shows the model's reasoning as `thinking` blocks (not with `thinking: { type: 'disabled' }`). */
-  showsThinking: boolean
+  /**
+   * How the answer shows the model's reasoning (`thinking` blocks): with their text (`full`), signature only
+   * (`omitted`: `thinking.display: 'omitted'`), or not at all (`none`: `thinking.type: 'disabled'`).
+   */
+  thinkingDisplay: 'full' | 'omitted' | 'none'
 }
 
 /**
@@ -59,11 +62,17 @@ export function chatRequestOfMessages(body: JsonObject, hosted: HostedTools, cou
     notApplied.push({ param: 'top_k', note: 'not applied: the engine clients have no top-k setting' })
 
   const messages: JsonObject[] = []
-  if (body.system !== undefined && body.system !== null) messages.push({ role: 'system', content: blockText(body.system, 'system') })
+  const system = body.system === undefined || body.system === null ? '' : blockText(body.system, 'system', true)
+  if (system !== '') messages.push({ role: 'system', content: system })
   const turns = array(body.messages, 'messages')
   if (turns.length === 0) fail('messages: at least one message is required', 'messages')
+  // A `system` message may carry the effort of the turns from it on (Claude Code's per-turn effort).
+  let turnEffort: unknown
   turns.forEach((raw, i) => {
     for (const message of chatMessages(raw, `messages[${i}]`)) messages.push(message)
+    const config = (raw as JsonObject).output_config
+    if ((raw as JsonObject).role === 'system' && config !== undefined && config !== null)
+      turnEffort = { at: `messages[${i}].output_config`, config }
   })
   chat.messages = messages
 
@@ -84,8 +93,12 @@ export function chatRequestOfMessages(body: JsonObject, hosted: HostedTools, cou
   const user = isRecord(body.metadata) ? optionalString(body.metadata.user_id, 'metadata.user_id') : undefined
   if (user !== undefined) chat.user = user
 
-  const showsThinking = readThinking(body, chat, notApplied)
+  const thinkingDisplay = readThinking(body, chat, notApplied)
   readOutputConfig(body.output_config, 'output_config', chat, notApplied)
+  if (turnEffort !== undefined) {
+    const { at, config } = turnEffort as { at: string; config: unknown }
+    readOutputConfig({ effort: object(config, at).effort }, at, chat, notApplied)
+  }
   // The older name of `output_config.format`, which older clients send.
   if (body.output_format !== undefined && body.output_format !== null)
     readOutputConfig({ format: body.output_format }, 'output_format', chat, notApplied)
@@ -94,18 +107,29 @@ export function chatRequestOfMessages(body: JsonObject, hosted: HostedTools, cou
       param: 'context_management',
       note: 'not applied: the gateway does not edit the conversation (send it as it should be read)',
     })
-  return { chat, notApplied, showsThinking }
+  return { chat, notApplied, thinkingDisplay }
 }
 
-/** `system`, a `system` message's content, or a tool result's: a string or text blocks, joined by blank lines. */
-function blockText(value: unknown, param: string): string {
+/**
+ * Claude Code's first system block: what it tells Anthropic's billing (its version and entry point), not the
+ * model. Left out, as vLLM leaves it out (vllm/entrypoints/anthropic/serving.py), so the prompt holds
+ * instructions only and stays the same prefix across client versions.
+ */
+const BILLING_HEADER = 'x-anthropic-billing-header:'
+
+/**
+ * `system`, a `system` message's content, or a tool result's: a string or text blocks, joined by blank lines
+ * (`system`: the billing block left out).
+ */
+function blockText(value: unknown, param: string, system = false): string {
   if (typeof value === 'string') return value
   return array(value, param)
-    .map((raw, i) => {
+    .flatMap((raw, i) => {
       const block = object(raw, `${param}[${i}]`)
       const type = string(block.type, `${param}[${i}].type`)
       if (type !== 'text') fail(`${param}[${i}] is a '${type}' block; gpt-oss reads text only`, `${param}[${i}].type`)
-      return string(block.text, `${param}[${i}].text`)
+      const text = string(block.text, `${param}[${i}].text`)
+      return system && text.startsWith(BILLING_HEADER) ? [] : [text]
     })
     .join('\n\n')
 }
@@ -114,7 +138,10 @@ function blockText(value: unknown, param: string): string {
 function chatMessages(raw: unknown, at: string): JsonObject[] {
   const message = object(raw, at)
   const role = message.role
-  if (role === 'system') return [{ role: 'system', content: blockText(message.content, `${at}.content`) }]
+  if (role === 'system') {
+    const content = blockText(message.content, `${at}.content`)
+    return content === '' ? [] : [{ role: 'system', content }]
+  }
   if (role !== 'user' && role !== 'assistant')
     fail(`${at}.role must be 'user' or 'assistant', not ${JSON.stringify(role)?.slice(0, 40)}`, `${at}.role`)
   if (typeof message.content === 'string') return [{ role, content: message.content }]
@@ -200,13 +227,13 @@ function readToolChoice(value: unknown, chat: JsonObject): void {
 /**
  * `thinking`: gpt-oss always reasons. `enabled` sets the reasoning level from `budget_tokens` (gpt-oss has levels,
  * not budgets); `adaptive` and `between_tools` leave it to `output_config.effort` (or the default); `disabled`
- * runs at low and hides the thinking (said); `display: 'omitted'` hides it too.
+ * runs at low and hides the thinking (said); `display: 'omitted'` gives thinking blocks with their signature only.
  */
-function readThinking(body: JsonObject, chat: JsonObject, notApplied: NotApplied[]): boolean {
-  if (body.thinking === undefined || body.thinking === null) return true
+function readThinking(body: JsonObject, chat: JsonObject, notApplied: NotApplied[]): MessagesAsChat['thinkingDisplay'] {
+  if (body.thinking === undefined || body.thinking === null) return 'full'
   const thinking = object(body.thinking, 'thinking')
   const type = thinking.type
-  const shown = thinking.display !== 'omitted'
+  const shown = thinking.display === 'omitted' ? 'omitted' : 'full'
   if (type === 'enabled') {
     const budget = thinking.budget_tokens
     if (typeof budget !== 'number' || !Number.isSafeInteger(budget) || budget < 1)
@@ -218,7 +245,7 @@ function readThinking(body: JsonObject, chat: JsonObject, notApplied: NotApplied
   if (type === 'disabled') {
     chat.reasoning_effort = 'low'
     notApplied.push({ param: 'thinking', note: 'gpt-oss always reasons: it ran at low effort, and its thinking is not shown' })
-    return false
+    return 'none'
   }
   return fail(
     `thinking.type must be 'enabled', 'adaptive', 'between_tools' or 'disabled', not ${JSON.stringify(type)?.slice(0, 40)}`,

@@ -6,13 +6,13 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { withMessagesRequest } from '../render/index'
-import { chatRequestOfMessages } from '../render/messages'
+import { messagesAsChat, withMessagesRequest } from '../render/index'
 import { collectSteps } from '../serving/engines/steps'
 import { parseJsonBody, readJsonBytes } from '../serving/http/body'
 import { HttpError } from '../serving/http/errors'
 import { checkRequestFields } from '../serving/http/fields'
 import { pipeSse } from '../serving/http/sse'
+import { openThinking, sealReasoning } from '../serving/responses/sealed-reasoning'
 import { type AnthropicMessage, AnthropicMessagesStream, anthropicMessage, type MessagesAdapterOptions } from '../wire/messages'
 import { rememberCalls } from './chat-ids'
 import type { Gateway } from './context'
@@ -54,7 +54,9 @@ export async function serveMessages(gateway: Gateway, request: IncomingMessage, 
     ...(parameters.stop === undefined ? {} : { stop: parameters.stop }),
     ...(prompt.responseFormat === undefined ? {} : { responseFormat: prompt.responseFormat }),
     ...(prompt.argumentSchemas === undefined ? {} : { argumentSchemas: prompt.argumentSchemas }),
-    ...(prompt.hidesThinking === true ? { showThinking: false } : {}),
+    ...(prompt.thinkingDisplay === undefined ? {} : { thinkingDisplay: prompt.thinkingDisplay }),
+    // The thinking's text sealed with the gateway's key: a client shown it `omitted` sends it back with its text.
+    signThinking: (text) => sealReasoning(gateway.compactor.sealer, text, gateway.caller?.name ?? null) ?? '',
     parser: { implementation: gateway.implementation, toolNames: prompt.toolNames },
   }
   const abort = abortOnClose(response)
@@ -77,14 +79,14 @@ export async function serveMessages(gateway: Gateway, request: IncomingMessage, 
 export async function countMessageTokens(gateway: Gateway, request: IncomingMessage, response: ServerResponse): Promise<void> {
   answerRequestId(response)
   const { body } = await readBody(gateway, request, 'count_tokens')
-  const { chat } = chatRequestOfMessages(body, gateway.renderOptions.hostedTools ?? 'omit', true)
+  const { chat } = messagesAsChat(openThinking(gateway.compactor.sealer, body, gateway.caller?.name ?? null), gateway.renderOptions, true)
   const prompt = await renderOffLoop(gateway, 'chat', chat)
   sendJson(response, 200, { input_tokens: prompt.promptTokens })
 }
 
 async function prepareMessages(gateway: Gateway, request: IncomingMessage): Promise<Prepared> {
   const { body, bytes } = await readBody(gateway, request, 'messages')
-  const translated = chatRequestOfMessages(body, gateway.renderOptions.hostedTools ?? 'omit')
+  const translated = messagesAsChat(openThinking(gateway.compactor.sealer, body, gateway.caller?.name ?? null), gateway.renderOptions)
   const prepared = await prepareBody(gateway, 'chat', translated.chat, null, bytes > gateway.renderInlineBytes)
   prepared.prompt = withMessagesRequest(prepared.prompt, translated)
   return prepared

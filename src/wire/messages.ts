@@ -3,7 +3,8 @@
  * base (`adapter.ts`), which routes, reads and finishes.
  *
  * Mapping (see `routing.ts`): analysis → a `thinking` block (its `signature` from the `signThinking` option,
- * sent as `signature_delta` just before the block's stop, as Anthropic sends it); final and preambles → `text`
+ * sent as `signature_delta` just before the block's stop, as Anthropic sends it; `thinkingDisplay: 'omitted'`
+ * sends the signature without the text); final and preambles → `text`
  * blocks; a call of an offered function → a `tool_use` block (`input_json_delta` as the arguments stream; in the
  * whole message, `input` is the parsed arguments). `stop_reason`: `tool_use` after `<|call|>`, `end_turn` after
  * `<|return|>`/`<|end|>`, `stop_sequence` at a stop string (with `stop_sequence` set), `max_tokens` when the
@@ -31,9 +32,13 @@ export interface MessagesAdapterOptions extends AdapterOptions {
   id?: string
   /** Prompt tokens, for `usage`. Default: what an engine step's `usage` reported, else 0. */
   inputTokens?: number
-  /** Whether the model's reasoning is shown as `thinking` blocks. Default true. */
-  showThinking?: boolean
-  /** A thinking block's `signature`, from its text. Default: an empty signature. */
+  /**
+   * How the model's reasoning is shown: `'full'` (default) as `thinking` blocks with their text; `'omitted'`
+   * as `thinking` blocks with an empty text and only their `signature` (Anthropic's `display: 'omitted'`); `'none'`:
+   * no thinking blocks.
+   */
+  thinkingDisplay?: 'full' | 'omitted' | 'none'
+  /** A thinking block's `signature`, from its text (a gateway seals the text in it). Default: an empty signature. */
   signThinking?: (thinking: string) => string
 }
 
@@ -159,7 +164,8 @@ export class AnthropicMessagesStream extends WireAdapter<AnthropicEvent, OpenBlo
   protected opened(message: WireMessage<OpenBlock>): void {
     if (message.route === 'tool')
       this.openBlock(message, { type: 'tool_use', id: this.callIdOf(message), name: message.toolName!, input: {} })
-    else if (message.route === 'reasoning' && this.showsThinking) this.openBlock(message, { type: 'thinking', thinking: '', signature: '' })
+    else if (message.route === 'reasoning' && this.display !== 'none')
+      this.openBlock(message, { type: 'thinking', thinking: '', signature: '' })
     else if (message.route === 'content') this.openBlock(message, { type: 'text', text: '' })
   }
 
@@ -170,6 +176,7 @@ export class AnthropicMessagesStream extends WireAdapter<AnthropicEvent, OpenBlo
     if (block === null || text === '') return
     // A held message's text is what recovery released (its calls taken out), not its content at the close.
     const kept = this.content[block.index]!
+    if (kept.type === 'thinking' && this.display === 'omitted') return
     if (message.held && kept.type === 'text') kept.text += text
     if (this.writesSse) {
       this.write(writeFrame(this.deltaFrame(block), text, 0))
@@ -199,8 +206,8 @@ export class AnthropicMessagesStream extends WireAdapter<AnthropicEvent, OpenBlo
     if (block === null) return
     const kept = this.content[block.index]!
     if (kept.type === 'thinking') {
-      kept.thinking = close.message.content
-      kept.signature = this.options.signThinking?.(kept.thinking) ?? ''
+      kept.signature = this.options.signThinking?.(close.message.content) ?? ''
+      if (this.display === 'full') kept.thinking = close.message.content
       this.emit({ type: 'content_block_delta', index: block.index, delta: { type: 'signature_delta', signature: kept.signature } })
     }
     this.closeBlock(block.index, message.held ? null : close.message.content)
@@ -220,13 +227,14 @@ export class AnthropicMessagesStream extends WireAdapter<AnthropicEvent, OpenBlo
   }
 
   protected textFrame(message: WireMessage<OpenBlock>): FrameTemplate | null {
-    if (message.kept !== null) return this.deltaFrame(message.kept)
+    if (message.kept !== null)
+      return message.route === 'reasoning' && this.display === 'omitted' ? SILENT_FRAME : this.deltaFrame(message.kept)
     // Work that is not shown: hidden thinking, the gateway's own tools, dropped messages.
     return message.route === 'reasoning' || message.route === 'builtin' ? SILENT_FRAME : null
   }
 
-  private get showsThinking(): boolean {
-    return this.options.showThinking !== false
+  private get display(): 'full' | 'omitted' | 'none' {
+    return this.options.thinkingDisplay ?? 'full'
   }
 
   private toolUseId(index: number): string {

@@ -98,7 +98,7 @@ export const RESPONSES_OPTIONS: OptionSpec = {
 export const MESSAGES_OPTIONS: OptionSpec = {
   ...ADAPTER_OPTIONS,
   inputTokens: count,
-  showThinking: is.boolean,
+  thinkingDisplay: is.oneOf('full', 'omitted', 'none'),
   signThinking: is.function,
 }
 

@@ -66,3 +66,41 @@ export function openReasoning(sealer: Sealer, body: Item, owner: string | null =
   })
   return { ...body, input }
 }
+
+/**
+ * A Messages body with each thinking block this gateway signed opened: its `thinking` the text its `signature`
+ * seals (a client that shows thinking `omitted` sends the block back with no text). A signature that does not
+ * open (another server's, as when a conversation moves here) leaves the block as the client sent it: its text is
+ * what is read. The opened texts together are held to the sealer's bound, as Responses' are.
+ */
+export function openThinking(sealer: Sealer, body: Item, owner: string | null = null): Item {
+  if (!Array.isArray(body.messages)) return body
+  let openedBytes = 0
+  let changed = false
+  const messages = body.messages.map((message, i) => {
+    if (!isRecord(message) || message.role !== 'assistant' || !Array.isArray(message.content)) return message
+    const content = message.content.map((block, j) => {
+      if (!isRecord(block) || block.type !== 'thinking' || typeof block.signature !== 'string' || block.signature === '') return block
+      const opened = sealer.open('reasoning', block.signature, owner)
+      if (
+        opened === OVERSIZED ||
+        (isRecord(opened) && typeof opened.text === 'string' && (openedBytes += opened.text.length) > sealer.maxOpenedBytes)
+      ) {
+        const param = `messages[${i}].content[${j}].signature`
+        throw new HttpError(
+          400,
+          `${param}: the request's signed thinking opens to more than ${sealer.maxOpenedBytes} bytes, this gateway's bound`,
+          {
+            param,
+            code: 'sealed-content-too-large',
+          },
+        )
+      }
+      if (!isRecord(opened) || typeof opened.text !== 'string') return block
+      changed = true
+      return { ...block, thinking: opened.text }
+    })
+    return { ...message, content }
+  })
+  return changed ? { ...body, messages } : body
+}
