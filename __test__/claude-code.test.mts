@@ -18,6 +18,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 import test, { type ExecutionContext } from 'ava'
+import { ChatIdCache } from 'harmony-stream'
 import type { Engine, GenerateRequest } from 'harmony-stream/engines'
 import { createGateway } from 'harmony-stream/server'
 
@@ -88,11 +89,12 @@ function scripted(answer: (prompt: string) => string): { engine: Engine; prompts
   return { engine, prompts }
 }
 
-/** The gateway with its defaults; what it logged as errors, as not applied, and its answers' statuses. */
-async function gateway(t: ExecutionContext, engine: Engine) {
+/** The gateway with its defaults (and `options`); what it logged as errors, as not applied, and its answers' statuses. */
+async function gateway(t: ExecutionContext, engine: Engine, options: Record<string, unknown> = {}) {
   const errors: unknown[] = []
   const notApplied = new Set<string>()
   const server = createGateway({
+    ...options,
     engine,
     onError: (error) => errors.push(error),
     onDiagnostic: ({ code, message }) => {
@@ -149,4 +151,21 @@ test('Claude Code runs a Bash tool loop through the gateway: the call, the resul
     decodeTokens(prompts[1]!),
     /<\|channel\|>analysis<\|message\|>Run the echo\.<\|end\|><\|start\|>assistant to=functions\.Bash<\|channel\|>commentary <\|constrain\|>json<\|message\|>\{"command":"echo claude-ran","description":"Print a word"\}<\|call\|><\|start\|>functions\.Bash to=assistant<\|channel\|>commentary<\|message\|>claude-ran/,
   )
+})
+
+test("with a Chat id cache, Claude Code's tool loop is prompted with the exact ids the engine generated", async (t) => {
+  t.timeout(180_000, 'claude -p did not finish')
+  // The model spaces its JSON as a re-render would not: only the ids it generated keep the prefix.
+  const call =
+    '<|channel|>analysis<|message|>Run the echo.<|end|><|start|>assistant<|channel|>commentary to=functions.Bash <|constrain|>json<|message|>{"command": "echo claude-ran", "description": "Print a word"}<|call|>'
+  const { engine, prompts } = scripted((prompt) =>
+    prompt.includes('<|start|>functions.Bash to=assistant') ? '<|channel|>final<|message|>Done.<|return|>' : call,
+  )
+  const { baseUrl, errors } = await gateway(t, engine, { chatIdCache: new ChatIdCache() })
+  const run = await claude(baseUrl, 'Run echo claude-ran.', ['--allowedTools', 'Bash'])
+  t.is(run.result?.result, 'Done.', JSON.stringify({ code: run.code, stdout: run.stdout.slice(-2000), stderr: run.stderr.slice(-2000) }))
+  t.deepEqual(errors, [])
+  const [first, second] = prompts as [number[], number[]]
+  const generated = harmony(call)
+  t.deepEqual(second.slice(0, first.length + generated.length), [...first, ...generated])
 })

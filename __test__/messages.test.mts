@@ -9,7 +9,7 @@ import test from 'ava'
 
 import { ChatIdCache, renderChatCompletionRequest, renderMessagesRequest, renderResponsesRequest } from 'harmony-stream'
 
-import { recordingEngine, startGateway } from './helpers/gateway.mjs'
+import { failingEngine, recordingEngine, startGateway } from './helpers/gateway.mjs'
 import { harmony, IMPLEMENTATIONS } from './helpers/harmony.mjs'
 import { decodeTokens } from './helpers/token-bytes.mjs'
 
@@ -291,3 +291,19 @@ test('a gateway with keys takes the key as x-api-key or Bearer, and refuses othe
   const refused = await t.throwsAsync(wrong.messages.create(request))
   t.true(refused instanceof Anthropic.AuthenticationError)
 })
+
+test('an engine that fails mid-stream ends the stream with Anthropic\'s error event, which the SDK raises', async (t) => {
+  const { port } = await startGateway(t, { engine: failingEngine, onError: () => {} })
+  const client = new Anthropic({ baseURL: `http://127.0.0.1:${port}`, apiKey: 'x', maxRetries: 0 })
+  const stream = client.messages.stream({ model: 'gpt-oss', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] })
+  const failed = await t.throwsAsync(stream.finalMessage())
+  t.true(failed instanceof Anthropic.APIError)
+  const raw = await fetch(`http://127.0.0.1:${port}/v1/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'gpt-oss', max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+  })
+  const text = await raw.text()
+  t.regex(text, /event: error\ndata: \{"type":"error","error":\{"type":"api_error","message":"[^"]+"\}\}\n\n$/)
+})
+

@@ -104,6 +104,24 @@ for (const implementation of IMPLEMENTATIONS) {
   })
 }
 
+test('Messages: the native and js backends give the same bytes and the same message for every stream', (t) => {
+  t.plan(1)
+  const next = random(10)
+  const differ: number[] = []
+  for (const [n, stream] of STREAMS.entries()) {
+    const variant = messagesVariant(VARIANTS[n % VARIANTS.length]!)
+    const steps = randomBatches(stream.tokens, next, 1 + (n % 9))
+    const run = (implementation: Implementation) => {
+      const adapter = new AnthropicMessagesStream({ model: 'gpt-oss', id: `msg_${n}`, parser: { implementation }, ...variant })
+      const bytes = steps.map((step) => adapter.pushSse(step)).join('') + adapter.finishSse()
+      return { bytes, message: adapter.message(), diagnostics: adapter.diagnostics }
+    }
+    const [first, second] = IMPLEMENTATIONS.length === 2 ? [run('native'), run('js')] : [run('js'), run('js')]
+    if (JSON.stringify(first) !== JSON.stringify(second)) differ.push(n)
+  }
+  t.deepEqual(differ, [])
+})
+
 test('settle then conclude is finish: the same events, the closing ones last, each given once', (t) => {
   const stream = STREAMS[1]
   const options = { model: 'm', id: 'resp_two', createdAt: 1 }

@@ -15,6 +15,7 @@ import { join } from 'node:path'
 
 import b from 'benny'
 import {
+  AnthropicMessagesStream,
   ChatCompletionsStream,
   chatFrames,
   compactCapacity,
@@ -245,12 +246,21 @@ function textCase(which: 'native' | 'js', size: number): () => void {
  * What a gateway's hot path does per engine step: tokens → wire bytes. `sse`: the adapters' SSE face
  * (templates, no event objects); otherwise the object API's events serialized as a gateway would.
  */
-function wireCase(api: 'chat' | 'responses', which: 'native' | 'js', size: number, sse: boolean): () => void {
+function wireCase(api: 'chat' | 'responses' | 'messages', which: 'native' | 'js', size: number, sse: boolean): () => void {
   const streams = batched(size, true) as Uint32Array[][]
   const options = { model: 'gpt-oss', parser: { implementation: which } }
   return () => {
     for (const stream of streams) {
-      if (api === 'chat') {
+      if (api === 'messages') {
+        const messages = new AnthropicMessagesStream(options)
+        if (sse) {
+          for (const tokens of stream) sink += messages.pushSse(tokens).length
+          sink += messages.finishSse().length
+        } else {
+          for (const tokens of stream) sink += responsesFrames(messages.push(tokens)).length
+          sink += responsesFrames(messages.finish()).length
+        }
+      } else if (api === 'chat') {
         const chat = new ChatCompletionsStream(options)
         if (sse) {
           for (const tokens of stream) sink += chat.pushSse(tokens).length
@@ -311,7 +321,7 @@ for (const size of [1, 16]) {
   cases.push([`js fast path, batch ${size}, spread corpus`, fastPath('js', size, spread), spreadTokens])
 }
 for (const size of [1, 16]) {
-  for (const api of ['chat', 'responses'] as const) {
+  for (const api of ['chat', 'responses', 'messages'] as const) {
     for (const which of ['native', 'js'] as const) {
       cases.push([`${which} ${api} SSE bytes (pushSse), batch ${size}`, wireCase(api, which, size, true), corpusTokens])
       cases.push([`${which} ${api} events + JSON.stringify, batch ${size}`, wireCase(api, which, size, false), corpusTokens])

@@ -74,15 +74,17 @@ export function failureEvent(error: unknown): [message: string, code: string, ty
   return [message, code ?? 'server_error', type]
 }
 
-/**
- * Answers with the OpenAI error body and status for `error` (see `errorResponse`); when the request's body was
- * not read to its end (a 413, or any refusal before reading), the connection is closed with the answer.
- */
 /** Whether the request has a body that was not read to its end. */
 function unreadBody(request: IncomingMessage | undefined): boolean {
   if (request === undefined || request.complete) return false
   const { 'transfer-encoding': chunked, 'content-length': length } = request.headers
   return chunked !== undefined || (length !== undefined && length !== '0')
+}
+
+/** Anthropic's error body. */
+export interface AnthropicErrorBody {
+  type: 'error'
+  error: { type: string; message: string }
 }
 
 /** Anthropic's error type for an HTTP status (its API reference's table of errors). */
@@ -107,7 +109,7 @@ function anthropicErrorType(status: number): string {
  * answer, in Anthropic's shape (`{ type: 'error', error: { type, message } }`), which its clients raise typed
  * errors from. The field the message names stays in the message.
  */
-export function anthropicErrorResponse(error: unknown): { status: number; body: object; headers?: Record<string, string> } {
+export function anthropicErrorResponse(error: unknown): { status: number; body: AnthropicErrorBody; headers?: Record<string, string> } {
   const { status, body, headers } = errorResponse(error)
   return {
     status,
@@ -122,6 +124,11 @@ function isMessagesRequest(request: IncomingMessage | undefined): boolean {
   return path === '/v1/messages' || path === '/v1/messages/count_tokens'
 }
 
+/**
+ * Answers with the error body and status for `error` (see `errorResponse`; Anthropic's shape on the Messages
+ * routes); when the request's body was not read to its end (a 413, or any refusal before reading), the
+ * connection is closed with the answer.
+ */
 export function sendError(response: ServerResponse, error: unknown): number {
   const { status, body, headers: extra } = isMessagesRequest(response.req) ? anthropicErrorResponse(error) : errorResponse(error)
   if (response.headersSent) {

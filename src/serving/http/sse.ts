@@ -237,6 +237,6 @@ export async function pipeSse(
 
 /** An Anthropic stream's `error` event for a failure: its type and message, as the HTTP answer would carry them. */
 function anthropicFailure(error: unknown): [type: string, message: string] {
-  const { error: body } = anthropicErrorResponse(error).body as { error: { type: string; message: string } }
-  return [body.type, body.message]
+  const { type, message } = anthropicErrorResponse(error).body.error
+  return [type, message]
 }
