@@ -292,7 +292,7 @@ test('a gateway with keys takes the key as x-api-key or Bearer, and refuses othe
   t.true(refused instanceof Anthropic.AuthenticationError)
 })
 
-test('an engine that fails mid-stream ends the stream with Anthropic\'s error event, which the SDK raises', async (t) => {
+test("an engine that fails mid-stream ends the stream with Anthropic's error event, which the SDK raises", async (t) => {
   const { port } = await startGateway(t, { engine: failingEngine, onError: () => {} })
   const client = new Anthropic({ baseURL: `http://127.0.0.1:${port}`, apiKey: 'x', maxRetries: 0 })
   const stream = client.messages.stream({ model: 'gpt-oss', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] })
@@ -306,4 +306,3 @@ test('an engine that fails mid-stream ends the stream with Anthropic\'s error ev
   const text = await raw.text()
   t.regex(text, /event: error\ndata: \{"type":"error","error":\{"type":"api_error","message":"[^"]+"\}\}\n\n$/)
 })
-
