@@ -12,40 +12,15 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 import test, { type ExecutionContext } from 'ava'
-import type { Engine, GenerateRequest } from 'harmony-stream/engines'
 import { BrowserSession, HttpSearch, LocalSearch, PyodidePython, SettingError, serveSettings } from 'harmony-stream/server'
 
 import { startGateway } from './helpers/gateway.mjs'
 import { harmony, IMPLEMENTATIONS } from './helpers/harmony.mjs'
 import { startMcpServer } from './helpers/mcp-server.mjs'
+import { scripted } from './helpers/scripted-engine.mjs'
 import { decodeTokens } from './helpers/token-bytes.mjs'
 
 const CODE = 'print(sum(range(10)))'
-
-/** An engine that answers each prompt with the Harmony text `next` gives for its decoded text, 3 ids a step. */
-function scripted(next: (prompt: string) => string): { engine: Engine; prompts: number[][] } {
-  const prompts: number[][] = []
-  const engine: Engine = {
-    name: 'scripted',
-    async *generate(request: GenerateRequest) {
-      const prompt = Array.from(request.tokens)
-      prompts.push(prompt)
-      const tokens = harmony(next(decodeTokens(prompt)))
-      for (let i = 0; i < tokens.length; i += 3) {
-        await new Promise((resolve) => setImmediate(resolve))
-        const last = i + 3 >= tokens.length
-        yield last
-          ? {
-              tokens: Uint32Array.from(tokens.slice(i)),
-              finishReason: 'stop' as const,
-              usage: { promptTokens: prompt.length, completionTokens: tokens.length },
-            }
-          : { tokens: Uint32Array.from(tokens.slice(i, i + 3)) }
-      }
-    },
-  }
-  return { engine, prompts }
-}
 
 /**
  * Calls python with `code` as gpt-oss does (analysis, then the call on analysis to `python`, `code` content

@@ -19,10 +19,12 @@ import { fileURLToPath } from 'node:url'
 
 import test, { type ExecutionContext } from 'ava'
 import { ChatIdCache } from 'harmony-stream'
-import type { Engine, GenerateRequest } from 'harmony-stream/engines'
+import type { Engine } from 'harmony-stream/engines'
 import { createGateway } from 'harmony-stream/server'
 
+import { childOutput } from './helpers/child-output.mjs'
 import { harmony } from './helpers/harmony.mjs'
+import { scripted } from './helpers/scripted-engine.mjs'
 import { decodeTokens } from './helpers/token-bytes.mjs'
 
 const CLAUDE = fileURLToPath(new URL('../node_modules/.bin/claude', import.meta.url))
@@ -37,56 +39,27 @@ interface ClaudeRun {
 /** `claude -p PROMPT --output-format json` with the gateway as its API, in a fresh home and working folder. */
 function claude(baseUrl: string, prompt: string, flags: string[] = []): Promise<ClaudeRun> {
   const home = mkdtempSync(join(tmpdir(), 'harmony-claude-home-'))
-  return new Promise((resolve, reject) => {
-    const child = spawn(CLAUDE, ['-p', prompt, '--output-format', 'json', ...flags], {
-      cwd: home,
-      env: {
-        PATH: process.env.PATH,
-        HOME: home,
-        TERM: 'dumb',
-        ANTHROPIC_BASE_URL: baseUrl,
-        ANTHROPIC_API_KEY: 'sk-unused',
-        DISABLE_TELEMETRY: '1',
-        DISABLE_ERROR_REPORTING: '1',
-        DISABLE_AUTOUPDATER: '1',
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-        CLAUDE_CODE_MAX_RETRIES: '0',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk) => (stdout += chunk))
-    child.stderr.on('data', (chunk) => (stderr += chunk))
-    child.on('error', reject)
-    child.on('close', (code) => {
-      rmSync(home, { recursive: true, force: true })
-      const line = stdout.split('\n').find((text) => text.startsWith('{'))
-      resolve({ code, result: line === undefined ? null : (JSON.parse(line) as Record<string, unknown>), stdout, stderr })
-    })
-  })
-}
-
-/**
- * A stand-in engine that answers as gpt-oss would: `answer(prompt)` gives the Harmony text of its completion
- * for the decoded prompt, sent a few ids a step.
- */
-function scripted(answer: (prompt: string) => string): { engine: Engine; prompts: number[][] } {
-  const prompts: number[][] = []
-  const engine: Engine = {
-    name: 'scripted',
-    async *generate(request: GenerateRequest) {
-      const prompt = Array.from(request.tokens)
-      prompts.push(prompt)
-      const tokens = harmony(answer(decodeTokens(prompt)))
-      for (let i = 0; i < tokens.length; i += 4) {
-        await new Promise((resolve) => setImmediate(resolve))
-        const last = i + 4 >= tokens.length
-        yield { tokens: Uint32Array.from(tokens.slice(i, i + 4)), ...(last ? { finishReason: 'stop' as const } : {}) }
-      }
+  const child = spawn(CLAUDE, ['-p', prompt, '--output-format', 'json', ...flags], {
+    cwd: home,
+    env: {
+      PATH: process.env.PATH,
+      HOME: home,
+      TERM: 'dumb',
+      ANTHROPIC_BASE_URL: baseUrl,
+      ANTHROPIC_API_KEY: 'sk-unused',
+      DISABLE_TELEMETRY: '1',
+      DISABLE_ERROR_REPORTING: '1',
+      DISABLE_AUTOUPDATER: '1',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      CLAUDE_CODE_MAX_RETRIES: '0',
     },
-  }
-  return { engine, prompts }
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  return childOutput(child).then(({ code, stdout, stderr }) => {
+    rmSync(home, { recursive: true, force: true })
+    const line = stdout.split('\n').find((text) => text.startsWith('{'))
+    return { code, result: line === undefined ? null : (JSON.parse(line) as Record<string, unknown>), stdout, stderr }
+  })
 }
 
 /** The gateway with its defaults (and `options`); what it logged as errors, as not applied, and its answers' statuses. */

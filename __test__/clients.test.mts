@@ -44,6 +44,20 @@ async function gateway(t: { teardown(fn: () => Promise<void>): void }, engine: o
   return { baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, notApplied }
 }
 
+/** The AI SDK tools of the weather loop: `get_weather`, which records its input in `calls` and says the sky is clear. */
+function weatherTools(calls: unknown[]) {
+  return {
+    get_weather: tool({
+      description: 'The weather in a city now.',
+      inputSchema: z.object({ city: z.string() }),
+      execute: async (input) => {
+        calls.push(input)
+        return { sky: 'clear' }
+      },
+    }),
+  }
+}
+
 test.serial('OpenAI Agents SDK: an Agent with no model, its default settings, runs through the gateway', async (t) => {
   const [answer] = await exampleReplay()
   const { baseURL, notApplied } = await gateway(t, recordingEngine([answer!]).engine)
@@ -64,16 +78,7 @@ test('Vercel AI SDK, the default OpenAI provider (Responses): a tool loop whose 
     model: openai('gpt-oss'),
     prompt: 'Weather in Paris?',
     stopWhen: stepCountIs(3),
-    tools: {
-      get_weather: tool({
-        description: 'The weather in a city now.',
-        inputSchema: z.object({ city: z.string() }),
-        execute: async (input) => {
-          calls.push(input)
-          return { sky: 'clear' }
-        },
-      }),
-    },
+    tools: weatherTools(calls),
   })
   t.deepEqual(calls, [{ city: 'Paris' }])
   t.is(result.text, 'It is sunny in Paris.')
@@ -95,16 +100,7 @@ test('Vercel AI SDK, the Anthropic provider (Messages): a tool loop, streamed, w
     model: anthropic('claude-sonnet-4-5'),
     prompt: 'Weather in Paris?',
     stopWhen: stepCountIs(3),
-    tools: {
-      get_weather: tool({
-        description: 'The weather in a city now.',
-        inputSchema: z.object({ city: z.string() }),
-        execute: async (input) => {
-          calls.push(input)
-          return { sky: 'clear' }
-        },
-      }),
-    },
+    tools: weatherTools(calls),
   })
   t.is(await result.text, 'It is sunny in Paris.')
   t.deepEqual(calls, [{ city: 'Paris' }])

@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url'
 import test, { type ExecutionContext } from 'ava'
 import { createGateway } from 'harmony-stream/server'
 
+import { childOutput } from './helpers/child-output.mjs'
 import { recordingEngine } from './helpers/gateway.mjs'
 import { harmony } from './helpers/harmony.mjs'
 import { decodeTokens } from './helpers/token-bytes.mjs'
@@ -55,26 +56,19 @@ function codexExec(baseURL: string, prompt: string): Promise<CodexRun> {
   }
   const overrides = Object.entries(config).flatMap(([key, value]) => ['-c', `${key}=${JSON.stringify(value)}`])
   const args = ['exec', '--json', '--skip-git-repo-check', '--ephemeral', '--dangerously-bypass-approvals-and-sandbox']
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CODEX, ...args, '--disable', 'plugins', ...overrides, prompt], {
-      cwd: work,
-      env: { ...process.env, CODEX_HOME: home, HARMONY_API_KEY: 'unused' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk) => (stdout += chunk))
-    child.stderr.on('data', (chunk) => (stderr += chunk))
-    child.on('error', reject)
-    child.on('close', (code) => {
-      rmSync(home, { recursive: true, force: true })
-      rmSync(work, { recursive: true, force: true })
-      const events = stdout
-        .split('\n')
-        .filter((line) => line.startsWith('{'))
-        .map((line) => JSON.parse(line) as Record<string, unknown>)
-      resolve({ code, events, stderr })
-    })
+  const child = spawn(process.execPath, [CODEX, ...args, '--disable', 'plugins', ...overrides, prompt], {
+    cwd: work,
+    env: { ...process.env, CODEX_HOME: home, HARMONY_API_KEY: 'unused' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  return childOutput(child).then(({ code, stdout, stderr }) => {
+    rmSync(home, { recursive: true, force: true })
+    rmSync(work, { recursive: true, force: true })
+    const events = stdout
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+    return { code, events, stderr }
   })
 }
 

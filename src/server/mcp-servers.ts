@@ -6,7 +6,8 @@
  */
 import { HttpError } from '../serving/http/errors'
 import type { StoredResponse } from '../serving/responses/store'
-import { type ApprovedCall, type McpServer, mcpToolsOf, openMcpServer } from '../serving/tools/mcp'
+import { type McpServer, mcpToolsOf, openMcpServer } from '../serving/tools/mcp'
+import type { ApprovedCall } from '../wire/responses'
 import type { Gateway } from './context'
 import type { Item } from './prepared'
 

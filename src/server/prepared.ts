@@ -1,7 +1,8 @@
 /** What preparing a request gives (`Prepared`), and rendering off the event loop, which every kind of preparation uses. */
 import { type RenderedPrompt, renderChatCompletionRequest, renderResponsesRequest } from '../render/index'
 import type { GenerationParameters } from '../serving/http/validate'
-import type { ApprovedCall, McpServer } from '../serving/tools/mcp'
+import type { McpServer } from '../serving/tools/mcp'
+import type { ApprovedCall } from '../wire/responses'
 import type { Gateway } from './context'
 
 export type ApiKind = 'chat' | 'responses'

@@ -90,16 +90,9 @@ export interface ResponsesAdapterOptions extends AdapterOptions {
   mcpListTools?: { server_label: string; tools: unknown[] }[]
   /**
    * The MCP calls the client approved in this request (`mcp_approval_response`), which the gateway ran before
-   * generating: a completed `mcp_call` item each, after the `mcp_list_tools` items.
+   * generating: a completed (or failed) `mcp_call` item each, after the `mcp_list_tools` items.
    */
-  mcpApproved?: {
-    approval_request_id: string
-    server_label: string
-    name: string
-    arguments: string
-    output: string | null
-    error: string | null
-  }[]
+  mcpApproved?: ApprovedCall[]
   /**
    * Whether a call of a tool the gateway runs (`label.tool` of an MCP server) waits for the client's approval:
    * it is then an `mcp_approval_request` item, not run. Default: none waits.
@@ -195,6 +188,17 @@ export type ResponseItem =
       name: string
       arguments: string
     }
+
+/** A remote MCP call the client approved (`mcp_approval_response`), run by the gateway before its response generates. */
+export interface ApprovedCall {
+  approval_request_id: string
+  server_label: string
+  name: string
+  arguments: string
+  /** What the model read; null when the call failed (`error` says why, and the model read that). */
+  output: string | null
+  error: string | null
+}
 
 type ItemStatus = 'in_progress' | 'completed' | 'incomplete'
 /** A tool the gateway ran can also have failed (its result says why). */

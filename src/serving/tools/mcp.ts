@@ -31,17 +31,6 @@ export interface McpServer {
   close(): Promise<void>
 }
 
-/** A call the client approved, run before its response generates: the response shows it as an `mcp_call` first. */
-export interface ApprovedCall {
-  approval_request_id: string
-  server_label: string
-  name: string
-  arguments: string
-  /** What the model read; null when the call failed (`error` says why, and the model read that). */
-  output: string | null
-  error: string | null
-}
-
 export interface McpOptions {
   /** URL prefixes a request's `server_url` must start with. */
   allowed: readonly string[]
