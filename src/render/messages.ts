@@ -2,7 +2,8 @@
  * An Anthropic Messages request → the Chat Completions request that means the same, which the Chat renderer
  * then renders: one mapping of a conversation to Harmony for all three APIs, so that one conversation sent
  * through any of them gives the same prompt tokens. llama.cpp's server reads Messages the same way
- * (tools/server/server-common.cpp, `convert_anthropic_to_oai`), as does vLLM (vllm/entrypoints/anthropic/).
+ * (ggml-org/llama.cpp tools/server/server-chat.cpp, `server_chat_convert_anthropic_to_oai`), as does vLLM
+ * (vllm-project/vllm vllm/entrypoints/anthropic/serving.py).
  *
  * Blocks: `text` → text; `thinking` → the assistant's `reasoning_content` (its chain of thought, rendered as
  * analysis where gpt-oss keeps it); `tool_use` → a tool call (its `input` as JSON arguments); `tool_result` →
@@ -67,7 +68,7 @@ export function chatRequestOfMessages(body: JsonObject, hosted: HostedTools, cou
   const turns = array(body.messages, 'messages')
   if (turns.length === 0) fail('messages: at least one message is required', 'messages')
   // A `system` message may carry the effort of the turns from it on (Claude Code's per-turn effort).
-  let turnEffort: unknown
+  let turnEffort: { at: string; config: unknown } | undefined
   turns.forEach((raw, i) => {
     for (const message of chatMessages(raw, `messages[${i}]`)) messages.push(message)
     const config = (raw as JsonObject).output_config
@@ -95,10 +96,7 @@ export function chatRequestOfMessages(body: JsonObject, hosted: HostedTools, cou
 
   const thinkingDisplay = readThinking(body, chat, notApplied)
   readOutputConfig(body.output_config, 'output_config', chat, notApplied)
-  if (turnEffort !== undefined) {
-    const { at, config } = turnEffort as { at: string; config: unknown }
-    readOutputConfig({ effort: object(config, at).effort }, at, chat, notApplied)
-  }
+  if (turnEffort !== undefined) readOutputConfig({ effort: object(turnEffort.config, turnEffort.at).effort }, turnEffort.at, chat, notApplied)
   // The older name of `output_config.format`, which older clients send.
   if (body.output_format !== undefined && body.output_format !== null)
     readOutputConfig({ format: body.output_format }, 'output_format', chat, notApplied)
