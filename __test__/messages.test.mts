@@ -267,6 +267,31 @@ test('errors in Anthropic shape: the SDK raises its typed errors', async (t) => 
   )
   t.true(image instanceof Anthropic.BadRequestError)
   t.regex(image!.message, /messages\[0\]\.content\[0\] is a 'image' block; gpt-oss reads text only/)
+  // Inside a tool's result, an image is what the tool gave: the model reads that it was left out, and it is said.
+  const { client: tools, prompts } = await anthropicGateway(t, [ANSWER])
+  await tools.messages.create({
+    model: 'gpt-oss',
+    max_tokens: 10,
+    messages: [
+      { role: 'user', content: 'Look at the file.' },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Paris' } }] },
+      {
+        role: 'user',
+        content: [
+          {
+            type: 'tool_result',
+            tool_use_id: 'toolu_1',
+            content: [
+              { type: 'text', text: 'A chart:' },
+              { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } },
+            ],
+          },
+        ],
+      },
+    ],
+    tools: [WEATHER],
+  })
+  t.regex(decodeTokens(prompts[0]!), /<\|message\|>A chart:\n\n\[image left out: this model reads text only\]<\|end\|>/)
   const unknown = await fetch(`http://127.0.0.1:${port}/v1/messages`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -305,4 +330,15 @@ test("an engine that fails mid-stream ends the stream with Anthropic's error eve
   })
   const text = await raw.text()
   t.regex(text, /event: error\ndata: \{"type":"error","error":\{"type":"api_error","message":"[^"]+"\}\}\n\n$/)
+})
+
+test("GET /v1/models answers Anthropic's clients in their list's shape", async (t) => {
+  const { client } = await anthropicGateway(t, [ANSWER], { model: 'gpt-oss-20b' })
+  const models = []
+  for await (const model of client.models.list()) models.push(model)
+  t.deepEqual(
+    models.map(({ type, id, display_name }) => ({ type, id, display_name })),
+    [{ type: 'model', id: 'gpt-oss-20b', display_name: 'gpt-oss-20b' }],
+  )
+  t.false(Number.isNaN(Date.parse(models[0]!.created_at)))
 })

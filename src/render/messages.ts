@@ -70,7 +70,7 @@ export function chatRequestOfMessages(body: JsonObject, hosted: HostedTools, cou
   // A `system` message may carry the effort of the turns from it on (Claude Code's per-turn effort).
   let turnEffort: { at: string; config: unknown } | undefined
   turns.forEach((raw, i) => {
-    for (const message of chatMessages(raw, `messages[${i}]`)) messages.push(message)
+    for (const message of chatMessages(raw, `messages[${i}]`, notApplied)) messages.push(message)
     const config = (raw as JsonObject).output_config
     if ((raw as JsonObject).role === 'system' && config !== undefined && config !== null)
       turnEffort = { at: `messages[${i}].output_config`, config }
@@ -96,7 +96,8 @@ export function chatRequestOfMessages(body: JsonObject, hosted: HostedTools, cou
 
   const thinkingDisplay = readThinking(body, chat, notApplied)
   readOutputConfig(body.output_config, 'output_config', chat, notApplied)
-  if (turnEffort !== undefined) readOutputConfig({ effort: object(turnEffort.config, turnEffort.at).effort }, turnEffort.at, chat, notApplied)
+  if (turnEffort !== undefined)
+    readOutputConfig({ effort: object(turnEffort.config, turnEffort.at).effort }, turnEffort.at, chat, notApplied)
   // The older name of `output_config.format`, which older clients send.
   if (body.output_format !== undefined && body.output_format !== null)
     readOutputConfig({ format: body.output_format }, 'output_format', chat, notApplied)
@@ -133,7 +134,7 @@ function blockText(value: unknown, param: string, system = false): string {
 }
 
 /** One Messages message → its Chat messages (a user turn with tool results is several). */
-function chatMessages(raw: unknown, at: string): JsonObject[] {
+function chatMessages(raw: unknown, at: string, notApplied: NotApplied[]): JsonObject[] {
   const message = object(raw, at)
   const role = message.role
   if (role === 'system') {
@@ -144,10 +145,10 @@ function chatMessages(raw: unknown, at: string): JsonObject[] {
     fail(`${at}.role must be 'user' or 'assistant', not ${JSON.stringify(role)?.slice(0, 40)}`, `${at}.role`)
   if (typeof message.content === 'string') return [{ role, content: message.content }]
   const blocks = array(message.content, `${at}.content`)
-  return role === 'user' ? userMessages(blocks, `${at}.content`) : [assistantMessage(blocks, `${at}.content`)]
+  return role === 'user' ? userMessages(blocks, `${at}.content`, notApplied) : [assistantMessage(blocks, `${at}.content`)]
 }
 
-function userMessages(blocks: unknown[], at: string): JsonObject[] {
+function userMessages(blocks: unknown[], at: string, notApplied: NotApplied[]): JsonObject[] {
   const results: JsonObject[] = []
   const texts: string[] = []
   blocks.forEach((raw, i) => {
@@ -155,13 +156,31 @@ function userMessages(blocks: unknown[], at: string): JsonObject[] {
     const type = string(block.type, `${at}[${i}].type`)
     if (type === 'text') texts.push(string(block.text, `${at}[${i}].text`))
     else if (type === 'tool_result') {
-      const content = block.content === undefined || block.content === null ? '' : blockText(block.content, `${at}[${i}].content`)
+      const content = toolResultText(block.content, `${at}[${i}].content`, notApplied)
       results.push({ role: 'tool', tool_call_id: string(block.tool_use_id, `${at}[${i}].tool_use_id`), content })
     } else fail(`${at}[${i}] is a '${type}' block; gpt-oss reads text only (text and tool_result blocks)`, `${at}[${i}].type`)
   })
   // The results answer the calls of the turn before: they come first, as Chat's tool messages do.
   if (texts.length > 0) results.push({ role: 'user', content: texts.join('\n\n') })
   return results
+}
+
+/**
+ * A tool result's content: its text. What a tool gave that gpt-oss cannot read (an image a file reader returned)
+ * is a placeholder the model reads, and said: a 400 would end the client's agent loop over what its tool did.
+ */
+function toolResultText(value: unknown, param: string, notApplied: NotApplied[]): string {
+  if (value === undefined || value === null) return ''
+  if (typeof value === 'string') return value
+  return array(value, param)
+    .map((raw, i) => {
+      const block = object(raw, `${param}[${i}]`)
+      const type = string(block.type, `${param}[${i}].type`)
+      if (type === 'text') return string(block.text, `${param}[${i}].text`)
+      notApplied.push({ param: `${param}[${i}]`, note: `a '${type}' block: gpt-oss reads text only; the model read that it was left out` })
+      return `[${type} left out: this model reads text only]`
+    })
+    .join('\n\n')
 }
 
 function assistantMessage(blocks: unknown[], at: string): JsonObject {

@@ -37,8 +37,20 @@ function fixedRoutes(gateway: Gateway): Record<string, Record<string, Handler>> 
     '/v1/messages': { POST: (view, request, response) => serveMessages(view, request, response) },
     '/v1/messages/count_tokens': { POST: (view, request, response) => countMessageTokens(view, request, response) },
     '/v1/models': {
-      GET: (_view, _request, response) =>
-        sendJson(response, 200, { object: 'list', data: [{ id: model, object: 'model', created, owned_by: 'harmony-stream' }] }),
+      GET: (_view, request, response) =>
+        sendJson(
+          response,
+          200,
+          // Anthropic's clients send their API version: they get their list's shape.
+          request.headers['anthropic-version'] === undefined
+            ? { object: 'list', data: [{ id: model, object: 'model', created, owned_by: 'harmony-stream' }] }
+            : {
+                data: [{ type: 'model', id: model, display_name: model, created_at: new Date(created * 1000).toISOString() }],
+                has_more: false,
+                first_id: model,
+                last_id: model,
+              },
+        ),
     },
     '/health': {
       GET: (_view, _request, response) =>
