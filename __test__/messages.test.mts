@@ -8,6 +8,7 @@ import Anthropic from '@anthropic-ai/sdk'
 import test from 'ava'
 
 import { ChatIdCache, renderChatCompletionRequest, renderMessagesRequest, renderResponsesRequest } from 'harmony-stream'
+import { EngineError } from 'harmony-stream/engines'
 
 import { failingEngine, recordingEngine, startGateway } from './helpers/gateway.mjs'
 import { harmony, IMPLEMENTATIONS } from './helpers/harmony.mjs'
@@ -341,4 +342,25 @@ test("GET /v1/models answers Anthropic's clients in their list's shape", async (
     [{ type: 'model', id: 'gpt-oss-20b', display_name: 'gpt-oss-20b' }],
   )
   t.false(Number.isNaN(Date.parse(models[0]!.created_at)))
+})
+
+test("an overloaded engine is Anthropic's 529 overloaded_error, with the engine's Retry-After", async (t) => {
+  const busy = {
+    name: 'busy',
+    // biome-ignore lint/correctness/useYield: an engine that fails before its first step
+    async *generate() {
+      throw new EngineError('engine-overloaded', 'the engine is busy', { engine: 'busy', status: 503, retryAfter: '2' })
+    },
+  }
+  const { port } = await startGateway(t, { engine: busy, onError: () => {} })
+  for (const stream of [false, true]) {
+    const response = await fetch(`http://127.0.0.1:${port}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-oss', max_tokens: 5, stream, messages: [{ role: 'user', content: 'hi' }] }),
+    })
+    t.is(response.status, 529)
+    t.is(response.headers.get('retry-after'), '2')
+    t.like(await response.json(), { type: 'error', error: { type: 'overloaded_error' } })
+  }
 })

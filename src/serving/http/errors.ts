@@ -97,7 +97,6 @@ function anthropicErrorType(status: number): string {
     404: 'not_found_error',
     413: 'request_too_large',
     429: 'rate_limit_error',
-    503: 'overloaded_error',
     504: 'timeout_error',
     529: 'overloaded_error',
   }
@@ -107,10 +106,13 @@ function anthropicErrorType(status: number): string {
 /**
  * The answer to an Anthropic Messages request for `error`: the status, message and headers of its OpenAI
  * answer, in Anthropic's shape (`{ type: 'error', error: { type, message } }`), which its clients raise typed
- * errors from. The field the message names stays in the message.
+ * errors from. The field the message names stays in the message. An engine or store that cannot take the request
+ * now (503) is Anthropic's 529 `overloaded_error`, which its clients retry as overload.
  */
 export function anthropicErrorResponse(error: unknown): { status: number; body: AnthropicErrorBody; headers?: Record<string, string> } {
-  const { status, body, headers } = errorResponse(error)
+  const answer = errorResponse(error)
+  const { body, headers } = answer
+  const status = answer.status === 503 ? 529 : answer.status
   return {
     status,
     body: { type: 'error', error: { type: anthropicErrorType(status), message: body.error.message } },
