@@ -179,6 +179,8 @@ async function listen(settings: ServeSettings, io: Io, label: string): Promise<v
   const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host
   const engine = options.engine?.name ?? 'replay'
   io.stdout.write(`harmony-stream gateway on http://${host}:${port}/v1 (${implementation} parser, ${engine} engine)${label}\n`)
+  // Anthropic's clients (Claude Code's ANTHROPIC_BASE_URL) take the root: they add /v1/messages themselves.
+  io.stdout.write(`Anthropic's clients: http://${host}:${port}\n`)
   let stopping = false
   const stop = () => {
     if (stopping) return
