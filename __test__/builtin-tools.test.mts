@@ -406,6 +406,38 @@ test('a tool that fails: the model reads why, the item is failed with its error,
   t.like(whole.output[1] as unknown as object, { type: 'mcp_call', status: 'failed', output: null, error: 'Error: division by zero' })
 })
 
+test('two calls, the first failing: each item says how its own call ended, streamed and whole', async (t) => {
+  const mcp = await startMcpServer(t)
+  const { engine } = scripted((prompt) => {
+    const call = (tool: string, args: string) => `<|channel|>commentary to=calc.${tool} <|constrain|>json<|message|>${args}<|call|>`
+    if (!prompt.includes('<|start|>calc.divide to=assistant')) return call('divide', '{"a":1,"b":0}')
+    if (!prompt.includes('<|start|>calc.add to=assistant')) return call('add', '{"a":2,"b":40}')
+    return '<|channel|>final<|message|>Done.<|return|>'
+  })
+  const { client } = await startGateway(t, { engine, mcpServers: ['http://127.0.0.1:'] })
+  const request = {
+    model: 'gpt-oss',
+    input: 'Divide, then add.',
+    tools: [{ type: 'mcp' as const, server_label: 'calc', server_url: mcp.url, require_approval: 'never' as const }],
+  }
+  const calls = (output: readonly { type: string }[]) =>
+    output
+      .filter((item) => item.type === 'mcp_call')
+      .map((item) => {
+        const { name, status, output: text, error } = item as unknown as Record<string, unknown>
+        return { name, status, output: text, error }
+      })
+  const expected = [
+    { name: 'divide', status: 'failed', output: null, error: 'Error: division by zero' },
+    { name: 'add', status: 'completed', output: '42', error: null },
+  ]
+  t.deepEqual(calls((await client.responses.create(request)).output), expected, 'whole')
+  const stream = await client.responses.create({ ...request, stream: true })
+  let last: { response?: { output: { type: string }[] } } = {}
+  for await (const event of stream) last = event as typeof last
+  t.deepEqual(calls(last.response!.output), expected, 'streamed')
+})
+
 test('an MCP tool that requires approval (the default) is not run: the response ends with an mcp_approval_request', async (t) => {
   const mcp = await startMcpServer(t)
   const { engine } = mcpCaller()

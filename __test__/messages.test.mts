@@ -7,7 +7,14 @@
 import Anthropic from '@anthropic-ai/sdk'
 import test from 'ava'
 
-import { ChatIdCache, renderChatCompletionRequest, renderMessagesRequest, renderResponsesRequest } from 'harmony-stream'
+import {
+  type AnthropicEvent,
+  AnthropicMessagesStream,
+  ChatIdCache,
+  renderChatCompletionRequest,
+  renderMessagesRequest,
+  renderResponsesRequest,
+} from 'harmony-stream'
 import { EngineError } from 'harmony-stream/engines'
 
 import { failingEngine, recordingEngine, startGateway } from './helpers/gateway.mjs'
@@ -363,4 +370,94 @@ test("an overloaded engine is Anthropic's 529 overloaded_error, with the engine'
     t.is(response.headers.get('retry-after'), '2')
     t.like(await response.json(), { type: 'error', error: { type: 'overloaded_error' } })
   }
+})
+
+test('arguments that are not JSON: the stream sends `{}` at the close, which the SDK parses; the same as the whole message', async (t) => {
+  const bad = harmony('<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>location=Paris<|call|>')
+  const { client } = await anthropicGateway(t, [bad, bad])
+  const request = { model: 'gpt-oss', max_tokens: 50, messages: [{ role: 'user' as const, content: 'Weather?' }], tools: [WEATHER] }
+  const streamed = await client.messages.stream(request).finalMessage()
+  const whole = await client.messages.create(request)
+  t.like(streamed.content[0], { type: 'tool_use', name: 'get_weather', input: {} })
+  t.like(whole.content[0], { type: 'tool_use', name: 'get_weather', input: {} })
+})
+
+test('a call recovered from the text ends the text block before it; text after it is a block of its own', (t) => {
+  const stream = new AnthropicMessagesStream({
+    model: 'gpt-oss',
+    tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object' } } }],
+    textToolCalls: 'recover',
+  })
+  const events: AnthropicEvent[] = [
+    ...stream.push(
+      harmony('<|channel|>final<|message|>Let me check. {"name": "get_weather", "arguments": {"city": "Paris"}} Done soon.<|return|>'),
+    ),
+    ...stream.finish(),
+  ]
+  // Blocks never interleave: each stops before the next starts.
+  let open: number | null = null
+  for (const event of events) {
+    if (event.type === 'content_block_start') {
+      t.is(open, null, `block ${event.index} started while ${open} was open`)
+      open = event.index
+    } else if (event.type === 'content_block_stop') {
+      t.is(open, event.index)
+      open = null
+    } else if (event.type === 'content_block_delta') t.is(open, event.index)
+  }
+  t.deepEqual(
+    stream.message().content.map((block) => block.type),
+    ['text', 'tool_use', 'text'],
+  )
+  t.like(stream.message().content[1], { type: 'tool_use', name: 'get_weather', input: { city: 'Paris' } })
+})
+
+test('bounds and refusals: too many signatures, a bad thinking display, request-id on a refused key, the effort disabled thinking ran at', async (t) => {
+  const { port } = await anthropicGateway(t, [ANSWER, ANSWER])
+  const post = (body: object, headers: Record<string, string> = {}) =>
+    fetch(`http://127.0.0.1:${port}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    })
+  const turns = Array.from({ length: 1025 }, (_, i) => [
+    { role: 'user', content: `q${i}` },
+    {
+      role: 'assistant',
+      content: [
+        { type: 'thinking', thinking: '', signature: `hsc1.fake${i}` },
+        { type: 'text', text: 'a' },
+      ],
+    },
+  ]).flat()
+  const many = await post({ model: 'm', max_tokens: 5, messages: [...turns, { role: 'user', content: 'last' }] })
+  t.is(many.status, 400)
+  t.regex(((await many.json()) as { error: { message: string } }).error.message, /at most 1024 signed thinking blocks/)
+  const display = await post({
+    model: 'm',
+    max_tokens: 5,
+    messages: [{ role: 'user', content: 'hi' }],
+    thinking: { type: 'adaptive', display: 'loud' },
+  })
+  t.is(display.status, 400)
+  t.regex(((await display.json()) as { error: { message: string } }).error.message, /^thinking\.display must be/)
+  const disabled = await post({
+    model: 'm',
+    max_tokens: 5,
+    messages: [{ role: 'user', content: 'hi' }],
+    thinking: { type: 'disabled' },
+    output_config: { effort: 'high' },
+  })
+  t.is(disabled.status, 200)
+  t.regex(disabled.headers.get('x-harmony-not-applied') ?? '', /thinking/)
+
+  const { engine } = recordingEngine([ANSWER])
+  const keyed = await startGateway(t, { engine, apiKeys: ['sk-good'] })
+  const refused = await fetch(`http://127.0.0.1:${keyed.port}/v1/messages`, {
+    method: 'POST',
+    body: '{}',
+    headers: { 'x-api-key': 'sk-bad' },
+  })
+  t.is(refused.status, 401)
+  t.regex(refused.headers.get('request-id') ?? '', /\S/)
 })

@@ -17,7 +17,7 @@ import { dropFinishedAnalysis, referenceAutoDropAnalysis } from './drop'
 import { checkConversationLimits, checkRequestLimits, DEFAULT_RENDER_LIMITS, LIMIT_OPTIONS, type RenderLimits } from './limits'
 import { chatRequestOfMessages, type MessagesAsChat } from './messages'
 import type { ArgumentSchema, ResponseFormat } from './output-schema'
-import { type HostedTools, type NotApplied, object } from './request-fields'
+import { type HostedTools, type JsonObject, type NotApplied, object } from './request-fields'
 import { responsesConversation } from './responses'
 import { DEFAULT_KNOWLEDGE_CUTOFF, DEFAULT_MODEL_IDENTITY, REASONING_EFFORTS, type ReasoningEffort } from './system'
 import { validateConversation } from './validate'
@@ -288,11 +288,17 @@ export function renderMessagesRequest(body: unknown, options?: RenderRequestOpti
 
 /**
  * A Messages request as the Chat request it means (messages.ts), its bounds checked first (`limits.ts`, named by
- * the Messages fields); `counting`: a `count_tokens` body, which has no `max_tokens`.
+ * the Messages fields); `counting`: a `count_tokens` body, which has no `max_tokens`; `open`: what the caller does
+ * to the bounded body before it is read (a gateway opens the thinking it signed).
  */
-export function messagesAsChat(body: unknown, options: RenderRequestOptions, counting = false): MessagesAsChat {
+export function messagesAsChat(
+  body: unknown,
+  options: RenderRequestOptions,
+  counting = false,
+  open: (body: JsonObject) => JsonObject = (same) => same,
+): MessagesAsChat {
   checkRequestLimits(body, 'messages', limitsOf(options, 'renderMessagesRequest'), true, cacheOf(options))
-  return chatRequestOfMessages(object(body, 'body'), options.hostedTools ?? 'omit', counting)
+  return chatRequestOfMessages(open(object(body, 'body')), options.hostedTools ?? 'omit', counting)
 }
 
 /** The prompt of a Messages request's Chat request, with what only the Messages request says. */

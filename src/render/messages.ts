@@ -9,7 +9,8 @@
  * analysis where gpt-oss keeps it); `tool_use` → a tool call (its `input` as JSON arguments); `tool_result` →
  * a `tool` message (placed before the user's other blocks, right after the calls it answers); `system` (and a
  * `role: 'system'` message, which Claude Code sends) → the developer message's instructions. What gpt-oss cannot
- * read (images, documents) is a 400 naming the block. Errors name the Messages field (`messages[2].content[0]`).
+ * read (images, documents) is a 400 naming the block. The errors found here name the Messages field
+ * (`messages[2].content[0]`); those the Chat renderer finds after (a bad schema, say) name the Chat request's.
  */
 import { isRecord } from '../base/records'
 import { array, fail, type HostedTools, type JsonObject, type NotApplied, object, optionalString, string } from './request-fields'
@@ -55,8 +56,10 @@ export function chatRequestOfMessages(body: JsonObject, hosted: HostedTools, cou
   const chat: JsonObject = { model: body.model }
   // `count_tokens` (counting) has no max_tokens; a message needs one.
   if (!counting) {
-    if (body.max_tokens === undefined || body.max_tokens === null) fail('max_tokens: Field required', 'max_tokens')
-    chat.max_completion_tokens = body.max_tokens
+    const max = body.max_tokens
+    if (max === undefined || max === null) fail('max_tokens: Field required', 'max_tokens')
+    if (typeof max !== 'number' || !Number.isSafeInteger(max) || max < 1) fail('max_tokens must be an integer of at least 1', 'max_tokens')
+    chat.max_completion_tokens = max
   }
   for (const field of ['stream', 'temperature', 'top_p'] as const) if (body[field] !== undefined) chat[field] = body[field]
   if (body.top_k !== undefined && body.top_k !== null)
@@ -76,6 +79,11 @@ export function chatRequestOfMessages(body: JsonObject, hosted: HostedTools, cou
       turnEffort = { at: `messages[${i}].output_config`, config }
   })
   chat.messages = messages
+  if (messages.at(-1)?.role === 'assistant')
+    notApplied.push({
+      param: `messages[${turns.length - 1}]`,
+      note: 'a last assistant turn is not continued (prefill): it is read as a finished turn, and the model answers after it',
+    })
 
   const tools = body.tools === undefined || body.tools === null ? [] : array(body.tools, 'tools')
   const functions: JsonObject[] = []
@@ -87,17 +95,25 @@ export function chatRequestOfMessages(body: JsonObject, hosted: HostedTools, cou
   readToolChoice(body.tool_choice, chat)
 
   if (body.stop_sequences !== undefined && body.stop_sequences !== null) {
-    const stops = array(body.stop_sequences, 'stop_sequences').map((stop, i) => string(stop, `stop_sequences[${i}]`))
+    const stops = array(body.stop_sequences, 'stop_sequences').map((stop, i) => {
+      if (string(stop, `stop_sequences[${i}]`) === '') fail(`stop_sequences[${i}] must not be empty`, `stop_sequences[${i}]`)
+      return stop
+    })
     if (stops.length > 4) fail('stop_sequences: at most 4 stop sequences are supported here', 'stop_sequences')
     if (stops.length > 0) chat.stop = stops
   }
   const user = isRecord(body.metadata) ? optionalString(body.metadata.user_id, 'metadata.user_id') : undefined
   if (user !== undefined) chat.user = user
 
-  const thinkingDisplay = readThinking(body, chat, notApplied)
+  const thinkingDisplay = readThinking(body, chat)
   readOutputConfig(body.output_config, 'output_config', chat, notApplied)
   if (turnEffort !== undefined)
     readOutputConfig({ effort: object(turnEffort.config, turnEffort.at).effort }, turnEffort.at, chat, notApplied)
+  if (thinkingDisplay === 'none')
+    notApplied.push({
+      param: 'thinking',
+      note: `gpt-oss always reasons: it ran at ${String(chat.reasoning_effort)} effort, and its thinking is not shown`,
+    })
   // The older name of `output_config.format`, which older clients send.
   if (body.output_format !== undefined && body.output_format !== null)
     readOutputConfig({ format: body.output_format }, 'output_format', chat, notApplied)
@@ -246,11 +262,15 @@ function readToolChoice(value: unknown, chat: JsonObject): void {
  * not budgets); `adaptive` and `between_tools` leave it to `output_config.effort` (or the default); `disabled`
  * runs at low and hides the thinking (said); `display: 'omitted'` gives thinking blocks with their signature only.
  */
-function readThinking(body: JsonObject, chat: JsonObject, notApplied: NotApplied[]): MessagesAsChat['thinkingDisplay'] {
+function readThinking(body: JsonObject, chat: JsonObject): MessagesAsChat['thinkingDisplay'] {
   if (body.thinking === undefined || body.thinking === null) return 'full'
   const thinking = object(body.thinking, 'thinking')
   const type = thinking.type
-  const shown = thinking.display === 'omitted' ? 'omitted' : 'full'
+  const { display } = thinking
+  if (display !== undefined && display !== null && display !== 'summarized' && display !== 'omitted' && display !== 'updates')
+    fail(`thinking.display must be 'summarized' or 'omitted', not ${JSON.stringify(display)?.slice(0, 40)}`, 'thinking.display')
+  // `summarized` (and the beta `updates`) show the thinking whole: gpt-oss's reasoning is shown as it is.
+  const shown = display === 'omitted' ? 'omitted' : 'full'
   if (type === 'enabled') {
     const budget = thinking.budget_tokens
     if (typeof budget !== 'number' || !Number.isSafeInteger(budget) || budget < 1)
@@ -259,9 +279,9 @@ function readThinking(body: JsonObject, chat: JsonObject, notApplied: NotApplied
     return shown
   }
   if (type === 'adaptive' || type === 'between_tools') return shown
+  // Disabled thinking runs at low unless `output_config.effort` says otherwise (read after this); it is said then.
   if (type === 'disabled') {
     chat.reasoning_effort = 'low'
-    notApplied.push({ param: 'thinking', note: 'gpt-oss always reasons: it ran at low effort, and its thinking is not shown' })
     return 'none'
   }
   return fail(
@@ -275,7 +295,7 @@ function readOutputConfig(config: unknown, at: string, chat: JsonObject, notAppl
   if (config === undefined || config === null) return
   const { effort, format } = object(config, at)
   if (effort !== undefined && effort !== null) {
-    const level = typeof effort === 'string' ? EFFORTS[effort] : undefined
+    const level = typeof effort === 'string' && Object.hasOwn(EFFORTS, effort) ? EFFORTS[effort] : undefined
     if (level === undefined) fail("output_config.effort must be 'low', 'medium', 'high', 'xhigh' or 'max'", 'output_config.effort')
     if (effort !== level)
       notApplied.push({ param: 'output_config.effort', note: `'${effort}' ran as 'high': gpt-oss reasons at low, medium or high` })

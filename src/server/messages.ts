@@ -35,15 +35,17 @@ async function readBody(
   return { body, bytes: bytes.length }
 }
 
-/** Anthropic's clients read `request-id`: the request log's id where there is one, else a new one. */
-function answerRequestId(response: ServerResponse): void {
+/**
+ * Anthropic's clients read `request-id` from every answer of these routes (a refusal of the key too): the request
+ * log's id where there is one, else a new one. Set by the routes before anything else answers.
+ */
+export function answerRequestId(response: ServerResponse): void {
   const id = response.getHeader('x-request-id')
   response.setHeader('request-id', typeof id === 'string' ? id : `req_${randomUUID().replaceAll('-', '')}`)
 }
 
 /** `POST /v1/messages`: request → the Chat request it means → engine → the Messages adapter → SSE or one message. */
 export async function serveMessages(gateway: Gateway, request: IncomingMessage, response: ServerResponse): Promise<void> {
-  answerRequestId(response)
   const prepared = await inSpan('prepare', () => prepareMessages(gateway, request))
   reportNotApplied(gateway, prepared, response)
   const { parameters, prompt } = prepared
@@ -77,16 +79,20 @@ export async function serveMessages(gateway: Gateway, request: IncomingMessage, 
 
 /** `POST /v1/messages/count_tokens`: the prompt the request would render, counted (`{ input_tokens }`). */
 export async function countMessageTokens(gateway: Gateway, request: IncomingMessage, response: ServerResponse): Promise<void> {
-  answerRequestId(response)
   const { body } = await readBody(gateway, request, 'count_tokens')
-  const { chat } = messagesAsChat(openThinking(gateway.compactor.sealer, body, gateway.caller?.name ?? null), gateway.renderOptions, true)
+  const { chat } = messagesAsChat(body, gateway.renderOptions, true, opener(gateway))
   const prompt = await renderOffLoop(gateway, 'chat', chat)
   sendJson(response, 200, { input_tokens: prompt.promptTokens })
 }
 
+/** Opens the thinking blocks this gateway signed (for the caller's key), once the body is within its bounds. */
+function opener(gateway: Gateway): (body: Item) => Item {
+  return (body) => openThinking(gateway.compactor.sealer, body, gateway.caller?.name ?? null)
+}
+
 async function prepareMessages(gateway: Gateway, request: IncomingMessage): Promise<Prepared> {
   const { body, bytes } = await readBody(gateway, request, 'messages')
-  const translated = messagesAsChat(openThinking(gateway.compactor.sealer, body, gateway.caller?.name ?? null), gateway.renderOptions)
+  const translated = messagesAsChat(body, gateway.renderOptions, false, opener(gateway))
   const prepared = await prepareBody(gateway, 'chat', translated.chat, null, bytes > gateway.renderInlineBytes)
   prepared.prompt = withMessagesRequest(prepared.prompt, translated)
   return prepared

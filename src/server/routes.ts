@@ -12,7 +12,7 @@ import { responseIdOf, responseNotFound, responseRecord, storedResponseRoute } f
 import type { Caller } from './api-keys'
 import { belongsTo, gatewayFor } from './caller'
 import type { Gateway } from './context'
-import { countMessageTokens, serveMessages } from './messages'
+import { answerRequestId, countMessageTokens, serveMessages } from './messages'
 import { recordOf, startRecord } from './request-log'
 import { serveGeneration } from './respond'
 import { serveCompaction } from './responses/compact'
@@ -185,6 +185,7 @@ export function gatewayHandler(gateway: Gateway): (request: IncomingMessage, res
     try {
       const url = urlOf(request)
       const path = url.pathname
+      if (path === '/v1/messages' || path === '/v1/messages/count_tokens') answerRequestId(response)
       const route = routes[path]
       if (route === undefined) {
         if (await responseIdRoute(gatewayFor(gateway, callerOf(gateway, path, request)), request, response, url)) return

@@ -178,8 +178,10 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
   protected reasoningTokens = 0
   /** Tokens of the built-in tools' results read so far (route `builtin`): not generated, so not output. */
   private builtinResultTokens = 0
-  /** The step being read holds a tool's result that failed (its `tool-failed` diagnostic): why, else null. */
-  protected stepToolFailure: string | null = null
+  /** The tool results that failed (their `tool-failed` diagnostics), by their place among the results: why. */
+  private readonly toolFailures = new Map<number, string>()
+  /** Tool results read so far (route `builtin`, the result side). */
+  private toolResults = 0
   /** The terminator of the last message closed (`undefined` before the first, `null` for one cut off). */
   protected lastTerminator: string | null | undefined = undefined
   /** Set at finish: the completion was cut (`finish({ truncated })`, or an engine step's `finishReason: 'length'`). */
@@ -365,6 +367,11 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
     return this.stoppedAt !== null
   }
 
+  /** The next tool result's failure (what its `tool-failed` diagnostic said), or null: call once per result read. */
+  protected nextToolFailure(): string | null {
+    return this.toolFailures.get(this.toolResults++) ?? null
+  }
+
   /** The stop string that ended the completion, or null. */
   protected get stopSequence(): string | null {
     return this.stoppedAt === null ? null : (this.stops?.matched ?? null)
@@ -458,11 +465,12 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
       this.enginePromptTokens = step.usage.promptTokens
       if (step.usage.cachedPromptTokens !== undefined) this.cachedPromptTokens = step.usage.cachedPromptTokens
     }
-    this.stepToolFailure = null
     if (step.diagnostics !== undefined) {
-      for (const { code, message } of step.diagnostics) {
+      for (const diagnostic of step.diagnostics) {
+        const { code, message } = diagnostic
         this.adapterDiagnostics.push({ code, message, tokenOffset: this.stream.tokens })
-        if (code === 'tool-failed') this.stepToolFailure = message
+        const { result } = diagnostic as { result?: unknown }
+        if (code === 'tool-failed' && typeof result === 'number') this.toolFailures.set(result, message)
       }
     }
     if (this.options.logprobs === true) this.stepLogprobs = step.logprobs ?? null

@@ -5,8 +5,8 @@
  * Mapping (see `routing.ts`): analysis → a `thinking` block (its `signature` from the `signThinking` option,
  * sent as `signature_delta` just before the block's stop, as Anthropic sends it; `thinkingDisplay: 'omitted'`
  * sends the signature without the text); final and preambles → `text`
- * blocks; a call of an offered function → a `tool_use` block (`input_json_delta` as the arguments stream; in the
- * whole message, `input` is the parsed arguments). `stop_reason`: `tool_use` after `<|call|>`, `end_turn` after
+ * blocks; a call of an offered function → a `tool_use` block (its arguments in one `input_json_delta` when the
+ * call closes, the JSON of its `input`: Anthropic's clients parse the deltas as JSON as they come). `stop_reason`: `tool_use` after `<|call|>`, `end_turn` after
  * `<|return|>`/`<|end|>`, `stop_sequence` at a stop string (with `stop_sequence` set), `max_tokens` when the
  * completion was cut. `usage`: `input_tokens` counts the prompt tokens the engine computed, and
  * `cache_read_input_tokens` those it took from its prefix cache (Anthropic's split).
@@ -176,7 +176,8 @@ export class AnthropicMessagesStream extends WireAdapter<AnthropicEvent, OpenBlo
     if (block === null || text === '') return
     // A held message's text is what recovery released (its calls taken out), not its content at the close.
     const kept = this.content[block.index]!
-    if (kept.type === 'thinking' && this.display === 'omitted') return
+    // Omitted thinking sends no text; a call's arguments go out whole at its close (see `closed`).
+    if ((kept.type === 'thinking' && this.display === 'omitted') || kept.type === 'tool_use') return
     if (message.held && kept.type === 'text') kept.text += text
     if (this.writesSse) {
       this.write(writeFrame(this.deltaFrame(block), text, 0))
@@ -186,13 +187,19 @@ export class AnthropicMessagesStream extends WireAdapter<AnthropicEvent, OpenBlo
     this.emit({ type: 'content_block_delta', index: block.index, delta: { type, [field]: text } as AnthropicDelta })
   }
 
-  protected recovered(_message: WireMessage<OpenBlock>, call: RecoveredCall, toolIndex: number): string {
+  protected recovered(message: WireMessage<OpenBlock>, call: RecoveredCall, toolIndex: number): string {
+    // The text block before the call ends there: text after it is a block of its own, after the call's.
+    if (message.kept !== null) {
+      this.closeBlock(message.kept.index, null)
+      message.kept = null
+    }
     const id = this.toolUseId(toolIndex)
     const index = this.content.length
-    this.content.push({ type: 'tool_use', id, name: call.name, input: {} })
+    const input = argumentsObject(call.arguments)
+    this.content.push({ type: 'tool_use', id, name: call.name, input })
     this.emit({ type: 'content_block_start', index, content_block: { type: 'tool_use', id, name: call.name, input: {} } })
-    this.emit({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: call.arguments } })
-    this.closeBlock(index, call.arguments)
+    this.emit({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: JSON.stringify(input) } })
+    this.emit({ type: 'content_block_stop', index })
     return id
   }
 
@@ -209,6 +216,13 @@ export class AnthropicMessagesStream extends WireAdapter<AnthropicEvent, OpenBlo
       kept.signature = this.options.signThinking?.(close.message.content) ?? ''
       if (this.display === 'full') kept.thinking = close.message.content
       this.emit({ type: 'content_block_delta', index: block.index, delta: { type: 'signature_delta', signature: kept.signature } })
+    } else if (kept.type === 'tool_use') {
+      // Anthropic's clients parse `input_json_delta` as it comes (the SDK's MessageStream throws on text that is
+      // not JSON): the arguments go out once, whole, as the object `input` is (`{}` for arguments that are not
+      // one, with the base's diagnostic).
+      kept.input = argumentsObject(close.message.content)
+      const partial_json = JSON.stringify(kept.input)
+      this.emit({ type: 'content_block_delta', index: block.index, delta: { type: 'input_json_delta', partial_json } })
     }
     this.closeBlock(block.index, message.held ? null : close.message.content)
   }
@@ -228,7 +242,9 @@ export class AnthropicMessagesStream extends WireAdapter<AnthropicEvent, OpenBlo
 
   protected textFrame(message: WireMessage<OpenBlock>): FrameTemplate | null {
     if (message.kept !== null)
-      return message.route === 'reasoning' && this.display === 'omitted' ? SILENT_FRAME : this.deltaFrame(message.kept)
+      return (message.route === 'reasoning' && this.display === 'omitted') || message.route === 'tool'
+        ? SILENT_FRAME
+        : this.deltaFrame(message.kept)
     // Work that is not shown: hidden thinking, the gateway's own tools, dropped messages.
     return message.route === 'reasoning' || message.route === 'builtin' ? SILENT_FRAME : null
   }
@@ -248,11 +264,10 @@ export class AnthropicMessagesStream extends WireAdapter<AnthropicEvent, OpenBlo
     this.emit({ type: 'content_block_start', index, content_block: { ...block } })
   }
 
-  /** A block ends: its whole text kept (`text`: null when it was kept as it was released), then its stop. */
+  /** A block ends: a text block's whole text kept (`text`: null when it was kept as it was released), then its stop. */
   private closeBlock(index: number, text: string | null): void {
     const block = this.content[index]!
     if (block.type === 'text' && text !== null) block.text = text
-    else if (block.type === 'tool_use' && text !== null) block.input = argumentsObject(text)
     this.emit({ type: 'content_block_stop', index })
   }
 

@@ -731,9 +731,9 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
   private closeBuiltin(message: WireMessage<OpenItem>, content: string, whole: boolean): void {
     const { tool, result } = message.builtin!
     if (result) {
+      const failure = this.nextToolFailure()
       const open = this.awaitingResult
       if (open === null) return
-      const failure = this.stepToolFailure
       if (open.item.type === 'code_interpreter_call' && this.options.codeInterpreterOutputs === true)
         open.item.outputs = [{ type: 'logs', logs: content }]
       if (open.item.type === 'mcp_call') {
@@ -856,8 +856,13 @@ function browserAction(tool: string, args: string): WebSearchAction {
  */
 function withShownUrl(action: WebSearchAction, page: string): WebSearchAction {
   if (action.type === 'search' || action.url !== null) return action
-  const shown = /^\[\d+\] .*\((https?:\/\/[^\s)]+)\)\n/.exec(page)?.[1]
-  if (shown === undefined) return action
+  // Read by position, not by a pattern over the line: its title is a fetched page's, of any length and text.
+  const end = page.indexOf('\n')
+  const line = end < 0 ? page : page.slice(0, end)
+  const open = line.lastIndexOf(' (')
+  if (!line.startsWith('[') || open < 0 || !line.endsWith(')')) return action
+  const shown = line.slice(open + 2, -1)
+  if (!/^https?:\/\/\S+$/.test(shown)) return action
   return { ...action, url: action.type === 'find' ? shown.replace(/\/find\?pattern=[^/]*$/, '') : shown }
 }
 

@@ -21,11 +21,12 @@ export interface EngineUsage {
  * `engine-ids-lost`: the engine generated `count` ids that it never sent and that could not be found again (the
  * text misses their bytes; usage still counts them). `tool-failed`: a tool the gateway ran inside the response
  * (`tool`: `python`, `browser.open`, `label.name` of an MCP server) could not do what was asked; the step holds
- * the result the model read, which says so.
+ * the result the model read, which says so, and `result` is that result's place among the response's tool
+ * results (from 0), which still names it once steps are collected into one.
  */
 export type EngineDiagnostic =
   | { code: 'engine-ids-lost'; message: string; count: number }
-  | { code: 'tool-failed'; message: string; tool: string }
+  | { code: 'tool-failed'; message: string; tool: string; result: number }
 
 /** The log probability of a generated id, and of the ids the model found likeliest there. */
 export interface TokenLogprob {

@@ -87,7 +87,7 @@ export async function* toolLoopSteps(
       ).tokens
       yield failure === undefined
         ? { tokens: result }
-        : { tokens: result, diagnostics: [{ code: 'tool-failed', tool: call.tool, message: `${call.tool}: ${failure}` }] }
+        : { tokens: result, diagnostics: [{ code: 'tool-failed', tool: call.tool, result: calls, message: `${call.tool}: ${failure}` }] }
       prompt = concat([prompt, generated, result])
       if (request.maxTokens !== undefined && produced >= request.maxTokens) return
     }
