@@ -174,10 +174,10 @@ export class AnthropicMessagesStream extends WireAdapter<AnthropicEvent, OpenBlo
     if (message.kept === null) this.opened(message)
     const block = message.kept
     if (block === null || text === '') return
-    // A held message's text is what recovery released (its calls taken out), not its content at the close.
     const kept = this.content[block.index]!
     // Omitted thinking sends no text; a call's arguments go out whole at its close (see `closed`).
     if ((kept.type === 'thinking' && this.display === 'omitted') || kept.type === 'tool_use') return
+    // A held message's text is what recovery released (its calls taken out), not its content at the close.
     if (message.held && kept.type === 'text') kept.text += text
     if (this.writesSse) {
       this.write(writeFrame(this.deltaFrame(block), text, 0))
