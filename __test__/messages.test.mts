@@ -461,3 +461,32 @@ test('bounds and refusals: too many signatures, a bad thinking display, request-
   t.is(refused.status, 401)
   t.regex(refused.headers.get('request-id') ?? '', /\S/)
 })
+
+test('a document of text is read as text under its title; a PDF is a 400 naming its source', async (t) => {
+  const { client, prompts } = await anthropicGateway(t, [ANSWER])
+  await client.messages.create({
+    model: 'gpt-oss',
+    max_tokens: 20,
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'document', title: 'Notes', source: { type: 'text', media_type: 'text/plain', data: 'Paris is sunny.' } },
+          { type: 'text', text: 'What do the notes say?' },
+        ],
+      },
+    ],
+  })
+  t.regex(decodeTokens(prompts[0]!), /<\|start\|>user<\|message\|>Notes\n\nParis is sunny\.\n\nWhat do the notes say\?<\|end\|>/)
+  const pdf = await t.throwsAsync(
+    client.messages.create({
+      model: 'gpt-oss',
+      max_tokens: 20,
+      messages: [
+        { role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' } }] },
+      ],
+    }),
+  )
+  t.true(pdf instanceof Anthropic.BadRequestError)
+  t.regex(pdf!.message, /messages\[0\]\.content\[0\] is a document of source type 'base64'/)
+})

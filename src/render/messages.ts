@@ -174,7 +174,8 @@ function userMessages(blocks: unknown[], at: string, notApplied: NotApplied[]): 
     else if (type === 'tool_result') {
       const content = toolResultText(block.content, `${at}[${i}].content`, notApplied)
       results.push({ role: 'tool', tool_call_id: string(block.tool_use_id, `${at}[${i}].tool_use_id`), content })
-    } else fail(`${at}[${i}] is a '${type}' block; gpt-oss reads text only (text and tool_result blocks)`, `${at}[${i}].type`)
+    } else if (type === 'document') texts.push(documentText(block, `${at}[${i}]`))
+    else fail(`${at}[${i}] is a '${type}' block; gpt-oss reads text only (text, text document and tool_result blocks)`, `${at}[${i}].type`)
   })
   // The results answer the calls of the turn before: they come first, as Chat's tool messages do.
   if (texts.length > 0) results.push({ role: 'user', content: texts.join('\n\n') })
@@ -197,6 +198,26 @@ function toolResultText(value: unknown, param: string, notApplied: NotApplied[])
       return `[${type} left out: this model reads text only]`
     })
     .join('\n\n')
+}
+
+/**
+ * A `document` block whose source is text (`{ type: 'text', data }`, or `{ type: 'content', content }` of text
+ * blocks): its text, under its title and context when it has them. A PDF, an image or a URL is a 400: gpt-oss
+ * reads text, and the gateway fetches nothing for a client.
+ */
+function documentText(block: JsonObject, at: string): string {
+  const source = object(block.source, `${at}.source`)
+  let text: string
+  if (source.type === 'text') text = string(source.data, `${at}.source.data`)
+  else if (source.type === 'content') text = blockText(source.content, `${at}.source.content`)
+  else
+    return fail(
+      `${at} is a document of source type '${String(source.type).slice(0, 40)}'; gpt-oss reads text only ('text' and 'content' sources)`,
+      `${at}.source.type`,
+    )
+  const title = optionalString(block.title, `${at}.title`)
+  const context = optionalString(block.context, `${at}.context`)
+  return [title, context, text].filter((part) => part !== undefined && part !== '').join('\n\n')
 }
 
 function assistantMessage(blocks: unknown[], at: string): JsonObject {

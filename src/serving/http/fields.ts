@@ -156,7 +156,7 @@ export const MESSAGES_REQUEST_FIELDS = Object.freeze({
   model: honoured('echoed in the message (any name: the gateway serves one model)'),
   max_tokens: honoured('required; sent to the engine, and held to by the gateway'),
   messages: honoured(
-    "rendered into the Harmony prompt as the Chat request it means: text, `thinking` (the chain of thought), `tool_use` and `tool_result` blocks, and `system` messages; `redacted_thinking` left out; images and documents refused (gpt-oss reads text), except inside a tool's result, where the model reads that one was left out (said)",
+    "rendered into the Harmony prompt as the Chat request it means: text, `thinking` (the chain of thought), `tool_use` and `tool_result` blocks, and `system` messages; `redacted_thinking` left out; `document` blocks of text read as text (under their title); images and other documents refused (gpt-oss reads text), except inside a tool's result, where the model reads that one was left out (said)",
   ),
   system: honoured("the developer message's instructions"),
   stream: honoured('SSE events or one message'),
