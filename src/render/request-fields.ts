@@ -166,9 +166,14 @@ export function builtinTools(value: unknown, param: string, runs: readonly Built
 }
 
 /** A function name as it appears after `functions.` in the prompt and in the model's recipients. */
+/** Whether `name` is a function name the renderer takes: 1 to 128 letters, digits, '_', '-' or '.'. */
+export function isFunctionName(name: string): boolean {
+  return /^[A-Za-z0-9_.-]{1,128}$/.test(name)
+}
+
 export function functionName(value: unknown, param: string): string {
   const name = string(value, param)
-  if (!/^[A-Za-z0-9_.-]{1,128}$/.test(name)) {
+  if (!isFunctionName(name)) {
     fail(`${param} must be 1 to 128 letters, digits, '_', '-' or '.', not ${JSON.stringify(name).slice(0, 80)}`, param)
   }
   return name

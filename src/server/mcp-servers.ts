@@ -4,15 +4,14 @@
  * renderer declares as any namespace (the model calls `{label}.{tool}`). What the response echoes and keeps of
  * the request never holds the tools' `headers` (their credentials).
  */
+import { isRecord } from '../base/records'
+import { isFunctionName } from '../render/request-fields'
 import { HttpError } from '../serving/http/errors'
 import type { StoredResponse } from '../serving/responses/store'
 import { type McpServer, mcpToolsOf, openMcpServer } from '../serving/tools/mcp'
 import type { ApprovedCall } from '../wire/responses'
 import type { Gateway } from './context'
 import type { Item } from './prepared'
-
-/** A tool's name the renderer takes (`functionName`): others are left out of the namespace. */
-const RENDERABLE_NAME = /^[A-Za-z0-9_.-]{1,128}$/
 
 export interface WithMcp {
   /** The body to render: its `mcp` tools as namespaces. */
@@ -44,20 +43,23 @@ export async function withMcpServers(gateway: Gateway, body: Item): Promise<With
     throw error
   }
   const tools = body.tools as unknown[]
+  // Each `mcp` tool's server, by the tool's place in `tools`.
+  const serverAt = new Map(found.map(({ index }, i) => [index, servers[i]!]))
   const rendered = tools.map((tool, index) => {
-    const server = servers[found.findIndex((entry) => entry.index === index)]
+    const server = serverAt.get(index)
     if (server === undefined) return tool
     return {
       type: 'namespace',
       name: server.label,
       ...(typeof (tool as Item).server_description === 'string' ? { description: (tool as Item).server_description } : {}),
       tools: server.tools
-        .filter((entry) => RENDERABLE_NAME.test(entry.name))
+        // A tool whose name the renderer would refuse is left out of the namespace.
+        .filter((entry) => isFunctionName(entry.name))
         .map((entry) => ({ type: 'function', name: entry.name, description: entry.description, parameters: entry.input_schema })),
     }
   })
-  const echoed = tools.map((tool) => {
-    if (!mcpToolsOf([tool]).length) return tool
+  const echoed = tools.map((tool, index) => {
+    if (!serverAt.has(index)) return tool
     const { headers: _secret, ...rest } = tool as Item
     return rest
   })
@@ -83,12 +85,12 @@ export async function answerApprovals(
   previous: StoredResponse | null,
 ): Promise<{ body: Item; approved: ApprovedCall[] }> {
   const input = Array.isArray(body.input) ? (body.input as unknown[]) : []
-  const answers = input.flatMap((item, index) => (isItem(item) && item.type === 'mcp_approval_response' ? [{ item, index }] : []))
+  const answers = input.flatMap((item, index) => (isRecord(item) && item.type === 'mcp_approval_response' ? [{ item, index }] : []))
   if (answers.length === 0) return { body, approved: [] }
   const approved: ApprovedCall[] = []
   const requests = new Map<string, ApprovalRequest>()
   const note = (item: unknown) => {
-    if (isItem(item) && item.type === 'mcp_approval_request' && typeof item.id === 'string')
+    if (isRecord(item) && item.type === 'mcp_approval_request' && typeof item.id === 'string')
       requests.set(item.id, item as unknown as ApprovalRequest)
   }
   input.forEach(note)
@@ -130,8 +132,4 @@ export async function answerApprovals(
       })
   }
   return { body: { ...body, input: answered }, approved }
-}
-
-function isItem(value: unknown): value is Item {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
 }

@@ -17,6 +17,7 @@
  */
 
 import { FRAME_TEXT, type FrameTemplate, writeFrame } from '../backend/frames'
+import { jsonObjectOf } from '../base/records'
 import { type AdapterDiagnostic, type AdapterOptions, readWhole, WireAdapter, type WireFormat, type WireMessage } from './adapter'
 import type { FinishOptions, FinishReason } from './finish'
 import type { AdapterInput } from './input'
@@ -311,12 +312,7 @@ export class AnthropicMessagesStream extends WireAdapter<AnthropicEvent, OpenBlo
 
 /** A call's arguments as `tool_use.input`: the JSON object they are, or `{}` (the base's diagnostic says why). */
 function argumentsObject(text: string): Record<string, unknown> {
-  try {
-    const parsed: unknown = JSON.parse(text)
-    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {}
-  } catch {
-    return {}
-  }
+  return jsonObjectOf(text) ?? {}
 }
 
 /**

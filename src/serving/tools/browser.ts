@@ -13,6 +13,7 @@ import { readFileSync } from 'node:fs'
 
 import { HarmonySetupError } from '../../base/errors'
 import { requireOptional } from '../../base/optional-package'
+import { jsonObjectOf } from '../../base/records'
 import type { UrlCitation } from '../../wire/responses'
 import { failed, type ToolResult } from './result'
 
@@ -77,14 +78,8 @@ export class BrowserSession {
 
   /** A call's page, or its error: the model's mistakes as output, the backend's (`BackendFailure`) as a failure. */
   async call(tool: string, args: string): Promise<ToolResult> {
-    let fields: Record<string, unknown>
-    try {
-      const parsed = args.trim() === '' ? {} : JSON.parse(args)
-      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object')
-      fields = parsed as Record<string, unknown>
-    } catch {
-      return { output: JSON.stringify({ error: 'Invalid function arguments' }) }
-    }
+    const fields = jsonObjectOf(args)
+    if (fields === null) return { output: JSON.stringify({ error: 'Invalid function arguments' }) }
     try {
       if (tool === 'browser.search') return { output: await this.#search(fields) }
       if (tool === 'browser.open') return { output: await this.#open(fields) }
