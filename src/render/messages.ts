@@ -66,7 +66,7 @@ export function chatRequestOfMessages(body: JsonObject, hosted: HostedTools, cou
     notApplied.push({ param: 'top_k', note: 'not applied: the engine clients have no top-k setting' })
 
   const messages: JsonObject[] = []
-  const system = body.system === undefined || body.system === null ? '' : blockText(body.system, 'system', true)
+  const system = body.system === undefined || body.system === null ? '' : blockText(body.system, 'system', { system: true })
   if (system !== '') messages.push({ role: 'system', content: system })
   const turns = array(body.messages, 'messages')
   if (turns.length === 0) fail('messages: at least one message is required', 'messages')
@@ -133,16 +133,24 @@ export function chatRequestOfMessages(body: JsonObject, hosted: HostedTools, cou
 const BILLING_HEADER = 'x-anthropic-billing-header:'
 
 /**
- * `system`, a `system` message's content, or a tool result's: a string or text blocks, joined by blank lines
- * (`system`: the billing block left out).
+ * `system`, a `system` message's content, a document's or a tool result's: a string, or text blocks joined by
+ * blank lines (`system`: the billing block left out). A block that is not text is a 400, unless `other` gives
+ * what the model reads in its place.
  */
-function blockText(value: unknown, param: string, system = false): string {
+function blockText(
+  value: unknown,
+  param: string,
+  { system = false, other = null }: { system?: boolean; other?: ((type: string, param: string) => string) | null } = {},
+): string {
   if (typeof value === 'string') return value
   return array(value, param)
     .flatMap((raw, i) => {
       const block = object(raw, `${param}[${i}]`)
       const type = string(block.type, `${param}[${i}].type`)
-      if (type !== 'text') fail(`${param}[${i}] is a '${type}' block; gpt-oss reads text only`, `${param}[${i}].type`)
+      if (type !== 'text') {
+        if (other === null) fail(`${param}[${i}] is a '${type}' block; gpt-oss reads text only`, `${param}[${i}].type`)
+        return [other(type, `${param}[${i}]`)]
+      }
       const text = string(block.text, `${param}[${i}].text`)
       return system && text.startsWith(BILLING_HEADER) ? [] : [text]
     })
@@ -188,16 +196,12 @@ function userMessages(blocks: unknown[], at: string, notApplied: NotApplied[]): 
  */
 function toolResultText(value: unknown, param: string, notApplied: NotApplied[]): string {
   if (value === undefined || value === null) return ''
-  if (typeof value === 'string') return value
-  return array(value, param)
-    .map((raw, i) => {
-      const block = object(raw, `${param}[${i}]`)
-      const type = string(block.type, `${param}[${i}].type`)
-      if (type === 'text') return string(block.text, `${param}[${i}].text`)
-      notApplied.push({ param: `${param}[${i}]`, note: `a '${type}' block: gpt-oss reads text only; the model read that it was left out` })
+  return blockText(value, param, {
+    other: (type, at) => {
+      notApplied.push({ param: at, note: `a '${type}' block: gpt-oss reads text only; the model read that it was left out` })
       return `[${type} left out: this model reads text only]`
-    })
-    .join('\n\n')
+    },
+  })
 }
 
 /**
