@@ -7,19 +7,17 @@
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { messagesAsChat, withMessagesRequest } from '../render/index'
-import { collectSteps } from '../serving/engines/steps'
 import { parseJsonBody, readJsonBytes } from '../serving/http/body'
-import { HttpError } from '../serving/http/errors'
 import { checkRequestFields } from '../serving/http/fields'
 import { pipeSse } from '../serving/http/sse'
-import { openThinking, sealReasoning } from '../serving/responses/sealed-reasoning'
+import { openThinking } from '../serving/responses/sealed-reasoning'
 import { type AnthropicMessage, AnthropicMessagesStream, anthropicMessage, type MessagesAdapterOptions } from '../wire/messages'
 import { rememberCalls } from './chat-ids'
 import type { Gateway } from './context'
 import { admit, generate } from './generate'
 import { prepareBody } from './prepare'
 import { type Item, type Prepared, renderOffLoop } from './prepared'
-import { abortOnClose, report, reportNotApplied, withoutDiagnostics } from './respond'
+import { abortOnClose, collectAnswer, reasoningSealer, report, reportNotApplied, withoutDiagnostics } from './respond'
 import { sendJson } from './send'
 import { inSpan } from './tracing'
 
@@ -49,6 +47,7 @@ export async function serveMessages(gateway: Gateway, request: IncomingMessage, 
   const prepared = await inSpan('prepare', () => prepareMessages(gateway, request))
   reportNotApplied(gateway, prepared, response)
   const { parameters, prompt } = prepared
+  const seal = reasoningSealer(gateway)
   const options: MessagesAdapterOptions = {
     model: parameters.model,
     id: `msg_${randomUUID().replaceAll('-', '')}`,
@@ -58,15 +57,14 @@ export async function serveMessages(gateway: Gateway, request: IncomingMessage, 
     ...(prompt.argumentSchemas === undefined ? {} : { argumentSchemas: prompt.argumentSchemas }),
     ...(prompt.thinkingDisplay === undefined ? {} : { thinkingDisplay: prompt.thinkingDisplay }),
     // The thinking's text sealed with the gateway's key: a client shown it `omitted` sends it back with its text.
-    signThinking: (text) => sealReasoning(gateway.compactor.sealer, text, gateway.caller?.name ?? null) ?? '',
+    signThinking: (text) => seal(text) ?? '',
     parser: { implementation: gateway.implementation, toolNames: prompt.toolNames },
   }
   const abort = abortOnClose(response)
   const generated: number[] | null = gateway.chatIdCache === null ? null : []
   const steps = generate(gateway, request, prepared, abort.signal, generated, await admit(gateway), null)
   if (!parameters.stream) {
-    const whole = await collectSteps(steps)
-    if (whole.finishReason === 'abort') throw new HttpError(502, 'the inference engine aborted the request', { code: 'engine-aborted' })
+    const whole = await collectAnswer(steps)
     const message = withoutDiagnostics(anthropicMessage(whole, options), gateway, request)
     await remember(gateway, message, prepared, generated)
     return sendJson(response, 200, message)

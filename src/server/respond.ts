@@ -8,7 +8,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { isRecord } from '../base/records'
 import { nearestEffort } from '../render/index'
 import { collectSteps } from '../serving/engines/steps'
-import { HttpError } from '../serving/http/errors'
+import type { EngineStep } from '../serving/engines/types'
+import { engineAborted } from '../serving/http/errors'
 import { type PipeSseResult, pipeSse, type SseAdapter } from '../serving/http/sse'
 import { sealReasoning } from '../serving/responses/sealed-reasoning'
 import type { AdapterDiagnostic } from '../wire/adapter'
@@ -47,9 +48,7 @@ export function adapterOptions(
     ...(prompt.responseFormat === undefined ? {} : { responseFormat: prompt.responseFormat }),
     ...(prompt.argumentSchemas === undefined ? {} : { argumentSchemas: prompt.argumentSchemas }),
     ...(parameters.logprobs === undefined ? {} : { logprobs: true }),
-    ...(parameters.encryptedReasoning
-      ? { sealReasoning: (text: string) => sealReasoning(gateway.compactor.sealer, text, gateway.caller?.name ?? null) }
-      : {}),
+    ...(parameters.encryptedReasoning ? { sealReasoning: reasoningSealer(gateway) } : {}),
     ...(kind === 'responses' && givesSummary(gateway.reasoningSummary, body) ? { reasoningSummary: true } : {}),
     ...(dialect === 'openai' ? {} : { dialect }),
     ...builtinToolOptions(prepared),
@@ -111,6 +110,18 @@ function withEffortRun(body: object): object {
   const reasoning = (body as { reasoning?: unknown }).reasoning
   const ran = isRecord(reasoning) ? nearestEffort(reasoning.effort) : undefined
   return ran === undefined ? body : { ...body, reasoning: { ...(reasoning as object), effort: ran } }
+}
+
+/** Seals reasoning with the gateway's key, for the request's caller (null: over the seal's bounds). */
+export function reasoningSealer(gateway: Gateway): (text: string) => string | null {
+  return (text) => sealReasoning(gateway.compactor.sealer, text, gateway.caller?.name ?? null)
+}
+
+/** A whole answer's steps collected into one; an engine request that was aborted is a 502. */
+export async function collectAnswer(steps: AsyncIterable<EngineStep>): Promise<EngineStep> {
+  const whole = await collectSteps(steps)
+  if (whole.finishReason === 'abort') throw engineAborted()
+  return whole
 }
 
 /** The non-streaming adapters return diagnostics beside the wire object. */
@@ -187,8 +198,7 @@ async function servePrepared(
   const generated: number[] | null = storing || remembering ? [] : null
   const steps = generate(gateway, request, prepared, abort.signal, generated, await admit(gateway), tools)
   if (!parameters.stream) {
-    const whole = await collectSteps(steps)
-    if (whole.finishReason === 'abort') throw new HttpError(502, 'the inference engine aborted the request', { code: 'engine-aborted' })
+    const whole = await collectAnswer(steps)
     if (kind === 'chat') {
       const completion = withoutDiagnostics(chatCompletion(whole, options), gateway, request)
       if (remembering) await rememberChat(gateway, completion, prepared, generated ?? [])

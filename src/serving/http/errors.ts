@@ -47,6 +47,11 @@ export function previousResponseNotFound(id: string): HttpError {
   })
 }
 
+/** A whole answer whose engine request was aborted (its last step says `abort`): a 502, on every API. */
+export function engineAborted(): HttpError {
+  return new HttpError(502, 'the inference engine aborted the request', { code: 'engine-aborted' })
+}
+
 /** An error that says how a gateway answers it (`HttpError`, `HarmonyRequestError`, `EngineError`, `StoreError`). */
 function answers(error: unknown): error is { openAIAnswer(): OpenAIAnswer } {
   return error instanceof HarmonyError && typeof (error as { openAIAnswer?: unknown }).openAIAnswer === 'function'

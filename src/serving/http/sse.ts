@@ -12,7 +12,7 @@ import { ChatCompletionsStream } from '../../wire/chat'
 import type { EngineStepInput, TokenIds } from '../../wire/input'
 import { type AnthropicEvent, AnthropicMessagesStream } from '../../wire/messages'
 import type { ResponseEvent, ResponsesStream } from '../../wire/responses'
-import { anthropicErrorResponse, errorResponse, failureEvent, HttpError, sendError } from './errors'
+import { anthropicErrorResponse, engineAborted, errorResponse, failureEvent, sendError } from './errors'
 
 /** An engine step (`harmony-stream/engines`), or just its token ids. */
 export type SseStep = TokenIds | EngineStepInput
@@ -207,7 +207,7 @@ export async function pipeSse(
       await iterator.return?.()
       return { outcome: 'client-closed' }
     }
-    if (finishReason === 'abort') throw new HttpError(502, 'the inference engine aborted the request', { code: 'engine-aborted' })
+    if (finishReason === 'abort') throw engineAborted()
     let last = pending + face.settleSse({ truncated: finishReason === 'length' })
     pending = ''
     if (options.beforeConclude !== undefined) await options.beforeConclude()
