@@ -1,5 +1,5 @@
 // The layers of src/ (lowest first; imports point down only):
-//   base/ -> backend/ -> api/ -> render/ | wire/ (siblings) -> serving/ -> ai-sdk/ | server/ (siblings) -> cli.ts and
+//   base/ -> backend/ -> api/ -> render/ | wire/ (siblings) -> engines/ -> http/ -> ai-sdk/ | server/ (siblings) -> cli.ts and
 //   the entries index.ts, engines.ts, ai-sdk.ts, server.ts
 // base/ is the package's shared vocabulary (public types, the error hierarchy, the option kit) that every layer uses.
 // `npm run lint` runs `depcruise src`; each rule's comment is what a violation prints, so it names the rule it enforces.
@@ -23,16 +23,16 @@ module.exports = {
     {
       name: 'backend-is-below-api',
       severity: 'error',
-      comment: 'Layer rule: backend/ imports only from base/ and itself: nothing from api/, render/, wire/, serving/ or cli.ts.',
+      comment: 'Layer rule: backend/ imports only from base/ and itself: nothing from api/, render/, wire/, engines/, http/ or cli.ts.',
       from: { path: '^src/backend/' },
-      to: { path: ['^src/(api|render|wire|serving)/', '^src/cli\\.ts$'] },
+      to: { path: ['^src/(api|render|wire|engines|http)/', '^src/cli\\.ts$'] },
     },
     {
       name: 'api-is-below-render-wire-serving',
       severity: 'error',
-      comment: 'Layer rule: api/ imports nothing from render/, wire/ or serving/.',
+      comment: 'Layer rule: api/ imports nothing from render/, wire/, engines/ or http/.',
       from: { path: '^src/api/' },
-      to: { path: '^src/(render|wire|serving)/' },
+      to: { path: '^src/(render|wire|engines|http)/' },
     },
     {
       name: 'render-does-not-import-wire',
@@ -49,11 +49,11 @@ module.exports = {
       to: { path: '^src/render/' },
     },
     {
-      name: 'render-and-wire-are-below-serving',
+      name: 'render-and-wire-are-below-engines',
       severity: 'error',
-      comment: 'Layer rule: render/ and wire/ import nothing from serving/.',
+      comment: 'Layer rule: render/ and wire/ import nothing from engines/ or http/.',
       from: { path: '^src/(render|wire)/' },
-      to: { path: '^src/serving/' },
+      to: { path: '^src/(engines|http)/' },
     },
     {
       name: 'entries-are-the-top',
@@ -61,28 +61,21 @@ module.exports = {
       comment:
         'Layer rule: nothing inside src/ imports the entries index.ts, engines.ts, ai-sdk.ts, server.ts or cli.ts; they only list and use the layers below.',
       from: { path: '^src/' },
-      to: { path: '^src/(index|engines|ai-sdk|server|cli)\\.ts$' },
+      to: { path: '^src/(index|engines|http|ai-sdk|server|cli)\\.ts$' },
     },
     {
-      name: 'serving-engines-are-its-bottom',
+      name: 'engines-are-below-http',
       severity: 'error',
-      comment: 'Layer rule inside serving/: engines/ (the inference clients) imports nothing else of serving/.',
-      from: { path: '^src/serving/engines/' },
-      to: { path: '^src/serving/', pathNot: '^src/serving/engines/' },
-    },
-    {
-      name: 'serving-http-is-below-responses',
-      severity: 'error',
-      comment: 'Layer rule inside serving/: http/ (the HTTP helpers) imports nothing of responses/ (stores, memory, the WebSocket mode).',
-      from: { path: '^src/serving/http/' },
-      to: { path: '^src/serving/(responses/|[^/]+\\.ts$)' },
+      comment: 'Layer rule: engines/ (the inference clients) imports nothing of http/ (the HTTP helpers of a gateway).',
+      from: { path: '^src/engines/' },
+      to: { path: '^src/http/' },
     },
     {
       name: 'server-is-a-top-layer',
       severity: 'error',
       comment:
-        'Layer rule: server/ (the gateway: createGateway, serve) sits on serving/ and below; nothing below it imports it, nor does ai-sdk/, its sibling.',
-      from: { path: '^src/(base|backend|api|render|wire|serving|ai-sdk)/' },
+        'Layer rule: server/ (the gateway: createGateway, serve) sits on http/ and below; nothing below it imports it, nor does ai-sdk/, its sibling.',
+      from: { path: '^src/(base|backend|api|render|wire|engines|http|ai-sdk)/' },
       to: { path: '^src/server/' },
     },
     {
@@ -97,7 +90,7 @@ module.exports = {
       severity: 'error',
       comment:
         'Dependencies by entry: harmony-stream, harmony-stream/engines and harmony-stream/ai-sdk do not load the gateway (server/), nor its WebSocket transport.',
-      from: { path: '^src/(index|engines|ai-sdk)\\.ts$' },
+      from: { path: '^src/(index|engines|http|ai-sdk)\\.ts$' },
       to: { path: '^src/server/' },
     },
     {
@@ -112,14 +105,14 @@ module.exports = {
       severity: 'error',
       comment:
         'Dependencies by entry: the optional packages (the stores\' drivers, the schema validator) are loaded by the one module that needs each, through requireOptional, so importing the package loads none of them.',
-      from: { path: '^src/', pathNot: '^src/(serving/responses/redis-connection|serving/responses/sqlite-store|wire/schema-check)\\.ts$' },
+      from: { path: '^src/', pathNot: '^src/(server/stores/redis-connection|server/stores/sqlite-store|wire/schema-check)\\.ts$' },
       to: { path: '^node_modules/(@redis|node-sqlite3-wasm|@cfworker)/' },
     },
     {
       name: 'ai-sdk-is-the-top-layer',
       severity: 'error',
       comment: 'Layer rule: ai-sdk/ (the Vercel AI SDK provider) sits on all the others; nothing below it imports it, and only it imports @ai-sdk/provider.',
-      from: { path: '^src/(base|backend|api|render|wire|serving)/' },
+      from: { path: '^src/(base|backend|api|render|wire|engines|http)/' },
       to: { path: ['^src/ai-sdk/', '@ai-sdk/'] },
     },
     {

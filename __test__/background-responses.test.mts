@@ -8,8 +8,10 @@ import { EventEmitter } from 'node:events'
 import type { ServerResponse } from 'node:http'
 
 import test from 'ava'
-import { BackgroundResponses, HttpError, MemoryResponseStore, pipeStreamLog, ResponsesStream, StreamLog } from 'harmony-stream'
+import { ResponsesStream } from 'harmony-stream'
 import type { EngineStep } from 'harmony-stream/engines'
+import { HttpError } from 'harmony-stream/http'
+import { BackgroundResponses, MemoryResponseStore, pipeStreamLog, StreamLog } from 'harmony-stream/server'
 
 import { harmony } from './helpers/harmony.mjs'
 import { until } from './helpers/until.mjs'

@@ -18,9 +18,8 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 import test, { type ExecutionContext } from 'ava'
-import { ChatIdCache } from 'harmony-stream'
 import type { Engine } from 'harmony-stream/engines'
-import { createGateway } from 'harmony-stream/server'
+import { ChatIdCache, createGateway } from 'harmony-stream/server'
 
 import { childOutput } from './helpers/child-output.mjs'
 import { harmony } from './helpers/harmony.mjs'

@@ -10,8 +10,9 @@ import { createServer, request as httpRequest } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
 import test from 'ava'
-import { ChatCompletionsStream, pipeSse, ResponsesStream, renderChatCompletionRequest, sendError } from 'harmony-stream'
+import { ChatCompletionsStream, ResponsesStream, renderChatCompletionRequest } from 'harmony-stream'
 import { EngineError, LlamaCppEngine } from 'harmony-stream/engines'
+import { pipeSse, sendError } from 'harmony-stream/http'
 import OpenAI from 'openai'
 
 import { startGateway } from './helpers/gateway.mjs'

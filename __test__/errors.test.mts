@@ -4,16 +4,15 @@
  * (its address, its own error text), which belong in the server's log.
  */
 import test from 'ava'
+import { HarmonyError, HarmonyRequestError } from 'harmony-stream'
+import { EngineError } from 'harmony-stream/engines'
 import {
   chatGenerationParameters,
   DEFAULT_MAX_MODEL_LENGTH,
   errorResponse,
-  HarmonyError,
-  HarmonyRequestError,
   HttpError,
   responsesGenerationParameters,
-} from 'harmony-stream'
-import { EngineError } from 'harmony-stream/engines'
+} from 'harmony-stream/http'
 
 test('an engine failure is a 502 with its code and a generic message: no URL, host or engine text reaches the client', (t) => {
   const codes = [

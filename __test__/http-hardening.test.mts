@@ -9,7 +9,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { type AddressInfo, connect, type Socket } from 'node:net'
 
 import test from 'ava'
-import { DEFAULT_SERVER_LIMITS, HttpError, hardenServer, readJsonBody, sendError, serverOptions } from 'harmony-stream'
+import { DEFAULT_SERVER_LIMITS, HttpError, hardenServer, readJsonBody, sendError, serverOptions } from 'harmony-stream/http'
 import { createGateway } from 'harmony-stream/server'
 import { exchange } from './helpers/raw-http.mjs'
 import { until } from './helpers/until.mjs'

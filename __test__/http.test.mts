@@ -9,16 +9,8 @@ import { connect } from 'node:net'
 
 import test from 'ava'
 
-import {
-  ChatCompletionsStream,
-  chatGenerationParameters,
-  HttpError,
-  pipeSse,
-  ResponsesStream,
-  readJsonBody,
-  responsesGenerationParameters,
-  sendError,
-} from 'harmony-stream'
+import { ChatCompletionsStream, ResponsesStream } from 'harmony-stream'
+import { chatGenerationParameters, HttpError, pipeSse, readJsonBody, responsesGenerationParameters, sendError } from 'harmony-stream/http'
 
 import { harmony } from './helpers/harmony.mjs'
 import { untilStalled } from './helpers/stall.mjs'

@@ -10,12 +10,12 @@ import test from 'ava'
 import {
   type AnthropicEvent,
   AnthropicMessagesStream,
-  ChatIdCache,
   renderChatCompletionRequest,
   renderMessagesRequest,
   renderResponsesRequest,
 } from 'harmony-stream'
 import { EngineError } from 'harmony-stream/engines'
+import { ChatIdCache } from 'harmony-stream/server'
 
 import { failingEngine, recordingEngine, startGateway } from './helpers/gateway.mjs'
 import { harmony, IMPLEMENTATIONS } from './helpers/harmony.mjs'

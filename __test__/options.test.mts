@@ -16,13 +16,12 @@ import {
   HarmonyStreamParser,
   HarmonyStreamPool,
   HarmonyTextParser,
-  pipeSse,
-  readJsonBody,
   renderChatCompletionRequest,
   renderConversation,
   renderForTraining,
   SsePool,
 } from 'harmony-stream'
+import { pipeSse, readJsonBody } from 'harmony-stream/http'
 
 import { IMPLEMENTATIONS } from './helpers/harmony.mjs'
 
@@ -136,7 +135,8 @@ test('a bad HARMONY_STREAM_IMPL is a HarmonySetupError with code invalid-environ
 
 test('the engines, the render workers, the compactor and the gateway refuse bad options with the same code', async (t) => {
   const { createEngine, ReplayEngine } = await import('harmony-stream/engines')
-  const { Compactor, RenderWorkers, RenderCache } = await import('harmony-stream')
+  const { RenderCache } = await import('harmony-stream')
+  const { Compactor, RenderWorkers } = await import('harmony-stream/server')
   const { createGateway } = await import('harmony-stream/server')
   const refusals: [string, () => unknown][] = [
     ['vllm url', () => createEngine('vllm', { url: 'ftp://127.0.0.1' })],

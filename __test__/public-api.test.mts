@@ -38,6 +38,7 @@ const difference = (a: string[], b: string[]) => a.filter((name) => !b.includes(
 for (const [entry, typings] of [
   ['harmony-stream', 'dist/index.d.ts'],
   ['harmony-stream/engines', 'dist/engines.d.ts'],
+  ['harmony-stream/http', 'dist/http.d.ts'],
   ['harmony-stream/ai-sdk', 'dist/ai-sdk.d.ts'],
   ['harmony-stream/server', 'dist/server.d.ts'],
 ] as const) {
@@ -57,7 +58,7 @@ for (const [entry, typings] of [
 }
 
 test('the export lists hold only bullets of the documented form', (t) => {
-  for (const entry of ['harmony-stream', 'harmony-stream/engines', 'harmony-stream/ai-sdk', 'harmony-stream/server']) {
+  for (const entry of ['harmony-stream', 'harmony-stream/engines', 'harmony-stream/http', 'harmony-stream/ai-sdk', 'harmony-stream/server']) {
     const start = api.indexOf(`\n## Exports of ${entry}\n`)
     const end = api.indexOf('\n## ', start + 1)
     const stray = api

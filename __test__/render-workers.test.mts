@@ -4,16 +4,14 @@
  */
 import test from 'ava'
 import {
-  chatGenerationParameters,
   HarmonyError,
   HarmonyRequestError,
-  HttpError,
-  RenderWorkers,
   renderChatCompletionRequest,
   renderResponsesRequest,
-  responsesGenerationParameters,
   responsesRequestEcho,
 } from 'harmony-stream'
+import { chatGenerationParameters, HttpError, responsesGenerationParameters } from 'harmony-stream/http'
+import { RenderWorkers } from 'harmony-stream/server'
 
 import { IMPLEMENTATIONS } from './helpers/harmony.mjs'
 

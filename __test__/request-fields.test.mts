@@ -11,16 +11,15 @@ import { join } from 'node:path'
 import type { MessageCreateParamsBase as BetaMessageCreateParamsBase } from '@anthropic-ai/sdk/resources/beta/messages/messages'
 import type { MessageCreateParamsBase } from '@anthropic-ai/sdk/resources/messages/messages'
 import test from 'ava'
+import { renderChatCompletionRequest, renderResponsesRequest } from 'harmony-stream'
 import {
   CHAT_REQUEST_FIELDS,
   chatGenerationParameters,
   HttpError,
   MESSAGES_REQUEST_FIELDS,
   RESPONSES_REQUEST_FIELDS,
-  renderChatCompletionRequest,
-  renderResponsesRequest,
   responsesGenerationParameters,
-} from 'harmony-stream'
+} from 'harmony-stream/http'
 import OpenAI from 'openai'
 import type { ChatCompletionCreateParamsBase } from 'openai/resources/chat/completions/completions'
 import type { ResponseCreateParamsBase } from 'openai/resources/responses/responses'

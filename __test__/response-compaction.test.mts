@@ -6,7 +6,8 @@
  * HTTP cases (a compaction item in the output, a missing model refused) hold.
  */
 import test from 'ava'
-import { Compactor, HarmonyRequestError, renderResponsesRequest } from 'harmony-stream'
+import { HarmonyRequestError, renderResponsesRequest } from 'harmony-stream'
+import { Compactor } from 'harmony-stream/server'
 import type OpenAI from 'openai'
 
 import { recordingEngine, startGateway } from './helpers/gateway.mjs'

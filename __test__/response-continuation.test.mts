@@ -11,17 +11,16 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 import test, { type ExecutionContext } from 'ava'
+import { renderChatCompletionRequest, renderResponsesRequest } from 'harmony-stream'
+import type { Engine, GenerateRequest } from 'harmony-stream/engines'
 import {
   ChatIdCache,
   MemoryResponseStore,
   RedisResponseStore,
   type ResponseStore,
-  renderChatCompletionRequest,
-  renderResponsesRequest,
   SqliteResponseStore,
   StreamLog,
-} from 'harmony-stream'
-import type { Engine, GenerateRequest } from 'harmony-stream/engines'
+} from 'harmony-stream/server'
 import OpenAI from 'openai'
 
 import { failingEngine, recordingEngine, startGateway } from './helpers/gateway.mjs'

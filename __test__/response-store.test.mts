@@ -13,15 +13,14 @@ import { join } from 'node:path'
 import { createClient } from '@redis/client'
 
 import test, { type ExecutionContext } from 'ava'
+import { HarmonyLimitError, HarmonyStateError } from 'harmony-stream'
 import {
-  HarmonyLimitError,
-  HarmonyStateError,
   MemoryResponseStore,
   RedisResponseStore,
   type ResponseStore,
   SqliteResponseStore,
   type StoredResponse,
-} from 'harmony-stream'
+} from 'harmony-stream/server'
 
 import { redisForFile } from './helpers/redis-server.mjs'
 

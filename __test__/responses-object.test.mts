@@ -6,14 +6,8 @@
  * `response.failed`; the example gateway's unknown route is a 404 of type `not_found`.
  */
 import test from 'ava'
-import {
-  type Implementation,
-  type ResponseEvent,
-  type ResponseObject,
-  ResponsesStream,
-  responseObject,
-  responsesFrames,
-} from 'harmony-stream'
+import { type Implementation, type ResponseEvent, type ResponseObject, ResponsesStream, responseObject } from 'harmony-stream'
+import { responsesFrames } from 'harmony-stream/http'
 import OpenAI from 'openai'
 import type { ResponseCreateParamsNonStreaming, ResponseCreateParamsStreaming } from 'openai/resources/responses/responses'
 

@@ -10,8 +10,9 @@
 import type { AddressInfo } from 'node:net'
 
 import test, { type ExecutionContext } from 'ava'
-import { ResponsesSocket, ResponsesStream, renderResponsesRequest, type SocketTransport, sseEventTexts } from 'harmony-stream'
+import { ResponsesStream, renderResponsesRequest } from 'harmony-stream'
 import { type Engine, EngineError, type GenerateRequest } from 'harmony-stream/engines'
+import { ResponsesSocket, type SocketTransport, sseEventTexts } from 'harmony-stream/server'
 import { ResponsesWS } from 'openai/resources/responses/ws'
 import { WebSocket } from 'ws'
 

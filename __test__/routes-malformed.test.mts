@@ -8,7 +8,7 @@
 import { connect } from 'node:net'
 
 import test from 'ava'
-import { MemoryResponseStore } from 'harmony-stream'
+import { MemoryResponseStore } from 'harmony-stream/server'
 
 import { startGateway } from './helpers/gateway.mjs'
 import { harmony } from './helpers/harmony.mjs'

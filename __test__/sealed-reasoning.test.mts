@@ -5,7 +5,8 @@
  * conversation would be; content this gateway did not seal is a 400 naming the item.
  */
 import test from 'ava'
-import { Compactor, renderResponsesRequest } from 'harmony-stream'
+import { renderResponsesRequest } from 'harmony-stream'
+import { Compactor } from 'harmony-stream/server'
 import OpenAI from 'openai'
 
 import { recordingEngine, startGateway } from './helpers/gateway.mjs'

@@ -13,9 +13,9 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 
 import test from 'ava'
-import { HarmonySetupError, MemoryResponseStore } from 'harmony-stream'
+import { HarmonySetupError } from 'harmony-stream'
 import { ReplayEngine } from 'harmony-stream/engines'
-import { closeGracefully, createGateway, SETTINGS, serveSettings } from 'harmony-stream/server'
+import { closeGracefully, createGateway, MemoryResponseStore, SETTINGS, serveSettings } from 'harmony-stream/server'
 import OpenAI from 'openai'
 
 import { until } from './helpers/until.mjs'

@@ -5,14 +5,8 @@
  */
 import test from 'ava'
 
-import {
-  AnthropicMessagesStream,
-  ChatCompletionsStream,
-  chatFrames,
-  type Implementation,
-  ResponsesStream,
-  responsesFrames,
-} from 'harmony-stream'
+import { AnthropicMessagesStream, ChatCompletionsStream, type Implementation, ResponsesStream } from 'harmony-stream'
+import { chatFrames, responsesFrames } from 'harmony-stream/http'
 
 import { generator } from './helpers/generator.mjs'
 import { IMPLEMENTATIONS, random, randomBatches } from './helpers/harmony.mjs'

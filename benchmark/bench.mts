@@ -17,7 +17,6 @@ import b from 'benny'
 import {
   AnthropicMessagesStream,
   ChatCompletionsStream,
-  chatFrames,
   compactCapacity,
   type HarmonySegment,
   HarmonyStreamParser,
@@ -25,9 +24,9 @@ import {
   HarmonyTextParser,
   implementation,
   ResponsesStream,
-  responsesFrames,
   SsePool,
 } from 'harmony-stream'
+import { chatFrames, responsesFrames } from 'harmony-stream/http'
 
 import { loadReference } from '../__test__/helpers/reference-wasm.mjs'
 import { decodeTokens } from '../__test__/helpers/token-bytes.mjs'

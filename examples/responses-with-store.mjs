@@ -10,10 +10,8 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-
-import { SqliteResponseStore } from 'harmony-stream'
 import { createEngine } from 'harmony-stream/engines'
-import { createGateway, loadReplay } from 'harmony-stream/server'
+import { createGateway, loadReplay, SqliteResponseStore } from 'harmony-stream/server'
 
 const folder = mkdtempSync(join(tmpdir(), 'harmony-store-'))
 const store = new SqliteResponseStore({ path: join(folder, 'responses.sqlite') })

@@ -15,7 +15,7 @@ execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'ts
 
 // List the runtime exports without loading the native addon (it may not be built yet).
 process.env.HARMONY_STREAM_IMPL = 'js'
-for (const entry of ['index', 'engines', 'ai-sdk', 'server']) {
+for (const entry of ['index', 'engines', 'http', 'ai-sdk', 'server']) {
   const names = Object.keys(require(`../dist/${entry}.js`)).filter((n) => n !== '__esModule')
   writeFileSync(
     new URL(`dist/${entry}.mjs`, root),

@@ -3,7 +3,9 @@
  * `harmony-stream serve` runs). The subpath's whole public API, listed by name.
  */
 
-export type { ApiKey, ApiKeyLimits } from './server/api-keys'
+export { BackgroundResponses, type BackgroundResponsesOptions, type BackgroundRun } from './server/background/runs'
+export { pipeStreamLog, StreamLog, type StreamLogOptions } from './server/background/stream-log'
+export { ChatIdCache } from './server/chat/id-cache'
 export {
   engineFromEnvironment,
   loadReplay,
@@ -13,11 +15,57 @@ export {
   type Setting,
   SettingError,
   serveSettings,
-} from './server/environment'
+} from './server/command/environment'
+export { closeGracefully, SERVE_HELP, serve } from './server/command/serve'
+export {
+  type CompactionResource,
+  Compactor,
+  type CompactorOptions,
+  checkCompactRequest,
+  DEFAULT_MAX_OPENED_BYTES,
+  DEFAULT_MAX_SEALED_LENGTH,
+} from './server/compaction/compactor'
 export { createGateway, createGatewayHandler, type GatewayHandler, type GatewayServer } from './server/gateway'
-export type { GatewayDiagnostic, GatewayOptions } from './server/options'
-export { RedisKeyLimiter, type RedisKeyLimiterOptions } from './server/redis-key-limits'
-export { closeGracefully, SERVE_HELP, serve } from './server/serve'
-export { type BrowserPage, BrowserSession, LocalSearch, type SearchBackend, type SearchHit } from './serving/tools/browser'
-export { PyodidePython, type PyodidePythonOptions, type PythonRunner } from './serving/tools/python'
-export { HttpSearch, type HttpSearchOptions } from './serving/tools/web'
+export type { ApiKey, ApiKeyLimits } from './server/keys/api-keys'
+export { RedisKeyLimiter, type RedisKeyLimiterOptions } from './server/keys/redis-key-limits'
+export type { GatewayDiagnostic, GatewayOptions } from './server/pipeline/options'
+export { type ContinuationRequest, type PreparedRequest, RenderWorkers, type RenderWorkersOptions } from './server/pipeline/render-workers'
+export {
+  continuationItems,
+  continuedBody,
+  exactContinuation,
+  exactPrompt,
+  inputItemsOf,
+  previousItems,
+  previousResponse,
+  responseNotFound,
+  responseRecord,
+  storedResponse,
+  storedResponseRoute,
+} from './server/responses/conversation'
+export {
+  DEFAULT_SOCKET_IDLE_MS,
+  DEFAULT_SOCKET_LIFETIME_MS,
+  ResponsesSocket,
+  type ResponsesSocketOptions,
+  responseCreateBody,
+  type ServeResponsesSocketOptions,
+  type SocketTransport,
+  type SocketTurn,
+  serveResponsesSocket,
+  sseEventTexts,
+  type WebSocketLike,
+} from './server/socket/protocol'
+export { RedisResponseStore, type RedisResponseStoreOptions } from './server/stores/redis-store'
+export { SqliteResponseStore, type SqliteResponseStoreOptions } from './server/stores/sqlite-store'
+export {
+  type EvictingStoreBounds,
+  MemoryResponseStore,
+  type ResponseStore,
+  type ResponseStoreBounds,
+  type StoredResponse,
+  StoreError,
+} from './server/stores/store'
+export { type BrowserPage, BrowserSession, LocalSearch, type SearchBackend, type SearchHit } from './server/tools/browser'
+export { PyodidePython, type PyodidePythonOptions, type PythonRunner } from './server/tools/python'
+export { HttpSearch, type HttpSearchOptions } from './server/tools/web'

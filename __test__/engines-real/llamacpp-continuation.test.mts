@@ -10,8 +10,8 @@
  * without the gateway's id cache, and over the WebSocket mode with `store: false` (the connection's memory).
  */
 import test, { type ExecutionContext } from 'ava'
-import { ChatIdCache } from 'harmony-stream'
 import { type Engine, type GenerateRequest, LlamaCppEngine } from 'harmony-stream/engines'
+import { ChatIdCache } from 'harmony-stream/server'
 import type OpenAI from 'openai'
 
 import { startGateway } from '../helpers/gateway.mjs'

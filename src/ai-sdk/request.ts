@@ -15,7 +15,7 @@ import type {
   UnsupportedFunctionalityError,
 } from '@ai-sdk/provider'
 import { HarmonyRequestError } from '../base/errors'
-import { HttpError } from '../serving/http/errors'
+import { HttpError } from '../http/errors'
 import { aiSdkProvider } from './sdk'
 
 type Json = Record<string, unknown>

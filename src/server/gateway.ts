@@ -8,11 +8,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 
-import { hardenServer, type ServerLimits, serverOptions } from '../serving/http/server'
-import { gatewayOf, type Outcomes, tracked } from './context'
-import { type GatewayOptions, gatewaySettings } from './options'
-import { responsesSockets } from './responses/socket'
+import { hardenServer, type ServerLimits, serverOptions } from '../http/server'
+import { gatewayOf, type Outcomes, tracked } from './pipeline/context'
+import { type GatewayOptions, gatewaySettings } from './pipeline/options'
 import { gatewayHandler } from './routes'
+import { responsesSockets } from './socket/turns'
 
 /**
  * The gateway without a server of its own, for a gateway author who brings one (plain `node:http`, or a

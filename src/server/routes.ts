@@ -4,20 +4,20 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { context } from '@opentelemetry/api'
-import { EngineGroup } from '../serving/engines/group'
-import { HttpError, sendError } from '../serving/http/errors'
-import { pipeStreamLog } from '../serving/http/stream-log'
-import { responseIdOf, responseNotFound, responseRecord, storedResponseRoute } from '../serving/responses/conversation'
+import { EngineGroup } from '../engines/group'
+import { HttpError, sendError } from '../http/errors'
+import { pipeStreamLog } from './background/stream-log'
+import { serveCompaction } from './compaction/compact-route'
 
-import type { Caller } from './api-keys'
-import { belongsTo, gatewayFor } from './caller'
-import type { Gateway } from './context'
-import { answerRequestId, countMessageTokens, serveMessages } from './messages'
-import { recordOf, startRecord } from './request-log'
-import { serveGeneration } from './respond'
-import { serveCompaction } from './responses/compact'
-import { sendJson } from './send'
-import { endRequestSpan, requestSpan } from './tracing'
+import type { Caller } from './keys/api-keys'
+import { belongsTo, gatewayFor } from './keys/caller'
+import { answerRequestId, countMessageTokens, serveMessages } from './messages/serve-messages'
+import { recordOf, startRecord } from './observe/request-log'
+import { endRequestSpan, requestSpan } from './observe/tracing'
+import type { Gateway } from './pipeline/context'
+import { serveGeneration } from './pipeline/respond'
+import { sendJson } from './pipeline/send'
+import { responseIdOf, responseNotFound, responseRecord, storedResponseRoute } from './responses/conversation'
 
 /** A route's handler, given the gateway as the request's caller sees it (`gatewayFor`). */
 type Handler = (gateway: Gateway, request: IncomingMessage, response: ServerResponse) => Promise<void> | void

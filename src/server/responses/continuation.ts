@@ -4,19 +4,13 @@
  * that its prefix cache serves the whole history; one holding a compaction item has it opened first.
  */
 import { isRecord } from '../../base/records'
-import { HttpError } from '../../serving/http/errors'
-import type { GenerationParameters } from '../../serving/http/validate'
-import {
-  continuationItems,
-  continuedBody,
-  exactContinuation,
-  previousResponse,
-  resolveItemReferences,
-} from '../../serving/responses/conversation'
-import { openReasoning } from '../../serving/responses/sealed-reasoning'
-import type { StoredResponse } from '../../serving/responses/store'
-import type { Gateway } from '../context'
-import { type Item, type Prepared, renderOffLoop } from '../prepared'
+import { HttpError } from '../../http/errors'
+import type { GenerationParameters } from '../../http/validate'
+import type { Gateway } from '../pipeline/context'
+import { type Item, type Prepared, renderOffLoop } from '../pipeline/prepared'
+import type { StoredResponse } from '../stores/store'
+import { continuationItems, continuedBody, exactContinuation, previousResponse, resolveItemReferences } from './conversation'
+import { openReasoning } from './sealed-reasoning'
 
 /**
  * What a Responses request stands on: its own input with a compaction item opened (`opened`), and the stored

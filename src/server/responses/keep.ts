@@ -1,9 +1,10 @@
 /** Keeping a finished Responses response with every item it was generated from, and the ids a continuation needs. */
-import { inputItemsOf, storedResponse } from '../../serving/responses/conversation'
-import type { StoredResponse } from '../../serving/responses/store'
+
 import type { ResponseObject } from '../../wire/responses'
-import type { Gateway } from '../context'
-import type { Item, Prepared } from '../prepared'
+import type { Gateway } from '../pipeline/context'
+import type { Item, Prepared } from '../pipeline/prepared'
+import type { StoredResponse } from '../stores/store'
+import { inputItemsOf, storedResponse } from './conversation'
 
 /** Every item a response was generated from: the stored history, then its own input (with ids). */
 export function keptInput(object: { id: string }, prepared: Prepared): Item[] {

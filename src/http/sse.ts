@@ -1,0 +1,242 @@
+/**
+ * Streaming an adapter's events to an HTTP response as server-sent events, with what a gateway must not get
+ * wrong: one `write` per engine step; backpressure (when the socket's buffer is full, stop pulling engine steps
+ * until it drains, so a client that stops reading holds the engine back instead of filling memory); a client
+ * that disconnects aborts the engine request (through `abort`, and by ending the iteration); a failure
+ * mid-stream becomes the API's error frame, since the status line is long gone; Chat ends with `[DONE]`.
+ */
+import type { ServerResponse } from 'node:http'
+import { checkOptions, is, type OptionSpec } from '../base/options'
+import type { ChatCompletionChunk } from '../wire/chat'
+import { ChatCompletionsStream } from '../wire/chat'
+import type { EngineStepInput, TokenIds } from '../wire/input'
+import { type AnthropicEvent, AnthropicMessagesStream } from '../wire/messages'
+import type { ResponseEvent, ResponsesStream } from '../wire/responses'
+import { anthropicErrorResponse, engineAborted, errorResponse, failureEvent, sendError } from './errors'
+
+/** An engine step (`harmony-stream/engines`), or just its token ids. */
+export type SseStep = TokenIds | EngineStepInput
+
+export interface PipeSseOptions {
+  /** Aborted when the client disconnects: pass the controller whose signal the engine request uses. */
+  abort?: AbortController
+  /** Extra response headers (the SSE ones are set unless the head was already sent). */
+  headers?: Record<string, string>
+  /**
+   * `'sse'` (default): the adapters' SSE face (no event objects); `'objects'`: their object face, serialized
+   * here. The bytes are the same; `'objects'` exists to measure what the SSE face saves.
+   */
+  frames?: 'sse' | 'objects'
+  /**
+   * Collect the frames of this many milliseconds into one write. Default 0: every engine step is written at
+   * once. At one token per step the write (a system call per stream per token) is most of a gateway's CPU;
+   * a few milliseconds of coalescing trade that much latency for far fewer writes (docs/PERFORMANCE.md).
+   */
+  coalesceMs?: number
+  /**
+   * Called once the completion has ended, after its last items and before the closing events that announce it
+   * (Responses: `response.completed`), which wait for it: a gateway keeps the response here, so that a client
+   * told `store: true` can fetch it (or, when keeping failed, is told `store: false`). Not called when the
+   * stream fails or the client leaves first.
+   */
+  beforeConclude?: () => Promise<void>
+}
+
+const PIPE_SSE_OPTIONS: OptionSpec = {
+  abort: { what: 'an AbortController', test: (v) => v instanceof AbortController },
+  headers: {
+    what: 'an object of header strings',
+    test: (v) => is.object.test(v) && Object.values(v as object).every((h) => typeof h === 'string'),
+  },
+  frames: is.oneOf('sse', 'objects'),
+  coalesceMs: is.number(0),
+  beforeConclude: is.function,
+}
+
+/** The frame after the last event of a Chat stream, and of a Responses stream in the Open Responses dialect. */
+const DONE = 'data: [DONE]\n\n'
+
+/** Coalesced frames are written before they reach this size, whatever the time. */
+const COALESCE_MAX_BYTES = 64 * 1024
+
+export interface PipeSseResult {
+  /** `completed`: every event and the end were written; `client-closed`: the client left first; `failed`: an error frame ended the stream. */
+  outcome: 'completed' | 'client-closed' | 'failed'
+  /** What failed, for `failed` (log it: the client only got the error frame). */
+  error?: unknown
+}
+
+export const SSE_HEADERS = Object.freeze({
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+})
+
+export function chatFrames(chunks: readonly ChatCompletionChunk[]): string {
+  let out = ''
+  for (const chunk of chunks) out += `data: ${JSON.stringify(chunk)}\n\n`
+  return out
+}
+
+/** Responses' and Anthropic's events: each with its `event:` line (Anthropic's clients read events by it). */
+export function responsesFrames(events: readonly (ResponseEvent | AnthropicEvent)[]): string {
+  let out = ''
+  for (const event of events) out += `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`
+  return out
+}
+
+/** The adapters `pipeSse` streams. */
+export type SseAdapter = ChatCompletionsStream | ResponsesStream | AnthropicMessagesStream
+
+/** The engine's finish reason, for an engine step that has one. */
+function finishOf(step: SseStep): string | undefined {
+  return ArrayBuffer.isView(step) || Array.isArray(step) ? undefined : (step as EngineStepInput).finishReason
+}
+
+/** What pipeSse writes from: an adapter's SSE face, or its object face serialized (`frames: 'objects'`). */
+interface SseFace {
+  startSse?(): string
+  pushSse(step: SseStep): string
+  settleSse(options: { truncated: boolean }): string
+  concludeSse(): string
+}
+
+function serializedObjects(adapter: SseAdapter): SseFace {
+  if (adapter instanceof AnthropicMessagesStream) {
+    return {
+      pushSse: (step) => responsesFrames(adapter.push(step)),
+      settleSse: (options) => responsesFrames(adapter.settle(options)),
+      concludeSse: () => responsesFrames(adapter.conclude()),
+    }
+  }
+  if (adapter instanceof ChatCompletionsStream) {
+    return {
+      pushSse: (step) => chatFrames(adapter.push(step)),
+      settleSse: (options) => chatFrames(adapter.settle(options)),
+      concludeSse: () => chatFrames(adapter.conclude()),
+    }
+  }
+  return {
+    startSse: () => responsesFrames(adapter.start()),
+    pushSse: (step) => responsesFrames(adapter.push(step)),
+    settleSse: (options) => responsesFrames(adapter.settle(options)),
+    concludeSse: () => responsesFrames(adapter.conclude()),
+  }
+}
+
+export async function pipeSse(
+  response: ServerResponse,
+  adapter: SseAdapter,
+  steps: AsyncIterable<SseStep>,
+  options: PipeSseOptions = {},
+): Promise<PipeSseResult> {
+  checkOptions(options, PIPE_SSE_OPTIONS, 'pipeSse')
+  const coalesceMs = options.coalesceMs ?? 0
+  const chat = adapter instanceof ChatCompletionsStream
+  // Chat ends with it; Responses in the Open Responses dialect too (the specification's terminal event).
+  const endsWithDone = chat || (adapter instanceof AnthropicMessagesStream ? false : adapter.endsWithDone)
+  const face: SseFace = options.frames === 'objects' ? serializedObjects(adapter) : adapter
+  let clientClosed = response.destroyed
+  let wake: (() => void) | null = null
+  /** The socket's buffer is full: pull no engine step until it drains. */
+  let full = false
+  const onClose = () => {
+    if (response.writableFinished) return
+    clientClosed = true
+    options.abort?.abort()
+    wake?.()
+  }
+  const onDrain = () => {
+    // A write from the coalescing timer may have filled the buffer and drained before anyone waited.
+    full = false
+    wake?.()
+  }
+  response.on('close', onClose).on('drain', onDrain)
+  let pending = ''
+  let timer: NodeJS.Timeout | null = null
+  /** Writes what was collected; `full` if the socket's buffer is full (wait for 'drain' before pulling more). */
+  const flush = () => {
+    if (timer !== null) clearTimeout(timer)
+    timer = null
+    if (pending === '' || clientClosed) return
+    full = !response.write(pending) || full
+    pending = ''
+  }
+  /** Writes (now, or within `coalesceMs`), then waits while the socket's buffer is full or the client is gone. */
+  const send = async (text: string) => {
+    if (text === '' || clientClosed) return
+    pending += text
+    if (coalesceMs === 0 || pending.length >= COALESCE_MAX_BYTES) flush()
+    else timer ??= setTimeout(flush, coalesceMs)
+    if (full && !clientClosed) await new Promise<void>((resolve) => (wake = resolve))
+    full = false
+    wake = null
+  }
+  const iterator = steps[Symbol.asyncIterator]()
+  let first: IteratorResult<SseStep>
+  try {
+    // The first step before the status line: an engine that fails before generating anything (unreachable,
+    // overloaded, the prompt refused) is answered with its HTTP error status, not a 200 and an error frame.
+    first = await iterator.next()
+  } catch (error) {
+    response.off('close', onClose).off('drain', onDrain)
+    if (clientClosed) return { outcome: 'client-closed', error }
+    sendError(response, error)
+    return { outcome: 'failed', error }
+  }
+  try {
+    if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
+    // The adapters' SSE faces: the bytes of their events, built without event objects.
+    // Responses opens with response.created / in_progress; Chat has no opening events.
+    if (face.startSse !== undefined) await send(face.startSse())
+    let finishReason: string | undefined
+    for (let next = first; !next.done && !clientClosed; next = await iterator.next()) {
+      finishReason = finishOf(next.value) ?? finishReason
+      // The whole step: the adapter keeps an engine step's usage and diagnostics.
+      await send(face.pushSse(next.value))
+      if (adapter.stopped) {
+        // A stop string ended the answer: the engine request ends now (its iterator closes the connection).
+        await iterator.return?.()
+        finishReason = 'stop'
+        break
+      }
+    }
+    if (clientClosed) {
+      // Ends the iteration: the engine client closes its request.
+      await iterator.return?.()
+      return { outcome: 'client-closed' }
+    }
+    if (finishReason === 'abort') throw engineAborted()
+    let last = pending + face.settleSse({ truncated: finishReason === 'length' })
+    pending = ''
+    if (options.beforeConclude !== undefined) await options.beforeConclude()
+    last += face.concludeSse()
+    response.end(endsWithDone ? `${last}${DONE}` : last)
+    return { outcome: 'completed' }
+  } catch (error) {
+    await iterator.return?.().catch(() => {})
+    if (clientClosed) return { outcome: 'client-closed', error }
+    if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
+    flush()
+    // Chat: the error object OpenAI clients raise from a stream; Responses: its `error` event, then
+    // `response.failed`; Messages: Anthropic's `error` event.
+    response.end(
+      adapter instanceof AnthropicMessagesStream
+        ? responsesFrames(adapter.error(...anthropicFailure(error)))
+        : chat
+          ? `data: ${JSON.stringify(errorResponse(error).body)}\n\n`
+          : responsesFrames((adapter as ResponsesStream).error(...failureEvent(error))) + (endsWithDone ? DONE : ''),
+    )
+    return { outcome: 'failed', error }
+  } finally {
+    if (timer !== null) clearTimeout(timer)
+    response.off('close', onClose).off('drain', onDrain)
+  }
+}
+
+/** An Anthropic stream's `error` event for a failure: its type and message, as the HTTP answer would carry them. */
+function anthropicFailure(error: unknown): [type: string, message: string] {
+  const { type, message } = anthropicErrorResponse(error).body.error
+  return [type, message]
+}

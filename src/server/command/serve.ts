@@ -1,0 +1,200 @@
+/**
+ * `harmony-stream serve`: the gateway from the command line, as `vllm serve` is for vLLM. Flags and
+ * environment variables are one table (environment.ts); a flag wins over its variable. With `--workers N`
+ * the port is shared by N processes (node:cluster), which the primary keeps running.
+ *
+ * Shutdown (SIGTERM, SIGINT): the server stops accepting at once, running requests may finish for
+ * `--shutdown-grace-ms`, what is still open then is cut, and the store is closed before the process exits.
+ */
+import cluster from 'node:cluster'
+import { randomBytes } from 'node:crypto'
+import type { Server } from 'node:http'
+import { availableParallelism } from 'node:os'
+
+import { implementation } from '../../backend/choose'
+import { HarmonySetupError } from '../../base/errors'
+import { createGateway, type GatewayServer } from '../gateway'
+import { SETTINGS, type ServeSettings, SettingError, serveSettings } from './environment'
+
+export const SERVE_HELP = `Usage: harmony-stream serve [options]
+
+Serves an OpenAI-compatible gateway (Chat Completions, Responses, its WebSocket mode) for gpt-oss in front
+of a token-level inference engine. Every option is also an environment variable; a flag wins over it.
+
+Options (environment variable in brackets):
+${SETTINGS.map((s) => {
+  const flag = s.flag === null ? '(environment only)' : `${s.flag}${s.value ? ` ${s.value}` : ''}`
+  return `  ${flag.padEnd(30)} ${s.help} [${s.env}]`
+}).join('\n')}
+  -h, --help                     this text
+
+Examples:
+  harmony-stream serve --engine replay --port 0
+  harmony-stream serve --engine vllm --engine-url http://127.0.0.1:8000 --engine-model openai/gpt-oss-20b
+
+Exit status: 0 after a clean shutdown, 2 on a bad option.`
+
+/** The environment the flags stand for, over `env`; 'help' for -h/--help. */
+function environmentOf(args: readonly string[], env: Record<string, string | undefined>): Record<string, string | undefined> | 'help' {
+  const out = { ...env }
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!
+    if (arg === '-h' || arg === '--help') return 'help'
+    const [name, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined]
+    const setting = SETTINGS.find((s) => s.flag === name)
+    if (setting === undefined) throw new SettingError(`unknown option ${JSON.stringify(name)} (harmony-stream serve --help lists them)`)
+    if (setting.switch !== undefined) {
+      if (inline !== undefined) throw new SettingError(`${name} takes no value`)
+      out[setting.env] = setting.switch
+      continue
+    }
+    const value = inline ?? args[++i]
+    if (value === undefined || (inline === undefined && value.startsWith('--')))
+      throw new SettingError(`${name} needs a value: ${setting.value}`)
+    out[setting.env] = value
+  }
+  return out
+}
+
+interface Io {
+  stdout: NodeJS.WritableStream
+  stderr: NodeJS.WritableStream
+}
+
+/** Runs the command; resolves with the exit status once the process is serving (or could not). */
+export async function serve(args: readonly string[], io: Io = process, env = process.env): Promise<number> {
+  try {
+    const environment = environmentOf(args, env)
+    if (environment === 'help') {
+      io.stdout.write(`${SERVE_HELP}\n`)
+      return 0
+    }
+    const settings = serveSettings(environment, availableParallelism())
+    if (settings.workers > 1 && cluster.isPrimary) {
+      superviseWorkers(settings, environment, io)
+      return 0
+    }
+    await listen(settings, io, cluster.isWorker ? ` [worker ${process.pid}]` : '')
+    return 0
+  } catch (error) {
+    if (!isSetupProblem(error)) throw error
+    io.stderr.write(`harmony-stream serve: ${(error as Error).message}\n`)
+    return SETUP_FAILED
+  }
+}
+
+/**
+ * What `serve` reports in one line and exit status 2 instead of a stack: a bad flag or variable, a bad option, a
+ * missing optional package (the default SQLite store without node-sqlite3-wasm), a port that cannot be bound.
+ */
+function isSetupProblem(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code
+  return (
+    error instanceof SettingError ||
+    error instanceof HarmonySetupError ||
+    code === 'invalid-option' ||
+    code === 'EADDRINUSE' ||
+    code === 'EACCES' ||
+    code === 'EADDRNOTAVAIL' ||
+    code === 'ENOTFOUND'
+  )
+}
+
+/**
+ * The primary of `--workers N`: forks them with the settings it checked (the flags as variables, one compaction
+ * key for all, so any opens another's) and replaces one that dies. A worker that exits 2 could not set up (its
+ * one-line reason is on stderr): every other would fail alike, so all stop and the primary exits 2.
+ */
+function superviseWorkers(settings: ServeSettings, environment: Record<string, string | undefined>, io: Io): void {
+  const compactionKey = environment.HARMONY_COMPACTION_KEY || randomBytes(32).toString('hex')
+  const fork = () => cluster.fork({ ...environment, HARMONY_COMPACTION_KEY: compactionKey })
+  for (let i = 0; i < settings.workers; i++) fork()
+  let stopping = false
+  const stopAll = () => {
+    stopping = true
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM')
+  }
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping || code === 0 || signal === 'SIGTERM' || signal === 'SIGINT') return
+    if (code === SETUP_FAILED) {
+      process.exitCode = SETUP_FAILED
+      stopAll()
+      return
+    }
+    io.stderr.write(`harmony-stream gateway: worker ${worker.process.pid} exited (${signal ?? code}); starting another\n`)
+    fork()
+  })
+  for (const name of ['SIGTERM', 'SIGINT'] as const) process.once(name, stopAll)
+}
+
+/** The exit status of a setup problem (a bad setting, a missing package, a port that cannot be bound). */
+const SETUP_FAILED = 2
+
+/**
+ * Stops `server` as an operator wants on SIGTERM: it stops accepting at once (idle keep-alive connections close
+ * now), running requests may finish for `graceMs`, and whatever is still open then is cut. Resolves once the
+ * server has closed. (A gateway's `close` also ends its WebSocket connections and cancels its background runs.)
+ */
+export async function closeGracefully(server: Server, graceMs: number): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const grace = setTimeout(() => server.closeAllConnections(), graceMs)
+    grace.unref()
+    // A keep-alive connection whose request finishes during the grace period turns idle, and would be held
+    // until its keep-alive timeout: it is closed as soon as it is idle.
+    const idle = setInterval(() => server.closeIdleConnections(), 50)
+    idle.unref()
+    server.close((error) => {
+      clearTimeout(grace)
+      clearInterval(idle)
+      if (error) reject(error)
+      else resolve()
+    })
+    server.closeIdleConnections()
+  })
+  // A gateway's own work (background runs kept as cancelled, responses of cut requests still being kept).
+  await (server as Partial<GatewayServer>).settled?.()
+}
+
+async function listen(settings: ServeSettings, io: Io, label: string): Promise<void> {
+  const options = settings.options()
+  const store = options.responseStore ?? null
+  const server = createGateway(options)
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(settings.port, settings.host, () => {
+        server.off('error', reject)
+        resolve()
+      })
+    })
+  } catch (error) {
+    // Nothing listens: release what the gateway and the store hold, then report.
+    server.close()
+    await server.settled()
+    await store?.close()
+    throw error
+  }
+  const address = server.address()
+  const port = typeof address === 'object' && address !== null ? address.port : settings.port
+  const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host
+  const engine = options.engine?.name ?? 'replay'
+  io.stdout.write(`harmony-stream gateway on http://${host}:${port}/v1 (${implementation} parser, ${engine} engine)${label}\n`)
+  // Anthropic's clients (Claude Code's ANTHROPIC_BASE_URL) take the root: they add /v1/messages themselves.
+  io.stdout.write(`Anthropic's clients: http://${host}:${port}\n`)
+  let stopping = false
+  const stop = () => {
+    if (stopping) return
+    stopping = true
+    closeGracefully(server, settings.shutdownGraceMs)
+      .then(() => store?.close())
+      .then(
+        () => process.exit(0),
+        (error) => {
+          io.stderr.write(`harmony-stream gateway: shutting down: ${error}\n`)
+          process.exit(1)
+        },
+      )
+  }
+  process.once('SIGTERM', stop)
+  process.once('SIGINT', stop)
+}

@@ -1,0 +1,312 @@
+/**
+ * The options of `createGateway`, checked by the option kit (a misspelt one is a TypeError naming it and the
+ * closest name), and the settings they resolve to: every default in one place.
+ */
+
+import { implementation as defaultImplementation } from '../../backend/choose'
+import { checkOptions, is, type OptionSpec, optionError } from '../../base/options'
+import type { Implementation } from '../../base/types'
+import { EngineGroup } from '../../engines/group'
+import { ReplayEngine } from '../../engines/replay'
+import { type EngineTimeLimits, engineTimeLimits } from '../../engines/time-limits'
+import type { Engine } from '../../engines/types'
+import { DEFAULT_BODY_LIMIT } from '../../http/body'
+import type { ServerLimits } from '../../http/server'
+import type { RenderRequestOptions } from '../../render/index'
+import type { ResponsesDialect } from '../../wire/responses'
+import type { ChatIdCache } from '../chat/id-cache'
+import { Compactor } from '../compaction/compactor'
+import { type ApiKey, ApiKeys } from '../keys/api-keys'
+import type { KeyLimiter } from '../keys/key-limits'
+import type { RequestLogger } from '../observe/request-log'
+import { DEFAULT_SOCKET_IDLE_MS, DEFAULT_SOCKET_LIFETIME_MS } from '../socket/protocol'
+import { MemoryResponseStore, type ResponseStore } from '../stores/store'
+import type { SearchBackend } from '../tools/browser'
+import type { PythonRunner } from '../tools/python'
+
+/** What the parser recovered from, and tool arguments that are not JSON: worth a log line, not a failure. */
+export interface GatewayDiagnostic {
+  code: string
+  message: string
+}
+
+/** When a Responses reasoning item carries its reasoning as a summary too (`GatewayOptions.reasoningSummary`). */
+export type ReasoningSummaryRule = 'asked' | 'always' | 'never'
+
+export interface GatewayOptions {
+  /** The inference engine (any `Engine` of harmony-stream/engines). Default: a `ReplayEngine` of `replay`. */
+  engine?: Engine
+  /**
+   * Several engine servers of one model instead of `engine`: an `EngineGroup` over them (cache affinity,
+   * balancing on running generations, failover before the first token). docs/API.md "Several engines".
+   */
+  engines?: readonly Engine[]
+  /** Without `engine`: the completions (token id arrays) a replay engine serves in turn. */
+  replay?: number[][]
+  /** Without `engine`: tokens per step of the replay engine. Default 1. */
+  interval?: number
+  /** The parser's implementation. Default: the package's (`implementation`). */
+  implementation?: Implementation
+  /** The model id `/v1/models` lists. Default `gpt-oss`. */
+  model?: string
+  /** The largest request body, in bytes. Default 4 MiB. */
+  bodyLimit?: number
+  /** Options of every render (`renderChatCompletionRequest`'s). */
+  renderOptions?: RenderRequestOptions
+  /**
+   * Tools of a built-in type (`web_search`, `file_search`, `mcp`, …), which this gateway does not run: `'omit'`
+   * (default) leaves them out of the prompt and says so in the `x-harmony-not-applied` header, so a client that
+   * always offers them works; `'refuse'`: a 400 naming them. (The render option of the same name.)
+   */
+  hostedTools?: 'omit' | 'refuse'
+  /**
+   * Responses reasoning items as summaries too, for clients that read only summaries (the AI SDK's OpenAI
+   * provider): gpt-oss writes none, so a summary part carries the raw reasoning. `'asked'` (default): when the
+   * request asks for one (`reasoning.summary`); `'always'`; `'never'`. The `reasoning_text` is there either way.
+   */
+  reasoningSummary?: ReasoningSummaryRule
+  /**
+   * The Responses API's event names: `'openai'` (default) or `'open-responses'`, the Open Responses
+   * specification's where they differ (`ResponsesAdapterOptions.dialect`). A request with an
+   * `OpenResponses-Version` header gets the specification's whatever this says.
+   */
+  responsesDialect?: ResponsesDialect
+  /**
+   * Time limits on every generation, counted in tokens (heartbeats are no progress): `firstTokenMs` (default
+   * 120 s), `idleMs` between tokens (default 60 s), `deadlineMs` for the whole request (default none); null
+   * lifts one. At a limit the engine request is aborted and the client gets a 504, or the stream's error,
+   * naming it.
+   */
+  engineTimeLimits?: EngineTimeLimits
+  /** Called with what the parser recovered from. Default: one line on stderr. */
+  onDiagnostic?: (diagnostic: GatewayDiagnostic) => void
+  /** Called with errors worth an operator's look (5xx answers, engines failing mid-stream). Default: stderr. */
+  onError?: (error: unknown) => void
+  /** `'sse'` (default): SSE bytes straight from the adapters; `'objects'`: events serialized (to compare). */
+  frames?: 'sse' | 'objects'
+  /** Collect each stream's frames for this many ms per write. Default 0: every step is written at once. */
+  coalesceMs?: number
+  /** `GET /stats` answers what this returns (with the stream outcomes); null (default): no such route. */
+  stats?: (() => Record<string, unknown>) | null
+  /** Threads that render requests off the event loop; 0 (default): all inline. */
+  renderWorkers?: number
+  /** With render workers: bodies up to this many bytes are rendered inline. Default 16 KiB. */
+  renderInlineBytes?: number
+  /** The HTTP server's timeouts (`hardenServer`). */
+  serverLimits?: ServerLimits
+  /** `'refuse'` (default): a request field no table knows is a 400, as OpenAI answers; `'ignore'`: taken without it. */
+  unknownFields?: 'refuse' | 'ignore'
+  /** Where Responses are kept. Default: a `MemoryResponseStore`, closed with the server; null: none. */
+  responseStore?: ResponseStore | null
+  /** A continuation within a turn is made of the ids the engine saw and generated. Default true. */
+  exactContinuations?: boolean
+  /** Prompts a Chat request answering this gateway's tool calls with the engine's own ids. Default null: off. */
+  chatIdCache?: ChatIdCache | null
+  /**
+   * Seals and opens compaction items, and reasoning for clients that keep nothing here (`include:
+   * ['reasoning.encrypted_content']`). Default: one with a random key of this process.
+   */
+  compactor?: Compactor
+  /** How long a Responses WebSocket connection lives, in ms. Default 60 minutes. */
+  socketLifetimeMs?: number
+  /** How long a Responses WebSocket connection may wait for its next turn before it is closed, in ms. Default 5 minutes. */
+  socketIdleMs?: number
+  /** Prometheus metrics at `GET /metrics` (docs/API.md "Metrics"). Default true. */
+  metrics?: boolean
+  /**
+   * API keys (docs/API.md "API keys"): key strings, or `{ key | sha256, name, limits }`. With keys, a request
+   * without a valid one is a 401, and what a key's requests keep belongs to its name. Default: none (open).
+   */
+  apiKeys?: readonly (string | ApiKey)[] | null
+  /** Paths served without a key in a gateway with keys. Default `['/health', '/metrics']`. */
+  publicRoutes?: readonly string[]
+  /**
+   * Where the keys' limits are counted: a `RedisKeyLimiter` shares them among every process and host that uses
+   * its Redis. Default: in this process.
+   */
+  keyLimiter?: KeyLimiter
+  /**
+   * One structured line per request to this logger (a pino logger, or anything with `info(object, message)`):
+   * docs/API.md "Request log". Default null: none (`harmony-stream serve` logs JSON lines to stdout).
+   */
+  requestLog?: RequestLogger | null
+  /**
+   * Runs gpt-oss's own `python` tool (a `PyodidePython`, or an operator's `PythonRunner`): a Responses request's
+   * `code_interpreter` tool is then offered to the model as trained, and its calls run here, inside the response
+   * (docs/API.md "Built-in tools"). Closed with the gateway. Default null: `code_interpreter` is a hosted tool
+   * (`hostedTools`).
+   */
+  python?: PythonRunner | null
+  /**
+   * Runs gpt-oss's own `browser` tool on this search backend (a `LocalSearch`, or an operator's `SearchBackend`):
+   * a Responses request's `web_search` tool is then offered to the model as trained, and its searches, pages and
+   * finds run here, inside the response, its answer's citations given as `url_citation` annotations. Default
+   * null: `web_search` is a hosted tool.
+   */
+  browser?: SearchBackend | null
+  /**
+   * URL prefixes of the remote MCP servers a Responses request may name (`{ type: 'mcp', server_url }` must
+   * start with one): their tools are listed and their calls run here, inside the response (docs/API.md "Built-in
+   * tools"). Default null: MCP off, `mcp` tools are hosted tools.
+   */
+  mcpServers?: readonly string[] | null
+  /** Each request to an MCP server (connect, list, call), in ms. Default 30,000. */
+  mcpTimeMs?: number
+  /** Built-in tool calls run per response; a call past it ends the response where it stands. Default 8. */
+  toolCalls?: number
+}
+
+const hasMethods = (what: string, ...methods: string[]) => ({
+  what,
+  test: (value: unknown) =>
+    value !== null && typeof value === 'object' && methods.every((m) => typeof (value as Record<string, unknown>)[m] === 'function'),
+})
+
+const OPTIONS: OptionSpec = {
+  engine: hasMethods('an engine (an object with generate)', 'generate'),
+  engines: is.arrayOf(hasMethods('an engine (an object with generate)', 'generate')),
+  replay: is.array,
+  interval: is.integer(1),
+  implementation: is.oneOf('native', 'js'),
+  model: is.nonEmptyString,
+  bodyLimit: is.integer(1),
+  renderOptions: is.object,
+  hostedTools: is.oneOf('omit', 'refuse'),
+  reasoningSummary: is.oneOf('asked', 'always', 'never'),
+  responsesDialect: is.oneOf('openai', 'open-responses'),
+  engineTimeLimits: is.object,
+  onDiagnostic: is.function,
+  onError: is.function,
+  frames: is.oneOf('sse', 'objects'),
+  coalesceMs: is.number(0),
+  stats: is.nullable(is.function),
+  renderWorkers: is.integer(0, 256),
+  renderInlineBytes: is.integer(0),
+  serverLimits: is.object,
+  unknownFields: is.oneOf('refuse', 'ignore'),
+  responseStore: is.nullable(hasMethods('a response store (get, put, delete, close)', 'get', 'put', 'delete', 'close')),
+  exactContinuations: is.boolean,
+  chatIdCache: is.nullable(hasMethods('a ChatIdCache', 'remember', 'exactPrompt')),
+  compactor: hasMethods('a Compactor', 'compaction', 'expand'),
+  socketLifetimeMs: is.integer(1),
+  socketIdleMs: is.integer(1),
+  metrics: is.boolean,
+  apiKeys: is.nullable(is.array),
+  publicRoutes: is.arrayOf(is.string),
+  keyLimiter: hasMethods('a key limiter (an object with admit)', 'admit'),
+  requestLog: is.nullable(hasMethods('a logger (an object with info)', 'info')),
+  python: is.nullable(hasMethods('a python runner (run, end, close)', 'run', 'end', 'close')),
+  browser: is.nullable(hasMethods('a search backend (search, open)', 'search', 'open')),
+  mcpServers: is.nullable(is.arrayOf(is.nonEmptyString)),
+  mcpTimeMs: is.integer(1),
+  toolCalls: is.integer(1),
+}
+
+/** The options with every default filled in. */
+export interface GatewaySettings {
+  engine: Engine
+  implementation: Implementation
+  model: string
+  bodyLimit: number
+  renderOptions: RenderRequestOptions
+  reasoningSummary: ReasoningSummaryRule
+  responsesDialect: ResponsesDialect
+  engineTimeLimits: Readonly<Required<EngineTimeLimits>>
+  onDiagnostic: (diagnostic: GatewayDiagnostic) => void
+  onError: (error: unknown) => void
+  frames: 'sse' | 'objects'
+  coalesceMs: number
+  stats: (() => Record<string, unknown>) | null
+  renderWorkers: number
+  renderInlineBytes: number
+  serverLimits: ServerLimits
+  unknownFields: 'refuse' | 'ignore'
+  store: ResponseStore | null
+  /** The store was made here (the default): the gateway closes it. */
+  ownStore: boolean
+  exactContinuations: boolean
+  chatIdCache: ChatIdCache | null
+  compactor: Compactor
+  socketLifetimeMs: number
+  socketIdleMs: number
+  metrics: boolean
+  apiKeys: ApiKeys | null
+  publicRoutes: readonly string[]
+  keyLimiter: KeyLimiter | null
+  requestLog: RequestLogger | null
+  python: PythonRunner | null
+  browser: SearchBackend | null
+  mcpServers: readonly string[] | null
+  mcpTimeMs: number
+  toolCalls: number
+}
+
+function logError(error: unknown): void {
+  console.error(`harmony-stream gateway: ${(error as Error | undefined)?.stack ?? error}`)
+}
+
+export function logDiagnostic(diagnostic: GatewayDiagnostic): void {
+  console.warn(`harmony-stream: ${diagnostic.code}: ${diagnostic.message}`)
+}
+
+export function gatewaySettings(options: unknown): GatewaySettings {
+  const o = checkOptions<GatewayOptions>(options, OPTIONS, 'createGateway')
+  if (o.engine !== undefined && o.engines !== undefined)
+    throw optionError(TypeError, "createGateway: options 'engine' and 'engines' exclude each other: give one engine, or several")
+  if (o.engines !== undefined && o.engines.length === 0)
+    throw optionError(TypeError, "createGateway: option 'engines' must list at least one engine")
+  if (o.engine === undefined && o.engines === undefined && o.replay === undefined)
+    throw optionError(
+      TypeError,
+      "createGateway: option 'engine' is required (or 'engines', or 'replay', the completions of a replay engine)",
+    )
+  const ownStore = o.responseStore === undefined
+  return {
+    engine:
+      o.engines !== undefined
+        ? o.engines.length === 1
+          ? o.engines[0]!
+          : new EngineGroup(o.engines)
+        : (o.engine ?? new ReplayEngine({ completions: o.replay as number[][], interval: o.interval ?? 1 })),
+    implementation: o.implementation ?? defaultImplementation,
+    model: o.model ?? 'gpt-oss',
+    bodyLimit: o.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    renderOptions: {
+      ...o.renderOptions,
+      ...(o.hostedTools === undefined ? {} : { hostedTools: o.hostedTools }),
+      // The tools this gateway runs are offered to the model as gpt-oss's own.
+      builtinTools: [...(o.browser == null ? [] : ['browser' as const]), ...(o.python == null ? [] : ['python' as const])],
+    },
+    reasoningSummary: o.reasoningSummary ?? 'asked',
+    responsesDialect: o.responsesDialect ?? 'openai',
+    engineTimeLimits: engineTimeLimits(o.engineTimeLimits ?? {}, 'createGateway: engineTimeLimits'),
+    onDiagnostic: o.onDiagnostic ?? logDiagnostic,
+    onError: o.onError ?? logError,
+    frames: o.frames ?? 'sse',
+    coalesceMs: o.coalesceMs ?? 0,
+    stats: o.stats ?? null,
+    renderWorkers: o.renderWorkers ?? 0,
+    renderInlineBytes: o.renderInlineBytes ?? 16 * 1024,
+    serverLimits: o.serverLimits ?? {},
+    unknownFields: o.unknownFields ?? 'refuse',
+    // The library's default: responses kept in this process (bounded); null keeps none.
+    store: ownStore ? new MemoryResponseStore() : (o.responseStore ?? null),
+    ownStore,
+    exactContinuations: o.exactContinuations ?? true,
+    chatIdCache: o.chatIdCache ?? null,
+    // A compaction opens to no more than a body may carry.
+    compactor: o.compactor ?? new Compactor({ maxOpenedBytes: o.bodyLimit ?? DEFAULT_BODY_LIMIT }),
+    socketLifetimeMs: o.socketLifetimeMs ?? DEFAULT_SOCKET_LIFETIME_MS,
+    socketIdleMs: o.socketIdleMs ?? DEFAULT_SOCKET_IDLE_MS,
+    metrics: o.metrics ?? true,
+    apiKeys: o.apiKeys == null ? null : new ApiKeys(o.apiKeys, "createGateway: option 'apiKeys'"),
+    publicRoutes: o.publicRoutes ?? ['/health', '/metrics'],
+    keyLimiter: o.keyLimiter ?? null,
+    requestLog: o.requestLog ?? null,
+    python: o.python ?? null,
+    browser: o.browser ?? null,
+    mcpServers: o.mcpServers ?? null,
+    mcpTimeMs: o.mcpTimeMs ?? 30_000,
+    toolCalls: o.toolCalls ?? 8,
+  }
+}

@@ -1,0 +1,42 @@
+/** What preparing a request gives (`Prepared`), and rendering off the event loop, which every kind of preparation uses. */
+
+import type { GenerationParameters } from '../../http/validate'
+import { type RenderedPrompt, renderChatCompletionRequest, renderResponsesRequest } from '../../render/index'
+import type { ApprovedCall } from '../../wire/responses'
+import type { McpServer } from '../tools/mcp'
+import type { Gateway } from './context'
+
+export type ApiKind = 'chat' | 'responses'
+export type Item = Record<string, unknown>
+
+/** A request ready to generate. */
+export interface Prepared {
+  kind: ApiKind
+  parameters: GenerationParameters
+  /** What the engine is prompted with. */
+  prompt: RenderedPrompt
+  /** Where `prompt` is made of earlier ids (an exact continuation): the request's own render, kept to check the next one. */
+  rendered?: RenderedPrompt
+  /** What a response object echoes of its request: the body, or the echo a render worker made of it. */
+  body: object
+  /** Responses: the stored items the request continues (they come before its own input). */
+  history: Item[]
+  /** Responses: the request's own input (a compaction opened), as it is kept. */
+  input: unknown
+  /** Responses: the response is to be kept (a store, and `store` not false). */
+  storing: boolean
+  /** Responses: the remote MCP servers the request names, connected and listed (`mcp-servers.ts`); closed with the response. */
+  mcp?: McpServer[]
+  /** Responses: the MCP calls the client approved in this request, run before it generates (`mcp_call` items first). */
+  mcpApproved?: ApprovedCall[]
+}
+
+/** A request body rendered off the event loop when there are workers (else here). */
+export function renderOffLoop(gateway: Gateway, kind: ApiKind, body: Item): Promise<RenderedPrompt> | RenderedPrompt {
+  return gateway.workers !== null ? gateway.workers.render(kind, body) : renderHere(gateway, kind, body)
+}
+
+/** A request body rendered on the event loop. */
+export function renderHere(gateway: Gateway, kind: ApiKind, body: Item): RenderedPrompt {
+  return (kind === 'chat' ? renderChatCompletionRequest : renderResponsesRequest)(body, gateway.renderOptions)
+}

@@ -1,0 +1,296 @@
+/**
+ * The Responses API's memory on a `ResponseStore` (store.ts), as OpenAI defines it: a response is kept with
+ * the input it was generated from (`store`, default true); a request naming `previous_response_id` continues
+ * from it (that response's input, then its output, then the new input; its `instructions` are not carried
+ * over); `GET /v1/responses/{id}` gives it back, `DELETE` forgets it, and `GET /v1/responses/{id}/input_items`
+ * lists its input items a page at a time. The example gateway wires these helpers; any gateway can.
+ */
+
+import { CALL, START } from '../../backend/tokens'
+import { isRecord } from '../../base/records'
+import { HttpError, previousResponseNotFound } from '../../http/errors'
+import type { RenderedPrompt } from '../../render/index'
+import { isSideRecordId } from '../stores/side-records'
+import type { ResponseStore, StoredResponse } from '../stores/store'
+
+type Item = Record<string, unknown>
+
+/** The 404 of a response that is not stored (`param`: the request field that named it, if any). */
+export function responseNotFound(id: string, param: string | null = null): HttpError {
+  return new HttpError(404, `No response with id '${id.slice(0, 100)}' is stored here (never stored, deleted, or expired)`, {
+    param,
+    code: 'not-found',
+    type: 'invalid_request_error',
+  })
+}
+
+/**
+ * A request's input as items, each with an id (`msg_…` for messages, else the item's own id or `item_…`): a
+ * string input is one user message. `stem` makes the ids this response's (its id without `resp_`).
+ */
+export function inputItemsOf(body: Item, stem: string): Item[] {
+  const input = body.input
+  const items: unknown[] =
+    typeof input === 'string' ? [{ type: 'message', role: 'user', content: input }] : Array.isArray(input) ? input : []
+  return items.map((raw, i) => {
+    const item: Item = isRecord(raw) ? { ...raw } : { value: raw }
+    if (item.type === undefined) item.type = 'message'
+    if (item.type === 'message' && typeof item.content === 'string') item.content = [{ type: 'input_text', text: item.content }]
+    if (typeof item.id !== 'string') item.id = `${item.type === 'message' ? 'msg' : 'item'}_${stem}_in${i}`
+    return item
+  })
+}
+
+/** The items a continuation of `record` starts with: its input, then its output. */
+export function continuationItems(record: StoredResponse): Item[] {
+  const output = Array.isArray(record.response.output) ? (record.response.output as Item[]) : []
+  return [...record.input, ...output]
+}
+
+/** An input item that refers to a kept item (`{ type: 'item_reference', id }`). */
+function isItemReference(item: unknown): item is Item {
+  return isRecord(item) && item.type === 'item_reference'
+}
+
+/** Whether a Responses body's input refers to kept items. */
+export function holdsItemReference(body: Item): boolean {
+  return Array.isArray(body.input) && body.input.some(isItemReference)
+}
+
+/**
+ * The response whose item `id` is: this gateway's item ids carry their response's (`rs_`, `msg_`, `fc_`, `item_`,
+ * then the response id without `resp_`, then the item's place), so an item is found without an index of items.
+ */
+const ITEM_OF_RESPONSE = /^(?:rs|msg|fc|item)_([0-9a-f]{32})_/
+
+/**
+ * What one request's references may cost: each one a store lookup (a response is read once per request) and a
+ * copy of the item, bounded before any is read, and in characters as they are.
+ */
+const MAX_REFERENCES = 1000
+const MAX_RESOLVED_CHARACTERS = 8 * 1024 * 1024
+
+/**
+ * The body with each `item_reference` of its input replaced by the kept item it names (an output item of a kept
+ * response, or one of its input items), as OpenAI resolves them. An id that names no kept item is a 404 naming
+ * `input[i].id`; without a store, a 400; more than 1000 references, or items over 8 Mi characters of JSON
+ * together, a 400.
+ */
+export async function resolveItemReferences(store: ResponseStore | null, body: Item): Promise<Item> {
+  if (!holdsItemReference(body)) return body
+  const input = body.input as unknown[]
+  const references = input.filter(isItemReference).length
+  if (references > MAX_REFERENCES)
+    throw new HttpError(400, `input holds ${references} item references; at most ${MAX_REFERENCES} are resolved`, {
+      param: 'input',
+      code: 'invalid-parameter',
+    })
+  const records = new Map<string, Promise<StoredResponse | null>>()
+  let characters = 0
+  const resolved: unknown[] = []
+  for (const [i, item] of input.entries()) {
+    if (!isItemReference(item)) {
+      resolved.push(item)
+      continue
+    }
+    const param = `input[${i}].id`
+    if (store === null)
+      throw new HttpError(400, `${param}: an item_reference needs a gateway that keeps responses; send the item itself`, {
+        param,
+        code: 'invalid-parameter',
+      })
+    const id = item.id
+    if (typeof id !== 'string') throw new HttpError(400, `${param} must be a string`, { param, code: 'invalid-parameter' })
+    const stem = ITEM_OF_RESPONSE.exec(id)?.[1]
+    if (stem !== undefined && !records.has(stem)) records.set(stem, responseRecord(store, `resp_${stem}`))
+    const record = stem === undefined ? null : await records.get(stem)
+    const found = record == null ? undefined : continuationItems(record).find((kept) => kept.id === id)
+    if (found === undefined) throw new HttpError(404, `Item with id '${id.slice(0, 100)}' not found.`, { param, code: 'not-found' })
+    characters += JSON.stringify(found).length
+    if (characters > MAX_RESOLVED_CHARACTERS)
+      throw new HttpError(400, `the items input refers to are over ${MAX_RESOLVED_CHARACTERS} characters of JSON together`, {
+        param,
+        code: 'invalid-parameter',
+      })
+    resolved.push(found)
+  }
+  return { ...body, input: resolved }
+}
+
+/** The response a request continues (`previous_response_id`); a 404 naming the field when it is not stored. */
+export async function previousResponse(store: ResponseStore, previousResponseId: string): Promise<StoredResponse> {
+  const record = await responseRecord(store, previousResponseId)
+  if (record === null) throw previousResponseNotFound(previousResponseId)
+  return record
+}
+
+/** The items before a request's own input, from the response it names (its input, then its output). */
+export async function previousItems(store: ResponseStore, previousResponseId: string): Promise<Item[]> {
+  return continuationItems(await previousResponse(store, previousResponseId))
+}
+
+/**
+ * A continuation's prompt made of the ids the engine saw and generated: the stored response's prompt, then the
+ * ids it generated, then the new input's tokens; or null where Harmony's rules do not keep that prefix. An
+ * engine's prefix cache then serves the whole history, where a re-render would differ from the generated ids
+ * wherever the model wrote a header otherwise than the reference renders it (` to=functions.x<|channel|>…`,
+ * spacing), and miss from there on.
+ *
+ * The prefix holds within a turn: the stored response ended with a tool call (its ids end with `<|call|>`) and
+ * the request only answers calls (`function_call_output` items). It is checked, not assumed: the request's
+ * own render (`rendered`, of `continuedBody`) must start with the stored prompt as a re-render gives it
+ * (`renderedPromptTokens`, or `promptTokens`: same system and developer messages, date, history), and `renderWithout` (the same body without the new items) must be a prefix of it,
+ * so the new items' tokens are exactly what the re-render has after it. Anything else (a final answer, whose
+ * analysis the format drops; other instructions or tools; another day) is null: render from the items.
+ */
+export async function exactContinuation(
+  record: StoredResponse,
+  ownInput: unknown,
+  rendered: RenderedPrompt,
+  renderWithout: () => RenderedPrompt | Promise<RenderedPrompt>,
+): Promise<RenderedPrompt | null> {
+  if (
+    !Array.isArray(ownInput) ||
+    ownInput.length === 0 ||
+    !ownInput.every((item) => isRecord(item) && item.type === 'function_call_output')
+  )
+    return null
+  return exactPrompt(record, rendered, renderWithout)
+}
+
+/**
+ * The prompt made of `ids` (what the engine saw and generated for a turn that ended with a tool call) and the
+ * tokens a re-render has after them, checked as `exactContinuation` says; null where the check fails.
+ * `rendered`: the re-render of the whole request; `renderWithout`: of the request without what follows the
+ * call (it ends with `<|start|>assistant` where the new messages begin).
+ */
+export async function exactPrompt(
+  ids: Pick<StoredResponse, 'promptTokens' | 'outputTokens' | 'renderedPromptTokens'>,
+  rendered: RenderedPrompt,
+  renderWithout: () => RenderedPrompt | Promise<RenderedPrompt>,
+): Promise<RenderedPrompt | null> {
+  const { promptTokens, outputTokens } = ids
+  if (promptTokens === undefined || outputTokens === undefined || outputTokens[outputTokens.length - 1] !== CALL) return null
+  const full = rendered.tokens
+  if (!startsWith(full, ids.renderedPromptTokens ?? promptTokens)) return null
+  const before = (await renderWithout()).tokens
+  // `before` ends with `<|start|>assistant`: the new items start at its `<|start|>`.
+  const cut = before.length - 2
+  if (before[cut] !== START || !startsWith(full, before.subarray(0, cut))) return null
+  const tokens = new Uint32Array(promptTokens.length + outputTokens.length + full.length - cut)
+  tokens.set(promptTokens)
+  tokens.set(outputTokens, promptTokens.length)
+  tokens.set(full.subarray(cut), promptTokens.length + outputTokens.length)
+  return { ...rendered, tokens, promptTokens: tokens.length }
+}
+
+function sameIds(a: ArrayLike<number>, b: ArrayLike<number>): boolean {
+  return a.length === b.length && startsWith(a, b)
+}
+
+function startsWith(tokens: ArrayLike<number>, prefix: ArrayLike<number>): boolean {
+  if (prefix.length > tokens.length) return false
+  for (let i = 0; i < prefix.length; i++) if (tokens[i] !== prefix[i]) return false
+  return true
+}
+
+/** The request to render: `previous` items, then its own input; without `previous_response_id`. */
+export function continuedBody(body: Item, previous: readonly Item[]): Item {
+  const { previous_response_id: _previous, ...rest } = body
+  const own = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : Array.isArray(body.input) ? body.input : []
+  return { ...rest, input: [...previous, ...own] }
+}
+
+/**
+ * The record of a finished response (its `input`: every item it was generated from, with ids); `tokens`: the
+ * prompt the engine saw, the ids it generated, and the prompt's re-render where the prompt was an exact
+ * continuation.
+ */
+export function storedResponse(
+  response: Item & { id: string; created_at: number },
+  input: Item[],
+  tokens: { prompt?: ArrayLike<number>; output?: ArrayLike<number>; rendered?: ArrayLike<number> } = {},
+): StoredResponse {
+  const record: StoredResponse = { id: response.id, createdAt: response.created_at, response, input }
+  if (tokens.prompt !== undefined) record.promptTokens = Array.from(tokens.prompt)
+  if (tokens.output !== undefined) record.outputTokens = Array.from(tokens.output)
+  // Kept only where it differs: the prompt was an exact continuation.
+  if (tokens.rendered !== undefined && tokens.prompt !== undefined && !sameIds(tokens.rendered, tokens.prompt))
+    record.renderedPromptTokens = Array.from(tokens.rendered)
+  return record
+}
+
+/** The response id a path segment names; a segment that is no valid percent-encoding is a 400. */
+export function responseIdOf(segment: string): string {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    throw new HttpError(400, `the path segment '${segment.slice(0, 100)}' is not valid percent-encoding`, { code: 'invalid-path' })
+  }
+}
+
+/** The record of response `id` in `store`, or null (also for a cancel request's id: it is no response). */
+export function responseRecord(store: ResponseStore, id: string): Promise<StoredResponse | null> {
+  return isSideRecordId(id) ? Promise.resolve(null) : store.get(id)
+}
+
+/** `GET /v1/responses/{id}/input_items` query: `after` (an item id), `limit` (1 to 100, default 20), `order`. */
+function pageOf(query: URLSearchParams): { after: string | null; limit: number; order: 'asc' | 'desc' } {
+  const limitText = query.get('limit')
+  const limit = limitText === null ? 20 : Number(limitText)
+  if (!Number.isInteger(limit) || limit < 1 || limit > 100)
+    throw new HttpError(400, 'limit must be an integer from 1 to 100', { param: 'limit', code: 'invalid-parameter' })
+  const order = query.get('order') ?? 'desc'
+  if (order !== 'asc' && order !== 'desc')
+    throw new HttpError(400, "order must be 'asc' or 'desc'", { param: 'order', code: 'invalid-parameter' })
+  return { after: query.get('after'), limit, order }
+}
+
+/**
+ * The answer to the stored-response routes, or null for any other path: `GET /v1/responses/{id}` (the
+ * response), `DELETE /v1/responses/{id}` (`{ id, object: 'response', deleted: true }`), `GET
+ * /v1/responses/{id}/input_items` (a list page). Unknown ids are 404s; other methods on these paths 405s.
+ */
+export async function storedResponseRoute(
+  store: ResponseStore,
+  method: string,
+  url: URL,
+): Promise<{ status: number; body: unknown; allow?: string } | null> {
+  const match = /^\/v1\/responses\/([^/]+)(\/input_items)?$/.exec(url.pathname)
+  if (match === null) return null
+  const id = responseIdOf(match[1]!)
+  if (match[2] !== undefined) {
+    if (method !== 'GET') return { status: 405, body: null, allow: 'GET' }
+    const page = pageOf(url.searchParams)
+    const record = await responseRecord(store, id)
+    if (record === null) throw responseNotFound(id, null)
+    const ordered = page.order === 'asc' ? record.input : [...record.input].reverse()
+    const start = page.after === null ? 0 : ordered.findIndex((item) => item.id === page.after) + 1
+    if (page.after !== null && start === 0)
+      throw new HttpError(400, `after: no input item '${page.after.slice(0, 100)}' in this response`, {
+        param: 'after',
+        code: 'invalid-parameter',
+      })
+    const data = ordered.slice(start, start + page.limit)
+    return {
+      status: 200,
+      body: {
+        object: 'list',
+        data,
+        first_id: (data[0]?.id as string | undefined) ?? null,
+        last_id: (data[data.length - 1]?.id as string | undefined) ?? null,
+        has_more: start + page.limit < ordered.length,
+      },
+    }
+  }
+  if (method === 'GET') {
+    const record = await responseRecord(store, id)
+    if (record === null) throw responseNotFound(id, null)
+    return { status: 200, body: record.response }
+  }
+  if (method === 'DELETE') {
+    if (isSideRecordId(id) || !(await store.delete(id))) throw responseNotFound(id, null)
+    return { status: 200, body: { id, object: 'response', deleted: true } }
+  }
+  return { status: 405, body: null, allow: 'GET, DELETE' }
+}

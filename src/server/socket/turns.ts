@@ -1,0 +1,143 @@
+/**
+ * The Responses API's WebSocket mode at `/v1/responses` (`ResponsesSocket`: the protocol; the `ws` package:
+ * the transport, loaded with the first gateway, not with the package). Each turn is prepared as a POST's body
+ * (with the response the connection found for `previous_response_id`), its events emitted one by one.
+ */
+import type { IncomingMessage } from 'node:http'
+import type { Duplex } from 'node:stream'
+
+import { errorResponse, failureEvent } from '../../http/errors'
+import { ResponsesStream } from '../../wire/responses'
+import { gatewayFor } from '../keys/caller'
+import { type Gateway, tracked } from '../pipeline/context'
+import { admit, generate } from '../pipeline/generate'
+import { prepareBody } from '../pipeline/prepare'
+import { adapterOptions, reportNotApplied } from '../pipeline/respond'
+import { responseRecord } from '../responses/conversation'
+import { keepResponse, recordOf } from '../responses/keep'
+import type { StoredResponse } from '../stores/store'
+import { toolsOfResponse } from '../tools/response-tools'
+import { type SocketTurn, serveResponsesSocket, sseEventTexts } from './protocol'
+
+/** Responses WebSocket connections one gateway process holds at once (more are answered 503). */
+const MAX_SOCKETS = 1024
+/** …and one API key at most, unless its `limits.webSockets` says otherwise (more are answered 429). */
+const DEFAULT_SOCKETS_PER_KEY = 64
+
+/**
+ * One turn: returns the record a continuation on the connection starts from (also when not stored). An engine
+ * that fails before its first step is answered with an error frame (a 502); one that fails later ends the
+ * response with `response.failed`.
+ */
+async function socketTurn(gateway: Gateway, request: IncomingMessage, turn: SocketTurn): Promise<StoredResponse> {
+  const { body, previous, emit, signal, size } = turn
+  const prepared = await prepareBody(gateway, 'responses', body, previous, size > gateway.renderInlineBytes)
+  // No headers on a WebSocket turn: what was not applied goes to the log.
+  reportNotApplied(gateway, prepared, null)
+  const options = adapterOptions(gateway, prepared, request)
+  const tools = toolsOfResponse(gateway, prepared, options)
+  const adapter = new ResponsesStream(options)
+  const generated: number[] = []
+  let started = false
+  let kept = false
+  try {
+    // The adapter's SSE face (its fast lane) cut into the events' JSON texts: one WebSocket message each.
+    for await (const step of generate(gateway, request, prepared, signal, generated, await admit(gateway), tools)) {
+      started = true
+      for (const text of sseEventTexts(adapter.pushSse(step))) await emit(text)
+      // A client that stopped reading: nothing more is read from the engine.
+      if (signal.aborted) break
+    }
+    for (const text of sseEventTexts(adapter.settleSse())) await emit(text)
+    // Kept before `response.completed` says so (or says `store: false` when the store fails).
+    if (prepared.storing && !(await keepResponse(gateway, adapter.response(), prepared, generated))) adapter.unstore()
+    kept = true
+    for (const text of sseEventTexts(adapter.concludeSse())) await emit(text)
+  } catch (error) {
+    if (!started || signal.aborted) throw error
+    gateway.onError(error)
+    for (const event of adapter.error(...failureEvent(error))) await emit(event)
+  }
+  adapter.diagnostics.forEach(gateway.onDiagnostic)
+  const object = adapter.response()
+  if (prepared.storing && !kept && !(await keepResponse(gateway, object, prepared, generated))) object.store = false
+  return recordOf(object, prepared, generated)
+}
+
+/** The WebSocket mode of a gateway: what answers an HTTP upgrade, and what ends every connection. */
+export interface ResponsesSockets {
+  /** Answers an upgrade request (a server's `upgrade` event): `/v1/responses` only, at most 1024 at once. */
+  upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void
+  /** Ends every connection (at close: upgraded connections are not an HTTP server's to end). */
+  end(): void
+}
+
+export function responsesSockets(gateway: Gateway): ResponsesSockets {
+  // Loaded here, not at the top: importing the package must not load the transport.
+  const { WebSocketServer } = require('ws') as typeof import('ws')
+  // Messages up to the body limit; a larger one closes the connection (1009).
+  const sockets = new WebSocketServer({ noServer: true, maxPayload: gateway.bodyLimit })
+  /** Connections each key holds now. */
+  const perKey = new Map<string, number>()
+  return {
+    upgrade(request, socket, head) {
+      if (new URL(request.url ?? '/', 'http://localhost').pathname !== '/v1/responses') {
+        socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n')
+        return
+      }
+      if (sockets.clients.size >= MAX_SOCKETS) {
+        socket.end('HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\nretry-after: 5\r\ncontent-length: 0\r\n\r\n')
+        return
+      }
+      // A connection is its key holder's, as each of its turns is (a gateway with keys refuses one without).
+      let view: Gateway
+      try {
+        view = gatewayFor(gateway, gateway.apiKeys === null ? null : gateway.apiKeys.caller(request.headers))
+      } catch (error) {
+        const body = JSON.stringify(errorResponse(error).body)
+        socket.end(
+          `HTTP/1.1 401 Unauthorized\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+        )
+        return
+      }
+      // One key cannot take every connection the process holds.
+      const caller = view.caller
+      if (caller !== null) {
+        const cap = caller.limits.webSockets ?? DEFAULT_SOCKETS_PER_KEY
+        const held = perKey.get(caller.name) ?? 0
+        if (held >= cap) {
+          const body = JSON.stringify({
+            error: {
+              message: `this key holds ${cap} WebSocket connections, its limit`,
+              type: 'requests',
+              param: null,
+              code: 'rate_limit_exceeded',
+            },
+          })
+          socket.end(
+            `HTTP/1.1 429 Too Many Requests\r\nconnection: close\r\nretry-after: 5\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+          )
+          return
+        }
+      }
+      const { store } = view
+      sockets.handleUpgrade(request, socket, head, (ws) => {
+        if (caller !== null) {
+          // Counted once the connection is open (a handshake that fails takes nothing), given back when it closes.
+          perKey.set(caller.name, (perKey.get(caller.name) ?? 0) + 1)
+          ws.once('close', () => perKey.set(caller.name, (perKey.get(caller.name) ?? 1) - 1))
+        }
+        serveResponsesSocket(ws, {
+          respond: (turn) => tracked(gateway, socketTurn(view, request, turn)),
+          ...(store === null ? {} : { lookup: (id: string) => responseRecord(store, id) }),
+          onError: gateway.onError,
+          lifetimeMs: gateway.socketLifetimeMs,
+          idleMs: gateway.socketIdleMs,
+        })
+      })
+    },
+    end() {
+      for (const ws of sockets.clients) ws.terminate()
+    },
+  }
+}
