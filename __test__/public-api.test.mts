@@ -58,7 +58,13 @@ for (const [entry, typings] of [
 }
 
 test('the export lists hold only bullets of the documented form', (t) => {
-  for (const entry of ['harmony-stream', 'harmony-stream/engines', 'harmony-stream/http', 'harmony-stream/ai-sdk', 'harmony-stream/server']) {
+  for (const entry of [
+    'harmony-stream',
+    'harmony-stream/engines',
+    'harmony-stream/http',
+    'harmony-stream/ai-sdk',
+    'harmony-stream/server',
+  ]) {
     const start = api.indexOf(`\n## Exports of ${entry}\n`)
     const end = api.indexOf('\n## ', start + 1)
     const stray = api

@@ -25,16 +25,16 @@ export {
   DEFAULT_MAX_OPENED_BYTES,
   DEFAULT_MAX_SEALED_LENGTH,
 } from './server/compaction/compactor'
-export { createGateway, createGatewayHandler, type GatewayHandler, type GatewayServer } from './server/gateway'
+export { createGateway, createGatewayHandler, type GatewayHandler, type GatewayServer } from './server/gateway/create-gateway'
+export type { GatewayDiagnostic, GatewayOptions } from './server/gateway/options'
 export type { ApiKey, ApiKeyLimits } from './server/keys/api-keys'
 export { RedisKeyLimiter, type RedisKeyLimiterOptions } from './server/keys/redis-key-limits'
-export type { GatewayDiagnostic, GatewayOptions } from './server/pipeline/options'
+export { exactPrompt } from './server/pipeline/exact-prompt'
 export { type ContinuationRequest, type PreparedRequest, RenderWorkers, type RenderWorkersOptions } from './server/pipeline/render-workers'
 export {
   continuationItems,
   continuedBody,
   exactContinuation,
-  exactPrompt,
   inputItemsOf,
   previousItems,
   previousResponse,

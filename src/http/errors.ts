@@ -136,8 +136,12 @@ function isMessagesRequest(request: IncomingMessage | undefined): boolean {
  * routes); when the request's body was not read to its end (a 413, or any refusal before reading), the
  * connection is closed with the answer.
  */
-export function sendError(response: ServerResponse, error: unknown): number {
-  const { status, body, headers: extra } = isMessagesRequest(response.req) ? anthropicErrorResponse(error) : errorResponse(error)
+export function sendError(
+  response: ServerResponse,
+  error: unknown,
+  shape?: (error: unknown) => { status: number; body: object; headers?: Record<string, string> },
+): number {
+  const { status, body, headers: extra } = (shape ?? (isMessagesRequest(response.req) ? anthropicErrorResponse : errorResponse))(error)
   if (response.headersSent) {
     response.end()
     return status

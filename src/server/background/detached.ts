@@ -5,28 +5,37 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 
-import { HttpError } from '../../http/errors'
 import { type ResponsesAdapterOptions, ResponsesStream } from '../../wire/responses'
-import type { Gateway } from '../pipeline/context'
+import type { Feature } from '../pipeline/face'
 import { admit, generate } from '../pipeline/generate'
 import type { Item, Prepared } from '../pipeline/prepared'
-import { sendJson } from '../pipeline/send'
-import { storedResponse } from '../responses/conversation'
+import { methodNotAllowed, sendJson } from '../pipeline/send'
+import { responseIdOf, responseNotFound, responseRecord, storedResponse } from '../responses/conversation'
 import { keepResponse, keptInput } from '../responses/keep'
-import type { ResponseTools } from '../tools/response-tools'
+import type { ResponsesGateway } from '../responses/responses-gateway'
+import { belongsTo } from '../stores/owned-store'
+import type { ToolCaller } from '../tools/loop'
+import type { BackgroundResponses } from './runs'
 import { pipeStreamLog } from './stream-log'
 
+/** What background responses read of the gateway beyond what Responses does. */
+export interface BackgroundGateway extends ResponsesGateway {
+  /** The background runs this process holds; null without a store. */
+  background: BackgroundResponses | null
+}
+
+/** Serves a Responses request with `background: true` (the gateway's `detach`). */
 export async function serveBackground(
-  gateway: Gateway,
+  gateway: ResponsesGateway,
   request: IncomingMessage,
   response: ServerResponse,
   prepared: Prepared,
   options: ResponsesAdapterOptions,
-  tools: ResponseTools | null,
+  tools: ToolCaller | null,
 ): Promise<void> {
-  const { background, store } = gateway
-  if (!prepared.storing || background === null || store === null)
-    throw new HttpError(400, 'background needs a gateway that keeps responses', { param: 'background', code: 'invalid-parameter' })
+  const { background, store } = gateway as BackgroundGateway
+  // The responses face asks for a store before it detaches; a gateway detaches only where it has runs.
+  if (background === null || store === null) throw new Error('a background response needs a store and background runs')
   // The key's limits are asked now, not when the run starts: a request over them is refused, not queued to fail.
   const grant = await admit(gateway)
   let release: () => void
@@ -59,4 +68,56 @@ export async function serveBackground(
   )
   if (log === null) sendJson(response, 200, queued)
   else await pipeStreamLog(response, log)
+}
+
+/**
+ * `id`, when the caller may act on it (always, in a gateway without keys); else the 404 of a response that is not
+ * there: another caller's response is not shown to exist.
+ */
+async function owned(gateway: BackgroundGateway, id: string): Promise<string> {
+  if (gateway.caller === null || gateway.store === null) return id
+  if ((await responseRecord(gateway.store, id)) === null) throw responseNotFound(id)
+  return id
+}
+
+/**
+ * The routes of background responses, whose path holds a response id: `POST /v1/responses/{id}/cancel`, `GET
+ * /v1/responses/{id}?stream=true` (a run's events, resumed), a `DELETE` that stops a run first, and a `GET` that
+ * ends a run whose process is gone. What they do not take goes on to the routes of kept responses.
+ */
+export const backgroundFeature: Feature<BackgroundGateway> = {
+  async idRoutes(gateway, request, response, url) {
+    const { background } = gateway
+    if (background === null) return false
+    const path = url.pathname
+    const cancelled = /^\/v1\/responses\/([^/]+)\/cancel$/.exec(path)
+    if (cancelled !== null) {
+      if (request.method !== 'POST') throw methodNotAllowed(response, path, request.method, 'POST')
+      sendJson(response, 200, await background.cancel(await owned(gateway, responseIdOf(cancelled[1]!))))
+      return true
+    }
+    const byId = /^\/v1\/responses\/([^/]+)$/.exec(path)
+    if (byId === null) return false
+    if (request.method === 'GET' && url.searchParams.get('stream') === 'true') {
+      const { log, after } = await background.stream(await owned(gateway, responseIdOf(byId[1]!)), url.searchParams.get('starting_after'))
+      await pipeStreamLog(response, log, after)
+      return true
+    }
+    // A DELETE stops a background run first, so that how it ends does not bring the response back.
+    if (request.method === 'DELETE') {
+      const id = await owned(gateway, responseIdOf(byId[1]!))
+      if (!(await background.delete(id))) return false
+      sendJson(response, 200, { id, object: 'response', deleted: true })
+      return true
+    }
+    // A poll of a run whose process is gone ends it (kept as failed), rather than answering in_progress forever.
+    if (request.method === 'GET') {
+      const id = responseIdOf(byId[1]!)
+      const record = await background.reapOrphan(id)
+      if (record === null || !belongsTo(record, gateway.caller)) throw responseNotFound(id)
+      sendJson(response, 200, record.response)
+      return true
+    }
+    return false
+  },
 }

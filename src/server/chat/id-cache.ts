@@ -10,7 +10,7 @@
 import { isRecord } from '../../base/records'
 import type { RenderedPrompt } from '../../render/index'
 
-import { exactPrompt } from '../responses/conversation'
+import { exactPrompt } from '../pipeline/exact-prompt'
 import { type EvictingStoreBounds, MemoryResponseStore } from '../stores/store'
 
 type Json = Record<string, unknown>

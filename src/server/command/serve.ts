@@ -13,7 +13,7 @@ import { availableParallelism } from 'node:os'
 
 import { implementation } from '../../backend/choose'
 import { HarmonySetupError } from '../../base/errors'
-import { createGateway, type GatewayServer } from '../gateway'
+import { createGateway, type GatewayServer } from '../gateway/create-gateway'
 import { SETTINGS, type ServeSettings, SettingError, serveSettings } from './environment'
 
 export const SERVE_HELP = `Usage: harmony-stream serve [options]

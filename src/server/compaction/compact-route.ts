@@ -6,14 +6,20 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 
 import { readJsonBody } from '../../http/body'
-import type { Gateway } from '../pipeline/context'
+import type { Feature } from '../pipeline/face'
 import { renderOffLoop } from '../pipeline/prepared'
 import { sendJson } from '../pipeline/send'
 import { historyOf } from '../responses/continuation'
 import { continuedBody } from '../responses/conversation'
-import { checkCompactRequest } from './compactor'
+import type { ResponsesGateway } from '../responses/responses-gateway'
+import { type Compactor, checkCompactRequest } from './compactor'
 
-export async function serveCompaction(gateway: Gateway, request: IncomingMessage, response: ServerResponse): Promise<void> {
+/** What compaction reads of the gateway beyond what Responses does: the compactor itself, not only its opener. */
+export interface CompactionGateway extends ResponsesGateway {
+  compactor: Compactor
+}
+
+async function serveCompaction(gateway: CompactionGateway, request: IncomingMessage, response: ServerResponse): Promise<void> {
   const body = checkCompactRequest(await readJsonBody(request, { limit: gateway.bodyLimit }), { unknownFields: gateway.unknownFields })
   const previousId = body.previous_response_id
   const { opened, history, sources } = await historyOf(gateway, { previous_response_id: previousId, input: body.input ?? [] })
@@ -36,4 +42,8 @@ export async function serveCompaction(gateway: Gateway, request: IncomingMessage
       },
     ),
   )
+}
+
+export const compactionFeature: Feature<CompactionGateway> = {
+  routes: { '/v1/responses/compact': { POST: serveCompaction } },
 }

@@ -18,9 +18,9 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import { checkOptions, is, type OptionSpec, optionError } from '../../base/options'
 import { isRecord } from '../../base/records'
-
 import { HttpError } from '../../http/errors'
 import { checkRequestFields } from '../../http/fields'
+import { holdsCompaction } from '../pipeline/continues'
 import { inputItemsOf } from '../responses/conversation'
 import { OVERSIZED, Sealer } from '../stores/seal'
 
@@ -179,11 +179,6 @@ export class Compactor {
       )
     return { items, sources }
   }
-}
-
-/** Whether a Responses body's input holds a compaction item. */
-export function holdsCompaction(body: Item): boolean {
-  return Array.isArray(body.input) && body.input.some((item) => isRecord(item) && item.type === 'compaction')
 }
 
 /**

@@ -1,17 +1,29 @@
 /**
- * What every step of a request reads: the gateway's settings and the machinery it made from them. One object,
- * made once by `createGateway`, handed to the steps (prepare → generate → respond → keep) instead of closures.
+ * What every step of a request reads: the gateway's settings and the machinery it made from them, the slice
+ * every API shares. One object, made once by `createGatewayHandler` (gateway/compose.ts), handed to the steps
+ * (prepare → generate → respond → keep) instead of closures. Each API's folder reads a wider slice of the
+ * same object (`ChatGateway`, `ResponsesGateway`): what only it needs is declared there, not here.
  */
 
+import type { Implementation } from '../../base/types'
+import type { EngineTimeLimits } from '../../engines/time-limits'
+import type { Engine } from '../../engines/types'
 import type { GenerationParameterOptions } from '../../http/validate'
-import { BackgroundResponses } from '../background/runs'
-import type { Caller } from '../keys/api-keys'
-import { type KeyLimiter, MemoryKeyLimiter } from '../keys/key-limits'
-import { GatewayMetrics } from '../observe/metrics'
-import { inSpan } from '../observe/tracing'
+import type { RenderRequestOptions } from '../../render/index'
+import type { ApiKeys, Caller } from '../keys/api-keys'
+import type { KeyLimiter } from '../keys/key-limits'
+import type { GatewayMetrics } from '../observe/metrics'
+import type { RequestLogger } from '../observe/request-log'
+import { ownedStore } from '../stores/owned-store'
+import type { Sealer } from '../stores/seal'
 import type { ResponseStore } from '../stores/store'
-import type { GatewayDiagnostic, GatewaySettings } from './options'
-import { RenderWorkers } from './render-workers'
+import type { RenderWorkers } from './render-workers'
+
+/** What the parser recovered from, and tool arguments that are not JSON: worth a log line, not a failure. */
+export interface GatewayDiagnostic {
+  code: string
+  message: string
+}
 
 /** How streams ended: `clientClosed` is a client that left (counted, never logged: it is no error). */
 export interface Outcomes {
@@ -20,26 +32,47 @@ export interface Outcomes {
   clientClosed: number
 }
 
-export interface Gateway extends GatewaySettings {
-  /** Background responses this process runs (and cancels, and streams); null without a store. */
-  background: BackgroundResponses | null
+export interface Gateway {
+  engine: Engine
+  /** The parser's backend every adapter uses. */
+  implementation: Implementation
+  /** The model id answers carry and `/v1/models` lists. */
+  model: string
+  bodyLimit: number
+  renderOptions: RenderRequestOptions
+  /** With render workers: bodies up to this many bytes are rendered inline. */
+  renderInlineBytes: number
+  /** How request fields no table knows are answered (`'refuse'`: a 400). */
+  unknownFields: 'refuse' | 'ignore'
+  parameterOptions: GenerationParameterOptions
+  engineTimeLimits: Readonly<Required<EngineTimeLimits>>
+  /** Built-in tool calls run per answer. */
+  toolCalls: number
+  frames: 'sse' | 'objects'
+  coalesceMs: number
+  onDiagnostic: (diagnostic: GatewayDiagnostic) => void
+  onError: (error: unknown) => void
+  /** Where answers are kept (narrowed to the caller's records in a gateway with keys); null: none. */
+  store: ResponseStore | null
+  /** The gateway's key: what it seals for clients to carry (compactions, reasoning, thinking signatures). */
+  sealer: Sealer
   /** Threads that render off the event loop; null: all inline. */
   workers: RenderWorkers | null
-  parameterOptions: GenerationParameterOptions
+  /** Prometheus metrics (`GET /metrics`); null with `metrics: false`. */
+  meters: GatewayMetrics | null
+  requestLog: RequestLogger | null
+  /** The keys this gateway takes; null: none (open). */
+  apiKeys: ApiKeys | null
+  /** The API key's holder a request is served for; null in a gateway without keys. */
+  caller: Caller | null
+  /** What each key is using of its limits (in this process, or in Redis). */
+  limiter: KeyLimiter
   outcomes: Outcomes
   /**
    * The work of requests and WebSocket turns not yet done (a response still being kept after its stream ended):
    * what a shutdown waits for before it closes the store.
    */
   inFlight: Set<Promise<unknown>>
-  /** The Unix time `/v1/models` gives as the model's `created`. */
-  created: number
-  /** Prometheus metrics (`GET /metrics`); null with `metrics: false`. */
-  meters: GatewayMetrics | null
-  /** The API key's holder a request is served for (`gatewayFor`); null in a gateway without keys. */
-  caller: Caller | null
-  /** What each key is using of its limits (in this process, or in Redis: `keyLimiter`). */
-  limiter: KeyLimiter
 }
 
 /** Runs `work` counted in `gateway.inFlight` until it settles. */
@@ -50,48 +83,11 @@ export function tracked<T>(gateway: Gateway, work: Promise<T>): Promise<T> {
   return work
 }
 
-export function gatewayOf(settings: GatewaySettings): Gateway {
-  const { renderWorkers, renderOptions, unknownFields, onError } = settings
-  const parameterOptions = { unknownFields }
-  const workers = renderWorkers > 0 ? new RenderWorkers({ size: renderWorkers, renderOptions, parameterOptions }) : null
-  let background: BackgroundResponses | null = null
-  const meters = settings.metrics
-    ? new GatewayMetrics({ renderQueue: () => workers?.queued ?? 0, backgroundRuns: () => background?.runs ?? 0 })
-    : null
-  // Traced and counted where they happen: every store operation, every diagnostic.
-  const store = settings.store === null ? null : observedStore(settings.store, meters)
-  const onDiagnostic =
-    meters === null
-      ? settings.onDiagnostic
-      : (diagnostic: GatewayDiagnostic) => {
-          meters.diagnostic(diagnostic)
-          settings.onDiagnostic(diagnostic)
-        }
-  background = store === null ? null : new BackgroundResponses({ store, onError, onDiagnostic })
-  return {
-    ...settings,
-    store,
-    onDiagnostic,
-    background,
-    workers,
-    parameterOptions,
-    outcomes: { completed: 0, failed: 0, clientClosed: 0 },
-    inFlight: new Set(),
-    created: Math.floor(Date.now() / 1000),
-    meters,
-    caller: null,
-    limiter: settings.keyLimiter ?? new MemoryKeyLimiter(),
-  }
-}
-
-/** `store` with each operation in a span of its own (`store.get`, `store.put`, `store.delete`) and, with metrics, counted. */
-function observedStore(store: ResponseStore, meters: GatewayMetrics | null): ResponseStore {
-  const observe = <T>(op: string, work: () => Promise<T>) =>
-    inSpan(`store.${op}`, meters === null ? work : () => meters.storeOperation(op, work))
-  return {
-    get: (id) => observe('get', () => store.get(id)),
-    put: (record) => observe('put', () => store.put(record)),
-    delete: (id) => observe('delete', () => store.delete(id)),
-    close: () => store.close(),
-  }
+/**
+ * The gateway as one API key's holder sees it: the same gateway, its store narrowed to what that caller kept
+ * (null: a gateway without keys, seen whole).
+ */
+export function gatewayFor<G extends Gateway>(gateway: G, caller: Caller | null): G {
+  if (caller === null) return gateway
+  return { ...gateway, caller, store: gateway.store === null ? null : ownedStore(gateway.store, caller.name) }
 }

@@ -10,8 +10,7 @@ import { type Grant, UNLIMITED } from '../keys/key-limits'
 import { recordOf, recordWatcher } from '../observe/request-log'
 import { generationSpan, spanWatcher } from '../observe/tracing'
 import { allOf, type StepWatcher } from '../observe/watch'
-import { toolLoopSteps } from '../tools/loop'
-import type { ResponseTools } from '../tools/response-tools'
+import { type ToolCaller, toolLoopSteps } from '../tools/loop'
 import type { Gateway } from './context'
 import type { Prepared } from './prepared'
 import { requiredCallSteps } from './required-call'
@@ -35,7 +34,7 @@ export function generate(
   signal: AbortSignal,
   generated: number[] | null,
   grant: Grant,
-  tools: ResponseTools | null,
+  tools: ToolCaller | null,
 ): AsyncIterable<EngineStep> {
   const { engine } = gateway
   // Aborted by the caller (a client that left), or at a time limit.

@@ -25,7 +25,7 @@ import {
   renderCheckedRequest,
 } from '../../render/index'
 import { type ResponseRequestEcho, responsesRequestEcho } from '../../wire/responses'
-import { isContinuation } from '../responses/continuation-kind'
+import { isContinuation } from './continues'
 
 export interface RenderJob {
   id: number

@@ -6,10 +6,10 @@
 import { isRecord } from '../../base/records'
 import { HttpError } from '../../http/errors'
 import type { GenerationParameters } from '../../http/validate'
-import type { Gateway } from '../pipeline/context'
 import { type Item, type Prepared, renderOffLoop } from '../pipeline/prepared'
 import type { StoredResponse } from '../stores/store'
 import { continuationItems, continuedBody, exactContinuation, previousResponse, resolveItemReferences } from './conversation'
+import type { ResponsesGateway } from './responses-gateway'
 import { openReasoning } from './sealed-reasoning'
 
 /**
@@ -18,7 +18,7 @@ import { openReasoning } from './sealed-reasoning'
  * items (`history`), which come before the input.
  */
 export async function historyOf(
-  gateway: Gateway,
+  gateway: ResponsesGateway,
   body: Item,
   found: StoredResponse | null = null,
 ): Promise<{ opened: Item; previous: StoredResponse | null; history: Item[]; sources: string[] }> {
@@ -26,7 +26,7 @@ export async function historyOf(
   // for the items it sealed (its own input's; the stored ones come before it). Reasoning is opened and references
   // resolved first, so that an error names the item where the client put it (and a kept reasoning item, which
   // carries its text, is not opened again: a gateway with a key of its process could not after a restart).
-  const { sealer } = gateway.compactor
+  const { sealer } = gateway
   const owner = gateway.caller?.name ?? null
   const { body: opened, sources } = gateway.compactor.expandWithSources(
     await resolveItemReferences(gateway.store, openReasoning(sealer, body, owner)),
@@ -42,7 +42,7 @@ export async function historyOf(
  * A compaction of a stored conversation opens only while the responses it came from are kept: deleting a
  * response deletes what it said, compactions of it included (OpenAI: a deleted response is gone).
  */
-async function checkSourcesKept(gateway: Gateway, body: Item, sources: readonly string[]): Promise<void> {
+async function checkSourcesKept(gateway: ResponsesGateway, body: Item, sources: readonly string[]): Promise<void> {
   if (sources.length === 0) return
   // The item opened is the latest compaction item of the input as the client sent it.
   const input = body.input as unknown[]
@@ -63,7 +63,7 @@ async function checkSourcesKept(gateway: Gateway, body: Item, sources: readonly 
  * The response `previous_response_id` names; where it is not kept, OpenAI's 400 `previous_response_not_found`
  * (what the WebSocket mode answers too), saying why where this gateway keeps no responses at all.
  */
-export function previousFor(gateway: Gateway, id: string): Promise<StoredResponse> {
+export function previousFor(gateway: ResponsesGateway, id: string): Promise<StoredResponse> {
   if (gateway.store === null)
     throw new HttpError(
       400,
@@ -74,7 +74,7 @@ export function previousFor(gateway: Gateway, id: string): Promise<StoredRespons
 }
 
 export async function continued(
-  gateway: Gateway,
+  gateway: ResponsesGateway,
   parameters: GenerationParameters,
   body: Item,
   echo: object,

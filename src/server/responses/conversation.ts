@@ -6,10 +6,11 @@
  * lists its input items a page at a time. The example gateway wires these helpers; any gateway can.
  */
 
-import { CALL, START } from '../../backend/tokens'
 import { isRecord } from '../../base/records'
 import { HttpError, previousResponseNotFound } from '../../http/errors'
 import type { RenderedPrompt } from '../../render/index'
+import { holdsItemReference, isItemReference } from '../pipeline/continues'
+import { exactPrompt, startsWith } from '../pipeline/exact-prompt'
 import { isSideRecordId } from '../stores/side-records'
 import type { ResponseStore, StoredResponse } from '../stores/store'
 
@@ -45,16 +46,6 @@ export function inputItemsOf(body: Item, stem: string): Item[] {
 export function continuationItems(record: StoredResponse): Item[] {
   const output = Array.isArray(record.response.output) ? (record.response.output as Item[]) : []
   return [...record.input, ...output]
-}
-
-/** An input item that refers to a kept item (`{ type: 'item_reference', id }`). */
-function isItemReference(item: unknown): item is Item {
-  return isRecord(item) && item.type === 'item_reference'
-}
-
-/** Whether a Responses body's input refers to kept items. */
-export function holdsItemReference(body: Item): boolean {
-  return Array.isArray(body.input) && body.input.some(isItemReference)
 }
 
 /**
@@ -158,40 +149,8 @@ export async function exactContinuation(
   return exactPrompt(record, rendered, renderWithout)
 }
 
-/**
- * The prompt made of `ids` (what the engine saw and generated for a turn that ended with a tool call) and the
- * tokens a re-render has after them, checked as `exactContinuation` says; null where the check fails.
- * `rendered`: the re-render of the whole request; `renderWithout`: of the request without what follows the
- * call (it ends with `<|start|>assistant` where the new messages begin).
- */
-export async function exactPrompt(
-  ids: Pick<StoredResponse, 'promptTokens' | 'outputTokens' | 'renderedPromptTokens'>,
-  rendered: RenderedPrompt,
-  renderWithout: () => RenderedPrompt | Promise<RenderedPrompt>,
-): Promise<RenderedPrompt | null> {
-  const { promptTokens, outputTokens } = ids
-  if (promptTokens === undefined || outputTokens === undefined || outputTokens[outputTokens.length - 1] !== CALL) return null
-  const full = rendered.tokens
-  if (!startsWith(full, ids.renderedPromptTokens ?? promptTokens)) return null
-  const before = (await renderWithout()).tokens
-  // `before` ends with `<|start|>assistant`: the new items start at its `<|start|>`.
-  const cut = before.length - 2
-  if (before[cut] !== START || !startsWith(full, before.subarray(0, cut))) return null
-  const tokens = new Uint32Array(promptTokens.length + outputTokens.length + full.length - cut)
-  tokens.set(promptTokens)
-  tokens.set(outputTokens, promptTokens.length)
-  tokens.set(full.subarray(cut), promptTokens.length + outputTokens.length)
-  return { ...rendered, tokens, promptTokens: tokens.length }
-}
-
 function sameIds(a: ArrayLike<number>, b: ArrayLike<number>): boolean {
   return a.length === b.length && startsWith(a, b)
-}
-
-function startsWith(tokens: ArrayLike<number>, prefix: ArrayLike<number>): boolean {
-  if (prefix.length > tokens.length) return false
-  for (let i = 0; i < prefix.length; i++) if (tokens[i] !== prefix[i]) return false
-  return true
 }
 
 /** The request to render: `previous` items, then its own input; without `previous_response_id`. */

@@ -9,6 +9,8 @@
  */
 import { isRecord } from '../../base/records'
 import { HttpError } from '../../http/errors'
+import type { Gateway } from '../pipeline/context'
+import { holdsSealedReasoning, isSealedReasoningItem } from '../pipeline/continues'
 import { OVERSIZED, type Sealer } from '../stores/seal'
 
 type Item = Record<string, unknown>
@@ -19,17 +21,8 @@ interface SealedReasoning {
 }
 
 /** A reasoning item's `encrypted_content`: its text sealed; null where it is over the seal's bounds. */
-export function sealReasoning(sealer: Sealer, text: string, owner: string | null = null): string | null {
+function sealReasoning(sealer: Sealer, text: string, owner: string | null = null): string | null {
   return sealer.seal('reasoning', { text } satisfies SealedReasoning, owner)
-}
-
-function isSealedReasoningItem(item: unknown): item is Item & { encrypted_content: string } {
-  return isRecord(item) && item.type === 'reasoning' && typeof item.encrypted_content === 'string'
-}
-
-/** Whether a Responses body's input holds a reasoning item with sealed content (which `openReasoning` must open). */
-export function holdsSealedReasoning(body: Item): boolean {
-  return Array.isArray(body.input) && body.input.some(isSealedReasoningItem)
 }
 
 /**
@@ -67,57 +60,7 @@ export function openReasoning(sealer: Sealer, body: Item, owner: string | null =
   return { ...body, input }
 }
 
-/**
- * Most distinct thinking signatures one Messages request may have opened: each costs a decryption (about 15 µs),
- * and a 4 MiB body could carry tens of thousands. A conversation of more assistant turns than this is compacted
- * first, or sent without signatures.
- */
-const MAX_SIGNATURES = 1024
-
-/**
- * A Messages body with each thinking block this gateway signed opened: its `thinking` the text its `signature`
- * seals (a client that shows thinking `omitted` sends the block back with no text). A signature that does not
- * open (another server's, as when a conversation moves here) leaves the block as the client sent it: its text is
- * what is read. A signature sent many times is opened once; the opened texts together are held to the sealer's
- * bound, as Responses' are, and the signatures to `MAX_SIGNATURES`.
- */
-export function openThinking(sealer: Sealer, body: Item, owner: string | null = null): Item {
-  if (!Array.isArray(body.messages)) return body
-  let openedBytes = 0
-  let changed = false
-  const seen = new Map<string, unknown>()
-  const messages = body.messages.map((message, i) => {
-    if (!isRecord(message) || message.role !== 'assistant' || !Array.isArray(message.content)) return message
-    const content = message.content.map((block, j) => {
-      if (!isRecord(block) || block.type !== 'thinking' || typeof block.signature !== 'string' || block.signature === '') return block
-      if (!seen.has(block.signature) && seen.size >= MAX_SIGNATURES) {
-        const param = `messages[${i}].content[${j}].signature`
-        throw new HttpError(400, `${param}: a request may send back at most ${MAX_SIGNATURES} signed thinking blocks`, {
-          param,
-          code: 'sealed-content-too-large',
-        })
-      }
-      const opened = seen.get(block.signature) ?? sealer.open('reasoning', block.signature, owner)
-      seen.set(block.signature, opened)
-      if (
-        opened === OVERSIZED ||
-        (isRecord(opened) && typeof opened.text === 'string' && (openedBytes += opened.text.length) > sealer.maxOpenedBytes)
-      ) {
-        const param = `messages[${i}].content[${j}].signature`
-        throw new HttpError(
-          400,
-          `${param}: the request's signed thinking opens to more than ${sealer.maxOpenedBytes} bytes, this gateway's bound`,
-          {
-            param,
-            code: 'sealed-content-too-large',
-          },
-        )
-      }
-      if (!isRecord(opened) || typeof opened.text !== 'string') return block
-      changed = true
-      return { ...block, thinking: opened.text }
-    })
-    return { ...message, content }
-  })
-  return changed ? { ...body, messages } : body
+/** Seals reasoning with the gateway's key, for the request's caller (null: over the seal's bounds). */
+export function reasoningSealer(gateway: Gateway): (text: string) => string | null {
+  return (text) => sealReasoning(gateway.sealer, text, gateway.caller?.name ?? null)
 }

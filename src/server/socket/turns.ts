@@ -8,16 +8,25 @@ import type { Duplex } from 'node:stream'
 
 import { errorResponse, failureEvent } from '../../http/errors'
 import { ResponsesStream } from '../../wire/responses'
-import { gatewayFor } from '../keys/caller'
-import { type Gateway, tracked } from '../pipeline/context'
+import { gatewayFor, tracked } from '../pipeline/context'
 import { admit, generate } from '../pipeline/generate'
-import { prepareBody } from '../pipeline/prepare'
-import { adapterOptions, reportNotApplied } from '../pipeline/respond'
+import { reportNotApplied } from '../pipeline/serve-face'
 import { responseRecord } from '../responses/conversation'
 import { keepResponse, recordOf } from '../responses/keep'
+import { prepareResponsesBody } from '../responses/prepare-responses'
+import { toolsOfResponse } from '../responses/response-tools'
+import { responsesOptions } from '../responses/responses-face'
+import type { ResponsesGateway } from '../responses/responses-gateway'
 import type { StoredResponse } from '../stores/store'
-import { toolsOfResponse } from '../tools/response-tools'
 import { type SocketTurn, serveResponsesSocket, sseEventTexts } from './protocol'
+
+/** What the WebSocket mode reads of the gateway beyond what Responses does. */
+export interface SocketGateway extends ResponsesGateway {
+  /** How long a connection lives, in ms. */
+  socketLifetimeMs: number
+  /** How long a connection may wait for its next turn before it is closed, in ms. */
+  socketIdleMs: number
+}
 
 /** Responses WebSocket connections one gateway process holds at once (more are answered 503). */
 const MAX_SOCKETS = 1024
@@ -29,12 +38,12 @@ const DEFAULT_SOCKETS_PER_KEY = 64
  * that fails before its first step is answered with an error frame (a 502); one that fails later ends the
  * response with `response.failed`.
  */
-async function socketTurn(gateway: Gateway, request: IncomingMessage, turn: SocketTurn): Promise<StoredResponse> {
+async function socketTurn(gateway: SocketGateway, request: IncomingMessage, turn: SocketTurn): Promise<StoredResponse> {
   const { body, previous, emit, signal, size } = turn
-  const prepared = await prepareBody(gateway, 'responses', body, previous, size > gateway.renderInlineBytes)
+  const prepared = await prepareResponsesBody(gateway, body, previous, size > gateway.renderInlineBytes)
   // No headers on a WebSocket turn: what was not applied goes to the log.
   reportNotApplied(gateway, prepared, null)
-  const options = adapterOptions(gateway, prepared, request)
+  const options = responsesOptions(gateway, prepared, request)
   const tools = toolsOfResponse(gateway, prepared, options)
   const adapter = new ResponsesStream(options)
   const generated: number[] = []
@@ -72,7 +81,7 @@ export interface ResponsesSockets {
   end(): void
 }
 
-export function responsesSockets(gateway: Gateway): ResponsesSockets {
+export function responsesSockets(gateway: SocketGateway): ResponsesSockets {
   // Loaded here, not at the top: importing the package must not load the transport.
   const { WebSocketServer } = require('ws') as typeof import('ws')
   // Messages up to the body limit; a larger one closes the connection (1009).
@@ -90,7 +99,7 @@ export function responsesSockets(gateway: Gateway): ResponsesSockets {
         return
       }
       // A connection is its key holder's, as each of its turns is (a gateway with keys refuses one without).
-      let view: Gateway
+      let view: SocketGateway
       try {
         view = gatewayFor(gateway, gateway.apiKeys === null ? null : gateway.apiKeys.caller(request.headers))
       } catch (error) {

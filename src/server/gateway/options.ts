@@ -19,19 +19,14 @@ import { Compactor } from '../compaction/compactor'
 import { type ApiKey, ApiKeys } from '../keys/api-keys'
 import type { KeyLimiter } from '../keys/key-limits'
 import type { RequestLogger } from '../observe/request-log'
+import type { GatewayDiagnostic } from '../pipeline/context'
+import type { ReasoningSummaryRule } from '../responses/responses-gateway'
 import { DEFAULT_SOCKET_IDLE_MS, DEFAULT_SOCKET_LIFETIME_MS } from '../socket/protocol'
 import { MemoryResponseStore, type ResponseStore } from '../stores/store'
 import type { SearchBackend } from '../tools/browser'
 import type { PythonRunner } from '../tools/python'
 
-/** What the parser recovered from, and tool arguments that are not JSON: worth a log line, not a failure. */
-export interface GatewayDiagnostic {
-  code: string
-  message: string
-}
-
-/** When a Responses reasoning item carries its reasoning as a summary too (`GatewayOptions.reasoningSummary`). */
-export type ReasoningSummaryRule = 'asked' | 'always' | 'never'
+export type { GatewayDiagnostic }
 
 export interface GatewayOptions {
   /** The inference engine (any `Engine` of harmony-stream/engines). Default: a `ReplayEngine` of `replay`. */

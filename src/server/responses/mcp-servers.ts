@@ -8,10 +8,10 @@ import { isRecord } from '../../base/records'
 import { HttpError } from '../../http/errors'
 import { isFunctionName } from '../../render/request-fields'
 import type { ApprovedCall } from '../../wire/responses'
-import type { Gateway } from '../pipeline/context'
 import type { Item } from '../pipeline/prepared'
 import type { StoredResponse } from '../stores/store'
-import { type McpServer, mcpToolsOf, openMcpServer } from './mcp'
+import { type McpServer, mcpToolsOf, openMcpServer } from '../tools/mcp'
+import type { ResponsesGateway } from './responses-gateway'
 
 export interface WithMcp {
   /** The body to render: its `mcp` tools as namespaces. */
@@ -22,7 +22,7 @@ export interface WithMcp {
 }
 
 /** `body` with its MCP servers listed; null when it names none (or the gateway reaches none: they stay hosted tools). */
-export async function withMcpServers(gateway: Gateway, body: Item): Promise<WithMcp | null> {
+export async function withMcpServers(gateway: ResponsesGateway, body: Item): Promise<WithMcp | null> {
   const found = mcpToolsOf(body.tools)
   if (found.length === 0 || gateway.mcpServers === null) return null
   const servers: McpServer[] = []

@@ -1,18 +1,26 @@
 /**
  * `createGateway(options)`: an OpenAI-compatible HTTP server (Chat Completions, Responses with memory,
- * background runs, compaction, the WebSocket mode) in front of a token-level inference engine. Created, not
- * started: `server.listen(port)`. A request follows one line, each step a module of this folder:
+ * background runs, compaction, the WebSocket mode, Anthropic's Messages) in front of a token-level inference
+ * engine. Created, not started: `server.listen(port)`. Each API is a feature of its own folder; a request
+ * follows one line, the steps of pipeline/:
  *
  *   routes → prepare (inline or in a render worker) → generate → respond (JSON, SSE, WebSocket) → keep
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 
-import { hardenServer, type ServerLimits, serverOptions } from '../http/server'
-import { gatewayOf, type Outcomes, tracked } from './pipeline/context'
-import { type GatewayOptions, gatewaySettings } from './pipeline/options'
+import { hardenServer, type ServerLimits, serverOptions } from '../../http/server'
+import { backgroundFeature } from '../background/detached'
+import { chatFeature } from '../chat/chat-face'
+import { compactionFeature } from '../compaction/compact-route'
+import { messagesFeature } from '../messages/messages-face'
+import { type Outcomes, tracked } from '../pipeline/context'
+import type { Feature } from '../pipeline/face'
+import { responsesFeature } from '../responses/responses-face'
+import { responsesSockets } from '../socket/turns'
+import { gatewayOf, type WholeGateway } from './compose'
+import { type GatewayOptions, gatewaySettings } from './options'
 import { gatewayHandler } from './routes'
-import { responsesSockets } from './socket/turns'
 
 /**
  * The gateway without a server of its own, for a gateway author who brings one (plain `node:http`, or a
@@ -34,9 +42,15 @@ export interface GatewayHandler {
   close(): Promise<void>
 }
 
+/**
+ * The APIs a gateway answers, each its folder's routes; in order, since the first that takes a path with an id
+ * answers it (a background run's before a kept response's).
+ */
+const FEATURES: readonly Feature<WholeGateway>[] = [backgroundFeature, chatFeature, responsesFeature, compactionFeature, messagesFeature]
+
 export function createGatewayHandler(options: GatewayOptions): GatewayHandler {
   const gateway = gatewayOf(gatewaySettings(options))
-  const handle = gatewayHandler(gateway)
+  const handle = gatewayHandler(gateway, FEATURES)
   const sockets = responsesSockets(gateway)
   let closing: Promise<void> | null = null
   const settle = async (cancelled: Promise<void>) => {
@@ -45,7 +59,7 @@ export function createGatewayHandler(options: GatewayOptions): GatewayHandler {
     while (gateway.inFlight.size > 0) await Promise.allSettled([...gateway.inFlight])
     await gateway.workers?.close()
     await gateway.python?.close()
-    const { store, ownStore } = gateway
+    const { store, ownStore } = gateway.settings
     if (ownStore && store !== null) await store.close()
   }
   return {

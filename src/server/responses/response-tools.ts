@@ -6,10 +6,10 @@
 import { randomUUID } from 'node:crypto'
 import type { UrlCitation } from '../../wire/responses'
 import { splitRecipient } from '../../wire/routing'
-import type { Gateway } from '../pipeline/context'
 import type { Prepared } from '../pipeline/prepared'
-import { BrowserSession, citationsOf } from './browser'
-import type { ToolCaller } from './loop'
+import { BrowserSession, citationsOf } from '../tools/browser'
+import type { ToolCaller } from '../tools/loop'
+import type { ResponsesGateway } from './responses-gateway'
 
 export interface ResponseTools extends ToolCaller {
   /** The `url_citation`s of an answer's text (none without a browser). */
@@ -22,7 +22,7 @@ export interface ResponseTools extends ToolCaller {
  * adapter, and hands them to `generate`.
  */
 export function toolsOfResponse(
-  gateway: Gateway,
+  gateway: ResponsesGateway,
   prepared: Prepared,
   options: { citations?: ResponseTools['citations'] },
 ): ResponseTools | null {
@@ -35,7 +35,7 @@ export function toolsOfResponse(
  * The tools of a new response: those its prompt offers of gpt-oss's own that the gateway runs, and its remote MCP
  * servers (a call that waits for the client's approval is not run); null when it has none.
  */
-function responseTools(gateway: Gateway, prepared: Prepared): ResponseTools | null {
+function responseTools(gateway: ResponsesGateway, prepared: Prepared): ResponseTools | null {
   const offered = prepared.prompt.builtinTools ?? []
   const python = offered.includes('python') ? gateway.python : null
   const pages = offered.includes('browser') && gateway.browser !== null ? new BrowserSession(gateway.browser) : null
