@@ -3,7 +3,8 @@
  * running generations, a continuation goes back to the engine that holds its prefix (cache affinity) unless
  * that engine is far busier, and an engine that fails before its first step is taken out for a cool-down (the
  * generation tried on the next one, the client none the wiser) and probed back after it. In-process engines
- * show the choices; two vLLM stand-ins over HTTP, one of them killed, show the failover through a gateway.
+ * show the choices; two vLLM stand-ins over HTTP show a client's abort reaching the engine that generates, and,
+ * one of them killed, the failover through a gateway.
  */
 import test from 'ava'
 import { createEngine, type Engine, EngineError, EngineGroup, type EngineStep, type GenerateRequest } from 'harmony-stream/engines'
@@ -11,6 +12,7 @@ import { createEngine, type Engine, EngineError, EngineGroup, type EngineStep, t
 import { fakeVllm } from './helpers/fake-engines.mjs'
 import { startGateway } from './helpers/gateway.mjs'
 import { harmony } from './helpers/harmony.mjs'
+import { until } from './helpers/until.mjs'
 
 const ANSWER = harmony('<|channel|>final<|message|>Hello there.<|return|>')
 
@@ -123,7 +125,7 @@ test('an engine that fails before its first step is taken out, the generation go
   )
 })
 
-test('no second engine once a step was passed on, nor for a request an engine refused as a request, nor after an abort', async (t) => {
+test('no second engine once a step was passed on, nor for a request an engine refused as a request', async (t) => {
   const midStream: Engine = {
     name: 'a',
     async *generate() {
@@ -136,12 +138,81 @@ test('no second engine once a step was passed on, nor for a request an engine re
   const refused = member('a', () => new EngineError('engine-http-error', 'bad request', { engine: 'a', status: 400 }))
   await t.throwsAsync(run(new EngineGroup([refused.engine, b.engine]), prompt(1)), { message: 'bad request' })
   t.is(b.prompts.length, 0, 'the second engine was never asked')
-  // Every engine failing: the last failure is the answer.
+})
+
+test('every engine failing before its first step: the failure of the last engine tried is the answer', async (t) => {
   const x = member('x', () => new EngineError('engine-overloaded', 'busy x', { engine: 'x', status: 503 }))
   const y = member('y', () => new EngineError('engine-overloaded', 'busy y', { engine: 'y', status: 503 }))
-  const error = await t.throwsAsync(run(new EngineGroup([x.engine, y.engine]), prompt(1)))
-  t.regex(error.message, /busy [xy]/)
-  t.is(x.prompts.length + y.prompts.length, 2)
+  const tried: string[] = []
+  const failures: EngineError[] = []
+  const request: GenerateRequest = {
+    tokens: prompt(1),
+    onEngine: (name, failure) => (failure === undefined ? tried.push(name) : failures.push(failure as EngineError)),
+  }
+  const steps = async () => {
+    for await (const _ of new EngineGroup([x.engine, y.engine]).generate(request));
+  }
+  const error = await t.throwsAsync(steps(), { instanceOf: EngineError })
+  t.is(tried.length, 2, 'each engine tried once')
+  t.not(tried[0], tried[1])
+  t.is(failures.length, 2)
+  // Not the first failure, nor a failure of the group's own: the very error of the engine tried last.
+  t.is(error, failures[1])
+  t.is(error.message, `busy ${tried[1]}`)
+})
+
+test("a client's abort while an engine of the group generates: that engine's request is closed, no other is tried, nothing stays counted", async (t) => {
+  // Before the first step (the engine has the request, no answer yet: a prefill) and after it (ids sent, then a
+  // long wait for the next ones): either way the abort is the client's, not the engine's failure.
+  for (const [when, behaviour] of [
+    ['before the first step', { headDelayMs: -1 }],
+    ['after the first step', { stallAfter: 1 }],
+  ] as const) {
+    const fakes = await Promise.all([fakeVllm({ completion: ANSWER, ...behaviour }), fakeVllm({ completion: ANSWER, ...behaviour })])
+    t.teardown(() => Promise.all(fakes.map((fake) => fake.close())))
+    const group = new EngineGroup(fakes.map((fake) => createEngine('vllm', { url: fake.url, model: 'gpt-oss' })))
+    const controller = new AbortController()
+    const tried: string[] = []
+    const request: GenerateRequest = {
+      tokens: prompt(1),
+      signal: controller.signal,
+      onEngine: (name, failure) => tried.push(failure === undefined ? name : `${name} failed`),
+    }
+    const steps = group.generate(request)[Symbol.asyncIterator]()
+    let pending = steps.next()
+    if (when === 'after the first step') {
+      const first = await pending
+      t.deepEqual(Array.from(first.value?.tokens ?? []), ANSWER.slice(0, 1), when)
+      pending = steps.next()
+    } else t.true(await until(() => fakes.some((fake) => fake.bodies.length === 1)), `${when}: the engine has the request`)
+    const engine = fakes.findIndex((fake) => fake.bodies.length === 1)
+    t.deepEqual(
+      group.status().map((s) => s.running),
+      engine === 0 ? [1, 0] : [0, 1],
+      `${when}: one generation running, on the engine that has the request`,
+    )
+    controller.abort()
+    const error = await t.throwsAsync(pending, { instanceOf: EngineError }, when)
+    t.is(error?.code, 'engine-aborted', when)
+    t.deepEqual(await steps.next(), { done: true, value: undefined }, `${when}: nothing after the abort`)
+    // The engine sees its request closed before the stream's end (it frees the sequence); the other is never asked.
+    t.true(await until(() => fakes[engine]!.clientClosed === 1), `${when}: the engine's request was closed`)
+    t.deepEqual(tried, [`vllm/${engine}`], `${when}: no other engine was tried, and no failure was reported`)
+    t.deepEqual(
+      fakes.map((fake) => fake.bodies.length),
+      engine === 0 ? [1, 0] : [0, 1],
+      when,
+    )
+    // Nothing stays counted as running, and the aborted engine is not taken out as if it had failed.
+    t.deepEqual(
+      group.status(),
+      [
+        { name: 'vllm/0', running: 0, healthy: true },
+        { name: 'vllm/1', running: 0, healthy: true },
+      ],
+      when,
+    )
+  }
 })
 
 test('through the gateway: two vLLM servers, one killed, and no request is lost; /health shows each engine', async (t) => {

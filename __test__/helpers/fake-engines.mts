@@ -1,6 +1,6 @@
 /**
  * Local stand-ins for inference servers, on 127.0.0.1, speaking each engine's wire format as its source does
- * (see the comments in src/serving/engines/*.ts for the files followed): vLLM `/v1/completions` and
+ * (see the comments in src/engines/*.ts for the files followed): vLLM `/v1/completions` and
  * `/inference/v1/generate`, SGLang `/generate` (cumulative or incremental `output_ids`, the stop token kept or
  * trimmed and named in `matched`), llama.cpp `/completion` (`error:` lines or `data: {"error"}`). Each records
  * the request bodies it received and whether (after how many chunks, how long after the request) the client

@@ -10,8 +10,8 @@
 import { isRecord } from '../base/records'
 import { EngineError } from './errors'
 import { vllmLogprobs } from './logprobs'
-import type { SseEvent } from './sse'
-import { parseEvent, step, streamError, tokenIds, withStopToken } from './steps'
+import type { StepReader } from './skeleton'
+import { step, tokenIds, withStopToken } from './steps'
 import type { EngineFinishReason, EngineStep, EngineUsage, TokenLogprob } from './types'
 
 export interface CompletionStreamOptions {
@@ -28,59 +28,63 @@ export interface CompletionStreamOptions {
   logprobs?: number
 }
 
-/** The engine steps of such a stream; the finishing step is held until the stream ends, to carry the usage. */
-export async function* completionSteps(events: AsyncIterable<SseEvent>, options: CompletionStreamOptions): AsyncGenerator<EngineStep> {
-  const { engine, stops } = options
-  let last: number | undefined
-  let generated = 0
-  let finished: { tokens: number[]; finishReason: EngineFinishReason; logprobs?: (TokenLogprob | null)[] } | null = null
-  const logprobsOf = (choice: Record<string, unknown>, tokens: number[]) =>
-    options.logprobs === undefined ? undefined : vllmLogprobs(choice.logprobs, tokens, options.logprobs)
-  let usage: EngineUsage | undefined
-  let done = false
-  for await (const event of events) {
-    if (event.data === '[DONE]') {
-      done = true
-      break
-    }
-    const json = parseEvent(engine, event)
-    const failure = streamError(engine, json)
-    if (failure !== null) throw failure
-    if (!isRecord(json)) throw new EngineError('engine-protocol-error', `${engine} sent an event that is not an object`, { engine })
-    if (isRecord(json.usage)) usage = usageOf(json.usage)
+/** Reads such a stream into engine steps; the finishing step is held until the stream ends, to carry the usage. */
+export class CompletionReader implements StepReader {
+  private last: number | undefined
+  private generated = 0
+  private finished: { tokens: number[]; finishReason: EngineFinishReason; logprobs?: (TokenLogprob | null)[] } | null = null
+  private usage: EngineUsage | undefined
+
+  constructor(private readonly options: CompletionStreamOptions) {}
+
+  *read(json: Record<string, unknown>): Generator<EngineStep, boolean> {
+    const { engine, stops } = this.options
+    if (isRecord(json.usage)) this.usage = usageOf(json.usage)
     const choice = Array.isArray(json.choices) ? json.choices[0] : undefined
-    if (!isRecord(choice)) continue
-    if (finished !== null) throw new EngineError('engine-protocol-error', `${engine} sent ids after the finish reason`, { engine })
+    if (!isRecord(choice)) return false
+    if (this.finished !== null) throw new EngineError('engine-protocol-error', `${engine} sent ids after the finish reason`, { engine })
     let tokens = tokenIds(engine, choice.token_ids, 'token_ids')
     const reason = choice.finish_reason
     if (reason === null || reason === undefined) {
-      if (tokens.length === 0) continue
-      last = tokens[tokens.length - 1]
-      generated += tokens.length
-      yield step(tokens, undefined, undefined, undefined, logprobsOf(choice, tokens))
-      continue
+      if (tokens.length === 0) return false
+      this.last = tokens[tokens.length - 1]
+      this.generated += tokens.length
+      yield step(tokens, undefined, undefined, undefined, this.logprobsOf(choice, tokens))
+      return false
     }
-    const logprobs = logprobsOf(choice, tokens)
+    const logprobs = this.logprobsOf(choice, tokens)
     if (reason === 'stop') {
       const sent = tokens.length
-      tokens = withStopToken(tokens, last, choice.stop_reason, stops)
+      tokens = withStopToken(tokens, this.last, choice.stop_reason, stops)
       // An appended stop id came with no log probability.
       if (logprobs !== undefined) for (let i = sent; i < tokens.length; i++) logprobs.push(null)
     }
-    if (tokens.length > 0) last = tokens[tokens.length - 1]
-    generated += tokens.length
-    finished = { tokens, finishReason: finishReasonOf(engine, reason), ...(logprobs === undefined ? {} : { logprobs }) }
+    if (tokens.length > 0) this.last = tokens[tokens.length - 1]
+    this.generated += tokens.length
+    this.finished = { tokens, finishReason: finishReasonOf(engine, reason), ...(logprobs === undefined ? {} : { logprobs }) }
+    // Not over yet: the usage chunk and `[DONE]` follow.
+    return false
   }
-  if (finished === null) {
-    // A stream cut short is a broken stream; only an endpoint that may skip its finishing output ends without one.
-    if (!options.mayEndWithoutFinish || !done) {
-      throw new EngineError('engine-protocol-error', `${engine}: the stream ended without a finish reason`, { engine })
+
+  end(sawDone: boolean): EngineStep {
+    const { engine, stops } = this.options
+    let finished = this.finished
+    if (finished === null) {
+      // A stream cut short is a broken stream; only an endpoint that may skip its finishing output ends without one.
+      if (!this.options.mayEndWithoutFinish || !sawDone) {
+        throw new EngineError('engine-protocol-error', `${engine}: the stream ended without a finish reason`, { engine })
+      }
+      finished = { tokens: [], finishReason: this.last !== undefined && stops.includes(this.last) ? 'stop' : 'length' }
     }
-    finished = { tokens: [], finishReason: last !== undefined && stops.includes(last) ? 'stop' : 'length' }
+    const { usage } = this
+    // The engine counts the ids it generated; an appended stop id it had left out counts too.
+    if (usage !== undefined) usage.completionTokens = Math.max(usage.completionTokens, this.generated)
+    return step(finished.tokens, finished.finishReason, usage, undefined, finished.logprobs)
   }
-  // The engine counts the ids it generated; an appended stop id it had left out counts too.
-  if (usage !== undefined) usage.completionTokens = Math.max(usage.completionTokens, generated)
-  yield step(finished.tokens, finished.finishReason, usage, undefined, finished.logprobs)
+
+  private logprobsOf(choice: Record<string, unknown>, tokens: number[]): (TokenLogprob | null)[] | undefined {
+    return this.options.logprobs === undefined ? undefined : vllmLogprobs(choice.logprobs, tokens, this.options.logprobs)
+  }
 }
 
 function usageOf(usage: Record<string, unknown>): EngineUsage {

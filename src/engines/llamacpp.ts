@@ -39,12 +39,12 @@ import { isRecord } from '../base/records'
 import { llamaCppGrammarFields } from './constraints'
 import { EngineError } from './errors'
 import { heldIds } from './held-ids'
-import { type HttpOptions, postEvents } from './http'
+import type { HttpOptions } from './http'
 import { llamaCppLogprobs } from './logprobs'
-import { checkEngineOptions, HTTP_ENGINE_OPTIONS } from './options'
-import { checkGenerateRequest, GENERATION_STOP_TOKENS } from './request'
-import { openAIStyleMessage, parseEvent, samplingFields, step, streamError, tokenIds, withinLimit } from './steps'
-import type { Engine, EngineDiagnostic, EngineFinishReason, EngineStep, EngineUsage, GenerateRequest } from './types'
+import { HttpEngine, type StepReader } from './skeleton'
+import type { SseEvent } from './sse'
+import { openAIStyleMessage, samplingFields, step, tokenIds } from './steps'
+import type { EngineDiagnostic, EngineFinishReason, EngineStep, EngineUsage, GenerateRequest } from './types'
 
 export interface LlamaCppEngineOptions extends HttpOptions {
   /** Base URL, e.g. `http://127.0.0.1:8080`. */
@@ -52,26 +52,16 @@ export interface LlamaCppEngineOptions extends HttpOptions {
 }
 
 const ENGINE = 'llamacpp'
-const OPTIONS = HTTP_ENGINE_OPTIONS
 
-export class LlamaCppEngine implements Engine {
+export class LlamaCppEngine extends HttpEngine<LlamaCppEngineOptions> {
   readonly name = ENGINE
-  private readonly options: LlamaCppEngineOptions
-  private readonly endpoint: URL
 
   constructor(options: LlamaCppEngineOptions) {
-    const url = checkEngineOptions(options, 'LlamaCppEngine', OPTIONS)
-    this.options = { ...options }
-    this.endpoint = new URL('completion', url)
-  }
-
-  generate(request: GenerateRequest): AsyncIterable<EngineStep> {
-    checkGenerateRequest(request, 'LlamaCppEngine.generate', this)
-    return withinLimit(this.run(request), request.maxTokens)
+    super(options, { where: 'LlamaCppEngine', path: () => 'completion', eventError: lineError })
   }
 
   /** The request body, in the README's `/completion` fields (see the top of this file). */
-  private body(request: GenerateRequest): Record<string, unknown> {
+  protected body(request: GenerateRequest): Record<string, unknown> {
     // n_predict -1: until an end-of-generation token or the context is full.
     return {
       prompt: Array.from(request.tokens),
@@ -86,81 +76,86 @@ export class LlamaCppEngine implements Engine {
     }
   }
 
-  private async *run(request: GenerateRequest): AsyncGenerator<EngineStep> {
-    const stops = request.stopTokens ?? GENERATION_STOP_TOKENS
-    /** Ids delivered so far (held ids found again included), and ids generated but neither sent nor found. */
-    let generated = 0
-    let lost = 0
-    /** The end of the text received so far: what held-ids.ts needs to follow the server's rule. */
-    let recent = ''
-    /** A stop id was delivered: the next result only ends the stream. */
-    let stopped = false
-    let promptTokens = request.tokens.length
-    for await (const event of postEvents(ENGINE, this.endpoint, this.body(request), this.options, request, openAIStyleMessage)) {
-      if (event.data === '[DONE]') break
-      if (event.event === 'error') throw lineError(event.data)
-      const json = parseEvent(ENGINE, event)
-      const failure = streamError(ENGINE, json)
-      if (failure !== null) throw failure
-      if (!isRecord(json))
-        throw new EngineError('engine-protocol-error', `${ENGINE} sent a chunk that is not an object`, { engine: ENGINE })
-      if (Number.isSafeInteger(json.tokens_evaluated)) promptTokens = json.tokens_evaluated as number
-      if (stopped) {
-        // The result after a stop id: the final one when llama.cpp stopped there too (its timings give the
-        // cached tokens), else the next id, which is not read.
-        yield step([], 'stop', withCache({ promptTokens, completionTokens: generated + lost }, json))
-        return
-      }
-      let tokens = tokenIds(ENGINE, json.tokens, 'tokens')
-      // `tokens_predicted` counts every id generated so far: more than were delivered means ids were held
-      // (see held-ids.ts), found again from this result's text, or reported.
-      const predicted = Number.isSafeInteger(json.tokens_predicted) ? (json.tokens_predicted as number) : generated + tokens.length
-      const diagnostics: EngineDiagnostic[] = []
-      const missing = predicted - generated - lost - tokens.length
-      if (missing > 0) {
-        const found = tokens.length > 0 && typeof json.content === 'string' ? heldIds(json.content, tokens, missing, recent) : null
-        if (found !== null) tokens = [...found, ...tokens]
-        else {
-          lost += missing
-          diagnostics.push(idsLost(missing, json.stop === true))
-        }
-      }
-      if (typeof json.content === 'string' && json.content !== '') recent = (recent + json.content).slice(-8)
-      let logprobs = request.logprobs === undefined ? undefined : llamaCppLogprobs(json.completion_probabilities, tokens, request.logprobs)
-      const stopAt = tokens.findIndex((id) => stops.includes(id))
-      if (stopAt >= 0) {
-        // A stop id: generation ends here, whatever llama.cpp does next. Its ids go out now; the step that
-        // ends the stream waits for the next result (leaving the loop then closes the connection, and
-        // llama.cpp releases the slot).
-        tokens = tokens.slice(0, stopAt + 1)
-        logprobs = logprobs?.slice(0, stopAt + 1)
-        generated += tokens.length
-        stopped = true
-        if (tokens.length > 0 || diagnostics.length > 0) yield step(tokens, undefined, undefined, diagnostics, logprobs)
-        if (json.stop === true) {
-          yield step([], 'stop', withCache({ promptTokens, completionTokens: generated + lost }, json))
-          return
-        }
-        continue
-      }
-      generated += tokens.length
-      if (json.stop !== true) {
-        if (tokens.length > 0 || diagnostics.length > 0) yield step(tokens, undefined, undefined, diagnostics, logprobs)
-        continue
-      }
-      yield step(
-        tokens,
-        finishReasonOf(json.stop_type),
-        withCache({ promptTokens, completionTokens: Math.max(predicted, generated + lost) }, json),
-        diagnostics,
-        logprobs,
-      )
-      return
+  protected reader(request: GenerateRequest, stops: readonly number[]): StepReader {
+    return new LlamaCppReader(request, stops)
+  }
+}
+
+/** One generation's results: held ids found again, the client's own stop at a stop id, usage. */
+class LlamaCppReader implements StepReader {
+  /** Ids delivered so far (held ids found again included), and ids generated but neither sent nor found. */
+  private generated = 0
+  private lost = 0
+  /** The end of the text received so far: what held-ids.ts needs to follow the server's rule. */
+  private recent = ''
+  /** A stop id was delivered: the next result only ends the stream. */
+  private stopped = false
+  private promptTokens: number
+
+  constructor(
+    private readonly request: GenerateRequest,
+    private readonly stops: readonly number[],
+  ) {
+    this.promptTokens = request.tokens.length
+  }
+
+  *read(json: Record<string, unknown>): Generator<EngineStep, boolean> {
+    const { request } = this
+    if (Number.isSafeInteger(json.tokens_evaluated)) this.promptTokens = json.tokens_evaluated as number
+    if (this.stopped) {
+      // The result after a stop id: the final one when llama.cpp stopped there too (its timings give the
+      // cached tokens), else the next id, which is not read.
+      yield step([], 'stop', withCache({ promptTokens: this.promptTokens, completionTokens: this.generated + this.lost }, json))
+      return true
     }
-    if (stopped) {
-      yield step([], 'stop', { promptTokens, completionTokens: generated + lost })
-      return
+    let tokens = tokenIds(ENGINE, json.tokens, 'tokens')
+    // `tokens_predicted` counts every id generated so far: more than were delivered means ids were held
+    // (see held-ids.ts), found again from this result's text, or reported.
+    const predicted = Number.isSafeInteger(json.tokens_predicted) ? (json.tokens_predicted as number) : this.generated + tokens.length
+    const diagnostics: EngineDiagnostic[] = []
+    const missing = predicted - this.generated - this.lost - tokens.length
+    if (missing > 0) {
+      const found = tokens.length > 0 && typeof json.content === 'string' ? heldIds(json.content, tokens, missing, this.recent) : null
+      if (found !== null) tokens = [...found, ...tokens]
+      else {
+        this.lost += missing
+        diagnostics.push(idsLost(missing, json.stop === true))
+      }
     }
+    if (typeof json.content === 'string' && json.content !== '') this.recent = (this.recent + json.content).slice(-8)
+    let logprobs = request.logprobs === undefined ? undefined : llamaCppLogprobs(json.completion_probabilities, tokens, request.logprobs)
+    const stopAt = tokens.findIndex((id) => this.stops.includes(id))
+    if (stopAt >= 0) {
+      // A stop id: generation ends here, whatever llama.cpp does next. Its ids go out now; the step that
+      // ends the stream waits for the next result (ending the read then closes the connection, and
+      // llama.cpp releases the slot).
+      tokens = tokens.slice(0, stopAt + 1)
+      logprobs = logprobs?.slice(0, stopAt + 1)
+      this.generated += tokens.length
+      this.stopped = true
+      if (tokens.length > 0 || diagnostics.length > 0) yield step(tokens, undefined, undefined, diagnostics, logprobs)
+      if (json.stop !== true) return false
+      yield step([], 'stop', withCache({ promptTokens: this.promptTokens, completionTokens: this.generated + this.lost }, json))
+      return true
+    }
+    this.generated += tokens.length
+    if (json.stop !== true) {
+      if (tokens.length > 0 || diagnostics.length > 0) yield step(tokens, undefined, undefined, diagnostics, logprobs)
+      return false
+    }
+    yield step(
+      tokens,
+      finishReasonOf(json.stop_type),
+      withCache({ promptTokens: this.promptTokens, completionTokens: Math.max(predicted, this.generated + this.lost) }, json),
+      diagnostics,
+      logprobs,
+    )
+    return true
+  }
+
+  end(): EngineStep {
+    // The stream closed after a stop id was delivered: it ends there.
+    if (this.stopped) return step([], 'stop', { promptTokens: this.promptTokens, completionTokens: this.generated + this.lost })
     throw new EngineError('engine-protocol-error', `${ENGINE}: the stream ended without a final chunk`, { engine: ENGINE })
   }
 }
@@ -179,8 +174,10 @@ function withCache(usage: EngineUsage, json: Record<string, unknown>): EngineUsa
   return usage
 }
 
-/** An older server's `error: {…}` line (see the top of this file). */
-function lineError(data: string): EngineError {
+/** An older server's `error: {…}` line (see the top of this file), an event named `error`. */
+function lineError(event: SseEvent): EngineError | null {
+  if (event.event !== 'error') return null
+  const { data } = event
   let json: unknown = null
   try {
     json = JSON.parse(data)

@@ -41,12 +41,12 @@ import { optionError } from '../base/options'
 import { isRecord } from '../base/records'
 import { structuralTag } from './constraints'
 import { EngineError } from './errors'
-import { type HttpOptions, postEvents } from './http'
+import type { HttpOptions } from './http'
 import { sglangLogprobs } from './logprobs'
-import { checkEngineOptions, HTTP_ENGINE_OPTIONS, positiveInteger } from './options'
-import { checkGenerateRequest, GENERATION_STOP_TOKENS } from './request'
-import { openAIStyleMessage, parseEvent, samplingFields, step, streamError, tokenIds, withinLimit, withStopToken } from './steps'
-import type { Engine, EngineFinishReason, EngineStep, EngineUsage, GenerateRequest } from './types'
+import { positiveInteger } from './options'
+import { HttpEngine, type StepReader } from './skeleton'
+import { samplingFields, step, tokenIds, withStopToken } from './steps'
+import type { EngineFinishReason, EngineStep, EngineUsage, GenerateRequest } from './types'
 
 export interface SglangEngineOptions extends HttpOptions {
   /** Base URL, e.g. `http://127.0.0.1:30000`. */
@@ -61,33 +61,26 @@ export interface SglangEngineOptions extends HttpOptions {
 }
 
 const ENGINE = 'sglang'
-const OPTIONS = [...HTTP_ENGINE_OPTIONS, 'incremental', 'defaultMaxTokens']
 
-export class SglangEngine implements Engine {
+function checkOptions(options: SglangEngineOptions): void {
+  if (options.incremental !== undefined && typeof options.incremental !== 'boolean' && options.incremental !== 'auto') {
+    throw optionError(TypeError, "SglangEngine: option 'incremental' must be true, false or 'auto'")
+  }
+  positiveInteger(options, 'defaultMaxTokens', 'SglangEngine')
+}
+
+export class SglangEngine extends HttpEngine<SglangEngineOptions> {
   readonly name = ENGINE
-  private readonly options: SglangEngineOptions
-  private readonly endpoint: URL
 
   constructor(options: SglangEngineOptions) {
-    const url = checkEngineOptions(options, 'SglangEngine', OPTIONS)
-    if (options.incremental !== undefined && typeof options.incremental !== 'boolean' && options.incremental !== 'auto') {
-      throw optionError(TypeError, "SglangEngine: option 'incremental' must be true, false or 'auto'")
-    }
-    positiveInteger(options, 'defaultMaxTokens', 'SglangEngine')
-    this.options = { ...options }
-    this.endpoint = new URL('generate', url)
-  }
-
-  generate(request: GenerateRequest): AsyncIterable<EngineStep> {
-    checkGenerateRequest(request, 'SglangEngine.generate', this)
-    return withinLimit(this.run(request), request.maxTokens)
+    super(options, { where: 'SglangEngine', options: ['incremental', 'defaultMaxTokens'], check: checkOptions, path: () => 'generate' })
   }
 
   /** The request body, in GenerateReqInput's fields (see the top of this file). */
-  private body(request: GenerateRequest): Record<string, unknown> {
+  protected body(request: GenerateRequest, stops: readonly number[]): Record<string, unknown> {
     const sampling: Record<string, unknown> = {
       max_new_tokens: request.maxTokens ?? this.options.defaultMaxTokens ?? null,
-      stop_token_ids: [...(request.stopTokens ?? GENERATION_STOP_TOKENS)],
+      stop_token_ids: [...stops],
       skip_special_tokens: false,
       ...samplingFields(request, 'sampling_seed'),
     }
@@ -100,41 +93,52 @@ export class SglangEngine implements Engine {
     return { input_ids: Array.from(request.tokens), sampling_params: sampling, ...logprobs, stream: true }
   }
 
-  private async *run(request: GenerateRequest): AsyncGenerator<EngineStep> {
-    const stops = request.stopTokens ?? GENERATION_STOP_TOKENS
-    const ids = new OutputIds(this.options.incremental ?? 'auto')
-    for await (const event of postEvents(ENGINE, this.endpoint, this.body(request), this.options, request, openAIStyleMessage)) {
-      if (event.data === '[DONE]') break
-      const json = parseEvent(ENGINE, event)
-      const failure = streamError(ENGINE, json)
-      if (failure !== null) throw failure
-      if (!isRecord(json))
-        throw new EngineError('engine-protocol-error', `${ENGINE} sent an output that is not an object`, { engine: ENGINE })
-      const meta = isRecord(json.meta_info) ? json.meta_info : {}
-      const finish = isRecord(meta.finish_reason) ? meta.finish_reason : null
-      let fresh = ids.next(tokenIds(ENGINE, json.output_ids, 'output_ids'), meta.completion_tokens, finish !== null)
-      const logprobs = request.logprobs === undefined ? undefined : sglangLogprobs(meta, fresh, request.logprobs)
-      if (finish === null) {
-        if (fresh.length > 0) yield step(fresh, undefined, undefined, undefined, logprobs)
-        continue
-      }
-      const finishReason = finishReasonOf(finish)
-      if (finishReason === 'stop') {
-        const repaired = withStopToken(fresh, ids.last, finish.matched, stops)
-        ids.record(repaired.slice(fresh.length))
-        // An appended stop id came with no log probability.
-        if (logprobs !== undefined) for (let i = fresh.length; i < repaired.length; i++) logprobs.push(null)
-        fresh = repaired
-      }
-      const usage: EngineUsage = {
-        promptTokens: count(meta.prompt_tokens) ?? request.tokens.length,
-        completionTokens: Math.max(count(meta.completion_tokens) ?? 0, ids.total),
-      }
-      const cached = count(meta.cached_tokens)
-      if (cached !== undefined) usage.cachedPromptTokens = cached
-      yield step(fresh, finishReason, usage, undefined, logprobs)
-      return
+  protected reader(request: GenerateRequest, stops: readonly number[]): StepReader {
+    return new SglangReader(request, stops, this.options.incremental ?? 'auto')
+  }
+}
+
+/** One generation's outputs: new ids, the stop id repaired, usage from the last output's `meta_info`. */
+class SglangReader implements StepReader {
+  private readonly ids: OutputIds
+
+  constructor(
+    private readonly request: GenerateRequest,
+    private readonly stops: readonly number[],
+    incremental: boolean | 'auto',
+  ) {
+    this.ids = new OutputIds(incremental)
+  }
+
+  *read(json: Record<string, unknown>): Generator<EngineStep, boolean> {
+    const { request, ids } = this
+    const meta = isRecord(json.meta_info) ? json.meta_info : {}
+    const finish = isRecord(meta.finish_reason) ? meta.finish_reason : null
+    let fresh = ids.next(tokenIds(ENGINE, json.output_ids, 'output_ids'), meta.completion_tokens, finish !== null)
+    const logprobs = request.logprobs === undefined ? undefined : sglangLogprobs(meta, fresh, request.logprobs)
+    if (finish === null) {
+      if (fresh.length > 0) yield step(fresh, undefined, undefined, undefined, logprobs)
+      return false
     }
+    const finishReason = finishReasonOf(finish)
+    if (finishReason === 'stop') {
+      const repaired = withStopToken(fresh, ids.last, finish.matched, this.stops)
+      ids.record(repaired.slice(fresh.length))
+      // An appended stop id came with no log probability.
+      if (logprobs !== undefined) for (let i = fresh.length; i < repaired.length; i++) logprobs.push(null)
+      fresh = repaired
+    }
+    const usage: EngineUsage = {
+      promptTokens: count(meta.prompt_tokens) ?? request.tokens.length,
+      completionTokens: Math.max(count(meta.completion_tokens) ?? 0, ids.total),
+    }
+    const cached = count(meta.cached_tokens)
+    if (cached !== undefined) usage.cachedPromptTokens = cached
+    yield step(fresh, finishReason, usage, undefined, logprobs)
+    return true
+  }
+
+  end(): EngineStep {
     throw new EngineError('engine-protocol-error', `${ENGINE}: the stream ended without a finish reason`, { engine: ENGINE })
   }
 }

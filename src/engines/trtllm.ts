@@ -27,13 +27,12 @@
  */
 
 import { optionError } from '../base/options'
-import { completionSteps } from './completion-stream'
+import { CompletionReader } from './completion-stream'
 import { structuralTag } from './constraints'
-import { type HttpOptions, postEvents } from './http'
-import { checkEngineOptions, HTTP_ENGINE_OPTIONS } from './options'
-import { checkGenerateRequest, GENERATION_STOP_TOKENS } from './request'
-import { openAIStyleMessage, samplingFields, withinLimit } from './steps'
-import { ALL_SAMPLING_FIELDS, type Engine, type EngineStep, type GenerateRequest, type SamplingField } from './types'
+import type { HttpOptions } from './http'
+import { HttpEngine, type StepReader } from './skeleton'
+import { samplingFields } from './steps'
+import { ALL_SAMPLING_FIELDS, type GenerateRequest, type SamplingField } from './types'
 
 export interface TrtllmEngineOptions extends HttpOptions {
   /** Base URL of `trtllm-serve`, e.g. `http://127.0.0.1:8000`. */
@@ -43,37 +42,29 @@ export interface TrtllmEngineOptions extends HttpOptions {
 }
 
 const ENGINE = 'trtllm'
-const OPTIONS = [...HTTP_ENGINE_OPTIONS, 'model']
+
+function checkOptions(options: TrtllmEngineOptions): void {
+  if (typeof options.model !== 'string' || options.model === '') {
+    throw optionError(TypeError, "TrtllmEngine: option 'model' is required: the served model's name")
+  }
+}
 
 /** ResponseFormat of openai_protocol.py: `structural_tag` with the tag's `format` (xgrammar's form). */
 function responseFormatOf(tag: ReturnType<typeof structuralTag>): Record<string, unknown> {
   return tag === null ? {} : { response_format: { type: 'structural_tag', format: tag.format } }
 }
 
-export class TrtllmEngine implements Engine {
+export class TrtllmEngine extends HttpEngine<TrtllmEngineOptions> {
   readonly name = ENGINE
   /** Not `logprobs`: trtllm-serve names the alternatives by their text only, which two ids may share. */
   readonly sampling: readonly SamplingField[] = ALL_SAMPLING_FIELDS.filter((field) => field !== 'logprobs')
-  private readonly options: TrtllmEngineOptions
-  private readonly endpoint: URL
 
   constructor(options: TrtllmEngineOptions) {
-    const url = checkEngineOptions(options, 'TrtllmEngine', OPTIONS)
-    if (typeof options.model !== 'string' || options.model === '') {
-      throw optionError(TypeError, "TrtllmEngine: option 'model' is required: the served model's name")
-    }
-    this.options = { ...options }
-    this.endpoint = new URL('v1/completions', url)
-  }
-
-  generate(request: GenerateRequest): AsyncIterable<EngineStep> {
-    checkGenerateRequest(request, 'TrtllmEngine.generate', this)
-    return withinLimit(this.run(request), request.maxTokens)
+    super(options, { where: 'TrtllmEngine', options: ['model'], check: checkOptions, path: () => 'v1/completions' })
   }
 
   /** The request body, in `CompletionRequest`'s fields only (the server refuses any other). */
-  private body(request: GenerateRequest): Record<string, unknown> {
-    const stops = request.stopTokens ?? GENERATION_STOP_TOKENS
+  protected body(request: GenerateRequest, stops: readonly number[]): Record<string, unknown> {
     return {
       model: this.options.model,
       prompt: Array.from(request.tokens),
@@ -88,9 +79,7 @@ export class TrtllmEngine implements Engine {
     }
   }
 
-  private run(request: GenerateRequest): AsyncIterable<EngineStep> {
-    const stops = request.stopTokens ?? GENERATION_STOP_TOKENS
-    const events = postEvents(ENGINE, this.endpoint, this.body(request), this.options, request, openAIStyleMessage)
-    return completionSteps(events, { engine: ENGINE, stops })
+  protected reader(_request: GenerateRequest, stops: readonly number[]): StepReader {
+    return new CompletionReader({ engine: ENGINE, stops })
   }
 }

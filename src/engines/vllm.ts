@@ -49,13 +49,13 @@
  */
 
 import { optionError } from '../base/options'
-import { completionSteps } from './completion-stream'
+import { CompletionReader } from './completion-stream'
 import { structuralTag } from './constraints'
-import { type HttpOptions, postEvents } from './http'
-import { checkEngineOptions, HTTP_ENGINE_OPTIONS, positiveInteger } from './options'
-import { checkGenerateRequest, GENERATION_STOP_TOKENS } from './request'
-import { openAIStyleMessage, samplingFields, withinLimit } from './steps'
-import { ALL_SAMPLING_FIELDS, type Engine, type EngineStep, type GenerateRequest, type SamplingField } from './types'
+import type { HttpOptions } from './http'
+import { positiveInteger } from './options'
+import { HttpEngine, type StepReader } from './skeleton'
+import { samplingFields } from './steps'
+import { ALL_SAMPLING_FIELDS, type GenerateRequest, type SamplingField } from './types'
 
 export interface VllmEngineOptions extends HttpOptions {
   /** Base URL, e.g. `http://127.0.0.1:8000` (a path prefix is kept: `http://host/vllm` → `/vllm/v1/completions`). */
@@ -74,34 +74,31 @@ export interface VllmEngineOptions extends HttpOptions {
 }
 
 const ENGINE = 'vllm'
-const OPTIONS = [...HTTP_ENGINE_OPTIONS, 'model', 'api', 'defaultMaxTokens']
 export const VLLM_DEFAULT_MAX_TOKENS = 8192
 
-export class VllmEngine implements Engine {
+function checkOptions(options: VllmEngineOptions): void {
+  if (options.api !== undefined && options.api !== 'completions' && options.api !== 'generate')
+    throw optionError(TypeError, "VllmEngine: option 'api' must be 'completions' or 'generate'")
+  positiveInteger(options, 'defaultMaxTokens', 'VllmEngine')
+}
+
+export class VllmEngine extends HttpEngine<VllmEngineOptions> {
   readonly name = ENGINE
   /** Everything on /v1/completions; the tokens-only endpoint's chunks carry no log probabilities this client reads. */
   readonly sampling: readonly SamplingField[]
-  private readonly options: VllmEngineOptions
-  private readonly endpoint: URL
 
   constructor(options: VllmEngineOptions) {
-    const url = checkEngineOptions(options, 'VllmEngine', OPTIONS)
-    if (options.api !== undefined && options.api !== 'completions' && options.api !== 'generate')
-      throw optionError(TypeError, "VllmEngine: option 'api' must be 'completions' or 'generate'")
-    positiveInteger(options, 'defaultMaxTokens', 'VllmEngine')
-    this.options = { ...options }
-    this.endpoint = new URL(options.api === 'generate' ? 'inference/v1/generate' : 'v1/completions', url)
+    super(options, {
+      where: 'VllmEngine',
+      options: ['model', 'api', 'defaultMaxTokens'],
+      check: checkOptions,
+      path: ({ api }) => (api === 'generate' ? 'inference/v1/generate' : 'v1/completions'),
+    })
     this.sampling = options.api === 'generate' ? ALL_SAMPLING_FIELDS.filter((field) => field !== 'logprobs') : ALL_SAMPLING_FIELDS
   }
 
-  generate(request: GenerateRequest): AsyncIterable<EngineStep> {
-    checkGenerateRequest(request, 'VllmEngine.generate', this)
-    return withinLimit(this.run(request), request.maxTokens)
-  }
-
   /** The request body, in the fields of the endpoint's protocol.py (see the top of this file). */
-  private body(request: GenerateRequest): Record<string, unknown> {
-    const stops = request.stopTokens ?? GENERATION_STOP_TOKENS
+  protected body(request: GenerateRequest, stops: readonly number[]): Record<string, unknown> {
     const sampling: Record<string, unknown> = { stop_token_ids: [...stops], skip_special_tokens: false, ...samplingFields(request, 'seed') }
     // StructuredOutputsParams (vllm/sampling_params.py): its `structural_tag` is the tag as a JSON string.
     const tag = structuralTag(request)
@@ -126,10 +123,8 @@ export class VllmEngine implements Engine {
     }
   }
 
-  private run(request: GenerateRequest): AsyncIterable<EngineStep> {
-    const stops = request.stopTokens ?? GENERATION_STOP_TOKENS
-    const events = postEvents(ENGINE, this.endpoint, this.body(request), this.options, request, openAIStyleMessage)
-    return completionSteps(events, {
+  protected reader(request: GenerateRequest, stops: readonly number[]): StepReader {
+    return new CompletionReader({
       engine: ENGINE,
       stops,
       mayEndWithoutFinish: this.options.api === 'generate',
