@@ -3,11 +3,11 @@
  * OpenAI-style answer (`sendError`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { context } from '@opentelemetry/api'
 import { EngineGroup } from '../engines/group'
 import { HttpError, sendError } from '../http/errors'
 import { pipeStreamLog } from './background/stream-log'
 import { serveCompaction } from './compaction/compact-route'
+import { context } from './gateway-packages'
 
 import type { Caller } from './keys/api-keys'
 import { belongsTo, gatewayFor } from './keys/caller'
