@@ -94,11 +94,20 @@ module.exports = {
       to: { path: '^src/server/' },
     },
     {
-      name: 'ws-only-in-the-gateway',
+      name: 'gateway-packages-only-in-the-gateway',
       severity: 'error',
-      comment: 'Dependencies by entry: only the gateway (server/) uses the ws package, so no other entry loads it.',
+      comment:
+        "Dependencies by entry: only the gateway (server/) uses its packages (ws, pino, prom-client, @opentelemetry/api), harmony-stream-gateway's dependencies, which a parser user does not install.",
       from: { path: '^src/', pathNot: '^src/server/' },
-      to: { path: '^node_modules/(ws|@types/ws)/' },
+      to: { path: '(^|/)node_modules/(ws|@types/ws|pino|prom-client|@opentelemetry/api)/' },
+    },
+    {
+      name: 'gateway-packages-load-in-their-one-module',
+      severity: 'error',
+      comment:
+        'Dependencies by entry: the gateway loads its packages in server/gateway-packages.ts alone (from harmony-stream-gateway\'s folder, or one line saying to install it); elsewhere in server/ they are type-only imports.',
+      from: { path: '^src/server/', pathNot: '^src/server/gateway-packages\\.ts$' },
+      to: { path: '(^|/)node_modules/(ws|pino|prom-client|@opentelemetry/api)/', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'optional-packages-in-their-one-module',

@@ -4,17 +4,24 @@ const { readFileSync } = require('node:fs')
 
 if (process.argv[2] === 'serve') {
   // The gateway's modules load only for `serve`: `inspect` stays a parser-only command.
-  require('../dist/server.js')
-    .serve(process.argv.slice(3))
-    .then(
-      (status) => {
-        if (status !== 0) process.exit(status)
-      },
-      (error) => {
-        console.error(`harmony-stream serve: ${error?.stack ?? error}`)
-        process.exit(1)
-      },
-    )
+  let server
+  try {
+    server = require('../dist/server.js')
+  } catch (error) {
+    // harmony-stream-gateway is not installed: the one line that says so, as serve reports its other setup problems.
+    if (error?.name !== 'HarmonySetupError') throw error
+    console.error(`harmony-stream serve: ${error.message}`)
+    process.exit(2)
+  }
+  server.serve(process.argv.slice(3)).then(
+    (status) => {
+      if (status !== 0) process.exit(status)
+    },
+    (error) => {
+      console.error(`harmony-stream serve: ${error?.stack ?? error}`)
+      process.exit(1)
+    },
+  )
 } else {
   const { run } = require('../dist/cli.js')
 

@@ -1,4 +1,4 @@
-// Packs harmony-stream as it is published: `npm run pack [-- --platform] [-- --out DIR]`.
+// Packs every package a user installs, as they are published: `npm run pack [-- --platform] [-- --out DIR]`.
 //
 // The main package carries no addon and no lifecycle script. In the repository, `prepare` builds dist/ and the
 // addon for `npm ci` in a clone and for installs from git; in a published package that script runs for nobody,
@@ -7,10 +7,14 @@
 // Its optionalDependencies name every platform package at the same version, as `napi prepublish` writes them,
 // so that npm installs the one that fits each machine.
 //
+// harmony-stream-gateway (packages/gateway/) is packed too, at harmony-stream's version and depending on exactly
+// that harmony-stream: it holds the gateway's dependencies, which harmony-stream leaves out so that a parser user
+// does not install a server.
+//
 // --platform also packs this machine's platform package (npm/<platform>/, made by `napi create-npm-dirs`) with
 // the addon built here, as `napi artifacts` fills it in the release workflow.
 // --prebuilt packs dist/ as it is instead of building it first (the tests pack while other suites read dist/).
-// Prints the tarballs' paths, one per line.
+// Prints the tarballs' paths, one per line: harmony-stream, harmony-stream-gateway, then the platform package.
 import { execFileSync } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -49,6 +53,17 @@ writeFileSync(join(stage, 'package.json'), `${JSON.stringify(published, null, 2)
 // --ignore-scripts: a stage has no scripts, and none of the repository's may run while one is packed.
 const pack = (dir) => JSON.parse(npm(['pack', dir, '--json', '--ignore-scripts', '--pack-destination', out], root))[0].filename
 const tarballs = [pack(stage)]
+
+const gatewaySource = join(root, 'packages', 'gateway')
+const gateway = JSON.parse(readFileSync(join(gatewaySource, 'package.json'), 'utf8'))
+const gatewayStage = join(out, gateway.name)
+rmSync(gatewayStage, { recursive: true, force: true })
+cpSync(gatewaySource, gatewayStage, { recursive: true })
+cpSync(join(root, 'LICENSE'), join(gatewayStage, 'LICENSE'))
+gateway.version = manifest.version
+gateway.dependencies[manifest.name] = manifest.version
+writeFileSync(join(gatewayStage, 'package.json'), `${JSON.stringify(gateway, null, 2)}\n`)
+tarballs.push(pack(gatewayStage))
 
 if (values.platform) {
   const { platform, localFile } = nativeDistribution()

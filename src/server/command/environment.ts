@@ -7,8 +7,6 @@ import { readFileSync } from 'node:fs'
 
 import { join } from 'node:path'
 
-import pino from 'pino'
-
 import { HarmonySetupError } from '../../base/errors'
 import { EngineGroup } from '../../engines/group'
 import { createEngine, type EngineName } from '../../engines/registry'
@@ -17,6 +15,7 @@ import type { Engine } from '../../engines/types'
 import { ChatIdCache } from '../chat/id-cache'
 import { Compactor } from '../compaction/compactor'
 import { type GatewayOptions, logDiagnostic } from '../gateway/options'
+import { pino } from '../gateway-packages'
 import { type ApiKey, ApiKeys } from '../keys/api-keys'
 import { RedisKeyLimiter } from '../keys/redis-key-limits'
 import { processStats } from '../observe/stats'

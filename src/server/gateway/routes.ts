@@ -4,9 +4,9 @@
  * route failed). Nothing here knows an API by name.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { context } from '@opentelemetry/api'
 import { EngineGroup } from '../../engines/group'
 import { HttpError, sendError } from '../../http/errors'
+import { context } from '../gateway-packages'
 import type { Caller } from '../keys/api-keys'
 import { recordOf, startRecord } from '../observe/request-log'
 import { endRequestSpan, requestSpan } from '../observe/tracing'

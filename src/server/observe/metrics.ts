@@ -7,7 +7,7 @@
  * configured engines' names, the package's own error and diagnostic codes; never an id or a client's text.
  * Each gateway has a registry of its own, so two in one process do not collide.
  */
-import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { Counter, Gauge, Histogram, Registry } from '../gateway-packages'
 
 import type { StepWatcher } from './watch'
 

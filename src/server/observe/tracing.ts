@@ -10,7 +10,8 @@
  */
 import type { IncomingHttpHeaders } from 'node:http'
 
-import { type Context, context, propagation, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api'
+import type { Context, Span } from '@opentelemetry/api'
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '../gateway-packages'
 
 import type { StepWatcher } from './watch'
 

@@ -8,6 +8,7 @@ import type { Duplex } from 'node:stream'
 
 import { errorResponse, failureEvent } from '../../http/errors'
 import { ResponsesStream } from '../../wire/responses'
+import { webSockets } from '../gateway-packages'
 import { gatewayFor, tracked } from '../pipeline/context'
 import { admit, generate } from '../pipeline/generate'
 import { reportNotApplied } from '../pipeline/serve-face'
@@ -83,7 +84,7 @@ export interface ResponsesSockets {
 
 export function responsesSockets(gateway: SocketGateway): ResponsesSockets {
   // Loaded here, not at the top: importing the package must not load the transport.
-  const { WebSocketServer } = require('ws') as typeof import('ws')
+  const { WebSocketServer } = webSockets()
   // Messages up to the body limit; a larger one closes the connection (1009).
   const sockets = new WebSocketServer({ noServer: true, maxPayload: gateway.bodyLimit })
   /** Connections each key holds now. */
