@@ -286,7 +286,7 @@ test('the browser as trained: pages with cursors, numbered lines and links; find
 
 test('HARMONY_BROWSER=local:FILE loads the collection; a bad file or value stops the start naming it', (t) => {
   const good = collection(t, `${JSON.stringify(PAGES[0])}\n`)
-  t.true(serveSettings({ HARMONY_BROWSER: `local:${good}` }).options().browser instanceof LocalSearch)
+  t.true(serveSettings({ HARMONY_BROWSER: `local:${good}` }).options().tools?.browser instanceof LocalSearch)
   const bad = collection(t, `${JSON.stringify(PAGES[0])}\n{"url": 1}\n`)
   t.throws(() => serveSettings({ HARMONY_BROWSER: `local:${bad}` }), { instanceOf: SettingError, message: /line 2 must be a JSON object/ })
   t.throws(() => serveSettings({ HARMONY_BROWSER: 'bing' }), {
@@ -622,5 +622,5 @@ test('the HTTP backend opens nothing on the gateway own networks unless allowed,
   await t.throwsAsync(backend.open(`http://localhost:${port}/eiffel`), { message: /private network/ })
   await t.throwsAsync(backend.open(`http://[::1]:${port}/eiffel`), { message: /private network/ })
   await t.throwsAsync(backend.open('http://169.254.169.254/latest/meta-data/'), { message: /private network/ })
-  t.true(serveSettings({ HARMONY_BROWSER: `search:${web.base}/search` }).options().browser instanceof HttpSearch)
+  t.true(serveSettings({ HARMONY_BROWSER: `search:${web.base}/search` }).options().tools?.browser instanceof HttpSearch)
 })

@@ -423,33 +423,37 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
     options: () => ({
       engine,
       model: env.MODEL || 'gpt-oss',
-      frames,
-      unknownFields,
-      hostedTools,
-      reasoningSummary,
-      responsesDialect,
       engineTimeLimits,
-      ...numbers,
-      ...socketLifetimeMs,
-      ...socketIdleMs,
-      serverLimits,
-      stats: stats ? processStats() : null,
-      ...(flags.LOG_DIAGNOSTICS === '0' ? { onDiagnostic: () => {} } : { onDiagnostic: logDiagnostic }),
-      responseStore: responseStoreFromEnvironment(env),
-      chatIdCache: flags.CHAT_ID_CACHE === '1' ? new ChatIdCache() : null,
-      metrics: flags.METRICS !== '0',
-      // A JSON line per request on stdout (pino), after the line that says where the gateway listens.
-      ...(flags.REQUEST_LOG === '0' ? {} : { requestLog: pino({ base: { pid: process.pid } }) }),
-      ...(apiKeys === null ? {} : { apiKeys }),
-      // Keys' limits counted where the responses are kept when that is Redis: once for every process and host.
-      ...(apiKeys !== null && storeChoice(env).kind === 'redis'
-        ? { keyLimiter: new RedisKeyLimiter({ url: storeChoice(env).where }) }
-        : {}),
-      ...(key ? { compactor: new Compactor({ key, maxOpenedBytes: numbers.bodyLimit }) } : {}),
-      ...(python === 'pyodide' ? { python: new PyodidePython({ timeMs: pythonTimeMs }) } : {}),
-      ...(browser === null ? {} : { browser }),
-      ...(mcpServers === null ? {} : { mcpServers }),
-      toolCalls,
+      http: { frames, unknownFields, hostedTools, serverLimits, ...numbers },
+      responses: {
+        store: responseStoreFromEnvironment(env),
+        reasoningSummary,
+        dialect: responsesDialect,
+        ...socketLifetimeMs,
+        ...socketIdleMs,
+        ...(key ? { compactor: new Compactor({ key, maxOpenedBytes: numbers.bodyLimit }) } : {}),
+      },
+      chat: { idCache: flags.CHAT_ID_CACHE === '1' ? new ChatIdCache() : null },
+      tools: {
+        ...(python === 'pyodide' ? { python: new PyodidePython({ timeMs: pythonTimeMs }) } : {}),
+        ...(browser === null ? {} : { browser }),
+        ...(mcpServers === null ? {} : { mcpServers }),
+        maxCalls: toolCalls,
+      },
+      access: {
+        ...(apiKeys === null ? {} : { apiKeys }),
+        // Keys' limits counted where the responses are kept when that is Redis: once for every process and host.
+        ...(apiKeys !== null && storeChoice(env).kind === 'redis'
+          ? { keyLimiter: new RedisKeyLimiter({ url: storeChoice(env).where }) }
+          : {}),
+      },
+      observability: {
+        stats: stats ? processStats() : null,
+        onDiagnostic: flags.LOG_DIAGNOSTICS === '0' ? () => {} : logDiagnostic,
+        metrics: flags.METRICS !== '0',
+        // A JSON line per request on stdout (pino), after the line that says where the gateway listens.
+        ...(flags.REQUEST_LOG === '0' ? {} : { requestLog: pino({ base: { pid: process.pid } }) }),
+      },
     }),
   }
   if (settings.port > 65535) throw new SettingError(`${flagOf('PORT')} must be at most 65535`)

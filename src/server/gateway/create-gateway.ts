@@ -9,7 +9,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 
-import { hardenServer, type ServerLimits, serverOptions } from '../../http/server'
+import { hardenServer, serverOptions } from '../../http/server'
 import { backgroundFeature } from '../background/detached'
 import { chatFeature } from '../chat/chat-face'
 import { compactionFeature } from '../compaction/compact-route'
@@ -19,7 +19,7 @@ import type { Feature } from '../pipeline/face'
 import { responsesFeature } from '../responses/responses-face'
 import { responsesSockets } from '../socket/turns'
 import { gatewayOf, type WholeGateway } from './compose'
-import { type GatewayOptions, gatewaySettings } from './options'
+import { type GatewayOptions, type GatewaySettings, gatewaySettings } from './options'
 import { gatewayHandler } from './routes'
 
 /**
@@ -49,7 +49,11 @@ export interface GatewayHandler {
 const FEATURES: readonly Feature<WholeGateway>[] = [backgroundFeature, chatFeature, responsesFeature, compactionFeature, messagesFeature]
 
 export function createGatewayHandler(options: GatewayOptions): GatewayHandler {
-  const gateway = gatewayOf(gatewaySettings(options))
+  return handlerOf(gatewaySettings(options))
+}
+
+function handlerOf(settings: GatewaySettings): GatewayHandler {
+  const gateway = gatewayOf(settings)
   const handle = gatewayHandler(gateway, FEATURES)
   const sockets = responsesSockets(gateway)
   let closing: Promise<void> | null = null
@@ -82,15 +86,16 @@ export interface GatewayServer extends Server {
   /**
    * After `close()`: resolves once the gateway's own work has ended too: background runs kept as cancelled,
    * responses of requests that were cut kept, the render workers stopped, a store it made closed. A store
-   * passed in (`responseStore`) can be closed safely after it.
+   * passed in (`responses.store`) can be closed safely after it.
    */
   settled(): Promise<void>
 }
 
 /** The gateway as a `node:http` server (`hardenServer`'s limits), created and not started. */
 export function createGateway(options: GatewayOptions): GatewayServer {
-  const gateway = createGatewayHandler(options)
-  const limits = (options as { serverLimits?: ServerLimits }).serverLimits
+  const settings = gatewaySettings(options)
+  const gateway = handlerOf(settings)
+  const limits = settings.serverLimits
   const server = hardenServer(createServer(serverOptions(limits), gateway.handle), limits)
   server.on('upgrade', gateway.upgrade)
   // Upgraded connections and background runs end with the server (close() would otherwise wait for them).

@@ -28,6 +28,12 @@ import type { PythonRunner } from '../tools/python'
 
 export type { GatewayDiagnostic }
 
+/**
+ * `createGateway`'s options: what generates at the top (the engine or several, the model's name, the parser's
+ * backend), every other option in the group of what it configures (`http`, `responses`, `chat`, `tools`,
+ * `access`, `observability`). The flat names of 0.1 are still taken (deprecated); one setting given both ways is a
+ * TypeError.
+ */
 export interface GatewayOptions {
   /** The inference engine (any `Engine` of harmony-stream/engines). Default: a `ReplayEngine` of `replay`. */
   engine?: Engine
@@ -40,12 +46,216 @@ export interface GatewayOptions {
   replay?: number[][]
   /** Without `engine`: tokens per step of the replay engine. Default 1. */
   interval?: number
+  /**
+   * Time limits on every generation, counted in tokens (heartbeats are no progress): `firstTokenMs` (default
+   * 120 s), `idleMs` between tokens (default 60 s), `deadlineMs` for the whole request (default none); null
+   * lifts one. At a limit the engine request is aborted and the client gets a 504, or the stream's error,
+   * naming it.
+   */
+  engineTimeLimits?: EngineTimeLimits
   /** The parser's implementation. Default: the package's (`implementation`). */
   implementation?: Implementation
   /** The model id `/v1/models` lists. Default `gpt-oss`. */
   model?: string
+  /** How requests are read and answered: bodies, the HTTP server, SSE writes, rendering. */
+  http?: GatewayHttpOptions
+  /** The Responses API: where responses are kept, continuations, compaction, its dialect and WebSocket mode. */
+  responses?: GatewayResponsesOptions
+  /** Chat Completions: exact prompts for tool loops. */
+  chat?: GatewayChatOptions
+  /** gpt-oss's own tools and remote MCP servers, run inside a response. */
+  tools?: GatewayToolsOptions
+  /** API keys, the routes open without one, and where their limits are counted. */
+  access?: GatewayAccessOptions
+  /** Diagnostics, errors, metrics, the request log, `/stats`. */
+  observability?: GatewayObservabilityOptions
+  // The options as 0.1 took them, flat: each is still taken, and now lives in its group.
+  /**
+   * The largest request body, in bytes. Default 4 MiB.
+   * @deprecated Use `http.bodyLimit`.
+   */
+  bodyLimit?: number
+  /**
+   * Options of every render (`renderChatCompletionRequest`'s).
+   * @deprecated Use `http.renderOptions`.
+   */
+  renderOptions?: RenderRequestOptions
+  /**
+   * Tools of a built-in type (`web_search`, `file_search`, `mcp`, …), which this gateway does not run: `'omit'`
+   * (default) leaves them out of the prompt and says so in the `x-harmony-not-applied` header, so a client that
+   * always offers them works; `'refuse'`: a 400 naming them. (The render option of the same name.)
+   * @deprecated Use `http.hostedTools`.
+   */
+  hostedTools?: 'omit' | 'refuse'
+  /**
+   * Responses reasoning items as summaries too, for clients that read only summaries (the AI SDK's OpenAI
+   * provider): gpt-oss writes none, so a summary part carries the raw reasoning. `'asked'` (default): when the
+   * request asks for one (`reasoning.summary`); `'always'`; `'never'`. The `reasoning_text` is there either way.
+   * @deprecated Use `responses.reasoningSummary`.
+   */
+  reasoningSummary?: ReasoningSummaryRule
+  /**
+   * The Responses API's event names: `'openai'` (default) or `'open-responses'`, the Open Responses
+   * specification's where they differ (`ResponsesAdapterOptions.dialect`). A request with an
+   * `OpenResponses-Version` header gets the specification's whatever this says.
+   * @deprecated Use `responses.dialect`.
+   */
+  responsesDialect?: ResponsesDialect
+  /**
+   * Called with what the parser recovered from. Default: one line on stderr.
+   * @deprecated Use `observability.onDiagnostic`.
+   */
+  onDiagnostic?: (diagnostic: GatewayDiagnostic) => void
+  /**
+   * Called with errors worth an operator's look (5xx answers, engines failing mid-stream). Default: stderr.
+   * @deprecated Use `observability.onError`.
+   */
+  onError?: (error: unknown) => void
+  /**
+   * `'sse'` (default): SSE bytes straight from the adapters; `'objects'`: events serialized (to compare).
+   * @deprecated Use `http.frames`.
+   */
+  frames?: 'sse' | 'objects'
+  /**
+   * Collect each stream's frames for this many ms per write. Default 0: every step is written at once.
+   * @deprecated Use `http.coalesceMs`.
+   */
+  coalesceMs?: number
+  /**
+   * `GET /stats` answers what this returns (with the stream outcomes); null (default): no such route.
+   * @deprecated Use `observability.stats`.
+   */
+  stats?: (() => Record<string, unknown>) | null
+  /**
+   * Threads that render requests off the event loop; 0 (default): all inline.
+   * @deprecated Use `http.renderWorkers`.
+   */
+  renderWorkers?: number
+  /**
+   * With render workers: bodies up to this many bytes are rendered inline. Default 16 KiB.
+   * @deprecated Use `http.renderInlineBytes`.
+   */
+  renderInlineBytes?: number
+  /**
+   * The HTTP server's timeouts (`hardenServer`).
+   * @deprecated Use `http.serverLimits`.
+   */
+  serverLimits?: ServerLimits
+  /**
+   * `'refuse'` (default): a request field no table knows is a 400, as OpenAI answers; `'ignore'`: taken without it.
+   * @deprecated Use `http.unknownFields`.
+   */
+  unknownFields?: 'refuse' | 'ignore'
+  /**
+   * Where Responses are kept. Default: a `MemoryResponseStore`, closed with the server; null: none.
+   * @deprecated Use `responses.store`.
+   */
+  responseStore?: ResponseStore | null
+  /**
+   * A continuation within a turn is made of the ids the engine saw and generated. Default true.
+   * @deprecated Use `responses.exactContinuations`.
+   */
+  exactContinuations?: boolean
+  /**
+   * Prompts a Chat request answering this gateway's tool calls with the engine's own ids. Default null: off.
+   * @deprecated Use `chat.idCache`.
+   */
+  chatIdCache?: ChatIdCache | null
+  /**
+   * Seals and opens compaction items, and reasoning for clients that keep nothing here (`include:
+   * ['reasoning.encrypted_content']`). Default: one with a random key of this process.
+   * @deprecated Use `responses.compactor`.
+   */
+  compactor?: Compactor
+  /**
+   * How long a Responses WebSocket connection lives, in ms. Default 60 minutes.
+   * @deprecated Use `responses.socketLifetimeMs`.
+   */
+  socketLifetimeMs?: number
+  /**
+   * How long a Responses WebSocket connection may wait for its next turn before it is closed, in ms. Default 5 minutes.
+   * @deprecated Use `responses.socketIdleMs`.
+   */
+  socketIdleMs?: number
+  /**
+   * Prometheus metrics at `GET /metrics` (docs/API.md "Metrics"). Default true.
+   * @deprecated Use `observability.metrics`.
+   */
+  metrics?: boolean
+  /**
+   * API keys (docs/API.md "API keys"): key strings, or `{ key | sha256, name, limits }`. With keys, a request
+   * without a valid one is a 401, and what a key's requests keep belongs to its name. Default: none (open).
+   * @deprecated Use `access.apiKeys`.
+   */
+  apiKeys?: readonly (string | ApiKey)[] | null
+  /**
+   * Paths served without a key in a gateway with keys. Default `['/health', '/metrics']`.
+   * @deprecated Use `access.publicRoutes`.
+   */
+  publicRoutes?: readonly string[]
+  /**
+   * Where the keys' limits are counted: a `RedisKeyLimiter` shares them among every process and host that uses
+   * its Redis. Default: in this process.
+   * @deprecated Use `access.keyLimiter`.
+   */
+  keyLimiter?: KeyLimiter
+  /**
+   * One structured line per request to this logger (a pino logger, or anything with `info(object, message)`):
+   * docs/API.md "Request log". Default null: none (`harmony-stream serve` logs JSON lines to stdout).
+   * @deprecated Use `observability.requestLog`.
+   */
+  requestLog?: RequestLogger | null
+  /**
+   * Runs gpt-oss's own `python` tool (a `PyodidePython`, or an operator's `PythonRunner`): a Responses request's
+   * `code_interpreter` tool is then offered to the model as trained, and its calls run here, inside the response
+   * (docs/API.md "Built-in tools"). Closed with the gateway. Default null: `code_interpreter` is a hosted tool
+   * (`hostedTools`).
+   * @deprecated Use `tools.python`.
+   */
+  python?: PythonRunner | null
+  /**
+   * Runs gpt-oss's own `browser` tool on this search backend (a `LocalSearch`, or an operator's `SearchBackend`):
+   * a Responses request's `web_search` tool is then offered to the model as trained, and its searches, pages and
+   * finds run here, inside the response, its answer's citations given as `url_citation` annotations. Default
+   * null: `web_search` is a hosted tool.
+   * @deprecated Use `tools.browser`.
+   */
+  browser?: SearchBackend | null
+  /**
+   * URL prefixes of the remote MCP servers a Responses request may name (`{ type: 'mcp', server_url }` must
+   * start with one): their tools are listed and their calls run here, inside the response (docs/API.md "Built-in
+   * tools"). Default null: MCP off, `mcp` tools are hosted tools.
+   * @deprecated Use `tools.mcpServers`.
+   */
+  mcpServers?: readonly string[] | null
+  /**
+   * Each request to an MCP server (connect, list, call), in ms. Default 30,000.
+   * @deprecated Use `tools.mcpTimeMs`.
+   */
+  mcpTimeMs?: number
+  /**
+   * Built-in tool calls run per response; a call past it ends the response where it stands. Default 8.
+   * @deprecated Use `tools.maxCalls`.
+   */
+  toolCalls?: number
+}
+
+/** How requests are read and answered: bodies, the HTTP server, SSE writes, rendering. */
+export interface GatewayHttpOptions {
   /** The largest request body, in bytes. Default 4 MiB. */
   bodyLimit?: number
+  /** The HTTP server's timeouts (`hardenServer`). */
+  serverLimits?: ServerLimits
+  /** `'refuse'` (default): a request field no table knows is a 400, as OpenAI answers; `'ignore'`: taken without it. */
+  unknownFields?: 'refuse' | 'ignore'
+  /** `'sse'` (default): SSE bytes straight from the adapters; `'objects'`: events serialized (to compare). */
+  frames?: 'sse' | 'objects'
+  /** Collect each stream's frames for this many ms per write. Default 0: every step is written at once. */
+  coalesceMs?: number
+  /** Threads that render requests off the event loop; 0 (default): all inline. */
+  renderWorkers?: number
+  /** With render workers: bodies up to this many bytes are rendered inline. Default 16 KiB. */
+  renderInlineBytes?: number
   /** Options of every render (`renderChatCompletionRequest`'s). */
   renderOptions?: RenderRequestOptions
   /**
@@ -54,6 +264,14 @@ export interface GatewayOptions {
    * always offers them works; `'refuse'`: a 400 naming them. (The render option of the same name.)
    */
   hostedTools?: 'omit' | 'refuse'
+}
+
+/** The Responses API: where responses are kept, continuations, compaction, its dialect and WebSocket mode. */
+export interface GatewayResponsesOptions {
+  /** Where Responses are kept. Default: a `MemoryResponseStore`, closed with the server; null: none. */
+  store?: ResponseStore | null
+  /** A continuation within a turn is made of the ids the engine saw and generated. Default true. */
+  exactContinuations?: boolean
   /**
    * Responses reasoning items as summaries too, for clients that read only summaries (the AI SDK's OpenAI
    * provider): gpt-oss writes none, so a summary part carries the raw reasoning. `'asked'` (default): when the
@@ -65,38 +283,7 @@ export interface GatewayOptions {
    * specification's where they differ (`ResponsesAdapterOptions.dialect`). A request with an
    * `OpenResponses-Version` header gets the specification's whatever this says.
    */
-  responsesDialect?: ResponsesDialect
-  /**
-   * Time limits on every generation, counted in tokens (heartbeats are no progress): `firstTokenMs` (default
-   * 120 s), `idleMs` between tokens (default 60 s), `deadlineMs` for the whole request (default none); null
-   * lifts one. At a limit the engine request is aborted and the client gets a 504, or the stream's error,
-   * naming it.
-   */
-  engineTimeLimits?: EngineTimeLimits
-  /** Called with what the parser recovered from. Default: one line on stderr. */
-  onDiagnostic?: (diagnostic: GatewayDiagnostic) => void
-  /** Called with errors worth an operator's look (5xx answers, engines failing mid-stream). Default: stderr. */
-  onError?: (error: unknown) => void
-  /** `'sse'` (default): SSE bytes straight from the adapters; `'objects'`: events serialized (to compare). */
-  frames?: 'sse' | 'objects'
-  /** Collect each stream's frames for this many ms per write. Default 0: every step is written at once. */
-  coalesceMs?: number
-  /** `GET /stats` answers what this returns (with the stream outcomes); null (default): no such route. */
-  stats?: (() => Record<string, unknown>) | null
-  /** Threads that render requests off the event loop; 0 (default): all inline. */
-  renderWorkers?: number
-  /** With render workers: bodies up to this many bytes are rendered inline. Default 16 KiB. */
-  renderInlineBytes?: number
-  /** The HTTP server's timeouts (`hardenServer`). */
-  serverLimits?: ServerLimits
-  /** `'refuse'` (default): a request field no table knows is a 400, as OpenAI answers; `'ignore'`: taken without it. */
-  unknownFields?: 'refuse' | 'ignore'
-  /** Where Responses are kept. Default: a `MemoryResponseStore`, closed with the server; null: none. */
-  responseStore?: ResponseStore | null
-  /** A continuation within a turn is made of the ids the engine saw and generated. Default true. */
-  exactContinuations?: boolean
-  /** Prompts a Chat request answering this gateway's tool calls with the engine's own ids. Default null: off. */
-  chatIdCache?: ChatIdCache | null
+  dialect?: ResponsesDialect
   /**
    * Seals and opens compaction items, and reasoning for clients that keep nothing here (`include:
    * ['reasoning.encrypted_content']`). Default: one with a random key of this process.
@@ -106,25 +293,16 @@ export interface GatewayOptions {
   socketLifetimeMs?: number
   /** How long a Responses WebSocket connection may wait for its next turn before it is closed, in ms. Default 5 minutes. */
   socketIdleMs?: number
-  /** Prometheus metrics at `GET /metrics` (docs/API.md "Metrics"). Default true. */
-  metrics?: boolean
-  /**
-   * API keys (docs/API.md "API keys"): key strings, or `{ key | sha256, name, limits }`. With keys, a request
-   * without a valid one is a 401, and what a key's requests keep belongs to its name. Default: none (open).
-   */
-  apiKeys?: readonly (string | ApiKey)[] | null
-  /** Paths served without a key in a gateway with keys. Default `['/health', '/metrics']`. */
-  publicRoutes?: readonly string[]
-  /**
-   * Where the keys' limits are counted: a `RedisKeyLimiter` shares them among every process and host that uses
-   * its Redis. Default: in this process.
-   */
-  keyLimiter?: KeyLimiter
-  /**
-   * One structured line per request to this logger (a pino logger, or anything with `info(object, message)`):
-   * docs/API.md "Request log". Default null: none (`harmony-stream serve` logs JSON lines to stdout).
-   */
-  requestLog?: RequestLogger | null
+}
+
+/** Chat Completions: exact prompts for tool loops. */
+export interface GatewayChatOptions {
+  /** Prompts a Chat request answering this gateway's tool calls with the engine's own ids. Default null: off. */
+  idCache?: ChatIdCache | null
+}
+
+/** gpt-oss's own tools and remote MCP servers, run inside a response. */
+export interface GatewayToolsOptions {
   /**
    * Runs gpt-oss's own `python` tool (a `PyodidePython`, or an operator's `PythonRunner`): a Responses request's
    * `code_interpreter` tool is then offered to the model as trained, and its calls run here, inside the response
@@ -148,7 +326,40 @@ export interface GatewayOptions {
   /** Each request to an MCP server (connect, list, call), in ms. Default 30,000. */
   mcpTimeMs?: number
   /** Built-in tool calls run per response; a call past it ends the response where it stands. Default 8. */
-  toolCalls?: number
+  maxCalls?: number
+}
+
+/** API keys, the routes open without one, and where their limits are counted. */
+export interface GatewayAccessOptions {
+  /**
+   * API keys (docs/API.md "API keys"): key strings, or `{ key | sha256, name, limits }`. With keys, a request
+   * without a valid one is a 401, and what a key's requests keep belongs to its name. Default: none (open).
+   */
+  apiKeys?: readonly (string | ApiKey)[] | null
+  /** Paths served without a key in a gateway with keys. Default `['/health', '/metrics']`. */
+  publicRoutes?: readonly string[]
+  /**
+   * Where the keys' limits are counted: a `RedisKeyLimiter` shares them among every process and host that uses
+   * its Redis. Default: in this process.
+   */
+  keyLimiter?: KeyLimiter
+}
+
+/** Diagnostics, errors, metrics, the request log, `/stats`. */
+export interface GatewayObservabilityOptions {
+  /** Called with what the parser recovered from. Default: one line on stderr. */
+  onDiagnostic?: (diagnostic: GatewayDiagnostic) => void
+  /** Called with errors worth an operator's look (5xx answers, engines failing mid-stream). Default: stderr. */
+  onError?: (error: unknown) => void
+  /** Prometheus metrics at `GET /metrics` (docs/API.md "Metrics"). Default true. */
+  metrics?: boolean
+  /**
+   * One structured line per request to this logger (a pino logger, or anything with `info(object, message)`):
+   * docs/API.md "Request log". Default null: none (`harmony-stream serve` logs JSON lines to stdout).
+   */
+  requestLog?: RequestLogger | null
+  /** `GET /stats` answers what this returns (with the stream outcomes); null (default): no such route. */
+  stats?: (() => Record<string, unknown>) | null
 }
 
 const hasMethods = (what: string, ...methods: string[]) => ({
@@ -195,6 +406,34 @@ const OPTIONS: OptionSpec = {
   mcpServers: is.nullable(is.arrayOf(is.nonEmptyString)),
   mcpTimeMs: is.integer(1),
   toolCalls: is.integer(1),
+}
+
+/** Each group's options, by the flat name the settings are made from. */
+const GROUPS: Readonly<Record<string, Readonly<Record<string, keyof GatewayOptions>>>> = {
+  http: {
+    bodyLimit: 'bodyLimit',
+    serverLimits: 'serverLimits',
+    unknownFields: 'unknownFields',
+    frames: 'frames',
+    coalesceMs: 'coalesceMs',
+    renderWorkers: 'renderWorkers',
+    renderInlineBytes: 'renderInlineBytes',
+    renderOptions: 'renderOptions',
+    hostedTools: 'hostedTools',
+  },
+  responses: {
+    store: 'responseStore',
+    exactContinuations: 'exactContinuations',
+    reasoningSummary: 'reasoningSummary',
+    dialect: 'responsesDialect',
+    compactor: 'compactor',
+    socketLifetimeMs: 'socketLifetimeMs',
+    socketIdleMs: 'socketIdleMs',
+  },
+  chat: { idCache: 'chatIdCache' },
+  tools: { python: 'python', browser: 'browser', mcpServers: 'mcpServers', mcpTimeMs: 'mcpTimeMs', maxCalls: 'toolCalls' },
+  access: { apiKeys: 'apiKeys', publicRoutes: 'publicRoutes', keyLimiter: 'keyLimiter' },
+  observability: { onDiagnostic: 'onDiagnostic', onError: 'onError', metrics: 'metrics', requestLog: 'requestLog', stats: 'stats' },
 }
 
 /** The options with every default filled in. */
@@ -244,8 +483,43 @@ export function logDiagnostic(diagnostic: GatewayDiagnostic): void {
   console.warn(`harmony-stream: ${diagnostic.code}: ${diagnostic.message}`)
 }
 
+/** The top level's rules: what generates, the groups, and the flat names of 0.1. */
+const TOP_LEVEL: OptionSpec = { ...OPTIONS, ...Object.fromEntries(Object.keys(GROUPS).map((group) => [group, is.object])) }
+
+/** Each group's rules: the rule of the flat option each of its names stands for. */
+const GROUP_RULES: Readonly<Record<string, OptionSpec>> = Object.fromEntries(
+  Object.entries(GROUPS).map(([group, names]) => [
+    group,
+    Object.fromEntries(Object.entries(names).map(([name, flat]) => [name, OPTIONS[flat]!])),
+  ]),
+)
+
+/**
+ * The options as one flat object, the groups checked (a misspelt name inside one is a TypeError naming
+ * `group: option`) and read into the flat names the settings are made from.
+ */
+function flattened(options: unknown): GatewayOptions {
+  const given = checkOptions<Record<string, unknown>>(options, TOP_LEVEL, 'createGateway')
+  const flat: Record<string, unknown> = {}
+  for (const [name, value] of Object.entries(given)) if (!Object.hasOwn(GROUPS, name)) flat[name] = value
+  for (const [group, names] of Object.entries(GROUPS)) {
+    const values = checkOptions<Record<string, unknown>>(given[group], GROUP_RULES[group]!, `createGateway: ${group}`)
+    for (const [name, value] of Object.entries(values)) {
+      if (value === undefined) continue
+      const old = names[name]!
+      if (flat[old] !== undefined)
+        throw optionError(
+          TypeError,
+          `createGateway: options '${old}' and '${group}.${name}' set the same thing: give '${group}.${name}' only`,
+        )
+      flat[old] = value
+    }
+  }
+  return flat as GatewayOptions
+}
+
 export function gatewaySettings(options: unknown): GatewaySettings {
-  const o = checkOptions<GatewayOptions>(options, OPTIONS, 'createGateway')
+  const o = flattened(options)
   if (o.engine !== undefined && o.engines !== undefined)
     throw optionError(TypeError, "createGateway: options 'engine' and 'engines' exclude each other: give one engine, or several")
   if (o.engines !== undefined && o.engines.length === 0)
