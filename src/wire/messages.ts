@@ -18,13 +18,14 @@
 
 import { FRAME_TEXT, type FrameTemplate, writeFrame } from '../backend/frames'
 import { jsonObjectOf } from '../base/records'
-import { type AdapterDiagnostic, type AdapterOptions, readWhole, WireAdapter, type WireFormat, type WireMessage } from './adapter'
+import { type AdapterDiagnostic, type AdapterOptions, WireAdapter, type WireFormat, type WireMessage } from './adapter'
 import type { FinishOptions, FinishReason } from './finish'
 import type { AdapterInput } from './input'
 import { SILENT_FRAME } from './lane'
 import type { MessageEvent } from './message-stream'
-import { checkAdapterOptions, MESSAGES_OPTIONS, wholeOptions } from './options'
+import { MESSAGES_OPTIONS, wholeOptions } from './options'
 import type { RecoveredCall } from './text-tool-calls'
+import { wholeAnswer } from './whole-answer'
 
 export interface MessagesAdapterOptions extends AdapterOptions {
   /** `model` of the message. */
@@ -323,9 +324,12 @@ export function anthropicMessage(
   completion: AdapterInput,
   options: MessagesAdapterOptions & FinishOptions,
 ): AnthropicMessage & { diagnostics: AdapterDiagnostic[] } {
-  checkAdapterOptions(options, MESSAGES_WHOLE_OPTIONS, 'anthropicMessage')
-  const { truncated, ...streamOptions } = options
-  const stream = new AnthropicMessagesStream(streamOptions)
-  readWhole(stream, completion, { truncated })
-  return { ...stream.message(), diagnostics: stream.diagnostics }
+  return wholeAnswer(
+    'anthropicMessage',
+    MESSAGES_WHOLE_OPTIONS,
+    completion,
+    options,
+    (streamOptions) => new AnthropicMessagesStream(streamOptions),
+    (stream) => stream.message(),
+  )
 }

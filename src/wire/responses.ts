@@ -13,12 +13,12 @@
  */
 
 import { type FrameTemplate, writeFrame } from '../backend/frames'
-import { type AdapterDiagnostic, nowSeconds, readWhole, WireAdapter, type WireFormat, type WireMessage } from './adapter'
+import { type AdapterDiagnostic, nowSeconds, WireAdapter, type WireFormat, type WireMessage } from './adapter'
 import type { FinishOptions, FinishReason } from './finish'
 import type { AdapterInput } from './input'
 import type { OutputLogprob } from './logprobs'
 import type { MessageEvent } from './message-stream'
-import { checkAdapterOptions, RESPONSES_OPTIONS, wholeOptions } from './options'
+import { RESPONSES_OPTIONS, wholeOptions } from './options'
 import { BuiltinItems, type ItemWriter } from './responses/builtin-items'
 import { responsesRequestEcho } from './responses/echo'
 import { deltaFrame, newItem, type OpenItem, REASONING_EVENTS, responseFrame, summaryAt, summaryDeltaFrame } from './responses/items'
@@ -32,6 +32,7 @@ import type {
   ResponsesDialect,
 } from './responses/types'
 import type { RecoveredCall } from './text-tool-calls'
+import { wholeAnswer } from './whole-answer'
 
 export { responsesRequestEcho } from './responses/echo'
 export type {
@@ -438,9 +439,12 @@ export function responseObject(
   completion: AdapterInput,
   options: ResponsesAdapterOptions & FinishOptions,
 ): ResponseObject & { diagnostics: AdapterDiagnostic[] } {
-  checkAdapterOptions(options, RESPONSES_WHOLE_OPTIONS, 'responseObject')
-  const { truncated, ...streamOptions } = options
-  const stream = new ResponsesStream(streamOptions)
-  readWhole(stream, completion, { truncated })
-  return { ...stream.response(), diagnostics: stream.diagnostics }
+  return wholeAnswer(
+    'responseObject',
+    RESPONSES_WHOLE_OPTIONS,
+    completion,
+    options,
+    (streamOptions) => new ResponsesStream(streamOptions),
+    (stream) => stream.response(),
+  )
 }
