@@ -5,7 +5,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { context } from '@opentelemetry/api'
 import { EngineGroup } from '../engines/group'
-import { HttpError, sendError } from '../http/errors'
+import { errorResponse, HttpError, sendError } from '../http/errors'
+import { anthropicAnswer } from '../wire/messages'
 import { pipeStreamLog } from './background/stream-log'
 import { serveCompaction } from './compaction/compact-route'
 
@@ -200,7 +201,11 @@ export function gatewayHandler(gateway: Gateway): (request: IncomingMessage, res
         gateway.outcomes.clientClosed++
         return
       }
-      if (sendError(response, error) >= 500) gateway.onError(error)
+      // The Messages API's routes answer in Anthropic's shape.
+      const path = request.url?.split('?', 1)[0]
+      const messages = path === '/v1/messages' || path === '/v1/messages/count_tokens'
+      const shape = messages ? (failure: unknown) => anthropicAnswer(errorResponse(failure)) : errorResponse
+      if (sendError(response, error, shape) >= 500) gateway.onError(error)
     }
   }
 }

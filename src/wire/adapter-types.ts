@@ -94,3 +94,10 @@ export interface WireMessage<Kept> {
   /** What the format keeps for it (Chat: its call's announcement and frame; Responses: its output item). */
   kept: Kept | null
 }
+
+/** An HTTP answer to a failure in the shape of a format's API (`WireAdapter.errorAnswer`). */
+export interface ErrorAnswer {
+  status: number
+  body: object
+  headers?: Record<string, string>
+}

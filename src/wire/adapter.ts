@@ -1,6 +1,6 @@
 /**
  * The base of the wire adapters: everything a wire format (Chat Completions, Responses, Messages) shares, so
- * that a format is only its own events.
+ * that a format is only its own events, and what a server asks of any of them to stream it (`pipeSse`).
  *
  * The base reads the completion (token ids, Harmony text or engine steps, `input.ts`) through a
  * `MessageStream`, routes each message once (`routing.ts`), holds back text that may be a tool call written
@@ -20,10 +20,10 @@
 import { type FrameTemplate, type LaneProgress, writeFrame } from '../backend/frames'
 import type { BackendStream } from '../backend/protocol'
 import { FIRST_SPECIAL } from '../backend/tokens'
-import { HarmonyStateError } from '../base/errors'
+import { HarmonyStateError, type OpenAIAnswer } from '../base/errors'
 import { checkOptions } from '../base/options'
 import type { HarmonyMessage } from '../base/types'
-import type { AdapterDiagnostic, AdapterOptions, WireFormat, WireMessage } from './adapter-types'
+import type { AdapterDiagnostic, AdapterOptions, ErrorAnswer, WireFormat, WireMessage } from './adapter-types'
 import { type FinishOptions, type FinishReason, finishReasonOf } from './finish'
 import { type AdapterInput, type EngineStepInput, engineStepOf, type StepFinishReason, type TokenIds } from './input'
 import { type LaneTemplate, SILENT_FRAME } from './lane'
@@ -36,7 +36,7 @@ import { strictArgumentsDiagnostic, structuredOutputDiagnostic } from './schema-
 import { StopStrings } from './stop-strings'
 import type { HeldOutput, RecoveredCall } from './text-tool-calls'
 
-export type { AdapterDiagnostic, AdapterOptions, WireFormat, WireMessage } from './adapter-types'
+export type { AdapterDiagnostic, AdapterOptions, ErrorAnswer, WireFormat, WireMessage } from './adapter-types'
 
 function randomId(prefix: string): string {
   return `${prefix}${Math.random().toString(36).slice(2, 14)}${Math.random().toString(36).slice(2, 14)}`
@@ -212,6 +212,49 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
   /** `conclude`, as SSE bytes. */
   concludeSse(): string {
     return this.sseOf(() => this.concludeInto())
+  }
+
+  // ---- What a server asks of the format to stream it (http/sse.ts's pipeSse knows no format by name) ----
+
+  /**
+   * The events a format sends before the completion's first tokens (Responses' `start()`); none by default
+   * (Messages' `message_start` carries the usage an engine step may report: it goes out with the first step).
+   */
+  openingEvents(): Event[] {
+    return []
+  }
+
+  /** `openingEvents`, as SSE bytes. */
+  openingSse(): string {
+    return ''
+  }
+
+  /** Events of the object face as SSE bytes: what the SSE face writes for them. */
+  objectFrames(events: readonly Event[]): string {
+    return events.map((event) => this.frameOf(event)).join('')
+  }
+
+  /** Whether its SSE stream ends with `data: [DONE]` after the last event (Chat; Responses in Open Responses' dialect). */
+  get endsWithDone(): boolean {
+    return false
+  }
+
+  /** The SSE stream's last frame, after its closing events: `data: [DONE]` where the format has one, else ''. */
+  doneSse(): string {
+    return this.endsWithDone ? 'data: [DONE]\n\n' : ''
+  }
+
+  /**
+   * The SSE bytes that end a stream that failed after it started, given the answer the failure would get before
+   * it (`errorResponse` of harmony-stream/http). By default OpenAI's error object as a frame, which its clients raise.
+   */
+  failureSse(answer: OpenAIAnswer): string {
+    return `data: ${JSON.stringify(answer.body)}\n\n`
+  }
+
+  /** The HTTP answer to a failure before the stream started, in the shape of the format's API (OpenAI's by default). */
+  errorAnswer(answer: OpenAIAnswer): ErrorAnswer {
+    return answer
   }
 
   /**

@@ -139,6 +139,11 @@ export class ChatCompletionsStream extends WireAdapter<ChatCompletionChunk, Anno
     this.reasoningFields = field === 'both' ? ['reasoning_content', 'reasoning'] : [field]
   }
 
+  /** Chat's SSE stream ends with `data: [DONE]`, as OpenAI's does. */
+  get endsWithDone(): boolean {
+    return true
+  }
+
   usage(): ChatUsage {
     const prompt = this.promptTokens
     const completion = this.completionTokens

@@ -13,6 +13,7 @@
  */
 
 import { type FrameTemplate, writeFrame } from '../backend/frames'
+import type { OpenAIAnswer } from '../base/errors'
 import { type AdapterDiagnostic, nowSeconds, WireAdapter, type WireFormat, type WireMessage } from './adapter'
 import type { FinishOptions, FinishReason } from './finish'
 import type { AdapterInput } from './input'
@@ -117,6 +118,15 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     return this.sseOf(() => this.opening())
   }
 
+  /** A Responses stream opens before the first engine step: `start`'s events. */
+  openingEvents(): ResponseEvent[] {
+    return this.start()
+  }
+
+  openingSse(): string {
+    return this.startSse()
+  }
+
   /**
    * The events to send when the stream cannot go on (the engine failed, a strict parse error): `error`, then
    * `response.failed` with the response as it stands (status `failed`, `error: { code, message }`, items
@@ -134,6 +144,15 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
       this.event('error', { code, message, param: null, error: { type, code, message, param: null } }),
       this.event('response.failed', { response: this.snapshot('failed', true) }),
     ]
+  }
+
+  /**
+   * A failure mid-stream (`answer`: what it would be answered with before the stream): `error()`'s events with its
+   * message, code and type (as `failureEvent` of http/errors.ts gives them), then the stream's last frame.
+   */
+  failureSse(answer: OpenAIAnswer): string {
+    const { message, code, type } = answer.body.error
+    return this.objectFrames(this.error(message, code ?? 'server_error', type)) + this.doneSse()
   }
 
   /** The response as it stands (complete after `finish()`, failed after `error()`). */
