@@ -9,7 +9,7 @@ import { connect } from 'node:net'
 
 import test from 'ava'
 
-import { ChatCompletionsStream, ResponsesStream } from 'harmony-stream'
+import { AnthropicMessagesStream, ChatCompletionsStream, ResponsesStream } from 'harmony-stream'
 import { chatGenerationParameters, HttpError, pipeSse, readJsonBody, responsesGenerationParameters, sendError } from 'harmony-stream/http'
 
 import { harmony } from './helpers/harmony.mjs'
@@ -299,6 +299,55 @@ test('pipeSse: an engine failure mid-stream becomes an error frame (Chat) or err
   const frames = responsesText.trim().split('\n\n')
   t.regex(frames.at(-2)!, /^event: error\n/)
   t.regex(frames.at(-1)!, /^event: response\.failed\n/)
+})
+
+test("pipeSse: an engine that fails before its first step is answered in the adapter's API's shape, on any path", async (t) => {
+  // biome-ignore lint/correctness/useYield: an engine that fails before its first step
+  const failing = async function* () {
+    throw new HttpError(503, 'the engine is busy', { code: 'engine-overloaded', headers: { 'retry-after': '2' } })
+  }
+  const { port, close } = await serve(async (request, response) => {
+    const adapter = request.url === '/messages' ? new AnthropicMessagesStream({ model: 'm' }) : new ChatCompletionsStream({ model: 'm' })
+    t.is((await pipeSse(response, adapter, failing())).outcome, 'failed')
+  })
+  t.teardown(close)
+  const answer = (path: string) =>
+    new Promise<{ status: number; retryAfter: unknown; body: unknown }>((resolve) => {
+      httpRequest({ host: '127.0.0.1', port, path }, (res) => {
+        let text = ''
+        res
+          .setEncoding('utf8')
+          .on('data', (c) => (text += c))
+          .on('end', () => resolve({ status: res.statusCode!, retryAfter: res.headers['retry-after'], body: JSON.parse(text) }))
+      }).end()
+    })
+  t.like(await answer('/'), { status: 503, retryAfter: '2', body: { error: { code: 'engine_overloaded' } } })
+  // Anthropic's 529 overloaded_error, which its clients retry.
+  t.deepEqual(await answer('/messages'), {
+    status: 529,
+    retryAfter: '2',
+    body: { type: 'error', error: { type: 'overloaded_error', message: 'the engine is busy' } },
+  })
+})
+
+test("sendError answers in the shape it is given; OpenAI's by default, whatever the path", async (t) => {
+  const { port, close } = await serve((request, response) => {
+    const shape = (error: unknown) => ({ status: 418, body: { teapot: (error as Error).message }, headers: { 'x-shape': 'mine' } })
+    sendError(response, new HttpError(400, 'bad'), request.url === '/mine' ? shape : undefined)
+  })
+  t.teardown(close)
+  const answer = (path: string) =>
+    new Promise<{ status: number; header: unknown; body: unknown }>((resolve) => {
+      httpRequest({ host: '127.0.0.1', port, path }, (res) => {
+        let text = ''
+        res
+          .setEncoding('utf8')
+          .on('data', (c) => (text += c))
+          .on('end', () => resolve({ status: res.statusCode!, header: res.headers['x-shape'], body: JSON.parse(text) }))
+      }).end()
+    })
+  t.deepEqual(await answer('/mine'), { status: 418, header: 'mine', body: { teapot: 'bad' } })
+  t.like(await answer('/v1/messages'), { status: 400, body: { error: { message: 'bad', type: 'invalid_request_error' } } })
 })
 
 test('pipeSse coalesceMs: the same bytes in fewer writes, and a client that stops reading still holds the engine back', async (t) => {

@@ -141,3 +141,51 @@ test('mixing the faces on one adapter keeps one stream of events', (t) => {
   const actual = chatFrames(b.push(stream.tokens.slice(0, half))) + b.pushSse(stream.tokens.slice(half)) + b.finishSse()
   t.is(actual, expected)
 })
+
+test("each adapter says what its API's stream is made of: its events' frames, its last frame, its error frame and answer", (t) => {
+  const tokens = STREAMS[0]!.tokens
+  const busy = {
+    status: 503,
+    body: { error: { message: 'the engine is busy', type: 'server_error', param: null, code: 'engine_overloaded' } },
+    headers: { 'retry-after': '2' },
+  }
+  const chat = new ChatCompletionsStream({ model: 'm', id: 'chatcmpl-1', created: 1 })
+  const chunks = chat.push(tokens)
+  t.is(chat.objectFrames(chunks), chatFrames(chunks))
+  t.is(chat.openingSse(), '')
+  t.true(chat.endsWithDone)
+  t.is(chat.doneSse(), 'data: [DONE]\n\n')
+  t.is(chat.failureSse(busy), `data: ${JSON.stringify(busy.body)}\n\n`)
+  t.is(chat.errorAnswer(busy), busy)
+
+  const responses = new ResponsesStream({ model: 'm', id: 'resp_1', createdAt: 1, completedAt: 1 })
+  const opening = responses.openingEvents()
+  t.deepEqual(
+    opening.map((event) => event.type),
+    ['response.created', 'response.in_progress'],
+  )
+  const events = responses.push(tokens)
+  t.is(responses.objectFrames(events), responsesFrames(events))
+  t.is(responses.doneSse(), '')
+  t.regex(responses.failureSse(busy), /^event: error\n.*"code":"engine_overloaded".*\n\nevent: response\.failed\n[^\n]*\n\n$/s)
+  const openResponses = new ResponsesStream({ model: 'm', dialect: 'open-responses' })
+  t.is(openResponses.doneSse(), 'data: [DONE]\n\n')
+  t.true(openResponses.failureSse(busy).endsWith('\n\ndata: [DONE]\n\n'))
+
+  const messages = new AnthropicMessagesStream({ model: 'm', id: 'msg_1' })
+  t.deepEqual(messages.openingEvents(), [])
+  const messageEvents = messages.push(tokens)
+  t.is(messages.objectFrames(messageEvents), responsesFrames(messageEvents))
+  t.false(messages.endsWithDone)
+  t.is(messages.doneSse(), '')
+  // Anthropic's shape: a 503 is its 529 overloaded_error, which its clients retry as overload.
+  t.is(
+    messages.failureSse(busy),
+    'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"the engine is busy"}}\n\n',
+  )
+  t.deepEqual(new AnthropicMessagesStream({ model: 'm' }).errorAnswer(busy), {
+    status: 529,
+    body: { type: 'error', error: { type: 'overloaded_error', message: 'the engine is busy' } },
+    headers: { 'retry-after': '2' },
+  })
+})

@@ -26,7 +26,16 @@ export {
   DEFAULT_MAX_SEALED_LENGTH,
 } from './server/compaction/compactor'
 export { createGateway, createGatewayHandler, type GatewayHandler, type GatewayServer } from './server/gateway/create-gateway'
-export type { GatewayDiagnostic, GatewayOptions } from './server/gateway/options'
+export type {
+  GatewayAccessOptions,
+  GatewayChatOptions,
+  GatewayDiagnostic,
+  GatewayHttpOptions,
+  GatewayObservabilityOptions,
+  GatewayOptions,
+  GatewayResponsesOptions,
+  GatewayToolsOptions,
+} from './server/gateway/options'
 export type { ApiKey, ApiKeyLimits } from './server/keys/api-keys'
 export { RedisKeyLimiter, type RedisKeyLimiterOptions } from './server/keys/redis-key-limits'
 export { exactPrompt } from './server/pipeline/exact-prompt'

@@ -28,7 +28,8 @@ import { LAST_TOKEN } from '../backend/tokens'
 import { type HarmonyError, HarmonyLimitError, HarmonyParseError } from '../base/errors'
 import { checkOptions, is, type OptionSpec, optionError } from '../base/options'
 import type { HarmonyDiagnostic, HarmonyHeader, HarmonyStreamParserOptions, Implementation } from '../base/types'
-import { backendOptions, checkOut, checkParserOptions, diagnosticOf, internalError, publicHeader, STREAM_OPTIONS } from './parser'
+import { diagnosticOf, publicHeader } from './batch'
+import { backendOptions, checkOut, checkParserOptions, internalError, STREAM_OPTIONS } from './parser'
 
 export type HarmonyStreamOptions = Omit<HarmonyStreamParserOptions, 'implementation'>
 

@@ -86,62 +86,16 @@ function unreadBody(request: IncomingMessage | undefined): boolean {
   return chunked !== undefined || (length !== undefined && length !== '0')
 }
 
-/** Anthropic's error body. */
-export interface AnthropicErrorBody {
-  type: 'error'
-  error: { type: string; message: string }
-}
-
-/** Anthropic's error type for an HTTP status (its API reference's table of errors). */
-function anthropicErrorType(status: number): string {
-  const types: Record<number, string> = {
-    400: 'invalid_request_error',
-    401: 'authentication_error',
-    402: 'billing_error',
-    403: 'permission_error',
-    404: 'not_found_error',
-    413: 'request_too_large',
-    429: 'rate_limit_error',
-    504: 'timeout_error',
-    529: 'overloaded_error',
-  }
-  return types[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error')
-}
+/** How an API shapes its answer to an error (`errorResponse`: OpenAI's; Anthropic's for the Messages API). */
+export type ErrorShape = (error: unknown) => { status: number; body: unknown; headers?: Record<string, string> }
 
 /**
- * The answer to an Anthropic Messages request for `error`: the status, message and headers of its OpenAI
- * answer, in Anthropic's shape (`{ type: 'error', error: { type, message } }`), which its clients raise typed
- * errors from. The field the message names stays in the message. An engine or store that cannot take the request
- * now (503) is Anthropic's 529 `overloaded_error`, which its clients retry as overload.
- */
-export function anthropicErrorResponse(error: unknown): { status: number; body: AnthropicErrorBody; headers?: Record<string, string> } {
-  const answer = errorResponse(error)
-  const { body, headers } = answer
-  const status = answer.status === 503 ? 529 : answer.status
-  return {
-    status,
-    body: { type: 'error', error: { type: anthropicErrorType(status), message: body.error.message } },
-    ...(headers === undefined ? {} : { headers }),
-  }
-}
-
-/** Whether a request is to the Anthropic Messages API's routes (its errors answer in Anthropic's shape). */
-function isMessagesRequest(request: IncomingMessage | undefined): boolean {
-  const path = request?.url?.split('?', 1)[0]
-  return path === '/v1/messages' || path === '/v1/messages/count_tokens'
-}
-
-/**
- * Answers with the error body and status for `error` (see `errorResponse`; Anthropic's shape on the Messages
- * routes); when the request's body was not read to its end (a 413, or any refusal before reading), the
+ * Answers with the error body and status for `error`, in the API's shape (`shape`; default `errorResponse`,
+ * OpenAI's); when the request's body was not read to its end (a 413, or any refusal before reading), the
  * connection is closed with the answer.
  */
-export function sendError(
-  response: ServerResponse,
-  error: unknown,
-  shape?: (error: unknown) => { status: number; body: object; headers?: Record<string, string> },
-): number {
-  const { status, body, headers: extra } = (shape ?? (isMessagesRequest(response.req) ? anthropicErrorResponse : errorResponse))(error)
+export function sendError(response: ServerResponse, error: unknown, shape: ErrorShape = errorResponse): number {
+  const { status, body, headers: extra } = shape(error)
   if (response.headersSent) {
     response.end()
     return status

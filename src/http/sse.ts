@@ -3,16 +3,17 @@
  * wrong: one `write` per engine step; backpressure (when the socket's buffer is full, stop pulling engine steps
  * until it drains, so a client that stops reading holds the engine back instead of filling memory); a client
  * that disconnects aborts the engine request (through `abort`, and by ending the iteration); a failure
- * mid-stream becomes the API's error frame, since the status line is long gone; Chat ends with `[DONE]`.
+ * mid-stream becomes the API's error frame, since the status line is long gone; Chat ends with `[DONE]`. What
+ * differs between the APIs (opening events, the last frame, the error frame and answer) the adapter says.
  */
 import type { ServerResponse } from 'node:http'
 import { checkOptions, is, type OptionSpec } from '../base/options'
+import type { WireAdapter } from '../wire/adapter'
 import type { ChatCompletionChunk } from '../wire/chat'
-import { ChatCompletionsStream } from '../wire/chat'
 import type { EngineStepInput, TokenIds } from '../wire/input'
-import { type AnthropicEvent, AnthropicMessagesStream } from '../wire/messages'
-import type { ResponseEvent, ResponsesStream } from '../wire/responses'
-import { anthropicErrorResponse, engineAborted, errorResponse, failureEvent, sendError } from './errors'
+import type { AnthropicEvent } from '../wire/messages'
+import type { ResponseEvent } from '../wire/responses'
+import { engineAborted, errorResponse, sendError } from './errors'
 
 /** An engine step (`harmony-stream/engines`), or just its token ids. */
 export type SseStep = TokenIds | EngineStepInput
@@ -53,9 +54,6 @@ const PIPE_SSE_OPTIONS: OptionSpec = {
   beforeConclude: is.function,
 }
 
-/** The frame after the last event of a Chat stream, and of a Responses stream in the Open Responses dialect. */
-const DONE = 'data: [DONE]\n\n'
-
 /** Coalesced frames are written before they reach this size, whatever the time. */
 const COALESCE_MAX_BYTES = 64 * 1024
 
@@ -86,8 +84,11 @@ export function responsesFrames(events: readonly (ResponseEvent | AnthropicEvent
   return out
 }
 
-/** The adapters `pipeSse` streams. */
-export type SseAdapter = ChatCompletionsStream | ResponsesStream | AnthropicMessagesStream
+/**
+ * The adapters `pipeSse` streams: any wire adapter (Chat Completions, Responses, Messages); each says what its
+ * API's stream opens and ends with, and how it tells a failure.
+ */
+export type SseAdapter = WireAdapter<object, unknown>
 
 /** The engine's finish reason, for an engine step that has one. */
 function finishOf(step: SseStep): string | undefined {
@@ -96,32 +97,18 @@ function finishOf(step: SseStep): string | undefined {
 
 /** What pipeSse writes from: an adapter's SSE face, or its object face serialized (`frames: 'objects'`). */
 interface SseFace {
-  startSse?(): string
+  openingSse(): string
   pushSse(step: SseStep): string
   settleSse(options: { truncated: boolean }): string
   concludeSse(): string
 }
 
 function serializedObjects(adapter: SseAdapter): SseFace {
-  if (adapter instanceof AnthropicMessagesStream) {
-    return {
-      pushSse: (step) => responsesFrames(adapter.push(step)),
-      settleSse: (options) => responsesFrames(adapter.settle(options)),
-      concludeSse: () => responsesFrames(adapter.conclude()),
-    }
-  }
-  if (adapter instanceof ChatCompletionsStream) {
-    return {
-      pushSse: (step) => chatFrames(adapter.push(step)),
-      settleSse: (options) => chatFrames(adapter.settle(options)),
-      concludeSse: () => chatFrames(adapter.conclude()),
-    }
-  }
   return {
-    startSse: () => responsesFrames(adapter.start()),
-    pushSse: (step) => responsesFrames(adapter.push(step)),
-    settleSse: (options) => responsesFrames(adapter.settle(options)),
-    concludeSse: () => responsesFrames(adapter.conclude()),
+    openingSse: () => adapter.objectFrames(adapter.openingEvents()),
+    pushSse: (step) => adapter.objectFrames(adapter.push(step)),
+    settleSse: (options) => adapter.objectFrames(adapter.settle(options)),
+    concludeSse: () => adapter.objectFrames(adapter.conclude()),
   }
 }
 
@@ -133,9 +120,6 @@ export async function pipeSse(
 ): Promise<PipeSseResult> {
   checkOptions(options, PIPE_SSE_OPTIONS, 'pipeSse')
   const coalesceMs = options.coalesceMs ?? 0
-  const chat = adapter instanceof ChatCompletionsStream
-  // Chat ends with it; Responses in the Open Responses dialect too (the specification's terminal event).
-  const endsWithDone = chat || (adapter instanceof AnthropicMessagesStream ? false : adapter.endsWithDone)
   const face: SseFace = options.frames === 'objects' ? serializedObjects(adapter) : adapter
   let clientClosed = response.destroyed
   let wake: (() => void) | null = null
@@ -182,14 +166,15 @@ export async function pipeSse(
   } catch (error) {
     response.off('close', onClose).off('drain', onDrain)
     if (clientClosed) return { outcome: 'client-closed', error }
-    sendError(response, error)
+    // In the shape of the adapter's API (Anthropic's for Messages).
+    sendError(response, error, (failure) => adapter.errorAnswer(errorResponse(failure)))
     return { outcome: 'failed', error }
   }
   try {
     if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
     // The adapters' SSE faces: the bytes of their events, built without event objects.
-    // Responses opens with response.created / in_progress; Chat has no opening events.
-    if (face.startSse !== undefined) await send(face.startSse())
+    // Responses opens with response.created / in_progress; Chat and Messages open with their first step.
+    await send(face.openingSse())
     let finishReason: string | undefined
     for (let next = first; !next.done && !clientClosed; next = await iterator.next()) {
       finishReason = finishOf(next.value) ?? finishReason
@@ -212,7 +197,8 @@ export async function pipeSse(
     pending = ''
     if (options.beforeConclude !== undefined) await options.beforeConclude()
     last += face.concludeSse()
-    response.end(endsWithDone ? `${last}${DONE}` : last)
+    // Chat ends with `data: [DONE]`; Responses in the Open Responses dialect too (the specification's terminal event).
+    response.end(last + adapter.doneSse())
     return { outcome: 'completed' }
   } catch (error) {
     await iterator.return?.().catch(() => {})
@@ -221,22 +207,10 @@ export async function pipeSse(
     flush()
     // Chat: the error object OpenAI clients raise from a stream; Responses: its `error` event, then
     // `response.failed`; Messages: Anthropic's `error` event.
-    response.end(
-      adapter instanceof AnthropicMessagesStream
-        ? responsesFrames(adapter.error(...anthropicFailure(error)))
-        : chat
-          ? `data: ${JSON.stringify(errorResponse(error).body)}\n\n`
-          : responsesFrames((adapter as ResponsesStream).error(...failureEvent(error))) + (endsWithDone ? DONE : ''),
-    )
+    response.end(adapter.failureSse(errorResponse(error)))
     return { outcome: 'failed', error }
   } finally {
     if (timer !== null) clearTimeout(timer)
     response.off('close', onClose).off('drain', onDrain)
   }
-}
-
-/** An Anthropic stream's `error` event for a failure: its type and message, as the HTTP answer would carry them. */
-function anthropicFailure(error: unknown): [type: string, message: string] {
-  const { type, message } = anthropicErrorResponse(error).body.error
-  return [type, message]
 }

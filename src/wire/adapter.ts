@@ -1,6 +1,6 @@
 /**
- * The base of the wire adapters: everything a wire format (Chat Completions, Responses) shares, so that a
- * format is only its own events.
+ * The base of the wire adapters: everything a wire format (Chat Completions, Responses, Messages) shares, so
+ * that a format is only its own events, and what a server asks of any of them to stream it (`pipeSse`).
  *
  * The base reads the completion (token ids, Harmony text or engine steps, `input.ts`) through a
  * `MessageStream`, routes each message once (`routing.ts`), holds back text that may be a tool call written
@@ -20,117 +20,23 @@
 import { type FrameTemplate, type LaneProgress, writeFrame } from '../backend/frames'
 import type { BackendStream } from '../backend/protocol'
 import { FIRST_SPECIAL } from '../backend/tokens'
-import { HarmonyStateError } from '../base/errors'
-import { checkOptions, type OptionSpec, optionError } from '../base/options'
-import type { HarmonyDiagnostic, HarmonyMessage, HarmonyStreamParserOptions } from '../base/types'
+import { HarmonyStateError, type OpenAIAnswer } from '../base/errors'
+import { checkOptions } from '../base/options'
+import type { HarmonyMessage } from '../base/types'
+import type { AdapterDiagnostic, AdapterOptions, ErrorAnswer, WireFormat, WireMessage } from './adapter-types'
 import { type FinishOptions, type FinishReason, finishReasonOf } from './finish'
 import { type AdapterInput, type EngineStepInput, engineStepOf, type StepFinishReason, type TokenIds } from './input'
 import { type LaneTemplate, SILENT_FRAME } from './lane'
-import { isStepLogprob, type OutputLogprob, outputLogprob, type StepLogprob } from './logprobs'
-import { type InputKind, type MessageEvent, MessageStream } from './message-stream'
+import { AnswerLogprobs, type OutputLogprob, type StepLogprob } from './logprobs'
+import { type MessageEvent, MessageStream } from './message-stream'
 import { checkAdapterOptions, FINISH_OPTIONS, parserOptionsOf } from './options'
 import { recoveredDiagnostic, TextCallRecovery } from './recovery'
-import {
-  droppedDiagnostic,
-  namespaceOf,
-  offeredNamespaces,
-  type Route,
-  type RouteFields,
-  type RoutingOptions,
-  routeOf,
-  toolArgumentsDiagnostic,
-  toolName,
-} from './routing'
-import { schemaProblem, structuredOutputDiagnostic } from './schema-check'
+import { droppedDiagnostic, namespaceOf, offeredNamespaces, type RouteFields, routeOf, toolArgumentsDiagnostic, toolName } from './routing'
+import { strictArgumentsDiagnostic, structuredOutputDiagnostic } from './schema-check'
 import { StopStrings } from './stop-strings'
 import type { HeldOutput, RecoveredCall } from './text-tool-calls'
 
-/** A diagnostic of the adapter itself, e.g. tool arguments that are not valid JSON. */
-export interface AdapterDiagnostic extends HarmonyDiagnostic {
-  /** The tool call concerned, for `invalid-tool-arguments` and `text-tool-call`. */
-  toolCallId?: string
-}
-
-/** The options every wire format takes. */
-export interface AdapterOptions extends RoutingOptions {
-  model: string
-  /** The completion's id; ids of tool calls and items derive from it. Default: a random one. */
-  id?: string
-  /**
-   * Options of the underlying parser (role, strict, toolNames, implementation…). Tool names may be bare
-   * (`get_weather`): names without a namespace get `functions.`.
-   */
-  parser?: HarmonyStreamParserOptions
-  /** The request's `tools` array as it came (Chat or Responses shape): its functions become the parser's `toolNames`. */
-  tools?: readonly unknown[] | null
-  /**
-   * `'recover'`: a call of a declared tool that the model wrote as JSON in its final text becomes a real tool
-   * call (docs/API.md "Tool calls written as text"). Default `'off'`.
-   */
-  textToolCalls?: 'off' | 'recover'
-  /** `'text'` to feed text whose markers arrive as text (llama.cpp, Ollama) instead of token ids. */
-  input?: InputKind
-  /**
-   * OpenAI's `stop`: up to 4 strings. The answer's text ends before the first of them (never shown, also when
-   * split across tokens or steps), the completion ends there with finish reason `stop`, and `stopped` tells
-   * the caller to stop reading the engine. Reasoning and tool arguments are not cut.
-   */
-  stop?: string | readonly string[]
-  /**
-   * The request's structured output (`response_format` / `text.format` asking for JSON, as the renderer reads
-   * it: `RenderedPrompt.responseFormat`): each final answer is checked against `schema` when it closes, and one
-   * that is not such JSON gets an `invalid-structured-output` diagnostic. The text is delivered as it is.
-   */
-  responseFormat?: { name: string; schema: object }
-  /**
-   * The offered functions with the schemas of the strict ones (`RenderedPrompt.argumentSchemas`): a strict
-   * tool's arguments are checked against its schema when the call closes; arguments that do not match get an
-   * `invalid-tool-arguments` diagnostic (they are delivered as they are).
-   */
-  argumentSchemas?: readonly { name: string; schema: object | null }[]
-  /**
-   * Log probabilities of the answer's tokens (content only: never reasoning, tool arguments, headers or
-   * special tokens), from engine steps' `logprobs` (asked for with `GenerateRequest.logprobs`): Chat
-   * `logprobs.content`, Responses `output_text` logprobs. Tokens pushed without one are left out and counted
-   * in a `logprobs-missing` diagnostic. Not with `stop`, `textToolCalls: 'recover'` or `input: 'text'`.
-   */
-  logprobs?: boolean
-}
-
-/** What a format tells the base about itself. */
-export interface WireFormat {
-  /** The class name, for errors (`ChatCompletionsStream`). */
-  readonly name: string
-  /** Its options (`options.ts`); `model` is always required. */
-  readonly options: OptionSpec
-  /** Of its random ids (`chatcmpl-`, `resp_`); ids of tool calls and items derive from the id without it. */
-  readonly idPrefix: string
-  /** The option that gives the prompt's tokens for usage (`promptTokens`, `inputTokens`). */
-  readonly promptTokensOption: string
-  /** What `push` after the end says, after `push() after `. */
-  readonly finished: string
-}
-
-/** A message of the completion as the base tracks it from its header to its close. */
-export interface WireMessage<Kept> {
-  readonly index: number
-  readonly route: Route
-  /** Its text goes through text-call recovery (content, `textToolCalls: 'recover'`): released only when it cannot be a call. */
-  readonly held: boolean
-  /** The function name of a tool call (`get_weather`; a built-in keeps its recipient), else null. */
-  readonly toolName: string | null
-  /** A call to a tool of an offered namespace other than `functions`: that namespace (its `toolName` starts with it). */
-  readonly toolNamespace: string | null
-  /** A tool call's place among the completion's tool calls (recovered ones included), from 0; -1 for others. */
-  readonly toolIndex: number
-  /**
-   * Route `builtin`: the built-in tool (`python`, `browser.search`), and whether this is its result (the message
-   * the gateway gave the model) rather than the model's call; null for other routes.
-   */
-  readonly builtin: { tool: string; result: boolean } | null
-  /** What the format keeps for it (Chat: its call's announcement and frame; Responses: its output item). */
-  kept: Kept | null
-}
+export type { AdapterDiagnostic, AdapterOptions, ErrorAnswer, WireFormat, WireMessage } from './adapter-types'
 
 function randomId(prefix: string): string {
   return `${prefix}${Math.random().toString(36).slice(2, 14)}${Math.random().toString(36).slice(2, 14)}`
@@ -142,16 +48,6 @@ export function nowSeconds(): number {
 }
 
 type CloseEvent = Extract<MessageEvent, { kind: 'close' }>
-
-/** The non-streaming form of every format: the whole completion in one push, then finish (the events are not kept). */
-export function readWhole(
-  adapter: { push(input: AdapterInput): unknown; finish(options: FinishOptions): unknown },
-  input: AdapterInput,
-  options: FinishOptions,
-): void {
-  adapter.push(input)
-  adapter.finish(options)
-}
 
 // Not declared `implements PooledAdapter`: those members are internal (stripped from the published typings),
 // where such a clause would not compile. SsePool's entries hold adapters as `PooledAdapter`, which checks the shape.
@@ -206,9 +102,8 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
   private lane: FrameTemplate | null = null
   /** With the `logprobs` option: the log probabilities of the step being read (null: none came with it). */
   private stepLogprobs: readonly (StepLogprob | null)[] | null = null
-  /** Answer tokens read whose text is not delivered yet (part of a character), and answer tokens that had none. */
-  private pendingLogprobs: OutputLogprob[] = []
-  private missingLogprobs = 0
+  /** With the `logprobs` option: the answer tokens' log probabilities, until their text goes out. */
+  private readonly answerLogprobs: AnswerLogprobs | null
   /** The tool namespaces besides `functions` that the parser's tool names offer. */
   private readonly namespaces: ReadonlySet<string>
 
@@ -224,18 +119,7 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
     this.recovery = new TextCallRecovery(options, parserOptions.toolNames ?? [])
     this.namespaces = offeredNamespaces(parserOptions.toolNames ?? [])
     this.stops = options.stop === undefined ? null : new StopStrings(options.stop)
-    if (options.logprobs === true) {
-      // Each of these moves text away from the token it came with.
-      const conflict =
-        options.stop !== undefined
-          ? 'stop'
-          : options.textToolCalls === 'recover'
-            ? "textToolCalls: 'recover'"
-            : options.input === 'text'
-              ? "input: 'text'"
-              : null
-      if (conflict !== null) throw optionError(TypeError, `${format.name}: option 'logprobs' cannot be combined with ${conflict}`)
-    }
+    this.answerLogprobs = AnswerLogprobs.of(options, format.name)
   }
 
   // ---- What a format implements ----
@@ -275,10 +159,7 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
 
   /** The events for the next tokens of the completion. */
   push(input: AdapterInput): Event[] {
-    const events: Event[] = []
-    this.sink = events
-    this.pushInto(input, 'push')
-    return events
+    return this.objectsOf(() => this.pushInto(input, 'push'))
   }
 
   /** `push`, as the SSE bytes of its events: what to write to the socket. */
@@ -301,17 +182,12 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
 
   /** The last events: what the end of the stream flushes, and the format's closing events. */
   finish(options: FinishOptions = {}): Event[] {
-    const events: Event[] = []
-    this.sink = events
-    this.finishInto(options, 'finish')
-    return events
+    return this.objectsOf(() => this.finishInto(options, 'finish'))
   }
 
   /** `finish`, as SSE bytes. */
   finishSse(options: FinishOptions = {}): string {
-    this.writeSse()
-    this.finishInto(options, 'finishSse')
-    return this.takeFrames()
+    return this.sseOf(() => this.finishInto(options, 'finishSse'))
   }
 
   /**
@@ -320,32 +196,65 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
    * end of the stream flushes (every message closed), `conclude` the format's closing events.
    */
   settle(options: FinishOptions = {}): Event[] {
-    const events: Event[] = []
-    this.sink = events
-    this.settleInto(options, 'settle')
-    return events
+    return this.objectsOf(() => this.settleInto(options, 'settle'))
   }
 
   /** `settle`, as SSE bytes. */
   settleSse(options: FinishOptions = {}): string {
-    this.writeSse()
-    this.settleInto(options, 'settleSse')
-    return this.takeFrames()
+    return this.sseOf(() => this.settleInto(options, 'settleSse'))
   }
 
   /** The closing events, after `settle` (nothing before it, or a second time). */
   conclude(): Event[] {
-    const events: Event[] = []
-    this.sink = events
-    this.concludeInto()
-    return events
+    return this.objectsOf(() => this.concludeInto())
   }
 
   /** `conclude`, as SSE bytes. */
   concludeSse(): string {
-    this.writeSse()
-    this.concludeInto()
-    return this.takeFrames()
+    return this.sseOf(() => this.concludeInto())
+  }
+
+  // ---- What a server asks of the format to stream it (http/sse.ts's pipeSse knows no format by name) ----
+
+  /**
+   * The events a format sends before the completion's first tokens (Responses' `start()`); none by default
+   * (Messages' `message_start` carries the usage an engine step may report: it goes out with the first step).
+   */
+  openingEvents(): Event[] {
+    return []
+  }
+
+  /** `openingEvents`, as SSE bytes. */
+  openingSse(): string {
+    return ''
+  }
+
+  /** Events of the object face as SSE bytes: what the SSE face writes for them. */
+  objectFrames(events: readonly Event[]): string {
+    return events.map((event) => this.frameOf(event)).join('')
+  }
+
+  /** Whether its SSE stream ends with `data: [DONE]` after the last event (Chat; Responses in Open Responses' dialect). */
+  get endsWithDone(): boolean {
+    return false
+  }
+
+  /** The SSE stream's last frame, after its closing events: `data: [DONE]` where the format has one, else ''. */
+  doneSse(): string {
+    return this.endsWithDone ? 'data: [DONE]\n\n' : ''
+  }
+
+  /**
+   * The SSE bytes that end a stream that failed after it started, given the answer the failure would get before
+   * it (`errorResponse` of harmony-stream/http). By default OpenAI's error object as a frame, which its clients raise.
+   */
+  failureSse(answer: OpenAIAnswer): string {
+    return `data: ${JSON.stringify(answer.body)}\n\n`
+  }
+
+  /** The HTTP answer to a failure before the stream started, in the shape of the format's API (OpenAI's by default). */
+  errorAnswer(answer: OpenAIAnswer): ErrorAnswer {
+    return answer
   }
 
   /**
@@ -498,23 +407,14 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
       const id = read[i]!
       const events = this.stream.pushInput(read.slice(i, i + 1))
       const open = id < FIRST_SPECIAL ? this.stream.parser.openMessage() : null
-      if (open !== null && this.messages.get(open.index)?.route === 'content') {
-        const logprob = logprobs?.[i] ?? null
-        if (logprob === null) this.missingLogprobs++
-        else if (!isStepLogprob(logprob))
-          throw new TypeError(`${this.format.name}: logprobs[${i}] of the engine step must be { logprob, top: [{ id, logprob }] } or null`)
-        else this.pendingLogprobs.push(outputLogprob(id, logprob))
-      }
+      if (open !== null && this.messages.get(open.index)?.route === 'content') this.answerLogprobs!.read(id, logprobs, i)
       this.handle(events)
     }
   }
 
   /** The log probabilities of the answer text being delivered (null without the `logprobs` option). */
   protected takeLogprobs(): OutputLogprob[] | null {
-    if (this.options.logprobs !== true) return null
-    const taken = this.pendingLogprobs
-    this.pendingLogprobs = []
-    return taken
+    return this.answerLogprobs?.take() ?? null
   }
 
   private finishInto(options: FinishOptions, method: string): void {
@@ -539,13 +439,8 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
     this.truncated = options.truncated ?? this.engineFinish === 'length'
     this.opening()
     this.handle(this.stream.finish())
-    if (this.missingLogprobs > 0) {
-      this.adapterDiagnostics.push({
-        code: 'logprobs-missing',
-        message: `${this.missingLogprobs} token(s) of the answer came without a log probability from the engine: left out of logprobs`,
-        tokenOffset: this.stream.tokens,
-      })
-    }
+    const missing = this.answerLogprobs?.missingDiagnostic(this.stream.tokens) ?? null
+    if (missing !== null) this.adapterDiagnostics.push(missing)
   }
 
   /** The message stream's events, in order, to the format's hooks. */
@@ -622,7 +517,7 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
       this.answerText = ''
     }
     // Log probabilities of tokens whose text never came (a character cut by the end): with an empty delta.
-    if (this.pendingLogprobs.length > 0 && message.route === 'content') this.text(message, '')
+    if (this.answerLogprobs?.waiting === true && message.route === 'content') this.text(message, '')
     this.messages.delete(event.index)
     this.lastTerminator = event.message.terminator
     if (message.route === 'reasoning') this.reasoningTokens += event.tokens
@@ -639,26 +534,12 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
     if (diagnostic !== null) this.adapterDiagnostics.push(diagnostic)
   }
 
-  /** Tool arguments that should be JSON and are not were streamed as they are: a diagnostic says so. */
+  /** Tool arguments that are not JSON, or not what a strict tool's schema says, were streamed as they are: a diagnostic says so. */
   private checkArguments(message: WireMessage<Kept>, closed: HarmonyMessage): void {
     const call = { name: message.toolName!, id: this.callIdOf(message), arguments: closed.content, contentType: closed.contentType }
-    const diagnostic = toolArgumentsDiagnostic(call, this.stream.tokens)
+    const diagnostic =
+      toolArgumentsDiagnostic(call, this.stream.tokens) ?? strictArgumentsDiagnostic(call, this.options.argumentSchemas, this.stream.tokens)
     if (diagnostic !== null) this.adapterDiagnostics.push(diagnostic)
-    else {
-      const schema = this.options.argumentSchemas?.find((entry) => entry.name === call.name)?.schema
-      if (schema !== undefined && schema !== null) {
-        const problem = schemaProblem(call.arguments, schema)
-        if (problem !== null) {
-          this.adapterDiagnostics.push({
-            code: 'invalid-tool-arguments',
-            message: `the arguments of tool call ${call.name} (strict) ${problem}; passed through as they are`,
-            tokenOffset: this.stream.tokens,
-            text: call.arguments,
-            toolCallId: call.id,
-          })
-        }
-      }
-    }
   }
 
   /** What text-call recovery released: text, or calls (each the next tool call). */

@@ -11,22 +11,15 @@
  */
 
 import { FRAME_TEXT, type FrameTemplate, writeFrame } from '../backend/frames'
-import {
-  type AdapterDiagnostic,
-  type AdapterOptions,
-  nowSeconds,
-  readWhole,
-  WireAdapter,
-  type WireFormat,
-  type WireMessage,
-} from './adapter'
+import { type AdapterDiagnostic, type AdapterOptions, nowSeconds, WireAdapter, type WireFormat, type WireMessage } from './adapter'
 import type { FinishOptions, FinishReason } from './finish'
 import type { AdapterInput } from './input'
 import { SILENT_FRAME } from './lane'
 import type { OutputLogprob } from './logprobs'
 import type { MessageEvent } from './message-stream'
-import { CHAT_OPTIONS, checkAdapterOptions, wholeOptions } from './options'
+import { CHAT_OPTIONS, wholeOptions } from './options'
 import type { RecoveredCall } from './text-tool-calls'
+import { wholeAnswer } from './whole-answer'
 
 export interface ChatAdapterOptions extends AdapterOptions {
   /** `model` of every chunk. */
@@ -144,6 +137,11 @@ export class ChatCompletionsStream extends WireAdapter<ChatCompletionChunk, Anno
     this.created = options.created ?? nowSeconds()
     const field = options.reasoningField ?? 'reasoning_content'
     this.reasoningFields = field === 'both' ? ['reasoning_content', 'reasoning'] : [field]
+  }
+
+  /** Chat's SSE stream ends with `data: [DONE]`, as OpenAI's does. */
+  get endsWithDone(): boolean {
+    return true
   }
 
   usage(): ChatUsage {
@@ -347,9 +345,12 @@ export function chatCompletion(
   completion: AdapterInput,
   options: ChatAdapterOptions & FinishOptions,
 ): ChatCompletion & { diagnostics: AdapterDiagnostic[] } {
-  checkAdapterOptions(options, CHAT_WHOLE_OPTIONS, 'chatCompletion')
-  const { truncated, ...streamOptions } = options
-  const chat = new ChatCompletionsStream(streamOptions)
-  readWhole(chat, completion, { truncated })
-  return { ...chat.completion(), diagnostics: chat.diagnostics }
+  return wholeAnswer(
+    'chatCompletion',
+    CHAT_WHOLE_OPTIONS,
+    completion,
+    options,
+    (streamOptions) => new ChatCompletionsStream(streamOptions),
+    (chat) => chat.completion(),
+  )
 }

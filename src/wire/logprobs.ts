@@ -7,6 +7,8 @@
  * then their lossy decoding (U+FFFD), `bytes` exact, as OpenAI does.
  */
 import { sharedVocabulary } from '../backend/js/vocabulary'
+import { optionError } from '../base/options'
+import type { HarmonyDiagnostic } from '../base/types'
 
 /** One engine step's log probability of an id (`TokenLogprob` of `harmony-stream/engines`). */
 export interface StepLogprob {
@@ -23,7 +25,7 @@ export interface OutputLogprob {
 }
 
 /** Whether `value` is a step's log probability of an id (the adapters check each entry they read). */
-export function isStepLogprob(value: unknown): value is StepLogprob {
+function isStepLogprob(value: unknown): value is StepLogprob {
   const entry = value as StepLogprob | null
   return (
     entry !== null &&
@@ -50,6 +52,66 @@ function entryOf(id: number, logprob: number): { token: string; logprob: number;
 }
 
 /** Token `id` with the engine's log probabilities of it, in OpenAI's shape. */
-export function outputLogprob(id: number, step: StepLogprob): OutputLogprob {
+function outputLogprob(id: number, step: StepLogprob): OutputLogprob {
   return { ...entryOf(id, step.logprob), top_logprobs: step.top.map((alternative) => entryOf(alternative.id, alternative.logprob)) }
+}
+
+/**
+ * The log probabilities of one completion's answer as an adapter reads them (its `logprobs` option): each answer
+ * token's, kept until the text it makes is delivered with it, and a count of the answer tokens that had none.
+ */
+export class AnswerLogprobs {
+  private pending: OutputLogprob[] = []
+  private missing = 0
+
+  private constructor(private readonly where: string) {}
+
+  /**
+   * For an adapter's options: null without `logprobs: true`. Refused with the options that move text away from
+   * the token it came with (`stop`, text-call recovery, text input).
+   */
+  static of(options: { logprobs?: boolean; stop?: unknown; textToolCalls?: string; input?: string }, where: string): AnswerLogprobs | null {
+    if (options.logprobs !== true) return null
+    const conflict =
+      options.stop !== undefined
+        ? 'stop'
+        : options.textToolCalls === 'recover'
+          ? "textToolCalls: 'recover'"
+          : options.input === 'text'
+            ? "input: 'text'"
+            : null
+    if (conflict !== null) throw optionError(TypeError, `${where}: option 'logprobs' cannot be combined with ${conflict}`)
+    return new AnswerLogprobs(where)
+  }
+
+  /** Answer token `id`, the `i`-th id of an engine step whose log probabilities are `step` (null: it had none). */
+  read(id: number, step: readonly (StepLogprob | null)[] | null, i: number): void {
+    const logprob = step?.[i] ?? null
+    if (logprob === null) this.missing++
+    else if (!isStepLogprob(logprob))
+      throw new TypeError(`${this.where}: logprobs[${i}] of the engine step must be { logprob, top: [{ id, logprob }] } or null`)
+    else this.pending.push(outputLogprob(id, logprob))
+  }
+
+  /** Whether answer tokens wait for their text (a character cut by the end never brings it). */
+  get waiting(): boolean {
+    return this.pending.length > 0
+  }
+
+  /** The log probabilities of the answer text being delivered now. */
+  take(): OutputLogprob[] {
+    const taken = this.pending
+    this.pending = []
+    return taken
+  }
+
+  /** At the end: the `logprobs-missing` diagnostic, when answer tokens came without a log probability. */
+  missingDiagnostic(tokenOffset: number): HarmonyDiagnostic | null {
+    if (this.missing === 0) return null
+    return {
+      code: 'logprobs-missing',
+      message: `${this.missing} token(s) of the answer came without a log probability from the engine: left out of logprobs`,
+      tokenOffset,
+    }
+  }
 }

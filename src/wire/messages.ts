@@ -17,14 +17,16 @@
  */
 
 import { FRAME_TEXT, type FrameTemplate, writeFrame } from '../backend/frames'
+import type { OpenAIAnswer } from '../base/errors'
 import { jsonObjectOf } from '../base/records'
-import { type AdapterDiagnostic, type AdapterOptions, readWhole, WireAdapter, type WireFormat, type WireMessage } from './adapter'
+import { type AdapterDiagnostic, type AdapterOptions, WireAdapter, type WireFormat, type WireMessage } from './adapter'
 import type { FinishOptions, FinishReason } from './finish'
 import type { AdapterInput } from './input'
 import { SILENT_FRAME } from './lane'
 import type { MessageEvent } from './message-stream'
-import { checkAdapterOptions, MESSAGES_OPTIONS, wholeOptions } from './options'
+import { MESSAGES_OPTIONS, wholeOptions } from './options'
 import type { RecoveredCall } from './text-tool-calls'
+import { wholeAnswer } from './whole-answer'
 
 export interface MessagesAdapterOptions extends AdapterOptions {
   /** `model` of the message. */
@@ -145,6 +147,17 @@ export class AnthropicMessagesStream extends WireAdapter<AnthropicEvent, OpenBlo
   error(type: string, message: string): AnthropicEvent[] {
     this.end()
     return [{ type: 'error', error: { type, message } }]
+  }
+
+  /** A failure mid-stream: Anthropic's `error` event, with the type and message its HTTP answer would carry. */
+  failureSse(answer: OpenAIAnswer): string {
+    const { type, message } = anthropicAnswer(answer).body.error
+    return this.objectFrames(this.error(type, message))
+  }
+
+  /** A failure before the stream: Anthropic's error answer (`anthropicAnswer`). */
+  errorAnswer(answer: OpenAIAnswer): AnthropicErrorAnswer {
+    return anthropicAnswer(answer)
   }
 
   protected frameOf(event: AnthropicEvent): string {
@@ -323,9 +336,58 @@ export function anthropicMessage(
   completion: AdapterInput,
   options: MessagesAdapterOptions & FinishOptions,
 ): AnthropicMessage & { diagnostics: AdapterDiagnostic[] } {
-  checkAdapterOptions(options, MESSAGES_WHOLE_OPTIONS, 'anthropicMessage')
-  const { truncated, ...streamOptions } = options
-  const stream = new AnthropicMessagesStream(streamOptions)
-  readWhole(stream, completion, { truncated })
-  return { ...stream.message(), diagnostics: stream.diagnostics }
+  return wholeAnswer(
+    'anthropicMessage',
+    MESSAGES_WHOLE_OPTIONS,
+    completion,
+    options,
+    (streamOptions) => new AnthropicMessagesStream(streamOptions),
+    (stream) => stream.message(),
+  )
+}
+
+/** Anthropic's error body. */
+interface AnthropicErrorBody {
+  type: 'error'
+  error: { type: string; message: string }
+}
+
+/** An answer in Anthropic's error shape. */
+interface AnthropicErrorAnswer {
+  status: number
+  body: AnthropicErrorBody
+  headers?: Record<string, string>
+}
+
+/** Anthropic's error type for an HTTP status (its API reference's table of errors). */
+function anthropicErrorType(status: number): string {
+  const types: Record<number, string> = {
+    400: 'invalid_request_error',
+    401: 'authentication_error',
+    402: 'billing_error',
+    403: 'permission_error',
+    404: 'not_found_error',
+    413: 'request_too_large',
+    429: 'rate_limit_error',
+    504: 'timeout_error',
+    529: 'overloaded_error',
+  }
+  return types[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error')
+}
+
+/**
+ * The answer to an Anthropic Messages request for a failure whose OpenAI answer is `answer` (`errorResponse` of
+ * harmony-stream/http): its status, message and headers in Anthropic's shape (`{ type: 'error', error: { type,
+ * message } }`), which its clients raise typed errors from. The field the message names stays in the message. An
+ * engine or store that cannot take the request now (503) is Anthropic's 529 `overloaded_error`, which its
+ * clients retry as overload.
+ */
+export function anthropicAnswer(answer: OpenAIAnswer): AnthropicErrorAnswer {
+  const { body, headers } = answer
+  const status = answer.status === 503 ? 529 : answer.status
+  return {
+    status,
+    body: { type: 'error', error: { type: anthropicErrorType(status), message: body.error.message } },
+    ...(headers === undefined ? {} : { headers }),
+  }
 }

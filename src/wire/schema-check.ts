@@ -128,7 +128,7 @@ export function schemaCompileProblem(schema: object): string | null {
 }
 
 /** What is wrong with `text` as JSON matching `schema`, or null when nothing is. */
-export function schemaProblem(text: string, schema: object): string | null {
+function schemaProblem(text: string, schema: object): string | null {
   let value: unknown
   try {
     value = JSON.parse(text)
@@ -165,4 +165,26 @@ export function structuredOutputDiagnostic(
   const problem = schemaProblem(text, format.schema)
   if (problem === null) return null
   return { code: 'invalid-structured-output', message: `the answer (response format ${format.name}) ${problem}`, tokenOffset, text }
+}
+
+/**
+ * A strict tool's arguments that do not match its schema (`AdapterOptions.argumentSchemas`): an
+ * `invalid-tool-arguments` diagnostic; null when they match, or when the tool has no schema.
+ */
+export function strictArgumentsDiagnostic(
+  call: { name: string; id: string; arguments: string },
+  schemas: readonly { name: string; schema: object | null }[] | undefined,
+  tokenOffset: number,
+): (HarmonyDiagnostic & { toolCallId: string }) | null {
+  const schema = schemas?.find((entry) => entry.name === call.name)?.schema
+  if (schema === undefined || schema === null) return null
+  const problem = schemaProblem(call.arguments, schema)
+  if (problem === null) return null
+  return {
+    code: 'invalid-tool-arguments',
+    message: `the arguments of tool call ${call.name} (strict) ${problem}; passed through as they are`,
+    tokenOffset,
+    text: call.arguments,
+    toolCallId: call.id,
+  }
 }

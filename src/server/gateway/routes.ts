@@ -5,13 +5,13 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { EngineGroup } from '../../engines/group'
-import { HttpError, sendError } from '../../http/errors'
+import { type ErrorShape, HttpError, sendError } from '../../http/errors'
 import { context } from '../gateway-packages'
 import type { Caller } from '../keys/api-keys'
 import { recordOf, startRecord } from '../observe/request-log'
 import { endRequestSpan, requestSpan } from '../observe/tracing'
 import { gatewayFor } from '../pipeline/context'
-import type { ErrorShape, Feature, Handler } from '../pipeline/face'
+import type { Feature, Handler } from '../pipeline/face'
 import { methodNotAllowed, sendJson } from '../pipeline/send'
 import type { WholeGateway } from './compose'
 

@@ -9,10 +9,16 @@ import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 
 import { parseJsonBody, readJsonBytes } from '../../http/body'
-import { anthropicErrorResponse } from '../../http/errors'
+import { errorResponse } from '../../http/errors'
 import { checkRequestFields } from '../../http/fields'
 import { messagesAsChat, withMessagesRequest } from '../../render/index'
-import { type AnthropicMessage, AnthropicMessagesStream, anthropicMessage, type MessagesAdapterOptions } from '../../wire/messages'
+import {
+  type AnthropicMessage,
+  AnthropicMessagesStream,
+  anthropicAnswer,
+  anthropicMessage,
+  type MessagesAdapterOptions,
+} from '../../wire/messages'
 import { type ChatGateway, chatPreparing, rememberCalls } from '../chat/chat-face'
 import type { Face, Feature } from '../pipeline/face'
 import { withCheckableSchemas } from '../pipeline/prepare'
@@ -96,7 +102,7 @@ export const messagesFeature: Feature<ChatGateway> = {
     '/v1/messages': { POST: (gateway, request, response) => serveFace(messagesFace, gateway, request, response) },
     '/v1/messages/count_tokens': { POST: countMessageTokens },
   },
-  errorShape: anthropicErrorResponse,
+  errorShape: (error) => anthropicAnswer(errorResponse(error)),
   /**
    * Anthropic's clients read `request-id` from every answer of these routes (a refusal of the key too): the request
    * log's id where there is one, else a new one.

@@ -8,6 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 
 import type { EngineStep } from '../../engines/types'
+import type { ErrorShape } from '../../http/errors'
 import type { SseAdapter } from '../../http/sse'
 import type { AdapterDiagnostic } from '../../wire/adapter'
 import type { ToolCaller } from '../tools/loop'
@@ -46,9 +47,6 @@ export interface Face<G extends Gateway, Options, Answer extends object, Adapter
   /** Says, in the answer, that it was not kept (Responses: `store: false`). */
   unkept?(kept: { adapter: Adapter } | { answer: Answer }): void
 }
-
-/** What answers a failure on a route: its status, body and headers (OpenAI's shape unless a feature says). */
-export type ErrorShape = (error: unknown) => { status: number; body: object; headers?: Record<string, string> }
 
 /** A route's handler, given the gateway as the request's caller sees it. */
 export type Handler<G extends Gateway> = (gateway: G, request: IncomingMessage, response: ServerResponse) => Promise<void> | void
