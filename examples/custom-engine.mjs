@@ -29,7 +29,7 @@ const engine = {
   },
 }
 
-const server = createGateway({ engine, responseStore: null })
+const server = createGateway({ engine, responses: { store: null } })
 await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
 const response = await fetch(`http://127.0.0.1:${server.address().port}/v1/chat/completions`, {
   method: 'POST',

@@ -13,7 +13,7 @@ import { createEngine } from 'harmony-stream/engines'
 import { createGatewayHandler, loadReplay } from 'harmony-stream/server'
 
 const [answer] = loadReplay(join(import.meta.dirname, 'gateway', 'replay.json'))
-const gateway = createGatewayHandler({ engine: createEngine('replay', { completions: [answer] }), responseStore: null })
+const gateway = createGatewayHandler({ engine: createEngine('replay', { completions: [answer] }), responses: { store: null } })
 
 const server = createServer((request, response) => {
   if (request.url === '/internal/ready') {

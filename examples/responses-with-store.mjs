@@ -16,7 +16,7 @@ import { createGateway, loadReplay, SqliteResponseStore } from 'harmony-stream/s
 const folder = mkdtempSync(join(tmpdir(), 'harmony-store-'))
 const store = new SqliteResponseStore({ path: join(folder, 'responses.sqlite') })
 const completions = loadReplay(join(import.meta.dirname, 'gateway', 'replay.json'))
-const server = createGateway({ engine: createEngine('replay', { completions: [completions[0], completions[0]] }), responseStore: store })
+const server = createGateway({ engine: createEngine('replay', { completions: [completions[0], completions[0]] }), responses: { store } })
 await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
 const base = `http://127.0.0.1:${server.address().port}/v1`
 

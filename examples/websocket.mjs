@@ -13,7 +13,7 @@ import { createGateway, loadReplay } from 'harmony-stream/server'
 import WebSocket from 'ws'
 
 const [answer] = loadReplay(join(import.meta.dirname, 'gateway', 'replay.json'))
-const server = createGateway({ engine: createEngine('replay', { completions: [answer] }), responseStore: null })
+const server = createGateway({ engine: createEngine('replay', { completions: [answer] }), responses: { store: null } })
 await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
 const socket = new WebSocket(`ws://127.0.0.1:${server.address().port}/v1/responses`)
 await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject))
