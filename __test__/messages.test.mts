@@ -7,15 +7,9 @@
 import Anthropic from '@anthropic-ai/sdk'
 import test from 'ava'
 
-import {
-  type AnthropicEvent,
-  AnthropicMessagesStream,
-  renderChatCompletionRequest,
-  renderMessagesRequest,
-  renderResponsesRequest,
-} from 'harmony-stream'
+import { type AnthropicEvent, AnthropicMessagesStream, renderChatCompletionRequest, renderResponsesRequest } from 'harmony-stream'
 import { EngineError } from 'harmony-stream/engines'
-import { ChatIdCache } from 'harmony-stream/server'
+import { ChatIdCache, renderMessagesRequest } from 'harmony-stream/server'
 
 import { failingEngine, recordingEngine, startGateway } from './helpers/gateway.mjs'
 import { harmony, IMPLEMENTATIONS } from './helpers/harmony.mjs'

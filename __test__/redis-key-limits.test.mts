@@ -15,7 +15,9 @@ import { redisForFile } from './helpers/redis-server.mjs'
 
 type Grant = { end(tokens: number): Promise<void> }
 type Limiter = { admit(caller: { name: string; limits: Record<string, number> }): Promise<Grant>; close(): Promise<void> }
-const { RedisKeyLimiter } = createRequire(import.meta.url)(join(import.meta.dirname, '..', 'dist', 'server', 'keys', 'redis-key-limits.js')) as {
+const { RedisKeyLimiter } = createRequire(import.meta.url)(
+  join(import.meta.dirname, '..', 'dist', 'server', 'keys', 'redis-key-limits.js'),
+) as {
   RedisKeyLimiter: new (options: Record<string, unknown>) => Limiter
 }
 

@@ -16,10 +16,10 @@ import {
   CHAT_REQUEST_FIELDS,
   chatGenerationParameters,
   HttpError,
-  MESSAGES_REQUEST_FIELDS,
   RESPONSES_REQUEST_FIELDS,
   responsesGenerationParameters,
 } from 'harmony-stream/http'
+import { MESSAGES_REQUEST_FIELDS } from 'harmony-stream/server'
 import OpenAI from 'openai'
 import type { ChatCompletionCreateParamsBase } from 'openai/resources/chat/completions/completions'
 import type { ResponseCreateParamsBase } from 'openai/resources/responses/responses'

@@ -9,9 +9,9 @@ export { errorResponse, HttpError, type OpenAIErrorBody, sendError } from './htt
 export {
   CHAT_REQUEST_FIELDS,
   type FieldHandling,
-  MESSAGES_REQUEST_FIELDS,
   RESPONSES_REQUEST_FIELDS,
   type RequestField,
+  type RequestFields,
 } from './http/fields'
 export { generateRequestOf } from './http/generate-request'
 export { DEFAULT_SERVER_LIMITS, hardenServer, type ServerLimits, serverOptions } from './http/server'

@@ -78,7 +78,6 @@ export {
   renderChatCompletionRequest,
   renderConversation,
   renderForTraining,
-  renderMessagesRequest,
   renderResponsesRequest,
   type SystemContent,
   type SystemMessage,

@@ -38,6 +38,8 @@ export type {
 } from './server/gateway/options'
 export type { ApiKey, ApiKeyLimits } from './server/keys/api-keys'
 export { RedisKeyLimiter, type RedisKeyLimiterOptions } from './server/keys/redis-key-limits'
+export { MESSAGES_REQUEST_FIELDS } from './server/messages/fields'
+export { renderMessagesRequest } from './server/messages/translate'
 export { exactPrompt } from './server/pipeline/exact-prompt'
 export { type ContinuationRequest, type PreparedRequest, RenderWorkers, type RenderWorkersOptions } from './server/pipeline/render-workers'
 export {

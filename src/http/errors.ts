@@ -86,7 +86,7 @@ function unreadBody(request: IncomingMessage | undefined): boolean {
   return chunked !== undefined || (length !== undefined && length !== '0')
 }
 
-/** How an API shapes its answer to an error (`errorResponse`: OpenAI's; Anthropic's for the Messages API). */
+/** How an API shapes its answer to an error (`errorResponse`: OpenAI's; another API's adapter gives its own). */
 export type ErrorShape = (error: unknown) => { status: number; body: unknown; headers?: Record<string, string> }
 
 /**

@@ -11,7 +11,6 @@ import { checkOptions, is, type OptionSpec } from '../base/options'
 import type { WireAdapter } from '../wire/adapter'
 import type { ChatCompletionChunk } from '../wire/chat'
 import type { EngineStepInput, TokenIds } from '../wire/input'
-import type { AnthropicEvent } from '../wire/messages'
 import type { ResponseEvent } from '../wire/responses'
 import { engineAborted, errorResponse, sendError } from './errors'
 
@@ -77,15 +76,15 @@ export function chatFrames(chunks: readonly ChatCompletionChunk[]): string {
   return out
 }
 
-/** Responses' and Anthropic's events: each with its `event:` line (Anthropic's clients read events by it). */
-export function responsesFrames(events: readonly (ResponseEvent | AnthropicEvent)[]): string {
+/** Events that carry their name (`type`): each framed with its `event:` line too, which some clients read events by. */
+export function responsesFrames(events: readonly (ResponseEvent | { readonly type: string })[]): string {
   let out = ''
   for (const event of events) out += `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`
   return out
 }
 
 /**
- * The adapters `pipeSse` streams: any wire adapter (Chat Completions, Responses, Messages); each says what its
+ * The adapters `pipeSse` streams: any wire adapter; each says what its
  * API's stream opens and ends with, and how it tells a failure.
  */
 export type SseAdapter = WireAdapter<object, unknown>
@@ -166,14 +165,14 @@ export async function pipeSse(
   } catch (error) {
     response.off('close', onClose).off('drain', onDrain)
     if (clientClosed) return { outcome: 'client-closed', error }
-    // In the shape of the adapter's API (Anthropic's for Messages).
+    // In the shape of the adapter's API.
     sendError(response, error, (failure) => adapter.errorAnswer(errorResponse(failure)))
     return { outcome: 'failed', error }
   }
   try {
     if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
     // The adapters' SSE faces: the bytes of their events, built without event objects.
-    // Responses opens with response.created / in_progress; Chat and Messages open with their first step.
+    // Some formats open with events of their own (Responses: response.created / in_progress); others with the first step.
     await send(face.openingSse())
     let finishReason: string | undefined
     for (let next = first; !next.done && !clientClosed; next = await iterator.next()) {
@@ -205,8 +204,8 @@ export async function pipeSse(
     if (clientClosed) return { outcome: 'client-closed', error }
     if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
     flush()
-    // Chat: the error object OpenAI clients raise from a stream; Responses: its `error` event, then
-    // `response.failed`; Messages: Anthropic's `error` event.
+    // The format's own failure (Chat: the error object OpenAI clients raise from a stream; Responses: its
+    // `error` event, then `response.failed`).
     response.end(adapter.failureSse(errorResponse(error)))
     return { outcome: 'failed', error }
   } finally {

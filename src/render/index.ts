@@ -15,9 +15,8 @@ import { chatConversation, type RequestConversation } from './chat'
 import { type ConversationMessage, concat, MessageRenderer, nextTurnTokens } from './conversation'
 import { dropFinishedAnalysis, referenceAutoDropAnalysis } from './drop'
 import { checkConversationLimits, checkRequestLimits, DEFAULT_RENDER_LIMITS, LIMIT_OPTIONS, type RenderLimits } from './limits'
-import { chatRequestOfMessages, type MessagesAsChat } from './messages'
 import type { ArgumentSchema, ResponseFormat } from './output-schema'
-import { type HostedTools, type JsonObject, type NotApplied, object } from './request-fields'
+import type { HostedTools, NotApplied } from './request-fields'
 import { responsesConversation } from './responses'
 import { DEFAULT_KNOWLEDGE_CUTOFF, DEFAULT_MODEL_IDENTITY, REASONING_EFFORTS, type ReasoningEffort } from './system'
 import { validateConversation } from './validate'
@@ -81,8 +80,8 @@ export interface RenderedPrompt {
   /** gpt-oss's own tools the prompt declares (`builtinTools`): the caller runs their calls. */
   builtinTools?: BuiltinTool[]
   /**
-   * A Messages request asked to see the model's reasoning with its signature only (`thinking.display:
-   * 'omitted'`) or not at all (`thinking.type: 'disabled'`).
+   * The request asked to see the model's reasoning with its signature only (`'omitted'`) or not at all
+   * (`'none'`): set by a translation of another API's request, which its adapter reads.
    */
   thinkingDisplay?: 'omitted' | 'none'
 }
@@ -139,7 +138,7 @@ const OPTIONS: Record<'request' | 'conversation' | 'training', OptionSpec> = {
   training: { ...COMMON_OPTIONS, prefixPreserving: is.boolean },
 }
 
-function checkRenderOptions(options: unknown, kind: keyof typeof OPTIONS, fn: string): Record<string, unknown> {
+export function checkRenderOptions(options: unknown, kind: keyof typeof OPTIONS, fn: string): Record<string, unknown> {
   return checkOptions(options, OPTIONS[kind], fn)
 }
 
@@ -276,42 +275,11 @@ export function renderResponsesRequest(body: unknown, options?: RenderRequestOpt
 }
 
 /**
- * An Anthropic Messages request body → the prompt: the Chat Completions request it means (messages.ts), rendered
- * as Chat's are, with what the translation took and did not apply said too. Bad requests throw
- * `HarmonyRequestError` (HTTP 400) naming the Messages field.
+ * A request body's bounds checked (`limits.ts`) before anything reads it, for a body of another API that a
+ * gateway translates into a Chat request (its `messages` and `system` counted as Chat's are).
  */
-export function renderMessagesRequest(body: unknown, options?: RenderRequestOptions): RenderedPrompt {
-  const checked = checkRenderOptions(options, 'request', 'renderMessagesRequest') as RenderRequestOptions
-  const translated = messagesAsChat(body, checked)
-  return withMessagesRequest(renderChatCompletionRequest(translated.chat, checked), translated)
-}
-
-/**
- * A Messages request as the Chat request it means (messages.ts), its bounds checked first (`limits.ts`, named by
- * the Messages fields); `counting`: a `count_tokens` body, which has no `max_tokens`; `open`: what the caller does
- * to the bounded body before it is read (a gateway opens the thinking it signed).
- */
-export function messagesAsChat(
-  body: unknown,
-  options: RenderRequestOptions,
-  counting = false,
-  open: (body: JsonObject) => JsonObject = (same) => same,
-): MessagesAsChat {
-  checkRequestLimits(body, 'messages', limitsOf(options, 'renderMessagesRequest'), true, cacheOf(options))
-  return chatRequestOfMessages(open(object(body, 'body')), options.hostedTools ?? 'omit', counting)
-}
-
-/** The prompt of a Messages request's Chat request, with what only the Messages request says. */
-export function withMessagesRequest(
-  prompt: RenderedPrompt,
-  translated: Pick<MessagesAsChat, 'notApplied' | 'thinkingDisplay'>,
-): RenderedPrompt {
-  const notApplied = [...translated.notApplied, ...(prompt.notApplied ?? [])]
-  return {
-    ...prompt,
-    ...(notApplied.length > 0 ? { notApplied } : {}),
-    ...(translated.thinkingDisplay === 'full' ? {} : { thinkingDisplay: translated.thinkingDisplay }),
-  }
+export function checkTranslatedBodyLimits(body: unknown, options: RenderRequestOptions, fn: string): void {
+  checkRequestLimits(body, 'messages', limitsOf(options, fn), true, cacheOf(options))
 }
 
 /** Messages of the reference's conversation model → tokens (for completion: ending with `<|start|>assistant`). */

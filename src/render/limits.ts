@@ -213,11 +213,14 @@ function identifiers(body: Record<string, unknown>, kind: RequestKind): [unknown
   return found
 }
 
-/** The requests whose bodies are bounded: Chat Completions, Responses, Anthropic Messages (before it becomes Chat). */
+/**
+ * The requests whose bodies are bounded: Chat Completions, Responses, and `messages`: a body of another API whose
+ * `messages` and `system` are read as Chat's (before a gateway translates it into a Chat request).
+ */
 export type RequestKind = 'chat' | 'responses' | 'messages'
 
 /**
- * Every bound on a Chat Completions, Responses or Messages request body, before it is read for rendering. `strings`
+ * Every bound on a request body (`RequestKind`), before it is read for rendering. `strings`
  * false leaves out the one bound that reads every character (`maxRunLength` on string values): what must hold
  * before a body is copied to a render worker, which checks the rest (`RenderWorkers.render`).
  */

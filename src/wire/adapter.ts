@@ -1,5 +1,5 @@
 /**
- * The base of the wire adapters: everything a wire format (Chat Completions, Responses, Messages) shares, so
+ * The base of the wire adapters: everything a wire format (Chat Completions, Responses, and any other) shares, so
  * that a format is only its own events, and what a server asks of any of them to stream it (`pipeSse`).
  *
  * The base reads the completion (token ids, Harmony text or engine steps, `input.ts`) through a
@@ -218,7 +218,7 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
 
   /**
    * The events a format sends before the completion's first tokens (Responses' `start()`); none by default
-   * (Messages' `message_start` carries the usage an engine step may report: it goes out with the first step).
+   * (a format whose opening event carries the usage an engine step may report sends it with the first step).
    */
   openingEvents(): Event[] {
     return []

@@ -1,5 +1,5 @@
 /**
- * The non-streaming form of every wire format (`chatCompletion`, `responseObject`, `anthropicMessage`): one
+ * The non-streaming form of every wire format (`chatCompletion`, `responseObject`, …): one
  * adapter reads one whole completion, and gives its wire object with its diagnostics.
  */
 
@@ -10,7 +10,7 @@ import type { AdapterInput } from './input'
 import { checkAdapterOptions } from './options'
 
 /**
- * The non-streaming form of every format (`chatCompletion`, `responseObject`, `anthropicMessage`): `options`
+ * The non-streaming form of every format (`chatCompletion`, `responseObject`, …): `options`
  * checked as the function `where` takes them (`whole`: the format's, and `truncated`), the whole completion read
  * by one new adapter, and its wire object (`answer`, once finished), with the adapter's diagnostics.
  */

@@ -31,7 +31,7 @@ async function exactChat(gateway: ChatGateway, parameters: GenerationParameters,
   return { kind: 'chat', parameters, prompt: exact ?? rendered, rendered, body, history: [], input: undefined, storing: false }
 }
 
-/** How a Chat body is prepared (also the Chat request a Messages request means). */
+/** How a Chat body is prepared (also the Chat request another API's request is translated into). */
 export const chatPreparing: Preparing<ChatGateway> = {
   kind: 'chat',
   async parsed(gateway, body, offLoop) {

@@ -13,7 +13,7 @@ import { availableParallelism } from 'node:os'
 
 import { implementation } from '../../backend/choose'
 import { HarmonySetupError } from '../../base/errors'
-import { createGateway, type GatewayServer } from '../gateway/create-gateway'
+import { createGateway, type GatewayServer, rootBaseLines } from '../gateway/create-gateway'
 import { SETTINGS, type ServeSettings, SettingError, serveSettings } from './environment'
 
 export const SERVE_HELP = `Usage: harmony-stream serve [options]
@@ -179,8 +179,8 @@ async function listen(settings: ServeSettings, io: Io, label: string): Promise<v
   const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host
   const engine = options.engine?.name ?? 'replay'
   io.stdout.write(`harmony-stream gateway on http://${host}:${port}/v1 (${implementation} parser, ${engine} engine)${label}\n`)
-  // Anthropic's clients (Claude Code's ANTHROPIC_BASE_URL) take the root: they add /v1/messages themselves.
-  io.stdout.write(`Anthropic's clients: http://${host}:${port}\n`)
+  // Clients of other APIs that take the root rather than /v1 (each API's folder says which).
+  for (const line of rootBaseLines(`http://${host}:${port}`)) io.stdout.write(`${line}\n`)
   let stopping = false
   const stop = () => {
     if (stopping) return

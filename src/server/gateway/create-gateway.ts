@@ -1,6 +1,6 @@
 /**
  * `createGateway(options)`: an OpenAI-compatible HTTP server (Chat Completions, Responses with memory,
- * background runs, compaction, the WebSocket mode, Anthropic's Messages) in front of a token-level inference
+ * background runs, compaction, the WebSocket mode, and each API its folder adds) in front of a token-level inference
  * engine. Created, not started: `server.listen(port)`. Each API is a feature of its own folder; a request
  * follows one line, the steps of pipeline/:
  *
@@ -47,6 +47,11 @@ export interface GatewayHandler {
  * answers it (a background run's before a kept response's).
  */
 const FEATURES: readonly Feature<WholeGateway>[] = [backgroundFeature, chatFeature, responsesFeature, compactionFeature, messagesFeature]
+
+/** What `serve` prints beside the /v1 base: for each API whose clients take the root, that root. */
+export function rootBaseLines(root: string): string[] {
+  return FEATURES.flatMap((feature) => (feature.rootClients === undefined ? [] : [`${feature.rootClients}: ${root}`]))
+}
 
 export function createGatewayHandler(options: GatewayOptions): GatewayHandler {
   return handlerOf(gatewaySettings(options))

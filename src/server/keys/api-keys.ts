@@ -1,6 +1,6 @@
 /**
  * API keys: who may use a gateway, and under what limits. A request carries its key as OpenAI's clients send it
- * (`Authorization: Bearer KEY`; `x-api-key` too, as Anthropic's clients send it); a gateway with keys answers
+ * (`Authorization: Bearer KEY`; `x-api-key` too, the header other APIs' clients send); a gateway with keys answers
  * one without a valid key with OpenAI's 401. The key's `name` is the caller: what it keeps (stored responses,
  * background runs, compactions, sealed reasoning) belongs to that name, and no other caller can read, continue,
  * cancel or delete it (server/caller.ts).

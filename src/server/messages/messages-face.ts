@@ -10,8 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 
 import { parseJsonBody, readJsonBytes } from '../../http/body'
 import { errorResponse } from '../../http/errors'
-import { checkRequestFields } from '../../http/fields'
-import { messagesAsChat, withMessagesRequest } from '../../render/index'
+import { checkRequestFields, type RequestFields } from '../../http/fields'
 import {
   type AnthropicMessage,
   AnthropicMessagesStream,
@@ -26,17 +25,15 @@ import { type Item, type Prepared, renderOffLoop } from '../pipeline/prepared'
 import { sendJson } from '../pipeline/send'
 import { serveFace } from '../pipeline/serve-face'
 import { reasoningSealer } from '../responses/sealed-reasoning'
+import { COUNT_TOKENS_REQUEST_FIELDS, MESSAGES_REQUEST_FIELDS } from './fields'
 import { openThinking } from './thinking'
+import { messagesAsChat, withMessagesRequest } from './translate'
 
-/** A request's body, its fields checked against the table of `api` (a 400 naming the first that is refused). */
-async function readBody(
-  gateway: ChatGateway,
-  request: IncomingMessage,
-  api: 'messages' | 'count_tokens',
-): Promise<{ body: Item; bytes: number }> {
+/** A request's body, its fields checked against `fields` (a 400 naming the first that is refused). */
+async function readBody(gateway: ChatGateway, request: IncomingMessage, fields: RequestFields): Promise<{ body: Item; bytes: number }> {
   const bytes = await readJsonBytes(request, { limit: gateway.bodyLimit })
   const body = parseJsonBody(bytes)
-  checkRequestFields(api, body, gateway.parameterOptions.unknownFields)
+  checkRequestFields(fields, body, gateway.parameterOptions.unknownFields)
   return { body, bytes: bytes.length }
 }
 
@@ -46,7 +43,7 @@ function opener(gateway: ChatGateway): (body: Item) => Item {
 }
 
 async function prepareMessages(gateway: ChatGateway, request: IncomingMessage): Promise<Prepared> {
-  const { body, bytes } = await readBody(gateway, request, 'messages')
+  const { body, bytes } = await readBody(gateway, request, MESSAGES_REQUEST_FIELDS)
   const translated = messagesAsChat(body, gateway.renderOptions, false, opener(gateway))
   const prepared = withCheckableSchemas(await chatPreparing.parsed(gateway, translated.chat, bytes > gateway.renderInlineBytes))
   prepared.prompt = withMessagesRequest(prepared.prompt, translated)
@@ -91,7 +88,7 @@ const messagesFace: Face<ChatGateway, MessagesAdapterOptions, AnthropicMessage, 
 
 /** `POST /v1/messages/count_tokens`: the prompt the request would render, counted (`{ input_tokens }`). */
 async function countMessageTokens(gateway: ChatGateway, request: IncomingMessage, response: ServerResponse): Promise<void> {
-  const { body } = await readBody(gateway, request, 'count_tokens')
+  const { body } = await readBody(gateway, request, COUNT_TOKENS_REQUEST_FIELDS)
   const { chat } = messagesAsChat(body, gateway.renderOptions, true, opener(gateway))
   const prompt = await renderOffLoop(gateway, 'chat', chat)
   sendJson(response, 200, { input_tokens: prompt.promptTokens })
@@ -103,6 +100,8 @@ export const messagesFeature: Feature<ChatGateway> = {
     '/v1/messages/count_tokens': { POST: countMessageTokens },
   },
   errorShape: (error) => anthropicAnswer(errorResponse(error)),
+  // Claude Code's ANTHROPIC_BASE_URL is the root: it adds /v1/messages itself.
+  rootClients: "Anthropic's clients",
   /**
    * Anthropic's clients read `request-id` from every answer of these routes (a refusal of the key too): the request
    * log's id where there is one, else a new one.

@@ -1,7 +1,7 @@
 /**
  * A prompt made of the ids the engine already saw and generated, with only what is new rendered after them: the
- * token-exact continuation every API that carries a tool loop uses (Responses within a turn, the Chat id cache,
- * Messages through it), so that an engine's prefix cache serves the whole history.
+ * token-exact continuation every API that carries a tool loop uses (Responses within a turn, the Chat id cache
+ * and the APIs prepared as Chat), so that an engine's prefix cache serves the whole history.
  */
 import { CALL, START } from '../../backend/tokens'
 import type { RenderedPrompt } from '../../render/index'

@@ -1,5 +1,5 @@
 /**
- * A face: one API the gateway answers (Chat Completions, Responses, Messages, and whatever comes next), as one
+ * A face: one API the gateway answers (Chat Completions, Responses, and whatever comes next), as one
  * record of what differs between them: how its request is read, its adapter, its whole answer, what is kept
  * after it, its error body. Everything else (the engine, SSE with backpressure, one JSON object, the request
  * log, keep-before-conclude) is the one pipeline's (`serveFace`), the same for every face and transport. A new
@@ -68,6 +68,6 @@ export interface Feature<G extends Gateway> {
   begin?(response: ServerResponse): void
   /** `/v1/models` in the shape this API's clients read, when the request is theirs; null otherwise. */
   models?(request: IncomingMessage, model: string, created: number): object | null
-  /** Ends what the feature holds open (connections, runs), at the gateway's close. */
-  close?(): Promise<void>
+  /** Clients of this API that take the gateway's root as their base URL and add the API's paths themselves. */
+  rootClients?: string
 }

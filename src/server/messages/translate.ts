@@ -12,8 +12,24 @@
  * read (images, documents) is a 400 naming the block. The errors found here name the Messages field
  * (`messages[2].content[0]`); those the Chat renderer finds after (a bad schema, say) name the Chat request's.
  */
-import { isRecord } from '../base/records'
-import { array, fail, type HostedTools, type JsonObject, type NotApplied, object, optionalString, string } from './request-fields'
+import { isRecord } from '../../base/records'
+import {
+  checkRenderOptions,
+  checkTranslatedBodyLimits,
+  type RenderedPrompt,
+  type RenderRequestOptions,
+  renderChatCompletionRequest,
+} from '../../render/index'
+import {
+  array,
+  fail,
+  type HostedTools,
+  type JsonObject,
+  type NotApplied,
+  object,
+  optionalString,
+  string,
+} from '../../render/request-fields'
 
 /** What a Messages request becomes. */
 export interface MessagesAsChat {
@@ -334,5 +350,44 @@ function readOutputConfig(config: unknown, at: string, chat: JsonObject, notAppl
       type: 'json_schema',
       json_schema: { name: 'output', schema: object(shape.schema, `${param}.schema`), strict: true },
     }
+  }
+}
+
+/**
+ * An Anthropic Messages request body → the prompt: the Chat Completions request it means (below), rendered
+ * as Chat's are, with what the translation took and did not apply said too. Bad requests throw
+ * `HarmonyRequestError` (HTTP 400) naming the Messages field.
+ */
+export function renderMessagesRequest(body: unknown, options?: RenderRequestOptions): RenderedPrompt {
+  const checked = checkRenderOptions(options, 'request', 'renderMessagesRequest') as RenderRequestOptions
+  const translated = messagesAsChat(body, checked)
+  return withMessagesRequest(renderChatCompletionRequest(translated.chat, checked), translated)
+}
+
+/**
+ * A Messages request as the Chat request it means (below), its bounds checked first (`limits.ts`, named by
+ * the Messages fields); `counting`: a `count_tokens` body, which has no `max_tokens`; `open`: what the caller does
+ * to the bounded body before it is read (a gateway opens the thinking it signed).
+ */
+export function messagesAsChat(
+  body: unknown,
+  options: RenderRequestOptions,
+  counting = false,
+  open: (body: JsonObject) => JsonObject = (same) => same,
+): MessagesAsChat {
+  checkTranslatedBodyLimits(body, options, 'renderMessagesRequest')
+  return chatRequestOfMessages(open(object(body, 'body')), options.hostedTools ?? 'omit', counting)
+}
+
+/** The prompt of a Messages request's Chat request, with what only the Messages request says. */
+export function withMessagesRequest(
+  prompt: RenderedPrompt,
+  translated: Pick<MessagesAsChat, 'notApplied' | 'thinkingDisplay'>,
+): RenderedPrompt {
+  const notApplied = [...translated.notApplied, ...(prompt.notApplied ?? [])]
+  return {
+    ...prompt,
+    ...(notApplied.length > 0 ? { notApplied } : {}),
+    ...(translated.thinkingDisplay === 'full' ? {} : { thinkingDisplay: translated.thinkingDisplay }),
   }
 }
