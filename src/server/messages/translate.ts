@@ -67,7 +67,7 @@ const EFFORTS: Readonly<Record<string, 'low' | 'medium' | 'high'>> = {
  * The Chat request of a Messages request. Top-level fields are checked against their table before this
  * (`MESSAGES_REQUEST_FIELDS`); here each is read and mapped.
  */
-export function chatRequestOfMessages(body: JsonObject, hosted: HostedTools, counting = false): MessagesAsChat {
+function chatRequestOfMessages(body: JsonObject, hosted: HostedTools, counting = false): MessagesAsChat {
   const notApplied: NotApplied[] = []
   const chat: JsonObject = { model: body.model }
   // `count_tokens` (counting) has no max_tokens; a message needs one.
