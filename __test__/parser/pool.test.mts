@@ -375,7 +375,7 @@ for (const implementation of IMPLEMENTATIONS) {
 }
 
 test('the TypeScript name table is bounded like the Rust one', async (t) => {
-  const { NameTable } = (await import('../../dist/backend/compact.js')) as {
+  const { NameTable } = (await import('../../src/backend/compact.ts')) as {
     NameTable: new () => { intern(name: string | null): number; nameOf(id: number): string | null }
   }
   const names = new NameTable()

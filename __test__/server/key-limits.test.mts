@@ -8,7 +8,9 @@ import { join } from 'node:path'
 
 import test from 'ava'
 
-const { MemoryKeyLimiter } = createRequire(import.meta.url)(join(import.meta.dirname, '..', '..', 'dist', 'server', 'key-limits.js')) as {
+const { MemoryKeyLimiter } = createRequire(import.meta.url)(
+  join(import.meta.dirname, '..', '..', 'src', 'server', 'keys', 'key-limits.ts'),
+) as {
   MemoryKeyLimiter: new (
     now: () => number,
   ) => { admit(caller: { name: string; limits: Record<string, number> }): { end(tokens: number): void } }

@@ -16,7 +16,7 @@ import { redisForFile } from '../helpers/redis-server.mjs'
 type Grant = { end(tokens: number): Promise<void> }
 type Limiter = { admit(caller: { name: string; limits: Record<string, number> }): Promise<Grant>; close(): Promise<void> }
 const { RedisKeyLimiter } = createRequire(import.meta.url)(
-  join(import.meta.dirname, '..', '..', 'dist', 'server', 'redis-key-limits.js'),
+  join(import.meta.dirname, '..', '..', 'src', 'server', 'keys', 'redis-key-limits.ts'),
 ) as {
   RedisKeyLimiter: new (options: Record<string, unknown>) => Limiter
 }

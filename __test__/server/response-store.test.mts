@@ -24,8 +24,8 @@ import {
 
 import { redisForFile } from '../helpers/redis-server.mjs'
 
-/** The stores' clock (seconds), a field the tests may move: the built module the package entry uses. */
-const { clock } = createRequire(import.meta.url)(join(import.meta.dirname, '..', '..', 'dist', 'serving', 'responses', 'store.js')) as {
+/** The stores' clock (seconds), a field the tests may move: the module the package entry uses. */
+const { clock } = createRequire(import.meta.url)(join(import.meta.dirname, '..', '..', 'src', 'server', 'stores', 'store.ts')) as {
   clock: { now: () => number }
 }
 
@@ -226,7 +226,7 @@ test('stores check their options', (t) => {
  */
 function holdingLock(path: string): Promise<ChildProcess> {
   const script = `
-    const { SqliteResponseStore } = require(${JSON.stringify(join(import.meta.dirname, '..', '..'))})
+    const { SqliteResponseStore } = require(${JSON.stringify(join(import.meta.dirname, '..', '..', 'dist', 'server.js'))})
     const { Database } = require('node-sqlite3-wasm')
     new SqliteResponseStore({ path: process.argv[1] })
     const db = new Database(process.argv[1])
@@ -270,7 +270,7 @@ test('the memory store counts what it holds: its bytes match the memory its reco
   // Freed buffers are released by V8 after the collection that found them: \`settled\` collects until the memory
   // in use stops changing.
   const script = `
-    const { MemoryResponseStore } = require(${JSON.stringify(join(import.meta.dirname, '..', '..', 'dist', 'index.js'))})
+    const { MemoryResponseStore } = require(${JSON.stringify(join(import.meta.dirname, '..', '..', 'dist', 'server.js'))})
     const inUse = () => { const m = process.memoryUsage(); return m.heapUsed + m.external }
     const settled = async () => {
       let last = -1

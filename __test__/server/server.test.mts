@@ -23,8 +23,8 @@ import { until } from '../helpers/until.mjs'
 const require = createRequire(import.meta.url)
 const root = join(import.meta.dirname, '..', '..')
 const bin = join(root, 'bin', 'harmony-stream.cjs')
-// The built module (one HarmonySetupError class with the package's entry).
-const { requireOptional } = require(join(root, 'dist', 'base', 'optional-package.js')) as {
+// The module the package's entry uses (one HarmonySetupError class with it).
+const { requireOptional } = require(join(root, 'src', 'base', 'optional-package.ts')) as {
   requireOptional: (name: string, usedBy: string) => unknown
 }
 const engine = new ReplayEngine({ completions: [[200005, 17196, 200008, 12194, 200002]] })
