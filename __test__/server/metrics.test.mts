@@ -33,11 +33,14 @@ async function scrape(port: number): Promise<Sample[]> {
   return JSON.parse(parsed.stdout) as Sample[]
 }
 
-/** The sum of the samples named `name` whose labels include `labels`. */
+/**
+ * The sum of the samples named `name` whose labels include `labels`. None is a failure, not 0: a metric that
+ * vanished from /metrics must not pass for one that reads 0.
+ */
 function value(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
-  return samples
-    .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
-    .reduce((sum, s) => sum + s.value, 0)
+  const matching = samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+  if (matching.length === 0) throw new Error(`/metrics has no sample ${name} ${JSON.stringify(labels)}`)
+  return matching.reduce((sum, s) => sum + s.value, 0)
 }
 
 const ANSWER = harmony('<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final<|message|>Hello there.<|return|>')
