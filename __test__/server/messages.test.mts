@@ -490,3 +490,52 @@ test('a document of text is read as text under its title; a PDF is a 400 naming 
   t.true(pdf instanceof Anthropic.BadRequestError)
   t.regex(pdf!.message, /messages\[0\]\.content\[0\] is a document of source type 'base64'/)
 })
+
+// stop_reason `max_tokens` and `stop_sequence` (src/wire/messages.ts): the adapter on its own, objects and SSE
+// bytes, and the gateway's /v1/messages through the SDK, whole and streamed.
+const FINAL_TEXT = 'It is sunny in Paris.'
+
+for (const implementation of IMPLEMENTATIONS) {
+  test(`the adapter: an answer cut at the token limit is max_tokens, one at a stop sequence stop_sequence naming it (${implementation})`, (t) => {
+    const cut = ANSWER.slice(0, -3)
+    const limited = new AnthropicMessagesStream({ model: 'gpt-oss', parser: { implementation } })
+    const events = [...limited.push(cut), ...limited.finish({ truncated: true })]
+    t.like(
+      events.find((event) => event.type === 'message_delta'),
+      { delta: { stop_reason: 'max_tokens', stop_sequence: null } },
+    )
+    t.like(limited.message(), { stop_reason: 'max_tokens', stop_sequence: null })
+    const limitedSse = new AnthropicMessagesStream({ model: 'gpt-oss', parser: { implementation } })
+    const limitedBytes = limitedSse.pushSse(cut) + limitedSse.finishSse({ truncated: true })
+    t.regex(limitedBytes, /"stop_reason":"max_tokens","stop_sequence":null/)
+
+    const stopped = new AnthropicMessagesStream({ model: 'gpt-oss', stop: ['sunny', 'Paris'], parser: { implementation } })
+    const stoppedEvents = [...stopped.push(ANSWER), ...stopped.finish()]
+    t.like(
+      stoppedEvents.find((event) => event.type === 'message_delta'),
+      { delta: { stop_reason: 'stop_sequence', stop_sequence: 'sunny' } },
+    )
+    t.like(stopped.message(), { stop_reason: 'stop_sequence', stop_sequence: 'sunny' })
+    t.like(stopped.message().content.at(-1), { type: 'text', text: FINAL_TEXT.slice(0, FINAL_TEXT.indexOf('sunny')) })
+    const stoppedSse = new AnthropicMessagesStream({ model: 'gpt-oss', stop: ['sunny', 'Paris'], parser: { implementation } })
+    const stoppedBytes = stoppedSse.pushSse(ANSWER) + stoppedSse.finishSse()
+    t.regex(stoppedBytes, /"stop_reason":"stop_sequence","stop_sequence":"sunny"/)
+  })
+
+  test(`/v1/messages: max_tokens reached is stop_reason max_tokens, a stop sequence stop_sequence naming it, whole and streamed (${implementation})`, async (t) => {
+    const { client } = await anthropicGateway(t, [ANSWER, ANSWER, ANSWER, ANSWER], { implementation })
+    const base = { model: 'gpt-oss', messages: [{ role: 'user' as const, content: 'Weather in Paris?' }] }
+    const limited = { ...base, max_tokens: ANSWER.length - 3 }
+    for (const message of [await client.messages.create(limited), await client.messages.stream(limited).finalMessage()]) {
+      t.is(message.stop_reason, 'max_tokens')
+      t.is(message.stop_sequence, null)
+      t.is(message.usage.output_tokens, ANSWER.length - 3)
+    }
+    const stopped = { ...base, max_tokens: 1000, stop_sequences: ['Paris', 'sunny'] }
+    for (const message of [await client.messages.create(stopped), await client.messages.stream(stopped).finalMessage()]) {
+      t.is(message.stop_reason, 'stop_sequence')
+      t.is(message.stop_sequence, 'sunny')
+      t.like(message.content.at(-1), { type: 'text', text: FINAL_TEXT.slice(0, FINAL_TEXT.indexOf('sunny')) })
+    }
+  })
+}
