@@ -47,6 +47,8 @@ for (const { path } of listing.files) {
 const { nativeDistribution } = createRequire(import.meta.url)(join(root, 'dist', 'backend', 'native-platform.js'))
 const { scripts, devDependencies, overrides, ava, ...published } = manifest
 published.optionalDependencies = { ...manifest.optionalDependencies }
+// The tests' export condition points at src/, which is not published (CONTRIBUTING.md, "Test").
+published.exports = JSON.parse(JSON.stringify(manifest.exports, (key, value) => (key === 'harmony-stream-source' ? undefined : value)))
 for (const platform of nativeDistribution().platforms) published.optionalDependencies[`${manifest.name}-${platform}`] = manifest.version
 writeFileSync(join(stage, 'package.json'), `${JSON.stringify(published, null, 2)}\n`)
 

@@ -1,7 +1,7 @@
 // Installs the Python oracles and clients of the tests into .venv, unless they are already there: the reference
 // parser and renderer (PyPI openai-harmony 0.0.8) for the differential tests, the grammar engine xgrammar 0.2.8
 // (the one vLLM, SGLang and TensorRT-LLM constrain generation with) for the structured-output grammars, and
-// OpenAI's Python client (openai 3.57.0) that __test__/python-client drives against the gateway, and Prometheus's
+// OpenAI's Python client (openai 3.57.0) that __test__/server/python-client drives against the gateway, and Prometheus's
 // own Python client (prometheus_client 0.26.0), whose text parser reads the gateway's /metrics in the tests.
 // __test__/reference-requirements.txt pins every package, dependencies included, and pip installs exactly
 // those (--no-deps): xgrammar declares torch, transformers and triton, gigabytes that its grammar compiler

@@ -1,6 +1,6 @@
 """OpenAI's Python client, with its defaults, against the gateway at argv[1]: each step one way people use it.
 
-Prints one JSON object: what each step got back, for __test__/python-client.test.mts to check. The gateway
+Prints one JSON object: what each step got back, for __test__/server/python-client.test.mts to check. The gateway
 behind it serves scripted completions in the order of the steps here.
 """
 import json

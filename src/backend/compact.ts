@@ -2,7 +2,7 @@
  * The compact output format: the fast path's results as small integers in a `Uint32Array` the caller
  * owns and reuses, beside one string holding the batch's text. `HarmonyStreamParser#pushCompact` and
  * `HarmonyStreamPool#step` answer in it, on both implementations. Mirrors crate/core/src/compact.rs
- * (__test__/constants.test.mts compares the two).
+ * (__test__/parser/constants.test.mts compares the two).
  *
  * Layout: 8 header slots, then records of 4 slots each.
  *

@@ -5,7 +5,7 @@
  * `writeFrame`; while a stream stays inside that message and receives only ordinary tokens, a backend's
  * lane stepper (js/lane.ts; crate/core/src/frames.rs and `StreamPool::step_frames` in pool.rs) writes the
  * same frame without going through the adapter. The codes and slots here mirror crate/node/src/lib.rs and
- * pool.rs (__test__/constants.test.mts compares them).
+ * pool.rs (__test__/parser/constants.test.mts compares them).
  */
 
 /**

@@ -59,15 +59,15 @@ export interface NativeBinding {
  * Mirror INPUT_* in crate/node/src/lib.rs. @mirrored
  */
 export const INPUT_STREAM = 0
-/** Compared with its Rust twin by __test__/constants.test.mts. @mirrored */
+/** Compared with its Rust twin by __test__/parser/constants.test.mts. @mirrored */
 export const INPUT_COUNT = 1
-/** Compared with its Rust twin by __test__/constants.test.mts. @mirrored */
+/** Compared with its Rust twin by __test__/parser/constants.test.mts. @mirrored */
 export const INPUT_SKIPPED = 2
-/** Compared with its Rust twin by __test__/constants.test.mts. @mirrored */
+/** Compared with its Rust twin by __test__/parser/constants.test.mts. @mirrored */
 export const INPUT_REPLY = 3
-/** Compared with its Rust twin by __test__/constants.test.mts. @mirrored */
+/** Compared with its Rust twin by __test__/parser/constants.test.mts. @mirrored */
 export const INPUT_ROOM = 4
-/** Compared with its Rust twin by __test__/constants.test.mts. @mirrored */
+/** Compared with its Rust twin by __test__/parser/constants.test.mts. @mirrored */
 export const INPUT_TOKENS = 5
 /** Reply bit: after the push the stream takes plain content (`takeText` may serve it). Mirrors REPLY_PLAIN in crate/node/src/lib.rs. @mirrored */
 export const REPLY_PLAIN = 1

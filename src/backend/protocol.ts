@@ -17,7 +17,7 @@ export const EVENT_OPEN = 1
 export const EVENT_TEXT = 2
 export const EVENT_CLOSE = 3
 
-/** Mirror `Terminator` and TERMINATOR_NONE in crate/core/src/tokens.rs (__test__/constants.test.mts compares them). */
+/** Mirror `Terminator` and TERMINATOR_NONE in crate/core/src/tokens.rs (__test__/parser/constants.test.mts compares them). */
 export const TERMINATOR_NONE = 0
 export const TERMINATOR_END = 1
 export const TERMINATOR_RETURN = 2

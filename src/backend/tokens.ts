@@ -1,6 +1,6 @@
 /**
  * Token ids of the o200k_harmony encoding and the Harmony special tokens. Mirrors crate/core/src/tokens.rs
- * (__test__/constants.test.mts compares the two).
+ * (__test__/parser/constants.test.mts compares the two).
  *
  * Ordinary text tokens are the o200k_base ranks 0..=199_997; every id in 199_998..=201_088 is special.
  * Names follow the reference parser, not tiktoken: 200_018 is `<|reserved_200018|>` and 201_088 exists.

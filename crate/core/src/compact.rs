@@ -2,7 +2,7 @@
 //! reuses, beside one string holding the batch's text. It is the public fast path of the Node package and
 //! the form a `StreamPool` step answers in; the TypeScript implementation writes exactly the same
 //! (`src/backend/compact.ts` documents the layout for users and mirrors these constants;
-//! `__test__/constants.test.mts` compares the two).
+//! `__test__/parser/constants.test.mts` compares the two).
 //!
 //! Layout: `HEADER_SLOTS` slots (record count, status, diagnostic count, parser state, index of a bad
 //! token), then records of `RECORD_SLOTS` slots each:

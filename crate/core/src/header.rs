@@ -13,7 +13,7 @@
 //! markers leaked into the recipient, a duplicated `to=`, and (given the request's tool names) a content
 //! type glued to the recipient (`to=functions.shelljson`). Each repair is reported as a problem too.
 
-/// These four are mirrored in src/backend/js/header.ts (`__test__/constants.test.mts` compares them).
+/// These four are mirrored in src/backend/js/header.ts (`__test__/parser/constants.test.mts` compares them).
 pub const ROLES: [&str; 5] = ["user", "assistant", "system", "developer", "tool"];
 pub const CHANNELS: [&str; 3] = ["analysis", "commentary", "final"];
 

@@ -15,7 +15,7 @@ use crate::vocabulary::Vocabulary;
 
 /// Headers are a handful of tokens; a header this long means the model never wrote `<|message|>`.
 /// Mirrored, as this file's other limits and codes shared with the TypeScript backend, in `src/backend/`
-/// (`__test__/constants.test.mts` compares them).
+/// (`__test__/parser/constants.test.mts` compares them).
 pub const DEFAULT_MAX_HEADER_TOKENS: usize = 256;
 /// Bytes of text a content token holds, a little above the average (English ~4, CJK 3–6), for reserving.
 const TYPICAL_TOKEN_BYTES: usize = 6;

@@ -4,7 +4,7 @@
 //! token. Names follow the reference parser (openai/harmony), not tiktoken: 200_018 is
 //! `<|reserved_200018|>` (tiktoken calls it `<|endofprompt|>`) and 201_088 exists.
 //!
-//! `src/backend/tokens.ts` mirrors these ids; `__test__/constants.test.mts` compares the two.
+//! `src/backend/tokens.ts` mirrors these ids; `__test__/parser/constants.test.mts` compares the two.
 
 pub const FIRST_SPECIAL: u32 = 199_998;
 pub const LAST_TOKEN: u32 = 201_088;

@@ -175,7 +175,7 @@ pub fn parser_close(id: u32) -> Result<bool> {
 /// Slots of the bound input: the stream id, the count of tokens, the ordinary tokens the wrapper took as
 /// plain content since the stream's last push (`StreamPool::skip_content`), the reply (`REPLY_*` bits,
 /// written here), then the tokens. Mirror INPUT_* in src/backend/native.ts, which writes them
-/// (`__test__/constants.test.mts` compares the two, as it does for every constant here that TypeScript
+/// (`__test__/parser/constants.test.mts` compares the two, as it does for every constant here that TypeScript
 /// mirrors).
 const INPUT_STREAM: usize = 0;
 const INPUT_COUNT: usize = 1;

@@ -11,11 +11,11 @@ import { ROLES as PUBLIC_ROLES } from '../../base/types'
 
 /** The roles (base/types.ts; compared with ROLES in crate/core/src/header.rs), as strings to look words up in. */
 const ROLES: readonly string[] = PUBLIC_ROLES
-/** These three mirror crate/core/src/header.rs (__test__/constants.test.mts compares them). @mirrored */
+/** These three mirror crate/core/src/header.rs (__test__/parser/constants.test.mts compares them). @mirrored */
 export const CHANNELS: readonly string[] = ['analysis', 'commentary', 'final']
-/** Compared with its Rust twin by __test__/constants.test.mts. @mirrored */
+/** Compared with its Rust twin by __test__/parser/constants.test.mts. @mirrored */
 export const CHANNEL_MARKER = '<|channel|>'
-/** Compared with its Rust twin by __test__/constants.test.mts. @mirrored */
+/** Compared with its Rust twin by __test__/parser/constants.test.mts. @mirrored */
 export const CONSTRAIN_MARKER = '<|constrain|>'
 
 /** Rust `char::is_whitespace` (Unicode White_Space). */

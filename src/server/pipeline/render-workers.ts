@@ -162,7 +162,15 @@ export class RenderWorkers {
   }
 
   private spawn(): Worker {
-    const worker = new Worker(join(__dirname, 'render-worker.js'), { workerData: this.workerData })
+    const worker = __filename.endsWith('.ts')
+      ? // Run from the sources (the test suites, under tsx): a worker thread does not get the parent's tsx hooks
+        // on Node 20 (tsx registers them on the main thread only), so it loads them itself before the worker.
+        new Worker(
+          `require(require.resolve('tsx/cjs', { paths: [${JSON.stringify(__dirname)}] }))\n` +
+            `require(${JSON.stringify(join(__dirname, 'render-worker.ts'))})`,
+          { eval: true, workerData: this.workerData },
+        )
+      : new Worker(join(__dirname, 'render-worker.js'), { workerData: this.workerData })
     // An idle pool must not keep the process alive.
     worker.unref()
     worker.on('message', (answer: RenderAnswer) => this.answered(worker, answer))

@@ -47,6 +47,17 @@ const OPTIONS: OptionSpec = {
 /** How often a running call's memory is looked at. */
 const MEMORY_CHECK_MS = 200
 
+/**
+ * The sandbox's script: python-sandbox.js beside this file once built. Run from the sources (the test suites,
+ * under tsx), the built one in dist/ too: the sandbox runs under Node's permission model, which refuses the
+ * child process tsx's compiler would start, and granting it would open the sandbox the tests check is closed.
+ */
+function sandboxFile(): string {
+  return __filename.endsWith('.ts')
+    ? join(__dirname, '..', '..', '..', 'dist', 'server', 'tools', 'python-sandbox.js')
+    : join(__dirname, 'python-sandbox.js')
+}
+
 interface Session {
   child: ChildProcess
   /** Resolves when Pyodide is loaded (false: it failed). */
@@ -99,7 +110,7 @@ export class PyodidePython implements PythonRunner {
     if (this.#closed) return null
     const existing = this.#sessions.get(session)
     if (existing !== undefined) return existing
-    const sandbox = join(__dirname, 'python-sandbox.js')
+    const sandbox = sandboxFile()
     const child = fork(sandbox, [this.#entry], {
       env: {},
       execArgv: [
