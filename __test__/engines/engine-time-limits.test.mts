@@ -5,7 +5,7 @@
  * naming it. The engines here wait for their signal: each test ends when the gateway acts, whatever the clock.
  */
 import test from 'ava'
-import { type Engine, type EngineStep, type GenerateRequest, VllmEngine } from 'harmony-stream/engines'
+import { type Engine, type EngineStep, type GenerateRequest, ReplayEngine, VllmEngine } from 'harmony-stream/engines'
 import OpenAI from 'openai'
 
 import { fakeVllm } from '../helpers/fake-engines.mjs'
@@ -142,4 +142,33 @@ test('an HTTP engine that only sends heartbeats (SSE comments) after its first t
   t.true(content.length > 0, 'the tokens before the heartbeats were streamed')
   // The close reaches the fake on its own time: waited for, up to 10 s.
   t.true(await until(() => fake.clientClosed === 1, 10_000))
+})
+
+test("a built-in tool's call is the gateway's work, not the engine's silence: a call longer than idleMs runs, and the response goes on", async (t) => {
+  const call = harmony(
+    '<|channel|>analysis<|message|>Let me compute it.<|end|><|start|>assistant<|channel|>analysis to=python code<|message|>print(2)<|call|>',
+  )
+  const answer = harmony('<|channel|>final<|message|>It is 2.<|return|>')
+  const engine = new ReplayEngine({ completions: [call, answer], interval: 1000 })
+  const idleMs = 1000
+  let ran = 0
+  const python = {
+    // Four times idleMs: without the hold, the engine would have been cut as silent while this ran.
+    run: async () => {
+      ran++
+      await new Promise((resolve) => setTimeout(resolve, 4 * idleMs))
+      return { output: '2' }
+    },
+    end: () => {},
+    close: async () => {},
+  }
+  const { client } = await startGateway(t, { engine, engineTimeLimits: { idleMs }, tools: { python } })
+  const response = await client.responses.create({
+    model: 'gpt-oss',
+    input: 'What is 1 + 1?',
+    tools: [{ type: 'code_interpreter', container: { type: 'auto' } }],
+  })
+  t.is(ran, 1)
+  t.is(response.status, 'completed')
+  t.is(response.output_text, 'It is 2.')
 })

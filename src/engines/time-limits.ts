@@ -55,6 +55,32 @@ export interface StepWatcher {
 const NOBODY: StepWatcher = { step: () => {}, end: () => {} }
 
 /**
+ * The caller's own work between engine steps (a gateway running a built-in tool's call): the engine is not
+ * silent then, it was not asked for anything. While it runs the silence limits (first token, idle) do not count;
+ * the deadline does, since it bounds the whole request. `limitedSteps` counts the silence again from its end.
+ */
+export class OwnWork {
+  #running = 0
+  #ended: (() => void) | null = null
+  get running(): boolean {
+    return this.#running > 0
+  }
+  /** Runs `work` as the caller's own: not the engine's silence. */
+  async during<T>(work: () => Promise<T>): Promise<T> {
+    this.#running++
+    try {
+      return await work()
+    } finally {
+      if (--this.#running === 0) this.#ended?.()
+    }
+  }
+  /** @internal `limitedSteps`: told when the work ends. */
+  onEnd(ended: () => void): void {
+    this.#ended = ended
+  }
+}
+
+/**
  * `steps` held to `limits` (`engineTimeLimits`); `abort` ends the engine request (the signal its request was given), which an
  * engine client answers by closing its connection. A step that arrives after a limit passed is not taken.
  */
@@ -64,6 +90,7 @@ export async function* limitedSteps(
   limits: Readonly<Required<EngineTimeLimits>>,
   abort: () => void,
   watcher: StepWatcher = NOBODY,
+  own: OwnWork | null = null,
 ): AsyncIterable<EngineStep> {
   const { firstTokenMs, idleMs, deadlineMs } = limits
   watcher.start?.()
@@ -88,7 +115,9 @@ export async function* limitedSteps(
   /** The nearest limit: which, and when it passes (`performance.now()` time). */
   const nearest = (): [Limit, number] => {
     let limit: [Limit, number] = ['engine-deadline-exceeded', deadlineMs === null ? Number.POSITIVE_INFINITY : started + deadlineMs]
-    const silence: [Limit, number] | null = sawTokens
+    const silence: [Limit, number] | null = own?.running
+      ? null
+      : sawTokens
       ? idleMs === null
         ? null
         : ['engine-idle-timeout', lastTokens + idleMs]
@@ -122,6 +151,12 @@ export async function* limitedSteps(
     ).unref()
   }
   arm()
+  // The caller's own work ended: the silence counts from now.
+  own?.onEnd(() => {
+    lastTokens = performance.now()
+    clearTimeout(timer)
+    if (passed === null) arm()
+  })
   const iterator = steps[Symbol.asyncIterator]()
   // Whether the engine's iterator needs no closing here: a read of it is pending (which ends, fails, or is
   // aborted at a limit) or it ended. At a yield it does: a reader that stops early closes it.

@@ -2,7 +2,7 @@
 import type { IncomingMessage } from 'node:http'
 
 import { ReplayEngine } from '../../engines/replay'
-import { limitedSteps } from '../../engines/time-limits'
+import { limitedSteps, OwnWork } from '../../engines/time-limits'
 import type { EngineStep, GenerateRequest } from '../../engines/types'
 import { HttpError } from '../../http/errors'
 import { generateRequestOf } from '../../http/generate-request'
@@ -76,12 +76,14 @@ export function generate(
   if (record !== undefined) watchers.push(recordWatcher(record, engine.name, prepared.prompt.promptTokens))
   const { requiredCall } = prepared.prompt
   let steps: AsyncIterable<EngineStep>
+  // A built-in tool's call runs between engine steps: the gateway's work, not the engine's silence.
+  const own = tools === null ? null : new OwnWork()
   if (requiredCall !== undefined) steps = requiredCallSteps(generateOne, engineRequest, requiredCall)
-  else if (tools !== null) {
-    const options = { maxCalls: gateway.toolCalls, implementation: gateway.implementation }
+  else if (tools !== null && own !== null) {
+    const options = { maxCalls: gateway.toolCalls, implementation: gateway.implementation, own }
     steps = toolLoopSteps(generateOne, engineRequest, tools, options)
   } else steps = generateOne(engineRequest)
-  return limitedSteps(engine.name, steps, gateway.engineTimeLimits, () => timedOut.abort(), allOf(watchers))
+  return limitedSteps(engine.name, steps, gateway.engineTimeLimits, () => timedOut.abort(), allOf(watchers), own)
 }
 
 function pushIds(generated: number[], ids: ArrayLike<number>): void {

@@ -13,6 +13,7 @@
 import { parseCompletion } from '../../api/parser'
 import { CALL } from '../../backend/tokens'
 import type { Implementation } from '../../base/types'
+import type { OwnWork } from '../../engines/time-limits'
 import type { EngineStep, GenerateRequest } from '../../engines/types'
 import { concat } from '../../render/conversation'
 import { renderConversation } from '../../render/index'
@@ -33,6 +34,8 @@ export interface ToolLoopOptions {
   maxCalls: number
   /** The BPE the results are encoded with (both give the same tokens). */
   implementation: Implementation
+  /** Where a call's run is said to be the gateway's work, not the engine's silence (its time limits). */
+  own?: OwnWork
 }
 
 /** The call the generation ended with (its last message, ended by `<|call|>`), or null. */
@@ -80,7 +83,8 @@ export async function* toolLoopSteps(
       }
       produced += generated.length
       if (call === null) return
-      const { output, failure } = await tools.call(call.tool, call.args)
+      const { tool, args } = call
+      const { output, failure } = await (options.own?.during(() => tools.call(tool, args)) ?? tools.call(tool, args))
       const result = renderConversation(
         [{ role: 'tool', name: call.tool, recipient: 'assistant', channel: call.channel, content: bounded(output) }],
         { implementation: options.implementation, cache: null },
