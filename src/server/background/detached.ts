@@ -3,18 +3,15 @@
  * `stream` (a client that leaves comes back with `GET /v1/responses/{id}?stream=true&starting_after=N`); the
  * generation runs detached from the client's connection.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http'
-
-import { type ResponsesAdapterOptions, ResponsesStream } from '../../wire/responses'
+import { ResponsesStream } from '../../wire/responses'
 import type { Feature } from '../pipeline/face'
 import { admit, generate } from '../pipeline/generate'
-import type { Item, Prepared } from '../pipeline/prepared'
+import type { Item } from '../pipeline/prepared'
 import { methodNotAllowed, sendJson } from '../pipeline/send'
 import { responseIdOf, responseNotFound, responseRecord, storedResponse } from '../responses/conversation'
 import { keepResponse, keptInput } from '../responses/keep'
-import type { ResponsesGateway } from '../responses/responses-gateway'
+import type { Detach, ResponsesGateway } from '../responses/responses-gateway'
 import { belongsTo } from '../stores/owned-store'
-import type { ToolCaller } from '../tools/loop'
 import type { BackgroundResponses } from './runs'
 import { pipeStreamLog } from './stream-log'
 
@@ -25,14 +22,7 @@ export interface BackgroundGateway extends ResponsesGateway {
 }
 
 /** Serves a Responses request with `background: true` (the gateway's `detach`). */
-export async function serveBackground(
-  gateway: ResponsesGateway,
-  request: IncomingMessage,
-  response: ServerResponse,
-  prepared: Prepared,
-  options: ResponsesAdapterOptions,
-  tools: ToolCaller | null,
-): Promise<void> {
+export const serveBackground: Detach = async (gateway, request, response, prepared, options, tools) => {
   const { background, store } = gateway as BackgroundGateway
   // The responses face asks for a store before it detaches; a gateway detaches only where it has runs.
   if (background === null || store === null) throw new Error('a background response needs a store and background runs')

@@ -20,7 +20,7 @@ interface CompactionOpener {
 }
 
 /** Serves a request with `background: true` (background/): queued, kept, run detached from the client. */
-type Detach = (
+export type Detach = (
   gateway: ResponsesGateway,
   request: IncomingMessage,
   response: ServerResponse,
