@@ -104,7 +104,7 @@ real("the vocabulary is o200k_harmony's: /tokenize and /detokenize agree with gp
   const ordinary = (text: string) => text.replaceAll('<|', '< |')
   const texts = [
     ordinary(readFileSync(join(root, 'README.md'), 'utf8')),
-    ordinary(readFileSync(join(root, 'src', 'serving', 'engines', 'llamacpp.ts'), 'utf8')),
+    ordinary(readFileSync(join(root, 'src', 'engines', 'llamacpp.ts'), 'utf8')),
     "Hello, world! Don't stop: it's 3.14159 o'clock, I'll've 12345678 apples.\n\n\tTabs  and   spaces   \r\n",
     'Grüße aus Köln — naïve café, 東京の天気は晴れ, مرحبا بالعالم, Привет мир, 🪽🦀👩‍👩‍👧‍👦 ok',
     '   leading and trailing   ',
