@@ -38,7 +38,7 @@ export const chatPreparing: Preparing<ChatGateway> = {
     const parameters = chatGenerationParameters(body, gateway.parameterOptions)
     if (gateway.chatIdCache !== null && isContinuation('chat', body)) return exactChat(gateway, parameters, body)
     const prompt = offLoop ? await renderOffLoop(gateway, 'chat', body) : renderHere(gateway, 'chat', body)
-    return { kind: 'chat', parameters, prompt, body, history: [], input: body.input, storing: false }
+    return { kind: 'chat', parameters, prompt, body, history: [], input: undefined, storing: false }
   },
   continued: (gateway, parameters, body) => exactChat(gateway, parameters, body),
   keepsInput: (gateway) => gateway.chatIdCache !== null,
