@@ -118,12 +118,12 @@ export async function* limitedSteps(
     const silence: [Limit, number] | null = own?.running
       ? null
       : sawTokens
-      ? idleMs === null
-        ? null
-        : ['engine-idle-timeout', lastTokens + idleMs]
-      : firstTokenMs === null
-        ? null
-        : ['engine-first-token-timeout', started + firstTokenMs]
+        ? idleMs === null
+          ? null
+          : ['engine-idle-timeout', lastTokens + idleMs]
+        : firstTokenMs === null
+          ? null
+          : ['engine-first-token-timeout', started + firstTokenMs]
     if (silence !== null && silence[1] < limit[1]) limit = silence
     return limit
   }
