@@ -154,6 +154,26 @@ test('npx harmony-stream serve --engine replay --port 0 serves /health and a str
   t.is(code, 0, `exit ${code} ${signal}`)
 })
 
+test('serve closes its store on SIGTERM: the SQLite store leaves no owner behind', async (t) => {
+  const { mkdtempSync, readdirSync, rmSync } = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const dir = mkdtempSync(join(tmpdir(), 'harmony-close-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const path = join(dir, 'responses.sqlite')
+  const { child, port } = await serving(['--engine', 'replay', '--port', '0', '--response-store', `sqlite:${path}`])
+  const exited = once(child, 'exit')
+  try {
+    t.is((await fetch(`http://127.0.0.1:${port}/health`)).status, 200)
+    // The store registers this process while it is open.
+    t.is(readdirSync(`${path}.owners`).length, 1)
+  } finally {
+    child.kill('SIGTERM')
+  }
+  const [code] = await exited
+  t.is(code, 0)
+  t.deepEqual(readdirSync(`${path}.owners`), [], 'the store was closed with the process')
+})
+
 test('importing harmony-stream loads none of the gateway, the stores, the validator or ws', (t) => {
   const run = spawnSync(
     process.execPath,

@@ -32,6 +32,22 @@ export function requireOptional<T>(name: string, usedBy: string): T {
 }
 
 /**
+ * Where an optional package's file is (a package run from a path of its own, such as pyodide in the python
+ * sandbox's child process), looked up as `requireOptional` loads it: from harmony-stream-gateway's folder first.
+ */
+export function resolveOptional(name: string, usedBy: string): string {
+  requireOptional(name, usedBy)
+  for (const from of [gatewayRequire(), require]) {
+    try {
+      if (from !== undefined) return from.resolve(name)
+    } catch (error) {
+      if (!isMissing(error, name)) throw error
+    }
+  }
+  throw new HarmonySetupError('package-missing', `${usedBy} needs the package ${name}, which could not be found`)
+}
+
+/**
  * One of the gateway's own dependencies (pino, prom-client, ws, @opentelemetry/api). Where harmony-stream-gateway
  * is not installed, the one line says to install it (at harmony-stream's version: it depends on exactly that one).
  */

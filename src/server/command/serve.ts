@@ -157,7 +157,7 @@ export async function closeGracefully(server: Server, graceMs: number): Promise<
 
 async function listen(settings: ServeSettings, io: Io, label: string): Promise<void> {
   const options = settings.options()
-  const store = options.responseStore ?? null
+  const store = options.responses?.store ?? null
   const server = createGateway(options)
   try {
     await new Promise<void>((resolve, reject) => {

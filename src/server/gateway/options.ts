@@ -31,7 +31,7 @@ export type { GatewayDiagnostic }
 /**
  * `createGateway`'s options: what generates at the top (the engine or several, the model's name, the parser's
  * backend), every other option in the group of what it configures (`http`, `responses`, `chat`, `tools`,
- * `access`, `observability`). The flat names of 0.1 are still taken (deprecated); one setting given both ways is a
+ * `access`, `observability`). The flat names (one option each, as the first versions took them) are still taken, deprecated; one setting given both ways is a
  * TypeError.
  */
 export interface GatewayOptions {
@@ -69,7 +69,7 @@ export interface GatewayOptions {
   access?: GatewayAccessOptions
   /** Diagnostics, errors, metrics, the request log, `/stats`. */
   observability?: GatewayObservabilityOptions
-  // The options as 0.1 took them, flat: each is still taken, and now lives in its group.
+  // The options flat, as the first versions took them: each is still taken, and now lives in its group.
   /**
    * The largest request body, in bytes. Default 4 MiB.
    * @deprecated Use `http.bodyLimit`.
@@ -483,7 +483,7 @@ export function logDiagnostic(diagnostic: GatewayDiagnostic): void {
   console.warn(`harmony-stream: ${diagnostic.code}: ${diagnostic.message}`)
 }
 
-/** The top level's rules: what generates, the groups, and the flat names of 0.1. */
+/** The top level's rules: what generates, the groups, and the flat names. */
 const TOP_LEVEL: OptionSpec = { ...OPTIONS, ...Object.fromEntries(Object.keys(GROUPS).map((group) => [group, is.object])) }
 
 /** Each group's rules: the rule of the flat option each of its names stands for. */

@@ -3,7 +3,8 @@
  * record of what differs between them: how its request is read, its adapter, its whole answer, what is kept
  * after it, its error body. Everything else (the engine, SSE with backpressure, one JSON object, the request
  * log, keep-before-conclude) is the one pipeline's (`serveFace`), the same for every face and transport. A new
- * API is a folder in `src/server/` that exports a `Feature` and a file in `src/wire/`; nothing else names it.
+ * API is a folder in `src/server/` that exports a `Feature` (listed in gateway/create-gateway.ts `FEATURES`) and a
+ * file in `src/wire/`; nothing else names it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 

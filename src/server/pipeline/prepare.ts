@@ -11,7 +11,7 @@ import { HttpError } from '../../http/errors'
 import type { GenerationParameters } from '../../http/validate'
 import { schemaCompileProblem } from '../../wire/schema-check'
 import type { Gateway } from './context'
-import type { ApiKind, Item, Prepared } from './prepared'
+import { type ApiKind, type Item, type Prepared, releasePrepared } from './prepared'
 
 /** How a face prepares its requests, for the one reader of bodies (inline or in a worker). */
 export interface Preparing<G extends Gateway> {
@@ -30,7 +30,17 @@ export interface Preparing<G extends Gateway> {
 
 /** The request as it comes over HTTP. */
 export async function prepareRequest<G extends Gateway>(gateway: G, preparing: Preparing<G>, request: IncomingMessage): Promise<Prepared> {
-  return withCheckableSchemas(await readAndPrepare(gateway, preparing, request))
+  return checkedSchemas(await readAndPrepare(gateway, preparing, request))
+}
+
+/** `withCheckableSchemas`, and what the request holds open (its MCP connections) closed when they cannot be checked. */
+export async function checkedSchemas(prepared: Prepared): Promise<Prepared> {
+  try {
+    return withCheckableSchemas(prepared)
+  } catch (error) {
+    await releasePrepared(prepared)
+    throw error
+  }
 }
 
 async function readAndPrepare<G extends Gateway>(gateway: G, preparing: Preparing<G>, request: IncomingMessage): Promise<Prepared> {

@@ -31,6 +31,11 @@ export interface Prepared {
   mcpApproved?: ApprovedCall[]
 }
 
+/** Ends what a prepared request holds open when it is never generated (a 429, a failing engine): its MCP connections. */
+export async function releasePrepared(prepared: Prepared): Promise<void> {
+  await Promise.all(prepared.mcp?.map((server) => server.close()) ?? [])
+}
+
 /** A request body rendered off the event loop when there are workers (else here). */
 export function renderOffLoop(gateway: Gateway, kind: ApiKind, body: Item): Promise<RenderedPrompt> | RenderedPrompt {
   return gateway.workers !== null ? gateway.workers.render(kind, body) : renderHere(gateway, kind, body)

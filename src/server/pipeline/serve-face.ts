@@ -15,7 +15,7 @@ import { inSpan } from '../observe/tracing'
 import type { Gateway } from './context'
 import type { Face } from './face'
 import { admit, generate } from './generate'
-import type { Prepared } from './prepared'
+import { type Prepared, releasePrepared } from './prepared'
 import { sendJson } from './send'
 
 /** A whole answer's steps collected into one; an engine request that was aborted is a 502. */
@@ -67,11 +67,6 @@ export function reportNotApplied(gateway: Gateway, prepared: Prepared, response:
   diagnostics.forEach(gateway.onDiagnostic)
   noteDiagnostics(response?.req ?? null, diagnostics)
   response?.setHeader(NOT_APPLIED_HEADER, notApplied.map(({ param }) => param).join(', '))
-}
-
-/** Ends what a prepared request holds open when it is never generated (a 429, a failing engine): its MCP connections. */
-async function releasePrepared(prepared: Prepared): Promise<void> {
-  await Promise.all(prepared.mcp?.map((server) => server.close()) ?? [])
 }
 
 /** request → parameters and prompt → engine → the face's adapter → SSE (or one JSON object) → kept. */

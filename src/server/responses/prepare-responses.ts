@@ -4,7 +4,7 @@
  */
 import { responsesGenerationParameters } from '../../http/validate'
 import { isContinuation } from '../pipeline/continues'
-import { type Preparing, withCheckableSchemas } from '../pipeline/prepare'
+import { checkedSchemas, type Preparing } from '../pipeline/prepare'
 import { type Item, type Prepared, renderHere, renderOffLoop } from '../pipeline/prepared'
 import type { StoredResponse } from '../stores/store'
 import { continued, previousFor } from './continuation'
@@ -21,7 +21,7 @@ export async function prepareResponsesBody(
   previous: StoredResponse | null,
   offLoop: boolean,
 ): Promise<Prepared> {
-  return withCheckableSchemas(await prepareParsed(gateway, body, previous, offLoop))
+  return checkedSchemas(await prepareParsed(gateway, body, previous, offLoop))
 }
 
 async function prepareParsed(gateway: ResponsesGateway, body: Item, previous: StoredResponse | null, offLoop: boolean): Promise<Prepared> {

@@ -87,7 +87,7 @@ function withEffortRun(body: object): object {
 
 /**
  * The adapter's options for a prepared request: a new `resp_` id, whether it is kept, the dialect the gateway or
- * the request's `OpenResponses-Version` header asks for (`request` null: a WebSocket turn, which has none).
+ * the request's `OpenResponses-Version` header asks for (a WebSocket turn: its upgrade request's; null: none).
  */
 export function responsesOptions(gateway: ResponsesGateway, prepared: Prepared, request: IncomingMessage | null): ResponsesAdapterOptions {
   const { parameters, prompt, storing, body } = prepared

@@ -10,7 +10,7 @@
 import { type ChildProcess, fork } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { requireOptional } from '../../base/optional-package'
+import { resolveOptional } from '../../base/optional-package'
 import { checkOptions, is, type OptionSpec } from '../../base/options'
 import { failed, type ToolResult } from './result'
 
@@ -78,8 +78,7 @@ export class PyodidePython implements PythonRunner {
     checkOptions(options, OPTIONS, 'PyodidePython')
     this.#options = { timeMs: 30_000, memoryMb: 512, maxOutputChars: 16_384, maxSessions: 4, ...options }
     // Resolved here, so that a missing package is a setup error when the gateway starts, not at the first call.
-    requireOptional('pyodide', 'the python tool (HARMONY_PYTHON=pyodide)')
-    this.#entry = require.resolve('pyodide')
+    this.#entry = resolveOptional('pyodide', 'the python tool (HARMONY_PYTHON=pyodide)')
   }
 
   async run(session: string, code: string): Promise<ToolResult> {
