@@ -17,11 +17,12 @@ import type { SocketGateway } from '../socket/turns'
 import type { ResponseStore } from '../stores/store'
 import type { GatewaySettings } from './options'
 
-/** Every slice at once: what `createGatewayHandler` makes, and what its routes and close read. */
-export interface WholeGateway extends BackgroundGateway, CompactionGateway, SocketGateway, ChatGateway {
+/**
+ * Every slice at once, on the settings it was made from (what only the gateway's own routes and its close read:
+ * `stats`, `publicRoutes`, `ownStore`): what `createGatewayHandler` makes.
+ */
+export interface WholeGateway extends BackgroundGateway, CompactionGateway, SocketGateway, ChatGateway, GatewaySettings {
   compactor: Compactor
-  /** The settings it was made from (what only the gateway's own routes and its close read). */
-  settings: GatewaySettings
   /** The Unix time `/v1/models` gives as the model's `created`. */
   created: number
 }
@@ -44,47 +45,21 @@ export function gatewayOf(settings: GatewaySettings): WholeGateway {
           settings.onDiagnostic(diagnostic)
         }
   background = store === null ? null : new BackgroundResponses({ store, onError, onDiagnostic })
-  const { compactor } = settings
   return {
-    settings,
-    engine: settings.engine,
-    implementation: settings.implementation,
-    model: settings.model,
-    bodyLimit: settings.bodyLimit,
-    renderOptions,
-    renderInlineBytes: settings.renderInlineBytes,
-    unknownFields,
+    ...settings,
     parameterOptions,
-    engineTimeLimits: settings.engineTimeLimits,
-    toolCalls: settings.toolCalls,
-    frames: settings.frames,
-    coalesceMs: settings.coalesceMs,
     onDiagnostic,
-    onError,
     store,
-    sealer: compactor.sealer,
+    sealer: settings.compactor.sealer,
     workers,
     meters,
-    requestLog: settings.requestLog,
-    apiKeys: settings.apiKeys,
     caller: null,
     limiter: settings.keyLimiter ?? new MemoryKeyLimiter(),
     outcomes: { completed: 0, failed: 0, clientClosed: 0 },
     inFlight: new Set(),
     created: Math.floor(Date.now() / 1000),
-    chatIdCache: settings.chatIdCache,
-    reasoningSummary: settings.reasoningSummary,
-    responsesDialect: settings.responsesDialect,
-    exactContinuations: settings.exactContinuations,
-    compactor,
     background,
     detach: background === null ? null : serveBackground,
-    python: settings.python,
-    browser: settings.browser,
-    mcpServers: settings.mcpServers,
-    mcpTimeMs: settings.mcpTimeMs,
-    socketLifetimeMs: settings.socketLifetimeMs,
-    socketIdleMs: settings.socketIdleMs,
   }
 }
 

@@ -26,8 +26,7 @@ function ownRoutes(
   gateway: WholeGateway,
   features: readonly Feature<WholeGateway>[],
 ): Record<string, Record<string, Handler<WholeGateway>>> {
-  const { model, created, engine, implementation, outcomes, meters } = gateway
-  const { stats } = gateway.settings
+  const { model, created, engine, implementation, outcomes, meters, stats } = gateway
   const routes: Record<string, Record<string, Handler<WholeGateway>>> = {
     '/v1/models': {
       GET: (_view, request, response) => {
@@ -84,7 +83,7 @@ function urlOf(request: IncomingMessage): URL {
 /** The caller of a request (a 401 without a valid key), or null: a gateway without keys, or a route open to all. */
 function callerOf(gateway: WholeGateway, path: string, request: IncomingMessage): Caller | null {
   const { apiKeys } = gateway
-  if (apiKeys === null || gateway.settings.publicRoutes.includes(path)) return null
+  if (apiKeys === null || gateway.publicRoutes.includes(path)) return null
   const caller = apiKeys.caller(request.headers)
   // The request's log line names the key's holder (never the key).
   const record = recordOf(request)
