@@ -36,7 +36,7 @@ export function requireOptional<T>(name: string, usedBy: string): T {
  * sandbox's child process), looked up as `requireOptional` loads it: from harmony-stream-gateway's folder first.
  */
 export function resolveOptional(name: string, usedBy: string): string {
-  requireOptional(name, usedBy)
+  // Resolved, not loaded: the process that runs it loads it (the python sandbox's child), not this one.
   for (const from of [gatewayRequire(), require]) {
     try {
       if (from !== undefined) return from.resolve(name)
@@ -44,7 +44,8 @@ export function resolveOptional(name: string, usedBy: string): string {
       if (!isMissing(error, name)) throw error
     }
   }
-  throw new HarmonySetupError('package-missing', `${usedBy} needs the package ${name}, which could not be found`)
+  // Not found from either: the setup error that names what to install.
+  return requireOptional<never>(name, usedBy)
 }
 
 /**
