@@ -7,7 +7,15 @@
  * one of them killed, the failover through a gateway.
  */
 import test from 'ava'
-import { createEngine, type Engine, EngineError, EngineGroup, type EngineStep, type GenerateRequest } from 'harmony-stream/engines'
+import {
+  createEngine,
+  type Engine,
+  EngineError,
+  EngineGroup,
+  type EngineGroupOptions,
+  type EngineStep,
+  type GenerateRequest,
+} from 'harmony-stream/engines'
 
 import { fakeVllm } from '../helpers/fake-engines.mjs'
 import { startGateway } from '../helpers/gateway.mjs'
@@ -69,7 +77,7 @@ test('an idle group spreads generations; a continuation goes back to the engine 
   )
 })
 
-test('affinity yields to load: an engine far busier than the least loaded is passed over', async (t) => {
+test('affinitySlack (deprecated) still passes over an engine more than that far ahead of the least loaded', async (t) => {
   let release!: () => void
   const held = new Promise<void>((resolve) => (release = resolve))
   let holding = false
@@ -98,6 +106,148 @@ test('affinity yields to load: an engine far busier than the least loaded is pas
   t.not(served.at(-1), holder)
   release()
   await Promise.all([...running, third])
+})
+
+/**
+ * Engines that hold every generation while `hold()` is on, until `release()`, so that many run at once, and
+ * that refuse to connect while their name is in `down`; `served` lists which engine got which prompt.
+ */
+function heldEngines(names: readonly string[]) {
+  const down = new Set<string>()
+  const served: { engine: string; tokens: number[] }[] = []
+  let held: Promise<void> | null = null
+  let release = () => {}
+  const engines = names.map(
+    (name): Engine => ({
+      name,
+      async *generate(request: GenerateRequest) {
+        if (down.has(name)) throw new EngineError('engine-connection-error', 'refused', { engine: name })
+        served.push({ engine: name, tokens: Array.from(request.tokens) })
+        if (held !== null) await held
+        yield { tokens: Uint32Array.from(ANSWER), finishReason: 'stop' }
+      },
+    }),
+  )
+  return {
+    engines,
+    down,
+    served,
+    hold() {
+      held = new Promise<void>((resolve) => (release = resolve))
+    },
+    release() {
+      held = null
+      release()
+    },
+  }
+}
+
+/** Every generation started so far has reached its engine. */
+const started = () => new Promise((resolve) => setImmediate(resolve))
+
+/**
+ * `count` conversations whose first turns all went to engine `a` (engine `b` was out, a restart, say), then all
+ * continued at once: how many of the continuations their engine kept, and the group's running counts then.
+ */
+async function continueAtOnce(count: number, options: EngineGroupOptions) {
+  let now = 0
+  const fleet = heldEngines(['a', 'b'])
+  const group = new EngineGroup(fleet.engines, { ...options, now: () => now })
+  fleet.down.add('b')
+  const firsts = Array.from({ length: count }, (_, c) => prompt(300 + c))
+  for (const first of firsts) await run(group, first)
+  const before = fleet.served.length
+  // Every first turn on a; b back after its cool-down.
+  now += 1000
+  fleet.down.delete('b')
+  fleet.hold()
+  const running = firsts.map((first, c) => run(group, [...first, ...ANSWER, ...prompt(400 + c, 1)]))
+  await started()
+  const continued = fleet.served.slice(before)
+  const status = group.status().map((s) => s.running)
+  fleet.release()
+  await Promise.all(running)
+  return { firsts: before, kept: continued.filter((s) => s.engine === 'a').length, continued: continued.length, status }
+}
+
+test('ten conversations held by one engine continue at once: the spill gate keeps all ten there, where affinitySlack 4 kept seven', async (t) => {
+  const gate = await continueAtOnce(10, {})
+  t.is(gate.firsts, 10)
+  t.is(gate.continued, 10)
+  t.is(gate.kept, 10, 'every continuation found its prefix cache')
+  t.deepEqual(gate.status, [10, 0])
+  // The old rule: five in a row, then every other one sent to the idle engine and its cache lost.
+  const slack = await continueAtOnce(10, { affinitySlack: 4 })
+  t.is(slack.continued, 10)
+  t.is(slack.kept, 7)
+})
+
+test('a truly overloaded holder is spilled: past 1.5 × the mean and the margin above it, the next continuation goes to the other engine', async (t) => {
+  // Mean 5.5 with 11 running on a: 11 > 8.25 and 11 > 5.5 + 5 (the margin: ceil(2 × √5.5)), so the twelfth spills.
+  const gate = await continueAtOnce(12, {})
+  t.is(gate.kept, 11)
+  t.deepEqual(gate.status, [11, 1])
+  // A tighter gate spills sooner: a margin of at most 2 passes a over once it runs 5 (mean 2.5, 5 > 4.5).
+  const tight = await continueAtOnce(10, { balanceAbsThreshold: 2 })
+  t.true(tight.kept < 10)
+  t.true(tight.status[1]! > 0)
+  // The relative part alone (margin 0) at 1: any engine above the mean is passed over, as load balancing does.
+  const loadAlone = await continueAtOnce(10, { balanceAbsThreshold: 0, balanceRelThreshold: 1 })
+  t.deepEqual(loadAlone.status, [5, 5])
+})
+
+test('an affinity key (prompt_cache_key) keeps requests that share no known prefix on one engine, one after another and at once', async (t) => {
+  const fleet = heldEngines(['a', 'b'])
+  const group = new EngineGroup(fleet.engines, { now: () => 0 })
+  const keyed = (i: number, affinityKey: string) => group.generate({ tokens: prompt(500 + i), affinityKey })
+  const drain = async (steps: AsyncIterable<EngineStep>) => {
+    for await (const _ of steps);
+  }
+  for (let i = 0; i < 6; i++) await drain(keyed(i, 'team-1'))
+  for (let i = 0; i < 6; i++) await drain(keyed(10 + i, 'team-2'))
+  const engineOf = (from: number, to: number) => new Set(fleet.served.slice(from, to).map((s) => s.engine))
+  t.is(engineOf(0, 6).size, 1, 'team-1 on one engine')
+  t.is(engineOf(6, 12).size, 1, 'team-2 on one engine')
+  // Without a key, the same kind of prompts are spread by load.
+  for (let i = 0; i < 6; i++) await run(group, prompt(600 + i))
+  t.is(engineOf(12, 18).size, 2)
+  // At once: six running on one engine, none on the other, is within the gate (mean 3: 5 is not above 3 + 4).
+  const [team1] = engineOf(0, 6)
+  fleet.hold()
+  const running = Array.from({ length: 6 }, (_, i) => drain(keyed(20 + i, 'team-1')))
+  await started()
+  t.deepEqual([...engineOf(18, 24)], [team1])
+  fleet.release()
+  await Promise.all(running)
+  // With affinity off, a key routes nothing.
+  const off = heldEngines(['a', 'b'])
+  const byLoad = new EngineGroup(off.engines, { affinity: false })
+  for (let i = 0; i < 4; i++) for await (const _ of byLoad.generate({ tokens: prompt(700 + i), affinityKey: 'team-1' }));
+  t.is(new Set(off.served.map((s) => s.engine)).size, 2)
+})
+
+test("an affinity key's engine that fails goes out and the key moves to the next engine, and stays there", async (t) => {
+  let now = 0
+  const fleet = heldEngines(['a', 'b'])
+  const group = new EngineGroup(fleet.engines, { now: () => now })
+  const keyed = async (i: number) => {
+    for await (const _ of group.generate({ tokens: prompt(800 + i), affinityKey: 'agent' }));
+    return fleet.served.at(-1)!.engine
+  }
+  const first = await keyed(0)
+  t.is(await keyed(1), first)
+  fleet.down.add(first)
+  const next = await keyed(2)
+  t.not(next, first, 'the client never saw the failure: the next engine answered')
+  t.deepEqual(
+    group.status().map((s) => s.healthy),
+    first === 'a' ? [false, true] : [true, false],
+  )
+  t.is(await keyed(3), next)
+  // Back after its cool-down, the first engine does not take the key back.
+  now += 30_000
+  fleet.down.delete(first)
+  t.is(await keyed(4), next)
 })
 
 test('an engine that fails before its first step is taken out, the generation goes to the next; it is probed back after its cool-down', async (t) => {
@@ -251,4 +401,20 @@ test('EngineGroup and the engines option are checked', (t) => {
   t.throws(() => new EngineGroup([]), { instanceOf: TypeError, message: /non-empty array/ })
   t.throws(() => new EngineGroup([member('a').engine], { blockTokens: 0 } as never), { instanceOf: RangeError })
   t.throws(() => new EngineGroup([member('a').engine], { slack: 1 } as never), { instanceOf: TypeError, message: /slack/ })
+  const one = [member('a').engine]
+  t.throws(() => new EngineGroup(one, { balanceRelTreshold: 2 } as never), {
+    instanceOf: TypeError,
+    message: /unknown option 'balanceRelTreshold' \(did you mean 'balanceRelThreshold'\?\)/,
+  })
+  t.throws(() => new EngineGroup(one, { balanceRelThreshold: 0.5 }), { instanceOf: RangeError, message: /'balanceRelThreshold'/ })
+  t.throws(() => new EngineGroup(one, { balanceRelThreshold: '2' } as never), { instanceOf: TypeError, message: /'balanceRelThreshold'/ })
+  t.throws(() => new EngineGroup(one, { balanceAbsThreshold: -1 }), { instanceOf: RangeError, message: /'balanceAbsThreshold'/ })
+  t.throws(() => new EngineGroup(one, { balanceAbsThreshold: 1.5 }), { instanceOf: RangeError, message: /'balanceAbsThreshold'/ })
+  t.throws(() => new EngineGroup(one, { cacheThreshold: 1.2 }), { instanceOf: RangeError, message: /'cacheThreshold'/ })
+  t.throws(() => new EngineGroup(one, { maxKeys: 0 }), { instanceOf: RangeError, message: /'maxKeys'/ })
+  t.throws(() => new EngineGroup(one, { affinitySlack: 4, balanceAbsThreshold: 8 }), {
+    instanceOf: TypeError,
+    message: /'affinitySlack' \(deprecated\) cannot be given with 'balanceRelThreshold' or 'balanceAbsThreshold'/,
+  })
+  t.notThrows(() => new EngineGroup(one, { affinitySlack: 4, cacheThreshold: 0.3, maxKeys: 10 }))
 })

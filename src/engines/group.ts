@@ -5,10 +5,16 @@
  *    serves it. Exact continuations (a Responses chain, the Chat id cache, sealed reasoning) make a prompt begin
  *    with the ids an engine saw and generated before; the group remembers, for every generation that ended,
  *    which engine holds its ids, by prefix blocks of `blockTokens` (SGLang's router and llm-d's scheduler route
- *    by prefixes too). Only a prefix of at least half the prompt counts (SGLang's router has the same threshold):
- *    conversations that share no more than a system prompt are spread by load. Affinity yields to load too: an
- *    engine with `affinitySlack` more generations running than the least loaded one is passed over.
- * 2. **Load**: else the healthy engine with the fewest generations running (ties: the next in turn).
+ *    by prefixes too). Only a prefix of at least `cacheThreshold` of the prompt (half) counts: conversations
+ *    that share no more than a system prompt are spread by load.
+ * 2. **Affinity key**: else the engine the last request with the same `GenerateRequest.affinityKey` went to
+ *    (OpenAI's `prompt_cache_key`: requests a client says share a prefix, before any of it is known here).
+ * 3. **Load**: else the healthy engine with the fewest generations running (ties: the next in turn).
+ *
+ * Affinity yields to load only past a spill gate (SMG's, see `overGate`): an engine is passed over for
+ * affinity when its running generations exceed both `balanceRelThreshold` times the healthy engines' mean
+ * and the mean plus an absolute margin, so a burst of conversations held by one engine stays there until it
+ * is truly overloaded, not as soon as it runs a few more than the least loaded.
  *
  * An engine that fails before its first step (refused, reset, timed out, overloaded, a 5xx) is taken out for a
  * cool-down that doubles with each failure in a row (1 s to 30 s) and the generation is tried on the next one,
@@ -25,7 +31,31 @@ export interface EngineGroupOptions {
   blockTokens?: number
   /** Prefix blocks remembered at most, the least recently used forgotten first. Default 200,000. */
   maxBlocks?: number
-  /** How many more running generations than the least loaded engine affinity accepts. Default 4. */
+  /**
+   * The spill gate's relative part: an engine holding a prompt's prefix (or its affinity key) is passed over
+   * when it runs more than this many times the healthy engines' mean of running generations, and more than the
+   * mean plus the absolute margin (`balanceAbsThreshold`). At least 1. Default 1.5 (SMG's).
+   */
+  balanceRelThreshold?: number
+  /**
+   * The spill gate's absolute part, in running generations above the mean: at most this, and otherwise the
+   * natural swing of a running count at that mean (`ceil(2 × √mean)`, never under 4); 0: the relative part
+   * alone decides. Default 64 (SMG's).
+   */
+  balanceAbsThreshold?: number
+  /**
+   * The share of the prompt (0 to 1) a known prefix must cover to count. Default 0.5, the rule this group had
+   * before (SMG's command line defaults to 0.3, its library to 0.5): first turns whose system prompt is a third
+   * of them stay spread by load, and an affinity key still pins what a client says belongs together.
+   */
+  cacheThreshold?: number
+  /** Affinity keys remembered at most, the least recently used forgotten first. Default 100,000. */
+  maxKeys?: number
+  /**
+   * Deprecated (the spill gate replaces it): affinity yields as soon as an engine runs more than this many
+   * generations beyond the least loaded one. Given, it replaces the gate; not with `balanceRelThreshold` or
+   * `balanceAbsThreshold`.
+   */
   affinitySlack?: number
   /** Route by prefix at all. Default true; false: by load alone (to measure what affinity earns). */
   affinity?: boolean
@@ -36,10 +66,20 @@ export interface EngineGroupOptions {
 const OPTIONS: OptionSpec = {
   blockTokens: is.integer(1, 1 << 20),
   maxBlocks: is.integer(1),
+  balanceRelThreshold: is.number(1),
+  balanceAbsThreshold: is.integer(0),
+  cacheThreshold: is.number(0, 1),
+  maxKeys: is.integer(1),
   affinitySlack: is.integer(0),
   affinity: is.boolean,
   now: is.function,
 }
+
+/**
+ * The floor of the gate's absolute margin (SMG's `MIN_ABSOLUTE_MARGIN`): a handful of generations above the
+ * mean on an otherwise idle group is not pressure.
+ */
+const MIN_ABSOLUTE_MARGIN = 4
 
 const FIRST_COOL_DOWN_MS = 1000
 const LAST_COOL_DOWN_MS = 30_000
@@ -77,17 +117,29 @@ export class EngineGroup implements Engine {
   private readonly members: Member[]
   private readonly blockTokens: number
   private readonly maxBlocks: number
-  private readonly slack: number
+  private readonly balanceRel: number
+  private readonly balanceAbs: number
+  private readonly cacheThreshold: number
+  private readonly maxKeys: number
+  /** The deprecated `affinitySlack`, when given: it replaces the gate. */
+  private readonly slack: number | undefined
   private readonly affinity: boolean
   private readonly now: () => number
   /** Prefix block key → the member that generated it last (a Map keeps insertion order: least recent first). */
   private readonly blocks = new Map<string, Member>()
+  /** Affinity key (hashed) → the member the last request with it went to, least recent first. */
+  private readonly keys = new Map<string, Member>()
   private turn = 0
 
   constructor(engines: readonly Engine[], options: EngineGroupOptions = {}) {
     if (!Array.isArray(engines) || engines.length === 0 || !engines.every((e) => e !== null && typeof e?.generate === 'function'))
       throw optionError(TypeError, 'EngineGroup: engines must be a non-empty array of engines (objects with generate)')
     const checked = checkOptions<EngineGroupOptions>(options, OPTIONS, 'EngineGroup')
+    if (checked.affinitySlack !== undefined && (checked.balanceRelThreshold !== undefined || checked.balanceAbsThreshold !== undefined))
+      throw optionError(
+        TypeError,
+        "EngineGroup: option 'affinitySlack' (deprecated) cannot be given with 'balanceRelThreshold' or 'balanceAbsThreshold': the spill gate replaces it",
+      )
     const shared = (name: string) => engines.filter((e) => e.name === name).length > 1
     this.members = engines.map((engine, i) => ({
       engine,
@@ -106,7 +158,11 @@ export class EngineGroup implements Engine {
         )
     this.blockTokens = checked.blockTokens ?? 64
     this.maxBlocks = checked.maxBlocks ?? 200_000
-    this.slack = checked.affinitySlack ?? 4
+    this.balanceRel = checked.balanceRelThreshold ?? 1.5
+    this.balanceAbs = checked.balanceAbsThreshold ?? 64
+    this.cacheThreshold = checked.cacheThreshold ?? 0.5
+    this.maxKeys = checked.maxKeys ?? 100_000
+    this.slack = checked.affinitySlack
     this.affinity = checked.affinity ?? true
     this.now = checked.now ?? Date.now
   }
@@ -124,7 +180,7 @@ export class EngineGroup implements Engine {
     const prompt = this.affinity ? this.prefixKeys(request.tokens) : null
     const tried = new Set<Member>()
     for (;;) {
-      const member = this.choose(prompt?.keys ?? [], request.tokens.length, tried)
+      const member = this.choose(prompt?.keys ?? [], request.tokens.length, tried, request.affinityKey)
       tried.add(member)
       request.onEngine?.(member.label)
       member.running++
@@ -153,21 +209,67 @@ export class EngineGroup implements Engine {
     }
   }
 
-  /** The member for a generation whose prompt (`promptLength` ids) has prefix block `keys`, not one of `tried`. */
-  private choose(keys: readonly string[], promptLength: number, tried: ReadonlySet<Member>): Member {
+  /**
+   * The member for a generation whose prompt (`promptLength` ids) has prefix block `keys` and the affinity key
+   * `affinityKey`, not one of `tried`; the key is remembered as going there.
+   */
+  private choose(keys: readonly string[], promptLength: number, tried: ReadonlySet<Member>, affinityKey?: string): Member {
     const now = this.now()
     const open = this.members.filter((m) => !tried.has(m))
     const healthy = open.filter((m) => m.outUntil <= now)
-    if (healthy.length === 0) return open.reduce((a, b) => (b.outUntil < a.outUntil ? b : a))
-    const least = Math.min(...healthy.map((m) => m.running))
-    // The longest prefix known, down to half the prompt.
-    for (let i = keys.length - 1; i >= 0 && (i + 1) * this.blockTokens * 2 >= promptLength; i--) {
-      const holder = this.blocks.get(keys[i]!)
-      if (holder !== undefined && healthy.includes(holder) && holder.running <= least + this.slack) return holder
+    const key = this.affinity && affinityKey !== undefined ? hashKey(affinityKey) : undefined
+    let chosen: Member | undefined
+    if (healthy.length === 0) chosen = open.reduce((a, b) => (b.outUntil < a.outUntil ? b : a))
+    else {
+      let least = Number.POSITIVE_INFINITY
+      let total = 0
+      for (const m of healthy) {
+        least = Math.min(least, m.running)
+        total += m.running
+      }
+      const mean = total / healthy.length
+      const holds = (m: Member | undefined): m is Member => m !== undefined && healthy.includes(m) && !this.overGate(m, mean, least)
+      // The longest prefix known, down to `cacheThreshold` of the prompt.
+      for (
+        let i = keys.length - 1;
+        chosen === undefined && i >= 0 && (i + 1) * this.blockTokens >= this.cacheThreshold * promptLength;
+        i--
+      ) {
+        const holder = this.blocks.get(keys[i]!)
+        if (holds(holder)) chosen = holder
+      }
+      if (chosen === undefined && key !== undefined) {
+        const holder = this.keys.get(key)
+        if (holds(holder)) chosen = holder
+      }
+      if (chosen === undefined) {
+        // The least loaded, taken in turn among equals so that an idle group spreads its load.
+        const candidates = healthy.filter((m) => m.running === least)
+        chosen = candidates[this.turn++ % candidates.length]!
+      }
     }
-    // The least loaded, taken in turn among equals so that an idle group spreads its load.
-    const candidates = healthy.filter((m) => m.running === least)
-    return candidates[this.turn++ % candidates.length]!
+    if (key !== undefined) {
+      this.keys.delete(key)
+      this.keys.set(key, chosen)
+      if (this.keys.size > this.maxKeys) this.keys.delete(this.keys.keys().next().value as string)
+    }
+    return chosen
+  }
+
+  /**
+   * Whether `member`, holding a generation's prefix or key, is too busy for affinity: the spill gate of SMG's
+   * cache-aware policy (lightseekorg/smg, model_gateway/src/policies/cache_aware.rs, `over_count_pressure_gate`
+   * and `absolute_margin`): its running generations exceed `balanceRelThreshold` times the healthy engines'
+   * mean AND the mean plus a margin, which is `balanceAbsThreshold` at most and otherwise the natural swing of
+   * a running count at that mean (two standard deviations of a Poisson count, `ceil(2 × √mean)`), never under
+   * 4 unless `balanceAbsThreshold` is. Both parts must hold: the relative one alone would fire on the noise of
+   * a few generations, the absolute one alone would not see a deep queue at a high mean. The deprecated
+   * `affinitySlack`, when given, is the rule instead: more than that many beyond the least loaded.
+   */
+  private overGate(member: Member, mean: number, least: number): boolean {
+    if (this.slack !== undefined) return member.running > least + this.slack
+    const margin = Math.min(this.balanceAbs, Math.max(Math.ceil(2 * Math.sqrt(mean)), MIN_ABSOLUTE_MARGIN))
+    return member.running > mean * this.balanceRel && member.running > mean + margin
   }
 
   private takeOut(member: Member): void {
@@ -201,6 +303,21 @@ export class EngineGroup implements Engine {
     }
     while (this.blocks.size > this.maxBlocks) this.blocks.delete(this.blocks.keys().next().value as string)
   }
+}
+
+/**
+ * An affinity key as a short map key: two 32-bit hashes of its UTF-16 units, so that a long key a client sends
+ * costs the memory of a short one (a collision only makes two keys share an engine).
+ */
+function hashKey(key: string): string {
+  let a = 0x811c9dc5
+  let b = 0x01000193
+  for (let i = 0; i < key.length; i++) {
+    const unit = key.charCodeAt(i)
+    a = Math.imul(a ^ unit, 0x01000193) >>> 0
+    b = Math.imul(b ^ unit, 0x5bd1e995) >>> 0
+  }
+  return `${key.length}:${a.toString(36)}:${b.toString(36)}`
 }
 
 /**

@@ -58,7 +58,7 @@ export function checkGenerateRequest(request: Partial<GenerateRequest>, where: s
     }
   }
   if (request.logitBias !== undefined) checkLogitBias(request.logitBias, where)
-  for (const key of ['traceparent', 'tracestate'] as const)
+  for (const key of ['traceparent', 'tracestate', 'affinityKey'] as const)
     if (request[key] !== undefined && typeof request[key] !== 'string') throw new TypeError(`${where}: ${key} must be a string`)
   if (request.onEngine !== undefined && typeof request.onEngine !== 'function') throw new TypeError(`${where}: onEngine must be a function`)
   if (request.stopTokens !== undefined) {

@@ -102,6 +102,12 @@ export interface GenerateRequest {
   traceparent?: string
   tracestate?: string
   /**
+   * Requests that share it share a prefix (a system prompt, a conversation), says the client: an `EngineGroup`
+   * sends them to one engine while it is healthy and not overloaded, so its prefix cache serves them (OpenAI's
+   * `prompt_cache_key`, which the gateway passes here). A single engine ignores it.
+   */
+  affinityKey?: string
+  /**
    * Told which engine serves the request, when that is chosen per request: an `EngineGroup` calls it with the
    * member's label (`EngineStatus.name`) each time it tries one, and with the failure when that one failed
    * before its first step and the group moved on (the client never sees that failure). Metrics count each
