@@ -8,10 +8,19 @@ import { join } from 'node:path'
 
 import test from 'ava'
 import { renderChatCompletionRequest, renderResponsesRequest } from 'harmony-stream'
-import { LlamaCppEngine, SglangEngine, TrtllmEngine, VllmEngine } from 'harmony-stream/engines'
+import {
+  type Engine,
+  EngineGroup,
+  type GenerateRequest,
+  LlamaCppEngine,
+  SglangEngine,
+  TrtllmEngine,
+  VllmEngine,
+} from 'harmony-stream/engines'
 import OpenAI from 'openai'
 
 import { fakeLlamaCpp, fakeSglang, fakeTrtllm, fakeVllm } from '../helpers/fake-engines.mjs'
+import { startGateway } from '../helpers/gateway.mjs'
 import { harmony } from '../helpers/harmony.mjs'
 
 const root = join(import.meta.dirname, '..', '..')
@@ -158,4 +167,46 @@ test("an engine that refuses before streaming: the client gets a 502 in OpenAI's
   }
   t.is(logged.length, 2)
   t.regex(String((logged[0] as Error).message), /the prompt is too long for this model/)
+})
+
+test('prompt_cache_key of a Chat and a Responses body reaches the engine as affinityKey (inline and from a render worker), and pins requests to one engine of a group', async (t) => {
+  const ANSWER = harmony('<|channel|>final<|message|>Done.<|return|>')
+  const recording = (name: string, requests: GenerateRequest[]): Engine => ({
+    name,
+    async *generate(request: GenerateRequest) {
+      requests.push(request)
+      yield { tokens: Uint32Array.from(ANSWER), finishReason: 'stop' as const }
+    },
+  })
+  for (const renderWorkers of [0, 1]) {
+    const requests: GenerateRequest[] = []
+    // renderInlineBytes 0: every body goes to the worker when there is one.
+    const { client } = await startGateway(t, { engine: recording('one', requests), renderWorkers, renderInlineBytes: 0 })
+    const messages = [{ role: 'user' as const, content: 'Hi' }]
+    await client.chat.completions.create({ model: 'gpt-oss', messages, prompt_cache_key: 'chat-key' })
+    await client.responses.create({ model: 'gpt-oss', input: 'Hi', prompt_cache_key: 'responses-key' })
+    await client.chat.completions.create({ model: 'gpt-oss', messages })
+    t.deepEqual(
+      requests.map((r) => r.affinityKey),
+      ['chat-key', 'responses-key', undefined],
+      `renderWorkers ${renderWorkers}`,
+    )
+    const error = await t.throwsAsync(client.chat.completions.create({ model: 'gpt-oss', messages, prompt_cache_key: 7 } as never), {
+      instanceOf: OpenAI.BadRequestError,
+    })
+    t.is(error?.param, 'prompt_cache_key')
+  }
+  // Two engines as one: conversations that share nothing but their key go to one engine.
+  const a: GenerateRequest[] = []
+  const b: GenerateRequest[] = []
+  const { client } = await startGateway(t, { engine: new EngineGroup([recording('a', a), recording('b', b)]) })
+  for (let i = 0; i < 4; i++) {
+    await client.chat.completions.create({
+      model: 'gpt-oss',
+      messages: [{ role: 'user', content: `Question ${i}: ${'why '.repeat(20 * i)}` }],
+      prompt_cache_key: 'agent-7',
+    })
+    await client.responses.create({ model: 'gpt-oss', input: `Task ${i}`, prompt_cache_key: 'agent-7' })
+  }
+  t.deepEqual([a.length, b.length].sort(), [0, 8], 'all eight on one engine')
 })

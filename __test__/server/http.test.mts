@@ -115,6 +115,7 @@ test('generation parameters: type and range checked, 400 naming the field', (t) 
     frequency_penalty: -1,
     logit_bias: { 1000: -5 },
     stop: 'END',
+    prompt_cache_key: 'agent-7',
   })
   t.deepEqual(ok, {
     model: 'm',
@@ -124,6 +125,7 @@ test('generation parameters: type and range checked, 400 naming the field', (t) 
     temperature: 0.7,
     topP: 0.9,
     seed: 3,
+    affinityKey: 'agent-7',
     presencePenalty: 0.5,
     frequencyPenalty: -1,
     logitBias: { 1000: -5 },
@@ -159,6 +161,7 @@ test('generation parameters: type and range checked, 400 naming the field', (t) 
     [{ model: 'm', max_tokens: 0 }, 'max_tokens'],
     [{ model: 'm', max_tokens: 1.5 }, 'max_tokens'],
     [{ model: 'm', seed: 'x' }, 'seed'],
+    [{ model: 'm', prompt_cache_key: 7 }, 'prompt_cache_key'],
     [{ model: 'm', stream_options: [] }, 'stream_options'],
   ] as const) {
     const error = t.throws(() => chatGenerationParameters(body as Record<string, unknown>), { instanceOf: HttpError })

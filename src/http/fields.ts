@@ -66,7 +66,9 @@ const SHARED = {
   user: accepted('cannot change a generation', 'string'),
   metadata: accepted('cannot change a generation', 'object'),
   safety_identifier: accepted('cannot change a generation', 'string'),
-  prompt_cache_key: accepted("the engines' prefix caches need no key", 'string'),
+  prompt_cache_key: honoured(
+    "a string: requests sharing it go to one engine of an `EngineGroup` (serve's `--engine-urls`) while it is healthy and not overloaded, so its prefix cache serves them; a single engine has nothing to route",
+  ),
   prompt_cache_retention: accepted("the engines' prefix caches keep what they keep", 'string'),
   service_tier: accepted('one tier here', 'string'),
 } as const satisfies Record<string, RequestField>

@@ -29,6 +29,8 @@ export function generateRequestOf(
     responseFormat: prompt.responseFormat,
     argumentSchemas: prompt.argumentSchemas,
     logprobs: parameters.logprobs,
+    // Routing only: an engine group sends requests sharing it to one engine.
+    affinityKey: parameters.affinityKey,
     signal,
   }
   const request: GenerateRequest = { tokens: prompt.tokens }

@@ -18,6 +18,8 @@ export interface GenerationParameters {
   temperature: number | undefined
   topP: number | undefined
   seed: number | undefined
+  /** `prompt_cache_key`: requests sharing it go to one engine of a group (`GenerateRequest.affinityKey`). */
+  affinityKey: string | undefined
   presencePenalty: number | undefined
   frequencyPenalty: number | undefined
   /** Chat `logit_bias`: token id → bias. */
@@ -85,12 +87,15 @@ function common(
   if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') bad('stream', 'must be a boolean')
   const seed = body.seed === undefined || body.seed === null ? undefined : body.seed
   if (seed !== undefined && (typeof seed !== 'number' || !Number.isSafeInteger(seed))) bad('seed', 'must be an integer')
+  const affinityKey = body.prompt_cache_key === undefined || body.prompt_cache_key === null ? undefined : body.prompt_cache_key
+  if (affinityKey !== undefined && typeof affinityKey !== 'string') bad('prompt_cache_key', 'must be a string')
   return {
     model: body.model,
     stream: body.stream === true,
     temperature: optionalNumber(body, 'temperature', 0, 2),
     topP: optionalNumber(body, 'top_p', 0, 1),
     seed: seed as number | undefined,
+    affinityKey: affinityKey as string | undefined,
     presencePenalty: optionalNumber(body, 'presence_penalty', -2, 2),
     frequencyPenalty: optionalNumber(body, 'frequency_penalty', -2, 2),
   }
