@@ -12,7 +12,6 @@ import { EngineGroup } from '../../engines/group'
 import { createEngine, type EngineName } from '../../engines/registry'
 import { DEFAULT_ENGINE_TIME_LIMITS } from '../../engines/time-limits'
 import type { Engine } from '../../engines/types'
-import { ChatIdCache } from '../chat/id-cache'
 import { Compactor } from '../compaction/compactor'
 import { type GatewayOptions, logDiagnostic } from '../gateway/options'
 import { pino } from '../gateway-packages'
@@ -78,11 +77,18 @@ export const SETTINGS: readonly Setting[] = [
     help: 'sqlite:PATH (default sqlite:responses.sqlite) | memory | redis://HOST:PORT | none',
   },
   {
+    env: 'CALL_ID_CACHE',
+    flag: '--no-call-id-cache',
+    switch: '0',
+    value: '',
+    help: 'tool loops sent back whole (Chat, Messages, stateless Responses) re-rendered, not prompted with the ids the engine saw (env: 0)',
+  },
+  {
     env: 'CHAT_ID_CACHE',
     flag: '--chat-id-cache',
     switch: '1',
     value: '',
-    help: 'prompt Chat tool loops with the ids the engine saw (env: 1)',
+    help: 'deprecated: the call id cache is on by default (CALL_ID_CACHE=0 turns it off; so does this one at 0)',
   },
   { env: 'UNKNOWN_FIELDS', flag: '--unknown-fields', value: 'RULE', help: 'refuse (default: a 400, as OpenAI) | ignore' },
   {
@@ -402,6 +408,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
   if (key && !/^[0-9a-fA-F]{64}$/.test(key)) throw new SettingError('HARMONY_COMPACTION_KEY must be 64 hex digits (its value is not shown)')
   const apiKeys = env.GATEWAY_API_KEYS_FILE ? apiKeysFile(env.GATEWAY_API_KEYS_FILE) : null
   const flags = {
+    CALL_ID_CACHE: oneOf(env, 'CALL_ID_CACHE', ['0', '1']),
     CHAT_ID_CACHE: oneOf(env, 'CHAT_ID_CACHE', ['0', '1']),
     LOG_DIAGNOSTICS: oneOf(env, 'LOG_DIAGNOSTICS', ['0', '1']),
     METRICS: oneOf(env, 'METRICS', ['0', '1']),
@@ -424,6 +431,8 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
       engine,
       model: env.MODEL || 'gpt-oss',
       engineTimeLimits,
+      // On by default, beside the responses in the response store (shared by --workers and replicas).
+      ...(flags.CALL_ID_CACHE === '0' || flags.CHAT_ID_CACHE === '0' ? { callIdCache: null } : {}),
       http: { frames, unknownFields, hostedTools, serverLimits, ...numbers },
       responses: {
         store: responseStoreFromEnvironment(env),
@@ -433,7 +442,6 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
         ...socketIdleMs,
         ...(key ? { compactor: new Compactor({ key, maxOpenedBytes: numbers.bodyLimit }) } : {}),
       },
-      chat: { idCache: flags.CHAT_ID_CACHE === '1' ? new ChatIdCache() : null },
       tools: {
         ...(python === 'pyodide' ? { python: new PyodidePython({ timeMs: pythonTimeMs }) } : {}),
         ...(browser === null ? {} : { browser }),

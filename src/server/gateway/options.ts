@@ -14,11 +14,11 @@ import { DEFAULT_BODY_LIMIT } from '../../http/body'
 import type { ServerLimits } from '../../http/server'
 import type { RenderRequestOptions } from '../../render/index'
 import type { ResponsesDialect } from '../../wire/responses'
-import type { ChatIdCache } from '../chat/id-cache'
 import { Compactor } from '../compaction/compactor'
 import { type ApiKey, ApiKeys } from '../keys/api-keys'
 import type { KeyLimiter } from '../keys/key-limits'
 import type { RequestLogger } from '../observe/request-log'
+import type { CallIdCache } from '../pipeline/call-ids'
 import type { GatewayDiagnostic } from '../pipeline/context'
 import type { ReasoningSummaryRule } from '../responses/responses-gateway'
 import { DEFAULT_SOCKET_IDLE_MS, DEFAULT_SOCKET_LIFETIME_MS } from '../socket/protocol'
@@ -57,11 +57,22 @@ export interface GatewayOptions {
   implementation?: Implementation
   /** The model id `/v1/models` lists. Default `gpt-oss`. */
   model?: string
+  /**
+   * Exact prompts for clients that send their history back (Chat and Messages tool loops, Responses with
+   * `store: false` or item references): the ids behind each answer that ended with tool calls, which a request
+   * answering those calls is prompted with instead of a re-render (docs/API.md "Exact prompts"). Default: a
+   * `CallIdCache` keeping them beside the responses, in the response store (shared by the gateways sharing it; a
+   * memory store of its own where responses are not kept). null: off, every such request re-rendered.
+   */
+  callIdCache?: CallIdCache | null
   /** How requests are read and answered: bodies, the HTTP server, SSE writes, rendering. */
   http?: GatewayHttpOptions
   /** The Responses API: where responses are kept, continuations, compaction, its dialect and WebSocket mode. */
   responses?: GatewayResponsesOptions
-  /** Chat Completions: exact prompts for tool loops. */
+  /**
+   * Chat Completions.
+   * @deprecated Its one option, `idCache`, is `callIdCache` now.
+   */
   chat?: GatewayChatOptions
   /** gpt-oss's own tools and remote MCP servers, run inside a response. */
   tools?: GatewayToolsOptions
@@ -157,10 +168,10 @@ export interface GatewayOptions {
    */
   exactContinuations?: boolean
   /**
-   * Prompts a Chat request answering this gateway's tool calls with the engine's own ids. Default null: off.
-   * @deprecated Use `chat.idCache`.
+   * The same as `callIdCache`.
+   * @deprecated Use `callIdCache`.
    */
-  chatIdCache?: ChatIdCache | null
+  chatIdCache?: CallIdCache | null
   /**
    * Seals and opens compaction items, and reasoning for clients that keep nothing here (`include:
    * ['reasoning.encrypted_content']`). Default: one with a random key of this process.
@@ -295,10 +306,13 @@ export interface GatewayResponsesOptions {
   socketIdleMs?: number
 }
 
-/** Chat Completions: exact prompts for tool loops. */
+/** Chat Completions. */
 export interface GatewayChatOptions {
-  /** Prompts a Chat request answering this gateway's tool calls with the engine's own ids. Default null: off. */
-  idCache?: ChatIdCache | null
+  /**
+   * The same as `callIdCache`, which serves every API now.
+   * @deprecated Use `callIdCache`.
+   */
+  idCache?: CallIdCache | null
 }
 
 /** gpt-oss's own tools and remote MCP servers, run inside a response. */
@@ -392,7 +406,8 @@ const OPTIONS: OptionSpec = {
   unknownFields: is.oneOf('refuse', 'ignore'),
   responseStore: is.nullable(hasMethods('a response store (get, put, delete, close)', 'get', 'put', 'delete', 'close')),
   exactContinuations: is.boolean,
-  chatIdCache: is.nullable(hasMethods('a ChatIdCache', 'remember', 'exactPrompt')),
+  callIdCache: is.nullable(hasMethods('a CallIdCache', 'remember', 'exactPrompt')),
+  chatIdCache: is.nullable(hasMethods('a CallIdCache', 'remember', 'exactPrompt')),
   compactor: hasMethods('a Compactor', 'compaction', 'expand'),
   socketLifetimeMs: is.integer(1),
   socketIdleMs: is.integer(1),
@@ -459,7 +474,8 @@ export interface GatewaySettings {
   /** The store was made here (the default): the gateway closes it. */
   ownStore: boolean
   exactContinuations: boolean
-  chatIdCache: ChatIdCache | null
+  /** undefined: the default, made with the gateway's store (gateway/compose.ts), which the settings do not hold yet. */
+  callIdCache: CallIdCache | null | undefined
   compactor: Compactor
   socketLifetimeMs: number
   socketIdleMs: number
@@ -529,6 +545,8 @@ export function gatewaySettings(options: unknown): GatewaySettings {
       TypeError,
       "createGateway: option 'engine' is required (or 'engines', or 'replay', the completions of a replay engine)",
     )
+  if (o.callIdCache !== undefined && o.chatIdCache !== undefined)
+    throw optionError(TypeError, "createGateway: options 'callIdCache' and 'chat.idCache' set the same thing: give 'callIdCache' only")
   const ownStore = o.responseStore === undefined
   return {
     engine:
@@ -562,7 +580,7 @@ export function gatewaySettings(options: unknown): GatewaySettings {
     store: ownStore ? new MemoryResponseStore() : (o.responseStore ?? null),
     ownStore,
     exactContinuations: o.exactContinuations ?? true,
-    chatIdCache: o.chatIdCache ?? null,
+    callIdCache: o.callIdCache !== undefined ? o.callIdCache : o.chatIdCache,
     // A compaction opens to no more than a body may carry.
     compactor: o.compactor ?? new Compactor({ maxOpenedBytes: o.bodyLimit ?? DEFAULT_BODY_LIMIT }),
     socketLifetimeMs: o.socketLifetimeMs ?? DEFAULT_SOCKET_LIFETIME_MS,

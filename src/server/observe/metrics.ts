@@ -97,6 +97,12 @@ export class GatewayMetrics {
     labelNames: ['code'] as const,
     registers: [this.registry],
   })
+  private readonly exactPrompts = new Counter({
+    name: 'harmony_exact_prompts_total',
+    help: 'Requests answering tool calls the gateway returned, by face and outcome (exact: prompted with the ids the engine generated; not-found, changed: re-rendered)',
+    labelNames: ['face', 'outcome'] as const,
+    registers: [this.registry],
+  })
   private readonly storeOperations = new Counter({
     name: 'harmony_store_operations_total',
     help: 'Response store operations, by operation and outcome',
@@ -127,6 +133,11 @@ export class GatewayMetrics {
   answered(route: string, status: number, seconds: number): void {
     this.requests.inc({ route, status: String(status) })
     this.duration.observe({ route }, seconds)
+  }
+
+  /** A request answering tool calls: whether it was prompted with the ids behind them (pipeline/answering-calls.ts). */
+  exactPrompt(face: string, outcome: string): void {
+    this.exactPrompts.inc({ face, outcome })
   }
 
   diagnostic(diagnostic: { code: string }): void {
