@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 
 import { HarmonySetupError } from '../../base/errors'
+import { failoverIdleMsOf } from '../../engines/failover'
 import { EngineGroup } from '../../engines/group'
 import { createEngine, type EngineName } from '../../engines/registry'
 import { DEFAULT_ENGINE_TIME_LIMITS } from '../../engines/time-limits'
@@ -43,6 +44,13 @@ export const SETTINGS: readonly Setting[] = [
     flag: '--engine-urls',
     value: 'URL,URL…',
     help: 'several engine servers of one model instead of ENGINE_URL: cache affinity, balancing, failover',
+  },
+  {
+    env: 'ENGINE_FAILOVER',
+    flag: '--no-engine-failover',
+    switch: '0',
+    value: '',
+    help: "with ENGINE_URLS: a failure mid-stream is the client's, no other engine goes on (env: 0)",
   },
   { env: 'ENGINE_MODEL', flag: '--engine-model', value: 'NAME', help: 'the model the engine serves (vllm; required by trtllm)' },
   { env: 'ENGINE_API', flag: '--engine-api', value: 'API', help: 'vllm: completions (default) or generate (tokens only)' },
@@ -301,6 +309,8 @@ const EXAMPLE_REPLAY = join(__dirname, '..', '..', '..', 'examples', 'gateway', 
 /** The engine the environment asks for. */
 export function engineFromEnvironment(env: Env = process.env): Engine {
   const name = env.HARMONY_ENGINE || 'replay'
+  // Read first, so that a bad value fails whatever the engine.
+  const failover = oneOf(env, 'ENGINE_FAILOVER', ['0', '1']) !== '0'
   if (name === 'replay') {
     const completions = loadReplay(env.HARMONY_REPLAY || EXAMPLE_REPLAY)
     return createEngine('replay', { completions, interval: integer(env, 'STREAM_INTERVAL', 1, 1) })
@@ -324,7 +334,10 @@ export function engineFromEnvironment(env: Env = process.env): Engine {
       } as never,
     ),
   )
-  return engines.length === 1 ? engines[0]! : new EngineGroup(engines)
+  if (engines.length === 1) return engines[0]!
+  // A stalled engine is failed over at half the idle limit, within it (engines/failover.ts).
+  const idleMs = integer(env, 'ENGINE_IDLE_MS', DEFAULT_ENGINE_TIME_LIMITS.idleMs ?? 0)
+  return new EngineGroup(engines, failover ? { failoverIdleMs: failoverIdleMsOf(idleMs === 0 ? null : idleMs) } : { failover: false })
 }
 
 /** Which store HARMONY_RESPONSE_STORE names, checked without opening it. */

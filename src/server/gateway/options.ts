@@ -6,6 +6,7 @@
 import { implementation as defaultImplementation } from '../../backend/choose'
 import { checkOptions, is, type OptionSpec, optionError } from '../../base/options'
 import type { Implementation } from '../../base/types'
+import { failoverIdleMsOf } from '../../engines/failover'
 import { EngineGroup } from '../../engines/group'
 import { ReplayEngine } from '../../engines/replay'
 import { type EngineTimeLimits, engineTimeLimits } from '../../engines/time-limits'
@@ -39,7 +40,7 @@ export interface GatewayOptions {
   engine?: Engine
   /**
    * Several engine servers of one model instead of `engine`: an `EngineGroup` over them (cache affinity,
-   * balancing on running generations, failover before the first token). docs/API.md "Several engines".
+   * balancing on running generations, failover before the first token and mid-stream). docs/API.md "Several engines".
    */
   engines?: readonly Engine[]
   /** Without `engine`: the completions (token id arrays) a replay engine serves in turn. */
@@ -548,12 +549,14 @@ export function gatewaySettings(options: unknown): GatewaySettings {
   if (o.callIdCache !== undefined && o.chatIdCache !== undefined)
     throw optionError(TypeError, "createGateway: options 'callIdCache' and 'chat.idCache' set the same thing: give 'callIdCache' only")
   const ownStore = o.responseStore === undefined
+  const limits = engineTimeLimits(o.engineTimeLimits ?? {}, 'createGateway: engineTimeLimits')
   return {
     engine:
       o.engines !== undefined
         ? o.engines.length === 1
           ? o.engines[0]!
-          : new EngineGroup(o.engines)
+          : // A stalled engine is failed over at half the idle limit, within it (engines/failover.ts).
+            new EngineGroup(o.engines, { failoverIdleMs: failoverIdleMsOf(limits.idleMs) })
         : (o.engine ?? new ReplayEngine({ completions: o.replay as number[][], interval: o.interval ?? 1 })),
     implementation: o.implementation ?? defaultImplementation,
     model: o.model ?? 'gpt-oss',
@@ -566,7 +569,7 @@ export function gatewaySettings(options: unknown): GatewaySettings {
     },
     reasoningSummary: o.reasoningSummary ?? 'asked',
     responsesDialect: o.responsesDialect ?? 'openai',
-    engineTimeLimits: engineTimeLimits(o.engineTimeLimits ?? {}, 'createGateway: engineTimeLimits'),
+    engineTimeLimits: limits,
     onDiagnostic: o.onDiagnostic ?? logDiagnostic,
     onError: o.onError ?? logError,
     frames: o.frames ?? 'sse',

@@ -91,6 +91,12 @@ export class GatewayMetrics {
     labelNames: ['engine', 'code'] as const,
     registers: [this.registry],
   })
+  private readonly failovers = new Counter({
+    name: 'harmony_engine_failovers_total',
+    help: 'Generations another engine of a group went on with after this engine failed mid-stream (engines/failover.ts)',
+    labelNames: ['engine'] as const,
+    registers: [this.registry],
+  })
   private readonly diagnostics = new Counter({
     name: 'harmony_parser_diagnostics_total',
     help: 'What the parser and the adapters recovered from or noted in model output and requests, by code',
@@ -186,6 +192,10 @@ export class GatewayMetrics {
         }
         // An engine may report its usage more than once: the last report counts.
         cached = step.usage?.cachedPromptTokens ?? cached
+        // A group's failover is told on a step of its own (engines/failover.ts).
+        if (step.diagnostics !== undefined)
+          for (const diagnostic of step.diagnostics)
+            if (diagnostic.code === 'engine-failover') this.failovers.inc({ engine: diagnostic.from })
       },
       end: (failure) => {
         meters.activeStreams.dec()
