@@ -9,7 +9,7 @@ import type { IncomingMessage } from 'node:http'
 import { isRecord } from '../../base/records'
 import { chatGenerationParameters, type GenerationParameters } from '../../http/validate'
 import { type ChatAdapterOptions, type ChatCompletion, ChatCompletionsStream, chatCompletion } from '../../wire/chat'
-import { type CallingFace, promptAnswering, rememberCalls } from '../pipeline/answering-calls'
+import { type CallingFace, mayEndWithCalls, promptAnswering, rememberCalls } from '../pipeline/answering-calls'
 import type { SentCall } from '../pipeline/call-ids'
 import type { Gateway } from '../pipeline/context'
 import { isContinuation } from '../pipeline/continues'
@@ -96,7 +96,7 @@ const chatFace: Face<ChatGateway, ChatAdapterOptions, ChatCompletion, ChatComple
   stream: (options, { parameters }) => new ChatCompletionsStream({ ...options, includeUsage: parameters.includeUsage }),
   whole: (step, options) => chatCompletion(step, options),
   answer: (adapter) => adapter.completion(),
-  keeps: (gateway) => gateway.callIds !== null,
+  keeps: mayEndWithCalls,
   async keep(gateway, completion, prepared, generated) {
     const choice = completion.choices[0]
     const calls = choice?.finish_reason === 'tool_calls' ? callsOf(choice.message) : null

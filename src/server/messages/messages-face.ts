@@ -19,7 +19,7 @@ import {
   type MessagesAdapterOptions,
 } from '../../wire/messages'
 import { type ChatGateway, prepareChat } from '../chat/chat-face'
-import { rememberCalls } from '../pipeline/answering-calls'
+import { mayEndWithCalls, rememberCalls } from '../pipeline/answering-calls'
 import type { Face, Feature } from '../pipeline/face'
 import { withCheckableSchemas } from '../pipeline/prepare'
 import { type Item, type Prepared, renderOffLoop } from '../pipeline/prepared'
@@ -71,7 +71,7 @@ const messagesFace: Face<ChatGateway, MessagesAdapterOptions, AnthropicMessage, 
   stream: (options) => new AnthropicMessagesStream(options),
   whole: (step, options) => anthropicMessage(step, options),
   answer: (adapter) => adapter.message(),
-  keeps: (gateway) => gateway.callIds !== null,
+  keeps: mayEndWithCalls,
   /**
    * After a message that ended with tool calls: its ids, under the calls as the next request brings them back
    * (each `tool_use.input` as the Chat request of that request writes it: `JSON.stringify`).

@@ -40,6 +40,14 @@ export async function promptAnswering(
 }
 
 /**
+ * Whether an answer to `prepared` may end with calls a client answers: the cache is on and the request offered
+ * functions. Only then are the generated ids collected for it (a step each on the hot path).
+ */
+export function mayEndWithCalls(gateway: Gateway, prepared: Prepared): boolean {
+  return gateway.callIds !== null && prepared.prompt.toolNames.length > 0
+}
+
+/**
  * Remembers the ids behind an answer that ended with `calls` (as the client will send them back). What the
  * cache could not keep costs the next request its exact prompt, never this answer: a failure is logged.
  */

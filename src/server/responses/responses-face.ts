@@ -17,7 +17,7 @@ import {
   responseObject,
 } from '../../wire/responses'
 import { splitRecipient } from '../../wire/routing'
-import { rememberCalls } from '../pipeline/answering-calls'
+import { mayEndWithCalls, rememberCalls } from '../pipeline/answering-calls'
 import type { Face, Feature } from '../pipeline/face'
 import { prepareRequest } from '../pipeline/prepare'
 import type { Prepared } from '../pipeline/prepared'
@@ -124,7 +124,7 @@ const responsesFace: Face<ResponsesGateway, ResponsesAdapterOptions, ResponseObj
   stream: (options) => new ResponsesStream(options),
   whole: (step, options) => responseObject(step, options),
   answer: (adapter) => adapter.response(),
-  keeps: (gateway, prepared) => prepared.storing || gateway.callIds !== null,
+  keeps: (gateway, prepared) => prepared.storing || mayEndWithCalls(gateway, prepared),
   async keep(gateway, object, prepared, generated) {
     const kept = prepared.storing ? await keepResponse(gateway, object, prepared, generated) : true
     await rememberCalls(gateway, endingCalls(object), prepared, generated)
