@@ -5,7 +5,6 @@
 
 export { BackgroundResponses, type BackgroundResponsesOptions, type BackgroundRun } from './server/background/runs'
 export { pipeStreamLog, StreamLog, type StreamLogOptions } from './server/background/stream-log'
-export { ChatIdCache } from './server/chat/id-cache'
 export {
   engineFromEnvironment,
   loadReplay,
@@ -40,6 +39,14 @@ export type { ApiKey, ApiKeyLimits } from './server/keys/api-keys'
 export { RedisKeyLimiter, type RedisKeyLimiterOptions } from './server/keys/redis-key-limits'
 export { MESSAGES_REQUEST_FIELDS } from './server/messages/fields'
 export { renderMessagesRequest } from './server/messages/translate'
+export {
+  CallIdCache,
+  /** @deprecated The same class: it serves every API now. Use `CallIdCache`. */
+  CallIdCache as ChatIdCache,
+  type CallIdCacheOptions,
+  type ExactOutcome,
+  type SentCall,
+} from './server/pipeline/call-ids'
 export { exactPrompt } from './server/pipeline/exact-prompt'
 export { type ContinuationRequest, type PreparedRequest, RenderWorkers, type RenderWorkersOptions } from './server/pipeline/render-workers'
 export {

@@ -11,7 +11,7 @@
  */
 import test, { type ExecutionContext } from 'ava'
 import { type Engine, type GenerateRequest, LlamaCppEngine } from 'harmony-stream/engines'
-import { ChatIdCache } from 'harmony-stream/server'
+import { CallIdCache } from 'harmony-stream/server'
 import type OpenAI from 'openai'
 
 import { startGateway } from '../helpers/gateway.mjs'
@@ -82,7 +82,7 @@ async function loop(t: ExecutionContext, exactContinuations: boolean) {
 async function chatLoop(t: ExecutionContext, idCache: boolean) {
   const { client } = await startGateway(t, {
     engine: callingEngine(),
-    chatIdCache: idCache ? new ChatIdCache() : null,
+    callIdCache: idCache ? new CallIdCache() : null,
     onDiagnostic: () => {},
   })
   const steps: { input: number; cached: number; output: number }[] = []

@@ -2,7 +2,8 @@
  * `EngineGroup` (issue 31): several engine servers as one engine. Generations are balanced on the engines'
  * running generations, a continuation goes back to the engine that holds its prefix (cache affinity) unless
  * that engine is far busier, and an engine that fails before its first step is taken out for a cool-down (the
- * generation tried on the next one, the client none the wiser) and probed back after it. In-process engines
+ * generation tried on the next one, the client none the wiser) and probed back after it. Failover mid-stream:
+ * engine-failover.test.mts. In-process engines
  * show the choices; two vLLM stand-ins over HTTP show a client's abort reaching the engine that generates, and,
  * one of them killed, the failover through a gateway.
  */
@@ -275,7 +276,7 @@ test('an engine that fails before its first step is taken out, the generation go
   )
 })
 
-test('no second engine once a step was passed on, nor for a request an engine refused as a request', async (t) => {
+test('failover off: no second engine once a step was passed on; never for a request an engine refused as a request', async (t) => {
   const midStream: Engine = {
     name: 'a',
     async *generate() {
@@ -284,7 +285,7 @@ test('no second engine once a step was passed on, nor for a request an engine re
     },
   }
   const b = member('b')
-  await t.throwsAsync(run(new EngineGroup([midStream, b.engine], { now: () => 0 }), prompt(1)), { message: 'reset' })
+  await t.throwsAsync(run(new EngineGroup([midStream, b.engine], { now: () => 0, failover: false }), prompt(1)), { message: 'reset' })
   const refused = member('a', () => new EngineError('engine-http-error', 'bad request', { engine: 'a', status: 400 }))
   await t.throwsAsync(run(new EngineGroup([refused.engine, b.engine]), prompt(1)), { message: 'bad request' })
   t.is(b.prompts.length, 0, 'the second engine was never asked')

@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url'
 
 import test, { type ExecutionContext } from 'ava'
 import type { Engine } from 'harmony-stream/engines'
-import { ChatIdCache, createGateway } from 'harmony-stream/server'
+import { createGateway } from 'harmony-stream/server'
 
 import { childOutput } from '../helpers/child-output.mjs'
 import { harmony } from '../helpers/harmony.mjs'
@@ -117,15 +117,16 @@ test('Claude Code runs a Bash tool loop through the gateway: the call, the resul
   t.is(run.result?.num_turns, 2, summary)
   t.deepEqual(errors, [])
   t.deepEqual(statuses, [200, 200])
-  // The second prompt: the reasoning Claude Code was shown only as a signature, the call, the command's output.
+  // The second prompt: the reasoning Claude Code was shown only as a signature, the call as the model wrote it
+  // (the ids it generated, by default), the command's output.
   t.is(prompts.length, 2)
   t.regex(
     decodeTokens(prompts[1]!),
-    /<\|channel\|>analysis<\|message\|>Run the echo\.<\|end\|><\|start\|>assistant to=functions\.Bash<\|channel\|>commentary <\|constrain\|>json<\|message\|>\{"command":"echo claude-ran","description":"Print a word"\}<\|call\|><\|start\|>functions\.Bash to=assistant<\|channel\|>commentary<\|message\|>claude-ran/,
+    /<\|channel\|>analysis<\|message\|>Run the echo\.<\|end\|><\|start\|>assistant<\|channel\|>commentary to=functions\.Bash <\|constrain\|>json<\|message\|>\{"command":"echo claude-ran","description":"Print a word"\}<\|call\|><\|start\|>functions\.Bash to=assistant<\|channel\|>commentary<\|message\|>claude-ran/,
   )
 })
 
-test("with a Chat id cache, Claude Code's tool loop is prompted with the exact ids the engine generated", async (t) => {
+test("by default, Claude Code's tool loop is prompted with the exact ids the engine generated", async (t) => {
   t.timeout(180_000, 'claude -p did not finish')
   // The model spaces its JSON as a re-render would not: only the ids it generated keep the prefix.
   const call =
@@ -133,11 +134,15 @@ test("with a Chat id cache, Claude Code's tool loop is prompted with the exact i
   const { engine, prompts } = scripted((prompt) =>
     prompt.includes('<|start|>functions.Bash to=assistant') ? '<|channel|>final<|message|>Done.<|return|>' : call,
   )
-  const { baseUrl, errors } = await gateway(t, engine, { chatIdCache: new ChatIdCache() })
+  const { baseUrl, errors } = await gateway(t, engine)
   const run = await claude(baseUrl, 'Run echo claude-ran.', ['--allowedTools', 'Bash'])
   t.is(run.result?.result, 'Done.', JSON.stringify({ code: run.code, stdout: run.stdout.slice(-2000), stderr: run.stderr.slice(-2000) }))
   t.deepEqual(errors, [])
   const [first, second] = prompts as [number[], number[]]
   const generated = harmony(call)
   t.deepEqual(second.slice(0, first.length + generated.length), [...first, ...generated])
+  t.regex(
+    decodeTokens(second.slice(first.length + generated.length)),
+    /^<\|start\|>functions\.Bash to=assistant<\|channel\|>commentary<\|message\|>claude-ran/,
+  )
 })

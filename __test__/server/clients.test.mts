@@ -89,6 +89,11 @@ test('Vercel AI SDK, the default OpenAI provider (Responses): a tool loop whose 
     second,
     /<\|channel\|>analysis<\|message\|>Need the weather\.<\|end\|>.*to=functions\.get_weather.*\{"city":"Paris"\}<\|call\|>.*functions\.get_weather to=assistant.*\{"sky":"clear"\}/s,
   )
+  // Token for token, by default: the first prompt, the ids the engine generated (its call header written otherwise
+  // than a re-render writes it), then the result. The provider sends the call whole, its arguments re-serialised.
+  const [first, next] = prompts as [number[], number[]]
+  t.deepEqual(next.slice(0, first.length + CALL.length), [...first, ...CALL])
+  t.regex(decodeTokens(next.slice(first.length + CALL.length)), /^<\|start\|>functions\.get_weather to=assistant/)
 })
 
 test('Vercel AI SDK, the Anthropic provider (Messages): a tool loop, streamed, with the reasoning as reasoningText', async (t) => {

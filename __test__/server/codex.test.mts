@@ -115,6 +115,11 @@ test('Codex CLI runs a shell tool loop through the gateway with its defaults', a
   // the command's output.
   t.is(prompts.length, 2)
   t.regex(decodeTokens(prompts[1]!), /<\|channel\|>analysis<\|message\|>Run the echo\.<\|end\|>.*to=functions\.exec_command.*codex-ran/s)
+  // Token for token: the first prompt, the ids the engine generated, then the command's output (the call id cache,
+  // on by default: Codex keeps nothing on the gateway and sends its history back whole).
+  const [first, second] = prompts as [number[], number[]]
+  t.deepEqual(second.slice(0, first.length + CALL.length), [...first, ...CALL])
+  t.regex(decodeTokens(second.slice(first.length + CALL.length)), /^<\|start\|>functions\.exec_command to=assistant.*codex-ran/s)
   // What Codex offers that gpt-oss cannot use was left out and said, not refused.
   t.true(
     [...notApplied].some((param) => param.startsWith('tools[')),

@@ -6,7 +6,7 @@
 
 import test from 'ava'
 import { ReplayEngine } from 'harmony-stream/engines'
-import { ChatIdCache, createGateway, MemoryResponseStore, serveSettings } from 'harmony-stream/server'
+import { createGateway, MemoryResponseStore, serveSettings } from 'harmony-stream/server'
 import { startGateway } from '../helpers/gateway.mjs'
 import { harmony } from '../helpers/harmony.mjs'
 
@@ -73,12 +73,14 @@ test('each group configures what it names', async (t) => {
 })
 
 test('harmony-stream serve gives the grouped options, no flat name', (t) => {
-  const options = serveSettings({ CHAT_ID_CACHE: '1', HARMONY_RESPONSE_STORE: 'memory' }).options() as Record<string, unknown>
+  const options = serveSettings({ CALL_ID_CACHE: '0', HARMONY_RESPONSE_STORE: 'memory' }).options() as Record<string, unknown>
   const flat = ['responseStore', 'chatIdCache', 'bodyLimit', 'metrics', 'toolCalls', 'apiKeys', 'frames']
   t.deepEqual(
     Object.keys(options).filter((name) => flat.includes(name)),
     [],
   )
-  t.true((options.chat as { idCache: unknown }).idCache instanceof ChatIdCache)
+  t.is(options.callIdCache, null, 'CALL_ID_CACHE=0: off')
+  t.false('callIdCache' in serveSettings({ HARMONY_RESPONSE_STORE: 'memory' }).options(), 'on by default: the gateway makes it')
+  t.is((serveSettings({ CHAT_ID_CACHE: '0', HARMONY_RESPONSE_STORE: 'memory' }).options() as Record<string, unknown>).callIdCache, null)
   t.true((options.responses as { store: unknown }).store instanceof MemoryResponseStore)
 })

@@ -9,7 +9,7 @@ import test from 'ava'
 
 import { type AnthropicEvent, AnthropicMessagesStream, renderChatCompletionRequest, renderResponsesRequest } from 'harmony-stream'
 import { EngineError } from 'harmony-stream/engines'
-import { ChatIdCache, renderMessagesRequest } from 'harmony-stream/server'
+import { renderMessagesRequest } from 'harmony-stream/server'
 
 import { failingEngine, recordingEngine, startGateway } from '../helpers/gateway.mjs'
 import { harmony, IMPLEMENTATIONS } from '../helpers/harmony.mjs'
@@ -83,8 +83,8 @@ for (const implementation of IMPLEMENTATIONS) {
   })
 }
 
-test('a tool loop with the SDK: tool_result answered, the thinking sent back, the model goes on', async (t) => {
-  const { client, prompts } = await anthropicGateway(t, [CALL, ANSWER])
+test('a tool loop with the SDK, no call id cache: tool_result answered, the thinking sent back and re-rendered, the model goes on', async (t) => {
+  const { client, prompts } = await anthropicGateway(t, [CALL, ANSWER], { callIdCache: null })
   const messages: Anthropic.MessageParam[] = [{ role: 'user', content: 'Weather in Paris?' }]
   const first = await client.messages.create({ model: 'gpt-oss', max_tokens: 500, messages, tools: [WEATHER] })
   const call = first.content.find((block) => block.type === 'tool_use')!
@@ -104,8 +104,8 @@ test('a tool loop with the SDK: tool_result answered, the thinking sent back, th
   )
 })
 
-test('with a Chat id cache, the tool loop continues from the exact ids the engine generated', async (t) => {
-  const { client, prompts } = await anthropicGateway(t, [CALL, ANSWER], { chatIdCache: new ChatIdCache() })
+test('by default, the tool loop continues from the exact ids the engine generated', async (t) => {
+  const { client, prompts } = await anthropicGateway(t, [CALL, ANSWER])
   const messages: Anthropic.MessageParam[] = [{ role: 'user', content: 'Weather in Paris?' }]
   const first = await client.messages.create({ model: 'gpt-oss', max_tokens: 500, messages, tools: [WEATHER] })
   const call = first.content.find((block) => block.type === 'tool_use')!
@@ -134,7 +134,8 @@ test("thinking shown 'omitted' (Claude Code's default): a signature only, which 
   messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: 'sunny' }] })
   await client.messages.create({ model: 'gpt-oss', max_tokens: 500, messages, tools: [WEATHER], thinking })
   t.regex(decodeTokens(prompts[1]!), /<\|channel\|>analysis<\|message\|>Need the weather\.<\|end\|>/)
-  // A signature this gateway did not make: the block is read by its text.
+  // A signature this gateway did not make: the block is read by its text, which is not what the model wrote, so
+  // the history is re-rendered from it (the ids behind the call stand for the model's own reasoning).
   const foreign = structuredClone(messages)
   ;(foreign[1]!.content as Anthropic.ContentBlockParam[])[0] = { type: 'thinking', thinking: 'Elsewhere.', signature: 'EqQBforeign' }
   await client.messages.create({ model: 'gpt-oss', max_tokens: 500, messages: foreign, tools: [WEATHER] })

@@ -13,14 +13,7 @@ import { join } from 'node:path'
 import test, { type ExecutionContext } from 'ava'
 import { renderChatCompletionRequest, renderResponsesRequest } from 'harmony-stream'
 import type { Engine, GenerateRequest } from 'harmony-stream/engines'
-import {
-  ChatIdCache,
-  MemoryResponseStore,
-  RedisResponseStore,
-  type ResponseStore,
-  SqliteResponseStore,
-  StreamLog,
-} from 'harmony-stream/server'
+import { MemoryResponseStore, RedisResponseStore, type ResponseStore, SqliteResponseStore, StreamLog } from 'harmony-stream/server'
 import OpenAI from 'openai'
 
 import { failingEngine, recordingEngine, startGateway } from '../helpers/gateway.mjs'
@@ -485,13 +478,10 @@ const CHAT_TOOLS = [
 ]
 
 for (const renderWorkers of [0, 1]) {
-  test(`ChatIdCache, ${renderWorkers ? 'render worker' : 'inline'}: a Chat request answering the calls this gateway returned is prompted with the ids`, async (t) => {
+  test(`by default, ${renderWorkers ? 'render worker' : 'inline'}: a Chat request answering the calls this gateway returned is prompted with the ids`, async (t) => {
     const { engine, prompts } = recordingEngine([OFF_FORM_CALL, ANSWER, OFF_FORM_CALL, ANSWER])
-    const cache = new ChatIdCache()
-    t.teardown(() => cache.close())
     const { client } = await startGateway(t, {
       engine,
-      chatIdCache: cache,
       renderWorkers,
       renderInlineBytes: 0,
       renderOptions: { currentDate: null },

@@ -43,9 +43,11 @@ async function firstTurn(client: OpenAI, stream: boolean): Promise<{ output: Ite
 
 for (const stream of [false, true]) {
   for (const renderWorkers of [0, 1]) {
-    test(`${stream ? 'streamed' : 'whole'}, ${renderWorkers ? 'render worker' : 'inline'}: sealed reasoning comes back as the reasoning it sealed`, async (t) => {
+    const how = `${stream ? 'streamed' : 'whole'}, ${renderWorkers ? 'render worker' : 'inline'}`
+    test(`${how}, no call id cache: sealed reasoning comes back as the reasoning it sealed`, async (t) => {
       const { engine, prompts } = recordingEngine([CALL, ANSWER])
-      const { client } = await startGateway(t, { engine, renderWorkers, renderInlineBytes: 0, renderOptions: { currentDate: null } })
+      const options = { engine, renderWorkers, renderInlineBytes: 0, renderOptions: { currentDate: null }, callIdCache: null }
+      const { client } = await startGateway(t, options)
       const { output, next } = await firstTurn(client, stream)
       const reasoning = output.find((item) => item.type === 'reasoning')!
       t.is(typeof reasoning.encrypted_content, 'string')
@@ -60,6 +62,31 @@ for (const stream of [false, true]) {
       )
       t.deepEqual(prompts[1], Array.from(whole.tokens))
       t.true(whole.tokens.length > 0)
+    })
+
+    test(`${how}, by default: Codex's second request is the first prompt, the ids generated, then the result`, async (t) => {
+      const { engine, prompts } = recordingEngine([CALL, ANSWER])
+      const diagnostics: string[] = []
+      const options = {
+        engine,
+        renderWorkers,
+        renderInlineBytes: 0,
+        renderOptions: { currentDate: null },
+        onDiagnostic: (d: { code: string }) => diagnostics.push(d.code),
+      }
+      const { client } = await startGateway(t, options)
+      const { next } = await firstTurn(client, stream)
+      const stripped = next.map((item) => (item.type === 'reasoning' ? { ...item, content: null, summary: [] } : item))
+      const second = await client.responses.create({ model: 'gpt-oss', input: stripped as never, tools: TOOLS, store: false })
+      t.is(second.output_text, 'It is sunny in Paris.')
+      const plain = (items: Item[]) => items.map(({ encrypted_content: _, ...item }) => item)
+      const render = (items: Item[]) =>
+        Array.from(renderResponsesRequest({ model: 'gpt-oss', input: plain(items), tools: TOOLS }, { currentDate: null }).tokens)
+      // What the result adds: the re-render's tokens after the history up to the call (which ends with `<|start|>assistant`).
+      const result = render(next).slice(render(next.slice(0, -1)).length - 2)
+      t.deepEqual(prompts[1], [...prompts[0]!, ...CALL, ...result])
+      t.notDeepEqual(prompts[1], render(next), 'the re-render differs: the model wrote the call header otherwise')
+      t.false(diagnostics.includes('prompt-re-rendered'))
     })
   }
 }

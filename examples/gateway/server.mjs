@@ -24,8 +24,8 @@
  *   RENDER_INLINE_BYTES  bodies up to this many bytes are parsed and rendered inline, larger ones in a worker (default 16384)
  *   HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS, KEEPALIVE_TIMEOUT_MS  the server's timeouts (default 10 s, 30 s, 5 s)
  *   UNKNOWN_FIELDS   refuse (default): a request field no table knows is a 400, as OpenAI answers; ignore: taken without it
- *   CHAT_ID_CACHE    1: a Chat request that answers the tool calls this gateway returned is prompted with the ids the
- *                    engine saw and generated (ChatIdCache), not a re-render; default 0
+ *   CALL_ID_CACHE    0: a request that sends a tool loop's history back is re-rendered, not prompted with the ids the
+ *                    engine saw and generated (CallIdCache); default 1 (CHAT_ID_CACHE, deprecated, the same)
  *   HARMONY_RESPONSE_STORE  where Responses are kept (store, previous_response_id, GET/DELETE /v1/responses/{id}):
  *                    sqlite:PATH (default sqlite:responses.sqlite), memory, redis://HOST:PORT (shared by processes), none
  *   SOCKET_LIFETIME_MS  how long a Responses WebSocket connection lives (default 60 minutes, as the specification says)

@@ -18,15 +18,19 @@
  *
  * An engine that fails before its first step (refused, reset, timed out, overloaded, a 5xx) is taken out for a
  * cool-down that doubles with each failure in a row (1 s to 30 s) and the generation is tried on the next one,
- * at most once per engine: the client never sees the failure. Once a step has been passed on, a failure is the
- * client's (a second engine would start the answer again). When the cool-down ends, the next generation routed
- * there probes it; a success puts it back. When all are out, the one whose cool-down ends first is tried.
+ * at most once per engine: the client never sees the failure. Once a step has been passed on, a failure (or a
+ * stall) takes the engine out as well, and another engine goes on with the same generation, prompted with the
+ * prompt and the ids generated (failover.ts: what it guarantees, and what it refuses). When the cool-down ends,
+ * the next generation routed there probes it; a success puts it back. When all are out, the one whose cool-down
+ * ends first is tried.
  */
 import { checkOptions, is, type OptionSpec, optionError } from '../base/options'
 import { EngineError } from './errors'
+import { FAILOVER_OPTIONS, Failover, type FailoverOptions, type FailoverSettings, failoverSettings } from './failover'
 import type { Engine, EngineStep, GenerateRequest, SamplingField } from './types'
 
-export interface EngineGroupOptions {
+/** The failover options (`failover`, `maxFailovers`, `failoverIdleMs`, `sleep`) are failover.ts's. */
+export interface EngineGroupOptions extends FailoverOptions {
   /** Prompt ids per prefix block the group remembers (smaller: finer affinity, more memory). Default 64. */
   blockTokens?: number
   /** Prefix blocks remembered at most, the least recently used forgotten first. Default 200,000. */
@@ -73,6 +77,7 @@ const OPTIONS: OptionSpec = {
   affinitySlack: is.integer(0),
   affinity: is.boolean,
   now: is.function,
+  ...FAILOVER_OPTIONS,
 }
 
 /**
@@ -125,6 +130,8 @@ export class EngineGroup implements Engine {
   private readonly slack: number | undefined
   private readonly affinity: boolean
   private readonly now: () => number
+  /** null: failover mid-stream is off. */
+  private readonly failover: FailoverSettings | null
   /** Prefix block key → the member that generated it last (a Map keeps insertion order: least recent first). */
   private readonly blocks = new Map<string, Member>()
   /** Affinity key (hashed) → the member the last request with it went to, least recent first. */
@@ -165,6 +172,7 @@ export class EngineGroup implements Engine {
     this.slack = checked.affinitySlack
     this.affinity = checked.affinity ?? true
     this.now = checked.now ?? Date.now
+    this.failover = failoverSettings(checked, this.now)
   }
 
   /**
@@ -179,18 +187,21 @@ export class EngineGroup implements Engine {
   async *generate(request: GenerateRequest): AsyncIterable<EngineStep> {
     const prompt = this.affinity ? this.prefixKeys(request.tokens) : null
     const tried = new Set<Member>()
+    // The ids passed on: remembered by prefix, and what another engine goes on from after a failure mid-stream.
+    const generated: number[] = []
+    const failover = this.failover === null ? null : new Failover(request, generated, this.failover)
+    let passedOn = false
+    let member = this.choose(prompt?.keys ?? [], request.tokens.length, tried, request.affinityKey)
     for (;;) {
-      const member = this.choose(prompt?.keys ?? [], request.tokens.length, tried, request.affinityKey)
       tried.add(member)
       request.onEngine?.(member.label)
       member.running++
-      const generated: number[] = []
-      let passedOn = false
+      let failure: unknown
       try {
-        for await (const step of member.engine.generate(request)) {
+        const steps = failover === null ? member.engine.generate(request) : failover.steps(member.engine, member.label)
+        for await (const step of steps) {
           passedOn = true
-          // Kept only to be remembered by prefix.
-          if (prompt !== null) for (let i = 0; i < step.tokens.length; i++) generated.push(step.tokens[i]!)
+          if (prompt !== null || failover !== null) for (let i = 0; i < step.tokens.length; i++) generated.push(step.tokens[i]!)
           yield step
         }
         member.failures = 0
@@ -198,13 +209,47 @@ export class EngineGroup implements Engine {
         if (prompt !== null) this.remember(prompt, generated, member)
         return
       } catch (error) {
-        if (passedOn || request.signal?.aborted || !failedAsServer(error)) throw error
-        this.takeOut(member)
-        request.onEngine?.(member.label, error)
-        // Every engine tried: the last failure is the answer.
-        if (tried.size === this.members.length) throw error
+        if (request.signal?.aborted || !failedAsServer(error)) throw error
+        failure = error
       } finally {
         member.running--
+      }
+      if (!passedOn) {
+        this.takeOut(member)
+        request.onEngine?.(member.label, failure)
+        // Every engine tried: the last failure is the answer.
+        if (tried.size === this.members.length) throw failure
+        member = this.choose(prompt?.keys ?? [], request.tokens.length, tried, request.affinityKey)
+        continue
+      }
+      // Mid-stream: another engine goes on from the ids passed on (failover.ts), or the failure is the client's.
+      if (failover === null) throw failure
+      this.takeOut(member)
+      // Its last id came before the failure: the generation is whole.
+      const ended = failover.ended()
+      if (ended !== null) {
+        request.onEngine?.(member.label, failure)
+        yield ended
+        return
+      }
+      const refusal = failover.refusal()
+      if (refusal !== null) {
+        yield failover.refused(member.label, refusal)
+        throw failure
+      }
+      request.onEngine?.(member.label, failure)
+      // The group's own choice among those not tried; none healthy: the same engine once more, after its cool-down.
+      const next =
+        tried.size < this.members.length ? this.choose(prompt?.keys ?? [], request.tokens.length, tried, request.affinityKey) : null
+      if (next !== null && next.outUntil <= this.now()) {
+        yield failover.failedOver(member.label, next.label)
+        member = next
+      } else if (failover.mayRetry(member.label)) {
+        yield failover.failedOver(member.label, member.label)
+        await failover.wait(member.outUntil - this.now(), member.label)
+      } else {
+        yield failover.refused(member.label, 'no other engine is in, and this one failed again after its cool-down')
+        throw failure
       }
     }
   }

@@ -22,11 +22,17 @@ export interface EngineUsage {
  * text misses their bytes; usage still counts them). `tool-failed`: a tool the gateway ran inside the response
  * (`tool`: `python`, `browser.open`, `label.name` of an MCP server) could not do what was asked; the step holds
  * the result the model read, which says so, and `result` is that result's place among the response's tool
- * results (from 0), which still names it once steps are collected into one.
+ * results (from 0), which still names it once steps are collected into one. `engine-failover`: an engine of an
+ * `EngineGroup` (`from`) failed mid-stream and another (`to`, or the same one after its cool-down) goes on,
+ * given the prompt and the `carried` ids generated so far (engines/failover.ts); `engine-failover-refused`: the
+ * failure of `from` ends the generation, for the reason the message gives (structured outputs, `maxFailovers`).
+ * Both come on a step without ids.
  */
 export type EngineDiagnostic =
   | { code: 'engine-ids-lost'; message: string; count: number }
   | { code: 'tool-failed'; message: string; tool: string; result: number }
+  | { code: 'engine-failover'; message: string; from: string; to: string; carried: number }
+  | { code: 'engine-failover-refused'; message: string; from: string }
 
 /** The log probability of a generated id, and of the ids the model found likeliest there. */
 export interface TokenLogprob {
@@ -109,9 +115,9 @@ export interface GenerateRequest {
   affinityKey?: string
   /**
    * Told which engine serves the request, when that is chosen per request: an `EngineGroup` calls it with the
-   * member's label (`EngineStatus.name`) each time it tries one, and with the failure when that one failed
-   * before its first step and the group moved on (the client never sees that failure). Metrics count each
-   * engine apart by it.
+   * member's label (`EngineStatus.name`) each time it tries one, and with the failure when that one failed and
+   * the group moved on (before the first step, or mid-stream by a failover: the client never sees that
+   * failure). Metrics count each engine apart by it.
    */
   onEngine?: (name: string, failure?: unknown) => void
 }

@@ -1,67 +1,80 @@
 /**
- * Chat Completions (`POST /v1/chat/completions`) as a face of the one pipeline. With a `ChatIdCache`, a request
- * answering tool calls this gateway returned is prompted with the ids the engine saw and generated (where the
- * cache has them and the check holds), else with its re-render; after a completion that ended with tool calls,
- * the cache keeps what the next such request needs.
+ * Chat Completions (`POST /v1/chat/completions`) as a face of the one pipeline. A request answering tool calls
+ * this gateway returned is prompted with the ids the engine saw and generated (the call id cache, where it holds
+ * them and the check holds), else with its re-render; after a completion that ended with tool calls, the cache
+ * keeps what the next such request needs.
  */
 import type { IncomingMessage } from 'node:http'
 
-import type { GenerationParameters } from '../../http/validate'
-import { chatGenerationParameters } from '../../http/validate'
+import { isRecord } from '../../base/records'
+import { chatGenerationParameters, type GenerationParameters } from '../../http/validate'
 import { type ChatAdapterOptions, type ChatCompletion, ChatCompletionsStream, chatCompletion } from '../../wire/chat'
+import { type CallingFace, mayEndWithCalls, promptAnswering, rememberCalls } from '../pipeline/answering-calls'
+import type { SentCall } from '../pipeline/call-ids'
 import type { Gateway } from '../pipeline/context'
 import { isContinuation } from '../pipeline/continues'
 import type { Face, Feature } from '../pipeline/face'
 import { type Preparing, prepareRequest } from '../pipeline/prepare'
 import { type Item, type Prepared, renderHere, renderOffLoop } from '../pipeline/prepared'
 import { serveFace } from '../pipeline/serve-face'
-import type { ChatIdCache } from './id-cache'
 
-/** What Chat reads of the gateway beyond what every API does. */
-export interface ChatGateway extends Gateway {
-  /** Prompts a request answering this gateway's tool calls with the engine's own ids; null: off. */
-  chatIdCache: ChatIdCache | null
-}
+/** What Chat reads of the gateway: what every API does (the call id cache included). */
+export type ChatGateway = Gateway
 
-/** A Chat request continuing this gateway's tool calls: its re-render, or the ids the engine saw and generated for it. */
-async function exactChat(gateway: ChatGateway, parameters: GenerationParameters, body: Item): Promise<Prepared> {
-  const render = (request: Item) => renderOffLoop(gateway, 'chat', request)
-  const rendered = await render(body)
-  const exact = (await gateway.chatIdCache?.exactPrompt(body, rendered, render)) ?? null
-  return { kind: 'chat', parameters, prompt: exact ?? rendered, rendered, body, history: [], input: undefined, storing: false }
-}
-
-/** How a Chat body is prepared (also the Chat request another API's request is translated into). */
-export const chatPreparing: Preparing<ChatGateway> = {
-  kind: 'chat',
-  async parsed(gateway, body, offLoop) {
-    const parameters = chatGenerationParameters(body, gateway.parameterOptions)
-    if (gateway.chatIdCache !== null && isContinuation('chat', body)) return exactChat(gateway, parameters, body)
-    const prompt = offLoop ? await renderOffLoop(gateway, 'chat', body) : renderHere(gateway, 'chat', body)
-    return { kind: 'chat', parameters, prompt, body, history: [], input: undefined, storing: false }
-  },
-  continued: (gateway, parameters, body) => exactChat(gateway, parameters, body),
-  keepsInput: (gateway) => gateway.chatIdCache !== null,
-  storing: () => false,
+/** An assistant message's tool calls as Chat writes them; null where one is not a function call with string fields. */
+function callsOf(message: unknown): SentCall[] | null {
+  if (!isRecord(message) || !Array.isArray(message.tool_calls) || message.tool_calls.length === 0) return null
+  const calls: SentCall[] = []
+  for (const call of message.tool_calls) {
+    const fn = isRecord(call) && isRecord(call.function) ? call.function : null
+    if (fn === null || typeof call.id !== 'string' || typeof fn.name !== 'string' || typeof fn.arguments !== 'string') return null
+    calls.push({ id: call.id, name: fn.name, arguments: fn.arguments })
+  }
+  return calls
 }
 
 /**
- * What the id cache keeps of an assistant message that ended with tool calls (`message` as Chat writes it, its
- * calls as the next request sends them back), with the ids the engine saw and generated; a failure is logged.
+ * A Chat request continuing this gateway's tool calls (its messages end with `tool` results after an assistant
+ * message with calls): its re-render, or the ids the engine saw and generated for it. `face`: the API the
+ * request came in as (Messages is prepared as Chat).
  */
-export async function rememberCalls(gateway: ChatGateway, message: object, prepared: Prepared, generated: number[]): Promise<boolean> {
-  try {
-    if (gateway.chatIdCache === null) return true
-    await gateway.chatIdCache.remember(message, {
-      prompt: prepared.prompt.tokens,
-      output: generated,
-      ...(prepared.rendered === undefined ? {} : { rendered: prepared.rendered.tokens }),
-    })
-  } catch (error) {
-    gateway.onError(error)
-  }
-  // What the cache could not keep costs the next request its exact prompt, never its answer.
-  return true
+async function exactChat(
+  gateway: ChatGateway,
+  parameters: GenerationParameters,
+  body: Item,
+  face: CallingFace = 'chat',
+): Promise<Prepared> {
+  const render = (request: Item) => renderOffLoop(gateway, 'chat', request)
+  const rendered = await render(body)
+  const messages = Array.isArray(body.messages) ? body.messages : []
+  let last = messages.length - 1
+  while (last >= 0 && isRecord(messages[last]) && (messages[last] as Item).role === 'tool') last--
+  const calls = last < 0 ? null : callsOf(messages[last])
+  const prompt =
+    calls === null
+      ? rendered
+      : await promptAnswering(gateway, face, calls, rendered, () => render({ ...body, messages: messages.slice(0, last + 1) }))
+  return { kind: 'chat', parameters, prompt, rendered, body, history: [], input: undefined, storing: false }
+}
+
+/**
+ * A parsed Chat body prepared: rendered (`offLoop`: in a worker, where there are workers), or as a continuation
+ * of tool calls. `face`: the API the request came in as (Messages is prepared as Chat).
+ */
+export async function prepareChat(gateway: ChatGateway, body: Item, offLoop: boolean, face: CallingFace = 'chat'): Promise<Prepared> {
+  const parameters = chatGenerationParameters(body, gateway.parameterOptions)
+  if (gateway.callIds !== null && isContinuation('chat', body)) return exactChat(gateway, parameters, body, face)
+  const prompt = offLoop ? await renderOffLoop(gateway, 'chat', body) : renderHere(gateway, 'chat', body)
+  return { kind: 'chat', parameters, prompt, body, history: [], input: undefined, storing: false }
+}
+
+/** How a Chat body is prepared. */
+const chatPreparing: Preparing<ChatGateway> = {
+  kind: 'chat',
+  parsed: (gateway, body, offLoop) => prepareChat(gateway, body, offLoop),
+  continued: (gateway, parameters, body) => exactChat(gateway, parameters, body),
+  keepsInput: (gateway) => gateway.callIds !== null,
+  storing: () => false,
 }
 
 /** The adapter's options for a prepared Chat request. */
@@ -83,10 +96,12 @@ const chatFace: Face<ChatGateway, ChatAdapterOptions, ChatCompletion, ChatComple
   stream: (options, { parameters }) => new ChatCompletionsStream({ ...options, includeUsage: parameters.includeUsage }),
   whole: (step, options) => chatCompletion(step, options),
   answer: (adapter) => adapter.completion(),
-  keeps: (gateway) => gateway.chatIdCache !== null,
+  keeps: mayEndWithCalls,
   async keep(gateway, completion, prepared, generated) {
     const choice = completion.choices[0]
-    return choice?.finish_reason === 'tool_calls' ? rememberCalls(gateway, choice.message, prepared, generated) : true
+    const calls = choice?.finish_reason === 'tool_calls' ? callsOf(choice.message) : null
+    if (calls !== null) await rememberCalls(gateway, calls, prepared, generated)
+    return true
   },
 }
 

@@ -8,11 +8,11 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 
 import { HarmonySetupError } from '../../base/errors'
+import { failoverIdleMsOf } from '../../engines/failover'
 import { EngineGroup } from '../../engines/group'
 import { createEngine, type EngineName } from '../../engines/registry'
 import { DEFAULT_ENGINE_TIME_LIMITS } from '../../engines/time-limits'
 import type { Engine } from '../../engines/types'
-import { ChatIdCache } from '../chat/id-cache'
 import { Compactor } from '../compaction/compactor'
 import { type GatewayOptions, logDiagnostic } from '../gateway/options'
 import { pino } from '../gateway-packages'
@@ -44,6 +44,13 @@ export const SETTINGS: readonly Setting[] = [
     flag: '--engine-urls',
     value: 'URL,URL…',
     help: 'several engine servers of one model instead of ENGINE_URL: cache affinity, balancing, failover',
+  },
+  {
+    env: 'ENGINE_FAILOVER',
+    flag: '--no-engine-failover',
+    switch: '0',
+    value: '',
+    help: "with ENGINE_URLS: a failure mid-stream is the client's, no other engine goes on (env: 0)",
   },
   { env: 'ENGINE_MODEL', flag: '--engine-model', value: 'NAME', help: 'the model the engine serves (vllm; required by trtllm)' },
   { env: 'ENGINE_API', flag: '--engine-api', value: 'API', help: 'vllm: completions (default) or generate (tokens only)' },
@@ -78,11 +85,18 @@ export const SETTINGS: readonly Setting[] = [
     help: 'sqlite:PATH (default sqlite:responses.sqlite) | memory | redis://HOST:PORT | none',
   },
   {
+    env: 'CALL_ID_CACHE',
+    flag: '--no-call-id-cache',
+    switch: '0',
+    value: '',
+    help: 'tool loops sent back whole (Chat, Messages, stateless Responses) re-rendered, not prompted with the ids the engine saw (env: 0)',
+  },
+  {
     env: 'CHAT_ID_CACHE',
     flag: '--chat-id-cache',
     switch: '1',
     value: '',
-    help: 'prompt Chat tool loops with the ids the engine saw (env: 1)',
+    help: 'deprecated: the call id cache is on by default (CALL_ID_CACHE=0 turns it off; so does this one at 0)',
   },
   { env: 'UNKNOWN_FIELDS', flag: '--unknown-fields', value: 'RULE', help: 'refuse (default: a 400, as OpenAI) | ignore' },
   {
@@ -295,6 +309,8 @@ const EXAMPLE_REPLAY = join(__dirname, '..', '..', '..', 'examples', 'gateway', 
 /** The engine the environment asks for. */
 export function engineFromEnvironment(env: Env = process.env): Engine {
   const name = env.HARMONY_ENGINE || 'replay'
+  // Read first, so that a bad value fails whatever the engine.
+  const failover = oneOf(env, 'ENGINE_FAILOVER', ['0', '1']) !== '0'
   if (name === 'replay') {
     const completions = loadReplay(env.HARMONY_REPLAY || EXAMPLE_REPLAY)
     return createEngine('replay', { completions, interval: integer(env, 'STREAM_INTERVAL', 1, 1) })
@@ -318,7 +334,10 @@ export function engineFromEnvironment(env: Env = process.env): Engine {
       } as never,
     ),
   )
-  return engines.length === 1 ? engines[0]! : new EngineGroup(engines)
+  if (engines.length === 1) return engines[0]!
+  // A stalled engine is failed over at half the idle limit, within it (engines/failover.ts).
+  const idleMs = integer(env, 'ENGINE_IDLE_MS', DEFAULT_ENGINE_TIME_LIMITS.idleMs ?? 0)
+  return new EngineGroup(engines, failover ? { failoverIdleMs: failoverIdleMsOf(idleMs === 0 ? null : idleMs) } : { failover: false })
 }
 
 /** Which store HARMONY_RESPONSE_STORE names, checked without opening it. */
@@ -402,6 +421,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
   if (key && !/^[0-9a-fA-F]{64}$/.test(key)) throw new SettingError('HARMONY_COMPACTION_KEY must be 64 hex digits (its value is not shown)')
   const apiKeys = env.GATEWAY_API_KEYS_FILE ? apiKeysFile(env.GATEWAY_API_KEYS_FILE) : null
   const flags = {
+    CALL_ID_CACHE: oneOf(env, 'CALL_ID_CACHE', ['0', '1']),
     CHAT_ID_CACHE: oneOf(env, 'CHAT_ID_CACHE', ['0', '1']),
     LOG_DIAGNOSTICS: oneOf(env, 'LOG_DIAGNOSTICS', ['0', '1']),
     METRICS: oneOf(env, 'METRICS', ['0', '1']),
@@ -424,6 +444,8 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
       engine,
       model: env.MODEL || 'gpt-oss',
       engineTimeLimits,
+      // On by default, beside the responses in the response store (shared by --workers and replicas).
+      ...(flags.CALL_ID_CACHE === '0' || flags.CHAT_ID_CACHE === '0' ? { callIdCache: null } : {}),
       http: { frames, unknownFields, hostedTools, serverLimits, ...numbers },
       responses: {
         store: responseStoreFromEnvironment(env),
@@ -433,7 +455,6 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
         ...socketIdleMs,
         ...(key ? { compactor: new Compactor({ key, maxOpenedBytes: numbers.bodyLimit }) } : {}),
       },
-      chat: { idCache: flags.CHAT_ID_CACHE === '1' ? new ChatIdCache() : null },
       tools: {
         ...(python === 'pyodide' ? { python: new PyodidePython({ timeMs: pythonTimeMs }) } : {}),
         ...(browser === null ? {} : { browser }),

@@ -11,6 +11,7 @@ import type { Compactor } from '../compaction/compactor'
 import { MemoryKeyLimiter } from '../keys/key-limits'
 import { GatewayMetrics } from '../observe/metrics'
 import { inSpan } from '../observe/tracing'
+import { CallIdCache } from '../pipeline/call-ids'
 import type { GatewayDiagnostic } from '../pipeline/context'
 import { RenderWorkers } from '../pipeline/render-workers'
 import type { SocketGateway } from '../socket/turns'
@@ -50,6 +51,7 @@ export function gatewayOf(settings: GatewaySettings): WholeGateway {
     parameterOptions,
     onDiagnostic,
     store,
+    callIds: settings.callIdCache === undefined ? new CallIdCache(store === null ? {} : { store }) : settings.callIdCache,
     sealer: settings.compactor.sealer,
     workers,
     meters,

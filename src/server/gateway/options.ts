@@ -6,6 +6,7 @@
 import { implementation as defaultImplementation } from '../../backend/choose'
 import { checkOptions, is, type OptionSpec, optionError } from '../../base/options'
 import type { Implementation } from '../../base/types'
+import { failoverIdleMsOf } from '../../engines/failover'
 import { EngineGroup } from '../../engines/group'
 import { ReplayEngine } from '../../engines/replay'
 import { type EngineTimeLimits, engineTimeLimits } from '../../engines/time-limits'
@@ -14,11 +15,11 @@ import { DEFAULT_BODY_LIMIT } from '../../http/body'
 import type { ServerLimits } from '../../http/server'
 import type { RenderRequestOptions } from '../../render/index'
 import type { ResponsesDialect } from '../../wire/responses'
-import type { ChatIdCache } from '../chat/id-cache'
 import { Compactor } from '../compaction/compactor'
 import { type ApiKey, ApiKeys } from '../keys/api-keys'
 import type { KeyLimiter } from '../keys/key-limits'
 import type { RequestLogger } from '../observe/request-log'
+import type { CallIdCache } from '../pipeline/call-ids'
 import type { GatewayDiagnostic } from '../pipeline/context'
 import type { ReasoningSummaryRule } from '../responses/responses-gateway'
 import { DEFAULT_SOCKET_IDLE_MS, DEFAULT_SOCKET_LIFETIME_MS } from '../socket/protocol'
@@ -39,7 +40,7 @@ export interface GatewayOptions {
   engine?: Engine
   /**
    * Several engine servers of one model instead of `engine`: an `EngineGroup` over them (cache affinity,
-   * balancing on running generations, failover before the first token). docs/API.md "Several engines".
+   * balancing on running generations, failover before the first token and mid-stream). docs/API.md "Several engines".
    */
   engines?: readonly Engine[]
   /** Without `engine`: the completions (token id arrays) a replay engine serves in turn. */
@@ -57,11 +58,22 @@ export interface GatewayOptions {
   implementation?: Implementation
   /** The model id `/v1/models` lists. Default `gpt-oss`. */
   model?: string
+  /**
+   * Exact prompts for clients that send their history back (Chat and Messages tool loops, Responses with
+   * `store: false` or item references): the ids behind each answer that ended with tool calls, which a request
+   * answering those calls is prompted with instead of a re-render (docs/API.md "Exact prompts"). Default: a
+   * `CallIdCache` keeping them beside the responses, in the response store (shared by the gateways sharing it; a
+   * memory store of its own where responses are not kept). null: off, every such request re-rendered.
+   */
+  callIdCache?: CallIdCache | null
   /** How requests are read and answered: bodies, the HTTP server, SSE writes, rendering. */
   http?: GatewayHttpOptions
   /** The Responses API: where responses are kept, continuations, compaction, its dialect and WebSocket mode. */
   responses?: GatewayResponsesOptions
-  /** Chat Completions: exact prompts for tool loops. */
+  /**
+   * Chat Completions.
+   * @deprecated Its one option, `idCache`, is `callIdCache` now.
+   */
   chat?: GatewayChatOptions
   /** gpt-oss's own tools and remote MCP servers, run inside a response. */
   tools?: GatewayToolsOptions
@@ -157,10 +169,10 @@ export interface GatewayOptions {
    */
   exactContinuations?: boolean
   /**
-   * Prompts a Chat request answering this gateway's tool calls with the engine's own ids. Default null: off.
-   * @deprecated Use `chat.idCache`.
+   * The same as `callIdCache`.
+   * @deprecated Use `callIdCache`.
    */
-  chatIdCache?: ChatIdCache | null
+  chatIdCache?: CallIdCache | null
   /**
    * Seals and opens compaction items, and reasoning for clients that keep nothing here (`include:
    * ['reasoning.encrypted_content']`). Default: one with a random key of this process.
@@ -295,10 +307,13 @@ export interface GatewayResponsesOptions {
   socketIdleMs?: number
 }
 
-/** Chat Completions: exact prompts for tool loops. */
+/** Chat Completions. */
 export interface GatewayChatOptions {
-  /** Prompts a Chat request answering this gateway's tool calls with the engine's own ids. Default null: off. */
-  idCache?: ChatIdCache | null
+  /**
+   * The same as `callIdCache`, which serves every API now.
+   * @deprecated Use `callIdCache`.
+   */
+  idCache?: CallIdCache | null
 }
 
 /** gpt-oss's own tools and remote MCP servers, run inside a response. */
@@ -392,7 +407,8 @@ const OPTIONS: OptionSpec = {
   unknownFields: is.oneOf('refuse', 'ignore'),
   responseStore: is.nullable(hasMethods('a response store (get, put, delete, close)', 'get', 'put', 'delete', 'close')),
   exactContinuations: is.boolean,
-  chatIdCache: is.nullable(hasMethods('a ChatIdCache', 'remember', 'exactPrompt')),
+  callIdCache: is.nullable(hasMethods('a CallIdCache', 'remember', 'exactPrompt')),
+  chatIdCache: is.nullable(hasMethods('a CallIdCache', 'remember', 'exactPrompt')),
   compactor: hasMethods('a Compactor', 'compaction', 'expand'),
   socketLifetimeMs: is.integer(1),
   socketIdleMs: is.integer(1),
@@ -459,7 +475,8 @@ export interface GatewaySettings {
   /** The store was made here (the default): the gateway closes it. */
   ownStore: boolean
   exactContinuations: boolean
-  chatIdCache: ChatIdCache | null
+  /** undefined: the default, made with the gateway's store (gateway/compose.ts), which the settings do not hold yet. */
+  callIdCache: CallIdCache | null | undefined
   compactor: Compactor
   socketLifetimeMs: number
   socketIdleMs: number
@@ -529,13 +546,17 @@ export function gatewaySettings(options: unknown): GatewaySettings {
       TypeError,
       "createGateway: option 'engine' is required (or 'engines', or 'replay', the completions of a replay engine)",
     )
+  if (o.callIdCache !== undefined && o.chatIdCache !== undefined)
+    throw optionError(TypeError, "createGateway: options 'callIdCache' and 'chat.idCache' set the same thing: give 'callIdCache' only")
   const ownStore = o.responseStore === undefined
+  const limits = engineTimeLimits(o.engineTimeLimits ?? {}, 'createGateway: engineTimeLimits')
   return {
     engine:
       o.engines !== undefined
         ? o.engines.length === 1
           ? o.engines[0]!
-          : new EngineGroup(o.engines)
+          : // A stalled engine is failed over at half the idle limit, within it (engines/failover.ts).
+            new EngineGroup(o.engines, { failoverIdleMs: failoverIdleMsOf(limits.idleMs) })
         : (o.engine ?? new ReplayEngine({ completions: o.replay as number[][], interval: o.interval ?? 1 })),
     implementation: o.implementation ?? defaultImplementation,
     model: o.model ?? 'gpt-oss',
@@ -548,7 +569,7 @@ export function gatewaySettings(options: unknown): GatewaySettings {
     },
     reasoningSummary: o.reasoningSummary ?? 'asked',
     responsesDialect: o.responsesDialect ?? 'openai',
-    engineTimeLimits: engineTimeLimits(o.engineTimeLimits ?? {}, 'createGateway: engineTimeLimits'),
+    engineTimeLimits: limits,
     onDiagnostic: o.onDiagnostic ?? logDiagnostic,
     onError: o.onError ?? logError,
     frames: o.frames ?? 'sse',
@@ -562,7 +583,7 @@ export function gatewaySettings(options: unknown): GatewaySettings {
     store: ownStore ? new MemoryResponseStore() : (o.responseStore ?? null),
     ownStore,
     exactContinuations: o.exactContinuations ?? true,
-    chatIdCache: o.chatIdCache ?? null,
+    callIdCache: o.callIdCache !== undefined ? o.callIdCache : o.chatIdCache,
     // A compaction opens to no more than a body may carry.
     compactor: o.compactor ?? new Compactor({ maxOpenedBytes: o.bodyLimit ?? DEFAULT_BODY_LIMIT }),
     socketLifetimeMs: o.socketLifetimeMs ?? DEFAULT_SOCKET_LIFETIME_MS,

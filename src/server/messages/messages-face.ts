@@ -18,7 +18,8 @@ import {
   anthropicMessage,
   type MessagesAdapterOptions,
 } from '../../wire/messages'
-import { type ChatGateway, chatPreparing, rememberCalls } from '../chat/chat-face'
+import { type ChatGateway, prepareChat } from '../chat/chat-face'
+import { mayEndWithCalls, rememberCalls } from '../pipeline/answering-calls'
 import type { Face, Feature } from '../pipeline/face'
 import { withCheckableSchemas } from '../pipeline/prepare'
 import { type Item, type Prepared, renderOffLoop } from '../pipeline/prepared'
@@ -45,7 +46,7 @@ function opener(gateway: ChatGateway): (body: Item) => Item {
 async function prepareMessages(gateway: ChatGateway, request: IncomingMessage): Promise<Prepared> {
   const { body, bytes } = await readBody(gateway, request, MESSAGES_REQUEST_FIELDS)
   const translated = messagesAsChat(body, gateway.renderOptions, false, opener(gateway))
-  const prepared = withCheckableSchemas(await chatPreparing.parsed(gateway, translated.chat, bytes > gateway.renderInlineBytes))
+  const prepared = withCheckableSchemas(await prepareChat(gateway, translated.chat, bytes > gateway.renderInlineBytes, 'messages'))
   prepared.prompt = withMessagesRequest(prepared.prompt, translated)
   return prepared
 }
@@ -70,19 +71,18 @@ const messagesFace: Face<ChatGateway, MessagesAdapterOptions, AnthropicMessage, 
   stream: (options) => new AnthropicMessagesStream(options),
   whole: (step, options) => anthropicMessage(step, options),
   answer: (adapter) => adapter.message(),
-  keeps: (gateway) => gateway.chatIdCache !== null,
+  keeps: mayEndWithCalls,
   /**
-   * After a message that ended with tool calls, with a Chat id cache: its ids, under the calls as the next request
-   * brings them back (each `tool_use.input` as the Chat request of that request writes it: `JSON.stringify`).
+   * After a message that ended with tool calls: its ids, under the calls as the next request brings them back
+   * (each `tool_use.input` as the Chat request of that request writes it: `JSON.stringify`).
    */
   async keep(gateway, message, prepared, generated) {
     if (message.stop_reason !== 'tool_use') return true
     const calls = message.content.flatMap((block) =>
-      block.type === 'tool_use'
-        ? [{ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input) } }]
-        : [],
+      block.type === 'tool_use' ? [{ id: block.id, name: block.name, arguments: JSON.stringify(block.input) }] : [],
     )
-    return rememberCalls(gateway, { role: 'assistant', tool_calls: calls }, prepared, generated)
+    await rememberCalls(gateway, calls, prepared, generated)
+    return true
   },
 }
 

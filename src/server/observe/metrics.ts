@@ -91,10 +91,22 @@ export class GatewayMetrics {
     labelNames: ['engine', 'code'] as const,
     registers: [this.registry],
   })
+  private readonly failovers = new Counter({
+    name: 'harmony_engine_failovers_total',
+    help: 'Generations another engine of a group went on with after this engine failed mid-stream (engines/failover.ts)',
+    labelNames: ['engine'] as const,
+    registers: [this.registry],
+  })
   private readonly diagnostics = new Counter({
     name: 'harmony_parser_diagnostics_total',
     help: 'What the parser and the adapters recovered from or noted in model output and requests, by code',
     labelNames: ['code'] as const,
+    registers: [this.registry],
+  })
+  private readonly exactPrompts = new Counter({
+    name: 'harmony_exact_prompts_total',
+    help: 'Requests answering tool calls the gateway returned, by face and outcome (exact: prompted with the ids the engine generated; not-found, changed: re-rendered)',
+    labelNames: ['face', 'outcome'] as const,
     registers: [this.registry],
   })
   private readonly storeOperations = new Counter({
@@ -127,6 +139,11 @@ export class GatewayMetrics {
   answered(route: string, status: number, seconds: number): void {
     this.requests.inc({ route, status: String(status) })
     this.duration.observe({ route }, seconds)
+  }
+
+  /** A request answering tool calls: whether it was prompted with the ids behind them (pipeline/answering-calls.ts). */
+  exactPrompt(face: string, outcome: string): void {
+    this.exactPrompts.inc({ face, outcome })
   }
 
   diagnostic(diagnostic: { code: string }): void {
@@ -175,6 +192,10 @@ export class GatewayMetrics {
         }
         // An engine may report its usage more than once: the last report counts.
         cached = step.usage?.cachedPromptTokens ?? cached
+        // A group's failover is told on a step of its own (engines/failover.ts).
+        if (step.diagnostics !== undefined)
+          for (const diagnostic of step.diagnostics)
+            if (diagnostic.code === 'engine-failover') this.failovers.inc({ engine: diagnostic.from })
       },
       end: (failure) => {
         meters.activeStreams.dec()

@@ -17,6 +17,7 @@ import type { RequestLogger } from '../observe/request-log'
 import { ownedStore } from '../stores/owned-store'
 import type { Sealer } from '../stores/seal'
 import type { ResponseStore } from '../stores/store'
+import type { CallIdCache } from './call-ids'
 import type { RenderWorkers } from './render-workers'
 
 /** What the parser recovered from, and tool arguments that are not JSON: worth a log line, not a failure. */
@@ -54,6 +55,8 @@ export interface Gateway {
   onError: (error: unknown) => void
   /** Where answers are kept (narrowed to the caller's records in a gateway with keys); null: none. */
   store: ResponseStore | null
+  /** The ids behind the tool calls the gateway returned, for exact prompts of the requests answering them; null: off. */
+  callIds: CallIdCache | null
   /** The gateway's key: what it seals for clients to carry (compactions, reasoning, thinking signatures). */
   sealer: Sealer
   /** Threads that render off the event loop; null: all inline. */

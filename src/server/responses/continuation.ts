@@ -6,6 +6,8 @@
 import { isRecord } from '../../base/records'
 import { HttpError } from '../../http/errors'
 import type { GenerationParameters } from '../../http/validate'
+import { promptAnswering } from '../pipeline/answering-calls'
+import type { SentCall } from '../pipeline/call-ids'
 import { type Item, type Prepared, renderOffLoop } from '../pipeline/prepared'
 import type { StoredResponse } from '../stores/store'
 import { continuationItems, continuedBody, exactContinuation, previousResponse, resolveItemReferences } from './conversation'
@@ -83,10 +85,46 @@ export async function continued(
   const { opened, previous, history } = await historyOf(gateway, body, found)
   const render = (request: Item) => renderOffLoop(gateway, 'responses', request)
   const rendered = await render(continuedBody(opened, history))
-  const exact =
-    gateway.exactContinuations && previous !== null
-      ? await exactContinuation(previous, opened.input, rendered, () => render(continuedBody({ ...opened, input: [] }, history)))
-      : null
+  let prompt = rendered
+  if (gateway.exactContinuations && previous !== null)
+    prompt =
+      (await exactContinuation(previous, opened.input, rendered, () => render(continuedBody({ ...opened, input: [] }, history)))) ??
+      rendered
+  else if (previous === null) {
+    // The client sent its history back (`store: false`, or item references): the calls it answers may be this gateway's.
+    const answered = answeredCalls(opened.input)
+    if (answered !== null)
+      prompt = await promptAnswering(gateway, 'responses', answered.calls, rendered, () =>
+        render(continuedBody({ ...opened, input: (opened.input as unknown[]).slice(0, answered.end) }, history)),
+      )
+  }
   const storing = gateway.store !== null && body.store !== false
-  return { kind: 'responses', parameters, prompt: exact ?? rendered, rendered, body: echo, history, input: opened.input, storing }
+  return { kind: 'responses', parameters, prompt, rendered, body: echo, history, input: opened.input, storing }
+}
+
+/**
+ * The function calls a Responses input answers: the run of `function_call` items its trailing
+ * `function_call_output` items follow (`end`: where the outputs begin); null where it answers none, or where one
+ * is not a call with string fields.
+ */
+function answeredCalls(input: unknown): { calls: SentCall[]; end: number } | null {
+  if (!Array.isArray(input)) return null
+  const typeAt = (i: number) => (isRecord(input[i]) ? (input[i] as Item).type : undefined)
+  let end = input.length
+  while (end > 0 && typeAt(end - 1) === 'function_call_output') end--
+  let start = end
+  while (start > 0 && typeAt(start - 1) === 'function_call') start--
+  if (end === input.length || start === end) return null
+  const calls = callsOfItems(input.slice(start, end) as Item[])
+  return calls === null ? null : { calls, end }
+}
+
+/** Function call items as the client sends them back; null where one lacks a string `call_id`, `name` or `arguments`. */
+export function callsOfItems(items: readonly Item[]): SentCall[] | null {
+  const calls: SentCall[] = []
+  for (const { call_id: id, name, arguments: text } of items) {
+    if (typeof id !== 'string' || typeof name !== 'string' || typeof text !== 'string') return null
+    calls.push({ id, name, arguments: text })
+  }
+  return calls
 }

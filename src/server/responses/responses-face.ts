@@ -17,13 +17,14 @@ import {
   responseObject,
 } from '../../wire/responses'
 import { splitRecipient } from '../../wire/routing'
+import { mayEndWithCalls, rememberCalls } from '../pipeline/answering-calls'
 import type { Face, Feature } from '../pipeline/face'
 import { prepareRequest } from '../pipeline/prepare'
 import type { Prepared } from '../pipeline/prepared'
 import { methodNotAllowed, sendJson } from '../pipeline/send'
 import { serveFace } from '../pipeline/serve-face'
 import { storedResponseRoute } from './conversation'
-import { keepResponse } from './keep'
+import { endingCalls, keepResponse } from './keep'
 import { responsesPreparing } from './prepare-responses'
 import { toolsOfResponse } from './response-tools'
 import type { ReasoningSummaryRule, ResponsesGateway } from './responses-gateway'
@@ -123,8 +124,12 @@ const responsesFace: Face<ResponsesGateway, ResponsesAdapterOptions, ResponseObj
   stream: (options) => new ResponsesStream(options),
   whole: (step, options) => responseObject(step, options),
   answer: (adapter) => adapter.response(),
-  keeps: (_gateway, prepared) => prepared.storing,
-  keep: keepResponse,
+  keeps: (gateway, prepared) => prepared.storing || mayEndWithCalls(gateway, prepared),
+  async keep(gateway, object, prepared, generated) {
+    const kept = prepared.storing ? await keepResponse(gateway, object, prepared, generated) : true
+    await rememberCalls(gateway, endingCalls(object), prepared, generated)
+    return kept
+  },
   unkept(kept) {
     if ('adapter' in kept) kept.adapter.unstore()
     else kept.answer.store = false

@@ -9,11 +9,12 @@ import type { Duplex } from 'node:stream'
 import { errorResponse, failureEvent } from '../../http/errors'
 import { ResponsesStream } from '../../wire/responses'
 import { webSockets } from '../gateway-packages'
+import { rememberCalls } from '../pipeline/answering-calls'
 import { gatewayFor, tracked } from '../pipeline/context'
 import { admit, generate } from '../pipeline/generate'
 import { reportNotApplied } from '../pipeline/serve-face'
 import { responseRecord } from '../responses/conversation'
-import { keepResponse, recordOf } from '../responses/keep'
+import { endingCalls, keepResponse, recordOf } from '../responses/keep'
 import { prepareResponsesBody } from '../responses/prepare-responses'
 import { toolsOfResponse } from '../responses/response-tools'
 import { responsesOptions } from '../responses/responses-face'
@@ -61,6 +62,8 @@ async function socketTurn(gateway: SocketGateway, request: IncomingMessage, turn
     for (const text of sseEventTexts(adapter.settleSse())) await emit(text)
     // Kept before `response.completed` says so (or says `store: false` when the store fails).
     if (prepared.storing && !(await keepResponse(gateway, adapter.response(), prepared, generated))) adapter.unstore()
+    // A client that sends its history back on a later turn (or connection) finds the ids behind these calls.
+    await rememberCalls(gateway, endingCalls(adapter.response()), prepared, generated)
     kept = true
     for (const text of sseEventTexts(adapter.concludeSse())) await emit(text)
   } catch (error) {

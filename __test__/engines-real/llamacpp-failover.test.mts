@@ -1,0 +1,86 @@
+/**
+ * Failover mid-stream on real llama-servers (issue 45): two servers behind one `EngineGroup`, a greedy stream on
+ * the bigram model's endless `walk` chain, and the server that generates it killed (SIGKILL) once the stream is
+ * well under way. The other server, prompted with the prompt and the ids generated, goes on: the stream's ids are
+ * those of the same request with no fault, and the second server's prompt is the prompt and the ids generated.
+ */
+import test from 'ava'
+import { type Engine, EngineGroup, type EngineStep, type GenerateRequest, LlamaCppEngine } from 'harmony-stream/engines'
+
+import { llamaBuildOrSkip, startLlamaServer } from '../helpers/llama-server.mjs'
+
+const build = llamaBuildOrSkip()
+const real = build ? test.serial : test.skip
+
+/** Ids read before the kill: the stream is under way, its generation far from done. */
+const BEFORE_KILL = 20
+/** Long enough that the server is still generating when the reader has read BEFORE_KILL (it waits on the reader). */
+const MAX_TOKENS = 600
+
+real(
+  'a server killed mid-stream: the other goes on from the prompt and the ids generated, and the ids are the unbroken ones',
+  async (t) => {
+    const servers = await Promise.all([0, 1].map(() => startLlamaServer(build!, { parallel: 2, ctxSize: 4096 })))
+    t.teardown(() => Promise.all(servers.map((server) => server.close())))
+    const { start } = servers[0]!.model.chains.walk!
+    // Only the prompt's last id matters to the model.
+    const prompt = [1000, 2000, 3000, start]
+    const prompts: number[][][] = [[], []]
+    const engines: Engine[] = servers.map((server, i) => {
+      const engine = new LlamaCppEngine({ url: server.url })
+      return {
+        name: `llamacpp${i}`,
+        generate: (request: GenerateRequest) => {
+          prompts[i]!.push(Array.from(request.tokens))
+          return engine.generate(request)
+        },
+      }
+    })
+    const served: string[] = []
+    const request: GenerateRequest = {
+      tokens: prompt,
+      maxTokens: MAX_TOKENS,
+      temperature: 0,
+      onEngine: (name, failure) => served.push(failure === undefined ? name : `${name} failed`),
+    }
+    const group = new EngineGroup(engines)
+    const steps = group.generate(request)[Symbol.asyncIterator]()
+    const ids: number[] = []
+    const read: EngineStep[] = []
+    while (ids.length < BEFORE_KILL) {
+      const next = await steps.next()
+      if (next.done) break
+      read.push(next.value)
+      ids.push(...next.value.tokens)
+    }
+    const first = served[0] === 'llamacpp0' ? 0 : 1
+    const victim = servers[first]!
+    // Its slot still generating (held back by the reader): the kill cuts the stream.
+    t.true(
+      (await victim.slots()).some((slot) => slot.is_processing === true),
+      'the stream is under way',
+    )
+    await victim.close()
+    for (let next = await steps.next(); !next.done; next = await steps.next()) {
+      read.push(next.value)
+      ids.push(...next.value.tokens)
+    }
+    t.deepEqual(served, [`llamacpp${first}`, `llamacpp${first} failed`, `llamacpp${1 - first}`])
+    const failover = read.flatMap((step) => step.diagnostics ?? []).find((d) => d.code === 'engine-failover')
+    t.like(failover, { code: 'engine-failover', from: `llamacpp${first}`, to: `llamacpp${1 - first}` })
+    const carried = (failover as { carried: number }).carried
+    t.true(carried >= BEFORE_KILL)
+    // The second server was given the prompt and the ids generated before the cut.
+    t.deepEqual(prompts[1 - first], [[...prompt, ...ids.slice(0, carried)]])
+    // The same request with no fault, on the server that lives: the same ids, the same length and usage.
+    const unbroken: number[] = []
+    for await (const step of engines[1 - first]!.generate({ tokens: prompt, maxTokens: MAX_TOKENS, temperature: 0 }))
+      unbroken.push(...step.tokens)
+    t.is(ids.length, MAX_TOKENS)
+    t.deepEqual(ids, unbroken)
+    t.deepEqual(ids, servers[1 - first]!.model.greedy(start, MAX_TOKENS))
+    const last = read.at(-1)!
+    t.is(last.finishReason, 'length')
+    t.like(last.usage, { promptTokens: prompt.length, completionTokens: MAX_TOKENS })
+  },
+)
