@@ -84,3 +84,76 @@ real(
     t.like(last.usage, { promptTokens: prompt.length, completionTokens: MAX_TOKENS })
   },
 )
+
+real('twenty streams on two servers, the one holding half of them killed: every stream goes on and ends whole', async (t) => {
+  const STREAMS = 20
+  // Long enough that no stream is whole in the socket's buffers when its server is killed.
+  const LENGTH = 1500
+  const servers = await Promise.all([0, 1].map(() => startLlamaServer(build!, { parallel: STREAMS, ctxSize: 2048 * STREAMS })))
+  t.teardown(() => Promise.all(servers.map((server) => server.close())))
+  const { start } = servers[0]!.model.chains.walk!
+  const prompts: number[][][] = [[], []]
+  const engines: Engine[] = servers.map((server, i) => {
+    const engine = new LlamaCppEngine({ url: server.url })
+    return {
+      name: `llamacpp${i}`,
+      generate: (request: GenerateRequest) => {
+        prompts[i]!.push(Array.from(request.tokens))
+        return engine.generate(request)
+      },
+    }
+  })
+  const group = new EngineGroup(engines)
+  // Each stream's own prompt (the model reads only its last id): twenty generations the group spreads by load.
+  const streams = Array.from({ length: STREAMS }, (_, n) => {
+    const served: string[] = []
+    const prompt = [1000 + n, 2000 + n, start]
+    const request: GenerateRequest = {
+      tokens: prompt,
+      maxTokens: LENGTH,
+      temperature: 0,
+      onEngine: (name, failure) => served.push(failure === undefined ? name : `${name} failed`),
+    }
+    return { prompt, served, steps: group.generate(request)[Symbol.asyncIterator](), ids: [] as number[], read: [] as EngineStep[] }
+  })
+  // Every stream under way (BEFORE_KILL ids read, its server held back by this reader), then server 0 killed.
+  for (const stream of streams)
+    while (stream.ids.length < BEFORE_KILL) {
+      const next = await stream.steps.next()
+      if (next.done) break
+      stream.read.push(next.value)
+      stream.ids.push(...next.value.tokens)
+    }
+  const onVictim = streams.filter((stream) => stream.served[0] === 'llamacpp0')
+  t.true(onVictim.length > 0 && onVictim.length < STREAMS, `${onVictim.length} of ${STREAMS} streams on the server killed`)
+  await servers[0]!.close()
+  await Promise.all(
+    streams.map(async (stream) => {
+      for (let next = await stream.steps.next(); !next.done; next = await stream.steps.next()) {
+        stream.read.push(next.value)
+        stream.ids.push(...next.value.tokens)
+      }
+    }),
+  )
+  const greedy = servers[1]!.model.greedy(start, LENGTH)
+  for (const [n, stream] of streams.entries()) {
+    // No id lost or repeated: the unbroken greedy walk, whole, with its usage as one generation's.
+    t.deepEqual(stream.ids, greedy, `stream ${n}`)
+    const last = stream.read.at(-1)!
+    t.is(last.finishReason, 'length', `stream ${n}`)
+    t.like(last.usage, { promptTokens: stream.prompt.length, completionTokens: LENGTH }, `stream ${n}`)
+  }
+  // Each stream of the server killed went on on the other, prompted with its prompt and the ids it had generated.
+  for (const stream of onVictim) {
+    const failover = stream.read.flatMap((step) => step.diagnostics ?? []).find((d) => d.code === 'engine-failover') as
+      | { carried: number }
+      | undefined
+    t.truthy(failover)
+    t.true(
+      prompts[1]!.some(
+        (prompt) => JSON.stringify(prompt) === JSON.stringify([...stream.prompt, ...stream.ids.slice(0, failover!.carried)]),
+      ),
+    )
+    t.deepEqual(stream.served, ['llamacpp0', 'llamacpp0 failed', 'llamacpp1'])
+  }
+})

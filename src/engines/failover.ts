@@ -176,10 +176,10 @@ export class Failover {
 
   /**
    * The steps of `engine` (labelled `label`) for this generation: the request as it stands (after failovers,
-   * the prompt with the ids carried), bounded by `failoverIdleMs`, its usage as the first engine's. Without
-   * either, the engine's own steps, no layer added.
+   * the prompt with the ids carried), its usage as the first engine's; and, with `failoverIdleMs`, the bound the
+   * group's loop tells of each step and wait (`StallWatch`: no layer between the engine and the group).
    */
-  steps(engine: Engine, label: string): AsyncIterable<EngineStep> {
+  run(engine: Engine, label: string): { steps: AsyncIterable<EngineStep>; stall: StallWatch | null } {
     const { request, generated, carried, settings } = this
     let asked = request
     if (this.count > 0) {
@@ -189,15 +189,16 @@ export class Failover {
       asked = { ...request, tokens }
       if (request.maxTokens !== undefined) asked.maxTokens = request.maxTokens - generated.length
     }
-    if (settings.idleMs === null) {
-      const steps = engine.generate(asked)
-      return carried === 0 ? steps : withUsage(steps, carried)
+    let stall: StallWatch | null = null
+    if (settings.idleMs !== null) {
+      // A signal of the member's own beside the caller's: a stall aborts this engine's request alone.
+      const own = new AbortController()
+      const signal = request.signal === undefined ? own.signal : AbortSignal.any([request.signal, own.signal])
+      asked = { ...asked, signal }
+      stall = new StallWatch(label, settings, () => own.abort())
     }
-    // A signal of the member's own beside the caller's: a stall aborts this engine's request alone.
-    const stall = new AbortController()
-    const signal = request.signal === undefined ? stall.signal : AbortSignal.any([request.signal, stall.signal])
-    const steps = stallBounded(engine.generate({ ...asked, signal }), label, settings, () => stall.abort())
-    return carried === 0 ? steps : withUsage(steps, carried)
+    const steps = engine.generate(asked)
+    return { steps: carried === 0 ? steps : withUsage(steps, carried), stall }
   }
 }
 
@@ -218,73 +219,78 @@ function continuedUsage(usage: EngineUsage, carried: number): EngineUsage {
 }
 
 /**
- * `steps` ended with an `engine-idle-timeout` (after `abort`, which ends the member's request) when the group
- * waits on them for `settings.idleMs` in all without an id. Only the waits count: a consumer that reads slowly
- * is not the member's silence. One timer at a time, not one per step: when it fires before the silence is
- * long enough (ids came, or the wait was the consumer's), it is set again for what is left, on the next wait.
+ * The stall bound of one member's steps: when the group waits on them for `settings.idleMs` in all without an
+ * id, `abort` ends the member's request (every engine client ends its steps when its request's signal aborts),
+ * and the failure that follows is told as the stall (`failure`). Only the waits count: a consumer that reads
+ * slowly is not the member's silence. The group's own loop tells it of each step and each wait, so no layer
+ * sits between the engine and the group (a step costs two clock reads); one timer at a time, not one per step:
+ * when it fires before the silence is long enough (ids came, or the wait was the consumer's), it is set again
+ * for what is left.
  */
-async function* stallBounded(
-  steps: AsyncIterable<EngineStep>,
-  label: string,
-  settings: FailoverSettings,
-  abort: () => void,
-): AsyncIterable<EngineStep> {
-  const idleMs = settings.idleMs as number
-  const { now } = settings
+export class StallWatch {
   /** Silence waited since the last ids, not counting the wait under way. */
-  let silent = 0
+  private silent = 0
   /** When the wait under way started; null: not waiting on the member. */
-  let waiting: number | null = null
+  private since: number | null = null
   /** Whether the member gave ids: before, its silence is a prefill, which the caller's first-token limit bounds. */
-  let gaveIds = false
-  let timer: AbortController | null = null
-  let wake: ((value: null) => void) | null = null
-  const silence = () => silent + (waiting === null ? 0 : now() - waiting)
-  const arm = () => {
+  private gaveIds = false
+  private stalled = false
+  private timer: AbortController | null = null
+
+  constructor(
+    private readonly label: string,
+    private readonly settings: FailoverSettings,
+    private readonly abort: () => void,
+  ) {}
+
+  /** A step came. */
+  stepped(step: EngineStep): void {
+    if (step.tokens.length > 0) {
+      this.silent = 0
+      this.gaveIds = true
+    } else if (this.since !== null) this.silent += this.settings.now() - this.since
+    this.since = null
+  }
+
+  /** The group waits on the member again (its consumer took the step). */
+  waiting(): void {
+    this.since = this.settings.now()
+    if (this.gaveIds && this.timer === null) this.arm()
+  }
+
+  /** The failure the group sees: a stall's, where the stall aborted the request. */
+  failure(error: unknown): unknown {
+    if (!this.stalled) return error
+    const { idleMs } = this.settings
+    return new EngineError('engine-idle-timeout', `${this.label}: no token for ${idleMs} ms (failoverIdleMs)`, {
+      engine: this.label,
+      cause: error,
+    })
+  }
+
+  end(): void {
+    this.timer?.abort()
+    this.timer = null
+  }
+
+  private silence(): number {
+    return this.silent + (this.since === null ? 0 : this.settings.now() - this.since)
+  }
+
+  private arm(): void {
     const own = new AbortController()
-    timer = own
-    settings.sleep(Math.max(0, idleMs - silence()), own.signal).then(
+    this.timer = own
+    const idleMs = this.settings.idleMs as number
+    this.settings.sleep(Math.max(0, idleMs - this.silence()), own.signal).then(
       () => {
-        if (timer !== own) return
-        timer = null
-        if (waiting === null) return
-        if (silence() < idleMs) arm()
-        else wake?.(null)
+        if (this.timer !== own) return
+        this.timer = null
+        if (this.since === null) return
+        if (this.silence() < idleMs) return this.arm()
+        this.stalled = true
+        this.abort()
       },
       () => {},
     )
-  }
-  const iterator = steps[Symbol.asyncIterator]()
-  // Whether the member's iterator needs closing here: not while a read is pending or after it ended.
-  let open = true
-  try {
-    for (;;) {
-      const next = iterator.next()
-      open = false
-      waiting = now()
-      if (gaveIds && timer === null) arm()
-      const result = await Promise.race([next, new Promise<null>((resolve) => (wake = resolve))])
-      wake = null
-      if (result === null) {
-        // The pending read ends with the abort; what it throws is this stall's, told here.
-        next.catch(() => {})
-        abort()
-        throw new EngineError('engine-idle-timeout', `${label}: no token for ${idleMs} ms (failoverIdleMs)`, { engine: label })
-      }
-      const ended = now()
-      if (result.done) return
-      if (result.value.tokens.length > 0) {
-        silent = 0
-        gaveIds = true
-      } else silent += ended - (waiting as number)
-      waiting = null
-      open = true
-      yield result.value
-    }
-  } finally {
-    // Set by `arm`, which TypeScript's narrowing does not follow.
-    ;(timer as AbortController | null)?.abort()
-    timer = null
-    if (open) await iterator.return?.()
   }
 }

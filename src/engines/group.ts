@@ -197,21 +197,26 @@ export class EngineGroup implements Engine {
       request.onEngine?.(member.label)
       member.running++
       let failure: unknown
+      const { steps, stall } =
+        failover === null ? { steps: member.engine.generate(request), stall: null } : failover.run(member.engine, member.label)
       try {
-        const steps = failover === null ? member.engine.generate(request) : failover.steps(member.engine, member.label)
         for await (const step of steps) {
+          stall?.stepped(step)
           passedOn = true
           if (prompt !== null || failover !== null) for (let i = 0; i < step.tokens.length; i++) generated.push(step.tokens[i]!)
           yield step
+          stall?.waiting()
         }
         member.failures = 0
         member.outUntil = 0
         if (prompt !== null) this.remember(prompt, generated, member)
         return
-      } catch (error) {
+      } catch (thrown) {
+        const error = stall === null ? thrown : stall.failure(thrown)
         if (request.signal?.aborted || !failedAsServer(error)) throw error
         failure = error
       } finally {
+        stall?.end()
         member.running--
       }
       if (!passedOn) {
