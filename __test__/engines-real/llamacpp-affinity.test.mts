@@ -7,18 +7,14 @@
  * the three conversations take turns on the two servers and land where their prefix is not.
  */
 import test, { type ExecutionContext } from 'ava'
-import { type Engine, EngineGroup, type GenerateRequest, LlamaCppEngine } from 'harmony-stream/engines'
+import { EngineGroup } from 'harmony-stream/engines'
 
 import { startGateway } from '../helpers/gateway.mjs'
-import { llamaBuildOrSkip, startLlamaServer } from '../helpers/llama-server.mjs'
+import { callingEngine, llamaBuildOrSkip, startLlamaServer } from '../helpers/llama-server.mjs'
 
 const build = llamaBuildOrSkip()
 const real = build ? test.serial : test.skip
 
-const TO = 316 // ' to', the first id of the bigram model's `tool` chain
-const CHANNEL = 200_005
-const CALL = 200_012
-const RETURN = 200_002
 const TOOLS = [
   {
     type: 'function' as const,
@@ -27,16 +23,6 @@ const TOOLS = [
     strict: true,
   },
 ]
-
-/** A real llama-server client that starts a call after `<|start|>assistant` and ends it with `<|call|>`. */
-function callingEngine(url: string): Engine {
-  const engine = new LlamaCppEngine({ url })
-  return {
-    name: 'llamacpp',
-    generate: (request: GenerateRequest) =>
-      engine.generate({ ...request, temperature: 0, logitBias: { [TO]: 10, [CALL]: 5, [CHANNEL]: -100, [RETURN]: -100 } }),
-  }
-}
 
 /** Three interleaved 10-step loops through a gateway over two servers; per step: prompt, cached, output tokens. */
 async function loops(t: ExecutionContext, urls: string[], affinity: boolean) {

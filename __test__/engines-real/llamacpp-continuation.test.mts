@@ -10,12 +10,11 @@
  * without the gateway's id cache, and over the WebSocket mode with `store: false` (the connection's memory).
  */
 import test, { type ExecutionContext } from 'ava'
-import { type Engine, type GenerateRequest, LlamaCppEngine } from 'harmony-stream/engines'
 import { CallIdCache } from 'harmony-stream/server'
 import type OpenAI from 'openai'
 
 import { startGateway } from '../helpers/gateway.mjs'
-import { llamaBuildOrSkip, llamaServerForFile } from '../helpers/llama-server.mjs'
+import { callingEngine, llamaBuildOrSkip, llamaServerForFile } from '../helpers/llama-server.mjs'
 import { connect, responseOf } from '../helpers/responses-socket.mjs'
 
 const build = llamaBuildOrSkip()
@@ -23,10 +22,6 @@ const real = build ? test.serial : test.skip
 
 const server = llamaServerForFile(test, build)
 
-const TO = 316 // ' to', the first id of the bigram model's `tool` chain
-const CHANNEL = 200_005
-const CALL = 200_012
-const RETURN = 200_002
 const WEATHER = {
   type: 'object',
   properties: { city: { enum: ['Paris', 'Rome'] }, days: { enum: [1, 2, 3] } },
@@ -35,21 +30,11 @@ const WEATHER = {
 }
 const TOOLS = [{ type: 'function' as const, name: 'get_weather', parameters: WEATHER, strict: true }]
 
-/**
- * The real llama-server, asked to start a call after `<|start|>assistant` and to end it with `<|call|>` (the
- * model's fallback successor of any id off its chains is `<|return|>`, banned here).
- */
-function callingEngine(): Engine {
-  const engine = new LlamaCppEngine({ url: server().url })
-  return {
-    name: 'llamacpp',
-    generate: (request: GenerateRequest) =>
-      engine.generate({ ...request, temperature: 0, logitBias: { [TO]: 10, [CALL]: 5, [CHANNEL]: -100, [RETURN]: -100 } }),
-  }
-}
+/** The file's llama-server, calling (`callingEngine`). */
+const calling = () => callingEngine(server().url)
 
 async function loop(t: ExecutionContext, exactContinuations: boolean) {
-  const { client } = await startGateway(t, { engine: callingEngine(), exactContinuations, onDiagnostic: () => {} })
+  const { client } = await startGateway(t, { engine: calling(), exactContinuations, onDiagnostic: () => {} })
   const steps: { input: number; cached: number; output: number }[] = []
   let previous: string | undefined
   let callId: string | undefined
@@ -81,7 +66,7 @@ async function loop(t: ExecutionContext, exactContinuations: boolean) {
 /** The same loop over Chat Completions: the client sends the whole history back, the gateway with or without its id cache. */
 async function chatLoop(t: ExecutionContext, idCache: boolean) {
   const { client } = await startGateway(t, {
-    engine: callingEngine(),
+    engine: calling(),
     callIdCache: idCache ? new CallIdCache() : null,
     onDiagnostic: () => {},
   })
@@ -144,7 +129,7 @@ real("over a 10-step tool loop, exact continuations are served from the server's
 real(
   'over the WebSocket mode, a store: false tool loop continues from the connection’s memory, exactly, served from the server’s cache',
   async (t) => {
-    const { port } = await startGateway(t, { engine: callingEngine(), responseStore: null, onDiagnostic: () => {} })
+    const { port } = await startGateway(t, { engine: calling(), responseStore: null, onDiagnostic: () => {} })
     const ws = await connect(t, port)
     const steps: { input: number; cached: number; output: number }[] = []
     let previous: string | undefined

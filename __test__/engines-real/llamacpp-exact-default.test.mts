@@ -10,19 +10,14 @@
  * ` to=functions.get_weather json<|message|>`), so a re-render would miss from the first call on.
  */
 import test from 'ava'
-import { type Engine, type GenerateRequest, LlamaCppEngine } from 'harmony-stream/engines'
 import type OpenAI from 'openai'
 
 import { startGateway } from '../helpers/gateway.mjs'
-import { llamaBuildOrSkip, startLlamaServer } from '../helpers/llama-server.mjs'
+import { callingEngine, llamaBuildOrSkip, startLlamaServer } from '../helpers/llama-server.mjs'
 
 const build = llamaBuildOrSkip()
 const real = build ? test.serial : test.skip
 
-const TO = 316 // ' to', the first id of the bigram model's `tool` chain
-const CHANNEL = 200_005
-const CALL = 200_012
-const RETURN = 200_002
 const TOOLS = [
   {
     type: 'function' as const,
@@ -36,16 +31,6 @@ const TOOLS = [
 ]
 const CONVERSATIONS = 10
 const STEPS = 10
-
-/** A real llama-server client that starts a call after `<|start|>assistant` and ends it with `<|call|>` (greedy). */
-function callingEngine(url: string): Engine {
-  const engine = new LlamaCppEngine({ url })
-  return {
-    name: 'llamacpp',
-    generate: (request: GenerateRequest) =>
-      engine.generate({ ...request, temperature: 0, logitBias: { [TO]: 10, [CALL]: 5, [CHANNEL]: -100, [RETURN]: -100 } }),
-  }
-}
 
 /** One conversation's tool loop; per step: prompt, cached and output tokens. */
 async function conversation(client: OpenAI, n: number) {

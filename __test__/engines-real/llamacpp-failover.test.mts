@@ -7,7 +7,7 @@
 import test from 'ava'
 import { type Engine, EngineGroup, type EngineStep, type GenerateRequest, LlamaCppEngine } from 'harmony-stream/engines'
 
-import { llamaBuildOrSkip, startLlamaServer } from '../helpers/llama-server.mjs'
+import { type LlamaServer, llamaBuildOrSkip, startLlamaServer } from '../helpers/llama-server.mjs'
 
 const build = llamaBuildOrSkip()
 const real = build ? test.serial : test.skip
@@ -17,6 +17,22 @@ const BEFORE_KILL = 20
 /** Long enough that the server is still generating when the reader has read BEFORE_KILL (it waits on the reader). */
 const MAX_TOKENS = 600
 
+/** A client of each server (`llamacpp0`, `llamacpp1`), with the prompts each was given. */
+function recording(servers: LlamaServer[]): { engines: Engine[]; prompts: number[][][] } {
+  const prompts: number[][][] = servers.map(() => [])
+  const engines = servers.map((server, i) => {
+    const engine = new LlamaCppEngine({ url: server.url })
+    return {
+      name: `llamacpp${i}`,
+      generate: (request: GenerateRequest) => {
+        prompts[i]!.push(Array.from(request.tokens))
+        return engine.generate(request)
+      },
+    }
+  })
+  return { engines, prompts }
+}
+
 real(
   'a server killed mid-stream: the other goes on from the prompt and the ids generated, and the ids are the unbroken ones',
   async (t) => {
@@ -25,17 +41,7 @@ real(
     const { start } = servers[0]!.model.chains.walk!
     // Only the prompt's last id matters to the model.
     const prompt = [1000, 2000, 3000, start]
-    const prompts: number[][][] = [[], []]
-    const engines: Engine[] = servers.map((server, i) => {
-      const engine = new LlamaCppEngine({ url: server.url })
-      return {
-        name: `llamacpp${i}`,
-        generate: (request: GenerateRequest) => {
-          prompts[i]!.push(Array.from(request.tokens))
-          return engine.generate(request)
-        },
-      }
-    })
+    const { engines, prompts } = recording(servers)
     const served: string[] = []
     const request: GenerateRequest = {
       tokens: prompt,
@@ -92,17 +98,7 @@ real('twenty streams on two servers, the one holding half of them killed: every 
   const servers = await Promise.all([0, 1].map(() => startLlamaServer(build!, { parallel: STREAMS, ctxSize: 2048 * STREAMS })))
   t.teardown(() => Promise.all(servers.map((server) => server.close())))
   const { start } = servers[0]!.model.chains.walk!
-  const prompts: number[][][] = [[], []]
-  const engines: Engine[] = servers.map((server, i) => {
-    const engine = new LlamaCppEngine({ url: server.url })
-    return {
-      name: `llamacpp${i}`,
-      generate: (request: GenerateRequest) => {
-        prompts[i]!.push(Array.from(request.tokens))
-        return engine.generate(request)
-      },
-    }
-  })
+  const { engines, prompts } = recording(servers)
   const group = new EngineGroup(engines)
   // Each stream's own prompt (the model reads only its last id): twenty generations the group spreads by load.
   const streams = Array.from({ length: STREAMS }, (_, n) => {

@@ -18,6 +18,7 @@ import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type test from 'ava'
+import { type Engine, type GenerateRequest, LlamaCppEngine } from 'harmony-stream/engines'
 
 const root = join(import.meta.dirname, '..', '..')
 
@@ -240,4 +241,24 @@ export function llamaServerForFile(avaTest: typeof test, build: LlamaBuild | nul
     await server?.close()
   })
   return () => server!
+}
+
+const TO = 316 // ' to', the first id of the bigram model's `tool` chain
+const CHANNEL = 200_005
+const CALL = 200_012
+const RETURN = 200_002
+
+/**
+ * A real llama-server client that starts a call after `<|start|>assistant` and ends it with `<|call|>`, greedy:
+ * the bigram model's `tool` chain, which a bias towards ` to` and `<|call|>` and against `<|channel|>` makes it
+ * start (its fallback successor of any id off its chains, `<|return|>`, banned). It writes the call's header in
+ * a form the reference does not render (` to=functions.get_weather json<|message|>`).
+ */
+export function callingEngine(url: string): Engine {
+  const engine = new LlamaCppEngine({ url })
+  return {
+    name: 'llamacpp',
+    generate: (request: GenerateRequest) =>
+      engine.generate({ ...request, temperature: 0, logitBias: { [TO]: 10, [CALL]: 5, [CHANNEL]: -100, [RETURN]: -100 } }),
+  }
 }
