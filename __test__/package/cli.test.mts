@@ -40,7 +40,7 @@ test('inspect reads replay files, highlights diagnostics, and colours channels o
   let out = ''
   const status = runCli(['inspect'], {
     stdout: { isTTY: true, write: (s: string) => (out += s) },
-    stdin: () => harmony('<|channel|>final<|message|>x<|end|>junk').join(' '),
+    stdin: () => harmony('<|channel|>final<|message|>x<|return|>junk').join(' '),
     env: {},
   })
   t.is(status, 0)
@@ -65,7 +65,7 @@ test('inspect --events chat|responses prints the wire events as JSON lines', (t)
   t.is(events[0].type, 'response.created')
   t.is(events.at(-1).type, 'response.completed')
   // Diagnostics and errors go to stderr, so stdout stays JSON lines.
-  const noisy = cli(['inspect', '--events', 'chat'], harmony('<|channel|>final<|message|>x<|end|>junk').join(' '))
+  const noisy = cli(['inspect', '--events', 'chat'], harmony('<|channel|>final<|message|>x<|return|>junk').join(' '))
   t.notThrows(() =>
     noisy.stdout
       .trim()
@@ -73,7 +73,7 @@ test('inspect --events chat|responses prints the wire events as JSON lines', (t)
       .map((line) => JSON.parse(line)),
   )
   t.regex(noisy.stderr, /stray-tokens/)
-  const strict = cli(['inspect', '--strict', '--events', 'chat'], harmony('<|channel|>final<|message|>x<|end|>junk').join(' '))
+  const strict = cli(['inspect', '--strict', '--events', 'chat'], harmony('<|channel|>final<|message|>x<|return|>junk').join(' '))
   t.is(strict.status, 1)
   t.regex(strict.stderr, /unexpected-token/)
 })

@@ -164,14 +164,35 @@ export const CASES: Case[] = [
     kept: ['<|end|><|call|><|constrain|><|message|>'],
   },
   {
-    source: 'C. free text between messages (vLLM PR #43408, #35906)',
+    source: 'C. free text between messages (vLLM PR #43408, #35906): after <|end|>, an answer without its header',
     emitted: '<|channel|>analysis<|message|>Think.<|end|> and then some.<|start|>assistant<|channel|>final<|message|>Done.<|return|>',
+    messages: [
+      { channel: 'analysis', content: 'Think.', terminator: 'end' },
+      { role: 'assistant', channel: 'final', content: 'and then some.' },
+      { channel: 'final', content: 'Done.', terminator: 'return' },
+    ],
+    diagnostics: ['stranded-text', 'missing-end'],
+    // The text held when it was found to be an answer, its leading space with it.
+    kept: [' and'],
+  },
+  {
+    source: 'C. the answer written after <|end|> without its header (SGLang #31019)',
+    emitted: '<|channel|>analysis<|message|>reasoning text<|end|>{"country":"France","capital":"Paris"}',
+    messages: [
+      { channel: 'analysis', content: 'reasoning text', terminator: 'end' },
+      { role: 'assistant', channel: 'final', content: '{"country":"France","capital":"Paris"}' },
+    ],
+    diagnostics: ['stranded-text'],
+  },
+  {
+    source: 'C. white space after <|end|> is no answer',
+    emitted: '<|channel|>analysis<|message|>Think.<|end|>\n\n<|start|>assistant<|channel|>final<|message|>Done.<|return|>',
     messages: [
       { channel: 'analysis', content: 'Think.', terminator: 'end' },
       { channel: 'final', content: 'Done.', terminator: 'return' },
     ],
     diagnostics: ['stray-tokens'],
-    kept: [' and then some.'],
+    kept: ['\n\n'],
   },
   {
     source: 'C. <|start|> missing between messages (vLLM PR #35901)',
@@ -222,6 +243,28 @@ export const CASES: Case[] = [
     options: { toolNames: ['functions.shell'] },
     messages: [{ channel: 'commentary', recipient: 'functions.shell', contentType: 'json', content: '{"cmd":["ls"]}', terminator: 'call' }],
     diagnostics: ['glued-content-type'],
+  },
+  {
+    source: 'D. a declared tool whose name holds a space (LM Studio bug tracker #876)',
+    emitted: '<|channel|>commentary to=functions.Web Search <|constrain|>json<|message|>{ "query": "North XL", "pageSize": 10 }<|call|>',
+    options: { toolNames: ['functions.Web Search'] },
+    messages: [
+      {
+        channel: 'commentary',
+        recipient: 'functions.Web Search',
+        contentType: 'json',
+        content: '{ "query": "North XL", "pageSize": 10 }',
+        terminator: 'call',
+      },
+    ],
+    diagnostics: ['spaced-recipient'],
+  },
+  {
+    source: 'D. the same name written with two spaces, and a longer declared name that does not match',
+    emitted: '<|channel|>commentary to=functions.Web  Search json<|message|>{}<|call|>',
+    options: { toolNames: ['functions.Web Search Pro', 'functions.Web Search'] },
+    messages: [{ channel: 'commentary', recipient: 'functions.Web Search', contentType: 'json', content: '{}', terminator: 'call' }],
+    diagnostics: ['spaced-recipient'],
   },
   {
     source: 'D. the same without toolNames: nothing to split on',

@@ -130,7 +130,7 @@ for (const implementation of IMPLEMENTATIONS) {
     const lenient = new HarmonyTextParser({ implementation })
     t.deepEqual(
       lenient
-        .push('<|channel|>final<|message|>ok<|end|>stray<|start|>assistant<|channel|>final<|message|>x')
+        .push('<|channel|>final<|message|>ok<|return|>stray<|start|>assistant<|channel|>final<|message|>x')
         .diagnostics.map((d) => d.code),
       ['stray-tokens'],
     )

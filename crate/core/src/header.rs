@@ -55,6 +55,8 @@ pub enum HeaderProblem {
     DuplicateRecipient(String),
     /// A content type glued to a known tool name, e.g. `functions.shelljson`.
     GluedContentType(String),
+    /// A declared tool whose name holds spaces, split into words in the header and joined back.
+    SpacedRecipient(String),
 }
 
 impl HeaderProblem {
@@ -72,6 +74,7 @@ impl HeaderProblem {
             HeaderProblem::LeakedMarker(_) => "leaked-marker",
             HeaderProblem::DuplicateRecipient(_) => "duplicate-recipient",
             HeaderProblem::GluedContentType(_) => "glued-content-type",
+            HeaderProblem::SpacedRecipient(_) => "spaced-recipient",
         }
     }
 
@@ -100,6 +103,7 @@ impl HeaderProblem {
             HeaderProblem::LeakedMarker(recipient) => format!("special token text in the recipient, cut: {recipient}"),
             HeaderProblem::DuplicateRecipient(word) => format!("repeated recipient removed: {word}"),
             HeaderProblem::GluedContentType(recipient) => format!("content type glued to the recipient, split: {recipient}"),
+            HeaderProblem::SpacedRecipient(name) => format!("a declared tool whose name holds spaces, read as one recipient: {name}"),
         }
     }
 }
@@ -266,6 +270,9 @@ pub fn parse_header(text: &str, given_role: Option<&str>, rules: HeaderRules) ->
     if words.first() == Some(&header.role) {
         words.remove(0);
     }
+    if rules.repair {
+        join_spaced_recipient(&mut words, rules.tool_names, &mut problems);
+    }
 
     if let Some(last) = words.pop() {
         if let Some(recipient) = last.strip_prefix("to=") {
@@ -284,6 +291,27 @@ pub fn parse_header(text: &str, given_role: Option<&str>, rules: HeaderRules) ->
         problems.push(HeaderProblem::ExtraWords(words.join(" ")));
     }
     ParsedHeader { header, problems }
+}
+
+/// Lenient: a recipient that is a declared tool whose name holds spaces (`to=functions.Web Search`, a
+/// client's tool named "Web Search"), split into words here, joined back into one word. The words after
+/// `to=` are joined with one space each; a declared name matches with its own runs of white space read as
+/// one space. The longest declared name wins (as src/backend/js/header.ts `joinSpacedRecipient`).
+fn join_spaced_recipient(words: &mut Vec<String>, tool_names: &[String], problems: &mut Vec<HeaderProblem>) {
+    if !tool_names.iter().any(|name| name.bytes().any(|b| b.is_ascii_whitespace())) {
+        return;
+    }
+    let Some(at) = words.iter().position(|word| word.starts_with("to=")) else { return };
+    for end in (at + 2..=words.len()).rev() {
+        let joined = words[at..end].join(" ");
+        let wanted = &joined[3..];
+        let Some(name) = tool_names.iter().find(|name| name.split_ascii_whitespace().collect::<Vec<_>>().join(" ") == wanted) else {
+            continue;
+        };
+        problems.push(HeaderProblem::SpacedRecipient(name.clone()));
+        words.splice(at..end, [format!("to={name}")]);
+        return;
+    }
 }
 
 /// Lenient repairs of the recipient and content type: leaked markers cut, repeats dropped, a glued

@@ -103,6 +103,9 @@ pub struct StreamParser {
     next_message_index: u32,
     utf8: Utf8Assembler,
     stray: StrayRun,
+    /// Lenient: the last message closed with `<|end|>` and no header began since: text written now, where
+    /// `<|start|>` belongs, is an answer the model wrote without its header (`strand`).
+    strandable: bool,
     /// Tokens consumed so far over all batches.
     offset: u64,
     finished: bool,
@@ -127,6 +130,7 @@ impl StreamParser {
             next_message_index: 0,
             utf8: Utf8Assembler::default(),
             stray: StrayRun::default(),
+            strandable: false,
             offset: 0,
             finished: false,
             output,
@@ -342,8 +346,37 @@ impl StreamParser {
             self.header_tokens.push(token);
         } else {
             self.add_stray(token, offset);
+            if token >= FIRST_SPECIAL {
+                self.strandable = false;
+            } else if self.strandable && !self.vocabulary.bytes(token).expect("ids are checked in push").iter().all(u8::is_ascii_whitespace) {
+                self.strand();
+            }
         }
         Ok(())
+    }
+
+    /// Lenient: text after a message's `<|end|>` without a header (SGLang #31019: `…analysis…<|end|>{"country":…}`)
+    /// is the final answer the model wrote without `<|start|>assistant<|channel|>final<|message|>`: the text
+    /// held since the `<|end|>` opens an assistant message on the final channel, its leading white space left
+    /// out (it stays in the diagnostic's text), and what follows is its content (as stream-parser.ts `strand`).
+    fn strand(&mut self) {
+        let bytes = std::mem::take(&mut self.stray.bytes);
+        let from = bytes.iter().take_while(|b| b.is_ascii_whitespace()).count();
+        let start = self.stray.start;
+        self.diagnose(
+            "stranded-text",
+            "text after <|end|> without a message header: read as the final answer".to_owned(),
+            start,
+            Some(decode_lossy(&bytes)),
+        );
+        self.stray.tokens = 0;
+        self.strandable = false;
+        let header = Header { role: "assistant".to_owned(), channel: Some("final".to_owned()), ..Header::default() };
+        let message = self.open(&header);
+        self.utf8.push(&bytes[from..], &mut self.output.text);
+        self.output.mark_text(message);
+        self.stray.bytes = bytes;
+        self.stray.bytes.clear();
     }
 
     fn header(&mut self, token: u32, offset: u64) -> Result<(), ParseError> {
@@ -404,6 +437,7 @@ impl StreamParser {
     }
 
     fn begin_header(&mut self, start: Option<u64>) {
+        self.strandable = false;
         self.state = State::Header;
         self.header_tokens.clear();
         self.header_start = start;
@@ -544,6 +578,7 @@ impl StreamParser {
         self.output.mark_text(message);
         self.output.close(message, terminator);
         self.state = State::ExpectStart;
+        self.strandable = !self.strict && terminator == Some(Terminator::End);
     }
 
     fn diagnose(&mut self, code: &'static str, message: String, token_offset: u64, text: Option<String>) {

@@ -82,6 +82,7 @@ export type HeaderProblem =
   | { kind: 'leaked-marker'; words: string }
   | { kind: 'duplicate-recipient'; words: string }
   | { kind: 'glued-content-type'; words: string }
+  | { kind: 'spaced-recipient'; words: string }
 
 /** Stable code, shared by diagnostics and errors. */
 export function problemCode(problem: HeaderProblem): string {
@@ -116,6 +117,8 @@ export function problemMessage(problem: HeaderProblem): string {
       return `repeated recipient removed: ${problem.words}`
     case 'glued-content-type':
       return `content type glued to the recipient, split: ${problem.words}`
+    case 'spaced-recipient':
+      return `a declared tool whose name holds spaces, read as one recipient: ${problem.words}`
   }
 }
 
@@ -291,6 +294,7 @@ export function parseHeader(text: string, givenRole: string | null, rules: Heade
     header.role = words.shift()!
   }
   if (words[0] === header.role) words.shift()
+  if (rules.repair) joinSpacedRecipient(words, rules.toolNames, problems)
 
   const last = words.pop()
   if (last !== undefined) {
@@ -305,6 +309,27 @@ export function parseHeader(text: string, givenRole: string | null, rules: Heade
   if (rules.repair) repairRecipient(header, words, rules.toolNames, problems)
   if (words.length > 0) problems.push({ kind: 'extra-header-words', words: words.join(' ') })
   return { header, problems }
+}
+
+/**
+ * Lenient: a recipient that is a declared tool whose name holds spaces (`to=functions.Web Search`, a client's
+ * tool named "Web Search"), split into words here, joined back into one word. The words after `to=` are
+ * joined with one space each; a declared name matches with its own runs of white space read as one space.
+ * The longest declared name wins.
+ */
+function joinSpacedRecipient(words: string[], toolNames: readonly string[], problems: HeaderProblem[]): void {
+  if (!toolNames.some((name) => ASCII_WHITE_SPACE.test(name))) return
+  const at = words.findIndex((word) => word.startsWith('to='))
+  if (at < 0) return
+  for (let end = words.length; end > at + 1; end--) {
+    const wanted = words.slice(at, end).join(' ').slice(3)
+    // The first declared name that matches (as header.rs).
+    const name = toolNames.find((tool) => tool.split(ASCII_WHITE_SPACE).filter((w) => w !== '').join(' ') === wanted)
+    if (name === undefined) continue
+    problems.push({ kind: 'spaced-recipient', words: name })
+    words.splice(at, end - at, `to=${name}`)
+    return
+  }
 }
 
 /** Lenient repairs of recipient and content type: leaked markers cut, repeats dropped, a glued type split off. */

@@ -3,7 +3,7 @@
  * comments there. Strict mode reproduces the reference parser's errors; lenient mode (the default)
  * recovers from everything with a diagnostic and drops no content text.
  */
-import { STATE_CONTENT, STATE_EXPECT_START, STATE_HEADER, TERMINATOR_NONE } from '../protocol'
+import { STATE_CONTENT, STATE_EXPECT_START, STATE_HEADER, TERMINATOR_END, TERMINATOR_NONE } from '../protocol'
 import { CHANNEL, END_OF_TEXT, FIRST_SPECIAL, MESSAGE, START, terminatorOf } from '../tokens'
 import { type Header, type HeaderProblem, parseHeader, problemCode, problemMessage, recoverHeader } from './header'
 import { BatchOutput, type ParseError } from './output'
@@ -71,6 +71,11 @@ export class StreamParser {
   private strayBytes: number[] = []
   private strayTokens = 0
   private strayStart = 0
+  /**
+   * Lenient: the last message closed with `<|end|>` and no header began since: text written now, where
+   * `<|start|>` belongs, is an answer the model wrote without its header (`strand`).
+   */
+  private strandable = false
   /** Tokens consumed so far over all batches. */
   private offset = 0
   private finished = false
@@ -236,7 +241,33 @@ export class StreamParser {
       this.headerTokens.push(token)
     } else {
       this.addStray(token, offset)
+      if (token >= FIRST_SPECIAL) this.strandable = false
+      else if (this.strandable && !this.vocabulary.tokenBytes(token).every(isAsciiWhiteSpace)) this.strand()
     }
+  }
+
+  /**
+   * Lenient: text after a message's `<|end|>` without a header (SGLang #31019: `…analysis…<|end|>{"country":…}`)
+   * is the final answer the model wrote without `<|start|>assistant<|channel|>final<|message|>`: the text held
+   * since the `<|end|>` opens an assistant message on the final channel, its leading white space left out (it
+   * stays in the diagnostic's text), and what follows is its content.
+   */
+  private strand(): void {
+    const bytes = Uint8Array.from(this.strayBytes)
+    let from = 0
+    while (isAsciiWhiteSpace(bytes[from])) from++
+    this.diagnose(
+      'stranded-text',
+      'text after <|end|> without a message header: read as the final answer',
+      this.strayStart,
+      decodeLossy(bytes),
+    )
+    this.strayBytes = []
+    this.strayTokens = 0
+    this.strandable = false
+    const message = this.open({ role: 'assistant', name: null, channel: 'final', recipient: null, contentType: null })
+    this.utf8.push(bytes, from, bytes.length, this.output)
+    this.output.markText(message)
   }
 
   private header(token: number, offset: number): void {
@@ -293,6 +324,7 @@ export class StreamParser {
   }
 
   private beginHeader(start: number | null): void {
+    this.strandable = false
     this.currentState = STATE_HEADER
     this.headerTokens.length = 0
     this.headerStart = start
@@ -413,6 +445,7 @@ export class StreamParser {
     this.output.markText(message)
     this.output.close(message, terminator)
     this.currentState = STATE_EXPECT_START
+    this.strandable = !this.strict && terminator === TERMINATOR_END
   }
 
   private diagnose(code: string, message: string, tokenOffset: number, text: string | null): void {
@@ -434,6 +467,11 @@ export class StreamParser {
     this.strayTokens = 0
     this.diagnose('stray-tokens', message, this.strayStart, text)
   }
+}
+
+/** ASCII white space as the header parser splits on it (space, tab, line feed, form feed, carriage return). */
+function isAsciiWhiteSpace(byte: number | undefined): boolean {
+  return byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0c || byte === 0x0d
 }
 
 function isValidUtf8(bytes: Uint8Array): boolean {
