@@ -348,7 +348,8 @@ impl StreamParser {
             self.add_stray(token, offset);
             if token >= FIRST_SPECIAL {
                 self.strandable = false;
-            } else if self.strandable && !self.vocabulary.bytes(token).expect("ids are checked in push").iter().all(u8::is_ascii_whitespace) {
+            } else if self.strandable && !self.vocabulary.bytes(token).expect("ids are checked in push").iter().all(u8::is_ascii_whitespace)
+            {
                 self.strand();
             }
         }

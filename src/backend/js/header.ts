@@ -324,12 +324,20 @@ function joinSpacedRecipient(words: string[], toolNames: readonly string[], prob
   for (let end = words.length; end > at + 1; end--) {
     const wanted = words.slice(at, end).join(' ').slice(3)
     // The first declared name that matches (as header.rs).
-    const name = toolNames.find((tool) => tool.split(ASCII_WHITE_SPACE).filter((w) => w !== '').join(' ') === wanted)
+    const name = toolNames.find((tool) => spacedOnce(tool) === wanted)
     if (name === undefined) continue
     problems.push({ kind: 'spaced-recipient', words: name })
     words.splice(at, end - at, `to=${name}`)
     return
   }
+}
+
+/** `text` with its runs of ASCII white space as one space, none at either end. */
+function spacedOnce(text: string): string {
+  return text
+    .split(ASCII_WHITE_SPACE)
+    .filter((word) => word !== '')
+    .join(' ')
 }
 
 /** Lenient repairs of recipient and content type: leaked markers cut, repeats dropped, a glued type split off. */
