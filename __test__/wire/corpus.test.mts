@@ -2,7 +2,9 @@
  * The malformed gpt-oss outputs users posted in public threads (issue 46), from `fixtures/malformed-outputs.json`:
  * each case holds its source (repository and issue), the output as posted, the tools its client declared, what
  * its user expected and what the engine did. Each is answered as a gateway answers it (`chatCompletion`, the
- * declared tools as `toolNames`, default options), on both backends, whole and streamed at several batch sizes:
+ * declared tools as `toolNames`, default options; an output whose special tokens the engine stripped as text with
+ * `input: 'stripped'`, as a gateway over such an engine reads it), on both backends, whole and streamed at
+ * several batch sizes:
  *
  * - nothing throws, and the answer is the same on both backends and at every batch size, whole or streamed;
  * - where the case says this parser gives what its user expected (`recovered: true`), the answer holds each
@@ -48,19 +50,30 @@ function answerOf(message: Record<string, unknown>, diagnostics: { code: string 
   }
 }
 
+const stripped = (c: Case) => c.shape === 'stripped'
+
 const optionsOf = (c: Case, implementation: Implementation) => ({
   model: 'gpt-oss',
+  ...(stripped(c) ? { input: 'stripped' as const } : {}),
   parser: { implementation, toolNames: (c.tools ?? []).map((tool) => `functions.${tool.name}`) },
 })
 
 function whole(c: Case, implementation: Implementation): Answer {
-  const completion = chatCompletion(Uint32Array.from(harmony(c.output)), optionsOf(c, implementation))
+  const input = stripped(c) ? c.output : Uint32Array.from(harmony(c.output))
+  const completion = chatCompletion(input, optionsOf(c, implementation))
   return answerOf(completion.choices[0]!.message as unknown as Record<string, unknown>, completion.diagnostics)
+}
+
+/** The output in pieces of `size`: ids, or characters of a stripped output's text. */
+function pieces(c: Case, size: number): (Uint32Array | string)[] {
+  if (!stripped(c)) return batches(harmony(c.output), size).map((batch) => Uint32Array.from(batch))
+  const characters = [...c.output]
+  return batches(characters, size).map((batch) => batch.join(''))
 }
 
 function streamed(c: Case, implementation: Implementation, size: number): Answer {
   const stream = new ChatCompletionsStream(optionsOf(c, implementation))
-  for (const batch of batches(harmony(c.output), size)) stream.push(Uint32Array.from(batch))
+  for (const piece of pieces(c, size)) stream.push(piece)
   stream.finish()
   const completion = stream.completion()
   return answerOf(completion.choices[0]!.message as unknown as Record<string, unknown>, stream.diagnostics)

@@ -19,8 +19,8 @@ import { StrippedRewriter } from './text/stripped'
 export interface HarmonyTextParserOptions extends HarmonyStreamParserOptions {
   /**
    * Recognise the stripped form some servers produce (`analysis…assistantfinal…`: the special tokens
-   * removed) when a stream starts with a channel name and no marker, with a `stripped-markers` diagnostic.
-   * Tool calls cannot be recovered from that form. Default false.
+   * removed) when a stream starts with a channel name and no marker, with a `stripped-markers` diagnostic;
+   * a commentary call (`commentary to=functions.f json{…}`) keeps its recipient. Default false.
    */
   detectStripped?: boolean
 }

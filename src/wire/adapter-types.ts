@@ -31,7 +31,10 @@ export interface AdapterOptions extends RoutingOptions {
    * call (docs/API.md "Tool calls written as text"). Default `'off'`.
    */
   textToolCalls?: 'off' | 'recover'
-  /** `'text'` to feed text whose markers arrive as text (llama.cpp, Ollama) instead of token ids. */
+  /**
+   * `'text'` to feed text whose markers arrive as text (llama.cpp, Ollama) instead of token ids; `'stripped'`
+   * for text whose markers the server dropped (`skip_special_tokens`: `analysis…assistantfinal…`).
+   */
   input?: InputKind
   /**
    * OpenAI's `stop`: up to 4 strings. The answer's text ends before the first of them (never shown, also when

@@ -77,8 +77,8 @@ export class AnswerLogprobs {
         ? 'stop'
         : options.textToolCalls === 'recover'
           ? "textToolCalls: 'recover'"
-          : options.input === 'text'
-            ? "input: 'text'"
+          : options.input === 'text' || options.input === 'stripped'
+            ? `input: '${options.input}'`
             : null
     if (conflict !== null) throw optionError(TypeError, `${where}: option 'logprobs' cannot be combined with ${conflict}`)
     return new AnswerLogprobs(where)

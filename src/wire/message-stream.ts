@@ -10,6 +10,7 @@
 import { HarmonyStreamParser } from '../api/parser'
 import { byteTokens } from '../api/text/byte-tokens'
 import { MarkerScanner, type Piece } from '../api/text/marker-scanner'
+import { StrippedRewriter } from '../api/text/stripped'
 import { DEFAULT_MAX_HEADER_BYTES, tokensOfPieces } from '../api/text-parser'
 import { ordinaryEncoder } from '../backend/encoder'
 import { CHANNEL, END_OF_TEXT, FIRST_SPECIAL, RETURN, START } from '../backend/tokens'
@@ -28,8 +29,12 @@ export type MessageEvent =
   | { kind: 'text'; segment: HarmonySegment }
   | { kind: 'close'; index: number; message: HarmonyMessage; tokens: number }
 
-/** What the adapters are fed: token ids (the default) or text whose markers arrive as text (see `HarmonyTextParser`). */
-export type InputKind = 'tokens' | 'text'
+/**
+ * What the adapters are fed: token ids (the default), text whose markers arrive as text (see `HarmonyTextParser`),
+ * or text whose markers the server stripped (`analysis…assistantfinal…`, `commentary to=functions.f json{…}`:
+ * `skip_special_tokens`), read back into markers (api/text/stripped.ts) with a `stripped-markers` diagnostic.
+ */
+export type InputKind = 'tokens' | 'text' | 'stripped'
 
 /**
  * Tokens of `text`: `<|constrain|>` (text to the scanner) is one token, other special-token strings are
@@ -74,6 +79,8 @@ export class MessageStream {
   private pending = 0
 
   private readonly scanner: MarkerScanner | null
+  /** Stripped input: the rewriter that puts the markers back, ahead of the scanner. */
+  private readonly stripped: StrippedRewriter | null
   /** Text input: the text since the last marker, not yet counted in tokens. */
   private unweighed = ''
 
@@ -82,15 +89,30 @@ export class MessageStream {
     readonly input: InputKind = 'tokens',
   ) {
     // For text, the parser reads single-byte tokens: its header limit counts bytes (as HarmonyTextParser's).
-    this.parser = new HarmonyStreamParser(input === 'text' ? { maxHeaderTokens: DEFAULT_MAX_HEADER_BYTES, ...options } : options)
-    this.scanner = input === 'text' ? new MarkerScanner() : null
+    const text = input !== 'tokens'
+    this.parser = new HarmonyStreamParser(text ? { maxHeaderTokens: DEFAULT_MAX_HEADER_BYTES, ...options } : options)
+    this.scanner = text ? new MarkerScanner() : null
+    this.stripped = input === 'stripped' ? new StrippedRewriter() : null
+  }
+
+  /** Stripped input: the chunk with its markers put back; the diagnostic once the form is recognised. */
+  private unstrip(chunk: string, rewriter: StrippedRewriter): string {
+    const seen = rewriter.stripped
+    const text = rewriter.push(chunk)
+    if (!seen && rewriter.stripped)
+      this.diagnostics.push({
+        code: 'stripped-markers',
+        message: 'the text starts with a channel name and has no markers: read as the stripped form (analysis…assistantfinal…)',
+        tokenOffset: this.tokens,
+      })
+    return text
   }
 
   /** Feeds token ids, or a chunk of text when made for text input. */
   pushInput(input: Uint32Array | readonly number[] | string): MessageEvent[] {
     if (typeof input === 'string') {
       if (this.scanner === null) throw new TypeError("this adapter reads token ids; make it with input: 'text' for text")
-      return this.pushPieces(this.scanner.push(input))
+      return this.pushPieces(this.scanner.push(this.stripped === null ? input : this.unstrip(input, this.stripped)))
     }
     if (this.scanner !== null) throw new TypeError("this adapter reads text (input: 'text'); pass strings")
     return this.push(input)
@@ -215,7 +237,8 @@ export class MessageStream {
 
   /** Ends the stream; an unterminated message closes with `terminator: null`. */
   finish(): MessageEvent[] {
-    const events = this.scanner === null ? [] : this.pushPieces(this.scanner.finish())
+    const events = this.scanner === null ? [] : this.pushPieces(this.scanner.push(this.stripped?.finish() ?? ''))
+    if (this.scanner !== null) events.push(...this.pushPieces(this.scanner.finish()))
     const rest = this.weighText()
     this.tokens += rest
     this.pending += rest

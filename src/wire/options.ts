@@ -57,7 +57,7 @@ export const ADAPTER_OPTIONS: OptionSpec = {
   model: is.nonEmptyString,
   id: is.nonEmptyString,
   parser: is.object,
-  input: is.oneOf('tokens', 'text'),
+  input: is.oneOf('tokens', 'text', 'stripped'),
   tools: toolsArray,
   preamble: is.oneOf('content', 'reasoning'),
   builtinTools: is.oneOf('ignore', 'surface', 'run'),

@@ -127,7 +127,8 @@ export class SsePool {
     if (candidate === null || typeof candidate !== 'object' || typeof candidate.laneTemplate !== 'function') {
       throw new TypeError('add() takes a ChatCompletionsStream or a ResponsesStream')
     }
-    if (candidate.options?.input === 'text') throw new TypeError("the pool feeds token ids: this adapter reads text (input: 'text')")
+    if (candidate.options?.input === 'text' || candidate.options?.input === 'stripped')
+      throw new TypeError(`the pool feeds token ids: this adapter reads text (input: '${candidate.options.input}')`)
     if ((candidate.options as { logprobs?: boolean } | undefined)?.logprobs === true)
       throw new TypeError('the pool feeds token ids: an adapter with logprobs reads them from engine steps (push or pushSse)')
     if (pooled.has(adapter)) throw new TypeError('this adapter is already in a pool')
