@@ -14,7 +14,7 @@ import type { HarmonyBatch, HarmonyMessage, HarmonyStreamParserOptions, Implemen
 import { checkParserOptions, HarmonyStreamParser, PARSER_OPTIONS } from './parser'
 import { byteTokens } from './text/byte-tokens'
 import { MarkerScanner, type Piece } from './text/marker-scanner'
-import { StrippedRewriter } from './text/stripped'
+import { StrippedRewriter, strippedDiagnostic } from './text/stripped'
 
 export interface HarmonyTextParserOptions extends HarmonyStreamParserOptions {
   /**
@@ -61,11 +61,7 @@ export class HarmonyTextParser {
   private reportStripped(batch: HarmonyBatch): HarmonyBatch {
     if (this.strippedReported || !this.stripped?.stripped) return batch
     this.strippedReported = true
-    batch.diagnostics.unshift({
-      code: 'stripped-markers',
-      message: 'the text starts with a channel name and has no markers: read as the stripped form (analysis…assistantfinal…)',
-      tokenOffset: 0,
-    })
+    batch.diagnostics.unshift(strippedDiagnostic(0))
     return batch
   }
 

@@ -10,7 +10,7 @@
 import { HarmonyStreamParser } from '../api/parser'
 import { byteTokens } from '../api/text/byte-tokens'
 import { MarkerScanner, type Piece } from '../api/text/marker-scanner'
-import { StrippedRewriter } from '../api/text/stripped'
+import { StrippedRewriter, strippedDiagnostic } from '../api/text/stripped'
 import { DEFAULT_MAX_HEADER_BYTES, tokensOfPieces } from '../api/text-parser'
 import { ordinaryEncoder } from '../backend/encoder'
 import { CHANNEL, END_OF_TEXT, FIRST_SPECIAL, RETURN, START } from '../backend/tokens'
@@ -99,12 +99,7 @@ export class MessageStream {
   private unstrip(chunk: string, rewriter: StrippedRewriter): string {
     const seen = rewriter.stripped
     const text = rewriter.push(chunk)
-    if (!seen && rewriter.stripped)
-      this.diagnostics.push({
-        code: 'stripped-markers',
-        message: 'the text starts with a channel name and has no markers: read as the stripped form (analysis…assistantfinal…)',
-        tokenOffset: this.tokens,
-      })
+    if (!seen && rewriter.stripped) this.diagnostics.push(strippedDiagnostic(this.tokens))
     return text
   }
 
@@ -237,8 +232,9 @@ export class MessageStream {
 
   /** Ends the stream; an unterminated message closes with `terminator: null`. */
   finish(): MessageEvent[] {
-    const events = this.scanner === null ? [] : this.pushPieces(this.scanner.push(this.stripped?.finish() ?? ''))
-    if (this.scanner !== null) events.push(...this.pushPieces(this.scanner.finish()))
+    // Text: what the rewriter and the scanner still hold.
+    const events =
+      this.scanner === null ? [] : this.pushPieces([...this.scanner.push(this.stripped?.finish() ?? ''), ...this.scanner.finish()])
     const rest = this.weighText()
     this.tokens += rest
     this.pending += rest

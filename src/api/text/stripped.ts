@@ -23,6 +23,15 @@ const LONGEST_HEADER = 256
 /** What begins a call's arguments, ending the header before it. */
 const ARGUMENTS_START = /[{["\n]/
 
+/** The diagnostic of a stream recognised as stripped, at `tokenOffset` (what the text parser and the adapters say). */
+export function strippedDiagnostic(tokenOffset: number): { code: string; message: string; tokenOffset: number } {
+  return {
+    code: 'stripped-markers',
+    message: 'the text starts with a channel name and has no markers: read as the stripped form (analysis…assistantfinal…)',
+    tokenOffset,
+  }
+}
+
 export class StrippedRewriter {
   private mode: 'undecided' | 'stripped' | 'plain' = 'undecided'
   private held = ''
