@@ -395,23 +395,34 @@ contractTest('strict mode keeps a stop token inside a header, as the reference d
   t.true(error?.message.startsWith('unexpected tokens remaining in message header: Some('))
 })
 
-contractTest('lenient: a header closed by a stop token becomes a message, with a diagnostic', (t, implementation) => {
-  const text =
-    'I must refuse<|end|><|start|>assistant<|channel|>analysis<|message|>We must refuse<|end|><|start|>assistant<|channel|>final<|message|>I’m sorry, but I can’t help with that.<|return|>'
-  const parser = new HarmonyStreamParser({ implementation })
-  const batch = parser.push(harmony(text))
-  t.deepEqual(parser.messages, [
-    message({ content: 'I must refuse', terminator: 'end' }),
-    message({ channel: 'analysis', content: 'We must refuse', terminator: 'end' }),
-    message({ channel: 'final', content: 'I’m sorry, but I can’t help with that.', terminator: 'return' }),
-  ])
-  t.deepEqual(
-    batch.diagnostics.map((d) => [d.code, d.tokenOffset, d.text]),
-    [['header-without-message', 3, 'I must refuse']],
-  )
-  const commentary = parseCompletion(harmony('<|channel|>commentary Hello<|end|>'), { implementation })
-  t.deepEqual(commentary, [message({ channel: 'commentary', content: 'Hello', terminator: 'end' })])
-})
+contractTest(
+  'lenient: a header closed by a stop token becomes a message, with a diagnostic; closed by <|end|>, headerless text is reasoning',
+  (t, implementation) => {
+    const text =
+      'I must refuse<|end|><|start|>assistant<|channel|>analysis<|message|>We must refuse<|end|><|start|>assistant<|channel|>final<|message|>I’m sorry, but I can’t help with that.<|return|>'
+    const parser = new HarmonyStreamParser({ implementation })
+    const batch = parser.push(harmony(text))
+    t.deepEqual(parser.messages, [
+      message({ channel: 'analysis', content: 'I must refuse', terminator: 'end' }),
+      message({ channel: 'analysis', content: 'We must refuse', terminator: 'end' }),
+      message({ channel: 'final', content: 'I’m sorry, but I can’t help with that.', terminator: 'return' }),
+    ])
+    t.deepEqual(
+      batch.diagnostics.map((d) => [d.code, d.tokenOffset, d.text]),
+      [['headerless-reasoning', 3, 'I must refuse']],
+    )
+    // A channel the model named is kept; text ended by a stop token other than <|end|> stays an answer.
+    const commentary = parseCompletion(harmony('<|channel|>commentary Hello<|end|>'), { implementation })
+    t.deepEqual(commentary, [message({ channel: 'commentary', content: 'Hello', terminator: 'end' })])
+    const answer = new HarmonyStreamParser({ implementation })
+    const answered = answer.push(harmony('The answer is 4.<|return|>'))
+    t.deepEqual(answer.messages, [message({ content: 'The answer is 4.', terminator: 'return' })])
+    t.deepEqual(
+      answered.diagnostics.map((d) => d.code),
+      ['header-without-message'],
+    )
+  },
+)
 
 contractTest('lenient: stray tokens between messages are diagnostics, not errors', (t, implementation) => {
   const text =

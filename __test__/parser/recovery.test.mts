@@ -56,10 +56,10 @@ export const CASES: Case[] = [
     source: 'A. refusal without <|message|> (openai/harmony PR #82)',
     emitted: 'I must refuse<|end|><|start|>assistant<|channel|>analysis<|message|>We must refuse<|end|>',
     messages: [
-      { channel: undefined, content: 'I must refuse', terminator: 'end' },
+      { channel: 'analysis', content: 'I must refuse', terminator: 'end' },
       { channel: 'analysis', content: 'We must refuse', terminator: 'end' },
     ],
-    diagnostics: ['header-without-message'],
+    diagnostics: ['headerless-reasoning'],
   },
   {
     source: 'A. channel then text without <|message|> (openai/harmony PR #82)',

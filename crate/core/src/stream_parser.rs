@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use crate::header::{cache, parse_header, recover_header, Header, HeaderRules, ReadHeader};
+use crate::header::{cache, parse_header, recover_header, Header, HeaderRules, ReadHeader, RecoveredHeader};
 use crate::output::{BatchOutput, Diagnostic, ParseError};
 use crate::tokens::{Terminator, CHANNEL, END_OF_TEXT, FIRST_SPECIAL, LAST_TOKEN, MESSAGE, START};
 use crate::utf8::{decode_lossy, TextSink, Utf8Assembler};
@@ -533,18 +533,41 @@ impl StreamParser {
             return;
         }
         let text = self.header_text();
-        self.diagnose(code, format!("{what} before <|message|>; the header text was kept as content"), offset, Some(text));
-        self.open_recovered_header(false);
+        let mut recovered = self.recovered_header(false);
+        if terminator == Some(Terminator::End) && is_headerless(&recovered) {
+            // gpt-oss ends only reasoning and preambles with `<|end|>`: text that never got its header and is
+            // ended so is the reasoning it writes first (openai/harmony #80: refusals that skip
+            // `<|channel|>analysis<|message|>`). The whole header is held until then (at most max_header_tokens),
+            // so this reads alike at every batch split.
+            self.diagnose(
+                "headerless-reasoning",
+                "text without a message header, ended by <|end|>: read as reasoning".to_owned(),
+                offset,
+                Some(text),
+            );
+            recovered.header.channel = Some("analysis".to_owned());
+        } else {
+            self.diagnose(code, format!("{what} before <|message|>; the header text was kept as content"), offset, Some(text));
+        }
+        self.open_recovered(recovered);
         self.close_message(terminator);
     }
 
     /// Opens a message from the header tokens read so far (see `recover_header`). Bytes of a character
     /// split at the end of the header stay pending, to be completed by the content that follows.
     fn open_recovered_header(&mut self, continues: bool) {
+        let recovered = self.recovered_header(continues);
+        self.open_recovered(recovered);
+    }
+
+    fn recovered_header(&mut self, continues: bool) -> RecoveredHeader {
         let mut decoded = TextSink::default();
         let bytes = self.header_bytes();
         self.utf8.push(&bytes, &mut decoded);
-        let recovered = recover_header(&decoded.text, self.next_role.as_deref(), continues);
+        recover_header(&decoded.text, self.next_role.as_deref(), continues)
+    }
+
+    fn open_recovered(&mut self, recovered: RecoveredHeader) {
         self.next_role = None;
         self.header_tokens.clear();
         let message = self.open(&recovered.header);
@@ -609,6 +632,11 @@ impl StreamParser {
         self.stray.tokens = 0;
         self.diagnose("stray-tokens", message, start, Some(text));
     }
+}
+
+/// An assistant's header read back with no channel and some text: words the model wrote where a header belongs.
+fn is_headerless(recovered: &RecoveredHeader) -> bool {
+    recovered.header.role == "assistant" && recovered.header.channel.is_none() && !recovered.content.is_empty()
 }
 
 impl Drop for StreamParser {

@@ -5,7 +5,7 @@
  */
 import { STATE_CONTENT, STATE_EXPECT_START, STATE_HEADER, TERMINATOR_END, TERMINATOR_NONE } from '../protocol'
 import { CHANNEL, END_OF_TEXT, FIRST_SPECIAL, MESSAGE, START, terminatorOf } from '../tokens'
-import { type Header, type HeaderProblem, parseHeader, problemCode, problemMessage, recoverHeader } from './header'
+import { type Header, type HeaderProblem, parseHeader, problemCode, problemMessage, type RecoveredHeader, recoverHeader } from './header'
 import { BatchOutput, type ParseError } from './output'
 import { decodeLossy, Utf8Assembler, validUpTo } from './utf8'
 import type { Vocabulary } from './vocabulary'
@@ -404,17 +404,32 @@ export class StreamParser {
       this.nextRole = null
       return
     }
-    this.diagnose(code, `${what} before <|message|>; the header text was kept as content`, offset, this.headerText())
-    this.openRecoveredHeader(false)
+    const text = this.headerText()
+    const recovered = this.recoveredHeader(false)
+    if (terminator === TERMINATOR_END && isHeaderless(recovered)) {
+      // gpt-oss ends only reasoning and preambles with `<|end|>`: text that never got its header and is ended
+      // so is the reasoning it writes first (openai/harmony #80: refusals that skip `<|channel|>analysis<|message|>`).
+      // The whole header is held until then (at most maxHeaderTokens), so this reads alike at every batch split.
+      this.diagnose('headerless-reasoning', 'text without a message header, ended by <|end|>: read as reasoning', offset, text)
+      recovered.header.channel = 'analysis'
+    } else this.diagnose(code, `${what} before <|message|>; the header text was kept as content`, offset, text)
+    this.openRecovered(recovered)
     this.closeMessage(terminator)
   }
 
   /** Opens a message from the header so far; a character split at its end stays pending for the content. */
   private openRecoveredHeader(continues: boolean): void {
+    this.openRecovered(this.recoveredHeader(continues))
+  }
+
+  private recoveredHeader(continues: boolean): RecoveredHeader {
     const bytes = this.headerBytes()
     const decoded = { text: '' }
     this.utf8.push(bytes, 0, bytes.length, decoded)
-    const recovered = recoverHeader(decoded.text, this.nextRole, continues)
+    return recoverHeader(decoded.text, this.nextRole, continues)
+  }
+
+  private openRecovered(recovered: RecoveredHeader): void {
     this.nextRole = null
     this.headerTokens.length = 0
     const message = this.open(recovered.header)
@@ -467,6 +482,11 @@ export class StreamParser {
     this.strayTokens = 0
     this.diagnose('stray-tokens', message, this.strayStart, text)
   }
+}
+
+/** An assistant's header read back with no channel and some text: words the model wrote where a header belongs. */
+function isHeaderless(recovered: RecoveredHeader): boolean {
+  return recovered.header.role === 'assistant' && recovered.header.channel === null && recovered.content !== ''
 }
 
 /** ASCII white space as the header parser splits on it (space, tab, line feed, form feed, carriage return). */
