@@ -267,6 +267,22 @@ export const CASES: Case[] = [
     diagnostics: ['spaced-recipient'],
   },
   {
+    source: 'D. a declared tool named without its namespace (Roo Code #6739 over LM Studio)',
+    emitted: '<|channel|>commentary to=read_file <|constrain|>json<|message|>{"path":"a.md"}<|call|>',
+    options: { toolNames: ['functions.read_file'] },
+    messages: [
+      { channel: 'commentary', recipient: 'functions.read_file', contentType: 'json', content: '{"path":"a.md"}', terminator: 'call' },
+    ],
+    diagnostics: ['bare-recipient'],
+  },
+  {
+    source: 'D. a bare recipient that is no declared tool stays as written',
+    emitted: '<|channel|>commentary to=read_file json<|message|>{}<|call|>',
+    options: { toolNames: ['functions.write_file'] },
+    messages: [{ channel: 'commentary', recipient: 'read_file', contentType: 'json', content: '{}', terminator: 'call' }],
+    diagnostics: [],
+  },
+  {
     source: 'D. the same without toolNames: nothing to split on',
     emitted: '<|channel|>commentary to=functions.shelljson<|message|>{"cmd":["ls"]}<|call|>',
     messages: [{ channel: 'commentary', recipient: 'functions.shelljson', content: '{"cmd":["ls"]}', terminator: 'call' }],

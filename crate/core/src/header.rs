@@ -19,6 +19,8 @@ pub const CHANNELS: [&str; 3] = ["analysis", "commentary", "final"];
 
 const CHANNEL_MARKER: &str = "<|channel|>";
 const CONSTRAIN_MARKER: &str = "<|constrain|>";
+/// The namespace of the request's function tools in recipients (`functions.get_weather`).
+const FUNCTIONS: &str = "functions.";
 
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Header {
@@ -57,6 +59,7 @@ pub enum HeaderProblem {
     GluedContentType(String),
     /// A declared tool whose name holds spaces, split into words in the header and joined back.
     SpacedRecipient(String),
+    BareRecipient(String),
 }
 
 impl HeaderProblem {
@@ -75,6 +78,7 @@ impl HeaderProblem {
             HeaderProblem::DuplicateRecipient(_) => "duplicate-recipient",
             HeaderProblem::GluedContentType(_) => "glued-content-type",
             HeaderProblem::SpacedRecipient(_) => "spaced-recipient",
+            HeaderProblem::BareRecipient(_) => "bare-recipient",
         }
     }
 
@@ -104,6 +108,7 @@ impl HeaderProblem {
             HeaderProblem::DuplicateRecipient(word) => format!("repeated recipient removed: {word}"),
             HeaderProblem::GluedContentType(recipient) => format!("content type glued to the recipient, split: {recipient}"),
             HeaderProblem::SpacedRecipient(name) => format!("a declared tool whose name holds spaces, read as one recipient: {name}"),
+            HeaderProblem::BareRecipient(name) => format!("a declared tool named without its namespace, read as that tool: {name}"),
         }
     }
 }
@@ -337,7 +342,12 @@ fn repair_recipient(header: &mut Header, words: &mut Vec<String>, tool_names: &[
     if words.len() < before {
         problems.push(HeaderProblem::DuplicateRecipient(format!("to={recipient}")));
     }
-    if header.content_type.is_none() && !tool_names.contains(&recipient) {
+    let namespaced = format!("{FUNCTIONS}{recipient}");
+    if !tool_names.contains(&recipient) && tool_names.contains(&namespaced) {
+        // `to=read_file` for the declared `functions.read_file` (Roo Code #6739, Kilo Code #1775 over LM Studio).
+        problems.push(HeaderProblem::BareRecipient(recipient));
+        recipient = namespaced;
+    } else if header.content_type.is_none() && !tool_names.contains(&recipient) {
         let tool = tool_names
             .iter()
             .filter(|t| !t.is_empty() && recipient.len() > t.len() && recipient.starts_with(t.as_str()))

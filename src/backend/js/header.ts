@@ -17,6 +17,8 @@ export const CHANNELS: readonly string[] = ['analysis', 'commentary', 'final']
 export const CHANNEL_MARKER = '<|channel|>'
 /** Compared with its Rust twin by __test__/parser/constants.test.mts. @mirrored */
 export const CONSTRAIN_MARKER = '<|constrain|>'
+/** The namespace of the request's function tools in recipients (`functions.get_weather`). */
+const FUNCTIONS = 'functions.'
 
 /** Rust `char::is_whitespace` (Unicode White_Space). */
 const WHITE_SPACE = '\\t\\n\\v\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000'
@@ -83,6 +85,7 @@ export type HeaderProblem =
   | { kind: 'duplicate-recipient'; words: string }
   | { kind: 'glued-content-type'; words: string }
   | { kind: 'spaced-recipient'; words: string }
+  | { kind: 'bare-recipient'; words: string }
 
 /** Stable code, shared by diagnostics and errors. */
 export function problemCode(problem: HeaderProblem): string {
@@ -119,6 +122,8 @@ export function problemMessage(problem: HeaderProblem): string {
       return `content type glued to the recipient, split: ${problem.words}`
     case 'spaced-recipient':
       return `a declared tool whose name holds spaces, read as one recipient: ${problem.words}`
+    case 'bare-recipient':
+      return `a declared tool named without its namespace, read as that tool: ${problem.words}`
   }
 }
 
@@ -359,7 +364,11 @@ function repairRecipient(header: Header, words: string[], toolNames: readonly st
   const before = words.length
   for (let i = words.length - 1; i >= 0; i--) if (stripTo(words[i]) === recipient) words.splice(i, 1)
   if (words.length < before) problems.push({ kind: 'duplicate-recipient', words: `to=${recipient}` })
-  if (header.contentType === null && !toolNames.includes(recipient)) {
+  if (!toolNames.includes(recipient) && toolNames.includes(`${FUNCTIONS}${recipient}`)) {
+    // `to=read_file` for the declared `functions.read_file` (Roo Code #6739, Kilo Code #1775 over LM Studio).
+    problems.push({ kind: 'bare-recipient', words: recipient })
+    recipient = `${FUNCTIONS}${recipient}`
+  } else if (header.contentType === null && !toolNames.includes(recipient)) {
     let tool: string | null = null
     for (const name of toolNames) {
       if (name !== '' && recipient.length > name.length && recipient.startsWith(name) && (tool === null || name.length > tool.length))
