@@ -10,7 +10,7 @@ import type { Route, RoutingOptions } from './routing'
 
 /** A diagnostic of the adapter itself, e.g. tool arguments that are not valid JSON. */
 export interface AdapterDiagnostic extends HarmonyDiagnostic {
-  /** The tool call concerned, for `invalid-tool-arguments` and `text-tool-call`. */
+  /** The tool call concerned, for `invalid-tool-arguments`, `closed-tool-arguments` and `text-tool-call`. */
   toolCallId?: string
 }
 

@@ -31,6 +31,7 @@ import { AnswerLogprobs, type OutputLogprob, type StepLogprob } from './logprobs
 import { type MessageEvent, MessageStream } from './message-stream'
 import { checkAdapterOptions, FINISH_OPTIONS, parserOptionsOf } from './options'
 import { recoveredDiagnostic, TextCallRecovery } from './recovery'
+import { missingClosers } from './unclosed-arguments'
 import { droppedDiagnostic, namespaceOf, offeredNamespaces, type RouteFields, routeOf, toolArgumentsDiagnostic, toolName } from './routing'
 import { strictArgumentsDiagnostic, structuredOutputDiagnostic } from './schema-check'
 import { StopStrings } from './stop-strings'
@@ -523,9 +524,32 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
     if (message.route === 'reasoning') this.reasoningTokens += event.tokens
     else if (message.builtin?.result === true) this.builtinResultTokens += event.tokens
     else if (message.route === 'ignore') this.adapterDiagnostics.push(droppedDiagnostic(event.message, this.stream.tokens))
+    if (message.route === 'tool') event = this.closeArguments(message, event)
     this.closed(message, event)
     if (message.route === 'tool') this.checkArguments(message, event.message)
     else if (this.options.responseFormat !== undefined && event.message.channel === 'final') this.checkAnswer(event.message)
+  }
+
+  /**
+   * A call whose JSON arguments the model ended short of their closing brackets, and did not stop for the
+   * length limit (a cut call is no call the model finished): the brackets go out as the arguments' last
+   * delta, and the call closes with them, said by a `closed-tool-arguments` diagnostic.
+   */
+  private closeArguments(message: WireMessage<Kept>, event: CloseEvent): CloseEvent {
+    const { content, contentType, terminator } = event.message
+    if ((terminator === null && this.truncated) || (contentType != null && !contentType.includes('json'))) return event
+    const closers = missingClosers(content)
+    if (closers === null) return event
+    // A call announced only at its close (recovered at the end) takes its arguments from the close alone.
+    if (message.kept !== null) this.text(message, closers)
+    this.adapterDiagnostics.push({
+      code: 'closed-tool-arguments',
+      message: `the arguments of tool call ${message.toolName} ended without their closing brackets; ${closers} added`,
+      tokenOffset: this.stream.tokens,
+      text: closers,
+      toolCallId: this.callIdOf(message),
+    })
+    return { ...event, message: { ...event.message, content: content + closers } }
   }
 
   /** A final answer that is not the JSON the response format asks for: a diagnostic says so. */
