@@ -2,7 +2,9 @@
 // The command-line entry: `harmony-stream inspect [file]` and `harmony-stream serve` (see `harmony-stream --help`).
 const { readFileSync } = require('node:fs')
 
-if (process.argv[2] === 'serve') {
+if (process.argv[2] === '--version' || process.argv[2] === '-v') {
+  console.log(require('../package.json').version)
+} else if (process.argv[2] === 'serve') {
   // The gateway's modules load only for `serve`: `inspect` stays a parser-only command.
   let server
   try {

@@ -9,6 +9,7 @@ import { HarmonyStreamParser } from './api/parser'
 import { HarmonyTextParser } from './api/text-parser'
 import { LAST_TOKEN } from './backend/tokens'
 import { HarmonyParseError } from './base/errors'
+import { closestName } from './base/options'
 import { type HarmonyDiagnostic, type HarmonyMessage, type Implementation, ROLES, type Role } from './base/types'
 import { ChatCompletionsStream } from './wire/chat'
 import { ResponsesStream } from './wire/responses'
@@ -35,6 +36,25 @@ Options:
 
 Exit status: 0 when parsed, 1 on a strict-mode error, 2 on bad input or usage.`
 
+/** `harmony-stream --help` (or no command): the commands. */
+export const COMMANDS_HELP = `Usage: harmony-stream <command> [options]
+
+Commands:
+  inspect [file]   parse Harmony token ids (or text) and print the messages, or the wire events a gateway sends
+  serve            an OpenAI-compatible gateway for gpt-oss in front of an inference engine
+                   (with the package harmony-stream-gateway installed)
+
+  harmony-stream <command> --help   the command's options
+  harmony-stream --version          the version`
+
+const COMMANDS = ['inspect', 'serve']
+
+/** " (did you mean 'x'?)" for a misspelt `name` of `known`, or nothing. */
+export function didYouMean(name: string, known: readonly string[]): string {
+  const closest = closestName(name, known)
+  return closest === null ? '' : ` (did you mean ${closest}?)`
+}
+
 interface CliOptions {
   file: string | null
   text: boolean
@@ -47,7 +67,9 @@ interface CliOptions {
 
 export class UsageError extends Error {}
 
-export function parseArguments(args: string[], isTty: boolean, env: NodeJS.ProcessEnv): CliOptions | 'help' {
+const INSPECT_OPTIONS = ['--events', '--text', '--strict', '--role', '--implementation', '--no-color', '--help']
+
+export function parseArguments(args: string[], isTty: boolean, env: NodeJS.ProcessEnv): CliOptions | 'help' | 'commands' {
   const options: CliOptions = {
     file: null,
     text: false,
@@ -58,10 +80,11 @@ export function parseArguments(args: string[], isTty: boolean, env: NodeJS.Proce
     color: isTty && !env.NO_COLOR,
   }
   const rest = [...args]
+  if (rest.length === 0 || rest[0] === '-h' || rest[0] === '--help') return 'commands'
   if (rest[0] === 'inspect') rest.shift()
-  else if (rest.length === 0 || (rest[0] !== '-h' && rest[0] !== '--help'))
+  else
     throw new UsageError(
-      `unknown command ${rest[0] ?? '(none)'}; the commands: inspect, serve (harmony-stream inspect --help, harmony-stream serve --help)`,
+      `unknown command ${rest[0]}${didYouMean(rest[0]!, COMMANDS)}; the commands: inspect, serve (harmony-stream --help)`,
     )
   while (rest.length > 0) {
     const arg = rest.shift()!
@@ -86,7 +109,8 @@ export function parseArguments(args: string[], isTty: boolean, env: NodeJS.Proce
       if (v !== 'native' && v !== 'js') throw new UsageError('--implementation takes native or js')
       options.implementation = v
     } else if (arg === '--no-color') options.color = false
-    else if (arg.startsWith('-')) throw new UsageError(`unknown option ${arg}`)
+    else if (arg.startsWith('-'))
+      throw new UsageError(`unknown option ${arg}${didYouMean(arg, INSPECT_OPTIONS)} (harmony-stream inspect --help)`)
     else if (options.file === null) options.file = arg
     else throw new UsageError(`one file at most (got ${options.file} and ${arg})`)
   }
@@ -184,12 +208,17 @@ export function run(
   const write = (line: string) => io.stdout.write(`${line}\n`)
   const stderr = io.stderr ?? io.stdout
   const note = (line: string) => stderr.write(`${line}\n`)
-  let options: CliOptions | 'help'
+  let options: CliOptions | 'help' | 'commands'
   let completions: (number[] | string)[]
   try {
     options = parseArguments(args, io.stdout.isTTY === true, io.env)
-    if (options === 'help') {
-      write(HELP)
+    if (options === 'help' || options === 'commands') {
+      // No command at all is a usage error: the commands, on stderr, and status 2.
+      if (args.length === 0) {
+        note(COMMANDS_HELP)
+        return 2
+      }
+      write(options === 'help' ? HELP : COMMANDS_HELP)
       return 0
     }
     // Reading a terminal waits for typed input: say so, or it looks like a hang.

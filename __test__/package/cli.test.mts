@@ -1,6 +1,6 @@
 /** `harmony-stream inspect`: the command a gateway engineer points at a captured completion. */
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -78,8 +78,29 @@ test('inspect --events chat|responses prints the wire events as JSON lines', (t)
   t.regex(strict.stderr, /unexpected-token/)
 })
 
+test('the command line lists its commands, says its version, and names the flag a misspelling meant', (t) => {
+  for (const args of [['--help'], ['-h']]) {
+    const help = cli(args)
+    t.is(help.status, 0)
+    t.regex(help.stdout, /Commands:\n {2}inspect \[file\][^\n]*\n {2}serve /)
+  }
+  const none = cli([])
+  t.is(none.status, 2, 'no command is a usage error')
+  t.regex(none.stderr, /Commands:/)
+  const version = cli(['--version'])
+  t.is(version.status, 0)
+  t.is(version.stdout.trim(), JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version)
+  t.regex(cli(['serv']).stderr, /unknown command serv \(did you mean serve\?\)/)
+  const misspelt = cli(['inspect', '--strikt'])
+  t.is(misspelt.status, 2)
+  t.regex(misspelt.stderr, /unknown option --strikt \(did you mean --strict\?\)/)
+  const serve = cli(['serve', '--engin', 'vllm'])
+  t.is(serve.status, 2)
+  t.regex(serve.stderr, /unknown option "--engin" \(did you mean --engine\?\)/)
+})
+
 test('inspect: help, bad input and strict errors have their exit codes', (t) => {
-  const help = cli(['--help'])
+  const help = cli(['inspect', '--help'])
   t.is(help.status, 0)
   t.regex(help.stdout, /Usage: harmony-stream inspect/)
   t.is(cli(['inspect', '--events', 'xml']).status, 2)
@@ -153,5 +174,8 @@ test('inspect on a terminal with no file says on stderr that it waits for input 
   const file = join(dir, 'tty.json')
   writeFileSync(file, JSON.stringify(completion))
   t.is(inspect(['inspect', file], true).stderr, '', 'no note when a file is given')
-  t.regex(cli(['--help']).stdout, /when stdin is a terminal, it says so on stderr and waits for ids typed or pasted there, up to Ctrl-D/)
+  t.regex(
+    cli(['inspect', '--help']).stdout,
+    /when stdin is a terminal, it says so on stderr and waits for ids typed or pasted there, up to Ctrl-D/,
+  )
 })

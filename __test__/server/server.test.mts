@@ -69,7 +69,7 @@ test('serve --help lists every setting, each flag with its variable', (t) => {
 test('serve: an unknown flag or a bad value exits 2 naming it, before anything listens', (t) => {
   const unknown = cli(['serve', '--prot', '0'])
   t.is(unknown.status, 2)
-  t.regex(unknown.stderr, /unknown option "--prot"/)
+  t.regex(unknown.stderr, /unknown option "--prot" \(did you mean --port\?\)/)
   const bad = cli(['serve', '--port', '-1'])
   t.is(bad.status, 2)
   t.regex(bad.stderr, /PORT \(--port\) needs a value|PORT \(--port\) must be an integer/)

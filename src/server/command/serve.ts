@@ -13,6 +13,7 @@ import { availableParallelism } from 'node:os'
 
 import { implementation } from '../../backend/choose'
 import { HarmonySetupError } from '../../base/errors'
+import { closestName } from '../../base/options'
 import { createGateway, type GatewayServer, rootBaseLines } from '../gateway/create-gateway'
 import { SETTINGS, type ServeSettings, SettingError, serveSettings } from './environment'
 
@@ -34,6 +35,8 @@ Examples:
 
 Exit status: 0 after a clean shutdown, 2 on a bad option.`
 
+const FLAGS = [...SETTINGS.flatMap((s) => (s.flag === null ? [] : [s.flag])), '--help']
+
 /** The environment the flags stand for, over `env`; 'help' for -h/--help. */
 function environmentOf(args: readonly string[], env: Record<string, string | undefined>): Record<string, string | undefined> | 'help' {
   const out = { ...env }
@@ -42,7 +45,11 @@ function environmentOf(args: readonly string[], env: Record<string, string | und
     if (arg === '-h' || arg === '--help') return 'help'
     const [name, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined]
     const setting = SETTINGS.find((s) => s.flag === name)
-    if (setting === undefined) throw new SettingError(`unknown option ${JSON.stringify(name)} (harmony-stream serve --help lists them)`)
+    if (setting === undefined) {
+      const closest = closestName(name, FLAGS)
+      const hint = closest === null ? '' : ` (did you mean ${closest}?)`
+      throw new SettingError(`unknown option ${JSON.stringify(name)}${hint}; harmony-stream serve --help lists them`)
+    }
     if (setting.switch !== undefined) {
       if (inline !== undefined) throw new SettingError(`${name} takes no value`)
       out[setting.env] = setting.switch
