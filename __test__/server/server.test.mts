@@ -83,7 +83,9 @@ test('serve: a port already taken is one line and exit status 2, not a stack', a
   await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
   t.teardown(() => taken.close())
   const { port } = taken.address() as AddressInfo
-  const child = spawn(process.execPath, [bin, 'serve', '--port', String(port), '--response-store', 'memory'], { cwd: root })
+  const child = spawn(process.execPath, [bin, 'serve', '--engine', 'replay', '--port', String(port), '--response-store', 'memory'], {
+    cwd: root,
+  })
   let stderr = ''
   child.stderr.on('data', (chunk) => (stderr += chunk))
   // 'close', not 'exit': a process can exit before its stderr has been read to the end.
@@ -370,7 +372,7 @@ test('serve --api-keys-file: requests need a key of the file; a bad file is one 
   writeFileSync(good, JSON.stringify([{ key: 'sk-file-key-1', name: 'ops' }]))
   const bad = join(dir, 'bad.json')
   writeFileSync(bad, JSON.stringify([{ key: 'sk-file-secret', name: 'ops', limits: { requestsPerMinute: -1 } }]))
-  const refused = cli(['serve', '--api-keys-file', bad, '--port', '0'])
+  const refused = cli(['serve', '--engine', 'replay', '--api-keys-file', bad, '--port', '0'])
   t.is(refused.status, 2, refused.stderr)
   t.regex(
     refused.stderr,

@@ -5,7 +5,8 @@
  * with the same environment variables it always read. Start it with `npm run gateway`; point any OpenAI client
  * at http://127.0.0.1:8787/v1, and Anthropic's (Claude Code: ANTHROPIC_BASE_URL) at http://127.0.0.1:8787.
  *
- *   HARMONY_ENGINE   replay (default) | vllm | sglang | llamacpp | trtllm (any name createEngine knows)
+ *   HARMONY_ENGINE   vllm | sglang | llamacpp | trtllm (default with ENGINE_URL: asked of the engine) | replay
+ *                    (default without one, in this example: `harmony-stream serve` asks for an engine)
  *   ENGINE_URL       the engine's base URL, e.g. http://127.0.0.1:8000 (vllm, sglang, llamacpp)
  *   ENGINE_MODEL     the model name the engine serves (vllm; required by trtllm)
  *   ENGINE_API       vllm: completions (default) or generate (the tokens-only /inference/v1/generate)
@@ -45,6 +46,11 @@ import { serve } from 'harmony-stream/server'
 export { createGateway, engineFromEnvironment, loadReplay, responseStoreFromEnvironment } from 'harmony-stream/server'
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  // `npm run gateway -- --port 9000`: flags as `harmony-stream serve` takes them.
-  process.exitCode = await serve(process.argv.slice(2))
+  // `npm run gateway -- --port 9000`: flags as `harmony-stream serve` takes them. This example serves its recorded
+  // completions when no engine is named at all (`serve` itself asks for one); an engine URL alone is served by the
+  // engine found there, as `serve` does.
+  const args = process.argv.slice(2)
+  const { HARMONY_ENGINE, ENGINE_URL, ENGINE_URLS } = process.env
+  const named = HARMONY_ENGINE || ENGINE_URL || ENGINE_URLS || args.some((arg) => /^--engine(-urls?)?(=|$)/.test(arg))
+  process.exitCode = await serve(args, process, named ? process.env : { ...process.env, HARMONY_ENGINE: 'replay' })
 }

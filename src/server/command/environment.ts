@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs'
 
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 
 import { HarmonySetupError } from '../../base/errors'
 import { failoverIdleMsOf } from '../../engines/failover'
@@ -14,7 +14,7 @@ import { createEngine, type EngineName } from '../../engines/registry'
 import { DEFAULT_ENGINE_TIME_LIMITS } from '../../engines/time-limits'
 import type { Engine } from '../../engines/types'
 import { Compactor } from '../compaction/compactor'
-import { type GatewayOptions, logDiagnostic } from '../gateway/options'
+import { errorLogger, type GatewayOptions, logDiagnostic } from '../gateway/options'
 import { pino } from '../gateway-packages'
 import { type ApiKey, ApiKeys } from '../keys/api-keys'
 import { RedisKeyLimiter } from '../keys/redis-key-limits'
@@ -37,7 +37,12 @@ export interface Setting {
 }
 
 export const SETTINGS: readonly Setting[] = [
-  { env: 'HARMONY_ENGINE', flag: '--engine', value: 'NAME', help: 'replay (default) | vllm | sglang | llamacpp | trtllm' },
+  {
+    env: 'HARMONY_ENGINE',
+    flag: '--engine',
+    value: 'NAME',
+    help: 'vllm | sglang | llamacpp | trtllm (default: asked of the engine URL) | replay (recorded completions)',
+  },
   { env: 'ENGINE_URL', flag: '--engine-url', value: 'URL', help: "the engine's base URL, e.g. http://127.0.0.1:8000 (all but replay)" },
   {
     env: 'ENGINE_URLS',
@@ -159,6 +164,12 @@ export const SETTINGS: readonly Setting[] = [
     switch: '0',
     value: '',
     help: 'do not log what the parser recovered from (env: 0)',
+  },
+  {
+    env: 'LOG_LEVEL',
+    flag: '--log-level',
+    value: 'LEVEL',
+    help: 'info (default: a failure is one line with its code) | debug (and its stack)',
   },
   { env: 'GATEWAY_STATS', flag: '--stats', switch: '1', value: '', help: "GET /stats: this process's CPU, GC and heap (env: 1)" },
   { env: 'METRICS', flag: '--no-metrics', switch: '0', value: '', help: 'no Prometheus metrics at GET /metrics (env: 0)' },
@@ -312,13 +323,18 @@ export function engineFromEnvironment(env: Env = process.env): Engine {
   // Read first, so that a bad value fails whatever the engine.
   const failover = oneOf(env, 'ENGINE_FAILOVER', ['0', '1']) !== '0'
   if (name === 'replay') {
+    // An engine URL beside the replay engine is an engine the operator meant to use: not ignored in silence.
+    if (env.ENGINE_URL || env.ENGINE_URLS)
+      throw new SettingError(
+        `${flagOf(env.ENGINE_URL ? 'ENGINE_URL' : 'ENGINE_URLS')} names an engine, and the replay engine uses none: name the engine with ${flagOf('HARMONY_ENGINE')}`,
+      )
     const completions = loadReplay(env.HARMONY_REPLAY || EXAMPLE_REPLAY)
     return createEngine('replay', { completions, interval: integer(env, 'STREAM_INTERVAL', 1, 1) })
   }
   if (!['vllm', 'sglang', 'llamacpp', 'trtllm'].includes(name))
     throw new SettingError(`${flagOf('HARMONY_ENGINE')} must be replay, vllm, sglang, llamacpp or trtllm, not ${JSON.stringify(name)}`)
   if (env.ENGINE_URL && env.ENGINE_URLS) throw new SettingError(`${flagOf('ENGINE_URL')} and ${flagOf('ENGINE_URLS')} exclude each other`)
-  const urls = env.ENGINE_URLS ? env.ENGINE_URLS.split(',').map((url) => url.trim()) : env.ENGINE_URL ? [env.ENGINE_URL] : []
+  const urls = engineUrls(env)
   if (urls.length === 0 || urls.some((url) => url === ''))
     throw new SettingError(`HARMONY_ENGINE=${name} needs ${flagOf('ENGINE_URL')} (e.g. http://127.0.0.1:8000) or ${flagOf('ENGINE_URLS')}`)
   if (name !== 'vllm' && env.ENGINE_API) throw new SettingError(`${flagOf('ENGINE_API')} applies to HARMONY_ENGINE=vllm only`)
@@ -338,6 +354,31 @@ export function engineFromEnvironment(env: Env = process.env): Engine {
   // A stalled engine is failed over at half the idle limit, within it (engines/failover.ts).
   const idleMs = integer(env, 'ENGINE_IDLE_MS', DEFAULT_ENGINE_TIME_LIMITS.idleMs ?? 0)
   return new EngineGroup(engines, failover ? { failoverIdleMs: failoverIdleMsOf(idleMs === 0 ? null : idleMs) } : { failover: false })
+}
+
+/** The engine URLs the environment names (ENGINE_URLS, or ENGINE_URL). */
+function engineUrls(env: Env): string[] {
+  if (env.ENGINE_URLS) return env.ENGINE_URLS.split(',').map((url) => url.trim())
+  return env.ENGINE_URL ? [env.ENGINE_URL] : []
+}
+
+/** Where the store HARMONY_RESPONSE_STORE names keeps responses, as the startup line says it. */
+function storeWhere(env: Env): string {
+  const { kind, where } = storeChoice(env)
+  if (kind === 'sqlite') return `the SQLite file ${resolve(where)}`
+  if (kind === 'redis') return `Redis at ${redactedUrl(where)}`
+  return kind === 'memory' ? 'memory' : 'nowhere (no response store)'
+}
+
+/** A URL without the password it may hold (redis://user:secret@host). */
+function redactedUrl(url: string): string {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password !== '') parsed.password = '***'
+    return parsed.toString()
+  } catch {
+    return url
+  }
 }
 
 /** Which store HARMONY_RESPONSE_STORE names, checked without opening it. */
@@ -380,6 +421,10 @@ export interface ServeSettings {
   port: number
   workers: number
   shutdownGraceMs: number
+  /** The engine's kind and URLs (none for the replay engine), for the startup line and its probe. */
+  engine: { kind: EngineName; urls: readonly string[] }
+  /** Where responses are kept, in words: `memory`, a SQLite file's absolute path, a Redis URL, or none. */
+  storeWhere: string
   /** The gateway's options, made in the process that serves (a store and an engine are per process). */
   options(): GatewayOptions
 }
@@ -427,6 +472,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
     METRICS: oneOf(env, 'METRICS', ['0', '1']),
     REQUEST_LOG: oneOf(env, 'REQUEST_LOG', ['0', '1']),
   }
+  const logLevel = oneOf(env, 'LOG_LEVEL', ['info', 'debug'])
   const stats = oneOf(env, 'GATEWAY_STATS', ['0', '1']) === '1'
   const python = oneOf(env, 'HARMONY_PYTHON', ['pyodide'])
   const browser = browserFromEnvironment(env)
@@ -440,6 +486,8 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
     port: integer(env, 'PORT', 8787),
     workers: integer(env, 'GATEWAY_WORKERS', 1, 1),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000),
+    engine: { kind: (env.HARMONY_ENGINE || 'replay') as EngineName, urls: engineUrls(env) },
+    storeWhere: storeWhere(env),
     options: () => ({
       engine,
       model: env.MODEL || 'gpt-oss',
@@ -471,6 +519,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
       observability: {
         stats: stats ? processStats() : null,
         onDiagnostic: flags.LOG_DIAGNOSTICS === '0' ? () => {} : logDiagnostic,
+        onError: errorLogger(logLevel === 'debug'),
         metrics: flags.METRICS !== '0',
         // A JSON line per request on stdout (pino), after the line that says where the gateway listens.
         ...(flags.REQUEST_LOG === '0' ? {} : { requestLog: pino({ base: { pid: process.pid } }) }),

@@ -15,6 +15,7 @@ import { implementation } from '../../backend/choose'
 import { HarmonySetupError } from '../../base/errors'
 import { closestName } from '../../base/options'
 import { createGateway, type GatewayServer, rootBaseLines } from '../gateway/create-gateway'
+import { ENGINE_KINDS, probeEngine } from './engine-kind'
 import { SETTINGS, type ServeSettings, SettingError, serveSettings } from './environment'
 
 export const SERVE_HELP = `Usage: harmony-stream serve [options]
@@ -76,7 +77,13 @@ export async function serve(args: readonly string[], io: Io = process, env = pro
       io.stdout.write(`${SERVE_HELP}\n`)
       return 0
     }
-    const settings = serveSettings(environment, availableParallelism())
+    const named = await chooseEngine(environment)
+    // Every other setting is checked first (as the replay engine's), so that one run names every problem it can.
+    const settings = serveSettings(named ? environment : { ...environment, HARMONY_ENGINE: 'replay' }, availableParallelism())
+    if (!named)
+      throw new SettingError(
+        'no engine: --engine-url URL of a vLLM, SGLang, llama.cpp or TensorRT-LLM server (its kind is asked of it), or --engine replay for recorded completions',
+      )
     if (settings.workers > 1 && cluster.isPrimary) {
       superviseWorkers(settings, environment, io)
       return 0
@@ -88,6 +95,40 @@ export async function serve(args: readonly string[], io: Io = process, env = pro
     io.stderr.write(`harmony-stream serve: ${(error as Error).message}\n`)
     return SETUP_FAILED
   }
+}
+
+/**
+ * The engine's kind when an engine URL comes without `--engine`: asked of the server (engine-kind.ts), or a setup
+ * problem that names `--engine`. False when nothing names an engine, which `serve` refuses: recorded completions
+ * (`--engine replay`, or a `--replay` file) only when asked for, never in place of an engine the operator forgot to
+ * name. `--workers` children get the kind found here with the rest of the environment.
+ */
+async function chooseEngine(environment: Record<string, string | undefined>): Promise<boolean> {
+  if (environment.HARMONY_ENGINE) return true
+  // A replay file names the replay engine.
+  if (environment.HARMONY_REPLAY) {
+    environment.HARMONY_ENGINE = 'replay'
+    return true
+  }
+  const urls = (environment.ENGINE_URLS || environment.ENGINE_URL || '')
+    .split(',')
+    .map((url) => url.trim())
+    .filter((url) => url !== '')
+  if (urls.length === 0) return false
+  const probes = await Promise.all(urls.map((url) => probeEngine(url)))
+  const kinds = new Set<string>()
+  for (const [i, probe] of probes.entries()) {
+    if (probe.kind === null)
+      throw new SettingError(`the engine at ${urls[i]} could not be told (${probe.why}): name it with --engine ${ENGINE_KINDS.join(' | ')}`)
+    kinds.add(probe.kind)
+  }
+  if (kinds.size > 1) throw new SettingError(`the engine URLs are different engines (${[...kinds].join(', ')}): one kind per gateway`)
+  const kind = [...kinds][0]!
+  environment.HARMONY_ENGINE = kind
+  // vLLM and TensorRT-LLM are asked for the model by name (trtllm-serve requires it): the one the server lists.
+  const served = probes[0]!.kind !== null ? probes[0]!.model : null
+  if ((kind === 'vllm' || kind === 'trtllm') && !environment.ENGINE_MODEL && served !== null) environment.ENGINE_MODEL = served
+  return true
 }
 
 /**
@@ -132,6 +173,7 @@ function superviseWorkers(settings: ServeSettings, environment: Record<string, s
     fork()
   })
   for (const name of ['SIGTERM', 'SIGINT'] as const) process.once(name, stopAll)
+  watchLauncher(stopAll)
 }
 
 /** The exit status of a setup problem (a bad setting, a missing package, a port that cannot be bound). */
@@ -184,24 +226,70 @@ async function listen(settings: ServeSettings, io: Io, label: string): Promise<v
   const address = server.address()
   const port = typeof address === 'object' && address !== null ? address.port : settings.port
   const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host
-  const engine = options.engine?.name ?? 'replay'
-  io.stdout.write(`harmony-stream gateway on http://${host}:${port}/v1 (${implementation} parser, ${engine} engine)${label}\n`)
-  // Clients of other APIs that take the root rather than /v1 (each API's folder says which).
-  for (const line of rootBaseLines(`http://${host}:${port}`)) io.stdout.write(`${line}\n`)
   let stopping = false
-  const stop = () => {
+  const stop = (why: string) => {
     if (stopping) return
     stopping = true
+    io.stdout.write(
+      `harmony-stream gateway: shutting down (${why}): no new connections; running requests have ${settings.shutdownGraceMs} ms${label}\n`,
+    )
     closeGracefully(server, settings.shutdownGraceMs)
       .then(() => store?.close())
       .then(
-        () => process.exit(0),
+        () => {
+          io.stdout.write(`harmony-stream gateway: shut down${label}\n`)
+          process.exit(0)
+        },
         (error) => {
           io.stderr.write(`harmony-stream gateway: shutting down: ${error}\n`)
           process.exit(1)
         },
       )
   }
-  process.once('SIGTERM', stop)
-  process.once('SIGINT', stop)
+  // Before the line that says the gateway listens: a signal that comes with no handler yet kills the process.
+  process.once('SIGTERM', () => stop('SIGTERM'))
+  process.once('SIGINT', () => stop('SIGINT'))
+  watchLauncher(() => stop('its launcher exited'))
+  const { kind, urls } = settings.engine
+  const engine = kind === 'replay' ? 'the replay engine (recorded completions)' : `the ${kind} engine at ${urls.join(', ')}`
+  io.stdout.write(
+    `harmony-stream gateway on http://${host}:${port}/v1 (${implementation} parser, ${engine}, responses kept in ${settings.storeWhere})${label}\n`,
+  )
+  // Clients of other APIs that take the root rather than /v1 (each API's folder says which).
+  for (const line of rootBaseLines(`http://${host}:${port}`)) io.stdout.write(`${line}\n`)
+  if (kind !== 'replay') void warnOfEngine(kind, urls, io)
+}
+
+/**
+ * Started by npm (`npx harmony-stream serve`, `npm run gateway`), the gateway is npm's child, and npm does not pass
+ * on the SIGTERM a supervisor sends it: npm exits and the gateway would go on listening, reparented. So under npm
+ * the gateway watches its parent, and shuts down as on SIGTERM when it is gone. Not otherwise: a gateway started
+ * in the background by a shell (`nohup … &`) is meant to outlive it. The check is one cheap read a second, on a
+ * timer that does not keep the process alive.
+ */
+function watchLauncher(stop: () => void): void {
+  if (process.env.npm_execpath === undefined || cluster.isWorker) return
+  const launcher = process.ppid
+  const watch = setInterval(() => {
+    if (process.ppid === launcher) return
+    clearInterval(watch)
+    stop()
+  }, LAUNCHER_CHECK_MS)
+  watch.unref()
+}
+
+const LAUNCHER_CHECK_MS = 1000
+
+/**
+ * Asks each engine once, after the gateway listens, whether it is there and what it is: an operator reads in one
+ * warning line that requests will fail, rather than in the first client's 502.
+ */
+async function warnOfEngine(kind: string, urls: readonly string[], io: Io): Promise<void> {
+  for (const url of urls) {
+    const probe = await probeEngine(url)
+    if (probe.kind === null)
+      io.stderr.write(`harmony-stream gateway: warning: the engine at ${url}: ${probe.why}; requests fail until it answers\n`)
+    else if (probe.kind !== kind)
+      io.stderr.write(`harmony-stream gateway: warning: the engine at ${url} is ${probe.kind}, not ${kind} (--engine)\n`)
+  }
 }

@@ -492,9 +492,21 @@ export interface GatewaySettings {
   toolCalls: number
 }
 
-function logError(error: unknown): void {
-  console.error(`harmony-stream gateway: ${(error as Error | undefined)?.stack ?? error}`)
+/**
+ * An `onError` that logs a failure as one line with its code, beside the request log's lines, and its stack too
+ * only with `stacks` (`serve --log-level debug`): an unreachable engine is an operator's matter, not a bug to trace.
+ */
+export function errorLogger(stacks: boolean): (error: unknown) => void {
+  return (error) => {
+    const failure = error as { code?: unknown; message?: unknown; stack?: unknown } | null
+    const code = typeof failure?.code === 'string' ? `${failure.code}: ` : ''
+    const text = typeof failure?.message === 'string' ? failure.message : String(error)
+    const stack = stacks && typeof failure?.stack === 'string' ? `\n${failure.stack}` : ''
+    console.error(`harmony-stream gateway: ${code}${text.replace(/\s*\n\s*/g, ' ')}${stack}`)
+  }
 }
+
+const logError = errorLogger(false)
 
 export function logDiagnostic(diagnostic: GatewayDiagnostic): void {
   console.warn(`harmony-stream: ${diagnostic.code}: ${diagnostic.message}`)
