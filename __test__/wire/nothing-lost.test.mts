@@ -85,8 +85,11 @@ interface Output {
   toolNames: string[]
   /** A small header limit makes `header-too-long` common; undefined for the default. */
   maxHeaderTokens: number | undefined
-  /** Where the streamed answer's batches end: ids (code points of a stripped output), each modulo the length. */
-  cuts: number[]
+  /**
+   * The streamed answers, one per split: where its batches end, in ids (code points of a stripped output), each
+   * modulo the length.
+   */
+  splits: number[][]
 }
 
 /** A run of ordinary text, and the ids the parser reads it as: `ids[from, to)`. */
@@ -200,10 +203,10 @@ function pieces<T>(items: readonly T[], cuts: readonly number[]): T[][] {
   return [...points, items.length].map((point, i) => items.slice(i === 0 ? 0 : points[i - 1], point))
 }
 
-function streamed(output: Output, implementation: Implementation): Answer {
+function streamed(output: Output, implementation: Implementation, cuts: readonly number[]): Answer {
   const stream = new ChatCompletionsStream(adapterOptions(output, implementation))
-  if (output.stripped) for (const piece of pieces([...output.text], output.cuts)) stream.push(piece.join(''))
-  else for (const piece of pieces(idsOf(output).ids, output.cuts)) stream.push(Uint32Array.from(piece))
+  if (output.stripped) for (const piece of pieces([...output.text], cuts)) stream.push(piece.join(''))
+  else for (const piece of pieces(idsOf(output).ids, cuts)) stream.push(Uint32Array.from(piece))
   stream.finish()
   return answerOf(stream.completion(), stream.diagnostics)
 }
@@ -307,14 +310,22 @@ function cutAtByte(text: string, bytes: number): [string, string] {
 }
 
 /** An output answered whole, without tools, at the default header limit (the pinned inputs of KNOWN_LOSSES). */
-const plain = (text: string, stripped = false): Output => ({ text, stripped, toolNames: [], maxHeaderTokens: undefined, cuts: [] })
+const plain = (text: string, stripped = false): Output => ({ text, stripped, toolNames: [], maxHeaderTokens: undefined, splits: [] })
 
 /**
  * The losses known today. Each is pinned by a `failing` test on its smallest input, which ava reports once the
  * parser keeps the text (then its entry goes); one the fuzzing can make is tolerated there only in its exact
  * shape (`matches`), and counted in the test's log.
  */
-const KNOWN_LOSSES: Record<string, { smallest: Output; matches?: (header: string, message: HarmonyMessage | undefined) => boolean }> = {
+interface KnownLoss {
+  /** The smallest input that shows it, and the run of text it loses. */
+  smallest: Output
+  lost: string
+  /** Whether a header (its text and message) is this loss and nothing else: the fuzzing tolerates it. */
+  matches?: (header: string, message: HarmonyMessage | undefined) => boolean
+}
+
+const KNOWN_LOSSES: Record<string, KnownLoss> = {
   /**
    * `to=` with nothing after it (before `<|message|>`, white space or `<|constrain|>`): an empty recipient,
    * read as none (`header.recipient = recipient === '' ? null : recipient` in repairRecipient,
@@ -323,7 +334,8 @@ const KNOWN_LOSSES: Record<string, { smallest: Output; matches?: (header: string
    */
   'empty-recipient': {
     smallest: plain('<|channel|>commentary to=<|message|>Hi<|end|>'),
-    /** A header that is its message's parts and `to=`, where the message has no recipient. */
+    lost: 'commentary to=',
+    // A header that is its message's parts and `to=`, where the message has no recipient.
     matches: (header, message) => message !== undefined && message.recipient === undefined && headerOf(header, message, ['to=']),
   },
   /**
@@ -335,6 +347,7 @@ const KNOWN_LOSSES: Record<string, { smallest: Output; matches?: (header: string
    */
   'stray-cut-character': {
     smallest: plain(`<|channel|>final<|message|>Hi<|return|>${'a'.repeat(MAX_STRAY_BYTES - 1)}é`, true),
+    lost: `${'a'.repeat(MAX_STRAY_BYTES - 1)}é`,
   },
 }
 
@@ -424,9 +437,11 @@ function problemOf(output: Output, tally: Tally | null): string | null {
   let first: { implementation: Implementation; answer: Answer } | null = null
   for (const implementation of IMPLEMENTATIONS) {
     const answer = whole(output, implementation)
-    const inPieces = streamed(output, implementation)
-    if (!isDeepStrictEqual(withoutOffsets(inPieces), withoutOffsets(answer)))
-      return `${implementation}: streamed at ${show(output.cuts)}, the answer differs: ${show(inPieces)} ≠ whole ${show(answer)}`
+    for (const cuts of output.splits) {
+      const inPieces = streamed(output, implementation, cuts)
+      if (!isDeepStrictEqual(withoutOffsets(inPieces), withoutOffsets(answer)))
+        return `${implementation}: streamed at ${show(cuts)}, the answer differs: ${show(inPieces)} ≠ whole ${show(answer)}`
+    }
     if (first !== null && !isDeepStrictEqual(answer, first.answer))
       return `${implementation} ≠ ${first.implementation}: ${show(answer)} ≠ ${show(first.answer)}`
     first ??= { implementation, answer }
@@ -485,7 +500,8 @@ const HEADERS = [
 ]
 const TOOL_NAMES = ['functions.get_weather', 'functions.Web Search', 'functions.lookup']
 
-const text = fc.oneof(
+/** Ordinary text: header words, white space, multi-byte characters, any code points, ASCII. */
+const textPiece = fc.oneof(
   { weight: 4, arbitrary: fc.constantFrom(...WORDS) },
   { weight: 3, arbitrary: fc.constantFrom(...SPACES) },
   { weight: 2, arbitrary: fc.constantFrom(...MULTIBYTE) },
@@ -494,7 +510,7 @@ const text = fc.oneof(
 )
 const special = fc.constantFrom(...SPECIALS)
 const fragment = fc.oneof(
-  { weight: 3, arbitrary: text },
+  { weight: 3, arbitrary: textPiece },
   { weight: 2, arbitrary: special },
   { weight: 1, arbitrary: fc.constantFrom(...HEADERS) },
 )
@@ -503,7 +519,8 @@ const maxHeaderTokens = fc.oneof(
   { weight: 3, arbitrary: fc.constant(undefined) },
   { weight: 1, arbitrary: fc.integer({ min: 1, max: 24 }) },
 )
-const cuts = fc.array(fc.nat(), { maxLength: 8 })
+/** One random split of the stream. */
+const splits = fc.array(fc.nat(), { maxLength: 8 }).map((cuts) => [cuts])
 
 /** An output as atoms: each special token one, each code point of text one (edits never cut a marker). */
 const atomsOf = (output: string) => output.split(MARKER).flatMap((part) => (isMarker(part) ? [part] : [...part]))
@@ -556,13 +573,13 @@ const toolNamesOf = (c: Case) => (c.tools ?? []).map((tool) => `functions.${tool
 
 /** A corpus output, edited. */
 const editedCase: fc.Arbitrary<Output> = fc
-  .record({ c: fc.constantFrom(...cases), edits: fc.array(edit, { minLength: 1, maxLength: 5 }), maxHeaderTokens, cuts })
-  .map(({ c, edits, maxHeaderTokens, cuts }) => ({
+  .record({ c: fc.constantFrom(...cases), edits: fc.array(edit, { minLength: 1, maxLength: 5 }), maxHeaderTokens, splits })
+  .map(({ c, edits, maxHeaderTokens, splits }) => ({
     text: edited(c.output, edits),
     stripped: c.shape === 'stripped',
     toolNames: toolNamesOf(c),
     maxHeaderTokens,
-    cuts,
+    splits,
   }))
 
 /** Special tokens and text at random; or, as a stripped output, text that may start with a channel name. */
@@ -572,19 +589,19 @@ const randomOutput: fc.Arbitrary<Output> = fc.oneof(
     stripped: fc.constant(false),
     toolNames: fc.subarray(TOOL_NAMES),
     maxHeaderTokens,
-    cuts,
+    splits,
   }),
   fc.record({
     text: fc
       .tuple(
         fc.constantFrom('analysis', 'commentary', 'commentary to=functions.get_weather', 'final', ''),
-        fc.array(text, { maxLength: 16 }),
+        fc.array(textPiece, { maxLength: 16 }),
       )
       .map(([channel, parts]) => channel + parts.join('')),
     stripped: fc.constant(true),
     toolNames: fc.subarray(TOOL_NAMES),
     maxHeaderTokens,
-    cuts,
+    splits,
   }),
 )
 
@@ -614,11 +631,9 @@ test('the corpus as it is: nothing lost, whole and streamed (batches of 1, 5 and
     const stripped = c.shape === 'stripped'
     const length = stripped
       ? [...c.output].length
-      : idsOf({ text: c.output, stripped, toolNames: [], maxHeaderTokens: undefined, cuts: [] }).ids.length
-    for (const size of [1, 5, 64]) {
-      const cuts = Array.from({ length: Math.floor(length / size) }, (_, i) => size * (i + 1))
-      t.is(problemOf({ text: c.output, stripped, toolNames: toolNamesOf(c), maxHeaderTokens: undefined, cuts }, tally), null, c.id)
-    }
+      : idsOf({ text: c.output, stripped, toolNames: [], maxHeaderTokens: undefined, splits: [] }).ids.length
+    const splits = [1, 5, 64].map((size) => Array.from({ length: Math.floor(length / size) }, (_, i) => size * (i + 1)))
+    t.is(problemOf({ text: c.output, stripped, toolNames: toolNamesOf(c), maxHeaderTokens: undefined, splits }, tally), null, c.id)
   }
   t.log('runs of text found:', tally)
 })
@@ -642,9 +657,14 @@ test(`a stray stretch is cut every ${MAX_STRAY_BYTES} bytes, as fieldsOf joins i
   }
 })
 
-for (const [loss, { smallest }] of Object.entries(KNOWN_LOSSES)) {
+for (const [loss, { smallest, lost }] of Object.entries(KNOWN_LOSSES)) {
   // Expected to fail while the loss is there; ava reports the test once it passes, and the entry goes.
   test.failing(`known loss ${loss}: ${show(smallest.text.slice(0, 60))}… loses nothing`, (t) => {
     t.is(problemOf(smallest, null), null)
+  })
+  // The failing test fails for any problem: this one says its input has no problem but the loss.
+  test(`known loss ${loss}: its smallest input loses ${show(lost.slice(0, 20))}…, and nothing else is wrong with it`, (t) => {
+    const problem = problemOf(smallest, null)
+    t.true(problem === null || problem.includes(`: lost ${show(lost)}: `), problem ?? '')
   })
 }
