@@ -23,9 +23,8 @@
  * What the parser read as a header, an answer or a stray is taken from a second parser of the same options
  * fed the same ids one at a time (its state after each). Also: the answer is the same whole and streamed, and
  * on both backends; a stripped output's marker form holds every character of it (only markers, and a space
- * before `to=`, added). The losses known today are `KNOWN_LOSSES`: each is pinned by a `failing` test on its
- * smallest input (ava says so when it no longer fails), and tolerated by the fuzzing only in that exact shape,
- * with a count in the test's log. `PROPERTY_RUNS` scales the runs (default 400, as property.test.mts);
+ * before `to=`, added). No loss is tolerated; the losses it found, mended since, are kept as regressions
+ * (`MENDED_LOSSES`). `PROPERTY_RUNS` scales the runs (default 400, as property.test.mts);
  * `PROPERTY_SEED` replays a seed fast-check printed.
  */
 import { readFileSync } from 'node:fs'
@@ -226,7 +225,8 @@ function fieldsOf(answer: Answer): string[] {
       continue
     }
     if (stretch !== null) fields.push((stretch += text))
-    stretch = Buffer.byteLength(text) >= MAX_STRAY_BYTES ? (stretch ?? text) : null
+    // Cut at the bound, or up to 3 bytes before it, where a character the bound would split starts.
+    stretch = Buffer.byteLength(text) >= MAX_STRAY_BYTES - 3 ? (stretch ?? text) : null
   }
   return fields
 }
@@ -309,58 +309,31 @@ function cutAtByte(text: string, bytes: number): [string, string] {
   return [text.slice(0, at), text.slice(at)]
 }
 
-/** An output answered whole, without tools, at the default header limit (the pinned inputs of KNOWN_LOSSES). */
+/** An output answered whole, without tools, at the default header limit. */
 const plain = (text: string, stripped = false): Output => ({ text, stripped, toolNames: [], maxHeaderTokens: undefined, splits: [] })
 
 /**
- * The losses known today. Each is pinned by a `failing` test on its smallest input, which ava reports once the
- * parser keeps the text (then its entry goes); one the fuzzing can make is tolerated there only in its exact
- * shape (`matches`), and counted in the test's log.
+ * Losses this test found, mended since (each on both backends): their smallest inputs, kept as regressions.
+ * - `to=` with nothing after it was read as no recipient without a word: an `empty-recipient` diagnostic now
+ *   holds the header (repairRecipient in src/backend/js/header.ts, crate/core/src/header.rs).
+ * - Stray text cut at MAX_STRAY_BYTES split a character whose bytes the cut fell between (both halves U+FFFD):
+ *   the cut now falls before such a character (addStray in src/backend/js/stream-parser.ts, add_stray in
+ *   crate/core/src/stream_parser.rs). Text input (one id a byte) cut any multi-byte character there.
  */
-interface KnownLoss {
-  /** The smallest input that shows it, and the run of text it loses. */
-  smallest: Output
-  lost: string
-  /** Whether a header (its text and message) is this loss and nothing else: the fuzzing tolerates it. */
-  matches?: (header: string, message: HarmonyMessage | undefined) => boolean
-}
-
-const KNOWN_LOSSES: Record<string, KnownLoss> = {
-  /**
-   * `to=` with nothing after it (before `<|message|>`, white space or `<|constrain|>`): an empty recipient,
-   * read as none (`header.recipient = recipient === '' ? null : recipient` in repairRecipient,
-   * src/backend/js/header.ts, as crate/core/src/header.rs) without a diagnostic: the three characters reach no
-   * field. The fuzzing writes `to=` often.
-   */
-  'empty-recipient': {
-    smallest: plain('<|channel|>commentary to=<|message|>Hi<|end|>'),
-    lost: 'commentary to=',
-    // A header that is its message's parts and `to=`, where the message has no recipient.
-    matches: (header, message) => message !== undefined && message.recipient === undefined && headerOf(header, message, ['to=']),
-  },
-  /**
-   * Stray text is reported in `stray-tokens` diagnostics of at most MAX_STRAY_BYTES bytes each, cut after
-   * the id that reaches the bound (addStray/flushStray in src/backend/js/stream-parser.ts, add_stray/flush_stray
-   * in crate/core/src/stream_parser.rs), each decoded on its own: a character whose bytes the cut splits
-   * becomes U+FFFD in both. Text input (one id a byte) cuts any multi-byte character there, token input one
-   * split across ids. The fuzzing writes no stretch that long.
-   */
-  'stray-cut-character': {
-    smallest: plain(`<|channel|>final<|message|>Hi<|return|>${'a'.repeat(MAX_STRAY_BYTES - 1)}é`, true),
-    lost: `${'a'.repeat(MAX_STRAY_BYTES - 1)}é`,
-  },
+const MENDED_LOSSES: Record<string, Output> = {
+  'empty-recipient': plain('<|channel|>commentary to=<|message|>Hi<|end|>'),
+  'empty-recipient before a content type': plain('<|channel|>commentary to= <|constrain|>json<|message|>{}<|call|>'),
+  'stray-cut-character': plain(`<|channel|>final<|message|>Hi<|return|>${'a'.repeat(MAX_STRAY_BYTES - 1)}é`, true),
+  'stray-cut-character, token input': plain(`<|channel|>final<|message|>Hi<|return|>${'a'.repeat(MAX_STRAY_BYTES - 2)}日本語`),
 }
 
 /**
- * How the runs were found (which part of the property), and which known losses were tolerated, with a count
- * of each: the test's log, which shows that the inputs reach every part.
+ * How the runs were found (which part of the property), with a count of each: the test's log, which shows that
+ * the inputs reach every part.
  */
 type Tally = Record<string, number>
 
-/**
- * Why `run` is not in `answer`, or null when it is; counted in `tally`. Without a tally (the pinned inputs of
- * KNOWN_LOSSES) no loss is tolerated.
- */
+/** Why `run` is not in `answer`, or null when it is; counted in `tally` (when there is one). */
 function lossOf(run: Run, reading: Reading, answer: Answer, tally: Tally | null): string | null {
   const fields = fieldsOf(answer)
   const found = (text: string) => text === '' || fields.some((field) => field.includes(text))
@@ -377,7 +350,6 @@ function lossOf(run: Run, reading: Reading, answer: Answer, tally: Tally | null)
     const message = reading.messages[reading.opened[run.from]!]
     const header = decodeTokens(reading.ids.slice(...headerAround(reading, run.from)))
     if (message !== undefined && headerOf(header, message)) return explained('header parts')
-    if (tally !== null && KNOWN_LOSSES['empty-recipient']!.matches!(header, message)) return explained('known loss empty-recipient')
     return `header text, in no field or diagnostic, and its header ${show(header)} not made of the parts of ${show(message)}`
   }
   const headerIds = after.findIndex((state) => state !== 'header')
@@ -607,7 +579,7 @@ const randomOutput: fc.Arbitrary<Output> = fc.oneof(
 
 // ---- Tests ----
 
-/** Runs `fc.assert` over `outputs`, known losses tolerated and logged. */
+/** Runs `fc.assert` over `outputs`, how each run of text was found logged. */
 function assertNothingLost(
   t: { log: (...values: unknown[]) => void; pass: () => void },
   outputs: fc.Arbitrary<Output>,
@@ -657,14 +629,8 @@ test(`a stray stretch is cut every ${MAX_STRAY_BYTES} bytes, as fieldsOf joins i
   }
 })
 
-for (const [loss, { smallest, lost }] of Object.entries(KNOWN_LOSSES)) {
-  // Expected to fail while the loss is there; ava reports the test once it passes, and the entry goes.
-  test.failing(`known loss ${loss}: ${show(smallest.text.slice(0, 60))}… loses nothing`, (t) => {
+for (const [loss, smallest] of Object.entries(MENDED_LOSSES)) {
+  test(`once lost, now kept: ${loss}`, (t) => {
     t.is(problemOf(smallest, null), null)
-  })
-  // The failing test fails for any problem: this one says its input has no problem but the loss.
-  test(`known loss ${loss}: its smallest input loses ${show(lost.slice(0, 20))}…, and nothing else is wrong with it`, (t) => {
-    const problem = problemOf(smallest, null)
-    t.true(problem === null || problem.includes(`: lost ${show(lost)}: `), problem ?? '')
   })
 }

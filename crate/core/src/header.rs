@@ -60,6 +60,7 @@ pub enum HeaderProblem {
     /// A declared tool whose name holds spaces, split into words in the header and joined back.
     SpacedRecipient(String),
     BareRecipient(String),
+    EmptyRecipient(String),
 }
 
 impl HeaderProblem {
@@ -79,6 +80,7 @@ impl HeaderProblem {
             HeaderProblem::GluedContentType(_) => "glued-content-type",
             HeaderProblem::SpacedRecipient(_) => "spaced-recipient",
             HeaderProblem::BareRecipient(_) => "bare-recipient",
+            HeaderProblem::EmptyRecipient(_) => "empty-recipient",
         }
     }
 
@@ -109,6 +111,7 @@ impl HeaderProblem {
             HeaderProblem::GluedContentType(recipient) => format!("content type glued to the recipient, split: {recipient}"),
             HeaderProblem::SpacedRecipient(name) => format!("a declared tool whose name holds spaces, read as one recipient: {name}"),
             HeaderProblem::BareRecipient(name) => format!("a declared tool named without its namespace, read as that tool: {name}"),
+            HeaderProblem::EmptyRecipient(words) => format!("{words} with no recipient after it; read as no recipient"),
         }
     }
 }
@@ -333,9 +336,19 @@ fn repair_recipient(header: &mut Header, words: &mut Vec<String>, tool_names: &[
     }
     let Some(recipient) = header.recipient.clone() else { return };
     let mut recipient = recipient;
-    if let Some(at) = recipient.find("<|") {
+    let leaked = recipient.find("<|");
+    if let Some(at) = leaked {
         problems.push(HeaderProblem::LeakedMarker(recipient.clone()));
         recipient.truncate(at);
+    }
+    let leaked = leaked.is_some();
+    if recipient.is_empty() {
+        // `to=` and nothing: no recipient, said (unless a leaked marker was all it held, said above).
+        if !leaked {
+            problems.push(HeaderProblem::EmptyRecipient("to=".to_owned()));
+        }
+        header.recipient = None;
+        return;
     }
     let before = words.len();
     words.retain(|w| w.strip_prefix("to=").unwrap_or(w) != recipient);

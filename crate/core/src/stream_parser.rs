@@ -617,7 +617,19 @@ impl StreamParser {
         let bytes = self.vocabulary.bytes(token).expect("ids are checked in push");
         self.stray.bytes.extend_from_slice(bytes);
         if self.stray.bytes.len() >= MAX_STRAY_BYTES {
-            self.flush_stray();
+            // A character cut by the bound goes whole into the next diagnostic, counted with the token that
+            // crossed it: no diagnostic's text ends or begins inside a character, which would lose it.
+            let end = complete_end(&self.stray.bytes);
+            if end == self.stray.bytes.len() || self.stray.tokens == 1 {
+                self.flush_stray();
+            } else {
+                let tail = self.stray.bytes.split_off(end);
+                self.stray.tokens -= 1;
+                self.flush_stray();
+                self.stray.bytes = tail;
+                self.stray.tokens = 1;
+                self.stray.start = offset;
+            }
         }
     }
 
@@ -632,6 +644,25 @@ impl StreamParser {
         self.stray.tokens = 0;
         self.diagnose("stray-tokens", message, start, Some(text));
     }
+}
+
+/// Where `bytes` end before a character they hold only the start of (`bytes.len()` when none is cut).
+fn complete_end(bytes: &[u8]) -> usize {
+    let len = bytes.len();
+    for back in 1..=len.min(3) {
+        let byte = bytes[len - back];
+        if byte & 0xC0 == 0x80 {
+            continue;
+        }
+        let needs = match byte {
+            0xF0.. => 4,
+            0xE0.. => 3,
+            0xC0.. => 2,
+            _ => 1,
+        };
+        return if needs > back { len - back } else { len };
+    }
+    len
 }
 
 /// An assistant's header read back with no channel and some text: words the model wrote where a header belongs.

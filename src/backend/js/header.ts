@@ -17,8 +17,8 @@ export const CHANNELS: readonly string[] = ['analysis', 'commentary', 'final']
 export const CHANNEL_MARKER = '<|channel|>'
 /** Compared with its Rust twin by __test__/parser/constants.test.mts. @mirrored */
 export const CONSTRAIN_MARKER = '<|constrain|>'
-/** The namespace of the request's function tools in recipients (`functions.get_weather`). */
-const FUNCTIONS = 'functions.'
+/** The namespace of the request's function tools in recipients (`functions.get_weather`); compared with its Rust twin. @mirrored */
+export const FUNCTIONS = 'functions.'
 
 /** Rust `char::is_whitespace` (Unicode White_Space). */
 const WHITE_SPACE = '\\t\\n\\v\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000'
@@ -86,6 +86,7 @@ export type HeaderProblem =
   | { kind: 'glued-content-type'; words: string }
   | { kind: 'spaced-recipient'; words: string }
   | { kind: 'bare-recipient'; words: string }
+  | { kind: 'empty-recipient'; words: string }
 
 /** Stable code, shared by diagnostics and errors. */
 export function problemCode(problem: HeaderProblem): string {
@@ -124,6 +125,8 @@ export function problemMessage(problem: HeaderProblem): string {
       return `a declared tool whose name holds spaces, read as one recipient: ${problem.words}`
     case 'bare-recipient':
       return `a declared tool named without its namespace, read as that tool: ${problem.words}`
+    case 'empty-recipient':
+      return `${problem.words} with no recipient after it; read as no recipient`
   }
 }
 
@@ -360,6 +363,12 @@ function repairRecipient(header: Header, words: string[], toolNames: readonly st
   if (at >= 0) {
     problems.push({ kind: 'leaked-marker', words: recipient })
     recipient = recipient.slice(0, at)
+  }
+  if (recipient === '') {
+    // `to=` and nothing: no recipient, said (unless a leaked marker was all it held, said above).
+    if (at < 0) problems.push({ kind: 'empty-recipient', words: 'to=' })
+    header.recipient = null
+    return
   }
   const before = words.length
   for (let i = words.length - 1; i >= 0; i--) if (stripTo(words[i]) === recipient) words.splice(i, 1)

@@ -471,7 +471,21 @@ export class StreamParser {
     if (this.strayTokens === 0) this.strayStart = offset
     this.strayTokens++
     for (const byte of this.vocabulary.tokenBytes(token)) this.strayBytes.push(byte)
-    if (this.strayBytes.length >= MAX_STRAY_BYTES) this.flushStray()
+    if (this.strayBytes.length < MAX_STRAY_BYTES) return
+    // A character cut by the bound goes whole into the next diagnostic, counted with the token that crossed it:
+    // no diagnostic's text ends or begins inside a character, which would lose it.
+    const end = completeEnd(this.strayBytes)
+    if (end === this.strayBytes.length || this.strayTokens === 1) {
+      this.flushStray()
+      return
+    }
+    const tail = this.strayBytes.slice(end)
+    this.strayBytes.length = end
+    this.strayTokens--
+    this.flushStray()
+    this.strayBytes = tail
+    this.strayTokens = 1
+    this.strayStart = offset
   }
 
   private flushStray(): void {
@@ -482,6 +496,18 @@ export class StreamParser {
     this.strayTokens = 0
     this.diagnose('stray-tokens', message, this.strayStart, text)
   }
+}
+
+/** Where `bytes` end before a character they hold only the start of (`bytes.length` when none is cut). */
+function completeEnd(bytes: readonly number[]): number {
+  const length = bytes.length
+  for (let back = 1; back <= Math.min(3, length); back++) {
+    const byte = bytes[length - back]!
+    if ((byte & 0xc0) === 0x80) continue
+    const needs = byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc0 ? 2 : 1
+    return needs > back ? length - back : length
+  }
+  return length
 }
 
 /** An assistant's header read back with no channel and some text: words the model wrote where a header belongs. */
