@@ -135,7 +135,7 @@ export async function previousItems(store: ResponseStore, previousResponseId: st
  * analysis the format drops; other instructions or tools; another day) is null: render from the items.
  */
 export async function exactContinuation(
-  record: StoredResponse,
+  record: Pick<StoredResponse, 'promptTokens' | 'outputTokens' | 'renderedPromptTokens'>,
   ownInput: unknown,
   rendered: RenderedPrompt,
   renderWithout: () => RenderedPrompt | Promise<RenderedPrompt>,
@@ -153,9 +153,9 @@ function sameIds(a: ArrayLike<number>, b: ArrayLike<number>): boolean {
   return a.length === b.length && startsWith(a, b)
 }
 
-/** The request to render: `previous` items, then its own input; without `previous_response_id`. */
+/** The request to render: `previous` items, then its own input; without `previous_response_id` and `conversation`. */
 export function continuedBody(body: Item, previous: readonly Item[]): Item {
-  const { previous_response_id: _previous, ...rest } = body
+  const { previous_response_id: _previous, conversation: _conversation, ...rest } = body
   const own = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : Array.isArray(body.input) ? body.input : []
   return { ...rest, input: [...previous, ...own] }
 }
