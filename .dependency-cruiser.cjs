@@ -86,7 +86,7 @@ module.exports = {
       to: { path: '^src/ai-sdk/' },
     },
     // Inside server/ the folders are floors (docs/ARCHITECTURE.md, server/): command/ → gateway/ → the features built
-    // on another's face (messages/, background/, socket/, compaction/) → the faces (chat/, responses/) → pipeline/ →
+    // on another's face (messages/, background/, socket/, compaction/, conversations/) → the faces (chat/, responses/) → pipeline/ →
     // the parts every floor shares (keys/, tools/, observe/, stores/, gateway-packages.ts). An import never runs up.
     {
       name: 'server-gateway-is-below-command',
@@ -99,25 +99,25 @@ module.exports = {
       name: 'server-features-are-below-the-gateway',
       severity: 'error',
       comment:
-        'Server floor rule: the API folders (messages/, background/, socket/, compaction/, chat/, responses/) import nothing of gateway/ or command/: the gateway gathers them, not the other way.',
-      from: { path: '^src/server/(messages|background|socket|compaction|chat|responses)/' },
+        'Server floor rule: the API folders (messages/, background/, socket/, compaction/, conversations/, chat/, responses/) import nothing of gateway/ or command/: the gateway gathers them, not the other way.',
+      from: { path: '^src/server/(messages|background|socket|compaction|conversations|chat|responses)/' },
       to: { path: '^src/server/(gateway|command)/' },
     },
     {
       name: 'server-features-on-a-face-are-siblings',
       severity: 'error',
       comment:
-        'Server floor rule: messages/, background/, socket/ and compaction/ build on the faces below them (chat/, responses/), never on each other.',
-      from: { path: '^src/server/(messages|background|socket|compaction)/' },
-      to: { path: '^src/server/(messages|background|socket|compaction)/', pathNot: '^src/server/$1/' },
+        'Server floor rule: messages/, background/, socket/, compaction/ and conversations/ build on the faces below them (chat/, responses/), never on each other.',
+      from: { path: '^src/server/(messages|background|socket|compaction|conversations)/' },
+      to: { path: '^src/server/(messages|background|socket|compaction|conversations)/', pathNot: '^src/server/$1/' },
     },
     {
       name: 'server-faces-are-below-the-features-on-them',
       severity: 'error',
       comment:
-        'Server floor rule: the faces (chat/, responses/) import nothing of the features built on them (messages/, background/, socket/, compaction/); what those plug in, they plug in at gateway/compose.ts (ports such as Detach).',
+        'Server floor rule: the faces (chat/, responses/) import nothing of the features built on them (messages/, background/, socket/, compaction/, conversations/); what those plug in, they plug in at gateway/compose.ts (ports such as Detach).',
       from: { path: '^src/server/(chat|responses)/' },
-      to: { path: '^src/server/(messages|background|socket|compaction)/' },
+      to: { path: '^src/server/(messages|background|socket|compaction|conversations)/' },
     },
     {
       name: 'server-faces-are-siblings',
@@ -132,7 +132,7 @@ module.exports = {
       comment:
         'Server floor rule: pipeline/ (prepare → generate → respond → keep, Face and Feature) imports no API folder, nor anything above them: every API runs on it.',
       from: { path: '^src/server/pipeline/' },
-      to: { path: '^src/server/(chat|responses|messages|background|socket|compaction|gateway|command)/' },
+      to: { path: '^src/server/(chat|responses|messages|background|socket|compaction|conversations|gateway|command)/' },
     },
     {
       name: 'server-shared-parts-are-the-ground',
@@ -140,7 +140,7 @@ module.exports = {
       comment:
         'Server floor rule: keys/, tools/, observe/, stores/ and gateway-packages.ts, which every floor uses, import nothing of the floors above them.',
       from: { path: '^src/server/(keys/|tools/|observe/|stores/|gateway-packages\\.ts)' },
-      to: { path: '^src/server/(pipeline|chat|responses|messages|background|socket|compaction|gateway|command)/' },
+      to: { path: '^src/server/(pipeline|chat|responses|messages|background|socket|compaction|conversations|gateway|command)/' },
     },
     {
       name: 'server-stores-are-the-bottom',

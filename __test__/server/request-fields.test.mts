@@ -78,7 +78,6 @@ const REFUSED: Record<string, { asks: unknown[]; nothing?: unknown[] }> = {
   verbosity: { asks: ['low'] },
   web_search_options: { asks: [{}] },
   background: { asks: [true], nothing: [false] },
-  conversation: { asks: ['conv_1'] },
   previous_response_id: { asks: ['resp_1'] },
   prompt: { asks: [{ id: 'pmpt_1' }] },
   context_management: { asks: [[{ type: 'compaction' }]] },

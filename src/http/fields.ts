@@ -124,8 +124,8 @@ export const RESPONSES_REQUEST_FIELDS = Object.freeze({
   background: honoured(
     'true: run detached, answered at once as queued (or streamed, with stream: resumed with GET /v1/responses/{id}?stream=true&starting_after=N), polled with GET /v1/responses/{id}, cancelled with POST …/cancel; needs store (and a gateway that keeps responses)',
   ),
-  conversation: refused(
-    'the Conversations API is not served here: continue with previous_response_id, or send the whole conversation in input',
+  conversation: honoured(
+    "a conversation of the gateway's Conversations API (its id, or `{ id }`): its items come before the input, and the input and output are added to it after the response (a 404 naming it for an unknown id; with `previous_response_id`, a 400; a 400 where the gateway keeps no responses)",
   ),
   previous_response_id: honoured(
     "continues a stored response (its input, then its output, then this input; its instructions not carried over): OpenAI's 400 `previous_response_not_found` for an unknown id (the WebSocket mode's answer too), a 400 where the gateway keeps no responses",

@@ -9,7 +9,7 @@ import { admit, generate } from '../pipeline/generate'
 import type { Item } from '../pipeline/prepared'
 import { methodNotAllowed, sendJson } from '../pipeline/send'
 import { responseIdOf, responseNotFound, responseRecord, storedResponse } from '../responses/conversation'
-import { keepResponse, keptInput } from '../responses/keep'
+import { keepAnswer, keptInput } from '../responses/keep'
 import type { Detach, ResponsesGateway } from '../responses/responses-gateway'
 import { belongsTo } from '../stores/owned-store'
 import type { BackgroundResponses } from './runs'
@@ -52,7 +52,7 @@ export const serveBackground: Detach = async (gateway, request, response, prepar
       adapter,
       stream: prepared.parameters.stream,
       steps: (signal) => generate(gateway, request, prepared, signal, generated, grant, tools),
-      keep: (object) => keepResponse(gateway, object, prepared, generated),
+      keep: (object) => keepAnswer(gateway, object, prepared, generated),
     },
     release,
   )

@@ -1,6 +1,6 @@
 /**
  * `createGateway(options)`: an OpenAI-compatible HTTP server (Chat Completions, Responses with memory,
- * background runs, compaction, the WebSocket mode, and each API its folder adds) in front of a token-level inference
+ * background runs, compaction, conversations, the WebSocket mode, and each API its folder adds) in front of a token-level inference
  * engine. Created, not started: `server.listen(port)`. Each API is a feature of its own folder; a request
  * follows one line, the steps of pipeline/:
  *
@@ -13,6 +13,7 @@ import { hardenServer, serverOptions } from '../../http/server'
 import { backgroundFeature } from '../background/detached'
 import { chatFeature } from '../chat/chat-face'
 import { compactionFeature } from '../compaction/compact-route'
+import { conversationsFeature } from '../conversations/conversations-api'
 import { messagesFeature } from '../messages/messages-face'
 import { type Outcomes, tracked } from '../pipeline/context'
 import type { Feature } from '../pipeline/face'
@@ -46,7 +47,14 @@ export interface GatewayHandler {
  * The APIs a gateway answers, each its folder's routes; in order, since the first that takes a path with an id
  * answers it (a background run's before a kept response's).
  */
-const FEATURES: readonly Feature<WholeGateway>[] = [backgroundFeature, chatFeature, responsesFeature, compactionFeature, messagesFeature]
+const FEATURES: readonly Feature<WholeGateway>[] = [
+  backgroundFeature,
+  chatFeature,
+  responsesFeature,
+  compactionFeature,
+  conversationsFeature,
+  messagesFeature,
+]
 
 /** What `serve` prints beside the /v1 base: for each API whose clients take the root, that root. */
 export function rootBaseLines(root: string): string[] {

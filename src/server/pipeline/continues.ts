@@ -3,7 +3,7 @@
  * the render workers alike (they must agree: a body rendered in a worker is otherwise prompted differently from
  * the same body rendered inline). It reads only the shape of a body, so it sits below every API's folder.
  *
- * - Responses: it names a stored response (`previous_response_id`), holds a compaction item or sealed
+ * - Responses: it names a stored response (`previous_response_id`) or a conversation (`conversation`), holds a compaction item or sealed
  *   reasoning, or refers to kept items (`item_reference`). Each is rendered with what it stands for, which only
  *   the gateway can find (its store, its key). Or its input ends with tool results, so it may answer tool
  *   calls this gateway returned, as Chat's may.
@@ -47,6 +47,7 @@ export function isContinuation(kind: 'chat' | 'responses', body: Item): boolean 
   if (kind === 'responses')
     return (
       body.previous_response_id != null ||
+      body.conversation != null ||
       holdsCompaction(body) ||
       holdsItemReference(body) ||
       holdsSealedReasoning(body) ||

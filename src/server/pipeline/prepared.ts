@@ -25,6 +25,11 @@ export interface Prepared {
   input: unknown
   /** Responses: the response is to be kept (a store, and `store` not false). */
   storing: boolean
+  /**
+   * Responses: the conversation the request names (`conversation`), whose items `history` is, at the revision
+   * they were read at; the request's input and the response's output are added to it after the response.
+   */
+  conversation?: { id: string; revision: number }
   /** Responses: the remote MCP servers the request names, connected and listed (`mcp-servers.ts`); closed with the response. */
   mcp?: McpServer[]
   /** Responses: the MCP calls the client approved in this request, run before it generates (`mcp_call` items first). */

@@ -37,7 +37,7 @@ export interface RenderJob {
   /**
    * `prepare` of a Responses body for a gateway that keeps responses: its `input` comes back too (to be
    * stored; not when the body says `store: false`), and a body that continues what the gateway holds
-   * (`isContinuation`: a `previous_response_id`, a compaction item, an `item_reference`; a body ending with
+   * (`isContinuation`: a `previous_response_id`, a `conversation`, a compaction item, an `item_reference`; a body ending with
    * tool results, for a gateway with a call id cache) comes back whole, not rendered: the gateway renders it with
    * what it continues, which only it can find.
    */

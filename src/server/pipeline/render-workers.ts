@@ -46,7 +46,7 @@ export interface PreparedRequest {
 }
 
 /**
- * What `prepare` gives for a Responses body that continues a stored response, holds a compaction item or refers
+ * What `prepare` gives for a Responses body that continues a stored response or a conversation, holds a compaction item or refers
  * to kept items (`item_reference`), with `keepInput` (`isContinuation`): the parsed body, not rendered, for the gateway to render after the stored items
  * (`continuedBody`) or with the compaction opened (`Compactor.expand`).
  */
@@ -123,7 +123,7 @@ export class RenderWorkers {
   prepare(kind: 'chat' | 'responses', bytes: Uint8Array): Promise<PreparedRequest>
   /**
    * `keepInput` (a gateway that keeps Responses): a Responses body's `input` comes back too, and a body with a
-   * `previous_response_id`, a compaction item or an `item_reference` comes back parsed and not rendered
+   * `previous_response_id`, a `conversation`, a compaction item or an `item_reference` comes back parsed and not rendered
    * (`ContinuationRequest`).
    */
   prepare(kind: 'chat' | 'responses', bytes: Uint8Array, options: { keepInput: boolean }): Promise<PreparedRequest | ContinuationRequest>

@@ -1,7 +1,8 @@
 /**
  * A Responses request that continues: one naming `previous_response_id` is rendered after the stored response's
- * input and output, or, within a turn (`exactContinuation`), made of the ids the engine saw and generated, so
- * that its prefix cache serves the whole history; one holding a compaction item has it opened first.
+ * input and output, one naming a `conversation` after the conversation's items; within a turn
+ * (`exactContinuation`) either is made of the ids the engine saw and generated, so that its prefix cache serves
+ * the whole history. One holding a compaction item has it opened first.
  */
 import { isRecord } from '../../base/records'
 import { HttpError } from '../../http/errors'
@@ -11,19 +12,28 @@ import type { SentCall } from '../pipeline/call-ids'
 import { type Item, type Prepared, renderOffLoop } from '../pipeline/prepared'
 import type { StoredResponse } from '../stores/store'
 import { continuationItems, continuedBody, exactContinuation, previousResponse, resolveItemReferences } from './conversation'
+import { type Conversation, conversationIdOf, conversationNotFound, readConversation } from './conversation-store'
 import type { ResponsesGateway } from './responses-gateway'
 import { openReasoning } from './sealed-reasoning'
 
 /**
  * What a Responses request stands on: its own input with a compaction item opened (`opened`), and the stored
  * response it names (`found` where the caller has it, a WebSocket connection's latest) with that response's
- * items (`history`), which come before the input.
+ * items (`history`), or the conversation it names with its items, which come before the input.
  */
 export async function historyOf(
   gateway: ResponsesGateway,
   body: Item,
   found: StoredResponse | null = null,
-): Promise<{ opened: Item; previous: StoredResponse | null; history: Item[]; sources: string[] }> {
+): Promise<{ opened: Item; previous: StoredResponse | null; history: Item[]; sources: string[]; conversation: Conversation | null }> {
+  // Checked before anything is read: the request names a conversation, or a response, or neither.
+  const conversationId = conversationIdOf(body)
+  if (conversationId !== null && body.previous_response_id != null)
+    // The `openai` package's ResponseCreateParams: previous_response_id "cannot be used in conjunction with `conversation`".
+    throw new HttpError(400, 'previous_response_id cannot be used with conversation: a conversation continues from its own items', {
+      param: 'previous_response_id',
+      code: 'invalid-parameter',
+    })
   // A sealed reasoning item is its text; an item reference stands for the kept item it names; a compaction item
   // for the items it sealed (its own input's; the stored ones come before it). Reasoning is opened and references
   // resolved first, so that an error names the item where the client put it (and a kept reasoning item, which
@@ -35,9 +45,45 @@ export async function historyOf(
     owner,
   )
   await checkSourcesKept(gateway, body, sources)
+  if (conversationId !== null) {
+    const conversation = await conversationFor(gateway, conversationId)
+    checkNewItems(conversation.items, opened.input)
+    return { opened, previous: null, history: conversation.items, sources, conversation }
+  }
   const id = body.previous_response_id
   const previous = found ?? (id == null ? null : await previousFor(gateway, String(id)))
-  return { opened, previous, history: previous === null ? [] : continuationItems(previous), sources }
+  return { opened, previous, history: previous === null ? [] : continuationItems(previous), sources, conversation: null }
+}
+
+/** The conversation a request names: a 404 naming `conversation` where it is not kept here, a 400 where nothing is. */
+async function conversationFor(gateway: ResponsesGateway, id: string): Promise<Conversation> {
+  if (gateway.store === null)
+    throw new HttpError(400, 'conversation is not supported: this gateway keeps no responses, so no conversations', {
+      param: 'conversation',
+      code: 'invalid-parameter',
+    })
+  const conversation = await readConversation(gateway.store, id)
+  if (conversation === null) throw conversationNotFound(id, 'conversation')
+  return conversation
+}
+
+/**
+ * An input item that is already in the conversation (by its id), or twice in the input, would be in it twice: a
+ * 400, as OpenAI answers it ("Duplicate item found with id …", `param` input: openai/openai-agents-python#1789).
+ */
+function checkNewItems(items: readonly Item[], input: unknown): void {
+  if (!Array.isArray(input)) return
+  const ids = new Set(items.map((item) => item.id))
+  for (const item of input) {
+    const id = isRecord(item) ? item.id : undefined
+    if (typeof id !== 'string') continue
+    if (ids.has(id))
+      throw new HttpError(400, `Duplicate item found with id ${id.slice(0, 100)}. Remove duplicate items from your input and try again.`, {
+        param: 'input',
+        code: 'invalid-parameter',
+      })
+    ids.add(id)
+  }
 }
 
 /**
@@ -82,15 +128,17 @@ export async function continued(
   echo: object,
   found: StoredResponse | null = null,
 ): Promise<Prepared> {
-  const { opened, previous, history } = await historyOf(gateway, body, found)
+  const { opened, previous, history, conversation } = await historyOf(gateway, body, found)
   const render = (request: Item) => renderOffLoop(gateway, 'responses', request)
   const rendered = await render(continuedBody(opened, history))
   let prompt = rendered
-  if (gateway.exactContinuations && previous !== null)
+  // The ids a continuation within a turn is made of: the stored response's, or those behind the conversation's
+  // last items (where a response added them and nothing changed them since).
+  const ids = previous ?? conversation?.ids ?? null
+  if (gateway.exactContinuations && ids !== null)
     prompt =
-      (await exactContinuation(previous, opened.input, rendered, () => render(continuedBody({ ...opened, input: [] }, history)))) ??
-      rendered
-  else if (previous === null) {
+      (await exactContinuation(ids, opened.input, rendered, () => render(continuedBody({ ...opened, input: [] }, history)))) ?? rendered
+  else if (previous === null && conversation === null) {
     // The client sent its history back (`store: false`, or item references): the calls it answers may be this gateway's.
     const answered = answeredCalls(opened.input)
     if (answered !== null)
@@ -99,7 +147,17 @@ export async function continued(
       )
   }
   const storing = gateway.store !== null && body.store !== false
-  return { kind: 'responses', parameters, prompt, rendered, body: echo, history, input: opened.input, storing }
+  return {
+    kind: 'responses',
+    parameters,
+    prompt,
+    rendered,
+    body: echo,
+    history,
+    input: opened.input,
+    storing,
+    ...(conversation === null ? {} : { conversation: { id: conversation.object.id, revision: conversation.revision } }),
+  }
 }
 
 /**

@@ -135,7 +135,7 @@ export async function previousItems(store: ResponseStore, previousResponseId: st
  * analysis the format drops; other instructions or tools; another day) is null: render from the items.
  */
 export async function exactContinuation(
-  record: StoredResponse,
+  record: Pick<StoredResponse, 'promptTokens' | 'outputTokens' | 'renderedPromptTokens'>,
   ownInput: unknown,
   rendered: RenderedPrompt,
   renderWithout: () => RenderedPrompt | Promise<RenderedPrompt>,
@@ -153,9 +153,9 @@ function sameIds(a: ArrayLike<number>, b: ArrayLike<number>): boolean {
   return a.length === b.length && startsWith(a, b)
 }
 
-/** The request to render: `previous` items, then its own input; without `previous_response_id`. */
+/** The request to render: `previous` items, then its own input; without `previous_response_id` and `conversation`. */
 export function continuedBody(body: Item, previous: readonly Item[]): Item {
-  const { previous_response_id: _previous, ...rest } = body
+  const { previous_response_id: _previous, conversation: _conversation, ...rest } = body
   const own = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : Array.isArray(body.input) ? body.input : []
   return { ...rest, input: [...previous, ...own] }
 }
@@ -193,8 +193,11 @@ export function responseRecord(store: ResponseStore, id: string): Promise<Stored
   return isSideRecordId(id) ? Promise.resolve(null) : store.get(id)
 }
 
-/** `GET /v1/responses/{id}/input_items` query: `after` (an item id), `limit` (1 to 100, default 20), `order`. */
-function pageOf(query: URLSearchParams): { after: string | null; limit: number; order: 'asc' | 'desc' } {
+/**
+ * A list page's query (`GET /v1/responses/{id}/input_items`, `GET /v1/conversations/{id}/items`): `after` (an
+ * item id), `limit` (1 to 100, default 20), `order` (`asc` or `desc`, default `desc`); a bad one is a 400 naming it.
+ */
+export function pageOf(query: URLSearchParams): { after: string | null; limit: number; order: 'asc' | 'desc' } {
   const limitText = query.get('limit')
   const limit = limitText === null ? 20 : Number(limitText)
   if (!Number.isInteger(limit) || limit < 1 || limit > 100)
@@ -203,6 +206,27 @@ function pageOf(query: URLSearchParams): { after: string | null; limit: number; 
   if (order !== 'asc' && order !== 'desc')
     throw new HttpError(400, "order must be 'asc' or 'desc'", { param: 'order', code: 'invalid-parameter' })
   return { after: query.get('after'), limit, order }
+}
+
+/** OpenAI's list page of `items` (in order), as `page` asks; an `after` that is none of them is a 400 naming it. */
+export function listPage(
+  items: readonly Item[],
+  page: ReturnType<typeof pageOf>,
+  what: string,
+  where: string,
+): { object: 'list'; data: Item[]; first_id: string | null; last_id: string | null; has_more: boolean } {
+  const ordered = page.order === 'asc' ? items : [...items].reverse()
+  const start = page.after === null ? 0 : ordered.findIndex((item) => item.id === page.after) + 1
+  if (page.after !== null && start === 0)
+    throw new HttpError(400, `after: no ${what} '${page.after.slice(0, 100)}' in ${where}`, { param: 'after', code: 'invalid-parameter' })
+  const data = ordered.slice(start, start + page.limit)
+  return {
+    object: 'list',
+    data,
+    first_id: (data[0]?.id as string | undefined) ?? null,
+    last_id: (data[data.length - 1]?.id as string | undefined) ?? null,
+    has_more: start + page.limit < ordered.length,
+  }
 }
 
 /**
@@ -223,24 +247,7 @@ export async function storedResponseRoute(
     const page = pageOf(url.searchParams)
     const record = await responseRecord(store, id)
     if (record === null) throw responseNotFound(id, null)
-    const ordered = page.order === 'asc' ? record.input : [...record.input].reverse()
-    const start = page.after === null ? 0 : ordered.findIndex((item) => item.id === page.after) + 1
-    if (page.after !== null && start === 0)
-      throw new HttpError(400, `after: no input item '${page.after.slice(0, 100)}' in this response`, {
-        param: 'after',
-        code: 'invalid-parameter',
-      })
-    const data = ordered.slice(start, start + page.limit)
-    return {
-      status: 200,
-      body: {
-        object: 'list',
-        data,
-        first_id: (data[0]?.id as string | undefined) ?? null,
-        last_id: (data[data.length - 1]?.id as string | undefined) ?? null,
-        has_more: start + page.limit < ordered.length,
-      },
-    }
+    return { status: 200, body: listPage(record.input, page, 'input item', 'this response') }
   }
   if (method === 'GET') {
     const record = await responseRecord(store, id)

@@ -24,7 +24,7 @@ import type { Prepared } from '../pipeline/prepared'
 import { methodNotAllowed, sendJson } from '../pipeline/send'
 import { serveFace } from '../pipeline/serve-face'
 import { storedResponseRoute } from './conversation'
-import { endingCalls, keepResponse } from './keep'
+import { endingCalls, keepAnswer } from './keep'
 import { responsesPreparing } from './prepare-responses'
 import { toolsOfResponse } from './response-tools'
 import type { ReasoningSummaryRule, ResponsesGateway } from './responses-gateway'
@@ -124,9 +124,9 @@ const responsesFace: Face<ResponsesGateway, ResponsesAdapterOptions, ResponseObj
   stream: (options) => new ResponsesStream(options),
   whole: (step, options) => responseObject(step, options),
   answer: (adapter) => adapter.response(),
-  keeps: (gateway, prepared) => prepared.storing || mayEndWithCalls(gateway, prepared),
+  keeps: (gateway, prepared) => prepared.storing || prepared.conversation !== undefined || mayEndWithCalls(gateway, prepared),
   async keep(gateway, object, prepared, generated) {
-    const kept = prepared.storing ? await keepResponse(gateway, object, prepared, generated) : true
+    const kept = await keepAnswer(gateway, object, prepared, generated)
     await rememberCalls(gateway, endingCalls(object), prepared, generated)
     return kept
   },

@@ -14,7 +14,7 @@ import { gatewayFor, tracked } from '../pipeline/context'
 import { admit, generate } from '../pipeline/generate'
 import { reportNotApplied } from '../pipeline/serve-face'
 import { responseRecord } from '../responses/conversation'
-import { endingCalls, keepResponse, recordOf } from '../responses/keep'
+import { endingCalls, keepAnswer, recordOf } from '../responses/keep'
 import { prepareResponsesBody } from '../responses/prepare-responses'
 import { toolsOfResponse } from '../responses/response-tools'
 import { responsesOptions } from '../responses/responses-face'
@@ -60,8 +60,8 @@ async function socketTurn(gateway: SocketGateway, request: IncomingMessage, turn
       if (signal.aborted) break
     }
     for (const text of sseEventTexts(adapter.settleSse())) await emit(text)
-    // Kept before `response.completed` says so (or says `store: false` when the store fails).
-    if (prepared.storing && !(await keepResponse(gateway, adapter.response(), prepared, generated))) adapter.unstore()
+    // Kept (and added to its conversation) before `response.completed` says so (or says `store: false` when the store fails).
+    if (!(await keepAnswer(gateway, adapter.response(), prepared, generated))) adapter.unstore()
     // A client that sends its history back on a later turn (or connection) finds the ids behind these calls.
     await rememberCalls(gateway, endingCalls(adapter.response()), prepared, generated)
     kept = true
@@ -73,7 +73,7 @@ async function socketTurn(gateway: SocketGateway, request: IncomingMessage, turn
   }
   adapter.diagnostics.forEach(gateway.onDiagnostic)
   const object = adapter.response()
-  if (prepared.storing && !kept && !(await keepResponse(gateway, object, prepared, generated))) object.store = false
+  if (!kept && !(await keepAnswer(gateway, object, prepared, generated))) object.store = false
   return recordOf(object, prepared, generated)
 }
 

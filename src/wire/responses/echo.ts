@@ -88,6 +88,10 @@ export function responsesRequestEcho(body: object | null = null): ResponseReques
     user: stringOr(request.user, null),
     metadata: (metadata ?? {}) as Record<string, string>,
   }
+  // The conversation the response belongs to, as OpenAI's Response has it (`conversation: { id }`, the `openai`
+  // package's resources/responses/responses.d.ts): only where the request named one.
+  const conversation = fieldsOf(request.conversation)?.id ?? request.conversation
+  if (typeof conversation === 'string') echo.conversation = { id: conversation }
   // Detached from the request: the fields that hold its objects are copied (the rest are new objects or
   // primitives). Most requests have none of them, and a clone of the whole echo cost more than the rest of
   // a response's opening.

@@ -236,6 +236,8 @@ export interface ResponseRequestEcho {
   truncation: 'auto' | 'disabled'
   user: string | null
   metadata: Record<string, string>
+  /** The conversation the response belongs to, where its request named one. */
+  conversation?: { id: string }
 }
 
 /**
