@@ -27,7 +27,7 @@ interface Case {
   source: { repo: string; issue: number }
   shape: string
   output: string
-  tools?: { name: string }[]
+  tools?: { name: string; parameters?: Record<string, unknown> }[]
   expected: { final?: string; reasoning?: string; calls?: { name: string; arguments: unknown }[]; error?: boolean }
   recovered: boolean
   /** Why the posted output cannot give what its user expected. */
@@ -196,6 +196,19 @@ for (const c of cases) {
     }
   })
 }
+
+test("a call written as JSON text in the answer (vLLM #22337) is read by textToolCalls: 'recover', on both backends", (t) => {
+  const c = cases.find((one) => one.id === 'vllm-tool-choice-required-json-in-content')!
+  for (const implementation of IMPLEMENTATIONS) {
+    const completion = chatCompletion(Uint32Array.from(harmony(c.output)), {
+      ...optionsOf(c, implementation),
+      textToolCalls: 'recover',
+      tools: (c.tools ?? []).map((tool) => ({ type: 'function', function: tool })),
+    })
+    const answer = answerOf(completion.choices[0]!.message as unknown as Record<string, unknown>, completion.diagnostics)
+    t.true(meets(answer, c.expected), JSON.stringify(answer))
+  }
+})
 
 /** What the answer holds, in a few words: reasoning, an answer, the calls by name (or nothing but diagnostics). */
 function gives(answer: Answer): string {
