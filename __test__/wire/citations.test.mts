@@ -1,12 +1,15 @@
 /**
  * gpt-oss's citation markers replaced as its own browser tool replaces them (issue 47): `CitationMarkers` against
  * a port of the reference's `normalize_citations` (openai/gpt-oss gpt_oss/tools/simple_browser/
- * simple_browser_tool.py) on generated texts fed whole and cut everywhere.
+ * simple_browser_tool.py) on generated texts fed whole and cut everywhere; then a Responses stream with the
+ * `citedPage` option, whole and streamed at every batching, both faces, both backends, and in an SsePool.
  */
 import test from 'ava'
+import { type Implementation, type ResponseEvent, type ResponseObject, ResponsesStream, responseObject, SsePool } from 'harmony-stream'
+import { responsesFrames } from 'harmony-stream/http'
 
 import { CitationMarkers, citedDomain, MARKER_LIMIT } from '../../src/wire/responses/citations.ts'
-import { random } from '../helpers/harmony.mjs'
+import { batches, harmony, IMPLEMENTATIONS, random } from '../helpers/harmony.mjs'
 
 /** The pages by cursor: a search's results (no address), pages, one whose address has no `/` fields. */
 const URLS = ['', 'https://towers.example/eiffel', 'https://ex.example/caf%C3%A9/%E2%82%AC?q=1', 'nodomain', 'https://b.example/%ZZ%C3']
@@ -171,4 +174,162 @@ test('the hold is bounded: a 【 that has not become a marker within MARKER_LIMI
   const next = new CitationMarkers(pageAt)
   t.is(next.feed('【1'), '')
   t.is(next.feed('x'), '【1x')
+})
+
+// ---- A Responses stream with the option ----
+
+const SEARCH_RESULT =
+  '[0] tower\\n**viewing lines [0 - 2] of 2**\\n\\nL0: URL: \\nL1: # Search Results\\nL2:   * 【0†Eiffel Tower†towers.example】'
+const PAGE_RESULT =
+  '[1] Eiffel Tower (https://towers.example/eiffel)\\n**viewing lines [0 - 1] of 1**\\n\\nL0: The Eiffel Tower\\nL1: It is 330 metres tall.'
+
+/**
+ * A browsing completion as the gateway's stream holds it: a preamble citing a page not yet shown, a search, its
+ * results, an open, its page, and an answer citing it (emoji before, a marker cut by its tokens, an unknown
+ * cursor, the search page, and a `【` that is text).
+ */
+const COMPLETION = [
+  '<|channel|>commentary<|message|>Checking 【1†L1】 first.<|end|>',
+  '<|start|>assistant<|channel|>analysis to=browser.search code<|message|>{"query":"eiffel"}<|call|>',
+  `<|start|>browser.search to=assistant<|channel|>analysis<|message|>${SEARCH_RESULT}<|end|>`,
+  '<|start|>assistant<|channel|>analysis to=browser.open code<|message|>{"id":0}<|call|>',
+  `<|start|>browser.open to=assistant<|channel|>analysis<|message|>${PAGE_RESULT}<|end|>`,
+  '<|start|>assistant<|channel|>final<|message|>🗼 It is 330 metres tall 【1†L1】, per 【0†L2】 and 【5†L1】; 【note】 【1†Eiffel Tower†towers.example】.<|return|>',
+].join('')
+const TOKENS = harmony(COMPLETION)
+const LINK = ' ([towers.example](https://towers.example/eiffel)) '
+const ANSWER = `🗼 It is 330 metres tall ${LINK}, per 【0†L2】 and 【5†L1】; 【note】 ${LINK}.`
+
+/** The pages the two results showed: cursor 0 the search (no address), 1 the page; each only once its result was read. */
+const shown = [
+  { url: '', title: 'tower' },
+  { url: 'https://towers.example/eiffel', title: 'Eiffel Tower' },
+]
+const citedPage = (cursor: number, results: number) => (cursor < results ? (shown[cursor] ?? null) : null)
+
+function options(implementation: Implementation, cited = true) {
+  return {
+    model: 'gpt-oss',
+    id: 'resp_cite',
+    createdAt: 1_700_000_000,
+    completedAt: 1_700_000_001,
+    builtinTools: 'run' as const,
+    parser: { implementation },
+    ...(cited ? { citedPage } : {}),
+  }
+}
+
+type Message = { type: 'message'; content: { text: string; annotations: Annotation[] }[] }
+
+/** The streamed events' answer text (deltas added up), annotations added, and the final message items. */
+function read(events: readonly ResponseEvent[]): { deltas: string[]; added: Annotation[]; messages: Message[] } {
+  const deltas: string[] = []
+  const added: Annotation[] = []
+  let response: ResponseObject | null = null
+  for (const event of events as readonly { type: string; delta?: string; annotation?: Annotation; response?: ResponseObject }[]) {
+    if (event.type === 'response.output_text.delta') deltas.push(event.delta!)
+    if (event.type === 'response.output_text.annotation.added') added.push(event.annotation!)
+    if (event.type === 'response.completed') response = event.response!
+  }
+  return { deltas, added, messages: response!.output.filter((item) => item.type === 'message') as unknown as Message[] }
+}
+
+for (const implementation of IMPLEMENTATIONS) {
+  test(`${implementation}: whole and streamed at every batching, the answer's markers replaced and annotated alike`, (t) => {
+    const whole = responseObject(TOKENS, options(implementation))
+    const messages = whole.output.filter((item) => item.type === 'message') as unknown as Message[]
+    t.is(messages.length, 2)
+    // The preamble's cursor had shown no page yet when it was written: as written.
+    t.is(messages[0]!.content[0]!.text, 'Checking 【1†L1】 first.')
+    t.deepEqual(messages[0]!.content[0]!.annotations, [])
+    const { text, annotations } = messages[1]!.content[0]!
+    t.is(text, ANSWER)
+    t.is(annotations.length, 2)
+    for (const annotation of annotations) {
+      t.is([...text].slice(annotation.start_index, annotation.end_index).join(''), LINK)
+      t.like(annotation, { type: 'url_citation', url: 'https://towers.example/eiffel', title: 'Eiffel Tower' })
+    }
+
+    for (const size of [1, 2, 3, 5, 7, TOKENS.length]) {
+      const stream = new ResponsesStream(options(implementation))
+      const events = [...stream.start(), ...batches(TOKENS, size).flatMap((batch) => stream.push(batch)), ...stream.finish()]
+      const streamed = read(events)
+      t.deepEqual(streamed.messages, messages, `${size} ids a step: the same items`)
+      t.is(streamed.deltas.join(''), `Checking 【1†L1】 first.${ANSWER}`, `${size} ids a step: the deltas add up to the texts`)
+      t.deepEqual(streamed.added, [...messages[0]!.content[0]!.annotations, ...annotations])
+      // Each annotation is sent right after the delta that completes its replacement.
+      let sent = ''
+      for (const event of events as readonly { type: string; delta?: string; item_id?: string; annotation?: Annotation }[]) {
+        if (event.type === 'response.output_text.delta' && event.item_id === 'msg_cite_5') sent += event.delta
+        if (event.type === 'response.output_text.annotation.added') t.true([...sent].length >= event.annotation!.end_index)
+      }
+      // The SSE face writes the same bytes.
+      const frames = new ResponsesStream(options(implementation))
+      const sse =
+        frames.startSse() +
+        batches(TOKENS, size)
+          .map((batch) => frames.pushSse(batch))
+          .join('') +
+        frames.finishSse()
+      t.is(sse, responsesFrames(events), `${size} ids a step: the SSE face`)
+    }
+  })
+
+  test(`${implementation}: an SsePool writes a cited stream as its adapter does, off the lane; without the option, on it`, (t) => {
+    const alone = new ResponsesStream(options(implementation))
+    const expected = alone.startSse() + TOKENS.map((id) => alone.pushSse([id])).join('') + alone.finishSse()
+    for (const cited of [true, false]) {
+      const pool = new SsePool({ implementation })
+      const adapter = new ResponsesStream(options(implementation, cited))
+      const id = pool.add(adapter)
+      let written = ''
+      let laneFrames = 0
+      let laneSteps = 0
+      for (const token of TOKENS) {
+        const frames = pool.step(Uint32Array.of(id), Uint32Array.of(0, 1), Uint32Array.of(token))
+        const frame = frames.frame(0)
+        if (typeof frame !== 'string' && frame.length > 0) laneFrames++
+        written += Buffer.from(frame).toString()
+        // The template the lane (the pool's, and pushSse's own) writes the open message's next text with.
+        if (adapter.laneTemplate() !== null) laneSteps++
+      }
+      written += pool.finish(id)
+      if (cited) {
+        t.is(written, expected)
+        t.is(laneFrames + laneSteps, 0, 'no text of a cited stream goes by the lane')
+      } else {
+        t.true(laneSteps > 0, 'without citedPage the answers stream on the lane: the replacement is never entered')
+        if (implementation === 'native') t.true(laneFrames > 0)
+        t.true(written.includes('tall 【1†L1】'))
+      }
+    }
+  })
+}
+
+test('an answer cut by a failure keeps what went out; with log probabilities every token still gets its own', (t) => {
+  const stream = new ResponsesStream(options('js'))
+  const cut = harmony('<|channel|>final<|message|>tall 【1†L1】 per 【1†L')
+  stream.push(cut)
+  const failed = stream.error('the engine failed')
+  const response = (failed.at(-1) as unknown as { response: ResponseObject }).response
+  const message = response.output.at(-1) as unknown as Message
+  t.is(message.content[0]!.text, 'tall 【1†L1】 per ', 'no page shown: the first marker as written; the second never went out')
+
+  const logprobs = new ResponsesStream({ ...options('js'), logprobs: true })
+  const ids = harmony(
+    '<|channel|>analysis to=browser.open code<|message|>{}<|call|><|start|>browser.open to=assistant<|channel|>analysis<|message|>[0] x<|end|><|start|>assistant<|channel|>final<|message|>a 【0†L1】 b【1†<|return|>',
+  )
+  const events: { type: string; delta?: string; logprobs?: unknown[] }[] = []
+  for (const id of ids) {
+    for (const event of logprobs.push({ tokens: Uint32Array.of(id), logprobs: [{ logprob: -0.5, top: [] }] })) events.push(event as never)
+  }
+  for (const event of logprobs.finish()) events.push(event as never)
+  const deltas = events.filter((event) => event.type === 'response.output_text.delta')
+  t.is(deltas.map((event) => event.delta).join(''), 'a 【0†L1】 b【1†')
+  const answerIds = harmony('a 【0†L1】 b【1†').length
+  t.is(
+    deltas.reduce((sum, event) => sum + (event.logprobs?.length ?? 0), 0),
+    answerIds,
+    'one log probability per answer token',
+  )
 })
