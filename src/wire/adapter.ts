@@ -31,11 +31,11 @@ import { AnswerLogprobs, type OutputLogprob, type StepLogprob } from './logprobs
 import { type MessageEvent, MessageStream } from './message-stream'
 import { checkAdapterOptions, FINISH_OPTIONS, parserOptionsOf } from './options'
 import { recoveredDiagnostic, TextCallRecovery } from './recovery'
-import { missingClosers } from './unclosed-arguments'
 import { droppedDiagnostic, namespaceOf, offeredNamespaces, type RouteFields, routeOf, toolArgumentsDiagnostic, toolName } from './routing'
 import { strictArgumentsDiagnostic, structuredOutputDiagnostic } from './schema-check'
 import { StopStrings } from './stop-strings'
 import type { HeldOutput, RecoveredCall } from './text-tool-calls'
+import { missingClosers } from './unclosed-arguments'
 
 export type { AdapterDiagnostic, AdapterOptions, ErrorAnswer, WireFormat, WireMessage } from './adapter-types'
 
