@@ -24,9 +24,8 @@ export function responsesVariant(variant: Record<string, unknown>): Record<strin
       ...rest,
       codeInterpreterOutputs: true,
       mcpListTools: [{ server_label: 'calc', tools: [{ name: 'add', input_schema: { type: 'object' } }] }],
-      // Any answer cites its first character, so that every answer has an annotation on both faces.
-      citations: (text: string) =>
-        text === '' ? [] : [{ type: 'url_citation' as const, start_index: 0, end_index: 1, url: 'https://a.example/', title: 'A' }],
+      // Every cursor names a page: every answer goes through the citation markers' replacement (off the lane).
+      citedPage: (cursor: number) => ({ url: `https://a.example/${cursor}`, title: 'A' }),
     }
   }
   // The one that keeps preambles as reasoning streams reasoning in the Open Responses dialect's names.

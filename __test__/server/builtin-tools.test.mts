@@ -5,11 +5,13 @@
  * whole, both parser implementations. The engine is a stand-in that calls the tool as gpt-oss does and answers
  * with what the tool printed, read from its prompt.
  */
+import { execFile } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { promisify } from 'node:util'
 
 import test, { type ExecutionContext } from 'ava'
 import { BrowserSession, HttpSearch, LocalSearch, PyodidePython, SettingError, serveSettings } from 'harmony-stream/server'
@@ -19,6 +21,8 @@ import { harmony, IMPLEMENTATIONS } from '../helpers/harmony.mjs'
 import { startMcpServer } from '../helpers/mcp-server.mjs'
 import { scripted } from '../helpers/scripted-engine.mjs'
 import { decodeTokens } from '../helpers/token-bytes.mjs'
+
+const run = promisify(execFile)
 
 const CODE = 'print(sum(range(10)))'
 
@@ -187,8 +191,11 @@ function collection(t: { teardown(fn: () => void): void }, lines: string): strin
   return file
 }
 
-/** Searches, opens the first result, and answers citing the line it read, as gpt-oss browses. */
-function browsing(): ReturnType<typeof scripted> {
+/**
+ * Searches, opens the first result, and answers citing the line it read, as gpt-oss browses; `lead`: what the
+ * answer starts with; `idsPerStep`: the engine's batching.
+ */
+function browsing(lead = 'It is', idsPerStep = 3): ReturnType<typeof scripted> {
   return scripted((prompt) => {
     const results = [...prompt.matchAll(/<\|start\|>browser\.(\w+) to=assistant<\|channel\|>analysis<\|message\|>([\s\S]*?)<\|end\|>/g)]
     // A prompt ends with `<|start|>assistant` (after a result too): the model goes on from the channel.
@@ -202,9 +209,12 @@ function browsing(): ReturnType<typeof scripted> {
     }
     const cursor = /^\[(\d+)\] Eiffel Tower \(https:\/\/towers\.example\/eiffel\)/.exec(page!)
     const line = /L(\d+): It is 330 metres tall/.exec(page!)
-    return `<|channel|>final<|message|>It is 330 metres tall 【${cursor![1]}†L${line![1]}】.<|return|>`
-  })
+    return `<|channel|>final<|message|>${lead} 330 metres tall 【${cursor![1]}†L${line![1]}】.<|return|>`
+  }, idsPerStep)
 }
+
+/** What gpt-oss's browser tool puts where the model cited the Eiffel Tower's page. */
+const EIFFEL_LINK = ' ([towers.example](https://towers.example/eiffel)) '
 
 test('web_search runs on the local index inside the response: searched, opened, cited as url_citation', async (t) => {
   const { engine, prompts } = browsing()
@@ -227,9 +237,10 @@ test('web_search runs on the local index inside the response: searched, opened, 
   t.true([search, open].every((call) => call!.status === 'completed'))
   const message = response.output[3] as { content: { text: string; annotations: unknown[] }[] }
   const { text, annotations } = message.content[0]!
-  t.regex(text, /^It is 330 metres tall 【1†L\d+】\.$/)
+  // The marker replaced as gpt-oss's browser tool replaces it, the annotation over the replacement.
+  t.is(text, `It is 330 metres tall ${EIFFEL_LINK}.`)
   t.deepEqual(annotations, [
-    { type: 'url_citation', start_index: text.indexOf('【'), end_index: text.indexOf('】') + 1, url: PAGES[0]!.url, title: 'Eiffel Tower' },
+    { type: 'url_citation', start_index: 22, end_index: 22 + EIFFEL_LINK.length, url: PAGES[0]!.url, title: 'Eiffel Tower' },
   ])
   // Each prompt continues the one before: the ids the engine generated, then the tool's page.
   t.deepEqual(prompts[1]!.slice(0, prompts[0]!.length), prompts[0])
@@ -321,6 +332,68 @@ test('web_search streamed: the web_search_call events as OpenAI sends them, and 
   t.like(annotation as object, { type: 'url_citation', url: PAGES[0]!.url, title: 'Eiffel Tower' })
   const message = completed!.output.at(-1) as unknown as { content: { annotations: unknown[] }[] }
   t.deepEqual(message.content[0]!.annotations, [annotation])
+})
+
+for (const idsPerStep of [1, 3, 1000]) {
+  test(`web_search answers cite as gpt-oss's browser tool does, whole and streamed ${idsPerStep} ids a step, as the openai client reads them`, async (t) => {
+    // An emoji and a flag before the citation: its indexes count code points.
+    const { engine } = browsing('🗼 La tour 🇫🇷 is', idsPerStep)
+    const { client } = await startGateway(t, { engine, browser: new LocalSearch(PAGES) })
+    const request = { model: 'gpt-oss', input: 'How tall?', tools: [{ type: 'web_search' as const }] }
+    const expected = `🗼 La tour 🇫🇷 is 330 metres tall ${EIFFEL_LINK}.`
+
+    const whole = await client.responses.create(request)
+    const message = whole.output.at(-1) as { content: { text: string; annotations: { start_index: number; end_index: number }[] }[] }
+    t.is(message.content[0]!.text, expected)
+    t.is(whole.output_text, expected)
+
+    const stream = await client.responses.create({ ...request, stream: true })
+    const deltas: string[] = []
+    const added: { start_index: number; end_index: number }[] = []
+    let done = ''
+    let completed: { output: { type: string }[] } | null = null
+    for await (const event of stream) {
+      if (event.type === 'response.output_text.delta') deltas.push(event.delta)
+      if (event.type === 'response.output_text.annotation.added') {
+        added.push(event.annotation as { start_index: number; end_index: number })
+        t.true([...deltas.join('')].length >= (event.annotation as { end_index: number }).end_index, 'added after the text it covers')
+      }
+      if (event.type === 'response.output_text.done') done = event.text
+      if (event.type === 'response.completed') completed = event.response
+    }
+    t.false(
+      deltas.some((delta) => delta.includes('【')),
+      'no marker in any delta',
+    )
+    t.is(deltas.join(''), expected, 'the deltas add up to the final text')
+    t.is(done, expected)
+    const streamed = completed!.output.at(-1) as unknown as typeof message
+    t.deepEqual(streamed.content[0], message.content[0], 'the same text and annotations as the whole answer')
+    t.deepEqual(added, message.content[0]!.annotations)
+    const [annotation] = added
+    t.is([...expected].slice(annotation!.start_index, annotation!.end_index).join(''), EIFFEL_LINK)
+    t.not(expected.slice(annotation!.start_index, annotation!.end_index), EIFFEL_LINK, 'code points, not UTF-16 units')
+
+    // The client's own stream helper, which adds the deltas up itself, ends with the same text.
+    const helper = client.responses.stream(request)
+    let snapshot = ''
+    helper.on('response.output_text.delta', (event) => {
+      snapshot = event.snapshot
+    })
+    const final = (await helper.finalResponse()).output.at(-1) as unknown as typeof message
+    t.is(final.content[0]!.text, expected)
+    t.is(snapshot, expected)
+  })
+}
+
+test('the Python client slices each annotation out of the text with its own indexes, whole and streamed', async (t) => {
+  const { engine } = browsing('🗼 La tour 🇫🇷 is', 1)
+  const { port } = await startGateway(t, { engine, browser: new LocalSearch(PAGES) })
+  const python = join(import.meta.dirname, '..', '..', '.venv', 'bin', 'python')
+  const script = join(import.meta.dirname, '..', 'helpers', 'python_citations.py')
+  const { stdout } = await run(python, [script, `http://127.0.0.1:${port}/v1`])
+  const expected = { text: `🗼 La tour 🇫🇷 is 330 metres tall ${EIFFEL_LINK}.`, spans: [EIFFEL_LINK] }
+  t.deepEqual(JSON.parse(stdout), { whole: expected, streamed: expected, deltas: expected.text })
 })
 
 /** Calls `calc.add` as gpt-oss calls a namespace's function, then answers with its result. */

@@ -89,7 +89,7 @@ export const RESPONSES_OPTIONS: OptionSpec = {
   reasoningSummary: is.boolean,
   dialect: is.oneOf('openai', 'open-responses'),
   codeInterpreterOutputs: is.boolean,
-  citations: is.function,
+  citedPage: is.function,
   mcpListTools: is.array,
   mcpApproved: is.array,
   needsApproval: is.function,

@@ -21,6 +21,7 @@ import type { OutputLogprob } from './logprobs'
 import type { MessageEvent } from './message-stream'
 import { RESPONSES_OPTIONS, wholeOptions } from './options'
 import { BuiltinItems, type ItemWriter } from './responses/builtin-items'
+import { CitationMarkers } from './responses/citations'
 import { responsesRequestEcho } from './responses/echo'
 import { deltaFrame, newItem, type OpenItem, REASONING_EVENTS, responseFrame, summaryAt, summaryDeltaFrame } from './responses/items'
 import type {
@@ -31,6 +32,7 @@ import type {
   ResponseRequestEcho,
   ResponsesAdapterOptions,
   ResponsesDialect,
+  UrlCitation,
 } from './responses/types'
 import type { RecoveredCall } from './text-tool-calls'
 import { wholeAnswer } from './whole-answer'
@@ -38,6 +40,7 @@ import { wholeAnswer } from './whole-answer'
 export { responsesRequestEcho } from './responses/echo'
 export type {
   ApprovedCall,
+  CitedPageOf,
   ResponseEvent,
   ResponseFunctionTool,
   ResponseItem,
@@ -78,6 +81,8 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
   private readonly reasoningEvents: (typeof REASONING_EVENTS)[ResponsesDialect]
   /** The items of the tools the gateway runs (python, browser, MCP servers' tools). */
   private readonly builtins: BuiltinItems
+  /** Results of `browser.*` calls read so far: the pages a citation may name are those they showed. */
+  private browserResults = 0
 
   constructor(options: ResponsesAdapterOptions) {
     super(options, RESPONSES)
@@ -219,8 +224,11 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
       const text = message!.held ? open.released : (event as Extract<MessageEvent, { kind: 'close' }>).message.content
       const { item } = open
       if (item.type === 'reasoning') this.setReasoning(item, text)
-      else if (item.type === 'message') item.content = [{ type: 'output_text', text, annotations: [], logprobs: [] }]
-      else if (item.type === 'function_call') item.arguments = text
+      else if (item.type === 'message') {
+        // With citations, what went out (a marker still held back never did).
+        const { cited } = open
+        item.content = [{ type: 'output_text', text: cited?.text ?? text, annotations: cited?.annotations ?? [], logprobs: [] }]
+      } else if (item.type === 'function_call') item.arguments = text
       else if (item.type === 'code_interpreter_call') item.code = text
     }
     this.openMessages.clear()
@@ -278,7 +286,39 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
       return
     }
     if (message.held) open.released += text
-    this.delta(open, text, message.route === 'content' ? this.takeLogprobs() : null)
+    if (open.cited !== null) this.citedText(open, text)
+    else this.delta(open, text, message.route === 'content' ? this.takeLogprobs() : null)
+  }
+
+  /**
+   * An answer's text with its citation markers replaced: what can go out now (a marker's start is held back
+   * while it may still be one), then the annotations of the markers it replaced.
+   */
+  private citedText(open: OpenItem, text: string): void {
+    const cited = open.cited!
+    const known = cited.annotations.length
+    const out = cited.feed(text)
+    // Held back: its tokens' log probabilities go out with the text they made. An empty text (the base's, with
+    // log probabilities whose text never came) still goes out.
+    if (out === '' && text !== '') return
+    this.delta(open, out, this.takeLogprobs())
+    this.annotationsFrom(open, known)
+  }
+
+  /** `response.output_text.annotation.added` of a message item's annotations from `from` on. */
+  private annotationsFrom(open: OpenItem, from: number): void {
+    const { annotations } = open.cited!
+    for (let i = from; i < annotations.length; i++) {
+      this.emit(
+        this.event('response.output_text.annotation.added', {
+          item_id: open.item.id,
+          output_index: open.outputIndex,
+          content_index: 0,
+          annotation_index: i,
+          annotation: annotations[i],
+        }),
+      )
+    }
   }
 
   protected recovered(message: WireMessage<OpenItem>, call: RecoveredCall, _toolIndex: number, ordinal: number): string {
@@ -301,6 +341,7 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
   protected closed(message: WireMessage<OpenItem>, close: Extract<MessageEvent, { kind: 'close' }>): void {
     this.openMessages.delete(message.index)
     if (message.builtin !== null) {
+      if (message.builtin.result && message.builtin.tool.startsWith('browser.')) this.browserResults++
       this.builtins.closed(message, close.message.content, close.message.terminator !== null)
       return
     }
@@ -327,8 +368,9 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
     // Built-in tool work goes through `text` (its events are few).
     if (message.builtin !== null) return null
     const open = message.kept
-    // A reasoning delta with its summary is two frames, which one template cannot write.
-    if (open === null || (open.item.type === 'reasoning' && this.options.reasoningSummary === true)) return null
+    // A reasoning delta with its summary is two frames, which one template cannot write; an answer whose
+    // citations are replaced is not the text the backend writes.
+    if (open === null || open.cited !== null || (open.item.type === 'reasoning' && this.options.reasoningSummary === true)) return null
     return (open.frame ??= deltaFrame(open, this.reasoningEvents.delta))
   }
 
@@ -348,14 +390,27 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
       if (open !== null) this.openMessages.set(message.index, message)
       return open
     }
-    message.kept = this.add(newItem(`${this.idStem}_${message.index}`, message))
+    const open = this.add(newItem(`${this.idStem}_${message.index}`, message))
+    const { citedPage } = this.options
+    // Only with the browser's pages: without them, no answer pays for this.
+    if (citedPage !== undefined && open.item.type === 'message')
+      open.cited = new CitationMarkers((cursor) => citedPage(cursor, this.browserResults))
+    message.kept = open
     this.openMessages.set(message.index, message)
-    return message.kept
+    return open
   }
 
   /** A new item in the output: its added events. */
   private add(item: ResponseItem): OpenItem {
-    const open: OpenItem = { outputIndex: this.output.length, item, released: '', frame: null, summaryFrame: null, logprobs: [] }
+    const open: OpenItem = {
+      outputIndex: this.output.length,
+      item,
+      released: '',
+      frame: null,
+      summaryFrame: null,
+      logprobs: [],
+      cited: null,
+    }
     this.output.push(item)
     this.emit(this.event('response.output_item.added', { output_index: open.outputIndex, item: structuredClone(item) }))
     const where = { item_id: item.id, output_index: open.outputIndex, content_index: 0 }
@@ -415,13 +470,19 @@ export class ResponsesStream extends WireAdapter<ResponseEvent, OpenItem, Respon
         this.emit(this.event('response.reasoning_summary_part.done', { ...summaryAt(open), part: { type: 'summary_text', text } }))
       }
     } else if (item.type === 'message') {
-      const annotations = this.options.citations?.(text) ?? []
-      annotations.forEach((annotation, i) => {
-        this.emit(this.event('response.output_text.annotation.added', { ...where, content_index: 0, annotation_index: i, annotation }))
-      })
-      const part = { type: 'output_text' as const, text, annotations, logprobs: open.logprobs }
+      let annotations: UrlCitation[] = []
+      let answer = text
+      const { cited } = open
+      if (cited !== null) {
+        // What was held back was no marker: it goes out as it came. The item's text is what went out.
+        const rest = cited.end()
+        if (rest !== '') this.delta(open, rest, this.takeLogprobs())
+        answer = cited.text
+        annotations = cited.annotations
+      }
+      const part = { type: 'output_text' as const, text: answer, annotations, logprobs: open.logprobs }
       item.content = [part]
-      this.emit(this.event('response.output_text.done', { ...where, content_index: 0, text, logprobs: open.logprobs }))
+      this.emit(this.event('response.output_text.done', { ...where, content_index: 0, text: answer, logprobs: open.logprobs }))
       this.emit(this.event('response.content_part.done', { ...where, content_index: 0, part }))
     } else if (item.type === 'function_call') {
       item.arguments = text

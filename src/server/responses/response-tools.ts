@@ -4,16 +4,16 @@
  * citations of its answer, read from the pages its browser showed.
  */
 import { randomUUID } from 'node:crypto'
-import type { UrlCitation } from '../../wire/responses'
+import type { CitedPageOf } from '../../wire/responses'
 import { splitRecipient } from '../../wire/routing'
 import type { Prepared } from '../pipeline/prepared'
-import { BrowserSession, citationsOf } from '../tools/browser'
+import { BrowserSession } from '../tools/browser'
 import type { ToolCaller } from '../tools/loop'
 import type { ResponsesGateway } from './responses-gateway'
 
 export interface ResponseTools extends ToolCaller {
-  /** The `url_citation`s of an answer's text (none without a browser). */
-  citations(text: string): UrlCitation[]
+  /** The page a citation marker of the answer names (null without a browser: markers stay as written). */
+  citedPage: CitedPageOf | null
 }
 
 /**
@@ -21,13 +21,10 @@ export interface ResponseTools extends ToolCaller {
  * way a response is served (streamed or whole, in the background, on a WebSocket) makes them here, before its
  * adapter, and hands them to `generate`.
  */
-export function toolsOfResponse(
-  gateway: ResponsesGateway,
-  prepared: Prepared,
-  options: { citations?: ResponseTools['citations'] },
-): ResponseTools | null {
+export function toolsOfResponse(gateway: ResponsesGateway, prepared: Prepared, options: { citedPage?: CitedPageOf }): ResponseTools | null {
   const tools = responseTools(gateway, prepared)
-  if (tools !== null) options.citations = tools.citations
+  // Only a response that browses has its answer's markers replaced (and its answer off the SSE fast lane).
+  if (tools?.citedPage != null) options.citedPage = tools.citedPage
   return tools
 }
 
@@ -65,6 +62,6 @@ function responseTools(gateway: ResponsesGateway, prepared: Prepared): ResponseT
       python?.end(session)
       for (const server of mcp.values()) void server.close()
     },
-    citations: (text) => (pages === null ? [] : citationsOf(text, pages)),
+    citedPage: pages === null ? null : (cursor, results) => pages.citedPage(cursor, results),
   }
 }

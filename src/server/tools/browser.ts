@@ -3,8 +3,8 @@
  * model was trained to read them (openai/gpt-oss gpt_oss/tools/simple_browser/simple_browser_tool.py): each page
  * numbered by a cursor, `[{cursor}] {title} ({url})`, a `**viewing lines [a - b] of n**` bar, then lines of at
  * most 80 characters numbered `L{i}: `, about 1,024 tokens at a time; links as `【{id}†{text}†{domain}】`, which
- * `open` follows by id. The model cites `【{cursor}†L{a}-L{b}】`; `citationsOf` turns those into Responses
- * `url_citation` annotations.
+ * `open` follows by id. The model cites `【{cursor}†L{a}-L{b}】`; `citedPage` names the page of such a cursor,
+ * for the Responses adapter to replace the marker with a link and annotate it (wire/responses/citations.ts).
  *
  * Where pages come from is a `SearchBackend`. `LocalSearch` is one that needs no service: a collection of
  * documents (a JSON Lines file of `{ url, title, text }`) in an SQLite FTS5 index in memory.
@@ -14,7 +14,6 @@ import { readFileSync } from 'node:fs'
 import { HarmonySetupError } from '../../base/errors'
 import { requireOptional } from '../../base/optional-package'
 import { jsonObjectOf } from '../../base/records'
-import type { UrlCitation } from '../../wire/responses'
 import { failed, type ToolResult } from './result'
 
 /** The search backend failed, or a page could not be fetched: the call fails (the model reads why). */
@@ -67,6 +66,8 @@ const SEARCH_RESULTS = 20
  */
 export class BrowserSession {
   readonly #pages: ShownPage[] = []
+  /** How many pages had been shown after each call, in the order of the calls. */
+  readonly #shownAfter: number[] = []
 
   constructor(private readonly backend: SearchBackend) {}
 
@@ -76,8 +77,26 @@ export class BrowserSession {
     return page === undefined || page.url === '' ? null : { url: page.url, title: page.title }
   }
 
+  /**
+   * The page a citation's cursor names, for an answer written after the first `calls` calls' results: a page
+   * shown by then, with an address (a search's results have none); else null. A cursor shown only by a later
+   * call names nothing, so a streamed answer and the whole one cite the same pages.
+   */
+  citedPage(cursor: number, calls: number): { url: string; title: string } | null {
+    const shown = calls === 0 ? 0 : (this.#shownAfter[calls - 1] ?? this.#pages.length)
+    return cursor < shown ? this.urlAt(cursor) : null
+  }
+
   /** A call's page, or its error: the model's mistakes as output, the backend's (`BackendFailure`) as a failure. */
   async call(tool: string, args: string): Promise<ToolResult> {
+    try {
+      return await this.#call(tool, args)
+    } finally {
+      this.#shownAfter.push(this.#pages.length)
+    }
+  }
+
+  async #call(tool: string, args: string): Promise<ToolResult> {
     const fields = jsonObjectOf(args)
     if (fields === null) return { output: JSON.stringify({ error: 'Invalid function arguments' }) }
     try {
@@ -247,23 +266,6 @@ export class LocalSearch implements SearchBackend {
     const [row] = this.#db.all('SELECT url, title, text FROM pages WHERE url = ? LIMIT 1', [url])
     return row === undefined ? null : { url: String(row.url), title: String(row.title), text: String(row.text) }
   }
-}
-
-/** The citation markers of `text` whose cursor showed a page of `session`: as Responses `url_citation` annotations. */
-export function citationsOf(text: string, session: BrowserSession): UrlCitation[] {
-  const citations: UrlCitation[] = []
-  for (const match of text.matchAll(/【(\d+)†[^†】]+(?:†[^†】]+)?】/g)) {
-    const page = session.urlAt(Number(match[1]))
-    if (page === null) continue
-    citations.push({
-      type: 'url_citation',
-      start_index: match.index,
-      end_index: match.index + match[0].length,
-      url: page.url,
-      title: page.title,
-    })
-  }
-  return citations
 }
 
 /** A link as the trained browser shows one. */

@@ -6,6 +6,7 @@
 import { FRAME_COUNTER, FRAME_TEXT, type FrameTemplate } from '../../backend/frames'
 import type { WireMessage } from '../adapter'
 import type { OutputLogprob } from '../logprobs'
+import type { CitationMarkers } from './citations'
 import type { ResponseItem, ResponsesDialect } from './types'
 
 /** The raw reasoning events' names in each dialect. */
@@ -26,6 +27,8 @@ export interface OpenItem {
   summaryFrame: FrameTemplate | null
   /** A message item's log probabilities so far (the `logprobs` option). */
   logprobs: OutputLogprob[]
+  /** A message item's text with its citation markers replaced, as it goes out (the `citedPage` option); else null. */
+  cited: CitationMarkers | null
 }
 
 type ItemHeader = Pick<WireMessage<OpenItem>, 'index' | 'route' | 'toolName' | 'toolNamespace'>

@@ -54,11 +54,14 @@ export interface ResponsesAdapterOptions extends AdapterOptions {
    */
   codeInterpreterOutputs?: boolean
   /**
-   * The citations of an answer's text, given its whole text when its message closes (a gateway that runs
-   * gpt-oss's browser: its `【cursor†L…】` markers, with the pages they name): the `output_text` part's
-   * `annotations`, each also sent as `response.output_text.annotation.added`. Default: no annotations.
+   * The page a citation marker of gpt-oss's browser names (a gateway that runs the browser): given the marker's
+   * cursor and how many results of `browser.*` calls the completion had read before it, the page's `url` and
+   * `title`, or null for none. Each answer's `【cursor†…】` markers whose cursor names a page are then replaced,
+   * whole and streamed, by ` ([domain](url)) ` as gpt-oss's own browser tool replaces them (`citations.ts`),
+   * each with a `url_citation` annotation over its replacement, sent as `response.output_text.annotation.added`
+   * after the delta that holds it. Default: none (the text as the model wrote it, no annotations).
    */
-  citations?: (text: string) => UrlCitation[]
+  citedPage?: CitedPageOf
   /**
    * The tools of the request's remote MCP servers, as the gateway listed them: an `mcp_list_tools` item each,
    * first in the output (with `runNamespaces` naming their labels, their calls are `mcp_call` items).
@@ -101,7 +104,7 @@ export type ResponseItem =
       role: 'assistant'
       status: ItemStatus
       /** `logprobs`: with the `logprobs` option, the log probabilities of the text's tokens. */
-      /** `annotations`: with the `citations` option, the pages the text cites. */
+      /** `annotations`: with the `citedPage` option, the pages the text cites. */
       content: { type: 'output_text'; text: string; annotations: UrlCitation[]; logprobs: OutputLogprob[] }[]
     }
   | {
@@ -174,10 +177,19 @@ export type ItemStatus = 'in_progress' | 'completed' | 'incomplete'
 /** A tool the gateway ran can also have failed (its result says why). */
 export type ToolItemStatus = ItemStatus | 'failed'
 
+/**
+ * The page a citation's cursor names, given how many results of the browser the answer's completion had read
+ * before it; null: none (the marker stays as written).
+ */
+export type CitedPageOf = (cursor: number, results: number) => { url: string; title: string } | null
+
 /** A passage of an answer that cites a page (as OpenAI's web search annotates answers). */
 export interface UrlCitation {
   type: 'url_citation'
-  /** Where the citation is in the text (UTF-16 code units, as JavaScript indexes strings). */
+  /**
+   * Where the citation is in the text: its first code point, and the one after its last (Unicode code points, as
+   * gpt-oss's reference counts them and a Python client indexes text; `Array.from(text)` in JavaScript).
+   */
   start_index: number
   end_index: number
   url: string
