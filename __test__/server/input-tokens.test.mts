@@ -3,7 +3,8 @@
  * `responses.inputTokens.count`: the count is the length of the prompt the engine gets for the same request
  * through `responses.create` (a plain input, tools and instructions, a continuation by `previous_response_id`
  * within a turn and after it), inline and in a render worker; the route is not taken for a response id; what
- * the Responses API refuses, it refuses; one key cannot count from another's response.
+ * the Responses API refuses, it refuses; one key cannot count from another's response; a count is not metered or
+ * said as a prompt the engine got.
  */
 import test from 'ava'
 import OpenAI from 'openai'
@@ -156,4 +157,32 @@ test('an MCP server is listed to count its tools; an approved call, which a coun
   }
   t.like(await refusal(client.responses.inputTokens.count(approving)), { status: 400, param: 'input[0]' })
   t.deepEqual(mcp.calls, [], 'no call ran')
+})
+
+test('a count is no prompt the engine got: the re-render of calls the gateway does not hold is neither said nor metered', async (t) => {
+  const diagnostics: string[] = []
+  const { engine } = recordingEngine([ANSWER])
+  const { client, port } = await startGateway(t, { engine, onDiagnostic: ({ code }: { code: string }) => diagnostics.push(code) })
+  // A stateless tool loop answering a call this gateway never made: its prompt is a re-render.
+  const request = {
+    model: 'gpt-oss',
+    tools: TOOLS,
+    store: false,
+    input: [
+      { role: 'user' as const, content: 'Weather in Paris?' },
+      { type: 'function_call' as const, call_id: 'call_elsewhere', name: 'get_weather', arguments: '{"city":"Paris"}' },
+      { type: 'function_call_output' as const, call_id: 'call_elsewhere', output: '{"sky":"sunny"}' },
+    ],
+  }
+  const metered = async () => {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
+    return /^harmony_exact_prompts_total\{[^}]*outcome="not-found"[^}]*\} (\d+)/m.exec(text)?.[1] ?? '0'
+  }
+  const { store: _, ...countable } = request
+  await client.responses.inputTokens.count(countable)
+  t.deepEqual(diagnostics, [])
+  t.is(await metered(), '0')
+  await client.responses.create(request)
+  t.deepEqual(diagnostics, ['prompt-re-rendered'])
+  t.is(await metered(), '1')
 })
