@@ -9,6 +9,7 @@ export { errorResponse, HttpError, type OpenAIErrorBody, sendError } from './htt
 export {
   CHAT_REQUEST_FIELDS,
   type FieldHandling,
+  INPUT_TOKENS_REQUEST_FIELDS,
   RESPONSES_REQUEST_FIELDS,
   type RequestField,
   type RequestFields,

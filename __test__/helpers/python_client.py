@@ -42,6 +42,9 @@ with client.responses.stream(model="gpt-oss", input="Capital of France?") as str
             text += event.delta
     first = stream.get_final_response()
 out["streamed"] = [text, first.output_text]
+# Counted first: the prompt the continuation below gives the engine.
+counted = client.responses.input_tokens.count(model="gpt-oss", previous_response_id=first.id, input="And of Italy?")
+out["counted"] = [counted.object, counted.input_tokens]
 second = client.responses.create(model="gpt-oss", previous_response_id=first.id, input="And of Italy?")
 out["continued"] = [second.previous_response_id == first.id, second.output_text]
 

@@ -1,7 +1,8 @@
 /**
  * OpenAI's official Python client (issue 29), with its defaults, against the gateway with its defaults: Chat, a
- * tool call, `parse` with a pydantic model, a streamed Responses request continued by `previous_response_id`,
- * and a stateless tool loop with sealed reasoning. The client runs in the project's `.venv`
+ * tool call, `parse` with a pydantic model, a streamed Responses request continued by `previous_response_id` (its
+ * input tokens counted first: a prompt's date is the same length any day), and a stateless tool loop with sealed
+ * reasoning. The client runs in the project's `.venv`
  * (scripts/setup-reference.mjs), as a child process, so the gateway in this one answers it.
  */
 import { spawn } from 'node:child_process'
@@ -39,7 +40,7 @@ function runClient(baseURL: string): Promise<Record<string, unknown>> {
   })
 }
 
-test('OpenAI Python: Chat, tools, parse, a streamed and continued Response, a stateless tool loop', async (t) => {
+test('OpenAI Python: Chat, tools, parse, a streamed and continued Response (counted first), a stateless tool loop', async (t) => {
   const { engine, prompts } = recordingEngine([
     final('Paris.'),
     CALL,
@@ -59,6 +60,7 @@ test('OpenAI Python: Chat, tools, parse, a streamed and continued Response, a st
     parsed: { name: 'Paris', country: 'France' },
     streamed: ['Paris.', 'Paris.'],
     continued: [true, 'Rome.'],
+    counted: ['response.input_tokens', prompts[4]!.length],
     stateless: [['reasoning', 'function_call'], true, 'It is clear in Paris.'],
   })
   // The continuation and the stateless loop's second request were prompted with what came before them.

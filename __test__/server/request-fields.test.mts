@@ -16,12 +16,14 @@ import {
   CHAT_REQUEST_FIELDS,
   chatGenerationParameters,
   HttpError,
+  INPUT_TOKENS_REQUEST_FIELDS,
   RESPONSES_REQUEST_FIELDS,
   responsesGenerationParameters,
 } from 'harmony-stream/http'
 import { MESSAGES_REQUEST_FIELDS } from 'harmony-stream/server'
 import OpenAI from 'openai'
 import type { ChatCompletionCreateParamsBase } from 'openai/resources/chat/completions/completions'
+import type { InputTokenCountParams } from 'openai/resources/responses/input-tokens'
 import type { ResponseCreateParamsBase } from 'openai/resources/responses/responses'
 
 import { exampleReplay, startGateway } from '../helpers/gateway.mjs'
@@ -34,6 +36,9 @@ type Unclassified<Params, Table> = Exclude<keyof Params, keyof Table>
 type Covered<Missing> = [Missing] extends [never] ? true : Missing
 const chatCovered: Covered<Unclassified<ChatCompletionCreateParamsBase, typeof CHAT_REQUEST_FIELDS>> = true
 const responsesCovered: Covered<Unclassified<ResponseCreateParamsBase, typeof RESPONSES_REQUEST_FIELDS>> = true
+// The count's table is exactly its parameters: one it lacks fails here, one it has beyond them too.
+const inputTokensCovered: Covered<Unclassified<InputTokenCountParams, typeof INPUT_TOKENS_REQUEST_FIELDS>> = true
+const inputTokensExact: Covered<Exclude<keyof typeof INPUT_TOKENS_REQUEST_FIELDS, keyof InputTokenCountParams>> = true
 // Anthropic's Messages fields (the `@anthropic-ai/sdk` package's, beta ones included), less those its SDK sends as
 // headers (`betas`, the user profile and workspace) and the beta ones not served here (a 400 as unknown).
 type MessagesParams = Omit<
@@ -142,11 +147,12 @@ for (const [api, { table, base, parameters, render }] of Object.entries(APIS)) {
 }
 
 test('the tables hold every field of the openai request types (checked at type-check time), and docs/API.md shows them as they are', (t) => {
-  t.true(chatCovered && responsesCovered && messagesCovered)
+  t.true(chatCovered && responsesCovered && inputTokensCovered && inputTokensExact && messagesCovered)
   const docs = readFileSync(join(root, 'docs', 'API.md'), 'utf8')
   for (const [heading, table] of [
     ['Chat Completions:', APIS.chat.table],
     ['Responses:', APIS.responses.table],
+    ['Responses input tokens:', INPUT_TOKENS_REQUEST_FIELDS as Readonly<Record<string, { handling: string; note: string }>>],
     ['Messages:', MESSAGES_REQUEST_FIELDS as Readonly<Record<string, { handling: string; note: string }>>],
   ] as const) {
     const start = docs.indexOf(`\n${heading}\n`, docs.indexOf('## Request fields'))

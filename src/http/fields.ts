@@ -142,6 +142,29 @@ export const RESPONSES_REQUEST_FIELDS = Object.freeze({
   top_logprobs: honoured("the alternatives per token, 0 to 20, with `include: ['message.output_text.logprobs']` (echoed either way)"),
 } as const satisfies Record<string, RequestField>)
 
+/**
+ * `POST /v1/responses/input_tokens`: the fields of the `openai` package's `InputTokenCountParams`
+ * (resources/responses/input-tokens.d.ts), each read as `POST /v1/responses` reads it; the request's prompt is
+ * counted, nothing generated. Any other field (`stream`, `store`, `max_output_tokens`…) is unknown here.
+ */
+export const INPUT_TOKENS_REQUEST_FIELDS = Object.freeze({
+  model: honoured('optional (the gateway serves one model); checked as in a Responses request when given'),
+  input: RESPONSES_REQUEST_FIELDS.input,
+  instructions: RESPONSES_REQUEST_FIELDS.instructions,
+  tools: RESPONSES_REQUEST_FIELDS.tools,
+  tool_choice: honoured(
+    "as in a Responses request: 'none' leaves the tools out of the prompt; a required call's headers, which the gateway writes for the model, are output (as the response's usage counts them), not input",
+  ),
+  parallel_tool_calls: RESPONSES_REQUEST_FIELDS.parallel_tool_calls,
+  previous_response_id: honoured(
+    "the stored response's prompt and output come first, as a continuation gives them to the engine (the ids it saw and generated, within a turn); an unknown id, or one another API key kept: 400 `previous_response_not_found`",
+  ),
+  conversation: RESPONSES_REQUEST_FIELDS.conversation,
+  reasoning: honoured("`effort` is the system message's `Reasoning:` level, as in a Responses request"),
+  text: RESPONSES_REQUEST_FIELDS.text,
+  truncation: RESPONSES_REQUEST_FIELDS.truncation,
+} as const satisfies Record<string, RequestField>)
+
 /** `POST /v1/responses/compact` (Open Responses `CompactResponseMethodPublicBody`, and the `openai` package's `ResponseCompactParams`). */
 const COMPACT_REQUEST_FIELDS = Object.freeze({
   model: honoured('required; checked as in a Responses request'),
@@ -153,7 +176,7 @@ const COMPACT_REQUEST_FIELDS = Object.freeze({
   service_tier: accepted('one tier here', 'string'),
 } as const satisfies Record<string, RequestField>)
 
-export type RequestApi = 'chat' | 'responses' | 'compact'
+export type RequestApi = 'chat' | 'responses' | 'input-tokens' | 'compact'
 
 /** A table of an API's request fields: each field's handling. */
 export type RequestFields = Readonly<Record<string, RequestField>>
@@ -161,6 +184,7 @@ export type RequestFields = Readonly<Record<string, RequestField>>
 const TABLES: Record<RequestApi, RequestFields> = {
   chat: CHAT_REQUEST_FIELDS,
   responses: RESPONSES_REQUEST_FIELDS,
+  'input-tokens': INPUT_TOKENS_REQUEST_FIELDS,
   compact: COMPACT_REQUEST_FIELDS,
 }
 

@@ -6,7 +6,7 @@
  * rendered after it by its face (`Preparing.continued`): the two paths give one result type.
  */
 import type { IncomingMessage } from 'node:http'
-import { readJsonBody, readJsonBytes } from '../../http/body'
+import { parseJsonBody, readJsonBytes } from '../../http/body'
 import { HttpError } from '../../http/errors'
 import type { GenerationParameters } from '../../http/validate'
 import { schemaCompileProblem } from '../../wire/schema-check'
@@ -46,12 +46,12 @@ export async function checkedSchemas(prepared: Prepared): Promise<Prepared> {
 async function readAndPrepare<G extends Gateway>(gateway: G, preparing: Preparing<G>, request: IncomingMessage): Promise<Prepared> {
   const { workers, bodyLimit, renderInlineBytes } = gateway
   const { kind } = preparing
-  const length = Number(request.headers['content-length'])
-  if (workers === null || preparing.parsesHere?.(gateway) === true || (Number.isFinite(length) && length <= renderInlineBytes))
-    return preparing.parsed(gateway, await readJsonBody(request, { limit: bodyLimit }), false)
+  // Sized as read, not by its content-length: a compressed body is parsed at its inflated size.
+  const bytes = await readJsonBytes(request, { limit: bodyLimit })
+  if (workers === null || preparing.parsesHere?.(gateway) === true || bytes.length <= renderInlineBytes)
+    return preparing.parsed(gateway, parseJsonBody(bytes), false)
   // The body stays in the worker; for Responses its echo comes back (what the response object says of it),
   // and its input when it is to be kept. A continuation comes back whole, to be rendered here after what it continues.
-  const bytes = await readJsonBytes(request, { limit: bodyLimit })
   const prepared = await workers.prepare(kind, bytes, { keepInput: preparing.keepsInput(gateway) })
   if ('continuation' in prepared) return preparing.continued(gateway, prepared.parameters, prepared.continuation, prepared.echo)
   const { parameters, prompt, echo, input } = prepared

@@ -24,6 +24,7 @@ import type { Prepared } from '../pipeline/prepared'
 import { methodNotAllowed, sendJson } from '../pipeline/send'
 import { serveFace } from '../pipeline/serve-face'
 import { storedResponseRoute } from './conversation'
+import { INPUT_TOKENS_ROUTES } from './input-tokens'
 import { endingCalls, keepAnswer } from './keep'
 import { responsesPreparing } from './prepare-responses'
 import { toolsOfResponse } from './response-tools'
@@ -137,7 +138,10 @@ const responsesFace: Face<ResponsesGateway, ResponsesAdapterOptions, ResponseObj
 }
 
 export const responsesFeature: Feature<ResponsesGateway> = {
-  routes: { '/v1/responses': { POST: (gateway, request, response) => serveFace(responsesFace, gateway, request, response) } },
+  routes: {
+    '/v1/responses': { POST: (gateway, request, response) => serveFace(responsesFace, gateway, request, response) },
+    ...INPUT_TOKENS_ROUTES,
+  },
   // `GET`/`DELETE /v1/responses/{id}` and `GET …/input_items`: the kept responses.
   async idRoutes(gateway, request, response, url) {
     const stored = gateway.store === null ? null : await storedResponseRoute(gateway.store, request.method ?? 'GET', url)
