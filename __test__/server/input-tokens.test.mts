@@ -91,13 +91,27 @@ test('the route is answered before /v1/responses/{id}: GET is a 405 naming POST,
   })
 })
 
+test('a count in a conversation counts its items before the input, and adds nothing to it', async (t) => {
+  const { engine, prompts } = recordingEngine([HELLO])
+  // No date in the prompt: a count and its request a midnight apart would render two days.
+  const { client } = await startGateway(t, { engine, renderOptions: { currentDate: null } })
+  const conversation = await client.conversations.create({ items: [{ type: 'message', role: 'user', content: 'My name is Ada.' }] })
+  const alone = await client.responses.inputTokens.count({ model: 'gpt-oss', input: 'Hi there' })
+  const counted = await client.responses.inputTokens.count({ model: 'gpt-oss', input: 'Hi there', conversation: conversation.id })
+  t.true(counted.input_tokens > alone.input_tokens)
+  t.is((await client.conversations.items.list(conversation.id)).data.length, 1, 'a count adds nothing to the conversation')
+  // As the response would be prompted: the same request made, its prompt the count.
+  await client.responses.create({ model: 'gpt-oss', input: 'Hi there', conversation: conversation.id })
+  t.is(prompts[0]!.length, counted.input_tokens)
+})
+
 test('what a count cannot take is a 400 naming the field, what gpt-oss cannot do is said; a gateway that ignores unknown fields takes them without them', async (t) => {
   const { engine } = recordingEngine([HELLO])
   const { client } = await startGateway(t, { engine })
   const body = { model: 'gpt-oss', input: 'Hi there' }
   // A field of POST /v1/responses that a count does not take.
   t.like(await refusal(client.responses.inputTokens.count({ ...body, stream: true } as never)), { status: 400, param: 'stream' })
-  t.like(await refusal(client.responses.inputTokens.count({ ...body, conversation: 'conv_1' })), { status: 400, param: 'conversation' })
+  t.like(await refusal(client.responses.inputTokens.count({ ...body, conversation: 'conv_1' })), { status: 404, param: 'conversation' })
   t.like(await refusal(client.responses.inputTokens.count({ ...body, truncation: 'auto' })), { status: 400, param: 'truncation' })
   t.like(await refusal(client.responses.inputTokens.count({ model: 'gpt-oss' })), { status: 400, param: 'input' })
   t.like(await refusal(client.responses.inputTokens.count({ ...body, model: '' })), { status: 400, param: 'model' })

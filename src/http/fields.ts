@@ -159,7 +159,9 @@ export const INPUT_TOKENS_REQUEST_FIELDS = Object.freeze({
   previous_response_id: honoured(
     "the stored response's prompt and output come first, as a continuation gives them to the engine (the ids it saw and generated, within a turn); an unknown id, or one another API key kept: 400 `previous_response_not_found`",
   ),
-  conversation: RESPONSES_REQUEST_FIELDS.conversation,
+  conversation: honoured(
+    "a conversation of the gateway's Conversations API (its id, or `{ id }`): its items are counted before the input, and nothing is added to it (a 404 naming it for an unknown id; with `previous_response_id`, a 400)",
+  ),
   reasoning: honoured("`effort` is the system message's `Reasoning:` level, as in a Responses request"),
   text: RESPONSES_REQUEST_FIELDS.text,
   truncation: RESPONSES_REQUEST_FIELDS.truncation,
