@@ -72,17 +72,22 @@ function abortOnClose(response: ServerResponse): AbortController {
 const NOT_APPLIED_HEADER = 'x-harmony-not-applied'
 
 /**
- * Says what the request asked for that was taken but not applied: each as a `not-applied` diagnostic (the log),
- * and their fields in the answer's `x-harmony-not-applied` header, where a client can see them. They are about
- * the request, no engine's output: told without an engine (the metrics' `none`).
+ * Says what preparing found to say of the request (`prepared.noted`: a `prompt-re-rendered`), and what it asked
+ * for that was taken but not applied: each as a `not-applied` diagnostic, with their fields in the answer's
+ * `x-harmony-not-applied` header, where a client can see them. All go to the gateway (`onDiagnostic`, the
+ * metrics) and the request's log line. They are about the request, no engine's output: told without an engine
+ * (the metrics' `none`).
  */
-export function reportNotApplied(gateway: Gateway, prepared: Prepared, response: ServerResponse | null): void {
-  const notApplied = prepared.prompt.notApplied
-  if (notApplied === undefined) return
-  const diagnostics = notApplied.map(({ param, note }) => ({ code: 'not-applied', message: `${param}: ${note}` }))
-  diagnostics.forEach(gateway.onDiagnostic)
+export function reportPrepared(gateway: Gateway, prepared: Prepared, response: ServerResponse | null): void {
+  const notApplied = prepared.prompt.notApplied ?? []
+  const diagnostics = [
+    ...(prepared.noted ?? []),
+    ...notApplied.map(({ param, note }) => ({ code: 'not-applied', message: `${param}: ${note}` })),
+  ]
+  if (diagnostics.length === 0) return
+  for (const diagnostic of diagnostics) gateway.onDiagnostic(diagnostic)
   noteDiagnostics(response?.req ?? null, diagnostics)
-  response?.setHeader(NOT_APPLIED_HEADER, notApplied.map(({ param }) => param).join(', '))
+  if (notApplied.length > 0) response?.setHeader(NOT_APPLIED_HEADER, notApplied.map(({ param }) => param).join(', '))
 }
 
 /** request → parameters and prompt → engine → the face's adapter → SSE (or one JSON object) → kept. */
@@ -108,7 +113,7 @@ async function servePrepared<G extends Gateway, O, A extends object, D extends S
   response: ServerResponse,
   prepared: Prepared,
 ): Promise<void> {
-  reportNotApplied(gateway, prepared, response)
+  reportPrepared(gateway, prepared, response)
   const options = face.options(gateway, prepared, request)
   // The answer's built-in tools: its calls run on them, and its citations name their pages.
   const tools = face.tools?.(gateway, prepared, options) ?? null

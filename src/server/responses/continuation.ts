@@ -8,6 +8,7 @@ import { HttpError } from '../../http/errors'
 import type { GenerationParameters } from '../../http/validate'
 import { promptAnswering } from '../pipeline/answering-calls'
 import type { SentCall } from '../pipeline/call-ids'
+import type { GatewayDiagnostic } from '../pipeline/context'
 import { type Item, type Prepared, renderOffLoop } from '../pipeline/prepared'
 import type { StoredResponse } from '../stores/store'
 import { continuationItems, continuedBody, exactContinuation, previousResponse, resolveItemReferences } from './conversation'
@@ -86,6 +87,7 @@ export async function continued(
   const render = (request: Item) => renderOffLoop(gateway, 'responses', request)
   const rendered = await render(continuedBody(opened, history))
   let prompt = rendered
+  let noted: GatewayDiagnostic[] = []
   if (gateway.exactContinuations && previous !== null)
     prompt =
       (await exactContinuation(previous, opened.input, rendered, () => render(continuedBody({ ...opened, input: [] }, history)))) ??
@@ -94,12 +96,12 @@ export async function continued(
     // The client sent its history back (`store: false`, or item references): the calls it answers may be this gateway's.
     const answered = answeredCalls(opened.input)
     if (answered !== null)
-      prompt = await promptAnswering(gateway, 'responses', answered.calls, rendered, () =>
+      ({ prompt, noted } = await promptAnswering(gateway, 'responses', answered.calls, rendered, () =>
         render(continuedBody({ ...opened, input: (opened.input as unknown[]).slice(0, answered.end) }, history)),
-      )
+      ))
   }
   const storing = gateway.store !== null && body.store !== false
-  return { kind: 'responses', parameters, prompt, rendered, body: echo, history, input: opened.input, storing }
+  return { kind: 'responses', parameters, prompt, rendered, body: echo, history, input: opened.input, storing, noted }
 }
 
 /**

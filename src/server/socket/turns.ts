@@ -13,7 +13,7 @@ import type { EngineTrail } from '../observe/engine-trail'
 import { rememberCalls } from '../pipeline/answering-calls'
 import { gatewayFor, tracked } from '../pipeline/context'
 import { admit, generate } from '../pipeline/generate'
-import { reportNotApplied, tellDiagnostics } from '../pipeline/serve-face'
+import { reportPrepared, tellDiagnostics } from '../pipeline/serve-face'
 import { responseRecord } from '../responses/conversation'
 import { endingCalls, keepResponse, recordOf } from '../responses/keep'
 import { prepareResponsesBody } from '../responses/prepare-responses'
@@ -45,7 +45,7 @@ async function socketTurn(gateway: SocketGateway, request: IncomingMessage, turn
   const { body, previous, emit, signal, size } = turn
   const prepared = await prepareResponsesBody(gateway, body, previous, size > gateway.renderInlineBytes)
   // No headers on a WebSocket turn: what was not applied goes to the log.
-  reportNotApplied(gateway, prepared, null)
+  reportPrepared(gateway, prepared, null)
   const options = responsesOptions(gateway, prepared, request)
   const tools = toolsOfResponse(gateway, prepared, options)
   const adapter = new ResponsesStream(options)
