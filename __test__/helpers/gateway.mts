@@ -79,3 +79,36 @@ export async function readChatStream(
   }
   return { content, finish }
 }
+
+/**
+ * An engine named `name` whose completion of any prompt is `completion`, gone on from wherever the prompt's end
+ * already holds of it (as greedy decoding on identical engines does after a failover), one id a step. With
+ * `cutAfter`, each of its streams breaks after that many ids, as a reset connection does. `calls`: the
+ * generations it was asked for.
+ */
+export function continuingEngine(
+  name: string,
+  completion: readonly number[],
+  cutAfter: number | null = null,
+): { engine: Engine; calls: () => number } {
+  let calls = 0
+  const engine: Engine = {
+    name,
+    async *generate(request: GenerateRequest) {
+      calls++
+      const prompt = Array.from(request.tokens)
+      let from = Math.min(completion.length, prompt.length)
+      while (from > 0 && !completion.slice(0, from).every((id, i) => prompt[prompt.length - from + i] === id)) from--
+      const rest = completion.slice(from)
+      for (let n = 0; n < rest.length; n++) {
+        if (n === cutAfter) throw new EngineError('engine-connection-error', `${name}: reset`, { engine: name })
+        const last = n === rest.length - 1
+        yield {
+          tokens: Uint32Array.of(rest[n]!),
+          ...(last ? { finishReason: 'stop' as const, usage: { promptTokens: prompt.length, completionTokens: rest.length } } : {}),
+        }
+      }
+    },
+  }
+  return { engine, calls: () => calls }
+}

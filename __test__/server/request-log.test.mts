@@ -58,3 +58,30 @@ test('one line per request, saying what happened and nothing of what was said', 
   for (const secret of ['confidential', 'Secret answer', 'Private thoughts', 'sk-log-key', 'resp_abc'])
     t.false(text.includes(secret), secret)
 })
+
+test('what preparing noted of the request is in its line too: a prompt re-rendered, counted under no engine', async (t) => {
+  const lines: Record<string, unknown>[] = []
+  const { port, client } = await startGateway(t, {
+    replay: [ANSWER],
+    onDiagnostic: () => {},
+    requestLog: { info: (fields: object) => lines.push({ ...fields }) },
+  })
+  // The results of calls this gateway never returned: no ids behind them, so the request is re-rendered.
+  await client.chat.completions.create({
+    model: 'gpt-oss',
+    messages: [
+      { role: 'user', content: 'Weather in Paris?' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'call_elsewhere', type: 'function', function: { name: 'get_weather', arguments: '{}' } }],
+      },
+      { role: 'tool', tool_call_id: 'call_elsewhere', content: 'sunny' },
+    ],
+    tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: {} } } }],
+  })
+  await until(() => lines.length >= 1)
+  t.like(lines[0], { route: '/v1/chat/completions', engine: 'replay', diagnostics: { 'prompt-re-rendered': 1 } })
+  const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
+  t.regex(metrics, /^harmony_parser_diagnostics_total\{engine="none",code="prompt-re-rendered"\} 1$/m)
+})

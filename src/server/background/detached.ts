@@ -4,6 +4,7 @@
  * generation runs detached from the client's connection.
  */
 import { ResponsesStream } from '../../wire/responses'
+import { EngineTrail } from '../observe/engine-trail'
 import type { Feature } from '../pipeline/face'
 import { admit, generate } from '../pipeline/generate'
 import type { Item } from '../pipeline/prepared'
@@ -47,12 +48,20 @@ export const serveBackground: Detach = async (gateway, request, response, prepar
     throw error
   }
   const generated: number[] = []
+  // Which engine generated what, once the run has started: the engine its diagnostics are about.
+  let served: EngineTrail | null = null
   const log = background.start(
     {
       adapter,
       stream: prepared.parameters.stream,
-      steps: (signal) => generate(gateway, request, prepared, signal, generated, grant, tools),
+      steps: (signal) => {
+        const generation = generate(gateway, request, prepared, signal, generated, grant, tools)
+        served = generation.served
+        return generation.steps
+      },
       keep: (object) => keepAnswer(gateway, object, prepared, generated),
+      // A run that never generated has no diagnostics of its output; any it has are the gateway engine's.
+      withEngines: (diagnostics) => (served ?? new EngineTrail(gateway.engine.name)).withEngines(diagnostics),
     },
     release,
   )

@@ -18,6 +18,7 @@ import { checkOptions, is, type OptionSpec } from '../../base/options'
 import type { EngineStep } from '../../engines/types'
 import { failureEvent, HttpError } from '../../http/errors'
 import { responsesFrames } from '../../http/sse'
+import type { AdapterDiagnostic } from '../../wire/adapter'
 import type { ResponseObject, ResponsesStream } from '../../wire/responses'
 import { responseNotFound, responseRecord } from '../responses/conversation'
 import { RUN_LEASE_PREFIX as LEASE } from '../stores/side-records'
@@ -35,6 +36,11 @@ export interface BackgroundRun {
   keep(response: ResponseObject): Promise<unknown>
   /** `stream: true`: its events are kept in a `StreamLog` for clients to follow. */
   stream: boolean
+  /**
+   * The run's diagnostics (the adapter's, once it ended), each with the engine whose output it is about
+   * (`engine`), as `onDiagnostic` is then told them. Absent: as the adapter gives them.
+   */
+  withEngines?(diagnostics: readonly AdapterDiagnostic[]): readonly (AdapterDiagnostic & { engine: string })[]
 }
 
 export interface BackgroundResponsesOptions {
@@ -55,8 +61,8 @@ export interface BackgroundResponsesOptions {
   leaseMs?: number
   /** An engine failure during a run (the response is kept as failed). */
   onError?: (error: unknown) => void
-  /** What the parser recovered from, at the end of each run. */
-  onDiagnostic?: (diagnostic: { code: string; message: string }) => void
+  /** What the parser recovered from, at the end of each run (with `engine` where the run's `withEngines` says). */
+  onDiagnostic?: (diagnostic: { code: string; message: string; engine?: string }) => void
 }
 
 const OPTIONS: OptionSpec = {
@@ -83,7 +89,7 @@ export class BackgroundResponses {
   private readonly cancelWaitMs: number
   private readonly leaseMs: number
   private readonly onError: (error: unknown) => void
-  private readonly onDiagnostic: (diagnostic: { code: string; message: string }) => void
+  private readonly onDiagnostic: (diagnostic: { code: string; message: string; engine?: string }) => void
   /** Runs of this process: id → how to stop one, whether it was deleted (not cancelled), and its end. */
   private readonly running = new Map<string, { abort: AbortController; deleted: boolean; done: Promise<void> }>()
   /** The logs of runs that stream, while they run and `streamRetainMs` after (at most twice `maxRunning`). */
@@ -153,7 +159,8 @@ export class BackgroundResponses {
             logged(adapter.error(...failureEvent(error)))
           }
         }
-        adapter.diagnostics.forEach(this.onDiagnostic)
+        const { diagnostics } = adapter
+        for (const diagnostic of run.withEngines?.(diagnostics) ?? diagnostics) this.onDiagnostic(diagnostic)
         // A deleted response stays deleted: how it ended is not kept.
         if (entry.deleted) await this.store.delete(id)
         else await run.keep(adapter.response(abort.signal.aborted ? 'cancelled' : undefined))

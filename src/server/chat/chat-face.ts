@@ -50,11 +50,12 @@ async function exactChat(
   let last = messages.length - 1
   while (last >= 0 && isRecord(messages[last]) && (messages[last] as Item).role === 'tool') last--
   const calls = last < 0 ? null : callsOf(messages[last])
-  const prompt =
+  const answering =
     calls === null
-      ? rendered
+      ? { prompt: rendered, noted: [] }
       : await promptAnswering(gateway, face, calls, rendered, () => render({ ...body, messages: messages.slice(0, last + 1) }))
-  return { kind: 'chat', parameters, prompt, rendered, body, history: [], input: undefined, storing: false }
+  const { prompt, noted } = answering
+  return { kind: 'chat', parameters, prompt, rendered, body, history: [], input: undefined, storing: false, noted }
 }
 
 /**

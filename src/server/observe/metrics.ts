@@ -9,6 +9,7 @@
  */
 import { Counter, Gauge, Histogram, Registry } from '../gateway-packages'
 
+import { NO_ENGINE } from './engine-trail'
 import type { StepWatcher } from './watch'
 
 /** One engine's metrics, bound to its label. */
@@ -99,8 +100,8 @@ export class GatewayMetrics {
   })
   private readonly diagnostics = new Counter({
     name: 'harmony_parser_diagnostics_total',
-    help: 'What the parser and the adapters recovered from or noted in model output and requests, by code',
-    labelNames: ['code'] as const,
+    help: 'What the parser and the adapters recovered from or noted, by the engine whose output it is about (none: the request itself) and code',
+    labelNames: ['engine', 'code'] as const,
     registers: [this.registry],
   })
   private readonly exactPrompts = new Counter({
@@ -146,8 +147,9 @@ export class GatewayMetrics {
     this.exactPrompts.inc({ face, outcome })
   }
 
-  diagnostic(diagnostic: { code: string }): void {
-    this.diagnostics.inc({ code: diagnostic.code })
+  /** A diagnostic, under the engine whose output it is about (`engine`, engine-trail.ts); without one, the request's. */
+  diagnostic(diagnostic: { code: string; engine?: string }): void {
+    this.diagnostics.inc({ engine: diagnostic.engine ?? NO_ENGINE, code: diagnostic.code })
   }
 
   /**

@@ -1,13 +1,15 @@
 /**
  * One structured line per request (`requestLog`, a pino logger or anything with pino's `info(object, message)`):
  * its id (the client's `x-request-id` when it sends a sane one, else a new one, answered in the same header), the
- * route's pattern, the status, how long it took, the key's name, and for a generation its engine, its tokens
- * (prompt, cached, generated), its time to first token and the codes of what the parser and the adapters noted.
+ * route's pattern, the status, how long it took, the key's name, and for a generation its engine (a group's
+ * member that served it, and every engine whose ids it holds when it moved), its tokens (prompt, cached,
+ * generated), its time to first token and the codes of what the parser and the adapters noted.
  * Never the prompt's text, the answer's, nor a key: a line says what happened, not what was said.
  */
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 
+import type { EngineTrail } from './engine-trail'
 import type { StepWatcher } from './watch'
 
 /** What the gateway writes its lines to: pino's `info(object, message)` (a pino logger is one). */
@@ -21,7 +23,10 @@ export interface RequestRecord {
   method: string
   route: string
   key?: string
+  /** The engine that served the generation (after a failover, the one that ended it), as the metrics name it. */
   engine?: string
+  /** Only when the output is more than one engine's (a failover, a tool loop routed apart): each, in order. */
+  engines?: string[]
   promptTokens?: number
   cachedPromptTokens?: number
   generatedTokens?: number
@@ -63,13 +68,20 @@ export function noteDiagnostics(request: IncomingMessage | null, diagnostics: re
   for (const { code } of diagnostics) record.diagnostics[code] = (record.diagnostics[code] ?? 0) + 1
 }
 
+/** Names in `record` the engines of its generation (`served`) as they stand. */
+export function noteEngines(record: RequestRecord, served: EngineTrail): void {
+  record.engine = served.current
+  const { engines } = served
+  if (engines.length > 1) record.engines = engines
+}
+
 /** Fills a request's line with its generation as the steps pass: engine, tokens, time to first token. */
-export function recordWatcher(record: RequestRecord, engine: string, promptTokens: number): StepWatcher {
+export function recordWatcher(record: RequestRecord, served: EngineTrail, promptTokens: number): StepWatcher {
   let started = 0
   return {
     start: () => {
       started = performance.now()
-      record.engine = engine
+      noteEngines(record, served)
       record.promptTokens = promptTokens
       record.generatedTokens = 0
     },

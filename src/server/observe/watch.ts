@@ -1,6 +1,6 @@
 /**
  * What watches a generation's steps go by (metrics, tracing, a key's charge, the ids kept, the request's log
- * line): each a few synchronous calls a step, all told from the one loop that times the steps (`limitedSteps`),
+ * line, which engine generated which ids): each a few synchronous calls a step, all told from the one loop that times the steps (`limitedSteps`),
  * so that watching adds no generator layer to the hot path.
  */
 import type { StepWatcher } from '../../engines/time-limits'

@@ -6,7 +6,7 @@
  */
 import type { RenderedPrompt } from '../../render/index'
 import type { SentCall } from './call-ids'
-import type { Gateway } from './context'
+import type { Gateway, GatewayDiagnostic } from './context'
 import type { Prepared } from './prepared'
 
 /** The faces that answer tool calls, as the metric labels them. */
@@ -19,7 +19,9 @@ const WHY: Readonly<Record<'not-found' | 'changed', string>> = {
 
 /**
  * The prompt of a request (`rendered`: its re-render) whose history ends with `calls` followed by their results
- * only; `renderWithout`: the re-render of its history without those results.
+ * only; `renderWithout`: the re-render of its history without those results. With it, what to say of the request
+ * (`noted`: a `prompt-re-rendered` when it is not exact), said with the rest of what its preparing noted
+ * (`Prepared.noted`, serve-face.ts `reportPrepared`) where the request's log line is at hand.
  */
 export async function promptAnswering(
   gateway: Gateway,
@@ -27,16 +29,13 @@ export async function promptAnswering(
   calls: readonly SentCall[],
   rendered: RenderedPrompt,
   renderWithout: () => RenderedPrompt | Promise<RenderedPrompt>,
-): Promise<RenderedPrompt> {
-  if (gateway.callIds === null) return rendered
+): Promise<{ prompt: RenderedPrompt; noted: GatewayDiagnostic[] }> {
+  if (gateway.callIds === null) return { prompt: rendered, noted: [] }
   const { prompt, outcome } = await gateway.callIds.exactPrompt(calls, gateway.caller?.name ?? null, rendered, renderWithout)
   gateway.meters?.exactPrompt(face, outcome)
-  if (outcome !== 'exact')
-    gateway.onDiagnostic({
-      code: 'prompt-re-rendered',
-      message: `a ${face} request answering tool call ${calls[0]?.id ?? ''} is prompted with its re-render: ${WHY[outcome]}`,
-    })
-  return prompt ?? rendered
+  if (outcome === 'exact') return { prompt: prompt ?? rendered, noted: [] }
+  const message = `a ${face} request answering tool call ${calls[0]?.id ?? ''} is prompted with its re-render: ${WHY[outcome]}`
+  return { prompt: prompt ?? rendered, noted: [{ code: 'prompt-re-rendered', message }] }
 }
 
 /**

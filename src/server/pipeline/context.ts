@@ -24,6 +24,12 @@ import type { RenderWorkers } from './render-workers'
 export interface GatewayDiagnostic {
   code: string
   message: string
+  /**
+   * The engine whose output it is about, named as the metrics name engines (a group's member: `vllm/0`; after a
+   * failover, the one that generated what it points at: observe/engine-trail.ts). Absent: it is about the
+   * request (`not-applied`, `prompt-re-rendered`), which the metrics count under `none`.
+   */
+  engine?: string
 }
 
 /** How streams ended: `clientClosed` is a client that left (counted, never logged: it is no error). */

@@ -7,7 +7,8 @@ import type { EngineStep, GenerateRequest } from '../../engines/types'
 import { HttpError } from '../../http/errors'
 import { generateRequestOf } from '../../http/generate-request'
 import { type Grant, UNLIMITED } from '../keys/key-limits'
-import { recordOf, recordWatcher } from '../observe/request-log'
+import { EngineTrail } from '../observe/engine-trail'
+import { noteEngines, recordOf, recordWatcher } from '../observe/request-log'
 import { generationSpan, spanWatcher } from '../observe/tracing'
 import { allOf, type StepWatcher } from '../observe/watch'
 import { type ToolCaller, toolLoopSteps } from '../tools/loop'
@@ -18,6 +19,12 @@ import { requiredCallSteps } from './required-call'
 /** Lets the request's caller start a generation (a 429 when its key is over a limit; always, without keys). */
 export async function admit(gateway: Gateway): Promise<Grant> {
   return gateway.caller === null ? UNLIMITED : await gateway.limiter.admit(gateway.caller)
+}
+
+/** One generation: its steps, and which engine generated which of their ids (whose output its diagnostics are about). */
+export interface Generation {
+  steps: AsyncIterable<EngineStep>
+  served: EngineTrail
 }
 
 /**
@@ -35,18 +42,25 @@ export function generate(
   generated: number[] | null,
   grant: Grant,
   tools: ToolCaller | null,
-): AsyncIterable<EngineStep> {
+): Generation {
   const { engine } = gateway
   // Aborted by the caller (a client that left), or at a time limit.
   const timedOut = new AbortController()
   // The generation's span; the engine request carries the trace on (tracing.ts).
   const span = generationSpan(engine.name, prepared.prompt.promptTokens, request.headers)
   const meters = gateway.meters === null ? null : gateway.meters.watcher(engine.name, prepared.prompt.promptTokens)
+  const served = new EngineTrail(engine.name)
+  const record = recordOf(request)
   const engineRequest = {
     ...generateRequestOf(prepared.prompt, prepared.parameters, AbortSignal.any([signal, timedOut.signal])),
     ...span.headers,
-    // Several engines: the metrics count the one that serves it.
-    ...(meters === null ? {} : { onEngine: meters.servedBy }),
+    // Several engines: the metrics count the one that serves it, the diagnostics go to the one whose ids they
+    // point at, the request's line names it (as it changes: the line may be written before the steps end).
+    onEngine: (name: string, failure?: unknown) => {
+      served.onEngine(name, failure)
+      meters?.servedBy(name, failure)
+      if (record !== undefined) noteEngines(record, served)
+    },
   }
   const header = request.headers['x-harmony-replay']
   let generateOne = (request: GenerateRequest) => engine.generate(request)
@@ -66,14 +80,13 @@ export function generate(
   }
   // What watches the steps go by, told from inside the loop that times them (no generator layer of its own,
   // which would cost about 150 ns a step more: docs/API.md "Metrics").
-  const watchers: StepWatcher[] = []
+  const watchers: StepWatcher[] = [served]
   if (span.span.isRecording()) watchers.push(spanWatcher(span.span))
   else span.span.end()
   if (meters !== null) watchers.push(meters)
   if (grant !== UNLIMITED) watchers.push(chargeWatcher(grant, prepared.prompt.promptTokens, signal))
   if (generated !== null) watchers.push({ step: (step) => pushIds(generated, step.tokens), end: () => {} })
-  const record = recordOf(request)
-  if (record !== undefined) watchers.push(recordWatcher(record, engine.name, prepared.prompt.promptTokens))
+  if (record !== undefined) watchers.push(recordWatcher(record, served, prepared.prompt.promptTokens))
   const { requiredCall } = prepared.prompt
   let steps: AsyncIterable<EngineStep>
   // A built-in tool's call runs between engine steps: the gateway's work, not the engine's silence.
@@ -83,7 +96,7 @@ export function generate(
     const options = { maxCalls: gateway.toolCalls, implementation: gateway.implementation, own }
     steps = toolLoopSteps(generateOne, engineRequest, tools, options)
   } else steps = generateOne(engineRequest)
-  return limitedSteps(engine.name, steps, gateway.engineTimeLimits, () => timedOut.abort(), allOf(watchers), own)
+  return { steps: limitedSteps(engine.name, steps, gateway.engineTimeLimits, () => timedOut.abort(), allOf(watchers), own), served }
 }
 
 function pushIds(generated: number[], ids: ArrayLike<number>): void {

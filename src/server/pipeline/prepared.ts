@@ -4,7 +4,7 @@ import type { GenerationParameters } from '../../http/validate'
 import { type RenderedPrompt, renderChatCompletionRequest, renderResponsesRequest } from '../../render/index'
 import type { ApprovedCall } from '../../wire/responses'
 import type { McpServer } from '../tools/mcp'
-import type { Gateway } from './context'
+import type { Gateway, GatewayDiagnostic } from './context'
 
 export type ApiKind = 'chat' | 'responses'
 export type Item = Record<string, unknown>
@@ -34,6 +34,11 @@ export interface Prepared {
   mcp?: McpServer[]
   /** Responses: the MCP calls the client approved in this request, run before it generates (`mcp_call` items first). */
   mcpApproved?: ApprovedCall[]
+  /**
+   * What preparing found to say of the request (a `prompt-re-rendered`), said when it is served
+   * (serve-face.ts `reportPrepared`): preparing has no request's log line at hand.
+   */
+  noted?: GatewayDiagnostic[]
 }
 
 /** Ends what a prepared request holds open when it is never generated (a 429, a failing engine): its MCP connections. */

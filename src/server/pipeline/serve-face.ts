@@ -10,6 +10,7 @@ import type { EngineStep } from '../../engines/types'
 import { engineAborted } from '../../http/errors'
 import { type PipeSseResult, pipeSse, type SseAdapter } from '../../http/sse'
 import type { AdapterDiagnostic } from '../../wire/adapter'
+import type { EngineTrail } from '../observe/engine-trail'
 import { noteDiagnostics } from '../observe/request-log'
 import { inSpan } from '../observe/tracing'
 import type { Gateway } from './context'
@@ -25,23 +26,37 @@ async function collectAnswer(steps: AsyncIterable<EngineStep>): Promise<EngineSt
   return whole
 }
 
+/**
+ * What the parser and the adapter said of a generation's output, told to the gateway (`onDiagnostic`, the
+ * metrics) each with the engine whose output it is about (`served`), and counted in the request's line.
+ */
+export function tellDiagnostics(
+  gateway: Gateway,
+  request: IncomingMessage | null,
+  diagnostics: readonly AdapterDiagnostic[],
+  served: EngineTrail,
+): void {
+  if (diagnostics.length === 0) return
+  for (const diagnostic of served.withEngines(diagnostics)) gateway.onDiagnostic(diagnostic)
+  noteDiagnostics(request, diagnostics)
+}
+
 /** The non-streaming adapters return diagnostics beside the wire object. */
 function withoutDiagnostics<T>(
   { diagnostics, ...wire }: T & { diagnostics: AdapterDiagnostic[] },
   gateway: Gateway,
   request: IncomingMessage | null,
+  served: EngineTrail,
 ): T {
-  diagnostics.forEach(gateway.onDiagnostic)
-  noteDiagnostics(request, diagnostics)
+  tellDiagnostics(gateway, request, diagnostics, served)
   return wire as T
 }
 
 /** Counts how a stream ended; its failure and what the parser recovered from go to the gateway's log. */
-function report(gateway: Gateway, request: IncomingMessage, result: PipeSseResult, adapter: SseAdapter): void {
+function report(gateway: Gateway, request: IncomingMessage, result: PipeSseResult, adapter: SseAdapter, served: EngineTrail): void {
   if (result.outcome === 'failed') gateway.onError(result.error)
   gateway.outcomes[result.outcome === 'client-closed' ? 'clientClosed' : result.outcome]++
-  adapter.diagnostics.forEach(gateway.onDiagnostic)
-  noteDiagnostics(request, adapter.diagnostics)
+  tellDiagnostics(gateway, request, adapter.diagnostics, served)
 }
 
 /** An AbortController aborted when the client goes away before the response is complete. */
@@ -57,16 +72,22 @@ function abortOnClose(response: ServerResponse): AbortController {
 const NOT_APPLIED_HEADER = 'x-harmony-not-applied'
 
 /**
- * Says what the request asked for that was taken but not applied: each as a `not-applied` diagnostic (the log),
- * and their fields in the answer's `x-harmony-not-applied` header, where a client can see them.
+ * Says what preparing found to say of the request (`prepared.noted`: a `prompt-re-rendered`), and what it asked
+ * for that was taken but not applied: each as a `not-applied` diagnostic, with their fields in the answer's
+ * `x-harmony-not-applied` header, where a client can see them. All go to the gateway (`onDiagnostic`, the
+ * metrics) and the request's log line. They are about the request, no engine's output: told without an engine
+ * (the metrics' `none`).
  */
-export function reportNotApplied(gateway: Gateway, prepared: Prepared, response: ServerResponse | null): void {
-  const notApplied = prepared.prompt.notApplied
-  if (notApplied === undefined) return
-  const diagnostics = notApplied.map(({ param, note }) => ({ code: 'not-applied', message: `${param}: ${note}` }))
-  diagnostics.forEach(gateway.onDiagnostic)
+export function reportPrepared(gateway: Gateway, prepared: Prepared, response: ServerResponse | null): void {
+  const notApplied = prepared.prompt.notApplied ?? []
+  const diagnostics = [
+    ...(prepared.noted ?? []),
+    ...notApplied.map(({ param, note }) => ({ code: 'not-applied', message: `${param}: ${note}` })),
+  ]
+  if (diagnostics.length === 0) return
+  for (const diagnostic of diagnostics) gateway.onDiagnostic(diagnostic)
   noteDiagnostics(response?.req ?? null, diagnostics)
-  response?.setHeader(NOT_APPLIED_HEADER, notApplied.map(({ param }) => param).join(', '))
+  if (notApplied.length > 0) response?.setHeader(NOT_APPLIED_HEADER, notApplied.map(({ param }) => param).join(', '))
 }
 
 /** request → parameters and prompt → engine → the face's adapter → SSE (or one JSON object) → kept. */
@@ -92,7 +113,7 @@ async function servePrepared<G extends Gateway, O, A extends object, D extends S
   response: ServerResponse,
   prepared: Prepared,
 ): Promise<void> {
-  reportNotApplied(gateway, prepared, response)
+  reportPrepared(gateway, prepared, response)
   const options = face.options(gateway, prepared, request)
   // The answer's built-in tools: its calls run on them, and its citations name their pages.
   const tools = face.tools?.(gateway, prepared, options) ?? null
@@ -100,9 +121,9 @@ async function servePrepared<G extends Gateway, O, A extends object, D extends S
   const abort = abortOnClose(response)
   const keeps = face.keeps(gateway, prepared)
   const generated: number[] = []
-  const steps = generate(gateway, request, prepared, abort.signal, keeps ? generated : null, await admit(gateway), tools)
+  const { steps, served } = generate(gateway, request, prepared, abort.signal, keeps ? generated : null, await admit(gateway), tools)
   if (!prepared.parameters.stream) {
-    const answer = withoutDiagnostics(face.whole(await collectAnswer(steps), options), gateway, request)
+    const answer = withoutDiagnostics(face.whole(await collectAnswer(steps), options), gateway, request, served)
     // An answer the store could not keep says so.
     if (keeps && !(await face.keep(gateway, answer, prepared, generated))) face.unkept?.({ answer })
     return sendJson(response, 200, answer)
@@ -118,6 +139,6 @@ async function servePrepared<G extends Gateway, O, A extends object, D extends S
   }
   const { frames, coalesceMs } = gateway
   const result = await pipeSse(response, adapter, steps, { abort, frames, coalesceMs, ...(keeps ? { beforeConclude: keep } : {}) })
-  report(gateway, request, result, adapter)
+  report(gateway, request, result, adapter, served)
   if (keeps && !kept) await face.keep(gateway, face.answer(adapter), prepared, generated)
 }

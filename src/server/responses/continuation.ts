@@ -9,6 +9,7 @@ import { HttpError } from '../../http/errors'
 import type { GenerationParameters } from '../../http/validate'
 import { promptAnswering } from '../pipeline/answering-calls'
 import type { SentCall } from '../pipeline/call-ids'
+import type { GatewayDiagnostic } from '../pipeline/context'
 import { type Item, type Prepared, renderOffLoop } from '../pipeline/prepared'
 import type { StoredResponse } from '../stores/store'
 import { continuationItems, continuedBody, exactContinuation, previousResponse, resolveItemReferences } from './conversation'
@@ -135,6 +136,7 @@ export async function continued(
   // The ids a continuation within a turn is made of: the stored response's, or those behind the conversation's
   // last items (where a response added them and nothing changed them since).
   const ids = previous ?? conversation?.ids ?? null
+  let noted: GatewayDiagnostic[] = []
   if (gateway.exactContinuations && ids !== null)
     prompt =
       (await exactContinuation(ids, opened.input, rendered, () => render(continuedBody({ ...opened, input: [] }, history)))) ?? rendered
@@ -142,9 +144,9 @@ export async function continued(
     // The client sent its history back (`store: false`, or item references): the calls it answers may be this gateway's.
     const answered = answeredCalls(opened.input)
     if (answered !== null)
-      prompt = await promptAnswering(gateway, 'responses', answered.calls, rendered, () =>
+      ({ prompt, noted } = await promptAnswering(gateway, 'responses', answered.calls, rendered, () =>
         render(continuedBody({ ...opened, input: (opened.input as unknown[]).slice(0, answered.end) }, history)),
-      )
+      ))
   }
   const storing = gateway.store !== null && body.store !== false
   return {
@@ -156,6 +158,7 @@ export async function continued(
     history,
     input: opened.input,
     storing,
+    noted,
     ...(conversation === null ? {} : { conversation: { id: conversation.object.id, revision: conversation.revision } }),
   }
 }

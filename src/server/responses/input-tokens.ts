@@ -14,7 +14,7 @@ import { HttpError } from '../../http/errors'
 import { checkRequestFields, INPUT_TOKENS_REQUEST_FIELDS } from '../../http/fields'
 import { type Item, releasePrepared } from '../pipeline/prepared'
 import { sendJson } from '../pipeline/send'
-import { reportNotApplied } from '../pipeline/serve-face'
+import { reportPrepared } from '../pipeline/serve-face'
 import { prepareResponsesBody } from './prepare-responses'
 import type { ResponsesGateway } from './responses-gateway'
 
@@ -54,8 +54,9 @@ async function countInputTokens(gateway: ResponsesGateway, request: IncomingMess
   const counting: ResponsesGateway = { ...gateway, meters: null, onDiagnostic: () => {} }
   const prepared = await prepareResponsesBody(counting, body, null, bytes.length > gateway.renderInlineBytes)
   try {
-    // What the request asks for and gpt-oss cannot do is said as a response's answer says it (the header).
-    reportNotApplied(counting, prepared, response)
+    // What the request asks for and gpt-oss cannot do is said as a response's answer says it (the header); how
+    // its prompt was made (`prompt-re-rendered`) is not, since no engine gets it.
+    reportPrepared(counting, { ...prepared, noted: [] }, response)
     sendJson(response, 200, { object: 'response.input_tokens', input_tokens: prepared.prompt.promptTokens })
   } finally {
     await releasePrepared(prepared)

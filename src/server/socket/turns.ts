@@ -9,10 +9,11 @@ import type { Duplex } from 'node:stream'
 import { errorResponse, failureEvent } from '../../http/errors'
 import { ResponsesStream } from '../../wire/responses'
 import { webSockets } from '../gateway-packages'
+import type { EngineTrail } from '../observe/engine-trail'
 import { rememberCalls } from '../pipeline/answering-calls'
 import { gatewayFor, tracked } from '../pipeline/context'
 import { admit, generate } from '../pipeline/generate'
-import { reportNotApplied } from '../pipeline/serve-face'
+import { reportPrepared, tellDiagnostics } from '../pipeline/serve-face'
 import { responseRecord } from '../responses/conversation'
 import { endingCalls, keepAnswer, recordOf } from '../responses/keep'
 import { prepareResponsesBody } from '../responses/prepare-responses'
@@ -44,16 +45,20 @@ async function socketTurn(gateway: SocketGateway, request: IncomingMessage, turn
   const { body, previous, emit, signal, size } = turn
   const prepared = await prepareResponsesBody(gateway, body, previous, size > gateway.renderInlineBytes)
   // No headers on a WebSocket turn: what was not applied goes to the log.
-  reportNotApplied(gateway, prepared, null)
+  reportPrepared(gateway, prepared, null)
   const options = responsesOptions(gateway, prepared, request)
   const tools = toolsOfResponse(gateway, prepared, options)
   const adapter = new ResponsesStream(options)
   const generated: number[] = []
   let started = false
   let kept = false
+  // Which engine generated what, for the diagnostics (none yet: a turn that fails before it generates has none).
+  let served: EngineTrail | null = null
   try {
+    const generation = generate(gateway, request, prepared, signal, generated, await admit(gateway), tools)
+    served = generation.served
     // The adapter's SSE face (its fast lane) cut into the events' JSON texts: one WebSocket message each.
-    for await (const step of generate(gateway, request, prepared, signal, generated, await admit(gateway), tools)) {
+    for await (const step of generation.steps) {
       started = true
       for (const text of sseEventTexts(adapter.pushSse(step))) await emit(text)
       // A client that stopped reading: nothing more is read from the engine.
@@ -71,7 +76,8 @@ async function socketTurn(gateway: SocketGateway, request: IncomingMessage, turn
     gateway.onError(error)
     for (const event of adapter.error(...failureEvent(error))) await emit(event)
   }
-  adapter.diagnostics.forEach(gateway.onDiagnostic)
+  // Counted, not noted in a request's line: a turn is no HTTP request, and has none.
+  if (served !== null) tellDiagnostics(gateway, null, adapter.diagnostics, served)
   const object = adapter.response()
   if (!kept && !(await keepAnswer(gateway, object, prepared, generated))) object.store = false
   return recordOf(object, prepared, generated)
