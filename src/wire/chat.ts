@@ -34,6 +34,12 @@ export interface ChatAdapterOptions extends AdapterOptions {
   promptTokens?: number
   /** Emit a final chunk with `usage` (as `stream_options.include_usage` asks). Default false. */
   includeUsage?: boolean
+  /**
+   * The choice this completion is, of several generated for one request (`n`): every chunk's and the
+   * completion's `choices[0].index`, and its tool call ids are its own (`call_<stem>_<choice>_<k>`; choice 0's
+   * are `call_<stem>_<k>`), so that choices sharing one `id` never share a call id. Default 0.
+   */
+  choiceIndex?: number
 }
 
 export interface ChatToolCallDelta {
@@ -65,7 +71,7 @@ export interface ChatCompletionChunk {
   object: 'chat.completion.chunk'
   created: number
   model: string
-  choices: { index: 0; delta: ChatDelta; finish_reason: FinishReason | null; logprobs: ChatLogprobs | null }[]
+  choices: { index: number; delta: ChatDelta; finish_reason: FinishReason | null; logprobs: ChatLogprobs | null }[]
   usage?: ChatUsage | null
 }
 
@@ -87,7 +93,7 @@ export interface ChatCompletion {
   created: number
   model: string
   choices: {
-    index: 0
+    index: number
     message: { role: 'assistant'; content: string | null; reasoning_content?: string; reasoning?: string; tool_calls?: ChatToolCall[] }
     finish_reason: FinishReason
     logprobs: ChatLogprobs | null
@@ -118,9 +124,11 @@ interface AnnouncedCall {
  */
 export class ChatCompletionsStream extends WireAdapter<ChatCompletionChunk, AnnouncedCall, ChatAdapterOptions> {
   readonly created: number
+  /** `choices[].index` of everything it writes (option `choiceIndex`). */
+  private readonly choiceIndex: number
   /** The fields reasoning text goes in, in order (option `reasoningField`); every face uses these. */
   private readonly reasoningFields: readonly ('reasoning_content' | 'reasoning')[]
-  /** `data: {"id":…,"choices":[{"index":0,"delta":`: every frame's start, made once. */
+  /** `data: {"id":…,"choices":[{"index":I,"delta":`: every frame's start, made once. */
   private frameHead: string | null = null
   /** The frames of content and reasoning deltas, made once (`deltaFrame`). */
   private contentFrame: FrameTemplate | null = null
@@ -135,6 +143,7 @@ export class ChatCompletionsStream extends WireAdapter<ChatCompletionChunk, Anno
   constructor(options: ChatAdapterOptions) {
     super(options, CHAT)
     this.created = options.created ?? nowSeconds()
+    this.choiceIndex = options.choiceIndex ?? 0
     const field = options.reasoningField ?? 'reasoning_content'
     this.reasoningFields = field === 'both' ? ['reasoning_content', 'reasoning'] : [field]
   }
@@ -174,7 +183,7 @@ export class ChatCompletionsStream extends WireAdapter<ChatCompletionChunk, Anno
       model: this.options.model,
       choices: [
         {
-          index: 0,
+          index: this.choiceIndex,
           message,
           finish_reason: this.finishReason(),
           logprobs: this.options.logprobs === true ? { content: this.logprobs, refusal: null } : null,
@@ -244,7 +253,7 @@ export class ChatCompletionsStream extends WireAdapter<ChatCompletionChunk, Anno
   }
 
   private toolCallId(index: number): string {
-    return `call_${this.idStem}_${index}`
+    return this.choiceIndex === 0 ? `call_${this.idStem}_${index}` : `call_${this.idStem}_${this.choiceIndex}_${index}`
   }
 
   private chunkOf(delta: ChatDelta, finishReason: FinishReason | null, logprobs: ChatLogprobs | null = null): ChatCompletionChunk {
@@ -253,7 +262,7 @@ export class ChatCompletionsStream extends WireAdapter<ChatCompletionChunk, Anno
       object: 'chat.completion.chunk',
       created: this.created,
       model: this.options.model,
-      choices: [{ index: 0, delta, finish_reason: finishReason, logprobs }],
+      choices: [{ index: this.choiceIndex, delta, finish_reason: finishReason, logprobs }],
     }
   }
 
@@ -331,7 +340,7 @@ export class ChatCompletionsStream extends WireAdapter<ChatCompletionChunk, Anno
   }
 
   private head(): string {
-    this.frameHead ??= `data: {"id":${JSON.stringify(this.id)},"object":"chat.completion.chunk","created":${JSON.stringify(this.created)},"model":${JSON.stringify(this.options.model)},"choices":[{"index":0,"delta":`
+    this.frameHead ??= `data: {"id":${JSON.stringify(this.id)},"object":"chat.completion.chunk","created":${JSON.stringify(this.created)},"model":${JSON.stringify(this.options.model)},"choices":[{"index":${this.choiceIndex},"delta":`
     return this.frameHead
   }
 }
