@@ -111,6 +111,78 @@ function serializedObjects(adapter: SseAdapter): SseFace {
   }
 }
 
+/**
+ * The socket side of a stream: frames written now or within `coalesceMs`, and backpressure (while the socket's
+ * buffer is full, `send` waits for 'drain', so its caller pulls no engine step); a client that leaves aborts
+ * `abort` and wakes whoever waits (`onLeft` too).
+ */
+class SseWriter {
+  /** The client went away before the response was complete. */
+  closed: boolean
+  /** The socket's buffer is full: pull no engine step until it drains. */
+  private full = false
+  private wake: (() => void) | null = null
+  private pending = ''
+  private timer: NodeJS.Timeout | null = null
+
+  constructor(
+    private readonly response: ServerResponse,
+    private readonly coalesceMs: number,
+    private readonly abort: AbortController | undefined,
+    private readonly onLeft: () => void = () => {},
+  ) {
+    this.closed = response.destroyed
+    response.on('close', this.onClose).on('drain', this.onDrain)
+  }
+
+  private readonly onClose = () => {
+    if (this.response.writableFinished) return
+    this.closed = true
+    this.abort?.abort()
+    this.wake?.()
+    this.onLeft()
+  }
+
+  private readonly onDrain = () => {
+    // A write from the coalescing timer may have filled the buffer and drained before anyone waited.
+    this.full = false
+    this.wake?.()
+  }
+
+  /** Writes what was collected; `full` if the socket's buffer is full (wait for 'drain' before pulling more). */
+  readonly flush = () => {
+    if (this.timer !== null) clearTimeout(this.timer)
+    this.timer = null
+    if (this.pending === '' || this.closed) return
+    this.full = !this.response.write(this.pending) || this.full
+    this.pending = ''
+  }
+
+  /** Writes (now, or within `coalesceMs`), then waits while the socket's buffer is full or the client is gone. */
+  async send(text: string): Promise<void> {
+    if (text === '' || this.closed) return
+    this.pending += text
+    if (this.coalesceMs === 0 || this.pending.length >= COALESCE_MAX_BYTES) this.flush()
+    else this.timer ??= setTimeout(this.flush, this.coalesceMs)
+    if (this.full && !this.closed) await new Promise<void>((resolve) => (this.wake = resolve))
+    this.full = false
+    this.wake = null
+  }
+
+  /** What was collected and not written yet, taken (for the caller's last write, with its closing bytes). */
+  takePending(): string {
+    const pending = this.pending
+    this.pending = ''
+    return pending
+  }
+
+  /** Stops listening to the response (and the coalescing timer). */
+  dispose(): void {
+    if (this.timer !== null) clearTimeout(this.timer)
+    this.response.off('close', this.onClose).off('drain', this.onDrain)
+  }
+}
+
 export async function pipeSse(
   response: ServerResponse,
   adapter: SseAdapter,
@@ -118,44 +190,8 @@ export async function pipeSse(
   options: PipeSseOptions = {},
 ): Promise<PipeSseResult> {
   checkOptions(options, PIPE_SSE_OPTIONS, 'pipeSse')
-  const coalesceMs = options.coalesceMs ?? 0
   const face: SseFace = options.frames === 'objects' ? serializedObjects(adapter) : adapter
-  let clientClosed = response.destroyed
-  let wake: (() => void) | null = null
-  /** The socket's buffer is full: pull no engine step until it drains. */
-  let full = false
-  const onClose = () => {
-    if (response.writableFinished) return
-    clientClosed = true
-    options.abort?.abort()
-    wake?.()
-  }
-  const onDrain = () => {
-    // A write from the coalescing timer may have filled the buffer and drained before anyone waited.
-    full = false
-    wake?.()
-  }
-  response.on('close', onClose).on('drain', onDrain)
-  let pending = ''
-  let timer: NodeJS.Timeout | null = null
-  /** Writes what was collected; `full` if the socket's buffer is full (wait for 'drain' before pulling more). */
-  const flush = () => {
-    if (timer !== null) clearTimeout(timer)
-    timer = null
-    if (pending === '' || clientClosed) return
-    full = !response.write(pending) || full
-    pending = ''
-  }
-  /** Writes (now, or within `coalesceMs`), then waits while the socket's buffer is full or the client is gone. */
-  const send = async (text: string) => {
-    if (text === '' || clientClosed) return
-    pending += text
-    if (coalesceMs === 0 || pending.length >= COALESCE_MAX_BYTES) flush()
-    else timer ??= setTimeout(flush, coalesceMs)
-    if (full && !clientClosed) await new Promise<void>((resolve) => (wake = resolve))
-    full = false
-    wake = null
-  }
+  const writer = new SseWriter(response, options.coalesceMs ?? 0, options.abort)
   const iterator = steps[Symbol.asyncIterator]()
   let first: IteratorResult<SseStep>
   try {
@@ -163,8 +199,8 @@ export async function pipeSse(
     // overloaded, the prompt refused) is answered with its HTTP error status, not a 200 and an error frame.
     first = await iterator.next()
   } catch (error) {
-    response.off('close', onClose).off('drain', onDrain)
-    if (clientClosed) return { outcome: 'client-closed', error }
+    writer.dispose()
+    if (writer.closed) return { outcome: 'client-closed', error }
     // In the shape of the adapter's API.
     sendError(response, error, (failure) => adapter.errorAnswer(errorResponse(failure)))
     return { outcome: 'failed', error }
@@ -173,12 +209,12 @@ export async function pipeSse(
     if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
     // The adapters' SSE faces: the bytes of their events, built without event objects.
     // Some formats open with events of their own (Responses: response.created / in_progress); others with the first step.
-    await send(face.openingSse())
+    await writer.send(face.openingSse())
     let finishReason: string | undefined
-    for (let next = first; !next.done && !clientClosed; next = await iterator.next()) {
+    for (let next = first; !next.done && !writer.closed; next = await iterator.next()) {
       finishReason = finishOf(next.value) ?? finishReason
       // The whole step: the adapter keeps an engine step's usage and diagnostics.
-      await send(face.pushSse(next.value))
+      await writer.send(face.pushSse(next.value))
       if (adapter.stopped) {
         // A stop string ended the answer: the engine request ends now (its iterator closes the connection).
         await iterator.return?.()
@@ -186,14 +222,13 @@ export async function pipeSse(
         break
       }
     }
-    if (clientClosed) {
+    if (writer.closed) {
       // Ends the iteration: the engine client closes its request.
       await iterator.return?.()
       return { outcome: 'client-closed' }
     }
     if (finishReason === 'abort') throw engineAborted()
-    let last = pending + face.settleSse({ truncated: finishReason === 'length' })
-    pending = ''
+    let last = writer.takePending() + face.settleSse({ truncated: finishReason === 'length' })
     if (options.beforeConclude !== undefined) await options.beforeConclude()
     last += face.concludeSse()
     // Chat ends with `data: [DONE]`; Responses in the Open Responses dialect too (the specification's terminal event).
@@ -201,15 +236,14 @@ export async function pipeSse(
     return { outcome: 'completed' }
   } catch (error) {
     await iterator.return?.().catch(() => {})
-    if (clientClosed) return { outcome: 'client-closed', error }
+    if (writer.closed) return { outcome: 'client-closed', error }
     if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
-    flush()
+    writer.flush()
     // The format's own failure (Chat: the error object OpenAI clients raise from a stream; Responses: its
     // `error` event, then `response.failed`).
     response.end(adapter.failureSse(errorResponse(error)))
     return { outcome: 'failed', error }
   } finally {
-    if (timer !== null) clearTimeout(timer)
-    response.off('close', onClose).off('drain', onDrain)
+    writer.dispose()
   }
 }
