@@ -247,3 +247,163 @@ export async function pipeSse(
     writer.dispose()
   }
 }
+
+/** One choice of several on one stream (`pipeChoicesSse`): its adapter and its engine's steps. */
+export interface SseChoice {
+  adapter: SseAdapter
+  steps: AsyncIterable<SseStep>
+  /** As `PipeSseOptions.beforeConclude`, for this choice: once its steps ended, before its closing events. */
+  beforeConclude?: () => Promise<void>
+}
+
+export interface PipeChoicesOptions extends Omit<PipeSseOptions, 'beforeConclude'> {
+  /** The SSE bytes after every choice's closing events, before the stream's last frame (Chat: the usage chunk). */
+  closingSse?: () => string
+}
+
+const PIPE_CHOICES_OPTIONS: OptionSpec = {
+  ...Object.fromEntries(Object.entries(PIPE_SSE_OPTIONS).filter(([name]) => name !== 'beforeConclude')),
+  closingSse: is.function,
+}
+
+/** What came of one read of a choice's steps. */
+type Arrival = { index: number; result: IteratorResult<SseStep> } | { index: number; error: unknown }
+
+/**
+ * Several choices of one answer on one stream (Chat's `n`): each choice's steps read by its own adapter, and
+ * their frames written as they come, whichever choice they are of, so that no choice waits for another. Each
+ * choice has at most one read pending; while the socket's buffer is full no step of any is pulled (`pipeSse`'s
+ * backpressure). A choice whose steps end is settled and concluded then (Chat: its chunk with its finish
+ * reason), after its `beforeConclude`; after the last, `closingSse` and the format's last frame. The first
+ * choice's adapter answers for the stream (its error answer, error frame and last frame).
+ *
+ * A failure of any choice ends them all (its siblings' generations are of no use to a client whose answer
+ * failed): `abort` is aborted, so their engine requests end, and their steps are closed. Before any step it is
+ * answered with its HTTP status, after with the format's error frame, as `pipeSse` answers.
+ */
+export async function pipeChoicesSse(
+  response: ServerResponse,
+  choices: readonly SseChoice[],
+  options: PipeChoicesOptions = {},
+): Promise<PipeSseResult> {
+  checkOptions(options, PIPE_CHOICES_OPTIONS, 'pipeChoicesSse')
+  if (!Array.isArray(choices) || choices.length === 0) throw new TypeError('pipeChoicesSse: choices must be a non-empty array')
+  const first = choices[0]!.adapter
+  const faces: SseFace[] = choices.map(({ adapter }) => (options.frames === 'objects' ? serializedObjects(adapter) : adapter))
+  const iterators = choices.map(({ steps }) => steps[Symbol.asyncIterator]())
+  /** A read of the choice is pending; its steps are over (ended, stopped or closed here). */
+  const reading = choices.map(() => false)
+  const over = choices.map(() => false)
+  const finishReasons: (string | undefined)[] = choices.map(() => undefined)
+  // Reads that came back, in the order they came: a queue, not a race of the pending reads, whose reactions
+  // would pile up on a choice that waits long while another streams.
+  const arrived: Arrival[] = []
+  let ready: (() => void) | null = null
+  const writer = new SseWriter(response, options.coalesceMs ?? 0, options.abort, () => ready?.())
+  const read = (index: number) => {
+    reading[index] = true
+    let next: Promise<IteratorResult<SseStep>>
+    try {
+      next = iterators[index]!.next()
+    } catch (error) {
+      next = Promise.reject(error)
+    }
+    next.then(
+      (result) => {
+        reading[index] = false
+        arrived.push({ index, result })
+        ready?.()
+      },
+      (error: unknown) => {
+        reading[index] = false
+        arrived.push({ index, error })
+        ready?.()
+      },
+    )
+  }
+  /** The next read that came back; undefined once the client left. */
+  const nextArrival = async (): Promise<Arrival | undefined> => {
+    while (arrived.length === 0 && !writer.closed) await new Promise<void>((resolve) => (ready = resolve))
+    ready = null
+    return writer.closed ? undefined : arrived.shift()
+  }
+  /**
+   * Ends every choice still open: the engine requests aborted, the steps closed (now where no read is pending;
+   * where one is, once it settles, which the abort hastens: an async generator takes `return` after it).
+   */
+  const endAll = async () => {
+    options.abort?.abort()
+    const closing: Promise<unknown>[] = []
+    for (let i = 0; i < iterators.length; i++) {
+      if (over[i]) continue
+      over[i] = true
+      const closed = Promise.resolve()
+        .then(() => iterators[i]!.return?.())
+        .catch(() => {})
+      if (!reading[i]) closing.push(closed)
+    }
+    await Promise.all(closing)
+  }
+  for (let i = 0; i < iterators.length; i++) read(i)
+  // The first read back before the status line, as `pipeSse` waits for its first step.
+  const opening = await nextArrival()
+  if (opening === undefined || 'error' in opening) {
+    if (opening !== undefined) over[opening.index] = true
+    await endAll()
+    writer.dispose()
+    if (opening === undefined || writer.closed)
+      return { outcome: 'client-closed', ...(opening === undefined ? {} : { error: opening.error }) }
+    sendError(response, opening.error, (failure) => first.errorAnswer(errorResponse(failure)))
+    return { outcome: 'failed', error: opening.error }
+  }
+  try {
+    if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
+    let opened = ''
+    for (const face of faces) opened += face.openingSse()
+    await writer.send(opened)
+    let open = choices.length
+    for (let arrival: Arrival | undefined = opening; arrival !== undefined; arrival = open > 0 ? await nextArrival() : undefined) {
+      const { index } = arrival
+      if ('error' in arrival) {
+        over[index] = true
+        throw arrival.error
+      }
+      const face = faces[index]!
+      if (!arrival.result.done) {
+        const step = arrival.result.value
+        finishReasons[index] = finishOf(step) ?? finishReasons[index]
+        await writer.send(face.pushSse(step))
+        if (writer.closed) break
+        if (!choices[index]!.adapter.stopped) {
+          read(index)
+          continue
+        }
+        // A stop string ended this choice's answer: its engine request ends now.
+        over[index] = true
+        await iterators[index]!.return?.()
+        finishReasons[index] = 'stop'
+      }
+      over[index] = true
+      open--
+      if (finishReasons[index] === 'abort') throw engineAborted()
+      const settled = face.settleSse({ truncated: finishReasons[index] === 'length' })
+      await choices[index]!.beforeConclude?.()
+      await writer.send(settled + face.concludeSse())
+    }
+    if (writer.closed) {
+      await endAll()
+      return { outcome: 'client-closed' }
+    }
+    response.end(writer.takePending() + (options.closingSse?.() ?? '') + first.doneSse())
+    return { outcome: 'completed' }
+  } catch (error) {
+    await endAll()
+    if (writer.closed) return { outcome: 'client-closed', error }
+    if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
+    writer.flush()
+    response.end(first.failureSse(errorResponse(error)))
+    return { outcome: 'failed', error }
+  } finally {
+    writer.dispose()
+  }
+}

@@ -31,15 +31,16 @@ import { AnswerLogprobs, type OutputLogprob, type StepLogprob } from './logprobs
 import { type MessageEvent, MessageStream } from './message-stream'
 import { checkAdapterOptions, FINISH_OPTIONS, parserOptionsOf } from './options'
 import { recoveredDiagnostic, TextCallRecovery } from './recovery'
-import { missingClosers } from './unclosed-arguments'
 import { droppedDiagnostic, namespaceOf, offeredNamespaces, type RouteFields, routeOf, toolArgumentsDiagnostic, toolName } from './routing'
 import { strictArgumentsDiagnostic, structuredOutputDiagnostic } from './schema-check'
 import { StopStrings } from './stop-strings'
 import type { HeldOutput, RecoveredCall } from './text-tool-calls'
+import { missingClosers } from './unclosed-arguments'
 
 export type { AdapterDiagnostic, AdapterOptions, ErrorAnswer, WireFormat, WireMessage } from './adapter-types'
 
-function randomId(prefix: string): string {
+/** A random id with `prefix` (`chatcmpl-…`): an adapter's default `id`, and the one id several choices share. */
+export function randomId(prefix: string): string {
   return `${prefix}${Math.random().toString(36).slice(2, 14)}${Math.random().toString(36).slice(2, 14)}`
 }
 

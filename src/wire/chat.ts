@@ -363,3 +363,55 @@ export function chatCompletion(
     (chat) => chat.completion(),
   )
 }
+
+/**
+ * Usage over several choices of one request (`n`), as OpenAI counts it and vLLM does
+ * (vllm/entrypoints/openai/chat_completion/serving.py, `chat_completion_stream_generator`: `prompt_tokens`
+ * once, `completion_tokens` the sum over the choices): the prompt is one, read once; what each choice generated
+ * is added. Its cached tokens are the first choice's (the prompt's, once).
+ */
+function summedUsage(usages: readonly ChatUsage[]): ChatUsage {
+  const first = usages[0]!
+  let completion = 0
+  let reasoning = 0
+  for (const usage of usages) {
+    completion += usage.completion_tokens
+    reasoning += usage.completion_tokens_details.reasoning_tokens
+  }
+  return {
+    prompt_tokens: first.prompt_tokens,
+    completion_tokens: completion,
+    total_tokens: first.prompt_tokens + completion,
+    prompt_tokens_details: { cached_tokens: first.prompt_tokens_details.cached_tokens },
+    completion_tokens_details: { reasoning_tokens: reasoning },
+  }
+}
+
+/**
+ * Several choices of one request (`n`, each the `chat.completion` of its own adapter, option `choiceIndex`) as
+ * the one `chat.completion` OpenAI answers: every choice, in index order, under the first's id and time; usage
+ * summed (`summedUsage`).
+ */
+export function chatChoices(completions: readonly ChatCompletion[]): ChatCompletion {
+  if (completions.length === 0) throw new TypeError('chatChoices: no completions')
+  const choices = completions.flatMap((completion) => completion.choices).sort((a, b) => a.index - b.index)
+  return { ...completions[0]!, choices, usage: summedUsage(completions.map((completion) => completion.usage)) }
+}
+
+/**
+ * The usage chunk of a stream of several choices (`n`, with `stream_options.include_usage`): one, after every
+ * choice's last chunk, `choices` empty, usage summed over the choices' adapters (`summedUsage`); each adapter
+ * then writes none of its own (`includeUsage` false).
+ */
+export function chatUsageChunk(adapters: readonly ChatCompletionsStream[]): ChatCompletionChunk {
+  const first = adapters[0]
+  if (first === undefined) throw new TypeError('chatUsageChunk: no adapters')
+  return {
+    id: first.id,
+    object: 'chat.completion.chunk',
+    created: first.created,
+    model: first.options.model,
+    choices: [],
+    usage: summedUsage(adapters.map((adapter) => adapter.usage())),
+  }
+}

@@ -63,7 +63,11 @@ export function noteDiagnostics(request: IncomingMessage | null, diagnostics: re
   for (const { code } of diagnostics) record.diagnostics[code] = (record.diagnostics[code] ?? 0) + 1
 }
 
-/** Fills a request's line with its generation as the steps pass: engine, tokens, time to first token. */
+/**
+ * Fills a request's line with its generation as the steps pass: engine, tokens, time to first token. A request of
+ * several choices (Chat's `n`) has one per choice: the generated tokens are summed over them, the prompt counted
+ * once, the first token the first of any.
+ */
 export function recordWatcher(record: RequestRecord, engine: string, promptTokens: number): StepWatcher {
   let started = 0
   return {
@@ -71,7 +75,7 @@ export function recordWatcher(record: RequestRecord, engine: string, promptToken
       started = performance.now()
       record.engine = engine
       record.promptTokens = promptTokens
-      record.generatedTokens = 0
+      record.generatedTokens ??= 0
     },
     step: (step) => {
       if (step.tokens.length > 0 && record.firstTokenMs === undefined) record.firstTokenMs = Math.round(performance.now() - started)
