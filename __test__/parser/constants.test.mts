@@ -84,6 +84,7 @@ const PAIRS: readonly (readonly [rust: string, typescript: string])[] = [
   ['core/header.rs:CHANNELS', 'backend/js/header:CHANNELS'],
   ['core/header.rs:CHANNEL_MARKER', 'backend/js/header:CHANNEL_MARKER'],
   ['core/header.rs:CONSTRAIN_MARKER', 'backend/js/header:CONSTRAIN_MARKER'],
+  ['core/header.rs:FUNCTIONS', 'backend/js/header:FUNCTIONS'],
   // The fast lane's frames (pool.rs, node/lib.rs, frames.ts).
   ['core/pool.rs:LaneReport::TEXT', 'backend/frames:LANE_TEXT'],
   ['node/lib.rs:FRAME_TEXT', 'backend/frames:FRAME_TEXT'],

@@ -17,8 +17,11 @@ export const CHANNELS: readonly string[] = ['analysis', 'commentary', 'final']
 export const CHANNEL_MARKER = '<|channel|>'
 /** Compared with its Rust twin by __test__/parser/constants.test.mts. @mirrored */
 export const CONSTRAIN_MARKER = '<|constrain|>'
-/** The namespace of the request's function tools in recipients (`functions.get_weather`). */
-const FUNCTIONS = 'functions.'
+/**
+ * The namespace of the request's function tools in recipients (`functions.get_weather`). Compared with its Rust
+ * twin by __test__/parser/constants.test.mts. @mirrored
+ */
+export const FUNCTIONS = 'functions.'
 
 /** Rust `char::is_whitespace` (Unicode White_Space). */
 const WHITE_SPACE = '\\t\\n\\v\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000'
