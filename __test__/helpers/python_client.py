@@ -62,4 +62,26 @@ answer = client.responses.create(
 )
 out["stateless"] = [[item["type"] for item in items], bool(items[0].get("encrypted_content")), answer.output_text]
 
+# Two choices (n), whole and streamed with usage: each choice by its index, usage summed over them.
+several = client.chat.completions.create(model="gpt-oss", messages=[{"role": "user", "content": "Two answers?"}], n=2)
+texts = ["", ""]
+usage = None
+for chunk in client.chat.completions.create(
+    model="gpt-oss",
+    messages=[{"role": "user", "content": "Two answers?"}],
+    n=2,
+    stream=True,
+    stream_options={"include_usage": True},
+):
+    for choice in chunk.choices:
+        texts[choice.index] += choice.delta.content or ""
+    usage = chunk.usage or usage
+out["n"] = [
+    [[choice.index, choice.message.content] for choice in several.choices],
+    several.usage.completion_tokens,
+    texts,
+    usage.completion_tokens,
+    several.usage.prompt_tokens == usage.prompt_tokens,
+]
+
 print(json.dumps(out))

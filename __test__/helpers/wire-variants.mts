@@ -3,12 +3,13 @@ const TOOLS = [
   { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { location: { type: 'string' } } } } },
 ]
 
-/** Chat option sets; Responses takes them without `includeUsage` and `reasoningField`. */
+/** Chat option sets; Responses takes them without `includeUsage`, `reasoningField` and `choiceIndex`. */
 export const WIRE_VARIANTS = [
   {},
   { includeUsage: true, reasoningField: 'both' as const },
   { reasoningField: 'reasoning' as const, preamble: 'reasoning' as const, builtinTools: 'surface' as const },
-  { tools: TOOLS, textToolCalls: 'recover' as const },
+  // A choice other than the first (`n`): its index in every frame, its own call ids.
+  { tools: TOOLS, textToolCalls: 'recover' as const, choiceIndex: 2 },
   // The gateway runs gpt-oss's own tools: their calls and results are its work (Responses: their items).
   { builtinTools: 'run' as const },
 ]
@@ -18,7 +19,7 @@ export const WIRE_VARIANTS = [
  * ways too: as summary parts beside the reasoning text, and sealed.
  */
 export function responsesVariant(variant: Record<string, unknown>): Record<string, unknown> {
-  const { includeUsage: _, reasoningField, ...rest } = variant
+  const { includeUsage: _, choiceIndex: _choice, reasoningField, ...rest } = variant
   if (rest.builtinTools === 'run') {
     return {
       ...rest,
@@ -40,7 +41,7 @@ export function responsesVariant(variant: Record<string, unknown>): Record<strin
  * gateway runs tools shows it omitted (a signature only).
  */
 export function messagesVariant(variant: Record<string, unknown>): Record<string, unknown> {
-  const { includeUsage: _, reasoningField, ...rest } = variant
+  const { includeUsage: _, choiceIndex: _choice, reasoningField, ...rest } = variant
   if (reasoningField === 'both') return { ...rest, signThinking: (text: string) => `signed ${text.length}` }
   if (reasoningField === 'reasoning') return { ...rest, thinkingDisplay: 'none' }
   if (rest.builtinTools === 'run') return { ...rest, thinkingDisplay: 'omitted', signThinking: (text: string) => `sealed ${text}` }

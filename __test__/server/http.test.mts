@@ -116,10 +116,12 @@ test('generation parameters: type and range checked, 400 naming the field', (t) 
     logit_bias: { 1000: -5 },
     stop: 'END',
     prompt_cache_key: 'agent-7',
+    n: 3,
   })
   t.deepEqual(ok, {
     model: 'm',
     stream: true,
+    n: 3,
     includeUsage: true,
     maxTokens: 10,
     temperature: 0.7,
@@ -134,6 +136,9 @@ test('generation parameters: type and range checked, 400 naming the field', (t) 
     encryptedReasoning: false,
     background: false,
   })
+  t.is(chatGenerationParameters({ model: 'm' }).n, 1)
+  t.is(chatGenerationParameters({ model: 'm', n: null }).n, 1)
+  t.is(responsesGenerationParameters({ model: 'm' }).n, 1)
   t.is(chatGenerationParameters({ model: 'm', logprobs: true }).logprobs, 0)
   t.is(chatGenerationParameters({ model: 'm', logprobs: true, top_logprobs: 5 }).logprobs, 5)
   t.is(responsesGenerationParameters({ model: 'm', include: ['message.output_text.logprobs'], top_logprobs: 2 }).logprobs, 2)
@@ -147,7 +152,10 @@ test('generation parameters: type and range checked, 400 naming the field', (t) 
     [{}, 'model'],
     [{ model: 42 }, 'model'],
     [{ model: 'm', stream: 'yes' }, 'stream'],
-    [{ model: 'm', n: 2 }, 'n'],
+    [{ model: 'm', n: 0 }, 'n'],
+    [{ model: 'm', n: 9 }, 'n'],
+    [{ model: 'm', n: 2.5 }, 'n'],
+    [{ model: 'm', n: '2' }, 'n'],
     [{ model: 'm', temperature: 3 }, 'temperature'],
     [{ model: 'm', presence_penalty: 3 }, 'presence_penalty'],
     [{ model: 'm', frequency_penalty: '1' }, 'frequency_penalty'],

@@ -1,8 +1,8 @@
 /**
  * OpenAI's official Python client (issue 29), with its defaults, against the gateway with its defaults: Chat, a
  * tool call, `parse` with a pydantic model, a streamed Responses request continued by `previous_response_id` (its
- * input tokens counted first: a prompt's date is the same length any day), and a stateless tool loop with sealed
- * reasoning. The client runs in the project's `.venv`
+ * input tokens counted first: a prompt's date is the same length any day), a stateless tool loop with sealed
+ * reasoning, and two choices (`n`, issue 47), whole and streamed. The client runs in the project's `.venv`
  * (scripts/setup-reference.mjs), as a child process, so the gateway in this one answers it.
  */
 import { spawn } from 'node:child_process'
@@ -40,7 +40,7 @@ function runClient(baseURL: string): Promise<Record<string, unknown>> {
   })
 }
 
-test('OpenAI Python: Chat, tools, parse, a streamed and continued Response (counted first), a stateless tool loop', async (t) => {
+test('OpenAI Python: Chat, tools, parse, a streamed and continued Response (counted first), a stateless tool loop, n', async (t) => {
   const { engine, prompts } = recordingEngine([
     final('Paris.'),
     CALL,
@@ -49,6 +49,10 @@ test('OpenAI Python: Chat, tools, parse, a streamed and continued Response (coun
     final('Rome.'),
     CALL,
     final('It is clear in Paris.'),
+    final('One.'),
+    final('Two, longer.'),
+    final('One.'),
+    final('Two, longer.'),
   ])
   const server = createGateway({ engine, onDiagnostic: () => {} })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -62,6 +66,16 @@ test('OpenAI Python: Chat, tools, parse, a streamed and continued Response (coun
     continued: [true, 'Rome.'],
     counted: ['response.input_tokens', prompts[4]!.length],
     stateless: [['reasoning', 'function_call'], true, 'It is clear in Paris.'],
+    n: [
+      [
+        [0, 'One.'],
+        [1, 'Two, longer.'],
+      ],
+      final('One.').length + final('Two, longer.').length,
+      ['One.', 'Two, longer.'],
+      final('One.').length + final('Two, longer.').length,
+      true,
+    ],
   })
   // The continuation and the stateless loop's second request were prompted with what came before them.
   t.regex(decodeTokens(prompts[4]!), /Capital of France\?.*Paris\..*And of Italy\?/s)

@@ -80,7 +80,9 @@ export const CHAT_REQUEST_FIELDS = Object.freeze({
   max_tokens: honoured('sent to the engine, and held to by the gateway'),
   max_completion_tokens: honoured('as `max_tokens` (it wins when both are given)'),
   seed: honoured('sent to the engine'),
-  n: honoured('1 only: one completion per request'),
+  n: honoured(
+    '1 to 8 choices of the one prompt, each a generation of its own (seeded `seed` + its index), streamed interleaved by `index`, usage summed ([Several choices](#several-choices-n))',
+  ),
   reasoning_effort: honoured(
     "the system message's `Reasoning:` level (low, medium, high); `none` and `minimal` run as low, `xhigh` as high, and said",
   ),

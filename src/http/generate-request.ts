@@ -14,7 +14,8 @@ import type { GenerationParameters } from './validate'
  */
 export function generateRequestOf(
   prompt: Pick<RenderedPrompt, 'tokens' | 'responseFormat' | 'argumentSchemas'>,
-  parameters: Omit<GenerationParameters, 'model' | 'stream' | 'includeUsage' | 'stop' | 'background'>,
+  // `n` is not the engine request's: each choice is a request of its own (one `GenerateRequest` each).
+  parameters: Omit<GenerationParameters, 'model' | 'stream' | 'n' | 'includeUsage' | 'stop' | 'background'>,
   signal?: AbortSignal,
 ): GenerateRequest {
   const fields: Omit<GenerateRequest, 'tokens'> = {

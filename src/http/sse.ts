@@ -111,6 +111,78 @@ function serializedObjects(adapter: SseAdapter): SseFace {
   }
 }
 
+/**
+ * The socket side of a stream: frames written now or within `coalesceMs`, and backpressure (while the socket's
+ * buffer is full, `send` waits for 'drain', so its caller pulls no engine step); a client that leaves aborts
+ * `abort` and wakes whoever waits (`onLeft` too).
+ */
+class SseWriter {
+  /** The client went away before the response was complete. */
+  closed: boolean
+  /** The socket's buffer is full: pull no engine step until it drains. */
+  private full = false
+  private wake: (() => void) | null = null
+  private pending = ''
+  private timer: NodeJS.Timeout | null = null
+
+  constructor(
+    private readonly response: ServerResponse,
+    private readonly coalesceMs: number,
+    private readonly abort: AbortController | undefined,
+    private readonly onLeft: () => void = () => {},
+  ) {
+    this.closed = response.destroyed
+    response.on('close', this.onClose).on('drain', this.onDrain)
+  }
+
+  private readonly onClose = () => {
+    if (this.response.writableFinished) return
+    this.closed = true
+    this.abort?.abort()
+    this.wake?.()
+    this.onLeft()
+  }
+
+  private readonly onDrain = () => {
+    // A write from the coalescing timer may have filled the buffer and drained before anyone waited.
+    this.full = false
+    this.wake?.()
+  }
+
+  /** Writes what was collected; `full` if the socket's buffer is full (wait for 'drain' before pulling more). */
+  readonly flush = () => {
+    if (this.timer !== null) clearTimeout(this.timer)
+    this.timer = null
+    if (this.pending === '' || this.closed) return
+    this.full = !this.response.write(this.pending) || this.full
+    this.pending = ''
+  }
+
+  /** Writes (now, or within `coalesceMs`), then waits while the socket's buffer is full or the client is gone. */
+  async send(text: string): Promise<void> {
+    if (text === '' || this.closed) return
+    this.pending += text
+    if (this.coalesceMs === 0 || this.pending.length >= COALESCE_MAX_BYTES) this.flush()
+    else this.timer ??= setTimeout(this.flush, this.coalesceMs)
+    if (this.full && !this.closed) await new Promise<void>((resolve) => (this.wake = resolve))
+    this.full = false
+    this.wake = null
+  }
+
+  /** What was collected and not written yet, taken (for the caller's last write, with its closing bytes). */
+  takePending(): string {
+    const pending = this.pending
+    this.pending = ''
+    return pending
+  }
+
+  /** Stops listening to the response (and the coalescing timer). */
+  dispose(): void {
+    if (this.timer !== null) clearTimeout(this.timer)
+    this.response.off('close', this.onClose).off('drain', this.onDrain)
+  }
+}
+
 export async function pipeSse(
   response: ServerResponse,
   adapter: SseAdapter,
@@ -118,44 +190,8 @@ export async function pipeSse(
   options: PipeSseOptions = {},
 ): Promise<PipeSseResult> {
   checkOptions(options, PIPE_SSE_OPTIONS, 'pipeSse')
-  const coalesceMs = options.coalesceMs ?? 0
   const face: SseFace = options.frames === 'objects' ? serializedObjects(adapter) : adapter
-  let clientClosed = response.destroyed
-  let wake: (() => void) | null = null
-  /** The socket's buffer is full: pull no engine step until it drains. */
-  let full = false
-  const onClose = () => {
-    if (response.writableFinished) return
-    clientClosed = true
-    options.abort?.abort()
-    wake?.()
-  }
-  const onDrain = () => {
-    // A write from the coalescing timer may have filled the buffer and drained before anyone waited.
-    full = false
-    wake?.()
-  }
-  response.on('close', onClose).on('drain', onDrain)
-  let pending = ''
-  let timer: NodeJS.Timeout | null = null
-  /** Writes what was collected; `full` if the socket's buffer is full (wait for 'drain' before pulling more). */
-  const flush = () => {
-    if (timer !== null) clearTimeout(timer)
-    timer = null
-    if (pending === '' || clientClosed) return
-    full = !response.write(pending) || full
-    pending = ''
-  }
-  /** Writes (now, or within `coalesceMs`), then waits while the socket's buffer is full or the client is gone. */
-  const send = async (text: string) => {
-    if (text === '' || clientClosed) return
-    pending += text
-    if (coalesceMs === 0 || pending.length >= COALESCE_MAX_BYTES) flush()
-    else timer ??= setTimeout(flush, coalesceMs)
-    if (full && !clientClosed) await new Promise<void>((resolve) => (wake = resolve))
-    full = false
-    wake = null
-  }
+  const writer = new SseWriter(response, options.coalesceMs ?? 0, options.abort)
   const iterator = steps[Symbol.asyncIterator]()
   let first: IteratorResult<SseStep>
   try {
@@ -163,8 +199,8 @@ export async function pipeSse(
     // overloaded, the prompt refused) is answered with its HTTP error status, not a 200 and an error frame.
     first = await iterator.next()
   } catch (error) {
-    response.off('close', onClose).off('drain', onDrain)
-    if (clientClosed) return { outcome: 'client-closed', error }
+    writer.dispose()
+    if (writer.closed) return { outcome: 'client-closed', error }
     // In the shape of the adapter's API.
     sendError(response, error, (failure) => adapter.errorAnswer(errorResponse(failure)))
     return { outcome: 'failed', error }
@@ -173,12 +209,12 @@ export async function pipeSse(
     if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
     // The adapters' SSE faces: the bytes of their events, built without event objects.
     // Some formats open with events of their own (Responses: response.created / in_progress); others with the first step.
-    await send(face.openingSse())
+    await writer.send(face.openingSse())
     let finishReason: string | undefined
-    for (let next = first; !next.done && !clientClosed; next = await iterator.next()) {
+    for (let next = first; !next.done && !writer.closed; next = await iterator.next()) {
       finishReason = finishOf(next.value) ?? finishReason
       // The whole step: the adapter keeps an engine step's usage and diagnostics.
-      await send(face.pushSse(next.value))
+      await writer.send(face.pushSse(next.value))
       if (adapter.stopped) {
         // A stop string ended the answer: the engine request ends now (its iterator closes the connection).
         await iterator.return?.()
@@ -186,14 +222,13 @@ export async function pipeSse(
         break
       }
     }
-    if (clientClosed) {
+    if (writer.closed) {
       // Ends the iteration: the engine client closes its request.
       await iterator.return?.()
       return { outcome: 'client-closed' }
     }
     if (finishReason === 'abort') throw engineAborted()
-    let last = pending + face.settleSse({ truncated: finishReason === 'length' })
-    pending = ''
+    let last = writer.takePending() + face.settleSse({ truncated: finishReason === 'length' })
     if (options.beforeConclude !== undefined) await options.beforeConclude()
     last += face.concludeSse()
     // Chat ends with `data: [DONE]`; Responses in the Open Responses dialect too (the specification's terminal event).
@@ -201,15 +236,174 @@ export async function pipeSse(
     return { outcome: 'completed' }
   } catch (error) {
     await iterator.return?.().catch(() => {})
-    if (clientClosed) return { outcome: 'client-closed', error }
+    if (writer.closed) return { outcome: 'client-closed', error }
     if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
-    flush()
+    writer.flush()
     // The format's own failure (Chat: the error object OpenAI clients raise from a stream; Responses: its
     // `error` event, then `response.failed`).
     response.end(adapter.failureSse(errorResponse(error)))
     return { outcome: 'failed', error }
   } finally {
-    if (timer !== null) clearTimeout(timer)
-    response.off('close', onClose).off('drain', onDrain)
+    writer.dispose()
+  }
+}
+
+/** One choice of several on one stream (`pipeChoicesSse`): its adapter and its engine's steps. */
+export interface SseChoice {
+  adapter: SseAdapter
+  steps: AsyncIterable<SseStep>
+  /** As `PipeSseOptions.beforeConclude`, for this choice: once its steps ended, before its closing events. */
+  beforeConclude?: () => Promise<void>
+}
+
+export interface PipeChoicesOptions extends Omit<PipeSseOptions, 'beforeConclude'> {
+  /** The SSE bytes after every choice's closing events, before the stream's last frame (Chat: the usage chunk). */
+  closingSse?: () => string
+}
+
+const PIPE_CHOICES_OPTIONS: OptionSpec = {
+  ...Object.fromEntries(Object.entries(PIPE_SSE_OPTIONS).filter(([name]) => name !== 'beforeConclude')),
+  closingSse: is.function,
+}
+
+/** What came of one read of a choice's steps. */
+type Arrival = { index: number; result: IteratorResult<SseStep> } | { index: number; error: unknown }
+
+/**
+ * Several choices of one answer on one stream (Chat's `n`): each choice's steps read by its own adapter, and
+ * their frames written as they come, whichever choice they are of, so that no choice waits for another. Each
+ * choice has at most one read pending; while the socket's buffer is full no step of any is pulled (`pipeSse`'s
+ * backpressure). A choice whose steps end is settled and concluded then (Chat: its chunk with its finish
+ * reason), after its `beforeConclude`; after the last, `closingSse` and the format's last frame. The first
+ * choice's adapter answers for the stream (its error answer, error frame and last frame).
+ *
+ * A failure of any choice ends them all (its siblings' generations are of no use to a client whose answer
+ * failed): `abort` is aborted, so their engine requests end, and their steps are closed. Before any step it is
+ * answered with its HTTP status, after with the format's error frame, as `pipeSse` answers.
+ */
+export async function pipeChoicesSse(
+  response: ServerResponse,
+  choices: readonly SseChoice[],
+  options: PipeChoicesOptions = {},
+): Promise<PipeSseResult> {
+  checkOptions(options, PIPE_CHOICES_OPTIONS, 'pipeChoicesSse')
+  if (!Array.isArray(choices) || choices.length === 0) throw new TypeError('pipeChoicesSse: choices must be a non-empty array')
+  const first = choices[0]!.adapter
+  const faces: SseFace[] = choices.map(({ adapter }) => (options.frames === 'objects' ? serializedObjects(adapter) : adapter))
+  const iterators = choices.map(({ steps }) => steps[Symbol.asyncIterator]())
+  /** A read of the choice is pending; its steps are over (ended, stopped or closed here). */
+  const reading = choices.map(() => false)
+  const over = choices.map(() => false)
+  const finishReasons: (string | undefined)[] = choices.map(() => undefined)
+  // Reads that came back, in the order they came: a queue, not a race of the pending reads, whose reactions
+  // would pile up on a choice that waits long while another streams.
+  const arrived: Arrival[] = []
+  let ready: (() => void) | null = null
+  const writer = new SseWriter(response, options.coalesceMs ?? 0, options.abort, () => ready?.())
+  const read = (index: number) => {
+    reading[index] = true
+    let next: Promise<IteratorResult<SseStep>>
+    try {
+      next = iterators[index]!.next()
+    } catch (error) {
+      next = Promise.reject(error)
+    }
+    next.then(
+      (result) => {
+        reading[index] = false
+        arrived.push({ index, result })
+        ready?.()
+      },
+      (error: unknown) => {
+        reading[index] = false
+        arrived.push({ index, error })
+        ready?.()
+      },
+    )
+  }
+  /** The next read that came back; undefined once the client left. */
+  const nextArrival = async (): Promise<Arrival | undefined> => {
+    while (arrived.length === 0 && !writer.closed) await new Promise<void>((resolve) => (ready = resolve))
+    ready = null
+    return writer.closed ? undefined : arrived.shift()
+  }
+  /**
+   * Ends every choice still open: the engine requests aborted, the steps closed (now where no read is pending;
+   * where one is, once it settles, which the abort hastens: an async generator takes `return` after it).
+   */
+  const endAll = async () => {
+    options.abort?.abort()
+    const closing: Promise<unknown>[] = []
+    for (let i = 0; i < iterators.length; i++) {
+      if (over[i]) continue
+      over[i] = true
+      const closed = Promise.resolve()
+        .then(() => iterators[i]!.return?.())
+        .catch(() => {})
+      if (!reading[i]) closing.push(closed)
+    }
+    await Promise.all(closing)
+  }
+  for (let i = 0; i < iterators.length; i++) read(i)
+  // The first read back before the status line, as `pipeSse` waits for its first step.
+  const opening = await nextArrival()
+  if (opening === undefined || 'error' in opening) {
+    if (opening !== undefined) over[opening.index] = true
+    await endAll()
+    writer.dispose()
+    if (opening === undefined || writer.closed)
+      return { outcome: 'client-closed', ...(opening === undefined ? {} : { error: opening.error }) }
+    sendError(response, opening.error, (failure) => first.errorAnswer(errorResponse(failure)))
+    return { outcome: 'failed', error: opening.error }
+  }
+  try {
+    if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
+    let opened = ''
+    for (const face of faces) opened += face.openingSse()
+    await writer.send(opened)
+    let open = choices.length
+    for (let arrival: Arrival | undefined = opening; arrival !== undefined; arrival = open > 0 ? await nextArrival() : undefined) {
+      const { index } = arrival
+      if ('error' in arrival) {
+        over[index] = true
+        throw arrival.error
+      }
+      const face = faces[index]!
+      if (!arrival.result.done) {
+        const step = arrival.result.value
+        finishReasons[index] = finishOf(step) ?? finishReasons[index]
+        await writer.send(face.pushSse(step))
+        if (writer.closed) break
+        if (!choices[index]!.adapter.stopped) {
+          read(index)
+          continue
+        }
+        // A stop string ended this choice's answer: its engine request ends now.
+        over[index] = true
+        await iterators[index]!.return?.()
+        finishReasons[index] = 'stop'
+      }
+      over[index] = true
+      open--
+      if (finishReasons[index] === 'abort') throw engineAborted()
+      const settled = face.settleSse({ truncated: finishReasons[index] === 'length' })
+      await choices[index]!.beforeConclude?.()
+      await writer.send(settled + face.concludeSse())
+    }
+    if (writer.closed) {
+      await endAll()
+      return { outcome: 'client-closed' }
+    }
+    response.end(writer.takePending() + (options.closingSse?.() ?? '') + first.doneSse())
+    return { outcome: 'completed' }
+  } catch (error) {
+    await endAll()
+    if (writer.closed) return { outcome: 'client-closed', error }
+    if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
+    writer.flush()
+    response.end(first.failureSse(errorResponse(error)))
+    return { outcome: 'failed', error }
+  } finally {
+    writer.dispose()
   }
 }

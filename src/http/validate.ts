@@ -12,6 +12,11 @@ import { checkRequestFields, type RequestApi } from './fields'
 export interface GenerationParameters {
   model: string
   stream: boolean
+  /**
+   * Chat `n`: how many choices to generate, 1 to `MAX_CHOICES`, each a generation of its own of the one
+   * prompt (1 for Responses, which has no such field).
+   */
+  n: number
   /** Chat `stream_options.include_usage`. */
   includeUsage: boolean
   maxTokens: number | undefined
@@ -39,6 +44,13 @@ export interface GenerationParameters {
    */
   encryptedReasoning: boolean
 }
+
+/**
+ * The most choices one Chat request may ask for (`n`). Each is a generation of its own (an engine sequence,
+ * a parser, a place in a key's limits), so one request cannot fan out without bound; OpenAI's reference names no
+ * maximum. Eight covers sampling several answers to pick from.
+ */
+const MAX_CHOICES = 8
 
 function bad(param: string, message: string): never {
   throw new HttpError(400, `${param} ${message}`, { param, code: 'invalid-parameter' })
@@ -78,7 +90,10 @@ function common(
   body: Record<string, unknown>,
   options: GenerationParameterOptions,
   where: string,
-): Omit<GenerationParameters, 'maxTokens' | 'includeUsage' | 'logitBias' | 'stop' | 'logprobs' | 'background' | 'encryptedReasoning'> {
+): Omit<
+  GenerationParameters,
+  'n' | 'maxTokens' | 'includeUsage' | 'logitBias' | 'stop' | 'logprobs' | 'background' | 'encryptedReasoning'
+> {
   const checked = checkOptions<GenerationParameterOptions>(options, PARAMETER_OPTIONS, where)
   const maxModelLength = checked.maxModelLength ?? DEFAULT_MAX_MODEL_LENGTH
   checkRequestFields(api, body, checked.unknownFields)
@@ -179,8 +194,8 @@ function logitBias(body: Record<string, unknown>): Record<number, number> | unde
 
 export function chatGenerationParameters(body: Record<string, unknown>, options: GenerationParameterOptions = {}): GenerationParameters {
   const base = common('chat', body, options, 'chatGenerationParameters')
-  const n = optionalInteger(body, 'n', 1)
-  if (n !== undefined && n !== 1) bad('n', 'must be 1: one completion per request is supported')
+  const n = body.n ?? 1
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1 || n > MAX_CHOICES) bad('n', `must be an integer from 1 to ${MAX_CHOICES}`)
   const maxTokens = optionalInteger(body, 'max_completion_tokens', 1) ?? optionalInteger(body, 'max_tokens', 1)
   const streamOptions = body.stream_options
   if (streamOptions !== undefined && streamOptions !== null && (typeof streamOptions !== 'object' || Array.isArray(streamOptions)))
@@ -196,6 +211,7 @@ export function chatGenerationParameters(body: Record<string, unknown>, options:
   if (logprobs !== undefined && stop !== undefined) bad('logprobs', 'cannot be combined with stop here')
   return {
     ...base,
+    n,
     maxTokens,
     includeUsage: includeUsage === true,
     logitBias: logitBias(body),
@@ -216,6 +232,7 @@ export function responsesGenerationParameters(
   const include = responsesInclude(body)
   return {
     ...common('responses', body, options, 'responsesGenerationParameters'),
+    n: 1,
     maxTokens: optionalInteger(body, 'max_output_tokens', 1),
     includeUsage: true,
     logitBias: undefined,

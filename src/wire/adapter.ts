@@ -39,7 +39,8 @@ import { missingClosers } from './unclosed-arguments'
 
 export type { AdapterDiagnostic, AdapterOptions, ErrorAnswer, WireFormat, WireMessage } from './adapter-types'
 
-function randomId(prefix: string): string {
+/** A random id with `prefix` (`chatcmpl-…`): an adapter's default `id`, and the one id several choices share. */
+export function randomId(prefix: string): string {
   return `${prefix}${Math.random().toString(36).slice(2, 14)}${Math.random().toString(36).slice(2, 14)}`
 }
 

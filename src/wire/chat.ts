@@ -34,6 +34,12 @@ export interface ChatAdapterOptions extends AdapterOptions {
   promptTokens?: number
   /** Emit a final chunk with `usage` (as `stream_options.include_usage` asks). Default false. */
   includeUsage?: boolean
+  /**
+   * The choice this completion is, of several generated for one request (`n`): every chunk's and the
+   * completion's `choices[0].index`, and its tool call ids are its own (`call_<stem>_<choice>_<k>`; choice 0's
+   * are `call_<stem>_<k>`), so that choices sharing one `id` never share a call id. Default 0.
+   */
+  choiceIndex?: number
 }
 
 export interface ChatToolCallDelta {
@@ -65,7 +71,7 @@ export interface ChatCompletionChunk {
   object: 'chat.completion.chunk'
   created: number
   model: string
-  choices: { index: 0; delta: ChatDelta; finish_reason: FinishReason | null; logprobs: ChatLogprobs | null }[]
+  choices: { index: number; delta: ChatDelta; finish_reason: FinishReason | null; logprobs: ChatLogprobs | null }[]
   usage?: ChatUsage | null
 }
 
@@ -87,7 +93,7 @@ export interface ChatCompletion {
   created: number
   model: string
   choices: {
-    index: 0
+    index: number
     message: { role: 'assistant'; content: string | null; reasoning_content?: string; reasoning?: string; tool_calls?: ChatToolCall[] }
     finish_reason: FinishReason
     logprobs: ChatLogprobs | null
@@ -118,9 +124,11 @@ interface AnnouncedCall {
  */
 export class ChatCompletionsStream extends WireAdapter<ChatCompletionChunk, AnnouncedCall, ChatAdapterOptions> {
   readonly created: number
+  /** `choices[].index` of everything it writes (option `choiceIndex`). */
+  private readonly choiceIndex: number
   /** The fields reasoning text goes in, in order (option `reasoningField`); every face uses these. */
   private readonly reasoningFields: readonly ('reasoning_content' | 'reasoning')[]
-  /** `data: {"id":…,"choices":[{"index":0,"delta":`: every frame's start, made once. */
+  /** `data: {"id":…,"choices":[{"index":I,"delta":`: every frame's start, made once. */
   private frameHead: string | null = null
   /** The frames of content and reasoning deltas, made once (`deltaFrame`). */
   private contentFrame: FrameTemplate | null = null
@@ -135,6 +143,7 @@ export class ChatCompletionsStream extends WireAdapter<ChatCompletionChunk, Anno
   constructor(options: ChatAdapterOptions) {
     super(options, CHAT)
     this.created = options.created ?? nowSeconds()
+    this.choiceIndex = options.choiceIndex ?? 0
     const field = options.reasoningField ?? 'reasoning_content'
     this.reasoningFields = field === 'both' ? ['reasoning_content', 'reasoning'] : [field]
   }
@@ -174,7 +183,7 @@ export class ChatCompletionsStream extends WireAdapter<ChatCompletionChunk, Anno
       model: this.options.model,
       choices: [
         {
-          index: 0,
+          index: this.choiceIndex,
           message,
           finish_reason: this.finishReason(),
           logprobs: this.options.logprobs === true ? { content: this.logprobs, refusal: null } : null,
@@ -244,7 +253,7 @@ export class ChatCompletionsStream extends WireAdapter<ChatCompletionChunk, Anno
   }
 
   private toolCallId(index: number): string {
-    return `call_${this.idStem}_${index}`
+    return this.choiceIndex === 0 ? `call_${this.idStem}_${index}` : `call_${this.idStem}_${this.choiceIndex}_${index}`
   }
 
   private chunkOf(delta: ChatDelta, finishReason: FinishReason | null, logprobs: ChatLogprobs | null = null): ChatCompletionChunk {
@@ -253,7 +262,7 @@ export class ChatCompletionsStream extends WireAdapter<ChatCompletionChunk, Anno
       object: 'chat.completion.chunk',
       created: this.created,
       model: this.options.model,
-      choices: [{ index: 0, delta, finish_reason: finishReason, logprobs }],
+      choices: [{ index: this.choiceIndex, delta, finish_reason: finishReason, logprobs }],
     }
   }
 
@@ -331,7 +340,7 @@ export class ChatCompletionsStream extends WireAdapter<ChatCompletionChunk, Anno
   }
 
   private head(): string {
-    this.frameHead ??= `data: {"id":${JSON.stringify(this.id)},"object":"chat.completion.chunk","created":${JSON.stringify(this.created)},"model":${JSON.stringify(this.options.model)},"choices":[{"index":0,"delta":`
+    this.frameHead ??= `data: {"id":${JSON.stringify(this.id)},"object":"chat.completion.chunk","created":${JSON.stringify(this.created)},"model":${JSON.stringify(this.options.model)},"choices":[{"index":${this.choiceIndex},"delta":`
     return this.frameHead
   }
 }
@@ -353,4 +362,56 @@ export function chatCompletion(
     (streamOptions) => new ChatCompletionsStream(streamOptions),
     (chat) => chat.completion(),
   )
+}
+
+/**
+ * Usage over several choices of one request (`n`), as OpenAI counts it and vLLM does
+ * (vllm/entrypoints/openai/chat_completion/serving.py, `chat_completion_stream_generator`: `prompt_tokens`
+ * once, `completion_tokens` the sum over the choices): the prompt is one, read once; what each choice generated
+ * is added. Its cached tokens are the first choice's (the prompt's, once).
+ */
+function summedUsage(usages: readonly ChatUsage[]): ChatUsage {
+  const first = usages[0]!
+  let completion = 0
+  let reasoning = 0
+  for (const usage of usages) {
+    completion += usage.completion_tokens
+    reasoning += usage.completion_tokens_details.reasoning_tokens
+  }
+  return {
+    prompt_tokens: first.prompt_tokens,
+    completion_tokens: completion,
+    total_tokens: first.prompt_tokens + completion,
+    prompt_tokens_details: { cached_tokens: first.prompt_tokens_details.cached_tokens },
+    completion_tokens_details: { reasoning_tokens: reasoning },
+  }
+}
+
+/**
+ * Several choices of one request (`n`, each the `chat.completion` of its own adapter, option `choiceIndex`) as
+ * the one `chat.completion` OpenAI answers: every choice, in index order, under the first's id and time; usage
+ * summed (`summedUsage`).
+ */
+export function chatChoices(completions: readonly ChatCompletion[]): ChatCompletion {
+  if (completions.length === 0) throw new TypeError('chatChoices: no completions')
+  const choices = completions.flatMap((completion) => completion.choices).sort((a, b) => a.index - b.index)
+  return { ...completions[0]!, choices, usage: summedUsage(completions.map((completion) => completion.usage)) }
+}
+
+/**
+ * The usage chunk of a stream of several choices (`n`, with `stream_options.include_usage`): one, after every
+ * choice's last chunk, `choices` empty, usage summed over the choices' adapters (`summedUsage`); each adapter
+ * then writes none of its own (`includeUsage` false).
+ */
+export function chatUsageChunk(adapters: readonly ChatCompletionsStream[]): ChatCompletionChunk {
+  const first = adapters[0]
+  if (first === undefined) throw new TypeError('chatUsageChunk: no adapters')
+  return {
+    id: first.id,
+    object: 'chat.completion.chunk',
+    created: first.created,
+    model: first.options.model,
+    choices: [],
+    usage: summedUsage(adapters.map((adapter) => adapter.usage())),
+  }
 }

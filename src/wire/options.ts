@@ -75,6 +75,7 @@ export const CHAT_OPTIONS: OptionSpec = {
   reasoningField: is.oneOf('reasoning_content', 'reasoning', 'both'),
   promptTokens: count,
   includeUsage: is.boolean,
+  choiceIndex: count,
 }
 
 export const RESPONSES_OPTIONS: OptionSpec = {

@@ -7,8 +7,17 @@
 import type { IncomingMessage } from 'node:http'
 
 import { isRecord } from '../../base/records'
+import { chatFrames } from '../../http/sse'
 import { chatGenerationParameters, type GenerationParameters } from '../../http/validate'
-import { type ChatAdapterOptions, type ChatCompletion, ChatCompletionsStream, chatCompletion } from '../../wire/chat'
+import { nowSeconds, randomId } from '../../wire/adapter'
+import {
+  type ChatAdapterOptions,
+  type ChatCompletion,
+  ChatCompletionsStream,
+  chatChoices,
+  chatCompletion,
+  chatUsageChunk,
+} from '../../wire/chat'
 import { type CallingFace, mayEndWithCalls, promptAnswering, rememberCalls } from '../pipeline/answering-calls'
 import type { SentCall } from '../pipeline/call-ids'
 import type { Gateway } from '../pipeline/context'
@@ -78,10 +87,11 @@ const chatPreparing: Preparing<ChatGateway> = {
   storing: () => false,
 }
 
-/** The adapter's options for a prepared Chat request. */
+/** The adapter's options for a prepared Chat request; several choices (`n`) share one id and one time, as OpenAI's do. */
 function chatOptions(gateway: Gateway, { parameters, prompt }: Prepared): ChatAdapterOptions {
   return {
     model: parameters.model,
+    ...(parameters.n > 1 ? { id: randomId('chatcmpl-'), created: nowSeconds() } : {}),
     promptTokens: prompt.promptTokens,
     ...(parameters.stop === undefined ? {} : { stop: parameters.stop }),
     ...(prompt.responseFormat === undefined ? {} : { responseFormat: prompt.responseFormat }),
@@ -98,11 +108,21 @@ const chatFace: Face<ChatGateway, ChatAdapterOptions, ChatCompletion, ChatComple
   whole: (step, options) => chatCompletion(step, options),
   answer: (adapter) => adapter.completion(),
   keeps: mayEndWithCalls,
+  // One choice's completion (of several: each is kept on its own, with the ids it generated, under its own
+  // call ids, so that the client may go on with any of them).
   async keep(gateway, completion, prepared, generated) {
     const choice = completion.choices[0]
     const calls = choice?.finish_reason === 'tool_calls' ? callsOf(choice.message) : null
     if (calls !== null) await rememberCalls(gateway, calls, prepared, generated)
     return true
+  },
+  // `n`: each choice its own adapter with its own `index` (and call ids); streamed, one usage chunk at the end,
+  // summed over the choices (`chatUsageChunk`), none of each adapter's own.
+  choices: {
+    stream: (options, _prepared, index) => new ChatCompletionsStream({ ...options, choiceIndex: index, includeUsage: false }),
+    whole: (step, options, index) => chatCompletion(step, { ...options, choiceIndex: index }),
+    merge: (completions) => chatChoices(completions),
+    closingSse: (adapters, { parameters }) => (parameters.includeUsage ? chatFrames([chatUsageChunk(adapters)]) : ''),
   },
 }
 

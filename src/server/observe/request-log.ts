@@ -75,7 +75,11 @@ export function noteEngines(record: RequestRecord, served: EngineTrail): void {
   if (engines.length > 1) record.engines = engines
 }
 
-/** Fills a request's line with its generation as the steps pass: engine, tokens, time to first token. */
+/**
+ * Fills a request's line with its generation as the steps pass: engine, tokens, time to first token. A request of
+ * several choices (Chat's `n`) has one per choice: the generated tokens are summed over them, the prompt counted
+ * once, the first token the first of any.
+ */
 export function recordWatcher(record: RequestRecord, served: EngineTrail, promptTokens: number): StepWatcher {
   let started = 0
   return {
@@ -83,7 +87,7 @@ export function recordWatcher(record: RequestRecord, served: EngineTrail, prompt
       started = performance.now()
       noteEngines(record, served)
       record.promptTokens = promptTokens
-      record.generatedTokens = 0
+      record.generatedTokens ??= 0
     },
     step: (step) => {
       if (step.tokens.length > 0 && record.firstTokenMs === undefined) record.firstTokenMs = Math.round(performance.now() - started)

@@ -47,6 +47,24 @@ export interface Face<G extends Gateway, Options, Answer extends object, Adapter
   keep(gateway: G, answer: Answer, prepared: Prepared, generated: number[]): Promise<boolean>
   /** Says, in the answer, that it was not kept (Responses: `store: false`). */
   unkept?(kept: { adapter: Adapter } | { answer: Answer }): void
+  /** Several choices of one request (Chat's `n`, `parameters.n` above 1); absent: the face answers one. */
+  choices?: Choices<Options, Answer, Adapter>
+}
+
+/**
+ * What a face does for several choices of one request: each choice is a generation of its own, read by an
+ * adapter of its own and kept by `keep` on its own; these say how a choice is told apart and how the choices
+ * make one answer.
+ */
+export interface Choices<Options, Answer extends object, Adapter extends SseAdapter> {
+  /** Choice `index`'s streaming adapter. */
+  stream(options: Options, prepared: Prepared, index: number): Adapter
+  /** Choice `index`'s whole answer, of its one collected engine step. */
+  whole(step: EngineStep, options: Options, index: number): Answer & { diagnostics: AdapterDiagnostic[] }
+  /** The choices' whole answers, in index order, as one. */
+  merge(answers: readonly Answer[]): Answer
+  /** The SSE bytes after every choice ended, before the stream's last frame (Chat: the usage chunk, summed). */
+  closingSse(adapters: readonly Adapter[], prepared: Prepared): string
 }
 
 /** A route's handler, given the gateway as the request's caller sees it. */

@@ -28,10 +28,49 @@ export interface Generation {
 }
 
 /**
+ * Lets the request's caller start `n` generations, one per choice (Chat's `n`): each is admitted, counted and
+ * charged as a generation of its own, as the key limits count generations (docs/API.md "API keys"). A key
+ * whose limits could never take `n` at once is a 400 naming `n` (a 429 would be retried for ever); one over a
+ * limit now gets its 429, the generations already admitted given back uncharged.
+ */
+export async function admitChoices(gateway: Gateway, n: number): Promise<Grant[]> {
+  const limits = gateway.caller?.limits
+  for (const [limit, what] of [
+    [limits?.concurrentStreams, 'generations at once'],
+    [limits?.requestsPerMinute, 'generations a minute'],
+  ] as const) {
+    if (limit !== undefined && limit < n)
+      throw new HttpError(400, `n ${n} is more than this key's ${limit} ${what}: each choice is a generation`, {
+        param: 'n',
+        code: 'invalid-parameter',
+      })
+  }
+  const grants: Grant[] = []
+  try {
+    for (let i = 0; i < n; i++) grants.push(await admit(gateway))
+  } catch (error) {
+    await Promise.all(grants.map((grant) => grant.end(0)))
+    throw error
+  }
+  return grants
+}
+
+/**
+ * The seed of choice `choice` of a request seeded `seed`: `seed + choice`, so that the choices differ and the
+ * request gives the same choices again (choice 0 is sampled as a request with `n: 1` is); near the top of the
+ * safe integers, `seed - choice`.
+ */
+function choiceSeed(seed: number | undefined, choice: number): number | undefined {
+  if (seed === undefined || choice === 0) return seed
+  return seed + choice <= Number.MAX_SAFE_INTEGER ? seed + choice : seed - choice
+}
+
+/**
  * The steps of one generation, held to the gateway's time limits and its caller's limits (`grant`: what
  * `admit` gave); with `generated`, each step's ids are added to it (what a kept response
  * and the Chat id cache record). `tools`: the response's built-in tools (`toolsOfResponse`), whose calls the
- * gateway runs. The replay engine's completion can be picked per request (`x-harmony-replay`).
+ * gateway runs. The replay engine's completion can be picked per request (`x-harmony-replay`). `choice`: which
+ * of the request's choices (Chat's `n`) this generation is, which gives its seed (`choiceSeed`).
  * An engine that fails before its first step throws from the iterator (pipeSse and collectSteps: a 502/503).
  */
 export function generate(
@@ -42,6 +81,7 @@ export function generate(
   generated: number[] | null,
   grant: Grant,
   tools: ToolCaller | null,
+  choice = 0,
 ): Generation {
   const { engine } = gateway
   // Aborted by the caller (a client that left), or at a time limit.
@@ -52,7 +92,11 @@ export function generate(
   const served = new EngineTrail(engine.name)
   const record = recordOf(request)
   const engineRequest = {
-    ...generateRequestOf(prepared.prompt, prepared.parameters, AbortSignal.any([signal, timedOut.signal])),
+    ...generateRequestOf(
+      prepared.prompt,
+      { ...prepared.parameters, seed: choiceSeed(prepared.parameters.seed, choice) },
+      AbortSignal.any([signal, timedOut.signal]),
+    ),
     ...span.headers,
     // Several engines: the metrics count the one that serves it, the diagnostics go to the one whose ids they
     // point at, the request's line names it (as it changes: the line may be written before the steps end).

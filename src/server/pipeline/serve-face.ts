@@ -7,15 +7,16 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 
 import { collectSteps } from '../../engines/steps'
 import type { EngineStep } from '../../engines/types'
-import { engineAborted } from '../../http/errors'
-import { type PipeSseResult, pipeSse, type SseAdapter } from '../../http/sse'
+import { engineAborted, HttpError } from '../../http/errors'
+import { type PipeSseResult, pipeChoicesSse, pipeSse, type SseAdapter } from '../../http/sse'
 import type { AdapterDiagnostic } from '../../wire/adapter'
 import type { EngineTrail } from '../observe/engine-trail'
 import { noteDiagnostics } from '../observe/request-log'
 import { inSpan } from '../observe/tracing'
+import type { ToolCaller } from '../tools/loop'
 import type { Gateway } from './context'
-import type { Face } from './face'
-import { admit, generate } from './generate'
+import type { Choices, Face } from './face'
+import { admit, admitChoices, generate } from './generate'
 import { type Prepared, releasePrepared } from './prepared'
 import { sendJson } from './send'
 
@@ -52,11 +53,19 @@ function withoutDiagnostics<T>(
   return wire as T
 }
 
-/** Counts how a stream ended; its failure and what the parser recovered from go to the gateway's log. */
-function report(gateway: Gateway, request: IncomingMessage, result: PipeSseResult, adapter: SseAdapter, served: EngineTrail): void {
+/**
+ * Counts how a stream ended; its failure and what the parser recovered from (each choice's, under the engines of
+ * its own generation) go to the gateway's log.
+ */
+function report(
+  gateway: Gateway,
+  request: IncomingMessage,
+  result: PipeSseResult,
+  choices: readonly { adapter: SseAdapter; served: EngineTrail }[],
+): void {
   if (result.outcome === 'failed') gateway.onError(result.error)
   gateway.outcomes[result.outcome === 'client-closed' ? 'clientClosed' : result.outcome]++
-  tellDiagnostics(gateway, request, adapter.diagnostics, served)
+  for (const { adapter, served } of choices) tellDiagnostics(gateway, request, adapter.diagnostics, served)
 }
 
 /** An AbortController aborted when the client goes away before the response is complete. */
@@ -118,6 +127,11 @@ async function servePrepared<G extends Gateway, O, A extends object, D extends S
   // The answer's built-in tools: its calls run on them, and its citations name their pages.
   const tools = face.tools?.(gateway, prepared, options) ?? null
   if (face.detached !== undefined && (await face.detached(gateway, request, response, prepared, options, tools))) return
+  if (prepared.parameters.n > 1) {
+    // Only a face that answers several choices reads a request that asks for them (Chat's `n`).
+    if (face.choices === undefined) throw new HttpError(400, 'n must be 1 here', { param: 'n', code: 'invalid-parameter' })
+    return serveChoices(face, face.choices, gateway, request, response, prepared, options, tools)
+  }
   const abort = abortOnClose(response)
   const keeps = face.keeps(gateway, prepared)
   const generated: number[] = []
@@ -139,6 +153,71 @@ async function servePrepared<G extends Gateway, O, A extends object, D extends S
   }
   const { frames, coalesceMs } = gateway
   const result = await pipeSse(response, adapter, steps, { abort, frames, coalesceMs, ...(keeps ? { beforeConclude: keep } : {}) })
-  report(gateway, request, result, adapter, served)
+  report(gateway, request, result, [{ adapter, served }])
   if (keeps && !kept) await face.keep(gateway, face.answer(adapter), prepared, generated)
+}
+
+/**
+ * A request of several choices (Chat's `n`): `n` generations of the one prompt, started at once, each admitted
+ * as a generation, seeded apart (`generate`'s `choice`), read by an adapter of its own and kept on its own (the
+ * Chat id cache remembers each choice's calls with the ids it generated, so that whichever choice the client
+ * goes on with is prompted exactly). Streamed, their chunks interleave as they come (`pipeChoicesSse`); whole,
+ * the answers are merged in index order. One that fails ends them all: the request's abort ends the others'
+ * engine requests.
+ */
+async function serveChoices<G extends Gateway, O, A extends object, D extends SseAdapter>(
+  face: Face<G, O, A, D>,
+  choices: Choices<O, A, D>,
+  gateway: G,
+  request: IncomingMessage,
+  response: ServerResponse,
+  prepared: Prepared,
+  options: O,
+  tools: ToolCaller | null,
+): Promise<void> {
+  const { n } = prepared.parameters
+  const grants = await admitChoices(gateway, n)
+  const abort = abortOnClose(response)
+  const keeps = face.keeps(gateway, prepared)
+  const generated = grants.map((): number[] => [])
+  const generations = grants.map((grant, i) =>
+    generate(gateway, request, prepared, abort.signal, keeps ? generated[i]! : null, grant, tools, i),
+  )
+  if (!prepared.parameters.stream) {
+    const collecting = generations.map((choice) => collectAnswer(choice.steps))
+    let wholes: EngineStep[]
+    try {
+      wholes = await Promise.all(collecting)
+    } catch (error) {
+      // The others are of no use now: their engine requests end, their failures (the abort's) are not the answer.
+      abort.abort()
+      for (const choice of collecting) choice.catch(() => {})
+      throw error
+    }
+    const answers = wholes.map((whole, i) => withoutDiagnostics(choices.whole(whole, options, i), gateway, request, generations[i]!.served))
+    if (keeps) for (const [i, answer] of answers.entries()) await face.keep(gateway, answer, prepared, generated[i]!)
+    return sendJson(response, 200, choices.merge(answers))
+  }
+  const adapters = generations.map((_, i) => choices.stream(options, prepared, i))
+  // Each choice kept before its closing events, as one answer is (`servePrepared`), and as it stands when the
+  // stream failed or was left before.
+  const kept = adapters.map(() => false)
+  const keep = (i: number) => async () => {
+    kept[i] = true
+    await face.keep(gateway, face.answer(adapters[i]!), prepared, generated[i]!)
+  }
+  const { frames, coalesceMs } = gateway
+  const result = await pipeChoicesSse(
+    response,
+    adapters.map((adapter, i) => ({ adapter, steps: generations[i]!.steps, ...(keeps ? { beforeConclude: keep(i) } : {}) })),
+    { abort, frames, coalesceMs, closingSse: () => choices.closingSse(adapters, prepared) },
+  )
+  report(
+    gateway,
+    request,
+    result,
+    adapters.map((adapter, i) => ({ adapter, served: generations[i]!.served })),
+  )
+  if (keeps)
+    for (const [i, adapter] of adapters.entries()) if (!kept[i]) await face.keep(gateway, face.answer(adapter), prepared, generated[i]!)
 }
