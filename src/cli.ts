@@ -9,7 +9,7 @@ import { HarmonyStreamParser } from './api/parser'
 import { HarmonyTextParser } from './api/text-parser'
 import { LAST_TOKEN } from './backend/tokens'
 import { HarmonyParseError } from './base/errors'
-import { closestName } from './base/options'
+import { didYouMean } from './base/options'
 import { type HarmonyDiagnostic, type HarmonyMessage, type Implementation, ROLES, type Role } from './base/types'
 import { ChatCompletionsStream } from './wire/chat'
 import { ResponsesStream } from './wire/responses'
@@ -48,12 +48,6 @@ Commands:
   harmony-stream --version          the version`
 
 const COMMANDS = ['inspect', 'serve']
-
-/** " (did you mean 'x'?)" for a misspelt `name` of `known`, or nothing. */
-export function didYouMean(name: string, known: readonly string[]): string {
-  const closest = closestName(name, known)
-  return closest === null ? '' : ` (did you mean ${closest}?)`
-}
 
 interface CliOptions {
   file: string | null

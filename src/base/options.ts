@@ -113,8 +113,14 @@ export function checkOptions<T extends object>(options: unknown, spec: OptionSpe
  * The known name closest to `name`: the same but for case, at most two edits away (a typo), or the start
  * of it (`prefixPreserve` for `prefixPreserving`); null when none is that close.
  */
+/** " (did you mean x?)" for a misspelt `name` of `known` (a command or a flag), or nothing when none is close. */
+export function didYouMean(name: string, known: readonly string[]): string {
+  const closest = closestName(name, known)
+  return closest === null ? '' : ` (did you mean ${closest}?)`
+}
+
 /** The known name closest to `name` (a misspelling's "did you mean"), or null when none is close. */
-export function closestName(name: string, known: readonly string[]): string | null {
+function closestName(name: string, known: readonly string[]): string | null {
   const lower = name.toLowerCase()
   let best: string | null = null
   let bestDistance = 3

@@ -357,7 +357,7 @@ export function engineFromEnvironment(env: Env = process.env): Engine {
 }
 
 /** The engine URLs the environment names (ENGINE_URLS, or ENGINE_URL). */
-function engineUrls(env: Env): string[] {
+export function engineUrls(env: Env): string[] {
   if (env.ENGINE_URLS) return env.ENGINE_URLS.split(',').map((url) => url.trim())
   return env.ENGINE_URL ? [env.ENGINE_URL] : []
 }

@@ -13,10 +13,10 @@ import { availableParallelism } from 'node:os'
 
 import { implementation } from '../../backend/choose'
 import { HarmonySetupError } from '../../base/errors'
-import { closestName } from '../../base/options'
+import { didYouMean } from '../../base/options'
 import { createGateway, type GatewayServer, rootBaseLines } from '../gateway/create-gateway'
 import { ENGINE_KINDS, probeEngine } from './engine-kind'
-import { SETTINGS, type ServeSettings, SettingError, serveSettings } from './environment'
+import { engineUrls, SETTINGS, type ServeSettings, SettingError, serveSettings } from './environment'
 
 export const SERVE_HELP = `Usage: harmony-stream serve [options]
 
@@ -46,11 +46,8 @@ function environmentOf(args: readonly string[], env: Record<string, string | und
     if (arg === '-h' || arg === '--help') return 'help'
     const [name, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined]
     const setting = SETTINGS.find((s) => s.flag === name)
-    if (setting === undefined) {
-      const closest = closestName(name, FLAGS)
-      const hint = closest === null ? '' : ` (did you mean ${closest}?)`
-      throw new SettingError(`unknown option ${JSON.stringify(name)}${hint}; harmony-stream serve --help lists them`)
-    }
+    if (setting === undefined)
+      throw new SettingError(`unknown option ${JSON.stringify(name)}${didYouMean(name, FLAGS)}; harmony-stream serve --help lists them`)
     if (setting.switch !== undefined) {
       if (inline !== undefined) throw new SettingError(`${name} takes no value`)
       out[setting.env] = setting.switch
@@ -110,10 +107,7 @@ async function chooseEngine(environment: Record<string, string | undefined>): Pr
     environment.HARMONY_ENGINE = 'replay'
     return true
   }
-  const urls = (environment.ENGINE_URLS || environment.ENGINE_URL || '')
-    .split(',')
-    .map((url) => url.trim())
-    .filter((url) => url !== '')
+  const urls = engineUrls(environment).filter((url) => url !== '')
   if (urls.length === 0) return false
   const probes = await Promise.all(urls.map((url) => probeEngine(url)))
   const kinds = new Set<string>()
