@@ -176,6 +176,13 @@ class SseWriter {
     return pending
   }
 
+  /** Ends a stream that failed after its first step: what was collected, then the format's failure frames. */
+  endFailed(failureSse: string, headers: Record<string, string> | undefined): void {
+    if (!this.response.headersSent) this.response.writeHead(200, { ...SSE_HEADERS, ...headers })
+    this.flush()
+    this.response.end(failureSse)
+  }
+
   /** Stops listening to the response (and the coalescing timer). */
   dispose(): void {
     if (this.timer !== null) clearTimeout(this.timer)
@@ -237,11 +244,9 @@ export async function pipeSse(
   } catch (error) {
     await iterator.return?.().catch(() => {})
     if (writer.closed) return { outcome: 'client-closed', error }
-    if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
-    writer.flush()
     // The format's own failure (Chat: the error object OpenAI clients raise from a stream; Responses: its
     // `error` event, then `response.failed`).
-    response.end(adapter.failureSse(errorResponse(error)))
+    writer.endFailed(adapter.failureSse(errorResponse(error)), options.headers)
     return { outcome: 'failed', error }
   } finally {
     writer.dispose()
@@ -399,9 +404,7 @@ export async function pipeChoicesSse(
   } catch (error) {
     await endAll()
     if (writer.closed) return { outcome: 'client-closed', error }
-    if (!response.headersSent) response.writeHead(200, { ...SSE_HEADERS, ...options.headers })
-    writer.flush()
-    response.end(first.failureSse(errorResponse(error)))
+    writer.endFailed(first.failureSse(errorResponse(error)), options.headers)
     return { outcome: 'failed', error }
   } finally {
     writer.dispose()
