@@ -64,6 +64,7 @@ export {
   type FunctionTool,
   type HostedTools,
   type NotApplied,
+  type OfferedFunction,
   type OutputSchema,
   type ReasoningEffort,
   RenderCache,

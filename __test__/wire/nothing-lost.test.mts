@@ -18,7 +18,10 @@
  * 3. where a header ran over `maxHeaderTokens` inside it (`header-too-long`), its header part is in a
  *    diagnostic's text and the rest (from the character the cut fell in) in a field;
  * 4. where it is text after `<|end|>` the parser read as an answer without a header (`stranded-text`), the
- *    answer holds it without its leading ASCII white space, which the `stranded-text` diagnostic keeps.
+ *    answer holds it without its leading ASCII white space, which the `stranded-text` diagnostic keeps;
+ * 5. where calls were recovered from it (tool calls written as text, on by default where tools are declared),
+ *    each call's text is in its `text-tool-call` diagnostic and the rest, white space around the JSON aside,
+ *    as 1 to 4 say.
  *
  * What the parser read as a header, an answer or a stray is taken from a second parser of the same options
  * fed the same ids one at a time (its state after each). Also: the answer is the same whole and streamed, and
@@ -342,6 +345,7 @@ function lossOf(run: Run, reading: Reading, answer: Answer, tally: Tally | null)
     return null
   }
   if (found(run.text)) return explained('in a field or diagnostic')
+  if (aroundCalls(run.text, answer, found)) return explained('around calls recovered from text')
   // The states the parser went through: before the run's first id, then after each of its ids.
   const states = reading.states.slice(run.from, run.to + 1)
   const [before, ...after] = states
@@ -367,11 +371,26 @@ function lossOf(run: Run, reading: Reading, answer: Answer, tally: Tally | null)
     const answerText = trimAsciiStart(run.text)
     const whiteSpace = run.text.length - answerText.length
     const stranded = answer.diagnostics.filter((d) => d.code === 'stranded-text').map((d) => uncut(d.text ?? ''))
-    if (found(answerText) && stranded.some((text) => text.length >= whiteSpace && run.text.startsWith(text)))
+    if (
+      (found(answerText) || aroundCalls(answerText, answer, found)) &&
+      stranded.some((text) => text.length >= whiteSpace && run.text.startsWith(text))
+    )
       return explained('stranded-text')
     return 'text read as a stranded answer: not in the answer without its leading white space, or that white space in no stranded-text diagnostic'
   }
   return `text read through states ${states.join(' ')}, in no field or diagnostic`
+}
+
+/**
+ * Whether `text` is in the fields once the texts that calls were recovered from (`text-tool-call` diagnostics,
+ * which hold them) are taken out of it: what is left between them is each in a field, or white space, which
+ * goes with the JSON it surrounds (src/wire/text-tool-calls.ts).
+ */
+function aroundCalls(text: string, answer: Answer, found: (text: string) => boolean): boolean {
+  const sources = answer.diagnostics.flatMap((d) => (d.code === 'text-tool-call' && d.text ? [d.text] : []))
+  let pieces = [text]
+  for (const source of sources) pieces = pieces.flatMap((piece) => piece.split(source))
+  return pieces.length > 1 && pieces.every((piece) => piece.trim() === '' || found(piece))
 }
 
 /** Whether `marked` is `text` with markers, and spaces, added: what the stripped form's rewriter may add. */

@@ -7,6 +7,7 @@ import test from 'ava'
 import fc from 'fast-check'
 
 import {
+  AnthropicMessagesStream,
   ChatCompletionsStream,
   type ChatToolCall,
   chatCompletion,
@@ -14,6 +15,7 @@ import {
   ResponsesStream,
   responseObject,
 } from 'harmony-stream'
+import { chatFrames, responsesFrames } from 'harmony-stream/http'
 
 import { batches, harmony, IMPLEMENTATIONS } from '../helpers/harmony.mjs'
 
@@ -132,6 +134,15 @@ const CASES: [string, string, Outcome['calls'], string][] = [
     '',
   ],
   [
+    'a leading JSON array of calls (vLLM #22337)',
+    '[{ "name": "get_weather", "parameters": { "location": "Berlin" } },\n {"name": "read_file", "arguments": {"filePath": "b"}}]',
+    [
+      { name: 'get_weather', arguments: { location: 'Berlin' } },
+      { name: 'read_file', arguments: { filePath: 'b' } },
+    ],
+    '',
+  ],
+  [
     'a functions.-qualified name',
     '{"name": "functions.get_weather", "arguments": {"location": "Riga"}}',
     [{ name: 'get_weather', arguments: { location: 'Riga' } }],
@@ -148,6 +159,8 @@ const TEXT_CASES: [string, string][] = [
   ['an unclosed object', 'Start {"name": "get_weather", "arguments": {"location": "Paris"'],
   ['backticks', 'Inline `code` and ``double`` ticks`'],
   ['the whole-text object followed by prose', '{"arguments": {"location": "Rome"}, "tool": "x"} and more'],
+  ['a leading array that is no call', '[{"a": 1}, {"b": 2}]'],
+  ['a leading markdown link', '[the docs](https://example.com/{id}) say so'],
 ]
 
 for (const implementation of IMPLEMENTATIONS) {
@@ -181,12 +194,70 @@ for (const implementation of IMPLEMENTATIONS) {
     }
   })
 
-  test(`${implementation}: off by default, and off without declared tools`, (t) => {
-    const tokens = final(CASES[0][1])
+  test(`${implementation}: on by default where tools are declared; off when asked, with logprobs, with a structured output, or without tools`, (t) => {
+    const text = CASES[0][1]
+    const tokens = final(text)
+    const answer = (options: object) => {
+      const chat = new ChatCompletionsStream({ model: 'm', parser: { implementation }, ...options })
+      const chunks = [...chat.push(tokens), ...chat.finish()]
+      return {
+        content: chunks.map((c) => c.choices[0]?.delta.content ?? '').join(''),
+        calls: chunks.flatMap((c) => c.choices[0]?.delta.tool_calls ?? []).length,
+      }
+    }
+    t.deepEqual(answer({ tools: TOOLS }), { content: '', calls: 1 }, 'on by default')
+    t.deepEqual(answer({ tools: TOOLS, textToolCalls: 'off' }), { content: text, calls: 0 })
+    t.deepEqual(answer({ tools: TOOLS, logprobs: true }), { content: text, calls: 0 }, 'logprobs: each token keeps its text')
+    t.deepEqual(answer({ tools: TOOLS, responseFormat: { name: 'x', schema: { type: 'object' } } }), { content: text, calls: 0 })
+    t.deepEqual(answer({ tools: [] }), { content: text, calls: 0 })
+    t.deepEqual(answer({}), { content: text, calls: 0 })
+    t.throws(() => new ChatCompletionsStream({ model: 'm', tools: TOOLS, textToolCalls: 'recover', logprobs: true }), {
+      instanceOf: TypeError,
+      message: /logprobs.*textToolCalls/,
+    })
+  })
+
+  test(`${implementation}: a preamble of JSON with no recipient is a call of the one declared tool it fits (TensorRT-LLM #9256)`, (t) => {
+    const preamble = (text: string, end = '<|end|>') =>
+      harmony(`<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>commentary<|message|>${text}${end}`)
+    const cases: [string, string, Outcome['calls'], string][] = [
+      ['arguments of get_weather only', '{\n  "location": "Paris"\n}', [{ name: 'get_weather', arguments: { location: 'Paris' } }], ''],
+      [
+        'arguments of read_file only',
+        ' {"filePath": "a.txt", "maxLines": 2}',
+        [{ name: 'read_file', arguments: { filePath: 'a.txt', maxLines: 2 } }],
+        '',
+      ],
+      ['a call object', '{"name": "read_file", "arguments": {"filePath": "b"}}', [{ name: 'read_file', arguments: { filePath: 'b' } }], ''],
+      ['keys of two tools', '{"location": "x", "filePath": "y"}', [], '{"location": "x", "filePath": "y"}'],
+      ['a required key missing', '{"unit": "c"}', [], '{"unit": "c"}'],
+      ['no keys', '{}', [], '{}'],
+      ['not JSON', '{location: Paris}', [], '{location: Paris}'],
+      ['prose', 'Let me look {"location": "Paris"}', [], 'Let me look {"location": "Paris"}'],
+    ]
+    for (const [title, text, calls, content] of cases) {
+      for (const end of ['<|end|>', '']) {
+        const tokens = preamble(text, end)
+        for (const size of [1, 3, tokens.length]) {
+          const got = streamed(tokens, size, implementation, { textToolCalls: undefined })
+          t.deepEqual(got.calls, calls, `${title}, step ${size}`)
+          t.is(got.content, content, `${title}, step ${size}`)
+          t.is(got.diagnostics.includes('text-tool-call'), calls.length > 0, title)
+        }
+        const object = responseObject(tokens, { model: 'm', tools: TOOLS, parser: { implementation } })
+        t.is(object.output.filter((i) => i.type === 'function_call').length, calls.length, `${title}, Responses`)
+      }
+    }
+    // Prose streams as it comes: only a preamble that opens with `{` is held.
     const chat = new ChatCompletionsStream({ model: 'm', tools: TOOLS, parser: { implementation } })
-    const chunks = [...chat.push(tokens), ...chat.finish()]
-    t.is(chunks.map((c) => c.choices[0]?.delta.content ?? '').join(''), CASES[0][1])
-    t.is(streamed(tokens, 1, implementation, { tools: [] }).content, CASES[0][1])
+    chat.push(harmony('<|channel|>commentary<|message|>'))
+    const content = (text: string) =>
+      chat
+        .push(harmony(text))
+        .map((c) => c.choices[0]?.delta.content ?? '')
+        .join('')
+    t.is(content('Checking'), 'Checking')
+    t.is(content(' {"location"'), ' {"location"', 'prose first: never held')
   })
 
   test(`${implementation}: streaming releases text the moment it cannot become a call`, (t) => {
@@ -231,6 +302,51 @@ for (const implementation of IMPLEMENTATIONS) {
   })
 }
 
+test('the SSE faces write, byte for byte, what the object faces give, on every case streamed at every step size', (t) => {
+  const texts = [...CASES.map(([, text]) => text), ...TEXT_CASES.map(([, text]) => text)]
+  const outputs = [
+    ...texts.map(final),
+    ...texts.map((text) =>
+      harmony(`<|channel|>commentary<|message|>${text}<|end|><|start|>assistant<|channel|>final<|message|>${text}<|return|>`),
+    ),
+  ]
+  for (const implementation of IMPLEMENTATIONS) {
+    const options = { model: 'm', tools: TOOLS, parser: { implementation } }
+    for (const [n, tokens] of outputs.entries()) {
+      for (const size of [1, 2, 5]) {
+        const steps = batches(tokens, size).map((step) => Uint32Array.from(step))
+        const chat = [
+          new ChatCompletionsStream({ ...options, id: 'chatcmpl-x', created: 1 }),
+          new ChatCompletionsStream({ ...options, id: 'chatcmpl-x', created: 1 }),
+        ] as const
+        t.is(
+          steps.map((step) => chat[0].pushSse(step)).join('') + chat[0].finishSse(),
+          steps.map((step) => chatFrames(chat[1].push(step))).join('') + chatFrames(chat[1].finish()),
+          `chat, ${implementation}, output ${n}, step ${size}`,
+        )
+        const responses = [
+          new ResponsesStream({ ...options, id: 'resp_x', createdAt: 1 }),
+          new ResponsesStream({ ...options, id: 'resp_x', createdAt: 1 }),
+        ] as const
+        t.is(
+          responses[0].startSse() + steps.map((step) => responses[0].pushSse(step)).join('') + responses[0].finishSse(),
+          responsesFrames([...responses[1].start(), ...steps.flatMap((step) => responses[1].push(step)), ...responses[1].finish()]),
+          `responses, ${implementation}, output ${n}, step ${size}`,
+        )
+        const messages = [
+          new AnthropicMessagesStream({ ...options, id: 'msg_x' }),
+          new AnthropicMessagesStream({ ...options, id: 'msg_x' }),
+        ] as const
+        t.is(
+          steps.map((step) => messages[0].pushSse(step)).join('') + messages[0].finishSse(),
+          responsesFrames([...steps.flatMap((step) => messages[1].push(step)), ...messages[1].finish()]),
+          `messages, ${implementation}, output ${n}, step ${size}`,
+        )
+      }
+    }
+  }
+})
+
 test('property: with recovery on, no text is lost or altered (content + recovered sources = the text)', (t) => {
   const piece = fc.constantFrom(
     'Hello ',
@@ -250,6 +366,9 @@ test('property: with recovery on, no text is lost or altered (content + recovere
     ' ',
     '\\"',
     '"',
+    '[',
+    ']',
+    ', ',
   )
   fc.assert(
     fc.property(fc.array(piece, { maxLength: 30 }), fc.integer({ min: 1, max: 8 }), (pieces, size) => {
@@ -259,9 +378,11 @@ test('property: with recovery on, no text is lost or altered (content + recovere
       const content = chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')
       const sources = chat.diagnostics.filter((d) => d.code === 'text-tool-call').map((d) => d.text!)
       // Rebuild: the recovered sources were cut out of the text in order.
+      // The calls of one array share its text: it was cut out once.
       let rest = text
-      for (const source of sources) {
+      for (const [i, source] of sources.entries()) {
         const at = rest.indexOf(source)
+        if (at < 0 && i > 0 && source === sources[i - 1] && source.startsWith('[')) continue
         t.true(at >= 0)
         rest = rest.slice(0, at) + rest.slice(at + source.length)
       }

@@ -221,6 +221,7 @@ export class HarmonyLanguageModel implements LanguageModelV3 {
       ...(params.stop === undefined ? {} : { stop: params.stop }),
       ...(prompt.responseFormat === undefined ? {} : { responseFormat: prompt.responseFormat }),
       ...(prompt.argumentSchemas === undefined ? {} : { argumentSchemas: prompt.argumentSchemas }),
+      ...(prompt.functions === undefined ? {} : { tools: prompt.functions }),
       ...(providerOptions.textToolCalls === undefined ? {} : { textToolCalls: providerOptions.textToolCalls }),
     })
     // Ours aborts the engine when the stream is cancelled (the caller's own signal may be absent).

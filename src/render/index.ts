@@ -55,6 +55,13 @@ export interface RenderRequestOptions extends RenderEngineOptions {
   keepAnalysis?: boolean
 }
 
+/** An offered function as a request's `tools` holds it (the Responses API's shape). */
+export interface OfferedFunction {
+  type: 'function'
+  name: string
+  parameters?: unknown
+}
+
 export interface RenderedPrompt {
   /** The whole prompt, ending with `<|start|>assistant`. */
   tokens: Uint32Array
@@ -66,6 +73,11 @@ export interface RenderedPrompt {
   responseFormat?: ResponseFormat
   /** The offered functions, when one is strict: its arguments for the engine to enforce and the adapters to check. */
   argumentSchemas?: ArgumentSchema[]
+  /**
+   * The offered functions of the `functions` namespace with their parameters, in the shape of a request's
+   * `tools` (the adapters' `tools` option: text-call recovery maps arguments onto them); absent when none.
+   */
+  functions?: OfferedFunction[]
   /**
    * What the request asked for that gpt-oss cannot do and was taken anyway (a verbosity, a summary, an effort of
    * another model run at the nearest level, a built-in tool left out), each with what was done; absent when none.
@@ -208,6 +220,12 @@ function requestPrompt(conversation: RequestConversation, options: RenderRequest
   }
   if (responseFormat !== undefined) prompt.responseFormat = responseFormat
   if (conversation.argumentSchemas !== undefined) prompt.argumentSchemas = conversation.argumentSchemas
+  if (tools.length > 0)
+    prompt.functions = tools.map((tool) => ({
+      type: 'function',
+      name: tool.name,
+      ...(tool.parameters == null ? {} : { parameters: tool.parameters }),
+    }))
   if (conversation.notApplied.length > 0) prompt.notApplied = conversation.notApplied
   if (conversation.requiredCall !== undefined) prompt.requiredCall = requiredCallTokens(renderer, conversation.requiredCall.name)
   if (conversation.builtinTools !== undefined) prompt.builtinTools = conversation.builtinTools

@@ -27,8 +27,9 @@ export interface AdapterOptions extends RoutingOptions {
   /** The request's `tools` array as it came (Chat or Responses shape): its functions become the parser's `toolNames`. */
   tools?: readonly unknown[] | null
   /**
-   * `'recover'`: a call of a declared tool that the model wrote as JSON in its final text becomes a real tool
-   * call (docs/API.md "Tool calls written as text"). Default `'off'`.
+   * `'recover'`: a call of a declared tool that the model wrote as JSON text (in its answer, or as a preamble
+   * with no recipient) becomes a real tool call (docs/API.md "Tool calls written as text"). Default `'recover'`
+   * when tools are declared, except with `logprobs: true` or a `responseFormat`, where it is `'off'`.
    */
   textToolCalls?: 'off' | 'recover'
   /**
@@ -81,7 +82,7 @@ export interface WireFormat {
 export interface WireMessage<Kept> {
   readonly index: number
   readonly route: Route
-  /** Its text goes through text-call recovery (content, `textToolCalls: 'recover'`): released only when it cannot be a call. */
+  /** Its text goes through text-call recovery (answer or preamble, `textToolCalls`): released only when it cannot be a call. */
   readonly held: boolean
   /** The function name of a tool call (`get_weather`; a built-in keeps its recipient), else null. */
   readonly toolName: string | null

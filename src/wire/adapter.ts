@@ -102,6 +102,8 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
   private frames = ''
   /** `pushSse`'s fast lane: the frame of the open message's text deltas, set after each of its calls. */
   private lane: FrameTemplate | null = null
+  /** `pushSse`'s lane of a held message (`heldText`): that message, set after each of its calls. */
+  private heldOpen: WireMessage<Kept> | null = null
   /** With the `logprobs` option: the log probabilities of the step being read (null: none came with it). */
   private stepLogprobs: readonly (StepLogprob | null)[] | null = null
   /** With the `logprobs` option: the answer tokens' log probabilities, until their text goes out. */
@@ -168,18 +170,42 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
   pushSse(input: AdapterInput): string {
     // The fast lane: tokens that only add text to the open message, written with its frame.
     const lane = this.lane
-    if (lane !== null) {
+    const held = this.heldOpen
+    if (lane !== null || held !== null) {
       const read = this.read(input, 'pushSse')
       if (typeof read !== 'string') {
         const text = this.stream.pushText(read)
-        if (text !== null) return text === '' || lane.slots.length === 0 ? '' : writeFrame(lane, text, this.counter++)
+        if (text !== null) {
+          if (held !== null) return this.heldText(held, text)
+          return text === '' || lane!.slots.length === 0 ? '' : writeFrame(lane!, text, this.counter++)
+        }
       }
       input = read
     }
     this.writeSse()
     this.pushInto(input, 'pushSse')
     this.lane = this.laneFrame()
+    this.heldOpen = this.lane === null ? this.heldLaneMessage() : null
     return this.takeFrames()
+  }
+
+  /**
+   * The lane of a held message (text-call recovery): its tokens are read as text without events, as in the
+   * lane, and the text goes through recovery as the events' text would. Prose after prose passes recovery
+   * untouched, so the answer of a request with tools costs little more than the lane.
+   */
+  private heldText(message: WireMessage<Kept>, text: string): string {
+    this.writeSse()
+    if (text !== '') this.release(message, this.recovery.feed(message.index, text))
+    return this.takeFrames()
+  }
+
+  /** The open message when it is held and nothing else keeps its text from a lane (stop strings, log probabilities). */
+  private heldLaneMessage(): WireMessage<Kept> | null {
+    if (this.done || !this.started || this.stops !== null || this.options.logprobs === true) return null
+    const open = this.stream.parser.openMessage()
+    const message = open === null ? undefined : this.messages.get(open.index)
+    return message?.held === true ? message : null
   }
 
   /** The last events: what the end of the stream flushes, and the format's closing events. */
@@ -297,6 +323,7 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
   protected end(): void {
     this.done = true
     this.lane = null
+    this.heldOpen = null
   }
 
   /** For a format's own calls (Responses' `start`): `build`'s events as objects. */
@@ -390,6 +417,7 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
 
   private pushInto(input: AdapterInput, method: string): void {
     this.lane = null
+    this.heldOpen = null
     if (this.done) throw new HarmonyStateError('adapter-finished', `push() after ${this.format.finished}`)
     this.stepLogprobs = null
     const read = this.read(input, method)
@@ -434,6 +462,7 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
   private settleInto(options: FinishOptions, method: string): void {
     checkOptions(options, FINISH_OPTIONS, `${this.format.name}.${method}`)
     this.lane = null
+    this.heldOpen = null
     if (this.done) return
     this.done = true
     this.settled = true
@@ -477,7 +506,7 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
       message = {
         index,
         route,
-        held: route === 'content' && this.recovery.applies(header),
+        held: route === 'content' && this.recovery.applies(index, header),
         toolName: tool ? toolName(header.recipient!) : null,
         toolNamespace: namespace !== null && this.namespaces.has(namespace) ? namespace : null,
         toolIndex: tool ? this.toolCalls++ : -1,

@@ -1,15 +1,20 @@
 /**
- * Tool calls written as text (`textToolCalls: 'recover'`). Models sometimes write a call as JSON in the final
- * channel instead of a Harmony tool call (and prompt-based tool calling relies on exactly this). When the
- * request declared tools, a call of a declared tool is recovered from final text, trying in order: the whole
- * text as JSON; a fenced ```json block; a brace-balanced object starting at `{"tool"` or `{"name"`. The tool
- * is under `tool` or `name`, its arguments under `arguments` (an object or a JSON string) or `parameters`; a
- * doubly wrapped call (`arguments` holding `{ tool, arguments }`) is unwrapped; argument names the tool's
- * schema does not know are mapped onto its properties through alias groups or by spelling (case, `_`, `-`).
- * Undeclared tools, and arguments that lack a required property, stay text.
+ * Tool calls written as text (`textToolCalls`, on by default where tools are declared). Models sometimes write a
+ * call as JSON in the final channel instead of a Harmony tool call (vLLM #22337: `[{"name": …, "parameters":
+ * …}]` as the answer; prompt-based tool calling relies on exactly this). When the request declared tools, a call
+ * of a declared tool is recovered from final text, trying in order: the whole text as JSON; a leading JSON array
+ * of calls; a fenced ```json block; a brace-balanced object starting at `{"tool"` or `{"name"`. The tool is
+ * under `tool` or `name`, its arguments under `arguments` (an object or a JSON string) or `parameters`; a doubly
+ * wrapped call (`arguments` holding `{ tool, arguments }`) is unwrapped; argument names the tool's schema does
+ * not know are mapped onto its properties through alias groups or by spelling (case, `_`, `-`). Undeclared
+ * tools, and arguments that lack a required property, stay text.
  *
- * Streaming: `TextCallHolder` holds back a message's text only while it can still become such a call and
- * releases it the moment it cannot; text that is not a call is released unchanged.
+ * A commentary message with no recipient (a preamble) whose whole text is a JSON object is a call too when it
+ * names a declared tool, or when its keys fit exactly one declared tool's schema (TensorRT-LLM #9256: the
+ * recipient was lost, the arguments were not): `PreambleCallHolder`.
+ *
+ * Streaming: the holders hold back a message's text only while it can still become such a call and release it
+ * the moment it cannot; text that is not a call is released unchanged.
  */
 
 import { isRecord } from '../base/records'
@@ -121,11 +126,8 @@ function parse(text: string): unknown {
   }
 }
 
-/**
- * Where the brace-balanced object starting at `from` (a `{`) ends (index of its `}`), -1 if the text ends
- * first. Braces inside strings do not count.
- */
-function objectEnd(text: string, from: number): number {
+/** Where the bracket-balanced JSON value opened at `from` (`[` or `{`) ends, -1 if the text ends first. */
+function valueEnd(text: string, from: number): number {
   let depth = 0
   let inString = false
   for (let i = from; i < text.length; i++) {
@@ -134,10 +136,22 @@ function objectEnd(text: string, from: number): number {
       if (c === '\\') i++
       else if (c === '"') inString = false
     } else if (c === '"') inString = true
-    else if (c === '{') depth++
-    else if (c === '}' && --depth === 0) return i
+    else if (c === '{' || c === '[') depth++
+    else if ((c === '}' || c === ']') && --depth === 0) return i
   }
   return -1
+}
+
+/** The calls of a JSON array whose every element is a call of a declared tool, or null. */
+function callsOf(value: unknown, declared: ReadonlyMap<string, DeclaredTool>, source: string): RecoveredCall[] | null {
+  if (!Array.isArray(value) || value.length === 0) return null
+  const calls: RecoveredCall[] = []
+  for (const element of value) {
+    const call = callOf(element, declared, source)
+    if (call === null) return null
+    calls.push(call)
+  }
+  return calls
 }
 
 const CALL_KEYS = ['"tool"', '"name"']
@@ -156,17 +170,28 @@ function startsCallObject(text: string, at: number): 'yes' | 'maybe' | 'no' {
  * released in order and unchanged, except the text of a recovered call, which becomes the call.
  */
 export class TextCallHolder {
+  /** The text not yet given out, and at its start what was given out in the last scan (`text[0, released)`). */
   private text = ''
-  /** `text[0, released)` has been given out. */
   private released = 0
+  /**
+   * Text was given out (or read as a call) before `text`: no longer the start of the message. What was given
+   * out is dropped after each scan, so a long answer is not scanned, or kept, again and again.
+   */
+  private started = false
   /** Inside a fenced block of another language: its text is never a call, and its closing fence opens nothing. */
   private foreignFence = false
   /** A leading object that parsed as a call without a `"tool"`/`"name"` key first: a call only if nothing else follows. */
   private wholeCall: { end: number; call: RecoveredCall } | null = null
+  /** The text's first character was looked at for a leading array of calls (done once it is decided). */
+  private arrayDecided = false
 
   constructor(private readonly declared: ReadonlyMap<string, DeclaredTool>) {}
 
   feed(piece: string): HeldOutput[] {
+    // Prose after prose, or more of another language's fenced block: nothing held, and nothing in it that could
+    // begin a call (or end the block).
+    if (this.started && this.text === '' && !piece.includes('`') && (this.foreignFence || !piece.includes('{')))
+      return piece === '' ? [] : [{ text: piece }]
     this.text += piece
     return this.scan(false)
   }
@@ -176,6 +201,17 @@ export class TextCallHolder {
   }
 
   private scan(atEnd: boolean): HeldOutput[] {
+    const out = this.scanText(atEnd)
+    if (this.released > 0) {
+      this.text = this.text.slice(this.released)
+      if (this.wholeCall !== null) this.wholeCall = { ...this.wholeCall, end: this.wholeCall.end - this.released }
+      this.released = 0
+      this.started = true
+    }
+    return out
+  }
+
+  private scanText(atEnd: boolean): HeldOutput[] {
     const out: HeldOutput[] = []
     const release = (to: number) => {
       if (to > this.released) out.push({ text: this.text.slice(this.released, to) })
@@ -193,6 +229,11 @@ export class TextCallHolder {
       this.wholeCall = null // more text came: the object was not the whole text
     }
     let at = this.released
+    if (!this.arrayDecided) {
+      const step = this.leadingArray(atEnd, out)
+      if (step === null) return out
+      at = step
+    }
     while (at < text.length) {
       if (this.foreignFence) {
         const close = text.indexOf('```', at)
@@ -208,7 +249,7 @@ export class TextCallHolder {
       const fence = text.indexOf('```', at)
       const candidate = Math.min(brace < 0 ? Infinity : brace, fence < 0 ? Infinity : fence)
       // Whitespace before a leading object belongs to "the whole text as JSON": held with it.
-      const leading = this.released === 0 && text.slice(0, Math.min(candidate, text.length)).trim() === ''
+      const leading = !this.started && this.released === 0 && text.slice(0, Math.min(candidate, text.length)).trim() === ''
       if (candidate === Infinity) {
         if (leading && !atEnd) return out
         // A trailing "`" or "``" may still become a fence.
@@ -230,6 +271,33 @@ export class TextCallHolder {
     }
     release(text.length)
     return out
+  }
+
+  /**
+   * Before anything is released: a text that opens with `[{` is held to the array's end and, when every element is
+   * a call of a declared tool, becomes those calls. The next index to scan from, or null to hold.
+   */
+  private leadingArray(atEnd: boolean, out: HeldOutput[]): number | null {
+    const text = this.text
+    const open = text.search(/\S/)
+    if (open < 0) return atEnd ? this.decided(0) : null
+    if (text[open] !== '[') return this.decided(0)
+    const next = text.slice(open + 1).search(/\S/)
+    if (next < 0) return atEnd ? this.decided(0) : null
+    if (text[open + 1 + next] !== '{') return this.decided(0)
+    const end = valueEnd(text, open)
+    if (end < 0) return atEnd || text.length - open > MAX_HELD ? this.decided(0) : null
+    const source = text.slice(open, end + 1)
+    const calls = callsOf(parse(source), this.declared, source)
+    if (calls === null) return this.decided(0)
+    for (const call of calls) out.push({ call })
+    this.released = end + 1
+    return this.decided(end + 1)
+  }
+
+  private decided(at: number): number {
+    this.arrayDecided = true
+    return at
   }
 
   /** A fence at `at`: the next index to scan from, or null to hold. `final`: nothing more will come. */
@@ -258,11 +326,11 @@ export class TextCallHolder {
   /** A `{` at `at`: the next index to scan from, or null to hold. */
   private objectAt(at: number, final: boolean, out: HeldOutput[]): number | null {
     const text = this.text
-    const leading = text.slice(0, at).trim() === ''
+    const leading = !this.started && text.slice(0, at).trim() === ''
     const keyed = startsCallObject(text, at)
     if (keyed === 'no' && !leading) return this.giveUp(at + 1, out)
     if (keyed === 'maybe' && !final && !leading) return null
-    const end = objectEnd(text, at)
+    const end = valueEnd(text, at)
     if (end < 0) return final ? this.giveUp(at + 1, out) : null
     const source = text.slice(at, end + 1)
     const call = callOf(parse(source), this.declared, source)
@@ -292,4 +360,51 @@ export class TextCallHolder {
     this.released = Math.max(this.released, to)
     return to
   }
+}
+
+/**
+ * A preamble's text (a commentary message with no recipient), fed as it streams. Prose is released as it comes;
+ * a text that opens with `{` is held to the message's end (at most 64 KiB), when it becomes a call if it is one
+ * of a declared tool as `TextCallHolder` reads calls, or if it is a JSON object whose keys fit exactly one
+ * declared tool's schema (every key a property, every required property there).
+ */
+export class PreambleCallHolder {
+  private text = ''
+  private holding = true
+
+  constructor(private readonly declared: ReadonlyMap<string, DeclaredTool>) {}
+
+  feed(piece: string): HeldOutput[] {
+    if (!this.holding) return piece === '' ? [] : [{ text: piece }]
+    this.text += piece
+    const first = this.text.search(/\S/)
+    if ((first >= 0 && this.text[first] !== '{') || this.text.length > MAX_HELD) return this.release()
+    return []
+  }
+
+  end(): HeldOutput[] {
+    if (!this.holding) return []
+    const value = parse(this.text)
+    const call = callOf(value, this.declared, this.text) ?? argumentsCall(value, this.declared, this.text)
+    return call === null ? this.release() : [{ call }]
+  }
+
+  private release(): HeldOutput[] {
+    this.holding = false
+    const text = this.text
+    this.text = ''
+    return text === '' ? [] : [{ text }]
+  }
+}
+
+/** Arguments alone (`{"q": …}`): a call of the one declared tool whose schema they fit, or null. */
+function argumentsCall(value: unknown, declared: ReadonlyMap<string, DeclaredTool>, source: string): RecoveredCall | null {
+  if (!isRecord(value)) return null
+  const keys = Object.keys(value)
+  if (keys.length === 0) return null
+  const fits = [...declared.values()].filter(
+    (tool) =>
+      tool.properties !== null && keys.every((key) => tool.properties!.includes(key)) && tool.required.every((name) => keys.includes(name)),
+  )
+  return fits.length === 1 ? { name: fits[0]!.name, arguments: JSON.stringify(value), source } : null
 }

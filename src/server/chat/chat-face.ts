@@ -96,6 +96,7 @@ function chatOptions(gateway: Gateway, { parameters, prompt }: Prepared): ChatAd
     ...(parameters.stop === undefined ? {} : { stop: parameters.stop }),
     ...(prompt.responseFormat === undefined ? {} : { responseFormat: prompt.responseFormat }),
     ...(prompt.argumentSchemas === undefined ? {} : { argumentSchemas: prompt.argumentSchemas }),
+    ...(prompt.functions === undefined ? {} : { tools: prompt.functions }),
     ...(parameters.logprobs === undefined ? {} : { logprobs: true }),
     parser: { implementation: gateway.implementation, toolNames: prompt.toolNames },
   }

@@ -62,6 +62,7 @@ const messagesFace: Face<ChatGateway, MessagesAdapterOptions, AnthropicMessage, 
       ...(parameters.stop === undefined ? {} : { stop: parameters.stop }),
       ...(prompt.responseFormat === undefined ? {} : { responseFormat: prompt.responseFormat }),
       ...(prompt.argumentSchemas === undefined ? {} : { argumentSchemas: prompt.argumentSchemas }),
+      ...(prompt.functions === undefined ? {} : { tools: prompt.functions }),
       ...(prompt.thinkingDisplay === undefined ? {} : { thinkingDisplay: prompt.thinkingDisplay }),
       // The thinking's text sealed with the gateway's key: a client shown it `omitted` sends it back with its text.
       signThinking: (text) => seal(text) ?? '',

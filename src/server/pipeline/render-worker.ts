@@ -51,6 +51,7 @@ export type RenderAnswer =
       toolNames: string[]
       responseFormat?: ResponseFormat
       argumentSchemas?: ArgumentSchema[]
+      functions?: RenderedPrompt['functions']
       notApplied?: NotApplied[]
       requiredCall?: RenderedPrompt['requiredCall']
       parameters?: GenerationParameters
@@ -113,6 +114,7 @@ port.on('message', (job: RenderJob) => {
       toolNames: prompt.toolNames,
       ...(prompt.responseFormat === undefined ? {} : { responseFormat: prompt.responseFormat }),
       ...(prompt.argumentSchemas === undefined ? {} : { argumentSchemas: prompt.argumentSchemas }),
+      ...(prompt.functions === undefined ? {} : { functions: prompt.functions }),
       ...(prompt.notApplied === undefined ? {} : { notApplied: prompt.notApplied }),
       ...(prompt.requiredCall === undefined ? {} : { requiredCall: prompt.requiredCall }),
       ...(parameters === undefined ? {} : { parameters }),

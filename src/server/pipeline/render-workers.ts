@@ -194,6 +194,7 @@ export class RenderWorkers {
         const prompt: RenderedPrompt = { tokens: answer.tokens, toolNames: answer.toolNames, promptTokens: answer.tokens.length }
         if (answer.responseFormat !== undefined) prompt.responseFormat = answer.responseFormat
         if (answer.argumentSchemas !== undefined) prompt.argumentSchemas = answer.argumentSchemas
+        if (answer.functions !== undefined) prompt.functions = answer.functions
         if (answer.notApplied !== undefined) prompt.notApplied = answer.notApplied
         if (answer.requiredCall !== undefined) prompt.requiredCall = answer.requiredCall
         if (answer.parameters === undefined) pending.resolve(prompt)
