@@ -2,8 +2,8 @@
  * `harmony-stream serve` as an operator meets it (issue 48): no silent misconfiguration (an engine URL without
  * `--engine` is served by the engine found there, or refused naming `--engine`; no engine at all is refused), a
  * startup line that says which engine and where responses are kept, a warning line (never a stack) for an engine
- * that does not answer, failures logged as one line each, shutdown said in the log, and a gateway started by npm
- * that shuts down when npm goes away. The engines here answer `GET /v1/models` as each server's sources say
+ * that does not answer, failures logged as one line each, shutdown said in the log, a gateway started by npm
+ * that shuts down when npm goes away, and a demo whose recorded answers fit the request. The engines here answer `GET /v1/models` as each server's sources say
  * (src/server/command/engine-kind.ts cites them); a real llama-server is asked in
  * __test__/engines-real/llamacpp-serve.test.mts.
  */
@@ -14,6 +14,7 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 
 import test from 'ava'
+import OpenAI from 'openai'
 
 const root = join(import.meta.dirname, '..', '..')
 const bin = join(root, 'bin', 'harmony-stream.cjs')
@@ -191,4 +192,30 @@ test('a gateway started by npm shuts down when npm goes away (npm does not pass 
   await ended
   t.regex(stdout, /shutting down \(its launcher exited\)/)
   t.regex(stdout, /harmony-stream gateway: shut down\n$/)
+})
+
+test('the demo answers what fits the request: a call only where functions are offered, never a cut answer', async (t) => {
+  const { child, port } = await serving(['--engine', 'replay'])
+  t.teardown(() => child.kill('SIGKILL'))
+  const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'unused', maxRetries: 0 })
+  const messages = [{ role: 'user' as const, content: 'What is the weather in Paris?' }]
+  const tools = [
+    {
+      type: 'function' as const,
+      function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+    },
+  ]
+  // Twice round the four recordings, each way: round robin would give a call and a cut answer in every four.
+  const plain: string[] = []
+  const offered: string[] = []
+  for (let i = 0; i < 8; i++) {
+    plain.push((await client.chat.completions.create({ model: 'gpt-oss', messages })).choices[0]!.finish_reason)
+    offered.push((await client.chat.completions.create({ model: 'gpt-oss', messages, tools })).choices[0]!.finish_reason)
+  }
+  t.deepEqual(new Set(plain), new Set(['stop']), 'no functions offered: answers only')
+  t.true(offered.includes('tool_calls'), 'functions offered: calls too')
+  t.false(offered.includes('length'), 'never a cut answer')
+  // Asked for by its number, any recording is served, the cut one too.
+  const cut = await client.chat.completions.create({ model: 'gpt-oss', messages }, { headers: { 'x-harmony-replay': '3' } })
+  t.is(cut.choices[0]!.finish_reason, 'length')
 })

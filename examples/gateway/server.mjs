@@ -11,7 +11,9 @@
  *   ENGINE_MODEL     the model name the engine serves (vllm; required by trtllm)
  *   ENGINE_API       vllm: completions (default) or generate (the tokens-only /inference/v1/generate)
  *   HARMONY_REPLAY   replay engine: JSON file [{ "tokens": number[] }, …] of completions, served round-robin;
- *                    default replay.json beside this file; header x-harmony-replay: <index> picks one
+ *                    default replay.json beside this file, whose recordings answer what fits the request (a
+ *                    call only where functions are offered, never the one cut short); header
+ *                    x-harmony-replay: <index> picks one
  *   STREAM_INTERVAL  replay engine: tokens per engine step, default 1
  *   PORT             default 8787 (HOST: default 127.0.0.1)
  *   BODY_LIMIT       largest request body in bytes, default 4 MiB

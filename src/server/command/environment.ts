@@ -25,6 +25,7 @@ import { MemoryResponseStore, type ResponseStore } from '../stores/store'
 import { LocalSearch, type SearchBackend } from '../tools/browser'
 import { PyodidePython } from '../tools/python'
 import { HttpSearch } from '../tools/web'
+import { fittingPick } from './demo-replay'
 
 /** One setting: its variable, its flag (null: the environment only), whether the flag takes a value, and its help. */
 export interface Setting {
@@ -63,7 +64,7 @@ export const SETTINGS: readonly Setting[] = [
     env: 'HARMONY_REPLAY',
     flag: '--replay',
     value: 'FILE',
-    help: 'replay engine: [{ "tokens": number[] }, …] served in turn (default: the example)',
+    help: 'replay engine: [{ "tokens": number[] }, …] served in turn (default: the example, which answers what fits the request)',
   },
   { env: 'STREAM_INTERVAL', flag: '--stream-interval', value: 'N', help: 'replay engine: tokens per engine step (default 1)' },
   { env: 'HOST', flag: '--host', value: 'ADDRESS', help: 'the address to listen on (default 127.0.0.1)' },
@@ -329,7 +330,9 @@ export function engineFromEnvironment(env: Env = process.env): Engine {
         `${flagOf(env.ENGINE_URL ? 'ENGINE_URL' : 'ENGINE_URLS')} names an engine, and the replay engine uses none: name the engine with ${flagOf('HARMONY_ENGINE')}`,
       )
     const completions = loadReplay(env.HARMONY_REPLAY || EXAMPLE_REPLAY)
-    return createEngine('replay', { completions, interval: integer(env, 'STREAM_INTERVAL', 1, 1) })
+    const interval = integer(env, 'STREAM_INTERVAL', 1, 1)
+    // The demo's recordings answer what fits the request; an operator's own are served as recorded.
+    return createEngine('replay', { completions, interval, ...(env.HARMONY_REPLAY ? {} : { pick: fittingPick(completions) }) })
   }
   if (!['vllm', 'sglang', 'llamacpp', 'trtllm'].includes(name))
     throw new SettingError(`${flagOf('HARMONY_ENGINE')} must be replay, vllm, sglang, llamacpp or trtllm, not ${JSON.stringify(name)}`)
