@@ -40,14 +40,19 @@ for (const c of CASES) {
     const whole = await client.chat.completions.create({ model: 'gpt-oss', messages, tools })
     t.is(whole.choices[0]!.finish_reason, 'tool_calls')
     t.deepEqual(
-      whole.choices[0]!.message.tool_calls!.map((call) => call.type === 'function' && { name: call.function.name, arguments: JSON.parse(call.function.arguments) }),
+      whole.choices[0]!.message.tool_calls!.map(
+        (call) => call.type === 'function' && { name: call.function.name, arguments: JSON.parse(call.function.arguments) },
+      ),
       expected,
     )
 
     const stream = client.chat.completions.stream({ model: 'gpt-oss', messages, tools })
     const streamed = await stream.finalChatCompletion()
     t.deepEqual(
-      streamed.choices[0]!.message.tool_calls.map((call) => ({ name: call.function.name, arguments: JSON.parse(call.function.arguments) })),
+      (streamed.choices[0]!.message.tool_calls ?? []).map((call) => ({
+        name: call.function.name,
+        arguments: JSON.parse(call.function.arguments),
+      })),
       expected,
     )
     t.is(streamed.choices[0]!.message.content ?? '', '', 'the JSON is not also the answer')
@@ -58,7 +63,9 @@ for (const c of CASES) {
       tools: c.tools.map((tool) => ({ type: 'function' as const, name: tool.name, parameters: tool.parameters, strict: false })),
     })
     t.deepEqual(
-      response.output.flatMap((item) => (item.type === 'function_call' ? [{ name: item.name, arguments: JSON.parse(item.arguments) }] : [])),
+      response.output.flatMap((item) =>
+        item.type === 'function_call' ? [{ name: item.name, arguments: JSON.parse(item.arguments) }] : [],
+      ),
       expected,
     )
   })
