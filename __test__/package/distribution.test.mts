@@ -174,6 +174,20 @@ native('without harmony-stream-gateway, the gateway says in one line to install 
   t.is(served.stdout, '')
 })
 
+/** The processes under `pid` (children, theirs, …), from `ps`. */
+function descendants(pid: number): number[] {
+  const parents = execFileSync('ps', ['-eo', 'pid=,ppid='], { encoding: 'utf8' })
+    .trim()
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/).map(Number) as [number, number])
+  const found: number[] = []
+  for (let i = -1; i < found.length; i++) {
+    const parent = i < 0 ? pid : found[i]
+    for (const [child, of] of parents) if (of === parent) found.push(child)
+  }
+  return found
+}
+
 /**
  * `harmony-stream serve ARGS` in `dir`, the command npm linked (node_modules/.bin, what npx runs, without npx
  * between: a SIGTERM goes to the gateway itself), until it prints where it listens; its base URL.
@@ -231,6 +245,42 @@ test.serial(
     child.kill('SIGTERM')
     const [code] = await exited
     t.is(code, 0)
+
+    // Through npx, as the README starts it: a supervisor signals what it started, npx, which exits without
+    // passing the signal on; the gateway, its launcher gone, shuts down as on SIGTERM (docs/OPERATIONS.md).
+    const npx = spawn('npx', ['--no', 'harmony-stream', 'serve', '--engine', 'replay', '--port', '0', '--response-store', 'memory'], {
+      cwd: dir,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let said = ''
+    npx.stdout!.on('data', (chunk) => (said += chunk))
+    // The pipe ends once every process holding it has exited: npx and the gateway it started.
+    const ended = once(npx.stdout!, 'end')
+    const served = await new Promise<string>((resolve, reject) => {
+      npx.stdout!.on('data', () => {
+        const match = /(http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(said)
+        if (match) resolve(match[1]!)
+      })
+      npx.once('exit', (exit) => reject(new Error(`npx exited (${exit}) before the gateway listened: ${said}`)))
+    })
+    // Should the gateway outlive the test, it is not left running.
+    const gateways = descendants(npx.pid!)
+    t.teardown(() => {
+      for (const pid of gateways) {
+        try {
+          process.kill(pid, 'SIGKILL')
+        } catch {
+          // gone, as it should be
+        }
+      }
+    })
+    t.is((await fetch(`${served}/health`)).status, 200)
+    npx.kill('SIGTERM')
+    await ended
+    t.regex(said, /shutting down \(its launcher exited\)/)
+    t.regex(said, /harmony-stream gateway: shut down\n$/)
+    await t.throwsAsync(fetch(`${served}/health`), undefined, 'nothing listens any more')
   },
 )
 
