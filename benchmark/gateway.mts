@@ -9,6 +9,9 @@
  *
  *   npm run bench:gateway                 all cases (a few minutes)
  *   BENCH_QUICK=1 npm run bench:gateway   fewer cases
+ *   BENCH_FILTER=text                     only the cases whose name contains the text
+ *   BENCH_TOOLS=1                         each request offers a function, as an agent's do (its answers then go
+ *                                         through the recovery of tool calls written as text)
  */
 import { execFileSync } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
@@ -64,8 +67,19 @@ function get(port: number, path: string): Promise<string> {
 }
 
 /** One streaming Chat Completions request: its completion tokens (from usage), TTFB and chunk gaps. */
+const TOOLS =
+  process.env.BENCH_TOOLS === '1'
+    ? [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }]
+    : undefined
+
 function stream(port: number): Promise<Delivery> {
-  const body = { model: 'gpt-oss', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } }
+  const body = {
+    model: 'gpt-oss',
+    messages: [{ role: 'user', content: 'hi' }],
+    ...(TOOLS === undefined ? {} : { tools: TOOLS }),
+    stream: true,
+    stream_options: { include_usage: true },
+  }
   return streamingPost(port, '/v1/chat/completions', body, /"completion_tokens":(\d+)/)
 }
 
@@ -165,13 +179,14 @@ for (const concurrency of quick ? [64] : [64, 512]) {
 }
 
 console.log(
-  `Gateway over HTTP on 127.0.0.1: replay engine, completions of ~1,000 tokens, Chat Completions streaming; one run, cases side by side\n`,
+  `Gateway over HTTP on 127.0.0.1: replay engine, completions of ~1,000 tokens, Chat Completions streaming${TOOLS === undefined ? '' : ', a function offered'}; one run, cases side by side\n`,
 )
 console.log(
   '| clients | interval | case | k tokens/s | TTFB p50 ms | chunk gap p50 / p99 ms | CPU ms per 1M tokens | GC ms per 1M tokens |',
 )
 console.log('|---:|---:|---|---:|---:|---:|---:|---:|')
 for (const c of cases) {
+  if (process.env.BENCH_FILTER !== undefined && !c.name.includes(process.env.BENCH_FILTER)) continue
   const r = await run(c, replay)
   console.log(
     `| ${c.concurrency} | ${c.interval} | ${c.name} | ${(r.tokensPerSecond / 1000).toFixed(1)} | ${r.ttfbP50.toFixed(1)} | ${r.gapP50.toFixed(2)} / ${r.gapP99.toFixed(2)} | ${r.cpuMsPerMillion.toFixed(0)} | ${r.gcMsPerMillion === null ? '' : r.gcMsPerMillion.toFixed(0)} |`,
