@@ -32,7 +32,23 @@ export interface StoredResponse {
   renderedPromptTokens?: number[]
   /** The API key's name that made it (a gateway with keys): no other key sees it (server/caller.ts). */
   owner?: string
+  /**
+   * Whose items `input` holds, so that a deleted response's leave the responses that continued it
+   * (responses/conversation.ts `withoutDeleted`): `runs` cut `input` in order, each run the items of one response
+   * (its own input, or its output) or, without `response`, items of no response (a conversation's). `root`: the
+   * first response of the chain, under which deletions in it are noted. Absent: kept before responses had one.
+   */
+  lineage?: Lineage
 }
+
+/** Whose items a stored response's input holds (`StoredResponse.lineage`). */
+export interface Lineage {
+  root: string
+  runs: { items: number; response?: string }[]
+}
+
+/** Whose items a request's history holds: a lineage whose chain is none (`root` null) for a conversation's items. */
+export type HistoryLineage = Omit<Lineage, 'root'> & { root: string | null }
 
 export interface ResponseStore {
   /** The record of `id`, or null: never stored, deleted, expired or evicted. */
