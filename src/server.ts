@@ -39,6 +39,7 @@ export type { ApiKey, ApiKeyLimits } from './server/keys/api-keys'
 export { RedisKeyLimiter, type RedisKeyLimiterOptions } from './server/keys/redis-key-limits'
 export { MESSAGES_REQUEST_FIELDS } from './server/messages/fields'
 export { renderMessagesRequest } from './server/messages/translate'
+export { serveClusterMetrics } from './server/observe/cluster-metrics'
 export {
   CallIdCache,
   /** @deprecated The same class: it serves every API now. Use `CallIdCache`. */

@@ -113,13 +113,14 @@ async function fake(
     const started = Date.now()
     let text = ''
     for await (const chunk of req) text += chunk
-    const body = JSON.parse(text) as Record<string, unknown>
-    engine.bodies.push(body)
-    engine.headers.push(req.headers)
+    // Any other route (a gateway's `GET /v1/models` probe, which has no body) is the server's 404, and no generation.
     if (req.url !== path || req.method !== 'POST') {
       res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify(httpErrorBody(`no route ${req.url}`, 404)))
       return
     }
+    const body = JSON.parse(text) as Record<string, unknown>
+    engine.bodies.push(body)
+    engine.headers.push(req.headers)
     if (behaviour.httpError !== undefined) {
       const errorBody =
         behaviour.httpErrorText ?? JSON.stringify(httpErrorBody('the prompt is too long for this model', behaviour.httpError))

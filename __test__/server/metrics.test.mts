@@ -107,6 +107,13 @@ test('metrics: false serves no /metrics', async (t) => {
   t.is((await fetch(`http://127.0.0.1:${port}/metrics`)).status, 404)
 })
 
+test("metrics: 'cluster' outside a cluster's worker answers for this process; another value is refused naming metrics", async (t) => {
+  const { port, client } = await startGateway(t, { replay: [ANSWER], metrics: 'cluster' })
+  await client.chat.completions.create({ model: 'gpt-oss', messages: [{ role: 'user', content: 'Hi' }] })
+  t.is(value(await scrape(port), 'harmony_requests_total', { route: '/v1/chat/completions', status: '200' }), 1)
+  await t.throwsAsync(async () => startGateway(t, { replay: [ANSWER], metrics: 'workers' }), { instanceOf: TypeError, message: /metrics/ })
+})
+
 /** The `harmony_parser_diagnostics_total` samples, each as `engine code` (a sample without an engine label: `undefined`). */
 function diagnosticSeries(samples: Sample[]): Record<string, number> {
   const series: Record<string, number> = {}

@@ -112,6 +112,109 @@ for (const { name, make, here } of STORES) {
   }
 }
 
+/** What input items are, in order: a message's text, or another item's type. */
+function itemTexts(items: readonly object[]): string[] {
+  return items.map((item) => {
+    const { type, content } = item as { type?: string; content?: { text?: string }[] | string }
+    if (typeof content === 'string') return content
+    return content?.[0]?.text ?? type ?? 'message'
+  })
+}
+
+/** Every input item of response `id`, oldest first. */
+async function inputItems(client: OpenAI, id: string): Promise<string[]> {
+  const items: object[] = []
+  for await (const item of client.responses.inputItems.list(id, { order: 'asc', limit: 100 })) items.push(item)
+  return itemTexts(items)
+}
+
+for (const { name, make, here } of STORES) {
+  ;(here ? test : test.skip)(
+    `${name} store: a deleted response's items leave the responses that continued it (their input items, their continuations' prompts)`,
+    async (t) => {
+      const store = make(t)
+      t.teardown(() => store.close())
+      const ONE = harmony('<|channel|>final<|message|>One.<|return|>')
+      const TWO = harmony('<|channel|>final<|message|>Two.<|return|>')
+      const FIVE = harmony('<|channel|>final<|message|>Five.<|return|>')
+      const { engine, prompts } = recordingEngine([ONE, TWO, CALL, ANSWER, FIVE])
+      const { client } = await startGateway(t, { engine, responseStore: store, renderOptions: { currentDate: null } })
+      const render = (input: unknown[], tools = true) =>
+        Array.from(
+          renderResponsesRequest({ model: 'gpt-oss', input, ...(tools ? { tools: TOOLS } : {}) } as never, { currentDate: null }).tokens,
+        )
+      const plain = (output: unknown) => JSON.parse(JSON.stringify(output)) as unknown[]
+
+      const a = await client.responses.create({ model: 'gpt-oss', input: 'alpha' })
+      const b = await client.responses.create({ model: 'gpt-oss', previous_response_id: a.id, input: 'bravo' })
+      const c = await client.responses.create({ model: 'gpt-oss', previous_response_id: b.id, input: 'Weather in Paris?', tools: TOOLS })
+      t.deepEqual(await inputItems(client, c.id), ['alpha', 'One.', 'bravo', 'Two.', 'Weather in Paris?'])
+
+      // The first deleted: its input and its output leave what continued it, directly (b) or not (c).
+      await client.responses.delete(a.id)
+      t.deepEqual(await inputItems(client, b.id), ['bravo'])
+      t.deepEqual(await inputItems(client, c.id), ['bravo', 'Two.', 'Weather in Paris?'])
+      // Answering c's call, within a turn: the prompt is the render of what is left, not the engine's ids of c
+      // (which held a's items).
+      const call = c.output.find((item) => item.type === 'function_call') as { call_id: string }
+      const result = { type: 'function_call_output' as const, call_id: call.call_id, output: '{"sky":"sunny"}' }
+      const d = await client.responses.create({ model: 'gpt-oss', previous_response_id: c.id, input: [result], tools: TOOLS })
+      t.deepEqual(
+        prompts[3],
+        render([
+          { role: 'user', content: 'bravo' },
+          ...plain(b.output),
+          { role: 'user', content: 'Weather in Paris?' },
+          ...plain(c.output),
+          result,
+        ]),
+      )
+      t.deepEqual(await inputItems(client, d.id), [
+        'bravo',
+        'Two.',
+        'Weather in Paris?',
+        'Need the weather.',
+        'function_call',
+        'function_call_output',
+      ])
+
+      // One in the middle deleted: only its own items go; a continuation kept after a deletion holds none either.
+      await client.responses.delete(b.id)
+      t.deepEqual(await inputItems(client, d.id), ['Weather in Paris?', 'Need the weather.', 'function_call', 'function_call_output'])
+      const e = await client.responses.create({ model: 'gpt-oss', previous_response_id: d.id, input: 'echo', tools: TOOLS })
+      t.is(e.output_text, 'Five.')
+      t.deepEqual(
+        prompts[4],
+        render([
+          { role: 'user', content: 'Weather in Paris?' },
+          ...plain(c.output),
+          result,
+          ...plain(d.output),
+          { role: 'user', content: 'echo' },
+        ]),
+      )
+      t.deepEqual(await inputItems(client, e.id), [
+        'Weather in Paris?',
+        'Need the weather.',
+        'function_call',
+        'function_call_output',
+        'It is sunny in Paris.',
+        'echo',
+      ])
+
+      // A deleted response is continued by nobody: OpenAI's 400, naming the field.
+      const missing = await t.throwsAsync(client.responses.create({ model: 'gpt-oss', previous_response_id: b.id, input: 'and now?' }), {
+        instanceOf: OpenAI.BadRequestError,
+      })
+      t.like(missing as unknown as { param: string; code: string }, { param: 'previous_response_id', code: 'previous_response_not_found' })
+      // Deleting one twice, or a response that continued others, is as before.
+      await t.throwsAsync(client.responses.delete(b.id), { instanceOf: OpenAI.NotFoundError })
+      await client.responses.delete(e.id)
+      t.deepEqual(await inputItems(client, d.id), ['Weather in Paris?', 'Need the weather.', 'function_call', 'function_call_output'])
+    },
+  )
+}
+
 test('store: false keeps nothing; bad pages are 400s; a gateway without a store refuses previous_response_id', async (t) => {
   const { client, port } = await startGateway(t, { replay: [ANSWER] })
   const unkept = await client.responses.create({ model: 'gpt-oss', input: 'hi', store: false })

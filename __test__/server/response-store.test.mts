@@ -306,3 +306,97 @@ test('the memory store counts what it holds: its bytes match the memory its reco
     t.true(held / counted > 0.7 && held / counted < 1.3, `held ${held} for ${counted} counted`)
   }
 })
+
+/** A small seeded generator (mulberry32), so that a failure can be run again. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32
+  }
+}
+
+/** Text of `length` code points from `alphabet` (one to four bytes each in UTF-8, one or two UTF-16 units). */
+function textOf(next: () => number, alphabet: string, length: number): string {
+  const letters = [...alphabet]
+  return Array.from({ length }, () => letters[Math.floor(next() * letters.length)]).join('')
+}
+
+const ALPHABETS = {
+  ascii: 'abc xyz 019',
+  latin1: 'éàçüßñ', // one UTF-16 unit, two bytes
+  cjk: '水火木金土日月', // one unit, three bytes
+  emoji: '🪽🙂🚀🌍', // two units, four bytes
+  escaped: '"\\\n\t\u0001\u001f', // JSON escapes: two to six bytes for one unit
+  mixed: 'a é 水 🪽 "\n',
+}
+
+test('the memory store counts at least the bytes it keeps for a record, whatever its characters and shape', async (t) => {
+  const next = seeded(7)
+  const shapes: [string, StoredResponse][] = [
+    ['an empty record', { id: 'resp_e', createdAt: 1, response: {}, input: [] }],
+    ['a side record', { id: 'cancel-request:resp_e', createdAt: 1, response: { at: 1 }, input: [], owner: 'team-a' }],
+    ['the ids of a long prompt', { ...record('resp_ids'), promptTokens: Array.from({ length: 50_000 }, (_, i) => 200_000 + (i % 1000)) }],
+  ]
+  for (const [name, alphabet] of Object.entries(ALPHABETS))
+    for (const length of [1, 511, 512, 513, 3_000, 200_000])
+      shapes.push([
+        `${name} × ${length}`,
+        {
+          ...record(`resp_${name}_${length}`),
+          input: [{ id: 'msg_1', type: 'message', role: 'user', content: [{ type: 'input_text', text: textOf(next, alphabet, length) }] }],
+        },
+      ])
+  for (const [name, kept] of shapes) {
+    const store = new MemoryResponseStore()
+    await store.put(kept)
+    // What it keeps for the record: its JSON in UTF-8 (its entry beside it is counted on top, not checked here).
+    const bytes = Buffer.byteLength(JSON.stringify(kept), 'utf8')
+    t.true(store.stats.bytes >= bytes, `${name}: counted ${store.stats.bytes} for ${bytes} bytes kept`)
+    t.deepEqual(await store.get(kept.id), kept, name)
+    await store.close()
+  }
+})
+
+test('the memory store holds no more than maxBytes, and its records come back whole through churn (records in scattered blocks, characters cut at their ends)', async (t) => {
+  const next = seeded(11)
+  const maxBytes = 256 * 1024
+  const store = new MemoryResponseStore({ maxBytes, maxEntries: 1_000_000 })
+  t.teardown(() => store.close())
+  const alphabets = Object.values(ALPHABETS)
+  const kept = new Map<string, StoredResponse>()
+  for (let i = 0; i < 3_000; i++) {
+    const id = `resp_${i % 400}`
+    const size = next() < 0.1 ? Math.floor(next() * 40_000) : Math.floor(next() * 2_000)
+    const one: StoredResponse = {
+      ...record(id),
+      input: [
+        {
+          id: 'msg_1',
+          type: 'message',
+          role: 'user',
+          content: [{ type: 'input_text', text: textOf(next, alphabets[i % alphabets.length]!, size) }],
+        },
+      ],
+    }
+    await store.put(one)
+    kept.set(id, one)
+    if (next() < 0.2) {
+      const gone = `resp_${Math.floor(next() * 400)}`
+      await store.delete(gone)
+      kept.delete(gone)
+    }
+    t.true(store.stats.bytes <= maxBytes && store.stats.held <= maxBytes, `after ${i}: ${JSON.stringify(store.stats)}`)
+    // Every record still there reads back as it went in; one that is gone was evicted (least recently used first).
+    if (i % 100 === 99)
+      for (const [key, value] of kept) {
+        const back = await store.get(key)
+        if (back === null) kept.delete(key)
+        else t.deepEqual(back, value, key)
+      }
+  }
+  t.true(kept.size > 10, `${kept.size} records kept at the end`)
+})

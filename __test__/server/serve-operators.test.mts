@@ -9,12 +9,16 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 
 import test from 'ava'
 import OpenAI from 'openai'
+
+import { fakeVllm } from '../helpers/fake-engines.mjs'
+import { harmony } from '../helpers/harmony.mjs'
+import { until } from '../helpers/until.mjs'
 
 const root = join(import.meta.dirname, '..', '..')
 const bin = join(root, 'bin', 'harmony-stream.cjs')
@@ -218,4 +222,77 @@ test('the demo answers what fits the request: a call only where functions are of
   // Asked for by its number, any recording is served, the cut one too.
   const cut = await client.chat.completions.create({ model: 'gpt-oss', messages }, { headers: { 'x-harmony-replay': '3' } })
   t.is(cut.choices[0]!.finish_reason, 'length')
+})
+
+/** A chat request on a connection of its own (so that the cluster may hand it to either worker); its status. */
+function chatOnItsOwnConnection(port: number, requestId: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ model: 'gpt-oss', messages: [{ role: 'user', content: 'hi' }] })
+    const sent = httpRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/v1/chat/completions',
+        method: 'POST',
+        agent: false,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          'x-request-id': requestId,
+          connection: 'close',
+        },
+      },
+      (response) => {
+        response.resume()
+        response.on('end', () => resolve(response.statusCode ?? 0))
+      },
+    )
+    sent.on('error', reject)
+    sent.end(body)
+  })
+}
+
+test("serve --workers 2: one scrape of /metrics counts every worker's requests (counters summed, histograms merged)", async (t) => {
+  const engine = await fakeVllm({ completion: harmony('<|channel|>final<|message|>Hello.<|return|>') })
+  t.teardown(() => engine.close())
+  const { child, port, stdout } = await serving(['--workers', '2', '--engine', 'vllm', '--engine-url', engine.url, '--render-workers', '0'])
+  t.teardown(() => child.kill('SIGTERM'))
+  // The request log names the process that answered (`pid`): requests are sent, each on a connection of its own,
+  // until both workers answered some. Each line is waited for: it is written when the answer has ended, with the
+  // metrics counted in the same turn of that worker's event loop.
+  const pids = new Set<number>()
+  let sent = 0
+  while (pids.size < 2 && sent < 40) {
+    const id = `cluster-${sent++}`
+    t.is(await chatOnItsOwnConnection(port, id), 200)
+    t.true(await until(() => stdout().includes(`"id":"${id}"`)), `the line of ${id}`)
+    const logged = stdout()
+      .split('\n')
+      .find((text) => text.includes(`"id":"${id}"`))!
+    pids.add((JSON.parse(logged) as { pid: number }).pid)
+  }
+  t.is(pids.size, 2, `both workers answered within ${sent} requests`)
+  t.is(engine.bodies.length, sent)
+  const scrape = await fetch(`http://127.0.0.1:${port}/metrics`)
+  t.is(scrape.status, 200)
+  const text = await scrape.text()
+  // Prometheus's text format, read a sample at a time: a metric's name, its labels, its value.
+  const samples = text
+    .split('\n')
+    .filter((row) => row !== '' && !row.startsWith('#'))
+    .map((row) => {
+      const [, name, labels, value] = /^(\w+)(?:\{(.*)\})? (\S+)$/.exec(row)!
+      return {
+        name,
+        labels: Object.fromEntries([...(labels ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]])),
+        value: Number(value),
+      }
+    })
+  const value = (name: string, labels: Record<string, string>) =>
+    samples.find((one) => one.name === name && Object.entries(labels).every(([key, v]) => one.labels[key] === v))?.value
+  const chat = { route: '/v1/chat/completions' }
+  t.is(value('harmony_requests_total', { ...chat, status: '200' }), sent, text)
+  t.is(value('harmony_request_duration_seconds_count', chat), sent)
+  t.is(value('harmony_request_duration_seconds_bucket', { ...chat, le: '+Inf' }), sent)
+  t.is(value('harmony_time_to_first_token_seconds_count', { engine: 'vllm' }), sent)
 })

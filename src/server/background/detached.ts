@@ -7,10 +7,9 @@ import { ResponsesStream } from '../../wire/responses'
 import { EngineTrail } from '../observe/engine-trail'
 import type { Feature } from '../pipeline/face'
 import { admit, generate } from '../pipeline/generate'
-import type { Item } from '../pipeline/prepared'
 import { methodNotAllowed, sendJson } from '../pipeline/send'
-import { responseIdOf, responseNotFound, responseRecord, storedResponse } from '../responses/conversation'
-import { keepAnswer, keptInput } from '../responses/keep'
+import { responseIdOf, responseNotFound, responseRecord } from '../responses/conversation'
+import { keepAnswer, keptRecord } from '../responses/keep'
 import type { Detach, ResponsesGateway } from '../responses/responses-gateway'
 import { belongsTo } from '../stores/owned-store'
 import type { BackgroundResponses } from './runs'
@@ -40,8 +39,7 @@ export const serveBackground: Detach = async (gateway, request, response, prepar
   const queued = adapter.response('queued')
   // Kept before it is answered: a store that cannot keep it fails the request (a 503 for a StoreError).
   try {
-    const record = queued as unknown as Item & { id: string; created_at: number }
-    await store.put(storedResponse(record, keptInput(queued, prepared), { prompt: prepared.prompt.tokens, output: [] }))
+    await store.put(keptRecord(queued, prepared, { prompt: prepared.prompt.tokens, output: [] }))
   } catch (error) {
     release()
     grant.end(0)

@@ -20,7 +20,7 @@ import { failureEvent, HttpError } from '../../http/errors'
 import { responsesFrames } from '../../http/sse'
 import type { AdapterDiagnostic } from '../../wire/adapter'
 import type { ResponseObject, ResponsesStream } from '../../wire/responses'
-import { responseNotFound, responseRecord } from '../responses/conversation'
+import { forgetResponse, responseNotFound, responseRecord } from '../responses/conversation'
 import { RUN_LEASE_PREFIX as LEASE } from '../stores/side-records'
 import type { ResponseStore, StoredResponse } from '../stores/store'
 import { requestCancel, watchCancelRequest, withdrawCancel } from './cancel-requests'
@@ -162,7 +162,7 @@ export class BackgroundResponses {
         const { diagnostics } = adapter
         for (const diagnostic of run.withEngines?.(diagnostics) ?? diagnostics) this.onDiagnostic(diagnostic)
         // A deleted response stays deleted: how it ended is not kept.
-        if (entry.deleted) await this.store.delete(id)
+        if (entry.deleted) await forgetResponse(this.store, id)
         else await run.keep(adapter.response(abort.signal.aborted ? 'cancelled' : undefined))
       } finally {
         // Whatever failed above (a `keep` that threw), the run ends: followers see the end (a cancelled or
@@ -202,7 +202,7 @@ export class BackgroundResponses {
       await new Promise((resolve) => setTimeout(resolve, 50))
       record = await this.store.get(id)
     }
-    await this.store.delete(id)
+    await forgetResponse(this.store, id)
     await withdrawCancel(this.store, id)
     return true
   }

@@ -523,7 +523,8 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
         stats: stats ? processStats() : null,
         onDiagnostic: flags.LOG_DIAGNOSTICS === '0' ? () => {} : logDiagnostic,
         onError: errorLogger(logLevel === 'debug'),
-        metrics: flags.METRICS !== '0',
+        // With --workers, a scrape reaches one worker, and answers for them all (the primary gathers them).
+        metrics: flags.METRICS === '0' ? false : settings.workers > 1 ? 'cluster' : true,
         // A JSON line per request on stdout (pino), after the line that says where the gateway listens.
         ...(flags.REQUEST_LOG === '0' ? {} : { requestLog: pino({ base: { pid: process.pid } }) }),
       },

@@ -15,6 +15,7 @@ import { implementation } from '../../backend/choose'
 import { HarmonySetupError } from '../../base/errors'
 import { didYouMean } from '../../base/options'
 import { createGateway, type GatewayServer, rootBaseLines } from '../gateway/create-gateway'
+import { serveClusterMetrics } from '../observe/cluster-metrics'
 import { ENGINE_KINDS, probeEngine } from './engine-kind'
 import { engineUrls, SETTINGS, type ServeSettings, SettingError, serveSettings } from './environment'
 
@@ -145,11 +146,13 @@ function isSetupProblem(error: unknown): boolean {
 /**
  * The primary of `--workers N`: forks them with the settings it checked (the flags as variables, one compaction
  * key for all, so any opens another's) and replaces one that dies. A worker that exits 2 could not set up (its
- * one-line reason is on stderr): every other would fail alike, so all stop and the primary exits 2.
+ * one-line reason is on stderr): every other would fail alike, so all stop and the primary exits 2. It gathers
+ * the workers' metrics for a scrape that reaches any of them (observe/cluster-metrics.ts).
  */
 function superviseWorkers(settings: ServeSettings, environment: Record<string, string | undefined>, io: Io): void {
   const compactionKey = environment.HARMONY_COMPACTION_KEY || randomBytes(32).toString('hex')
   const fork = () => cluster.fork({ ...environment, HARMONY_COMPACTION_KEY: compactionKey })
+  serveClusterMetrics()
   for (let i = 0; i < settings.workers; i++) fork()
   let stopping = false
   const stopAll = () => {

@@ -34,7 +34,10 @@ export function gatewayOf(settings: GatewaySettings): WholeGateway {
   const workers = renderWorkers > 0 ? new RenderWorkers({ size: renderWorkers, renderOptions, parameterOptions }) : null
   let background: BackgroundResponses | null = null
   const meters = settings.metrics
-    ? new GatewayMetrics({ renderQueue: () => workers?.queued ?? 0, backgroundRuns: () => background?.runs ?? 0 })
+    ? new GatewayMetrics(
+        { renderQueue: () => workers?.queued ?? 0, backgroundRuns: () => background?.runs ?? 0 },
+        settings.metrics === 'cluster',
+      )
     : null
   // Traced and counted where they happen: every store operation, every diagnostic.
   const store = settings.store === null ? null : observedStore(settings.store, meters)

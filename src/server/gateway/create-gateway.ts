@@ -76,6 +76,7 @@ function handlerOf(settings: GatewaySettings): GatewayHandler {
     while (gateway.inFlight.size > 0) await Promise.allSettled([...gateway.inFlight])
     await gateway.workers?.close()
     await gateway.python?.close()
+    gateway.meters?.close()
     const { store, ownStore } = gateway
     if (ownStore && store !== null) await store.close()
   }

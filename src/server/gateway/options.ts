@@ -193,7 +193,7 @@ export interface GatewayOptions {
    * Prometheus metrics at `GET /metrics` (docs/API.md "Metrics"). Default true.
    * @deprecated Use `observability.metrics`.
    */
-  metrics?: boolean
+  metrics?: boolean | 'cluster'
   /**
    * API keys (docs/API.md "API keys"): key strings, or `{ key | sha256, name, limits }`. With keys, a request
    * without a valid one is a 401, and what a key's requests keep belongs to its name. Default: none (open).
@@ -366,8 +366,12 @@ export interface GatewayObservabilityOptions {
   onDiagnostic?: (diagnostic: GatewayDiagnostic) => void
   /** Called with errors worth an operator's look (5xx answers, engines failing mid-stream). Default: stderr. */
   onError?: (error: unknown) => void
-  /** Prometheus metrics at `GET /metrics` (docs/API.md "Metrics"). Default true. */
-  metrics?: boolean
+  /**
+   * Prometheus metrics at `GET /metrics` (docs/API.md "Metrics"). Default true. `'cluster'`: in a node:cluster worker
+   * whose primary runs `serveClusterMetrics()` (as `harmony-stream serve --workers` does), a scrape answers for every
+   * worker of the cluster; outside a worker, as true.
+   */
+  metrics?: boolean | 'cluster'
   /**
    * One structured line per request to this logger (a pino logger, or anything with `info(object, message)`):
    * docs/API.md "Request log". Default null: none (`harmony-stream serve` logs JSON lines to stdout).
@@ -412,7 +416,7 @@ const OPTIONS: OptionSpec = {
   compactor: hasMethods('a Compactor', 'compaction', 'expand'),
   socketLifetimeMs: is.integer(1),
   socketIdleMs: is.integer(1),
-  metrics: is.boolean,
+  metrics: is.oneOf(true, false, 'cluster'),
   apiKeys: is.nullable(is.array),
   publicRoutes: is.arrayOf(is.string),
   keyLimiter: hasMethods('a key limiter (an object with admit)', 'admit'),
@@ -480,7 +484,7 @@ export interface GatewaySettings {
   compactor: Compactor
   socketLifetimeMs: number
   socketIdleMs: number
-  metrics: boolean
+  metrics: boolean | 'cluster'
   apiKeys: ApiKeys | null
   publicRoutes: readonly string[]
   keyLimiter: KeyLimiter | null

@@ -50,7 +50,12 @@ function ownRoutes(
   if (meters !== null)
     routes['/metrics'] = {
       GET: async (_view, _request, response) => {
-        const text = await meters.registry.metrics()
+        const text = await meters.scrape().catch((error: unknown) => {
+          // A worker whose primary does not answer (stopping, or no `serve` primary): a 503, not a partial count.
+          throw new HttpError(503, `the metrics of the cluster's workers could not be gathered: ${(error as Error).message}`, {
+            code: 'metrics-unavailable',
+          })
+        })
         response.writeHead(200, { 'content-type': meters.registry.contentType })
         response.end(text)
       },

@@ -5,10 +5,15 @@
  * recovered from; cached prompt tokens of its continuations). Names follow Prometheus's conventions (a unit
  * suffix, `_total` for counters). Labels are bounded: routes from the gateway's own table, statuses, the
  * configured engines' names, the package's own error and diagnostic codes; never an id or a client's text.
- * Each gateway has a registry of its own, so two in one process do not collide.
+ * Each gateway has a registry of its own, so two in one process do not collide. In a worker of `serve --workers`
+ * (`metrics: 'cluster'`) a scrape answers for every worker (cluster-metrics.ts): each metric is summed over the
+ * processes (prom-client's default `aggregator`), which is right for all of these, the gauges included (streams
+ * running, requests waiting, runs going on: the cluster's are the sum of its processes'). A metric that a sum
+ * would get wrong (an info or `up` gauge: every process says 1) sets its `aggregator` ('first', 'max').
  */
 import { Counter, Gauge, Histogram, Registry } from '../gateway-packages'
 
+import { clusterScrape } from './cluster-metrics'
 import { NO_ENGINE } from './engine-trail'
 import type { StepWatcher } from './watch'
 
@@ -117,7 +122,11 @@ export class GatewayMetrics {
     registers: [this.registry],
   })
 
-  constructor(sources: MetricSources) {
+  private readonly scraping: { scrape: () => Promise<string>; forget: () => void } | null
+
+  /** `cluster`: in a node:cluster worker, scrapes answer for every worker of the cluster (cluster-metrics.ts). */
+  constructor(sources: MetricSources, cluster = false) {
+    this.scraping = cluster ? clusterScrape(this.registry) : null
     new Gauge({
       name: 'harmony_render_queue_depth',
       help: 'Requests waiting for a render worker',
@@ -134,6 +143,16 @@ export class GatewayMetrics {
         this.set(sources.backgroundRuns())
       },
     })
+  }
+
+  /** The text of a scrape: this gateway's metrics, or with `cluster`, every worker's. */
+  scrape(): Promise<string> {
+    return this.scraping?.scrape() ?? this.registry.metrics()
+  }
+
+  /** The gateway closed: its registry no longer counts for its cluster. */
+  close(): void {
+    this.scraping?.forget()
   }
 
   /** An answered request (`route`: a pattern of the gateway's routes, never the path as sent). */

@@ -3,6 +3,7 @@
 import type { GenerationParameters } from '../../http/validate'
 import { type RenderedPrompt, renderChatCompletionRequest, renderResponsesRequest } from '../../render/index'
 import type { ApprovedCall } from '../../wire/responses'
+import type { HistoryLineage } from '../stores/store'
 import type { McpServer } from '../tools/mcp'
 import type { Gateway, GatewayDiagnostic } from './context'
 
@@ -21,6 +22,8 @@ export interface Prepared {
   body: object
   /** Responses: the stored items the request continues (they come before its own input). */
   history: Item[]
+  /** Responses: whose items `history` holds (the response kept after it says whose its input's are). */
+  lineage?: HistoryLineage
   /** Responses: the request's own input (a compaction opened), as it is kept. */
   input: unknown
   /** Responses: the response is to be kept (a store, and `store` not false). */

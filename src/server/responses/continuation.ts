@@ -12,7 +12,15 @@ import type { SentCall } from '../pipeline/call-ids'
 import type { GatewayDiagnostic } from '../pipeline/context'
 import { type Item, type Prepared, renderOffLoop } from '../pipeline/prepared'
 import type { StoredResponse } from '../stores/store'
-import { continuationItems, continuedBody, exactContinuation, previousResponse, resolveItemReferences } from './conversation'
+import {
+  continuationItems,
+  continuedBody,
+  exactContinuation,
+  historyLineage,
+  previousResponse,
+  resolveItemReferences,
+  withoutDeleted,
+} from './conversation'
 import { type Conversation, conversationIdOf, conversationNotFound, readConversation } from './conversation-store'
 import type { ResponsesGateway } from './responses-gateway'
 import { openReasoning } from './sealed-reasoning'
@@ -52,7 +60,11 @@ export async function historyOf(
     return { opened, previous: null, history: conversation.items, sources, conversation }
   }
   const id = body.previous_response_id
-  const previous = found ?? (id == null ? null : await previousFor(gateway, String(id)))
+  // A response the caller holds (a WebSocket connection's latest) may hold items of a response deleted since.
+  const previous =
+    found !== null && gateway.store !== null
+      ? await withoutDeleted(gateway.store, found)
+      : (found ?? (id == null ? null : await previousFor(gateway, String(id))))
   return { opened, previous, history: previous === null ? [] : continuationItems(previous), sources, conversation: null }
 }
 
@@ -156,6 +168,7 @@ export async function continued(
     rendered,
     body: echo,
     history,
+    lineage: historyLineage(previous, history.length),
     input: opened.input,
     storing,
     noted,

@@ -11,8 +11,8 @@ import { HttpError, previousResponseNotFound } from '../../http/errors'
 import type { RenderedPrompt } from '../../render/index'
 import { holdsItemReference, isItemReference } from '../pipeline/continues'
 import { exactPrompt, startsWith } from '../pipeline/exact-prompt'
-import { isSideRecordId } from '../stores/side-records'
-import type { ResponseStore, StoredResponse } from '../stores/store'
+import { DELETIONS_PREFIX, isSideRecordId } from '../stores/side-records'
+import type { HistoryLineage, Lineage, ResponseStore, StoredResponse } from '../stores/store'
 
 type Item = Record<string, unknown>
 
@@ -108,11 +108,107 @@ export async function resolveItemReferences(store: ResponseStore | null, body: I
   return { ...body, input: resolved }
 }
 
-/** The response a request continues (`previous_response_id`); a 404 naming the field when it is not stored. */
+/**
+ * The response a request continues (`previous_response_id`), without the items of responses deleted since
+ * (`withoutDeleted`); OpenAI's 400 `previous_response_not_found`, naming the field, when it is not stored.
+ */
 export async function previousResponse(store: ResponseStore, previousResponseId: string): Promise<StoredResponse> {
   const record = await responseRecord(store, previousResponseId)
   if (record === null) throw previousResponseNotFound(previousResponseId)
-  return record
+  return withoutDeleted(store, record)
+}
+
+/*
+ * Deleting a response that others continued. OpenAI's API reference says of `DELETE /v1/responses/{response_id}`
+ * only that it "Deletes a model response with the given ID" (the `openai` package's resources/responses/
+ * responses.d.ts, `delete`), and nothing of the responses that continued it through `previous_response_id`. Here
+ * a response's record holds every item it was generated from (its predecessors' too), so a deletion would live on
+ * in them: a deleted response's own items (its request's input and its output) leave every response that continued
+ * it, directly or through others. Their input items no longer list them, and a continuation of them is rendered
+ * without them, never prompted with the engine's ids that held them. Items its own predecessors gave stay while
+ * those are kept; items a request sent itself (an `item_reference` resolved, a history sent back) are its own.
+ *
+ * How: each record says whose items its input holds (`StoredResponse.lineage`), and a deletion is noted under the
+ * chain's first response (`deletions:<root>`, a side record) before the record goes; reading a record of the chain
+ * drops the runs of deleted responses. The note lives for the store's `ttlSeconds` from the last deletion, longer
+ * than any record that holds the items (each was kept before the deletion). A store that evicts (memory, SQLite)
+ * evicts it as any record, least recently used first; every read of the chain's input reads it, so it goes only
+ * when the chain has gone unread longer than what the store keeps.
+ */
+
+/** The ids of the responses deleted in the chain that begins with `root`. */
+async function deletedIn(store: ResponseStore, root: string): Promise<Set<string>> {
+  const record = await store.get(DELETIONS_PREFIX + root)
+  const deleted = record?.response.deleted
+  return new Set(Array.isArray(deleted) ? deleted.filter((id): id is string => typeof id === 'string') : [])
+}
+
+/**
+ * `record` without the items of the responses deleted in its chain, and then without the ids of its prompt and
+ * output (which held them): a continuation of it is rendered from what is left. `record` itself where none was.
+ */
+export async function withoutDeleted(store: ResponseStore, record: StoredResponse): Promise<StoredResponse> {
+  const { lineage } = record
+  if (lineage === undefined) return record
+  const deleted = await deletedIn(store, lineage.root)
+  if (!lineage.runs.some((run) => run.response !== undefined && deleted.has(run.response))) return record
+  const input: Item[] = []
+  const runs: Lineage['runs'] = []
+  let at = 0
+  for (const run of lineage.runs) {
+    const items = record.input.slice(at, at + run.items)
+    at += run.items
+    if (run.response !== undefined && deleted.has(run.response)) continue
+    input.push(...items)
+    runs.push(run)
+  }
+  // Items past the runs (none, in a record this gateway kept) are kept as they are.
+  if (at < record.input.length) {
+    input.push(...record.input.slice(at))
+    runs.push({ items: record.input.length - at })
+  }
+  const { promptTokens: _prompt, outputTokens: _output, renderedPromptTokens: _rendered, ...rest } = record
+  return { ...rest, input, lineage: { root: lineage.root, runs } }
+}
+
+/**
+ * Deletes response `id`, noting the deletion in its chain first (so that no moment shows its items in a response
+ * that continued it); false where it is not stored. The note is the record's owner's, as the record was.
+ */
+export async function forgetResponse(store: ResponseStore, id: string): Promise<boolean> {
+  const record = await responseRecord(store, id)
+  if (record === null) return false
+  const root = record.lineage?.root ?? id
+  const noteId = DELETIONS_PREFIX + root
+  // Read, changed, written, read back: two deletions in one chain at once (two processes) both stay noted.
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const deleted = await deletedIn(store, root)
+    if (deleted.has(id)) break
+    await store.put({
+      id: noteId,
+      createdAt: Math.floor(Date.now() / 1000),
+      response: { deleted: [...deleted, id] },
+      input: [],
+      ...(record.owner === undefined ? {} : { owner: record.owner }),
+    })
+  }
+  return store.delete(id)
+}
+
+/**
+ * Whose items a request's history holds (`Prepared.lineage`): a continuation of `previous`, its input then its
+ * output, in its chain (`root`); a conversation's items (`previous` null), no response's and in no chain.
+ */
+export function historyLineage(previous: StoredResponse | null, historyItems: number): HistoryLineage {
+  if (previous === null) return { root: null, runs: historyItems === 0 ? [] : [{ items: historyItems }] }
+  const output = Array.isArray(previous.response.output) ? previous.response.output.length : 0
+  const runs = previous.lineage?.runs ?? [{ items: previous.input.length }]
+  return { root: previous.lineage?.root ?? previous.id, runs: [...runs, { items: output, response: previous.id }] }
+}
+
+/** The lineage of response `id`, kept after a history (`historyLineage`; none: it continues nothing) with `own` items of its own. */
+export function keptLineage(id: string, history: HistoryLineage | undefined, own: number): Lineage {
+  return { root: history?.root ?? id, runs: [...(history?.runs ?? []), { items: own, response: id }] }
 }
 
 /** The items before a request's own input, from the response it names (its input, then its output). */
@@ -247,7 +343,7 @@ export async function storedResponseRoute(
     const page = pageOf(url.searchParams)
     const record = await responseRecord(store, id)
     if (record === null) throw responseNotFound(id, null)
-    return { status: 200, body: listPage(record.input, page, 'input item', 'this response') }
+    return { status: 200, body: listPage((await withoutDeleted(store, record)).input, page, 'input item', 'this response') }
   }
   if (method === 'GET') {
     const record = await responseRecord(store, id)
@@ -255,7 +351,7 @@ export async function storedResponseRoute(
     return { status: 200, body: record.response }
   }
   if (method === 'DELETE') {
-    if (isSideRecordId(id) || !(await store.delete(id))) throw responseNotFound(id, null)
+    if (!(await forgetResponse(store, id))) throw responseNotFound(id, null)
     return { status: 200, body: { id, object: 'response', deleted: true } }
   }
   return { status: 405, body: null, allow: 'GET, DELETE' }

@@ -9,17 +9,28 @@ import type { Gateway } from '../pipeline/context'
 import type { Item, Prepared } from '../pipeline/prepared'
 import type { StoredResponse } from '../stores/store'
 import { callsOfItems } from './continuation'
-import { inputItemsOf, storedResponse } from './conversation'
+import { inputItemsOf, keptLineage, storedResponse } from './conversation'
 import { changeConversation, conversationItem, withItems } from './conversation-store'
 
 /** Every item a response was generated from: the stored history, then its own input (with ids). */
-export function keptInput(object: { id: string }, prepared: Prepared): Item[] {
+function keptInput(object: { id: string }, prepared: Prepared): Item[] {
   return [...prepared.history, ...inputItemsOf({ input: prepared.input }, object.id.slice('resp_'.length))]
+}
+
+/**
+ * The record of response `object`: every item it was generated from, whose each is (its history's, then its own:
+ * what a deletion takes out of it, conversation.ts `withoutDeleted`), and `tokens`.
+ */
+export function keptRecord(object: object, prepared: Prepared, tokens: Parameters<typeof storedResponse>[2]): StoredResponse {
+  const response = object as Item & { id: string; created_at: number }
+  const input = keptInput(response, prepared)
+  const lineage = keptLineage(response.id, prepared.lineage, input.length - prepared.history.length)
+  return { ...storedResponse(response, input, tokens), lineage }
 }
 
 /** What a continuation of a response starts from: every item it was generated from, and its ids. */
 export function recordOf(object: ResponseObject, prepared: Prepared, generated: number[]): StoredResponse {
-  return storedResponse(object as unknown as Item & { id: string; created_at: number }, keptInput(object, prepared), {
+  return keptRecord(object, prepared, {
     prompt: prepared.prompt.tokens,
     output: generated,
     ...(prepared.rendered === undefined ? {} : { rendered: prepared.rendered.tokens }),
