@@ -4,7 +4,7 @@
  */
 
 export { BackgroundResponses, type BackgroundResponsesOptions, type BackgroundRun } from './server/background/runs'
-export { pipeStreamLog, StreamLog, type StreamLogOptions } from './server/background/stream-log'
+export { pipeStreamLog, StreamLog, type StreamLogOptions, type StreamLogWriteBound } from './server/background/stream-log'
 export {
   engineFromEnvironment,
   loadReplay,

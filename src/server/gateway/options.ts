@@ -13,6 +13,7 @@ import { type EngineTimeLimits, engineTimeLimits } from '../../engines/time-limi
 import type { Engine } from '../../engines/types'
 import { DEFAULT_BODY_LIMIT } from '../../http/body'
 import type { ServerLimits } from '../../http/server'
+import { DEFAULT_WRITE_TIMEOUT_MS } from '../../http/sse'
 import type { RenderRequestOptions } from '../../render/index'
 import type { ResponsesDialect } from '../../wire/responses'
 import { Compactor } from '../compaction/compactor'
@@ -264,6 +265,13 @@ export interface GatewayHttpOptions {
   frames?: 'sse' | 'objects'
   /** Collect each stream's frames for this many ms per write. Default 0: every step is written at once. */
   coalesceMs?: number
+  /**
+   * How long a write may wait for a client to take it, in ms: a client whose socket does not drain within this
+   * (an SSE stream, a background stream's follower, a WebSocket connection), also once its stream has ended with
+   * its last bytes unread, is dropped and its connection closed; a stream's engine request is aborted as for a
+   * client that leaves. Counted in `harmony_write_timeouts_total`. Default 30 s; null: no bound.
+   */
+  writeTimeoutMs?: number | null
   /** Threads that render requests off the event loop; 0 (default): all inline. */
   renderWorkers?: number
   /** With render workers: bodies up to this many bytes are rendered inline. Default 16 KiB. */
@@ -400,6 +408,7 @@ const OPTIONS: OptionSpec = {
   onError: is.function,
   frames: is.oneOf('sse', 'objects'),
   coalesceMs: is.number(0),
+  writeTimeoutMs: is.nullable(is.integer(1)),
   stats: is.nullable(is.function),
   renderWorkers: is.integer(0, 256),
   renderInlineBytes: is.integer(0),
@@ -424,14 +433,18 @@ const OPTIONS: OptionSpec = {
   toolCalls: is.integer(1),
 }
 
+/** Every option by the flat name the settings are made from, those taken in their group only included. */
+type FlatOptions = GatewayOptions & Pick<GatewayHttpOptions, 'writeTimeoutMs'>
+
 /** Each group's options, by the flat name the settings are made from. */
-const GROUPS: Readonly<Record<string, Readonly<Record<string, keyof GatewayOptions>>>> = {
+const GROUPS: Readonly<Record<string, Readonly<Record<string, keyof FlatOptions>>>> = {
   http: {
     bodyLimit: 'bodyLimit',
     serverLimits: 'serverLimits',
     unknownFields: 'unknownFields',
     frames: 'frames',
     coalesceMs: 'coalesceMs',
+    writeTimeoutMs: 'writeTimeoutMs',
     renderWorkers: 'renderWorkers',
     renderInlineBytes: 'renderInlineBytes',
     renderOptions: 'renderOptions',
@@ -466,6 +479,7 @@ export interface GatewaySettings {
   onError: (error: unknown) => void
   frames: 'sse' | 'objects'
   coalesceMs: number
+  writeTimeoutMs: number | null
   stats: (() => Record<string, unknown>) | null
   renderWorkers: number
   renderInlineBytes: number
@@ -512,8 +526,14 @@ export function logDiagnostic(diagnostic: GatewayDiagnostic): void {
   console.warn(`harmony-stream: ${diagnostic.code}: ${diagnostic.message}`)
 }
 
+/** Options newer than the groups: taken in their group only, with no flat name of their own. */
+const GROUP_ONLY = new Set(['writeTimeoutMs'])
+
 /** The top level's rules: what generates, the groups, and the flat names. */
-const TOP_LEVEL: OptionSpec = { ...OPTIONS, ...Object.fromEntries(Object.keys(GROUPS).map((group) => [group, is.object])) }
+const TOP_LEVEL: OptionSpec = {
+  ...Object.fromEntries(Object.entries(OPTIONS).filter(([name]) => !GROUP_ONLY.has(name))),
+  ...Object.fromEntries(Object.keys(GROUPS).map((group) => [group, is.object])),
+}
 
 /** Each group's rules: the rule of the flat option each of its names stands for. */
 const GROUP_RULES: Readonly<Record<string, OptionSpec>> = Object.fromEntries(
@@ -527,7 +547,7 @@ const GROUP_RULES: Readonly<Record<string, OptionSpec>> = Object.fromEntries(
  * The options as one flat object, the groups checked (a misspelt name inside one is a TypeError naming
  * `group: option`) and read into the flat names the settings are made from.
  */
-function flattened(options: unknown): GatewayOptions {
+function flattened(options: unknown): FlatOptions {
   const given = checkOptions<Record<string, unknown>>(options, TOP_LEVEL, 'createGateway')
   const flat: Record<string, unknown> = {}
   for (const [name, value] of Object.entries(given)) if (!Object.hasOwn(GROUPS, name)) flat[name] = value
@@ -544,7 +564,7 @@ function flattened(options: unknown): GatewayOptions {
       flat[old] = value
     }
   }
-  return flat as GatewayOptions
+  return flat as FlatOptions
 }
 
 export function gatewaySettings(options: unknown): GatewaySettings {
@@ -586,6 +606,7 @@ export function gatewaySettings(options: unknown): GatewaySettings {
     onError: o.onError ?? logError,
     frames: o.frames ?? 'sse',
     coalesceMs: o.coalesceMs ?? 0,
+    writeTimeoutMs: o.writeTimeoutMs === undefined ? DEFAULT_WRITE_TIMEOUT_MS : o.writeTimeoutMs,
     stats: o.stats ?? null,
     renderWorkers: o.renderWorkers ?? 0,
     renderInlineBytes: o.renderInlineBytes ?? 16 * 1024,

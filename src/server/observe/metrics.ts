@@ -110,6 +110,12 @@ export class GatewayMetrics {
     labelNames: ['face', 'outcome'] as const,
     registers: [this.registry],
   })
+  private readonly writeTimeouts = new Counter({
+    name: 'harmony_write_timeouts_total',
+    help: 'Clients dropped because their socket took nothing within the write timeout, by transport (sse, websocket)',
+    labelNames: ['transport'] as const,
+    registers: [this.registry],
+  })
   private readonly storeOperations = new Counter({
     name: 'harmony_store_operations_total',
     help: 'Response store operations, by operation and outcome',
@@ -227,6 +233,11 @@ export class GatewayMetrics {
       this.engines.set(engine, meters)
     }
     return meters
+  }
+
+  /** A client dropped at the write timeout (`transport`: `sse`, `websocket`). */
+  writeTimedOut(transport: string): void {
+    this.writeTimeouts.inc({ transport })
   }
 
   /** Runs store operation `op` (`get`, `put`, `delete`), counting it by its outcome (`ok`, `error`). */

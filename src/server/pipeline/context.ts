@@ -57,6 +57,8 @@ export interface Gateway {
   toolCalls: number
   frames: 'sse' | 'objects'
   coalesceMs: number
+  /** How long a write waits for a client that takes nothing before the client is dropped; null: no bound. */
+  writeTimeoutMs: number | null
   onDiagnostic: (diagnostic: GatewayDiagnostic) => void
   onError: (error: unknown) => void
   /** Where answers are kept (narrowed to the caller's records in a gateway with keys); null: none. */
@@ -82,6 +84,11 @@ export interface Gateway {
    * what a shutdown waits for before it closes the store.
    */
   inFlight: Set<Promise<unknown>>
+}
+
+/** The gateway's bound on an SSE client's writes (`writeTimeoutMs`), each drop counted (`harmony_write_timeouts_total`). */
+export function writeBound(gateway: Gateway): { writeTimeoutMs: number | null; onWriteTimeout: () => void } {
+  return { writeTimeoutMs: gateway.writeTimeoutMs, onWriteTimeout: () => gateway.meters?.writeTimedOut('sse') }
 }
 
 /** Runs `work` counted in `gateway.inFlight` until it settles. */

@@ -74,8 +74,13 @@ export interface ResponsesSocketOptions {
   maxQueuedBytes?: number
   /** Bytes waiting to go out above which a turn waits for the client to read. Default 1 MiB. */
   highWaterMark?: number
-  /** How long a turn waits for a client that reads nothing before the connection is closed (1008). Default 30 s. */
-  stallTimeoutMs?: number
+  /**
+   * How long a turn waits for a client that reads nothing before the connection is closed (1008). Default 30 s;
+   * null: no bound.
+   */
+  stallTimeoutMs?: number | null
+  /** Called when a connection is closed at `stallTimeoutMs`. */
+  onWriteTimeout?: () => void
 }
 
 const OPTIONS: OptionSpec = {
@@ -88,7 +93,8 @@ const OPTIONS: OptionSpec = {
   maxQueued: is.integer(0),
   maxQueuedBytes: is.integer(0),
   highWaterMark: is.integer(0),
-  stallTimeoutMs: is.integer(1),
+  stallTimeoutMs: is.nullable(is.integer(1)),
+  onWriteTimeout: is.function,
 }
 
 export const DEFAULT_SOCKET_LIFETIME_MS = 60 * 60 * 1000
@@ -140,8 +146,8 @@ export function responseCreateBody(text: string): Record<string, unknown> {
 
 /** One WebSocket connection in the Responses API's WebSocket mode. */
 export class ResponsesSocket {
-  private readonly options: Required<Omit<ResponsesSocketOptions, 'lookup' | 'onError'>> &
-    Pick<ResponsesSocketOptions, 'lookup' | 'onError'>
+  private readonly options: Required<Omit<ResponsesSocketOptions, 'lookup' | 'onError' | 'onWriteTimeout'>> &
+    Pick<ResponsesSocketOptions, 'lookup' | 'onError' | 'onWriteTimeout'>
   private readonly queue: string[] = []
   /** Characters of the queued messages. */
   private queuedBytes = 0
@@ -340,14 +346,18 @@ export class ResponsesSocket {
       transport.send(text)
       return
     }
+    const { stallTimeoutMs } = this.options
     const outcome = await new Promise<'sent' | 'failed' | 'stalled'>((resolve) => {
-      const timer = setTimeout(() => resolve('stalled'), this.options.stallTimeoutMs)
+      const timer = stallTimeoutMs === null ? null : setTimeout(() => resolve('stalled'), stallTimeoutMs)
       transport.send(text, (error) => {
-        clearTimeout(timer)
+        if (timer !== null) clearTimeout(timer)
         resolve(error === undefined || error === null ? 'sent' : 'failed')
       })
     })
-    if (outcome === 'stalled') transport.close(1008, 'the client does not read')
+    if (outcome === 'stalled') {
+      this.options.onWriteTimeout?.()
+      transport.close(1008, 'the client does not read')
+    }
     if (outcome !== 'sent') this.closed()
   }
 }

@@ -152,6 +152,9 @@ export function responsesSockets(gateway: SocketGateway): ResponsesSockets {
           onError: gateway.onError,
           lifetimeMs: gateway.socketLifetimeMs,
           idleMs: gateway.socketIdleMs,
+          // A client that reads nothing is let go at the gateway's write timeout, as an SSE client is.
+          stallTimeoutMs: gateway.writeTimeoutMs,
+          onWriteTimeout: () => gateway.meters?.writeTimedOut('websocket'),
         })
       })
     },
