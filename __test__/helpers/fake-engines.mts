@@ -113,7 +113,8 @@ async function fake(
     const started = Date.now()
     let text = ''
     for await (const chunk of req) text += chunk
-    const body = JSON.parse(text) as Record<string, unknown>
+    // A request without a body (`serve` asking `GET /v1/models` what the engine is) is no generation: a 404 below.
+    const body = (text === '' ? {} : JSON.parse(text)) as Record<string, unknown>
     engine.bodies.push(body)
     engine.headers.push(req.headers)
     if (req.url !== path || req.method !== 'POST') {

@@ -163,7 +163,7 @@ export const SETTINGS: readonly Setting[] = [
     env: 'SHUTDOWN_GRACE_MS',
     flag: '--shutdown-grace-ms',
     value: 'MS',
-    help: 'on SIGTERM, how long running streams may finish (default 10000)',
+    help: 'on SIGTERM, how long what runs may finish; then it ends with its error, gateway_shutdown (default 10000)',
   },
   {
     env: 'LOG_DIAGNOSTICS',

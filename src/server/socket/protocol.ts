@@ -113,6 +113,12 @@ function frameOf(status: number, error: ErrorFrame['error']): ErrorFrame {
   return { type: 'error', status, error }
 }
 
+/** The error frame of a message refused as a whole (the gateway shutting down): no failure to log. */
+function refusedFrame(refusal: unknown): ErrorFrame {
+  const { status, body } = errorResponse(refusal)
+  return frameOf(status, body.error)
+}
+
 /** A refused message: the code a bad field gets over HTTP too (`invalid_parameter`) unless it is the protocol's own. */
 function invalid(message: string, param: string | null, code = 'invalid-parameter'): HttpError {
   return new HttpError(400, message, { param, code })
@@ -154,6 +160,8 @@ export class ResponsesSocket {
   private running = false
   private ended = false
   private expired = false
+  /** What a message is refused with while the gateway shuts down (`goAway`); null: turns are taken. */
+  private refusal: unknown = null
   private readonly abort = new AbortController()
   /** The most recent response of this connection: what `previous_response_id` finds without a store. */
   private latest: StoredResponse | null = null
@@ -195,6 +203,10 @@ export class ResponsesSocket {
     if (this.ended) return
     if (this.idle !== null) clearTimeout(this.idle)
     this.idle = null
+    if (this.refusal !== null) {
+      void this.sendFrame(refusedFrame(this.refusal))
+      return
+    }
     if (this.expired) {
       // The running turn ends first; then the limit's error frame (`drain`).
       if (!this.running) this.limitReached()
@@ -232,13 +244,14 @@ export class ResponsesSocket {
   private async drain(): Promise<void> {
     this.running = true
     // After the connection's lifetime nothing more runs: what waits gets the limit's error frame.
-    while (this.queue.length > 0 && !this.ended && !this.expired) {
+    while (this.queue.length > 0 && !this.ended && !this.expired && this.refusal === null) {
       const text = this.queue.shift()!
       this.queuedBytes -= text.length
       await this.turn(text)
     }
     this.running = false
-    if (this.expired) this.limitReached()
+    if (this.refusal !== null) this.goneAway()
+    else if (this.expired) this.limitReached()
     else this.waitIdle()
   }
 
@@ -313,6 +326,28 @@ export class ResponsesSocket {
       message: typeof nested.message === 'string' ? nested.message : 'the response ended without a terminal event',
       param: null,
     })
+  }
+
+  /**
+   * The gateway is shutting down: no turn is taken any more. Each message waiting, and each that comes, is
+   * answered with `refusal`'s error frame; the connection closes now when no turn runs, else once the running
+   * turn has ended (which the gateway ends with `response.failed` at the end of its grace period). Closed with
+   * 1001, RFC 6455's "going away" (a server going down), so that a client reconnects, to another gateway.
+   */
+  goAway(refusal: unknown): void {
+    if (this.ended || this.refusal !== null) return
+    this.refusal = refusal
+    for (const _ of this.queue) void this.sendFrame(refusedFrame(refusal))
+    this.queue.length = 0
+    this.queuedBytes = 0
+    if (!this.running) this.goneAway()
+  }
+
+  private goneAway(): void {
+    if (this.ended) return
+    const transport = this.options.transport
+    this.closed()
+    transport.close(1001, 'going away')
   }
 
   private expire(): void {

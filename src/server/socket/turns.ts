@@ -21,7 +21,7 @@ import { toolsOfResponse } from '../responses/response-tools'
 import { responsesOptions } from '../responses/responses-face'
 import type { ResponsesGateway } from '../responses/responses-gateway'
 import type { StoredResponse } from '../stores/store'
-import { type SocketTurn, serveResponsesSocket, sseEventTexts } from './protocol'
+import { type ResponsesSocket, type SocketTurn, serveResponsesSocket, sseEventTexts } from './protocol'
 
 /** What the WebSocket mode reads of the gateway beyond what Responses does. */
 export interface SocketGateway extends ResponsesGateway {
@@ -87,7 +87,12 @@ async function socketTurn(gateway: SocketGateway, request: IncomingMessage, turn
 export interface ResponsesSockets {
   /** Answers an upgrade request (a server's `upgrade` event): `/v1/responses` only, at most 1024 at once. */
   upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void
-  /** Ends every connection (at close: upgraded connections are not an HTTP server's to end). */
+  /**
+   * The gateway is shutting down: no connection or turn is taken any more (`refusal` answers them); each
+   * connection closes (1001) once it has no turn running (`ResponsesSocket.goAway`).
+   */
+  goAway(refusal: unknown): void
+  /** Ends every connection still open (at close: upgraded connections are not an HTTP server's to end). */
   end(): void
 }
 
@@ -98,10 +103,18 @@ export function responsesSockets(gateway: SocketGateway): ResponsesSockets {
   const sockets = new WebSocketServer({ noServer: true, maxPayload: gateway.bodyLimit })
   /** Connections each key holds now. */
   const perKey = new Map<string, number>()
+  /** The sessions of the open connections. */
+  const sessions = new Set<ResponsesSocket>()
+  /** Set once the gateway shuts down: what new connections and turns are refused with. */
+  let refusal: unknown = null
   return {
     upgrade(request, socket, head) {
       if (new URL(request.url ?? '/', 'http://localhost').pathname !== '/v1/responses') {
         socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n')
+        return
+      }
+      if (refusal !== null) {
+        socket.end('HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\ncontent-length: 0\r\n\r\n')
         return
       }
       if (sockets.clients.size >= MAX_SOCKETS) {
@@ -146,7 +159,7 @@ export function responsesSockets(gateway: SocketGateway): ResponsesSockets {
           perKey.set(caller.name, (perKey.get(caller.name) ?? 0) + 1)
           ws.once('close', () => perKey.set(caller.name, (perKey.get(caller.name) ?? 1) - 1))
         }
-        serveResponsesSocket(ws, {
+        const session = serveResponsesSocket(ws, {
           respond: (turn) => tracked(gateway, socketTurn(view, request, turn)),
           ...(store === null ? {} : { lookup: (id: string) => responseRecord(store, id) }),
           onError: gateway.onError,
@@ -156,7 +169,15 @@ export function responsesSockets(gateway: SocketGateway): ResponsesSockets {
           stallTimeoutMs: gateway.writeTimeoutMs,
           onWriteTimeout: () => gateway.meters?.writeTimedOut('websocket'),
         })
+        sessions.add(session)
+        ws.once('close', () => sessions.delete(session))
+        // Upgraded while the gateway began to shut down.
+        if (refusal !== null) session.goAway(refusal)
       })
+    },
+    goAway(why) {
+      refusal ??= why
+      for (const session of sessions) session.goAway(refusal)
     },
     end() {
       for (const ws of sockets.clients) ws.terminate()
