@@ -68,6 +68,7 @@ export {
   type ResponsesSocketOptions,
   responseCreateBody,
   type ServeResponsesSocketOptions,
+  type SocketTimers,
   type SocketTransport,
   type SocketTurn,
   serveResponsesSocket,

@@ -148,6 +148,12 @@ export const SETTINGS: readonly Setting[] = [
     value: 'MS',
     help: 'a Responses WebSocket connection waiting this long for a turn is closed (default 300000)',
   },
+  {
+    env: 'MAX_SOCKETS',
+    flag: '--max-sockets',
+    value: 'N',
+    help: 'Responses WebSocket connections per process; at it, the one idle longest is closed for a new one (default 1024)',
+  },
   { env: 'SSE_COALESCE_MS', flag: '--coalesce-ms', value: 'MS', help: "collect a stream's frames this long per write (default 0)" },
   {
     env: 'WRITE_TIMEOUT_MS',
@@ -470,6 +476,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
   const writeTimeoutMs = limit('WRITE_TIMEOUT_MS', DEFAULT_WRITE_TIMEOUT_MS)
   const socketLifetimeMs = env.SOCKET_LIFETIME_MS ? { socketLifetimeMs: integer(env, 'SOCKET_LIFETIME_MS', 0, 1) } : {}
   const socketIdleMs = env.SOCKET_IDLE_MS ? { socketIdleMs: integer(env, 'SOCKET_IDLE_MS', 0, 1) } : {}
+  const maxSockets = env.MAX_SOCKETS ? { maxSockets: integer(env, 'MAX_SOCKETS', 0, 1) } : {}
   const key = env.HARMONY_COMPACTION_KEY
   if (key && !/^[0-9a-fA-F]{64}$/.test(key)) throw new SettingError('HARMONY_COMPACTION_KEY must be 64 hex digits (its value is not shown)')
   const apiKeys = env.GATEWAY_API_KEYS_FILE ? apiKeysFile(env.GATEWAY_API_KEYS_FILE) : null
@@ -509,6 +516,7 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
         dialect: responsesDialect,
         ...socketLifetimeMs,
         ...socketIdleMs,
+        ...maxSockets,
         ...(key ? { compactor: new Compactor({ key, maxOpenedBytes: numbers.bodyLimit }) } : {}),
       },
       tools: {

@@ -24,6 +24,7 @@ import type { CallIdCache } from '../pipeline/call-ids'
 import type { GatewayDiagnostic } from '../pipeline/context'
 import type { ReasoningSummaryRule } from '../responses/responses-gateway'
 import { DEFAULT_SOCKET_IDLE_MS, DEFAULT_SOCKET_LIFETIME_MS } from '../socket/protocol'
+import { DEFAULT_MAX_SOCKETS } from '../socket/turns'
 import { MemoryResponseStore, type ResponseStore } from '../stores/store'
 import type { SearchBackend } from '../tools/browser'
 import type { PythonRunner } from '../tools/python'
@@ -313,6 +314,12 @@ export interface GatewayResponsesOptions {
   socketLifetimeMs?: number
   /** How long a Responses WebSocket connection may wait for its next turn before it is closed, in ms. Default 5 minutes. */
   socketIdleMs?: number
+  /**
+   * Responses WebSocket connections this process holds at once. Default 1,024. At it, a new connection takes the
+   * place of the one idle longest (no turn running or asked for), which is closed (1000, `idle`); when none is
+   * idle the upgrade is a 503.
+   */
+  maxSockets?: number
 }
 
 /** Chat Completions. */
@@ -421,6 +428,7 @@ const OPTIONS: OptionSpec = {
   compactor: hasMethods('a Compactor', 'compaction', 'expand'),
   socketLifetimeMs: is.integer(1),
   socketIdleMs: is.integer(1),
+  maxSockets: is.integer(1),
   metrics: is.boolean,
   apiKeys: is.nullable(is.array),
   publicRoutes: is.arrayOf(is.string),
@@ -434,7 +442,7 @@ const OPTIONS: OptionSpec = {
 }
 
 /** Every option by the flat name the settings are made from, those taken in their group only included. */
-type FlatOptions = GatewayOptions & Pick<GatewayHttpOptions, 'writeTimeoutMs'>
+type FlatOptions = GatewayOptions & Pick<GatewayHttpOptions, 'writeTimeoutMs'> & Pick<GatewayResponsesOptions, 'maxSockets'>
 
 /** Each group's options, by the flat name the settings are made from. */
 const GROUPS: Readonly<Record<string, Readonly<Record<string, keyof FlatOptions>>>> = {
@@ -458,6 +466,7 @@ const GROUPS: Readonly<Record<string, Readonly<Record<string, keyof FlatOptions>
     compactor: 'compactor',
     socketLifetimeMs: 'socketLifetimeMs',
     socketIdleMs: 'socketIdleMs',
+    maxSockets: 'maxSockets',
   },
   chat: { idCache: 'chatIdCache' },
   tools: { python: 'python', browser: 'browser', mcpServers: 'mcpServers', mcpTimeMs: 'mcpTimeMs', maxCalls: 'toolCalls' },
@@ -494,6 +503,7 @@ export interface GatewaySettings {
   compactor: Compactor
   socketLifetimeMs: number
   socketIdleMs: number
+  maxSockets: number
   metrics: boolean
   apiKeys: ApiKeys | null
   publicRoutes: readonly string[]
@@ -527,7 +537,7 @@ export function logDiagnostic(diagnostic: GatewayDiagnostic): void {
 }
 
 /** Options newer than the groups: taken in their group only, with no flat name of their own. */
-const GROUP_ONLY = new Set(['writeTimeoutMs'])
+const GROUP_ONLY = new Set(['writeTimeoutMs', 'maxSockets'])
 
 /** The top level's rules: what generates, the groups, and the flat names. */
 const TOP_LEVEL: OptionSpec = {
@@ -621,6 +631,7 @@ export function gatewaySettings(options: unknown): GatewaySettings {
     compactor: o.compactor ?? new Compactor({ maxOpenedBytes: o.bodyLimit ?? DEFAULT_BODY_LIMIT }),
     socketLifetimeMs: o.socketLifetimeMs ?? DEFAULT_SOCKET_LIFETIME_MS,
     socketIdleMs: o.socketIdleMs ?? DEFAULT_SOCKET_IDLE_MS,
+    maxSockets: o.maxSockets ?? DEFAULT_MAX_SOCKETS,
     metrics: o.metrics ?? true,
     apiKeys: o.apiKeys == null ? null : new ApiKeys(o.apiKeys, "createGateway: option 'apiKeys'"),
     publicRoutes: o.publicRoutes ?? ['/health', '/metrics'],

@@ -81,6 +81,26 @@ export interface ResponsesSocketOptions {
   stallTimeoutMs?: number | null
   /** Called when a connection is closed at `stallTimeoutMs`. */
   onWriteTimeout?: () => void
+  /**
+   * Told when the connection starts waiting for its next turn (true: no turn running and none asked for, from
+   * its start too) and when it stops waiting (false: a message came, or the connection ended). A gateway keeps
+   * its idle connections in that order, the longest idle first (`evict`).
+   */
+  onIdle?: (idle: boolean) => void
+  /** The clock of its timers (lifetime, idle, stall). Default: Node's `setTimeout` and `clearTimeout`. */
+  timers?: SocketTimers
+}
+
+/** A clock for a `ResponsesSocket`'s timers: Node's by default; a test's own, to move time itself. */
+export interface SocketTimers {
+  setTimeout(callback: () => void, ms: number): unknown
+  clearTimeout(handle: unknown): void
+}
+
+const NODE_TIMERS: SocketTimers = {
+  // Unref'd: a connection's timers do not keep a process alive on their own.
+  setTimeout: (callback, ms) => setTimeout(callback, ms).unref(),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
 }
 
 const OPTIONS: OptionSpec = {
@@ -95,6 +115,12 @@ const OPTIONS: OptionSpec = {
   highWaterMark: is.integer(0),
   stallTimeoutMs: is.nullable(is.integer(1)),
   onWriteTimeout: is.function,
+  onIdle: is.function,
+  timers: {
+    what: 'timers ({ setTimeout, clearTimeout })',
+    test: (v) =>
+      is.object.test(v) && typeof (v as SocketTimers).setTimeout === 'function' && typeof (v as SocketTimers).clearTimeout === 'function',
+  },
 }
 
 export const DEFAULT_SOCKET_LIFETIME_MS = 60 * 60 * 1000
@@ -152,8 +178,8 @@ export function responseCreateBody(text: string): Record<string, unknown> {
 
 /** One WebSocket connection in the Responses API's WebSocket mode. */
 export class ResponsesSocket {
-  private readonly options: Required<Omit<ResponsesSocketOptions, 'lookup' | 'onError' | 'onWriteTimeout'>> &
-    Pick<ResponsesSocketOptions, 'lookup' | 'onError' | 'onWriteTimeout'>
+  private readonly options: Required<Omit<ResponsesSocketOptions, 'lookup' | 'onError' | 'onWriteTimeout' | 'onIdle'>> &
+    Pick<ResponsesSocketOptions, 'lookup' | 'onError' | 'onWriteTimeout' | 'onIdle'>
   private readonly queue: string[] = []
   /** Characters of the queued messages. */
   private queuedBytes = 0
@@ -165,9 +191,9 @@ export class ResponsesSocket {
   private readonly abort = new AbortController()
   /** The most recent response of this connection: what `previous_response_id` finds without a store. */
   private latest: StoredResponse | null = null
-  private readonly lifetime: NodeJS.Timeout
+  private readonly lifetime: unknown
   /** Runs while the connection waits for a turn (none running or queued). */
-  private idle: NodeJS.Timeout | null = null
+  private idle: unknown = null
 
   constructor(options: ResponsesSocketOptions) {
     checkOptions(options, OPTIONS, 'ResponsesSocket')
@@ -180,29 +206,45 @@ export class ResponsesSocket {
       maxQueuedBytes: 8 * 1024 * 1024,
       highWaterMark: 1024 * 1024,
       stallTimeoutMs: 30_000,
+      timers: NODE_TIMERS,
       ...options,
     }
-    this.lifetime = setTimeout(() => this.expire(), this.options.lifetimeMs)
-    this.lifetime.unref()
+    this.lifetime = this.options.timers.setTimeout(() => this.expire(), this.options.lifetimeMs)
     this.waitIdle()
   }
 
   /** Starts the idle clock: the connection waits for its next turn. */
   private waitIdle(): void {
     if (this.ended) return
-    this.idle = setTimeout(() => {
-      const transport = this.options.transport
-      this.closed()
-      transport.close(1000, 'idle')
-    }, this.options.idleMs)
-    this.idle.unref()
+    this.idle = this.options.timers.setTimeout(() => this.evict(), this.options.idleMs)
+    this.options.onIdle?.(true)
+  }
+
+  /** The idle clock stops: a message came, or the connection ended. */
+  private stopIdle(): void {
+    if (this.idle === null) return
+    this.options.timers.clearTimeout(this.idle)
+    this.idle = null
+    this.options.onIdle?.(false)
+  }
+
+  /**
+   * Closes a connection that waits for its next turn (1000, `idle`), as its idle timeout does: a gateway at its
+   * cap of connections takes the place of the one idle longest so (`onIdle`). False, and nothing done, when a
+   * turn runs or waits.
+   */
+  evict(): boolean {
+    if (this.ended || this.idle === null) return false
+    const transport = this.options.transport
+    this.closed()
+    transport.close(1000, 'idle')
+    return true
   }
 
   /** A text frame from the client: a turn, run after those before it. */
   receive(text: string): void {
     if (this.ended) return
-    if (this.idle !== null) clearTimeout(this.idle)
-    this.idle = null
+    this.stopIdle()
     if (this.refusal !== null) {
       void this.sendFrame(refusedFrame(this.refusal))
       return
@@ -236,8 +278,8 @@ export class ResponsesSocket {
     this.ended = true
     this.queue.length = 0
     this.queuedBytes = 0
-    clearTimeout(this.lifetime)
-    if (this.idle !== null) clearTimeout(this.idle)
+    this.options.timers.clearTimeout(this.lifetime)
+    this.stopIdle()
     this.abort.abort()
   }
 
@@ -383,9 +425,10 @@ export class ResponsesSocket {
     }
     const { stallTimeoutMs } = this.options
     const outcome = await new Promise<'sent' | 'failed' | 'stalled'>((resolve) => {
-      const timer = stallTimeoutMs === null ? null : setTimeout(() => resolve('stalled'), stallTimeoutMs)
+      const { timers } = this.options
+      const timer = stallTimeoutMs === null ? null : timers.setTimeout(() => resolve('stalled'), stallTimeoutMs)
       transport.send(text, (error) => {
-        if (timer !== null) clearTimeout(timer)
+        if (timer !== null) timers.clearTimeout(timer)
         resolve(error === undefined || error === null ? 'sent' : 'failed')
       })
     })
