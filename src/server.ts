@@ -4,7 +4,7 @@
  */
 
 export { BackgroundResponses, type BackgroundResponsesOptions, type BackgroundRun } from './server/background/runs'
-export { pipeStreamLog, StreamLog, type StreamLogOptions } from './server/background/stream-log'
+export { pipeStreamLog, StreamLog, type StreamLogOptions, type StreamLogWriteBound } from './server/background/stream-log'
 export {
   engineFromEnvironment,
   loadReplay,
@@ -69,6 +69,7 @@ export {
   type ResponsesSocketOptions,
   responseCreateBody,
   type ServeResponsesSocketOptions,
+  type SocketTimers,
   type SocketTransport,
   type SocketTurn,
   serveResponsesSocket,

@@ -5,16 +5,18 @@
  * one connection; a store: false continuation; a reconnect that cannot continue and a new chain that can; an
  * unknown previous response; a failed continuation that forgets the response it named; a new chain from a
  * compaction), with what a gateway must also survive: bad messages, an engine that fails before or during a
- * response, a client that leaves mid-response, the connection's lifetime, an oversized message.
+ * response, a client that leaves mid-response, the connection's lifetime, an oversized message, idle connections
+ * (their timeout, by a clock the test moves; the cap, where the one idle longest makes way).
  */
+import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 
 import test, { type ExecutionContext } from 'ava'
 import { ResponsesStream, renderResponsesRequest } from 'harmony-stream'
 import { type Engine, EngineError, type GenerateRequest } from 'harmony-stream/engines'
-import { ResponsesSocket, type SocketTransport, sseEventTexts } from 'harmony-stream/server'
+import { createGateway, ResponsesSocket, type SocketTransport, serveResponsesSocket, sseEventTexts } from 'harmony-stream/server'
 import { ResponsesWS } from 'openai/resources/responses/ws'
-import { WebSocket } from 'ws'
+import { WebSocket, WebSocketServer } from 'ws'
 
 import { failingEngine, recordingEngine, startGateway } from '../helpers/gateway.mjs'
 import { harmony } from '../helpers/harmony.mjs'
@@ -466,4 +468,128 @@ test('an idle connection (no turn running, none asked for) is closed after socke
     instanceOf: RangeError,
     message: /idleMs/,
   })
+})
+
+/** An engine whose first `quick` requests answer at once; later ones hold after their first ids until aborted. */
+function holdingAfter(quick: number): { engine: Engine; held: () => number } {
+  let requests = 0
+  let held = 0
+  return {
+    held: () => held,
+    engine: {
+      name: 'holding',
+      async *generate(request: GenerateRequest) {
+        if (++requests <= quick) {
+          yield { tokens: Uint32Array.from(ANSWER), finishReason: 'stop' }
+          return
+        }
+        yield { tokens: Uint32Array.from(ANSWER.slice(0, 4)) }
+        held++
+        await new Promise((resolve) => request.signal?.addEventListener('abort', resolve, { once: true }))
+      },
+    },
+  }
+}
+
+/** The gateway's count of idle connections closed for new ones. */
+async function evictions(port: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
+  return Number(/^harmony_websocket_evictions_total (\d+)$/m.exec(text)?.[1])
+}
+
+test('at the cap (responses.maxSockets) a new connection takes the place of the one idle longest; busy ones are never closed for it, and none idle is a 503', async (t) => {
+  const { engine, held } = holdingAfter(1)
+  const { port } = await startGateway(t, { engine, responses: { maxSockets: 2, store: null } })
+  const first = await connect(t, port)
+  const second = await connect(t, port)
+  // Two held, idle both: a third takes the place of the first, idle the longest, closed as idle.
+  const third = await connect(t, port)
+  await until(() => first.closed !== null)
+  t.is(first.closed?.code, 1000)
+  t.is(second.closed, null)
+  // A turn makes the second the one idle the least: the next connection takes the third's place.
+  second.send({ type: 'response.create', model: MODEL, input: 'x', store: false })
+  assertStream(t, await second.turn())
+  const fourth = await connect(t, port)
+  await until(() => third.closed !== null)
+  t.is(third.closed?.code, 1000)
+  t.is(second.closed, null)
+  // Both places busy with a turn each: nothing is closed for a fifth, which is refused.
+  second.send({ type: 'response.create', model: MODEL, input: 'x', store: false })
+  fourth.send({ type: 'response.create', model: MODEL, input: 'x', store: false })
+  await until(() => held() === 2)
+  await t.throwsAsync(connect(t, port), { message: /Unexpected server response: 503/ })
+  t.is(second.closed, null)
+  t.is(fourth.closed, null)
+  t.is(await evictions(port), 2)
+  t.throws(() => createGateway({ engine, responses: { maxSockets: 0 } }), { instanceOf: RangeError, message: /maxSockets/ })
+})
+
+/** A clock the test moves itself: `setTimeout` callbacks run when `advance` passes their time. */
+function manualClock() {
+  let now = 0
+  let next = 0
+  const due = new Map<number, { at: number; callback: () => void }>()
+  return {
+    timers: {
+      setTimeout: (callback: () => void, ms: number) => {
+        due.set(next, { at: now + ms, callback })
+        return next++
+      },
+      clearTimeout: (handle: unknown) => due.delete(handle as number),
+    },
+    advance(ms: number) {
+      now += ms
+      for (const [id, timer] of [...due].sort((a, b) => a[1].at - b[1].at)) if (timer.at <= now && due.delete(id)) timer.callback()
+    },
+  }
+}
+
+test('the idle timeout on a real socket, by an injected clock: closed (1000, idle) idleMs after its last turn ended, never while a turn runs', async (t) => {
+  const clock = manualClock()
+  const server = new WebSocketServer({ port: 0, host: '127.0.0.1' })
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
+  await once(server, 'listening')
+  // The turn the client asks for runs until the test releases it.
+  let release!: () => void
+  const released = new Promise<void>((resolve) => (release = resolve))
+  const idle: boolean[] = []
+  const accepted = new Promise<WebSocket>((resolve) =>
+    server.once('connection', (ws) => {
+      serveResponsesSocket(ws, {
+        idleMs: 1000,
+        timers: clock.timers,
+        heartbeatMs: 2 ** 30,
+        onIdle: (waiting) => idle.push(waiting),
+        respond: async ({ emit }) => {
+          await released
+          await emit({ type: 'response.completed', response: { id: 'resp_1', status: 'completed' } })
+          return null
+        },
+      })
+      resolve(ws)
+    }),
+  )
+  const client = new WebSocket(`ws://127.0.0.1:${(server.address() as AddressInfo).port}`)
+  t.teardown(() => client.terminate())
+  const closed = new Promise<[number, string]>((resolve) => client.once('close', (code, reason) => resolve([code, reason.toString()])))
+  await once(client, 'open')
+  const served = await accepted
+  t.teardown(() => served.terminate())
+  t.deepEqual(idle, [true], 'idle from the start')
+  clock.advance(999)
+  t.is(served.readyState, WebSocket.OPEN)
+  // A turn: not idle while it runs, however long.
+  client.send(JSON.stringify({ type: 'response.create', model: MODEL, input: 'x' }))
+  await until(() => idle.length === 2)
+  t.deepEqual(idle, [true, false])
+  clock.advance(60_000)
+  t.is(served.readyState, WebSocket.OPEN)
+  // Its end starts the idle clock again, from then.
+  release()
+  await until(() => idle.length === 3)
+  clock.advance(999)
+  t.is(served.readyState, WebSocket.OPEN)
+  clock.advance(1)
+  t.deepEqual(await closed, [1000, 'idle'])
 })

@@ -7,7 +7,7 @@
  * (src/server/command/engine-kind.ts cites them); a real llama-server is asked in
  * __test__/engines-real/llamacpp-serve.test.mts.
  */
-import { type ChildProcess, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -18,6 +18,7 @@ import OpenAI from 'openai'
 
 import { fakeVllm } from '../helpers/fake-engines.mjs'
 import { harmony } from '../helpers/harmony.mjs'
+import { line, serving } from '../helpers/serve-child.mjs'
 import { until } from '../helpers/until.mjs'
 
 const root = join(import.meta.dirname, '..', '..')
@@ -62,42 +63,6 @@ async function freePort(): Promise<number> {
   const { port } = server.address() as AddressInfo
   await new Promise<void>((resolve) => server.close(() => resolve()))
   return port
-}
-
-/** `serve ARGS` until it prints where it listens (or exits); what it wrote. */
-async function serving(args: string[], env: NodeJS.ProcessEnv = process.env) {
-  const child = spawn(process.execPath, [bin, 'serve', '--port', '0', '--response-store', 'memory', ...args], {
-    cwd: root,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let stdout = ''
-  let stderr = ''
-  child.stderr!.on('data', (chunk) => (stderr += chunk))
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout!.on('data', (chunk) => {
-      stdout += chunk
-      const match = /http:\/\/127\.0\.0\.1:(\d+)\/v1/.exec(stdout)
-      if (match) resolve(Number(match[1]))
-    })
-    child.once('exit', (code) => reject(new Error(`serve exited (${code}) before listening: ${stdout}${stderr}`)))
-  })
-  return { child, port, stdout: () => stdout, stderr: () => stderr }
-}
-
-/** Resolves when `child` wrote a line that `pattern` matches on `stream` (or rejects when it exits first). */
-function line(child: ChildProcess, stream: 'stdout' | 'stderr', pattern: RegExp, seen: () => string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const check = () => {
-      if (pattern.test(seen())) {
-        child[stream]!.off('data', check)
-        resolve()
-      }
-    }
-    child[stream]!.on('data', check)
-    child.once('exit', () => (pattern.test(seen()) ? resolve() : reject(new Error(`exited without ${pattern}: ${seen()}`))))
-    check()
-  })
 }
 
 test('serve with no engine named is refused, naming --engine-url and --engine replay', async (t) => {

@@ -7,7 +7,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
-import { createServer, request } from 'node:http'
+import { createServer } from 'node:http'
 import { createRequire } from 'node:module'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
@@ -15,7 +15,7 @@ import { join } from 'node:path'
 import test from 'ava'
 import { HarmonySetupError } from 'harmony-stream'
 import { ReplayEngine } from 'harmony-stream/engines'
-import { closeGracefully, createGateway, MemoryResponseStore, SETTINGS, serveSettings } from 'harmony-stream/server'
+import { createGateway, MemoryResponseStore, SETTINGS, serveSettings } from 'harmony-stream/server'
 import OpenAI from 'openai'
 
 import { until } from '../helpers/until.mjs'
@@ -213,105 +213,6 @@ test("the stores' drivers and the validator are optional dependencies, and a mis
   t.regex(error.message, /RedisResponseStore needs the package harmony-stream-no-such-package.*npm install harmony-stream-no-such-package/)
   // A package that is there but fails to load is its own error, not "missing".
   t.notThrows(() => require.resolve('@cfworker/json-schema'))
-})
-
-/** An engine that sends the start of an answer, then waits for `release()` before its end: a stream held open on purpose. */
-function heldEngine() {
-  let release!: () => void
-  const released = new Promise<void>((resolve) => (release = resolve))
-  let aborted = false
-  const engine = {
-    name: 'held',
-    async *generate(request: { signal?: AbortSignal }) {
-      request.signal?.addEventListener('abort', () => (aborted = true))
-      yield { tokens: Uint32Array.of(200005, 17196, 200008, 12194) }
-      await Promise.race([released, new Promise((resolve) => request.signal?.addEventListener('abort', resolve))])
-      if (request.signal?.aborted) return
-      yield { tokens: Uint32Array.of(200002) }
-    },
-  }
-  return { engine, release, aborted: () => aborted }
-}
-
-/** A streamed Chat request; resolves with its first bytes and, later, how it ended. */
-function streamedChat(port: number) {
-  return streamedPost(port, '/v1/chat/completions', { model: 'gpt-oss', messages: [{ role: 'user', content: 'hi' }], stream: true })
-}
-
-/** A streamed POST; resolves with its first bytes and, later, how it ended. */
-function streamedPost(
-  port: number,
-  path: string,
-  json: object,
-): Promise<{ first: string; ended: Promise<{ text: string; complete: boolean }> }> {
-  return new Promise((resolve, reject) => {
-    const body = JSON.stringify(json)
-    const req = request({ host: '127.0.0.1', port, path, method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
-      let text = ''
-      let resolveEnd!: (value: { text: string; complete: boolean }) => void
-      const ended = new Promise<{ text: string; complete: boolean }>((r) => (resolveEnd = r))
-      res.setEncoding('utf8')
-      res.once('data', (chunk: string) => {
-        text += chunk
-        resolve({ first: chunk, ended })
-        res.on('data', (more: string) => (text += more))
-      })
-      res.once('end', () => resolveEnd({ text, complete: res.complete }))
-      res.once('error', () => resolveEnd({ text, complete: false }))
-      res.once('close', () => resolveEnd({ text, complete: res.complete }))
-    })
-    req.once('error', reject)
-    req.end(body)
-  })
-}
-
-test('closeGracefully: the server stops accepting at once, and a running stream finishes within the grace period', async (t) => {
-  const held = heldEngine()
-  const server = createGateway({ engine: held.engine, responseStore: null })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  const running = await streamedChat(port)
-  t.regex(running.first, /^data: /)
-  const closed = closeGracefully(server, 60_000)
-  // No new connection is taken.
-  await t.throwsAsync(fetch(`http://127.0.0.1:${port}/health`))
-  held.release()
-  const { text, complete } = await running.ended
-  t.true(complete)
-  t.regex(text, /data: \[DONE\]\n\n$/)
-  await closed
-  t.false(held.aborted())
-})
-
-test('closeGracefully: a stream still running when the grace period ends is cut, and its engine request aborted', async (t) => {
-  const held = heldEngine()
-  const server = createGateway({ engine: held.engine, responseStore: null })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  const running = await streamedChat(port)
-  await closeGracefully(server, 0)
-  const { text, complete } = await running.ended
-  t.false(complete)
-  t.false(text.includes('[DONE]'))
-  await until(() => held.aborted())
-  t.pass()
-})
-
-test('closeGracefully waits for the gateway to keep what it was cutting, so the store can be closed after it', async (t) => {
-  const held = heldEngine()
-  const store = new MemoryResponseStore()
-  const server = createGateway({ engine: held.engine, responseStore: store })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  const running = await streamedPost(port, '/v1/responses', { model: 'gpt-oss', input: 'hi', stream: true })
-  const id = /"id":"(resp_[0-9a-f]+)"/.exec(running.first)?.[1]
-  t.truthy(id, running.first)
-  await closeGracefully(server, 0)
-  // The cut response was kept before closeGracefully resolved: closing the store now loses nothing.
-  const kept = await store.get(id!)
-  await store.close()
-  t.truthy(kept)
-  t.not(kept!.response.status, 'completed')
 })
 
 test('the routes answer an id that is not valid percent-encoding with a 400, and a non-string previous_response_id with a 400 naming it', async (t) => {

@@ -83,6 +83,10 @@ export class OwnWork {
 /**
  * `steps` held to `limits` (`engineTimeLimits`); `abort` ends the engine request (the signal its request was given), which an
  * engine client answers by closing its connection. A step that arrives after a limit passed is not taken.
+ * `stop`, when given, ends the generation from outside (a gateway shutting down): once it is aborted no step is
+ * taken and the steps end with its `reason` thrown, whatever the engine's request did meanwhile; give the engine
+ * request the same signal, so that the engine stops at once (the wait for the next step is cut short too where
+ * a limit is set).
  */
 export async function* limitedSteps(
   engine: string,
@@ -91,19 +95,24 @@ export async function* limitedSteps(
   abort: () => void,
   watcher: StepWatcher = NOBODY,
   own: OwnWork | null = null,
+  stop: AbortSignal | null = null,
 ): AsyncIterable<EngineStep> {
   const { firstTokenMs, idleMs, deadlineMs } = limits
   watcher.start?.()
   let failure: unknown = null
   if (firstTokenMs === null && idleMs === null && deadlineMs === null) {
+    // No timer to race: the engine request, aborted by `stop` too, ends the wait.
     try {
       for await (const step of steps) {
+        if (stop?.aborted) throw stop.reason
         watcher.step(step)
         yield step
       }
+      if (stop?.aborted) throw stop.reason
     } catch (error) {
-      failure = error
-      throw error
+      // Once stopped, whatever the aborted engine request threw is the stop's.
+      failure = stop?.aborted ? stop.reason : error
+      throw failure
     } finally {
       watcher.end(failure)
     }
@@ -131,9 +140,11 @@ export async function* limitedSteps(
   // moving the silence's limit later) it is set again for what is left; the first tokens set it again at once.
   let passed: Limit | null = null
   let timer: NodeJS.Timeout | undefined
-  // Wakes the read that waits when the limit passes: a promise of its own per read, since reactions to one
-  // long-lived promise would pile up, one per step, for the whole generation.
+  // Wakes the read that waits when the limit passes (or `stop` is aborted): a promise of its own per read, since
+  // reactions to one long-lived promise would pile up, one per step, for the whole generation.
   let wake: ((value: null) => void) | null = null
+  const onStop = () => wake?.(null)
+  stop?.addEventListener('abort', onStop, { once: true })
   const arm = () => {
     const at = nearest()[1]
     if (at === Number.POSITIVE_INFINITY) return
@@ -165,17 +176,22 @@ export async function* limitedSteps(
     for (;;) {
       const next = iterator.next()
       over = true
-      const result = passed !== null ? null : await Promise.race([next, new Promise<null>((resolve) => (wake = resolve))])
+      const result = passed !== null || stop?.aborted ? null : await Promise.race([next, new Promise<null>((resolve) => (wake = resolve))])
       wake = null
       if (result === null) {
         // The engine's pending read ends with the abort: its rejection is this limit's, already told.
         next.catch(() => {})
         abort()
+        if (stop?.aborted) throw stop.reason
         const code = passed ?? 'engine-deadline-exceeded'
         throw new EngineError(code, `${engine}: ${describe(code, { firstTokenMs, idleMs, deadlineMs })}`, { engine })
       }
-      if (result.done) return
+      if (result.done) {
+        if (stop?.aborted) throw stop.reason
+        return
+      }
       over = false
+      if (stop?.aborted) throw stop.reason
       if (result.value.tokens.length > 0) {
         lastTokens = performance.now()
         if (!sawTokens) {
@@ -190,9 +206,10 @@ export async function* limitedSteps(
       yield result.value
     }
   } catch (error) {
-    failure = error
-    throw error
+    failure = stop?.aborted ? stop.reason : error
+    throw failure
   } finally {
+    stop?.removeEventListener('abort', onStop)
     clearTimeout(timer)
     watcher.end(failure)
     if (!over) await iterator.return?.()

@@ -80,3 +80,32 @@ export function hardenServer<S extends Server>(server: S, limits: ServerLimits =
   })
   return server
 }
+
+/** Resolves after `ms` (on a timer that does not keep the process alive). */
+export function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.min(ms, 2 ** 31 - 1)).unref())
+}
+
+/**
+ * Closes `server` as a shutdown wants: it stops accepting at once, its idle keep-alive connections close now and
+ * each other one as soon as its request has ended (not at its keep-alive timeout), and whatever is still open
+ * when `cut` resolves is closed then. Resolves once the server has closed (every connection ended).
+ */
+export function closeServer(server: Server, cut: Promise<unknown>): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    let closed = false
+    void cut.then(() => {
+      if (!closed) server.closeAllConnections()
+    })
+    // A keep-alive connection whose request finishes turns idle, and would be held until its keep-alive timeout.
+    const idle = setInterval(() => server.closeIdleConnections(), 50)
+    idle.unref()
+    server.close((error) => {
+      closed = true
+      clearInterval(idle)
+      if (error) reject(error)
+      else resolve()
+    })
+    server.closeIdleConnections()
+  })
+}

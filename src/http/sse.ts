@@ -1,7 +1,8 @@
 /**
  * Streaming an adapter's events to an HTTP response as server-sent events, with what a gateway must not get
  * wrong: one `write` per engine step; backpressure (when the socket's buffer is full, stop pulling engine steps
- * until it drains, so a client that stops reading holds the engine back instead of filling memory); a client
+ * until it drains, so a client that stops reading holds the engine back instead of filling memory), bounded by a
+ * write timeout (a client that takes nothing for that long is dropped, and its engine request with it); a client
  * that disconnects aborts the engine request (through `abort`, and by ending the iteration); a failure
  * mid-stream becomes the API's error frame, since the status line is long gone; Chat ends with `[DONE]`. What
  * differs between the APIs (opening events, the last frame, the error frame and answer) the adapter says.
@@ -40,7 +41,20 @@ export interface PipeSseOptions {
    * stream fails or the client leaves first.
    */
   beforeConclude?: () => Promise<void>
+  /**
+   * How long a write may wait for the client to take it, in ms: a client whose socket does not drain within this
+   * (while the stream waits to write more, or after its last bytes) is dropped, its connection closed, which
+   * ends the stream as a client that leaves does (`abort` aborted, the outcome `client-closed`). Default 30 s;
+   * null: no bound (a client that stops reading holds its connection, and the engine request, for as long as it
+   * stays connected).
+   */
+  writeTimeoutMs?: number | null
+  /** Called when a client is dropped at `writeTimeoutMs` (possibly after `pipeSse` has returned: its last bytes). */
+  onWriteTimeout?: () => void
 }
+
+/** How long a write waits for a client that takes nothing, by default, before the client is dropped. */
+export const DEFAULT_WRITE_TIMEOUT_MS = 30_000
 
 const PIPE_SSE_OPTIONS: OptionSpec = {
   abort: { what: 'an AbortController', test: (v) => v instanceof AbortController },
@@ -51,6 +65,8 @@ const PIPE_SSE_OPTIONS: OptionSpec = {
   frames: is.oneOf('sse', 'objects'),
   coalesceMs: is.number(0),
   beforeConclude: is.function,
+  writeTimeoutMs: is.nullable(is.integer(1)),
+  onWriteTimeout: is.function,
 }
 
 /** Coalesced frames are written before they reach this size, whatever the time. */
@@ -111,10 +127,70 @@ function serializedObjects(adapter: SseAdapter): SseFace {
   }
 }
 
+/** What bounds a stream's writes: `PipeSseOptions.writeTimeoutMs` and `onWriteTimeout`. */
+export interface WriteBound {
+  writeTimeoutMs: number | null
+  onWriteTimeout?: (() => void) | undefined
+}
+
+/** The bound of `options` (the default where it says nothing). */
+function boundOf(options: { writeTimeoutMs?: number | null; onWriteTimeout?: () => void }): WriteBound {
+  return {
+    writeTimeoutMs: options.writeTimeoutMs === undefined ? DEFAULT_WRITE_TIMEOUT_MS : options.writeTimeoutMs,
+    onWriteTimeout: options.onWriteTimeout,
+  }
+}
+
+/**
+ * Drops the client of `response`: its connection is closed ('close' follows, which its stream reads as a client
+ * that left), and `onWriteTimeout` is told.
+ */
+function drop(response: ServerResponse, bound: WriteBound): void {
+  if (response.destroyed) return
+  bound.onWriteTimeout?.()
+  response.destroy()
+}
+
+/**
+ * Waits for `response` to drain (after a `write` that returned false), at most `writeTimeoutMs`: a client that
+ * takes nothing for that long is dropped (its connection closed). Resolves on 'drain' or 'close', whichever
+ * comes first; `left` (aborted when the client goes away) wakes it too.
+ */
+export function drained(response: ServerResponse, bound: WriteBound, left?: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = bound.writeTimeoutMs === null ? null : setTimeout(() => drop(response, bound), bound.writeTimeoutMs)
+    const done = () => {
+      if (timer !== null) clearTimeout(timer)
+      response.off('drain', done).off('close', done)
+      left?.removeEventListener('abort', done)
+      resolve()
+    }
+    response.once('drain', done).once('close', done)
+    left?.addEventListener('abort', done, { once: true })
+    if (response.destroyed || left?.aborted) done()
+  })
+}
+
+/**
+ * Ends `response` with `chunk`; a client that has not taken the last bytes within `writeTimeoutMs` is dropped,
+ * so that a client that stopped reading does not hold its connection (and those bytes) once the stream is over.
+ */
+export function endWithin(response: ServerResponse, chunk: string, bound: WriteBound): void {
+  response.end(chunk)
+  if (bound.writeTimeoutMs === null || response.writableFinished || response.destroyed) return
+  const timer = setTimeout(() => drop(response, bound), bound.writeTimeoutMs)
+  const done = () => {
+    clearTimeout(timer)
+    response.off('finish', done).off('close', done)
+  }
+  response.once('finish', done).once('close', done)
+}
+
 /**
  * The socket side of a stream: frames written now or within `coalesceMs`, and backpressure (while the socket's
- * buffer is full, `send` waits for 'drain', so its caller pulls no engine step); a client that leaves aborts
- * `abort` and wakes whoever waits (`onLeft` too).
+ * buffer is full, `send` waits for 'drain', so its caller pulls no engine step), at most the write timeout: a
+ * client that takes nothing for that long is dropped. A client that leaves (or is dropped) aborts `abort` and
+ * wakes whoever waits (`onLeft` too).
  */
 class SseWriter {
   /** The client went away before the response was complete. */
@@ -129,6 +205,7 @@ class SseWriter {
     private readonly response: ServerResponse,
     private readonly coalesceMs: number,
     private readonly abort: AbortController | undefined,
+    private readonly bound: WriteBound,
     private readonly onLeft: () => void = () => {},
   ) {
     this.closed = response.destroyed
@@ -158,13 +235,21 @@ class SseWriter {
     this.pending = ''
   }
 
-  /** Writes (now, or within `coalesceMs`), then waits while the socket's buffer is full or the client is gone. */
+  /**
+   * Writes (now, or within `coalesceMs`), then waits while the socket's buffer is full or the client is gone:
+   * at most the write timeout, after which the client is dropped (its 'close' ends the wait).
+   */
   async send(text: string): Promise<void> {
     if (text === '' || this.closed) return
     this.pending += text
     if (this.coalesceMs === 0 || this.pending.length >= COALESCE_MAX_BYTES) this.flush()
     else this.timer ??= setTimeout(this.flush, this.coalesceMs)
-    if (this.full && !this.closed) await new Promise<void>((resolve) => (this.wake = resolve))
+    if (this.full && !this.closed) {
+      const { writeTimeoutMs } = this.bound
+      const stalled = writeTimeoutMs === null ? null : setTimeout(() => drop(this.response, this.bound), writeTimeoutMs)
+      await new Promise<void>((resolve) => (this.wake = resolve))
+      if (stalled !== null) clearTimeout(stalled)
+    }
     this.full = false
     this.wake = null
   }
@@ -176,11 +261,16 @@ class SseWriter {
     return pending
   }
 
+  /** The stream's last bytes, within the write timeout. */
+  end(last: string): void {
+    endWithin(this.response, last, this.bound)
+  }
+
   /** Ends a stream that failed after its first step: what was collected, then the format's failure frames. */
   endFailed(failureSse: string, headers: Record<string, string> | undefined): void {
     if (!this.response.headersSent) this.response.writeHead(200, { ...SSE_HEADERS, ...headers })
     this.flush()
-    this.response.end(failureSse)
+    this.end(failureSse)
   }
 
   /** Stops listening to the response (and the coalescing timer). */
@@ -198,7 +288,7 @@ export async function pipeSse(
 ): Promise<PipeSseResult> {
   checkOptions(options, PIPE_SSE_OPTIONS, 'pipeSse')
   const face: SseFace = options.frames === 'objects' ? serializedObjects(adapter) : adapter
-  const writer = new SseWriter(response, options.coalesceMs ?? 0, options.abort)
+  const writer = new SseWriter(response, options.coalesceMs ?? 0, options.abort, boundOf(options))
   const iterator = steps[Symbol.asyncIterator]()
   let first: IteratorResult<SseStep>
   try {
@@ -239,7 +329,7 @@ export async function pipeSse(
     if (options.beforeConclude !== undefined) await options.beforeConclude()
     last += face.concludeSse()
     // Chat ends with `data: [DONE]`; Responses in the Open Responses dialect too (the specification's terminal event).
-    response.end(last + adapter.doneSse())
+    writer.end(last + adapter.doneSse())
     return { outcome: 'completed' }
   } catch (error) {
     await iterator.return?.().catch(() => {})
@@ -304,7 +394,7 @@ export async function pipeChoicesSse(
   // would pile up on a choice that waits long while another streams.
   const arrived: Arrival[] = []
   let ready: (() => void) | null = null
-  const writer = new SseWriter(response, options.coalesceMs ?? 0, options.abort, () => ready?.())
+  const writer = new SseWriter(response, options.coalesceMs ?? 0, options.abort, boundOf(options), () => ready?.())
   const read = (index: number) => {
     reading[index] = true
     let next: Promise<IteratorResult<SseStep>>
@@ -399,7 +489,7 @@ export async function pipeChoicesSse(
       await endAll()
       return { outcome: 'client-closed' }
     }
-    response.end(writer.takePending() + (options.closingSse?.() ?? '') + first.doneSse())
+    writer.end(writer.takePending() + (options.closingSse?.() ?? '') + first.doneSse())
     return { outcome: 'completed' }
   } catch (error) {
     await endAll()

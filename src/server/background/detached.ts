@@ -5,6 +5,7 @@
  */
 import { ResponsesStream } from '../../wire/responses'
 import { EngineTrail } from '../observe/engine-trail'
+import { writeBound } from '../pipeline/context'
 import type { Feature } from '../pipeline/face'
 import { admit, generate } from '../pipeline/generate'
 import { methodNotAllowed, sendJson } from '../pipeline/send'
@@ -64,7 +65,7 @@ export const serveBackground: Detach = async (gateway, request, response, prepar
     release,
   )
   if (log === null) sendJson(response, 200, queued)
-  else await pipeStreamLog(response, log)
+  else await pipeStreamLog(response, log, -1, writeBound(gateway))
 }
 
 /**
@@ -97,7 +98,7 @@ export const backgroundFeature: Feature<BackgroundGateway> = {
     if (byId === null) return false
     if (request.method === 'GET' && url.searchParams.get('stream') === 'true') {
       const { log, after } = await background.stream(await owned(gateway, responseIdOf(byId[1]!)), url.searchParams.get('starting_after'))
-      await pipeStreamLog(response, log, after)
+      await pipeStreamLog(response, log, after, writeBound(gateway))
       return true
     }
     // A DELETE stops a background run first, so that how it ends does not bring the response back.

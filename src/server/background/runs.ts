@@ -5,7 +5,8 @@
  * `incomplete`, `failed`, `cancelled`), polled with `GET /v1/responses/{id}`, resumed with `GET
  * /v1/responses/{id}?stream=true&starting_after=N` in the process that runs it (a `StreamLog` keeps its frames
  * while it runs and a while after), and cancelled from any process sharing the store (a cancel request left
- * beside the record: cancel-requests.ts). Bounded: at most `maxRunning` run at once (a 429 beyond), and the
+ * beside the record: cancel-requests.ts); a gateway shutting down stops its runs kept as failed, saying why
+ * (`close(failure)`). Bounded: at most `maxRunning` run at once (a 429 beyond), and the
  * logs of ended runs are let go after `streamRetainMs`.
  *
  * A run whose process is gone (killed, restarted) would stay `queued` or `in_progress` forever, and clients
@@ -76,6 +77,14 @@ const OPTIONS: OptionSpec = {
   onDiagnostic: is.function,
 }
 
+/** One run of this process, as `BackgroundResponses` holds it. */
+interface RunEntry {
+  abort: AbortController
+  deleted: boolean
+  failure: unknown
+  done: Promise<void>
+}
+
 const unfinished = (record: StoredResponse | null) =>
   record !== null && (record.response.status === 'queued' || record.response.status === 'in_progress')
 
@@ -90,8 +99,11 @@ export class BackgroundResponses {
   private readonly leaseMs: number
   private readonly onError: (error: unknown) => void
   private readonly onDiagnostic: (diagnostic: { code: string; message: string; engine?: string }) => void
-  /** Runs of this process: id → how to stop one, whether it was deleted (not cancelled), and its end. */
-  private readonly running = new Map<string, { abort: AbortController; deleted: boolean; done: Promise<void> }>()
+  /**
+   * Runs of this process: id → how to stop one, whether it was deleted (not cancelled), what it failed with when
+   * stopped by `close(failure)` (null: a cancel), and its end.
+   */
+  private readonly running = new Map<string, RunEntry>()
   /** The logs of runs that stream, while they run and `streamRetainMs` after (at most twice `maxRunning`). */
   private readonly logs = new Map<string, StreamLog>()
 
@@ -140,7 +152,7 @@ export class BackgroundResponses {
     const logged = (events: ReturnType<ResponsesStream['push']>) => {
       if (log !== null) for (const event of events) log.append(event.sequence_number, responsesFrames([event]))
     }
-    const entry = { abort, deleted: false, done: Promise.resolve() }
+    const entry: RunEntry = { abort, deleted: false, failure: null, done: Promise.resolve() }
     const endLease = this.holdLease(id)
     // A cancel, or a delete, that reached another process sharing the store.
     const unwatch = watchCancelRequest(this.store, id, (deleted) => {
@@ -152,18 +164,22 @@ export class BackgroundResponses {
         await run.keep(adapter.response('in_progress'))
         try {
           for await (const step of run.steps(abort.signal)) logged(adapter.push(step))
+          // Steps that end quietly when aborted (the replay engine's) end a run stopped with a failure all the same.
+          if (entry.failure !== null) throw entry.failure
           logged(adapter.finish())
         } catch (error) {
-          if (!abort.signal.aborted) {
-            this.onError(error)
-            logged(adapter.error(...failureEvent(error)))
+          // A cancel ends the run without a terminal event; a failure (the gateway shutting down too) says why.
+          const failure = entry.failure ?? (abort.signal.aborted ? null : error)
+          if (failure !== null) {
+            this.onError(failure)
+            logged(adapter.error(...failureEvent(failure)))
           }
         }
         const { diagnostics } = adapter
         for (const diagnostic of run.withEngines?.(diagnostics) ?? diagnostics) this.onDiagnostic(diagnostic)
         // A deleted response stays deleted: how it ended is not kept.
         if (entry.deleted) await forgetResponse(this.store, id)
-        else await run.keep(adapter.response(abort.signal.aborted ? 'cancelled' : undefined))
+        else await run.keep(adapter.response(abort.signal.aborted && entry.failure === null ? 'cancelled' : undefined))
       } finally {
         // Whatever failed above (a `keep` that threw), the run ends: followers see the end (a cancelled or
         // broken run's stream ends without a terminal event: GET it for its status), the watch stops.
@@ -305,13 +321,24 @@ export class BackgroundResponses {
     }
   }
 
-  /** Cancels every run of this process; resolves when they are kept as cancelled. */
-  async close(): Promise<void> {
+  /**
+   * Stops every run of this process; resolves when they are kept. Without `failure` they are cancelled (kept as
+   * `cancelled`, their streams ending without a terminal event); with it (a gateway shutting down), each ends as
+   * a run whose engine failed with it: kept as `failed` with its code and message, its followers sent the `error`
+   * event and `response.failed`.
+   */
+  async close(failure?: unknown): Promise<void> {
     const ends = [...this.running.values()].map((run) => {
+      if (failure !== undefined) run.failure ??= failure
       run.abort.abort()
       return run.done
     })
     await Promise.all(ends)
+  }
+
+  /** Resolves once no run of this process is going (those started meanwhile too). */
+  async idle(): Promise<void> {
+    while (this.running.size > 0) await Promise.all([...this.running.values()].map((run) => run.done))
   }
 
   private newLog(id: string): StreamLog {

@@ -14,7 +14,7 @@ import type { ServerResponse } from 'node:http'
 import { HarmonyStateError } from '../../base/errors'
 import { checkOptions, is, type OptionSpec } from '../../base/options'
 import { HttpError } from '../../http/errors'
-import { SSE_HEADERS } from '../../http/sse'
+import { DEFAULT_WRITE_TIMEOUT_MS, drained, endWithin, SSE_HEADERS, type WriteBound } from '../../http/sse'
 
 export interface StreamLogOptions {
   /** Frames kept at most, in UTF-16 code units of their text. Default 4 MiB. */
@@ -140,20 +140,35 @@ function notKept(dropped: number): HttpError {
   })
 }
 
+/** `pipeStreamLog`'s bound on its writes: `writeTimeoutMs` (default 30 s; null: none) and who is told of a drop. */
+export interface StreamLogWriteBound {
+  writeTimeoutMs?: number | null
+  onWriteTimeout?: () => void
+}
+
 /**
  * Streams `log` from after `after` to `response` as SSE (status 200 and the SSE headers first), waiting for
  * `drain` when the socket is full, until the log ends or the client leaves. A resume point no longer kept is
  * answered with its 400 before the status line; a client that read so slowly that the frames it was to get next
- * were dropped gets an `error` event saying so (`events_not_kept`) as its stream's end. A client that reads
- * nothing at all for `stallTimeoutMs` (default 30 s) is let go: its connection is closed, so it holds neither
- * the log's frames nor a socket (the outcome `client-closed`).
+ * were dropped gets an `error` event saying so (`events_not_kept`) as its stream's end. A client whose socket
+ * takes nothing for `writeTimeoutMs` (default 30 s), while the follower waits to write more or after its last
+ * bytes once the log has ended, is let go: its connection is closed, so it holds neither the log's frames nor a
+ * socket (the outcome `client-closed`, or `completed` when only its last bytes were left). `bound` may be the
+ * timeout alone, as a number.
  */
 export async function pipeStreamLog(
   response: ServerResponse,
   log: StreamLog,
   after = -1,
-  stallTimeoutMs = 30_000,
+  bound: number | StreamLogWriteBound = {},
 ): Promise<'completed' | 'client-closed'> {
+  const writes: WriteBound =
+    typeof bound === 'number'
+      ? { writeTimeoutMs: bound }
+      : {
+          writeTimeoutMs: bound.writeTimeoutMs === undefined ? DEFAULT_WRITE_TIMEOUT_MS : bound.writeTimeoutMs,
+          onWriteTimeout: bound.onWriteTimeout,
+        }
   const left = new AbortController()
   const onClose = () => {
     if (!response.writableFinished) left.abort()
@@ -165,30 +180,15 @@ export async function pipeStreamLog(
     let first = await frames.next()
     response.writeHead(200, SSE_HEADERS)
     for (; !first.done && !left.signal.aborted; first = await frames.next()) {
-      if (!response.write(first.value)) {
-        await new Promise<void>((resolve) => {
-          const stalled = setTimeout(() => {
-            response.destroy()
-            left.abort()
-          }, stallTimeoutMs)
-          const done = () => {
-            clearTimeout(stalled)
-            response.off('drain', done)
-            left.signal.removeEventListener('abort', done)
-            resolve()
-          }
-          response.once('drain', done)
-          left.signal.addEventListener('abort', done, { once: true })
-        })
-      }
+      if (!response.write(first.value)) await drained(response, writes, left.signal)
     }
     if (left.signal.aborted) return 'client-closed'
-    response.end()
+    endWithin(response, '', writes)
     return 'completed'
   } catch (error) {
     if (!response.headersSent || !(error instanceof HttpError)) throw error
     const { message, code, param } = error.toOpenAIError().error
-    response.end(`event: error\ndata: ${JSON.stringify({ type: 'error', code, message, param })}\n\n`)
+    endWithin(response, `event: error\ndata: ${JSON.stringify({ type: 'error', code, message, param })}\n\n`, writes)
     return 'completed'
   } finally {
     response.off('close', onClose)

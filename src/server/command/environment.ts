@@ -13,6 +13,7 @@ import { EngineGroup } from '../../engines/group'
 import { createEngine, type EngineName } from '../../engines/registry'
 import { DEFAULT_ENGINE_TIME_LIMITS } from '../../engines/time-limits'
 import type { Engine } from '../../engines/types'
+import { DEFAULT_WRITE_TIMEOUT_MS } from '../../http/sse'
 import { Compactor } from '../compaction/compactor'
 import { errorLogger, type GatewayOptions, logDiagnostic } from '../gateway/options'
 import { pino } from '../gateway-packages'
@@ -148,7 +149,19 @@ export const SETTINGS: readonly Setting[] = [
     value: 'MS',
     help: 'a Responses WebSocket connection waiting this long for a turn is closed (default 300000)',
   },
+  {
+    env: 'MAX_SOCKETS',
+    flag: '--max-sockets',
+    value: 'N',
+    help: 'Responses WebSocket connections per process; at it, the one idle longest is closed for a new one (default 1024)',
+  },
   { env: 'SSE_COALESCE_MS', flag: '--coalesce-ms', value: 'MS', help: "collect a stream's frames this long per write (default 0)" },
+  {
+    env: 'WRITE_TIMEOUT_MS',
+    flag: '--write-timeout-ms',
+    value: 'MS',
+    help: 'a client whose socket takes nothing this long (SSE, a background follower, WebSocket) is dropped (default 30000; 0: none)',
+  },
   { env: 'GATEWAY_FRAMES', flag: '--frames', value: 'KIND', help: 'sse (default) | objects (events serialized, to compare)' },
   { env: 'HEADERS_TIMEOUT_MS', flag: '--headers-timeout-ms', value: 'MS', help: "the server's header timeout (default 10000)" },
   { env: 'REQUEST_TIMEOUT_MS', flag: '--request-timeout-ms', value: 'MS', help: "the server's request timeout (default 30000)" },
@@ -157,7 +170,7 @@ export const SETTINGS: readonly Setting[] = [
     env: 'SHUTDOWN_GRACE_MS',
     flag: '--shutdown-grace-ms',
     value: 'MS',
-    help: 'on SIGTERM, how long running streams may finish (default 10000)',
+    help: 'on SIGTERM, how long what runs may finish; then it ends with its error, gateway_shutdown (default 10000)',
   },
   {
     env: 'LOG_DIAGNOSTICS',
@@ -463,8 +476,10 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
     idleMs: limit('ENGINE_IDLE_MS', DEFAULT_ENGINE_TIME_LIMITS.idleMs),
     deadlineMs: limit('ENGINE_DEADLINE_MS', DEFAULT_ENGINE_TIME_LIMITS.deadlineMs),
   }
+  const writeTimeoutMs = limit('WRITE_TIMEOUT_MS', DEFAULT_WRITE_TIMEOUT_MS)
   const socketLifetimeMs = env.SOCKET_LIFETIME_MS ? { socketLifetimeMs: integer(env, 'SOCKET_LIFETIME_MS', 0, 1) } : {}
   const socketIdleMs = env.SOCKET_IDLE_MS ? { socketIdleMs: integer(env, 'SOCKET_IDLE_MS', 0, 1) } : {}
+  const maxSockets = env.MAX_SOCKETS ? { maxSockets: integer(env, 'MAX_SOCKETS', 0, 1) } : {}
   const key = env.HARMONY_COMPACTION_KEY
   if (key && !/^[0-9a-fA-F]{64}$/.test(key)) throw new SettingError('HARMONY_COMPACTION_KEY must be 64 hex digits (its value is not shown)')
   const apiKeys = env.GATEWAY_API_KEYS_FILE ? apiKeysFile(env.GATEWAY_API_KEYS_FILE) : null
@@ -497,13 +512,14 @@ export function serveSettings(env: Env = process.env, cores = 1): ServeSettings 
       engineTimeLimits,
       // On by default, beside the responses in the response store (shared by --workers and replicas).
       ...(flags.CALL_ID_CACHE === '0' || flags.CHAT_ID_CACHE === '0' ? { callIdCache: null } : {}),
-      http: { frames, unknownFields, hostedTools, serverLimits, ...numbers },
+      http: { frames, unknownFields, hostedTools, serverLimits, writeTimeoutMs, ...numbers },
       responses: {
         store: responseStoreFromEnvironment(env),
         reasoningSummary,
         dialect: responsesDialect,
         ...socketLifetimeMs,
         ...socketIdleMs,
+        ...maxSockets,
         ...(key ? { compactor: new Compactor({ key, maxOpenedBytes: numbers.bodyLimit }) } : {}),
       },
       tools: {

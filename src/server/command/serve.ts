@@ -3,8 +3,9 @@
  * environment variables are one table (environment.ts); a flag wins over its variable. With `--workers N`
  * the port is shared by N processes (node:cluster), which the primary keeps running.
  *
- * Shutdown (SIGTERM, SIGINT): the server stops accepting at once, running requests may finish for
- * `--shutdown-grace-ms`, what is still open then is cut, and the store is closed before the process exits.
+ * Shutdown (SIGTERM, SIGINT): the server stops accepting at once, what runs may finish for
+ * `--shutdown-grace-ms`, what still runs then ends with its API's error (`GatewayServer.shutdown`), and the store
+ * is closed before the process exits.
  */
 import cluster from 'node:cluster'
 import { randomBytes } from 'node:crypto'
@@ -14,6 +15,7 @@ import { availableParallelism } from 'node:os'
 import { implementation } from '../../backend/choose'
 import { HarmonySetupError } from '../../base/errors'
 import { didYouMean } from '../../base/options'
+import { closeServer, delay } from '../../http/server'
 import { createGateway, type GatewayServer, rootBaseLines } from '../gateway/create-gateway'
 import { serveClusterMetrics } from '../observe/cluster-metrics'
 import { ENGINE_KINDS, probeEngine } from './engine-kind'
@@ -178,27 +180,16 @@ const SETUP_FAILED = 2
 
 /**
  * Stops `server` as an operator wants on SIGTERM: it stops accepting at once (idle keep-alive connections close
- * now), running requests may finish for `graceMs`, and whatever is still open then is cut. Resolves once the
- * server has closed. (A gateway's `close` also ends its WebSocket connections and cancels its background runs.)
+ * now), running requests may finish for `graceMs`, and whatever is still open then is cut. A gateway's server
+ * (`createGateway`) ends its own way (`GatewayServer.shutdown`): after the grace period every stream still open
+ * ends with its API's error event, WebSocket turns with `response.failed`, background responses are kept
+ * failed, all saying the gateway shut down; only what is open after that is cut. Resolves once the server has
+ * closed (and a gateway's work has settled: the responses of stopped requests kept).
  */
 export async function closeGracefully(server: Server, graceMs: number): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    const grace = setTimeout(() => server.closeAllConnections(), graceMs)
-    grace.unref()
-    // A keep-alive connection whose request finishes during the grace period turns idle, and would be held
-    // until its keep-alive timeout: it is closed as soon as it is idle.
-    const idle = setInterval(() => server.closeIdleConnections(), 50)
-    idle.unref()
-    server.close((error) => {
-      clearTimeout(grace)
-      clearInterval(idle)
-      if (error) reject(error)
-      else resolve()
-    })
-    server.closeIdleConnections()
-  })
-  // A gateway's own work (background runs kept as cancelled, responses of cut requests still being kept).
-  await (server as Partial<GatewayServer>).settled?.()
+  const gateway = server as Partial<GatewayServer>
+  if (typeof gateway.shutdown === 'function') return gateway.shutdown(graceMs)
+  await closeServer(server, delay(graceMs))
 }
 
 async function listen(settings: ServeSettings, io: Io, label: string): Promise<void> {

@@ -24,6 +24,8 @@ import type { GatewaySettings } from './options'
  */
 export interface WholeGateway extends BackgroundGateway, CompactionGateway, SocketGateway, ChatGateway, GatewaySettings {
   compactor: Compactor
+  /** Aborts `stopping`: what the end of a shutdown's grace period does (create-gateway.ts). */
+  stop: AbortController
   /** The Unix time `/v1/models` gives as the model's `created`. */
   created: number
 }
@@ -49,6 +51,7 @@ export function gatewayOf(settings: GatewaySettings): WholeGateway {
           settings.onDiagnostic(diagnostic)
         }
   background = store === null ? null : new BackgroundResponses({ store, onError, onDiagnostic })
+  const stop = new AbortController()
   return {
     ...settings,
     parameterOptions,
@@ -62,6 +65,8 @@ export function gatewayOf(settings: GatewaySettings): WholeGateway {
     limiter: settings.keyLimiter ?? new MemoryKeyLimiter(),
     outcomes: { completed: 0, failed: 0, clientClosed: 0 },
     inFlight: new Set(),
+    stop,
+    stopping: stop.signal,
     created: Math.floor(Date.now() / 1000),
     background,
     detach: background === null ? null : serveBackground,

@@ -9,13 +9,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 
-import { hardenServer, serverOptions } from '../../http/server'
+import { closeServer, delay, hardenServer, serverOptions } from '../../http/server'
+import { DEFAULT_WRITE_TIMEOUT_MS } from '../../http/sse'
 import { backgroundFeature } from '../background/detached'
 import { chatFeature } from '../chat/chat-face'
 import { compactionFeature } from '../compaction/compact-route'
 import { conversationsFeature } from '../conversations/conversations-api'
 import { messagesFeature } from '../messages/messages-face'
-import { type Outcomes, tracked } from '../pipeline/context'
+import { gatewayShutdown, type Outcomes, tracked } from '../pipeline/context'
 import type { Feature } from '../pipeline/face'
 import { responsesFeature } from '../responses/responses-face'
 import { responsesSockets } from '../socket/turns'
@@ -36,11 +37,43 @@ export interface GatewayHandler {
   /** How streams ended: `completed`, `failed`, `clientClosed`. */
   readonly outcomes: Outcomes
   /**
-   * Ends the gateway's own work: WebSocket connections closed and background runs cancelled at once, then what
-   * requests and turns were still doing (a cut response being kept) awaited, the render workers stopped and a
-   * store it made closed. Close your server's connections as you see fit; a store passed in can be closed after.
+   * Ends the gateway's own work. At once, WebSocket connections take no new turn (each closes, 1001, once it has
+   * none running) and no new connection. What runs (streams, WebSocket turns, background runs) may go on for
+   * `graceMs` (default 0), or until it has all ended; then every generation still running ends with its API's
+   * error, saying the gateway shut down (`gateway_shutdown`, a 503): an SSE stream's error event (Chat's error
+   * chunk, Responses' `response.failed`, Messages' `error`), a WebSocket turn's `response.failed`, a background
+   * response kept `failed` (its followers told). Then what requests and turns were still doing (a failed
+   * response being kept) is awaited, the render workers stopped and a store it made closed. Stop your server
+   * from accepting first, and close its connections once their responses have ended; a store passed in can be
+   * closed after.
    */
-  close(): Promise<void>
+  close(graceMs?: number): Promise<void>
+}
+
+/** How a gateway's end goes: `stopped` once its grace period is over (what still ran was told to end), `settled` once all of it ended. */
+interface Ending {
+  stopped: Promise<void>
+  settled: Promise<void>
+}
+
+/**
+ * Resolves when nothing of the gateway runs (requests, WebSocket turns, background runs), or after `graceMs`,
+ * whichever comes first.
+ */
+async function quiet(gateway: WholeGateway, graceMs: number): Promise<void> {
+  const busy = () => gateway.inFlight.size > 0 || (gateway.background?.runs ?? 0) > 0
+  if (graceMs <= 0 || !busy()) return
+  let timer: NodeJS.Timeout | undefined
+  // A timer past 2^31 - 1 ms would fire at once.
+  const over = new Promise<true>((resolve) => (timer = setTimeout(() => resolve(true), Math.min(graceMs, 2 ** 31 - 1))))
+  try {
+    for (let ended = false; !ended && busy(); ) {
+      const idle = Promise.allSettled([...gateway.inFlight, gateway.background?.idle()]).then(() => false)
+      ended = await Promise.race([idle, over])
+    }
+  } finally {
+    clearTimeout(timer)
+  }
 }
 
 /**
@@ -65,32 +98,40 @@ export function createGatewayHandler(options: GatewayOptions): GatewayHandler {
   return handlerOf(gatewaySettings(options))
 }
 
-function handlerOf(settings: GatewaySettings): GatewayHandler {
+function handlerOf(settings: GatewaySettings): GatewayHandler & { end(graceMs: number): Ending } {
   const gateway = gatewayOf(settings)
   const handle = gatewayHandler(gateway, FEATURES)
   const sockets = responsesSockets(gateway)
-  let closing: Promise<void> | null = null
-  const settle = async (cancelled: Promise<void>) => {
-    await cancelled
-    // Requests and turns that were cut may still be keeping their responses.
+  let ending: Ending | null = null
+  const settle = async (stopped: Promise<void>) => {
+    await stopped
+    // The runs stopped fail as their engine would have failed (the gateway's `stopping` ends their steps too).
+    await gateway.background?.close(gateway.stopping.reason)
+    // Requests and turns that were stopped may still be keeping their responses.
     while (gateway.inFlight.size > 0) await Promise.allSettled([...gateway.inFlight])
+    // Connections whose close (1001) has not been answered.
+    sockets.end()
     await gateway.workers?.close()
     await gateway.python?.close()
     gateway.meters?.close()
     const { store, ownStore } = gateway
     if (ownStore && store !== null) await store.close()
   }
+  const end = (graceMs: number): Ending => {
+    if (ending === null) {
+      const refusal = gatewayShutdown()
+      sockets.goAway(refusal)
+      const stopped = quiet(gateway, graceMs).then(() => gateway.stop.abort(refusal))
+      ending = { stopped, settled: settle(stopped) }
+    }
+    return ending
+  }
   return {
     handle: (request, response) => tracked(gateway, handle(request, response)),
     upgrade: sockets.upgrade,
     outcomes: gateway.outcomes,
-    close() {
-      if (closing === null) {
-        sockets.end()
-        closing = settle(gateway.background?.close() ?? Promise.resolve())
-      }
-      return closing
-    },
+    close: (graceMs = 0) => end(graceMs).settled,
+    end,
   }
 }
 
@@ -98,11 +139,19 @@ function handlerOf(settings: GatewaySettings): GatewayHandler {
 export interface GatewayServer extends Server {
   readonly outcomes: Outcomes
   /**
-   * After `close()`: resolves once the gateway's own work has ended too: background runs kept as cancelled,
-   * responses of requests that were cut kept, the render workers stopped, a store it made closed. A store
-   * passed in (`responses.store`) can be closed safely after it.
+   * After `close()` or `shutdown()`: resolves once the gateway's own work has ended too: background runs kept as
+   * failed, responses of requests that were stopped kept, the render workers stopped, a store it made closed. A
+   * store passed in (`responses.store`) can be closed safely after it.
    */
   settled(): Promise<void>
+  /**
+   * Stops the server as `harmony-stream serve` does on SIGTERM (`closeGracefully`): it stops accepting at once
+   * (idle keep-alive connections close now, others once their request has ended); what runs may finish for
+   * `graceMs` (`GatewayHandler.close`); then every generation still running ends with its API's error, its
+   * client given `writeTimeoutMs` to take its last bytes before what is still open is closed. Resolves once the
+   * server has closed and the gateway's work has settled. (`close()` is the same with no grace period.)
+   */
+  shutdown(graceMs: number): Promise<void>
 }
 
 /** The gateway as a `node:http` server (`hardenServer`'s limits), created and not started. */
@@ -112,20 +161,37 @@ export function createGateway(options: GatewayOptions): GatewayServer {
   const limits = settings.serverLimits
   const server = hardenServer(createServer(serverOptions(limits), gateway.handle), limits)
   server.on('upgrade', gateway.upgrade)
-  // Upgraded connections and background runs end with the server (close() would otherwise wait for them).
-  let settled: Promise<void> | null = null
-  const closeServer = server.close.bind(server)
+  // What the gateway runs ends with the server (WebSocket connections and background runs would otherwise
+  // hold it): at once, unless a shutdown began with a grace period.
+  let ending: Ending | null = null
+  const endGateway = (graceMs: number): Ending => {
+    ending ??= gateway.end(graceMs)
+    ending.settled.catch(() => {})
+    return ending
+  }
+  const stopAccepting = server.close.bind(server)
   server.close = (callback?: (error?: Error) => void) => {
-    settled ??= gateway.close()
-    settled.catch(() => {})
-    return closeServer(callback)
+    endGateway(0)
+    return stopAccepting(callback)
   }
   const closed = new Promise<void>((resolve) => server.once('close', resolve))
+  const settled = async () => {
+    await closed
+    await endGateway(0).settled
+  }
   return Object.assign(server, {
     outcomes: gateway.outcomes,
-    settled: async () => {
-      await closed
-      await (settled ??= gateway.close())
+    settled,
+    async shutdown(graceMs: number) {
+      const { stopped, settled: ended } = endGateway(graceMs)
+      // After the grace period the streams still open end with their errors; whatever is open once they have
+      // ended, or once their clients had the write timeout to take their last bytes, is closed.
+      const last = settings.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS
+      await closeServer(
+        server,
+        stopped.then(() => Promise.race([ended, delay(last)])),
+      )
+      await settled()
     },
   })
 }

@@ -13,6 +13,7 @@ import { type EngineTimeLimits, engineTimeLimits } from '../../engines/time-limi
 import type { Engine } from '../../engines/types'
 import { DEFAULT_BODY_LIMIT } from '../../http/body'
 import type { ServerLimits } from '../../http/server'
+import { DEFAULT_WRITE_TIMEOUT_MS } from '../../http/sse'
 import type { RenderRequestOptions } from '../../render/index'
 import type { ResponsesDialect } from '../../wire/responses'
 import { Compactor } from '../compaction/compactor'
@@ -23,6 +24,7 @@ import type { CallIdCache } from '../pipeline/call-ids'
 import type { GatewayDiagnostic } from '../pipeline/context'
 import type { ReasoningSummaryRule } from '../responses/responses-gateway'
 import { DEFAULT_SOCKET_IDLE_MS, DEFAULT_SOCKET_LIFETIME_MS } from '../socket/protocol'
+import { DEFAULT_MAX_SOCKETS } from '../socket/turns'
 import { MemoryResponseStore, type ResponseStore } from '../stores/store'
 import type { SearchBackend } from '../tools/browser'
 import type { PythonRunner } from '../tools/python'
@@ -264,6 +266,13 @@ export interface GatewayHttpOptions {
   frames?: 'sse' | 'objects'
   /** Collect each stream's frames for this many ms per write. Default 0: every step is written at once. */
   coalesceMs?: number
+  /**
+   * How long a write may wait for a client to take it, in ms: a client whose socket does not drain within this
+   * (an SSE stream, a background stream's follower, a WebSocket connection), also once its stream has ended with
+   * its last bytes unread, is dropped and its connection closed; a stream's engine request is aborted as for a
+   * client that leaves. Counted in `harmony_write_timeouts_total`. Default 30 s; null: no bound.
+   */
+  writeTimeoutMs?: number | null
   /** Threads that render requests off the event loop; 0 (default): all inline. */
   renderWorkers?: number
   /** With render workers: bodies up to this many bytes are rendered inline. Default 16 KiB. */
@@ -305,6 +314,12 @@ export interface GatewayResponsesOptions {
   socketLifetimeMs?: number
   /** How long a Responses WebSocket connection may wait for its next turn before it is closed, in ms. Default 5 minutes. */
   socketIdleMs?: number
+  /**
+   * Responses WebSocket connections this process holds at once. Default 1,024. At it, a new connection takes the
+   * place of the one idle longest (no turn running or asked for), which is closed (1000, `idle`); when none is
+   * idle the upgrade is a 503.
+   */
+  maxSockets?: number
 }
 
 /** Chat Completions. */
@@ -404,6 +419,7 @@ const OPTIONS: OptionSpec = {
   onError: is.function,
   frames: is.oneOf('sse', 'objects'),
   coalesceMs: is.number(0),
+  writeTimeoutMs: is.nullable(is.integer(1)),
   stats: is.nullable(is.function),
   renderWorkers: is.integer(0, 256),
   renderInlineBytes: is.integer(0),
@@ -416,6 +432,7 @@ const OPTIONS: OptionSpec = {
   compactor: hasMethods('a Compactor', 'compaction', 'expand'),
   socketLifetimeMs: is.integer(1),
   socketIdleMs: is.integer(1),
+  maxSockets: is.integer(1),
   metrics: is.oneOf(true, false, 'cluster'),
   apiKeys: is.nullable(is.array),
   publicRoutes: is.arrayOf(is.string),
@@ -428,14 +445,18 @@ const OPTIONS: OptionSpec = {
   toolCalls: is.integer(1),
 }
 
+/** Every option by the flat name the settings are made from, those taken in their group only included. */
+type FlatOptions = GatewayOptions & Pick<GatewayHttpOptions, 'writeTimeoutMs'> & Pick<GatewayResponsesOptions, 'maxSockets'>
+
 /** Each group's options, by the flat name the settings are made from. */
-const GROUPS: Readonly<Record<string, Readonly<Record<string, keyof GatewayOptions>>>> = {
+const GROUPS: Readonly<Record<string, Readonly<Record<string, keyof FlatOptions>>>> = {
   http: {
     bodyLimit: 'bodyLimit',
     serverLimits: 'serverLimits',
     unknownFields: 'unknownFields',
     frames: 'frames',
     coalesceMs: 'coalesceMs',
+    writeTimeoutMs: 'writeTimeoutMs',
     renderWorkers: 'renderWorkers',
     renderInlineBytes: 'renderInlineBytes',
     renderOptions: 'renderOptions',
@@ -449,6 +470,7 @@ const GROUPS: Readonly<Record<string, Readonly<Record<string, keyof GatewayOptio
     compactor: 'compactor',
     socketLifetimeMs: 'socketLifetimeMs',
     socketIdleMs: 'socketIdleMs',
+    maxSockets: 'maxSockets',
   },
   chat: { idCache: 'chatIdCache' },
   tools: { python: 'python', browser: 'browser', mcpServers: 'mcpServers', mcpTimeMs: 'mcpTimeMs', maxCalls: 'toolCalls' },
@@ -470,6 +492,7 @@ export interface GatewaySettings {
   onError: (error: unknown) => void
   frames: 'sse' | 'objects'
   coalesceMs: number
+  writeTimeoutMs: number | null
   stats: (() => Record<string, unknown>) | null
   renderWorkers: number
   renderInlineBytes: number
@@ -484,6 +507,7 @@ export interface GatewaySettings {
   compactor: Compactor
   socketLifetimeMs: number
   socketIdleMs: number
+  maxSockets: number
   metrics: boolean | 'cluster'
   apiKeys: ApiKeys | null
   publicRoutes: readonly string[]
@@ -516,8 +540,14 @@ export function logDiagnostic(diagnostic: GatewayDiagnostic): void {
   console.warn(`harmony-stream: ${diagnostic.code}: ${diagnostic.message}`)
 }
 
+/** Options newer than the groups: taken in their group only, with no flat name of their own. */
+const GROUP_ONLY = new Set(['writeTimeoutMs', 'maxSockets'])
+
 /** The top level's rules: what generates, the groups, and the flat names. */
-const TOP_LEVEL: OptionSpec = { ...OPTIONS, ...Object.fromEntries(Object.keys(GROUPS).map((group) => [group, is.object])) }
+const TOP_LEVEL: OptionSpec = {
+  ...Object.fromEntries(Object.entries(OPTIONS).filter(([name]) => !GROUP_ONLY.has(name))),
+  ...Object.fromEntries(Object.keys(GROUPS).map((group) => [group, is.object])),
+}
 
 /** Each group's rules: the rule of the flat option each of its names stands for. */
 const GROUP_RULES: Readonly<Record<string, OptionSpec>> = Object.fromEntries(
@@ -531,7 +561,7 @@ const GROUP_RULES: Readonly<Record<string, OptionSpec>> = Object.fromEntries(
  * The options as one flat object, the groups checked (a misspelt name inside one is a TypeError naming
  * `group: option`) and read into the flat names the settings are made from.
  */
-function flattened(options: unknown): GatewayOptions {
+function flattened(options: unknown): FlatOptions {
   const given = checkOptions<Record<string, unknown>>(options, TOP_LEVEL, 'createGateway')
   const flat: Record<string, unknown> = {}
   for (const [name, value] of Object.entries(given)) if (!Object.hasOwn(GROUPS, name)) flat[name] = value
@@ -548,7 +578,7 @@ function flattened(options: unknown): GatewayOptions {
       flat[old] = value
     }
   }
-  return flat as GatewayOptions
+  return flat as FlatOptions
 }
 
 export function gatewaySettings(options: unknown): GatewaySettings {
@@ -590,6 +620,7 @@ export function gatewaySettings(options: unknown): GatewaySettings {
     onError: o.onError ?? logError,
     frames: o.frames ?? 'sse',
     coalesceMs: o.coalesceMs ?? 0,
+    writeTimeoutMs: o.writeTimeoutMs === undefined ? DEFAULT_WRITE_TIMEOUT_MS : o.writeTimeoutMs,
     stats: o.stats ?? null,
     renderWorkers: o.renderWorkers ?? 0,
     renderInlineBytes: o.renderInlineBytes ?? 16 * 1024,
@@ -604,6 +635,7 @@ export function gatewaySettings(options: unknown): GatewaySettings {
     compactor: o.compactor ?? new Compactor({ maxOpenedBytes: o.bodyLimit ?? DEFAULT_BODY_LIMIT }),
     socketLifetimeMs: o.socketLifetimeMs ?? DEFAULT_SOCKET_LIFETIME_MS,
     socketIdleMs: o.socketIdleMs ?? DEFAULT_SOCKET_IDLE_MS,
+    maxSockets: o.maxSockets ?? DEFAULT_MAX_SOCKETS,
     metrics: o.metrics ?? true,
     apiKeys: o.apiKeys == null ? null : new ApiKeys(o.apiKeys, "createGateway: option 'apiKeys'"),
     publicRoutes: o.publicRoutes ?? ['/health', '/metrics'],

@@ -115,6 +115,17 @@ export class GatewayMetrics {
     labelNames: ['face', 'outcome'] as const,
     registers: [this.registry],
   })
+  private readonly writeTimeouts = new Counter({
+    name: 'harmony_write_timeouts_total',
+    help: 'Clients dropped because their socket took nothing within the write timeout, by transport (sse, websocket)',
+    labelNames: ['transport'] as const,
+    registers: [this.registry],
+  })
+  private readonly socketEvictions = new Counter({
+    name: 'harmony_websocket_evictions_total',
+    help: 'Idle Responses WebSocket connections closed to make room for a new one at the cap (responses.maxSockets)',
+    registers: [this.registry],
+  })
   private readonly storeOperations = new Counter({
     name: 'harmony_store_operations_total',
     help: 'Response store operations, by operation and outcome',
@@ -246,6 +257,16 @@ export class GatewayMetrics {
       this.engines.set(engine, meters)
     }
     return meters
+  }
+
+  /** A client dropped at the write timeout (`transport`: `sse`, `websocket`). */
+  writeTimedOut(transport: string): void {
+    this.writeTimeouts.inc({ transport })
+  }
+
+  /** An idle WebSocket connection closed for a new one, at the cap. */
+  socketEvicted(): void {
+    this.socketEvictions.inc()
   }
 
   /** Runs store operation `op` (`get`, `put`, `delete`), counting it by its outcome (`ok`, `error`). */

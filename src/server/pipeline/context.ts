@@ -8,6 +8,7 @@
 import type { Implementation } from '../../base/types'
 import type { EngineTimeLimits } from '../../engines/time-limits'
 import type { Engine } from '../../engines/types'
+import { HttpError } from '../../http/errors'
 import type { GenerationParameterOptions } from '../../http/validate'
 import type { RenderRequestOptions } from '../../render/index'
 import type { ApiKeys, Caller } from '../keys/api-keys'
@@ -57,6 +58,8 @@ export interface Gateway {
   toolCalls: number
   frames: 'sse' | 'objects'
   coalesceMs: number
+  /** How long a write waits for a client that takes nothing before the client is dropped; null: no bound. */
+  writeTimeoutMs: number | null
   onDiagnostic: (diagnostic: GatewayDiagnostic) => void
   onError: (error: unknown) => void
   /** Where answers are kept (narrowed to the caller's records in a gateway with keys); null: none. */
@@ -82,6 +85,27 @@ export interface Gateway {
    * what a shutdown waits for before it closes the store.
    */
   inFlight: Set<Promise<unknown>>
+  /**
+   * Aborted when the gateway's shutdown grace period ends (`GatewayHandler.close`), with `gatewayShutdown()` as
+   * its reason: every generation still running ends with it (an SSE stream with its API's error event, a
+   * WebSocket turn with `response.failed`, a background run kept failed), rather than being cut.
+   */
+  stopping: AbortSignal
+}
+
+/**
+ * What a generation still running when the gateway's shutdown grace period ends is answered with: a 503 (the
+ * request may be sent again, to this gateway's successor), `gateway_shutdown`.
+ */
+export function gatewayShutdown(): HttpError {
+  return new HttpError(503, 'the gateway shut down before this response was complete; send the request again', {
+    code: 'gateway-shutdown',
+  })
+}
+
+/** The gateway's bound on an SSE client's writes (`writeTimeoutMs`), each drop counted (`harmony_write_timeouts_total`). */
+export function writeBound(gateway: Gateway): { writeTimeoutMs: number | null; onWriteTimeout: () => void } {
+  return { writeTimeoutMs: gateway.writeTimeoutMs, onWriteTimeout: () => gateway.meters?.writeTimedOut('sse') }
 }
 
 /** Runs `work` counted in `gateway.inFlight` until it settles. */

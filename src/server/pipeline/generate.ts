@@ -95,7 +95,8 @@ export function generate(
     ...generateRequestOf(
       prepared.prompt,
       { ...prepared.parameters, seed: choiceSeed(prepared.parameters.seed, choice) },
-      AbortSignal.any([signal, timedOut.signal]),
+      // The gateway's shutdown ends it too (its reason thrown from the steps: limitedSteps' `stop`).
+      AbortSignal.any([signal, timedOut.signal, gateway.stopping]),
     ),
     ...span.headers,
     // Several engines: the metrics count the one that serves it, the diagnostics go to the one whose ids they
@@ -140,7 +141,10 @@ export function generate(
     const options = { maxCalls: gateway.toolCalls, implementation: gateway.implementation, own }
     steps = toolLoopSteps(generateOne, engineRequest, tools, options)
   } else steps = generateOne(engineRequest)
-  return { steps: limitedSteps(engine.name, steps, gateway.engineTimeLimits, () => timedOut.abort(), allOf(watchers), own), served }
+  return {
+    steps: limitedSteps(engine.name, steps, gateway.engineTimeLimits, () => timedOut.abort(), allOf(watchers), own, gateway.stopping),
+    served,
+  }
 }
 
 function pushIds(generated: number[], ids: ArrayLike<number>): void {

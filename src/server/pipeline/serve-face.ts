@@ -14,7 +14,7 @@ import type { EngineTrail } from '../observe/engine-trail'
 import { noteDiagnostics } from '../observe/request-log'
 import { inSpan } from '../observe/tracing'
 import type { ToolCaller } from '../tools/loop'
-import type { Gateway } from './context'
+import { type Gateway, writeBound } from './context'
 import type { Choices, Face } from './face'
 import { admit, admitChoices, generate } from './generate'
 import { type Prepared, releasePrepared } from './prepared'
@@ -152,7 +152,13 @@ async function servePrepared<G extends Gateway, O, A extends object, D extends S
     if (!(await face.keep(gateway, face.answer(adapter), prepared, generated))) face.unkept?.({ adapter })
   }
   const { frames, coalesceMs } = gateway
-  const result = await pipeSse(response, adapter, steps, { abort, frames, coalesceMs, ...(keeps ? { beforeConclude: keep } : {}) })
+  const result = await pipeSse(response, adapter, steps, {
+    abort,
+    frames,
+    coalesceMs,
+    ...writeBound(gateway),
+    ...(keeps ? { beforeConclude: keep } : {}),
+  })
   report(gateway, request, result, [{ adapter, served }])
   if (keeps && !kept) await face.keep(gateway, face.answer(adapter), prepared, generated)
 }
@@ -210,7 +216,7 @@ async function serveChoices<G extends Gateway, O, A extends object, D extends Ss
   const result = await pipeChoicesSse(
     response,
     adapters.map((adapter, i) => ({ adapter, steps: generations[i]!.steps, ...(keeps ? { beforeConclude: keep(i) } : {}) })),
-    { abort, frames, coalesceMs, closingSse: () => choices.closingSse(adapters, prepared) },
+    { abort, frames, coalesceMs, ...writeBound(gateway), closingSse: () => choices.closingSse(adapters, prepared) },
   )
   report(
     gateway,

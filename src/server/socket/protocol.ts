@@ -74,8 +74,33 @@ export interface ResponsesSocketOptions {
   maxQueuedBytes?: number
   /** Bytes waiting to go out above which a turn waits for the client to read. Default 1 MiB. */
   highWaterMark?: number
-  /** How long a turn waits for a client that reads nothing before the connection is closed (1008). Default 30 s. */
-  stallTimeoutMs?: number
+  /**
+   * How long a turn waits for a client that reads nothing before the connection is closed (1008). Default 30 s;
+   * null: no bound.
+   */
+  stallTimeoutMs?: number | null
+  /** Called when a connection is closed at `stallTimeoutMs`. */
+  onWriteTimeout?: () => void
+  /**
+   * Told when the connection starts waiting for its next turn (true: no turn running and none asked for, from
+   * its start too) and when it stops waiting (false: a message came, or the connection ended). A gateway keeps
+   * its idle connections in that order, the longest idle first (`evict`).
+   */
+  onIdle?: (idle: boolean) => void
+  /** The clock of its timers (lifetime, idle, stall). Default: Node's `setTimeout` and `clearTimeout`. */
+  timers?: SocketTimers
+}
+
+/** A clock for a `ResponsesSocket`'s timers: Node's by default; a test's own, to move time itself. */
+export interface SocketTimers {
+  setTimeout(callback: () => void, ms: number): unknown
+  clearTimeout(handle: unknown): void
+}
+
+const NODE_TIMERS: SocketTimers = {
+  // Unref'd: a connection's timers do not keep a process alive on their own.
+  setTimeout: (callback, ms) => setTimeout(callback, ms).unref(),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
 }
 
 const OPTIONS: OptionSpec = {
@@ -88,7 +113,14 @@ const OPTIONS: OptionSpec = {
   maxQueued: is.integer(0),
   maxQueuedBytes: is.integer(0),
   highWaterMark: is.integer(0),
-  stallTimeoutMs: is.integer(1),
+  stallTimeoutMs: is.nullable(is.integer(1)),
+  onWriteTimeout: is.function,
+  onIdle: is.function,
+  timers: {
+    what: 'timers ({ setTimeout, clearTimeout })',
+    test: (v) =>
+      is.object.test(v) && typeof (v as SocketTimers).setTimeout === 'function' && typeof (v as SocketTimers).clearTimeout === 'function',
+  },
 }
 
 export const DEFAULT_SOCKET_LIFETIME_MS = 60 * 60 * 1000
@@ -105,6 +137,12 @@ interface ErrorFrame {
 
 function frameOf(status: number, error: ErrorFrame['error']): ErrorFrame {
   return { type: 'error', status, error }
+}
+
+/** The error frame of a message refused as a whole (the gateway shutting down): no failure to log. */
+function refusedFrame(refusal: unknown): ErrorFrame {
+  const { status, body } = errorResponse(refusal)
+  return frameOf(status, body.error)
 }
 
 /** A refused message: the code a bad field gets over HTTP too (`invalid_parameter`) unless it is the protocol's own. */
@@ -140,20 +178,22 @@ export function responseCreateBody(text: string): Record<string, unknown> {
 
 /** One WebSocket connection in the Responses API's WebSocket mode. */
 export class ResponsesSocket {
-  private readonly options: Required<Omit<ResponsesSocketOptions, 'lookup' | 'onError'>> &
-    Pick<ResponsesSocketOptions, 'lookup' | 'onError'>
+  private readonly options: Required<Omit<ResponsesSocketOptions, 'lookup' | 'onError' | 'onWriteTimeout' | 'onIdle'>> &
+    Pick<ResponsesSocketOptions, 'lookup' | 'onError' | 'onWriteTimeout' | 'onIdle'>
   private readonly queue: string[] = []
   /** Characters of the queued messages. */
   private queuedBytes = 0
   private running = false
   private ended = false
   private expired = false
+  /** What a message is refused with while the gateway shuts down (`goAway`); null: turns are taken. */
+  private refusal: unknown = null
   private readonly abort = new AbortController()
   /** The most recent response of this connection: what `previous_response_id` finds without a store. */
   private latest: StoredResponse | null = null
-  private readonly lifetime: NodeJS.Timeout
+  private readonly lifetime: unknown
   /** Runs while the connection waits for a turn (none running or queued). */
-  private idle: NodeJS.Timeout | null = null
+  private idle: unknown = null
 
   constructor(options: ResponsesSocketOptions) {
     checkOptions(options, OPTIONS, 'ResponsesSocket')
@@ -166,29 +206,49 @@ export class ResponsesSocket {
       maxQueuedBytes: 8 * 1024 * 1024,
       highWaterMark: 1024 * 1024,
       stallTimeoutMs: 30_000,
+      timers: NODE_TIMERS,
       ...options,
     }
-    this.lifetime = setTimeout(() => this.expire(), this.options.lifetimeMs)
-    this.lifetime.unref()
+    this.lifetime = this.options.timers.setTimeout(() => this.expire(), this.options.lifetimeMs)
     this.waitIdle()
   }
 
   /** Starts the idle clock: the connection waits for its next turn. */
   private waitIdle(): void {
     if (this.ended) return
-    this.idle = setTimeout(() => {
-      const transport = this.options.transport
-      this.closed()
-      transport.close(1000, 'idle')
-    }, this.options.idleMs)
-    this.idle.unref()
+    this.idle = this.options.timers.setTimeout(() => this.evict(), this.options.idleMs)
+    this.options.onIdle?.(true)
+  }
+
+  /** The idle clock stops: a message came, or the connection ended. */
+  private stopIdle(): void {
+    if (this.idle === null) return
+    this.options.timers.clearTimeout(this.idle)
+    this.idle = null
+    this.options.onIdle?.(false)
+  }
+
+  /**
+   * Closes a connection that waits for its next turn (1000, `idle`), as its idle timeout does: a gateway at its
+   * cap of connections takes the place of the one idle longest so (`onIdle`). False, and nothing done, when a
+   * turn runs or waits.
+   */
+  evict(): boolean {
+    if (this.ended || this.idle === null) return false
+    const transport = this.options.transport
+    this.closed()
+    transport.close(1000, 'idle')
+    return true
   }
 
   /** A text frame from the client: a turn, run after those before it. */
   receive(text: string): void {
     if (this.ended) return
-    if (this.idle !== null) clearTimeout(this.idle)
-    this.idle = null
+    this.stopIdle()
+    if (this.refusal !== null) {
+      void this.sendFrame(refusedFrame(this.refusal))
+      return
+    }
     if (this.expired) {
       // The running turn ends first; then the limit's error frame (`drain`).
       if (!this.running) this.limitReached()
@@ -218,21 +278,22 @@ export class ResponsesSocket {
     this.ended = true
     this.queue.length = 0
     this.queuedBytes = 0
-    clearTimeout(this.lifetime)
-    if (this.idle !== null) clearTimeout(this.idle)
+    this.options.timers.clearTimeout(this.lifetime)
+    this.stopIdle()
     this.abort.abort()
   }
 
   private async drain(): Promise<void> {
     this.running = true
     // After the connection's lifetime nothing more runs: what waits gets the limit's error frame.
-    while (this.queue.length > 0 && !this.ended && !this.expired) {
+    while (this.queue.length > 0 && !this.ended && !this.expired && this.refusal === null) {
       const text = this.queue.shift()!
       this.queuedBytes -= text.length
       await this.turn(text)
     }
     this.running = false
-    if (this.expired) this.limitReached()
+    if (this.refusal !== null) this.goneAway()
+    else if (this.expired) this.limitReached()
     else this.waitIdle()
   }
 
@@ -309,6 +370,28 @@ export class ResponsesSocket {
     })
   }
 
+  /**
+   * The gateway is shutting down: no turn is taken any more. Each message waiting, and each that comes, is
+   * answered with `refusal`'s error frame; the connection closes now when no turn runs, else once the running
+   * turn has ended (which the gateway ends with `response.failed` at the end of its grace period). Closed with
+   * 1001, RFC 6455's "going away" (a server going down), so that a client reconnects, to another gateway.
+   */
+  goAway(refusal: unknown): void {
+    if (this.ended || this.refusal !== null) return
+    this.refusal = refusal
+    for (const _ of this.queue) void this.sendFrame(refusedFrame(refusal))
+    this.queue.length = 0
+    this.queuedBytes = 0
+    if (!this.running) this.goneAway()
+  }
+
+  private goneAway(): void {
+    if (this.ended) return
+    const transport = this.options.transport
+    this.closed()
+    transport.close(1001, 'going away')
+  }
+
   private expire(): void {
     this.expired = true
     if (!this.running) this.limitReached()
@@ -340,14 +423,19 @@ export class ResponsesSocket {
       transport.send(text)
       return
     }
+    const { stallTimeoutMs } = this.options
     const outcome = await new Promise<'sent' | 'failed' | 'stalled'>((resolve) => {
-      const timer = setTimeout(() => resolve('stalled'), this.options.stallTimeoutMs)
+      const { timers } = this.options
+      const timer = stallTimeoutMs === null ? null : timers.setTimeout(() => resolve('stalled'), stallTimeoutMs)
       transport.send(text, (error) => {
-        clearTimeout(timer)
+        if (timer !== null) timers.clearTimeout(timer)
         resolve(error === undefined || error === null ? 'sent' : 'failed')
       })
     })
-    if (outcome === 'stalled') transport.close(1008, 'the client does not read')
+    if (outcome === 'stalled') {
+      this.options.onWriteTimeout?.()
+      transport.close(1008, 'the client does not read')
+    }
     if (outcome !== 'sent') this.closed()
   }
 }

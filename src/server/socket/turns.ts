@@ -21,7 +21,7 @@ import { toolsOfResponse } from '../responses/response-tools'
 import { responsesOptions } from '../responses/responses-face'
 import type { ResponsesGateway } from '../responses/responses-gateway'
 import type { StoredResponse } from '../stores/store'
-import { type SocketTurn, serveResponsesSocket, sseEventTexts } from './protocol'
+import { type ResponsesSocket, type SocketTurn, serveResponsesSocket, sseEventTexts } from './protocol'
 
 /** What the WebSocket mode reads of the gateway beyond what Responses does. */
 export interface SocketGateway extends ResponsesGateway {
@@ -29,10 +29,15 @@ export interface SocketGateway extends ResponsesGateway {
   socketLifetimeMs: number
   /** How long a connection may wait for its next turn before it is closed, in ms. */
   socketIdleMs: number
+  /**
+   * Connections one gateway process holds at once: past it, the one idle longest is closed for the new one (a
+   * 503 when none is idle).
+   */
+  maxSockets: number
 }
 
-/** Responses WebSocket connections one gateway process holds at once (more are answered 503). */
-const MAX_SOCKETS = 1024
+/** Responses WebSocket connections one gateway process holds at once, by default. */
+export const DEFAULT_MAX_SOCKETS = 1024
 /** …and one API key at most, unless its `limits.webSockets` says otherwise (more are answered 429). */
 const DEFAULT_SOCKETS_PER_KEY = 64
 
@@ -87,7 +92,12 @@ async function socketTurn(gateway: SocketGateway, request: IncomingMessage, turn
 export interface ResponsesSockets {
   /** Answers an upgrade request (a server's `upgrade` event): `/v1/responses` only, at most 1024 at once. */
   upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void
-  /** Ends every connection (at close: upgraded connections are not an HTTP server's to end). */
+  /**
+   * The gateway is shutting down: no connection or turn is taken any more (`refusal` answers them); each
+   * connection closes (1001) once it has no turn running (`ResponsesSocket.goAway`).
+   */
+  goAway(refusal: unknown): void
+  /** Ends every connection still open (at close: upgraded connections are not an HTTP server's to end). */
   end(): void
 }
 
@@ -98,13 +108,40 @@ export function responsesSockets(gateway: SocketGateway): ResponsesSockets {
   const sockets = new WebSocketServer({ noServer: true, maxPayload: gateway.bodyLimit })
   /** Connections each key holds now. */
   const perKey = new Map<string, number>()
+  /** The sessions of the open connections (not those closing: an evicted one counts no more). */
+  const sessions = new Set<ResponsesSocket>()
+  /** The idle ones, the longest idle first (a Map keeps the order they were set in). */
+  const idle = new Map<ResponsesSocket, true>()
+  /** Closes the connection idle longest (1000, `idle`); false when none is idle. */
+  const evictIdlest = (): boolean => {
+    for (const session of idle.keys()) {
+      idle.delete(session)
+      sessions.delete(session)
+      if (session.evict()) {
+        gateway.meters?.socketEvicted()
+        return true
+      }
+    }
+    return false
+  }
+  /** Set once the gateway shuts down: what new connections and turns are refused with. */
+  let refusal: unknown = null
   return {
     upgrade(request, socket, head) {
       if (new URL(request.url ?? '/', 'http://localhost').pathname !== '/v1/responses') {
         socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n')
         return
       }
-      if (sockets.clients.size >= MAX_SOCKETS) {
+      if (refusal !== null) {
+        socket.end('HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\ncontent-length: 0\r\n\r\n')
+        return
+      }
+      // At the cap, the connection idle longest makes way (idle connections cannot lock new clients out, as they
+      // did for up to socketIdleMs, and as a client reopening them could for ever). Not a cap per address: behind
+      // a load balancer or a NAT every client has the same one, and an attacker with IPv6 has as many as it
+      // likes; a connection running a turn is never closed for another. OpenAI documents no such cap (its
+      // WebSocket mode guide: a 60-minute lifetime, `websocket_connection_limit_reached`), nor an idle timeout.
+      if (sessions.size >= gateway.maxSockets && !evictIdlest()) {
         socket.end('HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\nretry-after: 5\r\ncontent-length: 0\r\n\r\n')
         return
       }
@@ -146,14 +183,39 @@ export function responsesSockets(gateway: SocketGateway): ResponsesSockets {
           perKey.set(caller.name, (perKey.get(caller.name) ?? 0) + 1)
           ws.once('close', () => perKey.set(caller.name, (perKey.get(caller.name) ?? 1) - 1))
         }
-        serveResponsesSocket(ws, {
+        // Told as its idle clock starts and stops, from its start: known before the constructor returns.
+        let session: ResponsesSocket | null = null
+        const idleOrder = (waiting: boolean) => {
+          if (session === null) return
+          idle.delete(session)
+          if (waiting) idle.set(session, true)
+        }
+        session = serveResponsesSocket(ws, {
           respond: (turn) => tracked(gateway, socketTurn(view, request, turn)),
           ...(store === null ? {} : { lookup: (id: string) => responseRecord(store, id) }),
           onError: gateway.onError,
           lifetimeMs: gateway.socketLifetimeMs,
           idleMs: gateway.socketIdleMs,
+          // A client that reads nothing is let go at the gateway's write timeout, as an SSE client is.
+          stallTimeoutMs: gateway.writeTimeoutMs,
+          onWriteTimeout: () => gateway.meters?.writeTimedOut('websocket'),
+          onIdle: idleOrder,
         })
+        const opened = session
+        sessions.add(opened)
+        // Idle from the start: its first wait for a turn began in its constructor.
+        idle.set(opened, true)
+        ws.once('close', () => {
+          sessions.delete(opened)
+          idle.delete(opened)
+        })
+        // Upgraded while the gateway began to shut down.
+        if (refusal !== null) session.goAway(refusal)
       })
+    },
+    goAway(why) {
+      refusal ??= why
+      for (const session of sessions) session.goAway(refusal)
     },
     end() {
       for (const ws of sockets.clients) ws.terminate()
