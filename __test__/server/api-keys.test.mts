@@ -285,3 +285,32 @@ test('one key cannot take every WebSocket connection: over its limit a 429, and 
   t.is(again.status, 101)
   for (const ws of [second.ws, other.ws, again.ws]) ws.close()
 })
+
+test('at the WebSocket cap only a connection the gateway takes closes an idle one: one without a key, or over its key’s limit, does not', async (t) => {
+  const { port } = await startGateway(t, {
+    replay: [ANSWER],
+    apiKeys: [{ key: 'sk-one', name: 'one', limits: { webSockets: 1 } }, 'sk-other'],
+    responses: { maxSockets: 1 },
+  })
+  const open = (key: string | null) =>
+    new Promise<{ status: number; ws: WebSocket }>((resolve) => {
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/v1/responses`, key === null ? {} : { headers: { authorization: `Bearer ${key}` } })
+      t.teardown(() => ws.terminate())
+      ws.on('unexpected-response', (_request, response) => resolve({ status: response.statusCode ?? 0, ws }))
+      ws.on('open', () => resolve({ status: 101, ws }))
+      ws.on('error', () => {})
+    })
+  // Counted when it happens, before the refusal is written: read after it, it says whether one happened.
+  const evictions = async () =>
+    Number(/^harmony_websocket_evictions_total (\d+)$/m.exec(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text())?.[1])
+  const idle = await open('sk-one')
+  t.is(idle.status, 101)
+  t.is((await open(null)).status, 401)
+  t.is((await open('sk-bad')).status, 401)
+  t.is((await open('sk-one')).status, 429)
+  t.is(await evictions(), 0, 'no idle connection closed for a connection refused')
+  const closed = new Promise<number>((resolve) => idle.ws.once('close', resolve))
+  t.is((await open('sk-other')).status, 101)
+  t.is(await closed, 1000)
+  t.is(await evictions(), 1)
+})

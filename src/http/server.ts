@@ -2,7 +2,7 @@
  * What a gateway's `http.Server` needs beyond the request handler: explicit timeouts (Node's defaults let a
  * client take a minute to send its headers and five to send its body), and the answers Node writes by itself
  * (a malformed request, headers too large, a request too slow) in OpenAI's error shape rather than as bare
- * text, each closing the connection.
+ * text, each closing the connection; and a close as a shutdown wants it (`closeServer`).
  */
 import type { Server } from 'node:http'
 import type { Socket } from 'node:net'

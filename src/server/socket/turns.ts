@@ -90,7 +90,10 @@ async function socketTurn(gateway: SocketGateway, request: IncomingMessage, turn
 
 /** The WebSocket mode of a gateway: what answers an HTTP upgrade, and what ends every connection. */
 export interface ResponsesSockets {
-  /** Answers an upgrade request (a server's `upgrade` event): `/v1/responses` only, at most 1024 at once. */
+  /**
+   * Answers an upgrade request (a server's `upgrade` event): `/v1/responses` only, at most `maxSockets` at once
+   * (the one idle longest closed for a new one).
+   */
   upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void
   /**
    * The gateway is shutting down: no connection or turn is taken any more (`refusal` answers them); each
@@ -136,15 +139,6 @@ export function responsesSockets(gateway: SocketGateway): ResponsesSockets {
         socket.end('HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\ncontent-length: 0\r\n\r\n')
         return
       }
-      // At the cap, the connection idle longest makes way (idle connections cannot lock new clients out, as they
-      // did for up to socketIdleMs, and as a client reopening them could for ever). Not a cap per address: behind
-      // a load balancer or a NAT every client has the same one, and an attacker with IPv6 has as many as it
-      // likes; a connection running a turn is never closed for another. OpenAI documents no such cap (its
-      // WebSocket mode guide: a 60-minute lifetime, `websocket_connection_limit_reached`), nor an idle timeout.
-      if (sessions.size >= gateway.maxSockets && !evictIdlest()) {
-        socket.end('HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\nretry-after: 5\r\ncontent-length: 0\r\n\r\n')
-        return
-      }
       // A connection is its key holder's, as each of its turns is (a gateway with keys refuses one without).
       let view: SocketGateway
       try {
@@ -176,6 +170,16 @@ export function responsesSockets(gateway: SocketGateway): ResponsesSockets {
           return
         }
       }
+      // At the cap, the connection idle longest makes way (idle connections cannot lock new clients out, as they
+      // did for up to socketIdleMs, and as a client reopening them could for ever); only a connection the gateway
+      // takes (its key checked) does. Not a cap per address: behind a load balancer or a NAT every client has the
+      // same one, and an attacker with IPv6 has as many as it likes; a connection running a turn is never closed
+      // for another. OpenAI documents no such cap (its WebSocket mode guide: a 60-minute lifetime,
+      // `websocket_connection_limit_reached`), nor an idle timeout.
+      if (sessions.size >= gateway.maxSockets && !evictIdlest()) {
+        socket.end('HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\nretry-after: 5\r\ncontent-length: 0\r\n\r\n')
+        return
+      }
       const { store } = view
       sockets.handleUpgrade(request, socket, head, (ws) => {
         if (caller !== null) {
@@ -183,7 +187,8 @@ export function responsesSockets(gateway: SocketGateway): ResponsesSockets {
           perKey.set(caller.name, (perKey.get(caller.name) ?? 0) + 1)
           ws.once('close', () => perKey.set(caller.name, (perKey.get(caller.name) ?? 1) - 1))
         }
-        // Told as its idle clock starts and stops, from its start: known before the constructor returns.
+        // Its idle clock's starts and stops keep the order of the idle connections; the first start comes from its
+        // constructor, before `session` is set, and is taken below.
         let session: ResponsesSocket | null = null
         const idleOrder = (waiting: boolean) => {
           if (session === null) return
