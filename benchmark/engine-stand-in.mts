@@ -52,6 +52,14 @@ let stepping = false
 const frame = (choice: Record<string, unknown>) =>
   `data: ${JSON.stringify({ id: 'cmpl-1', object: 'text_completion', created: 1, model: 'gpt-oss', choices: [choice] })}\n\n`
 
+/**
+ * The `vllm` face's frames of every token but a stream's last, made once as the `chat` face's are: the two faces
+ * then cost the stand-in alike per token, which matters where the proxies and the stand-in share a few cores.
+ */
+const tokenFrames = completion.map((id) =>
+  frame({ index: 0, text: '', logprobs: null, finish_reason: null, stop_reason: null, token_ids: [id] }),
+)
+
 function step(): void {
   for (const request of running) {
     if (request.response.destroyed) {
@@ -67,10 +75,8 @@ function step(): void {
       continue
     }
     const id = request.ids[request.sent++]!
-    const last = request.sent === request.ids.length
-    const reason = last ? 'stop' : null
-    let out = frame({ index: 0, text: '', logprobs: null, finish_reason: reason, stop_reason: null, token_ids: [id] })
-    if (last) {
+    if (request.sent === request.ids.length) {
+      let out = frame({ index: 0, text: '', logprobs: null, finish_reason: 'stop', stop_reason: null, token_ids: [id] })
       const usage = {
         prompt_tokens: request.promptTokens,
         completion_tokens: request.sent,
@@ -80,7 +86,8 @@ function step(): void {
       request.response.end(out)
       running.delete(request)
     } else {
-      request.response.write(out)
+      // ids are the completion's first max_tokens: token `sent - 1` of the completion.
+      request.response.write(tokenFrames[request.sent - 1]!)
     }
   }
   if (running.size === 0) stepping = false
