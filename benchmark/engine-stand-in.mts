@@ -1,6 +1,6 @@
 /**
  * An inference engine stand-in for the gateway benchmarks, run in a process of its own so that its CPU is not
- * the gateway's. Two faces, on any path:
+ * the gateway's. Two faces, on any path but the probes below:
  *
  * - `vllm`: vLLM's `/v1/completions` token stream (the frames of vllm/entrypoints/openai/completion/serving.py,
  *   completion_stream_generator, with `return_token_ids`), what harmony-stream's gateway reads;
@@ -8,6 +8,9 @@
  *   parsed the Harmony itself (reasoning as `reasoning_content`, the answer as `content`, tool calls), what a
  *   proxy such as LiteLLM reads: made by this package's Chat adapter from the same tokens, one chunk per token
  *   that has text.
+ *
+ * Both faces answer the GET probes a router sends before it routes to an engine (`/health`, `/v1/models`,
+ * `/version`, below).
  *
  * Like a batching engine, it steps every running request at once: each step writes one frame per request, one
  * token each, then waits for the next turn of the event loop (`STEP_MS`: or that many milliseconds). Every
@@ -49,6 +52,14 @@ let stepping = false
 const frame = (choice: Record<string, unknown>) =>
   `data: ${JSON.stringify({ id: 'cmpl-1', object: 'text_completion', created: 1, model: 'gpt-oss', choices: [choice] })}\n\n`
 
+/**
+ * The `vllm` face's frames of every token but a stream's last, made once as the `chat` face's are: the two faces
+ * then cost the stand-in alike per token, which matters where the proxies and the stand-in share a few cores.
+ */
+const tokenFrames = completion.map((id) =>
+  frame({ index: 0, text: '', logprobs: null, finish_reason: null, stop_reason: null, token_ids: [id] }),
+)
+
 function step(): void {
   for (const request of running) {
     if (request.response.destroyed) {
@@ -64,10 +75,8 @@ function step(): void {
       continue
     }
     const id = request.ids[request.sent++]!
-    const last = request.sent === request.ids.length
-    const reason = last ? 'stop' : null
-    let out = frame({ index: 0, text: '', logprobs: null, finish_reason: reason, stop_reason: null, token_ids: [id] })
-    if (last) {
+    if (request.sent === request.ids.length) {
+      let out = frame({ index: 0, text: '', logprobs: null, finish_reason: 'stop', stop_reason: null, token_ids: [id] })
       const usage = {
         prompt_tokens: request.promptTokens,
         completion_tokens: request.sent,
@@ -77,7 +86,8 @@ function step(): void {
       request.response.end(out)
       running.delete(request)
     } else {
-      request.response.write(out)
+      // ids are the completion's first max_tokens: token `sent - 1` of the completion.
+      request.response.write(tokenFrames[request.sent - 1]!)
     }
   }
   if (running.size === 0) stepping = false
@@ -85,7 +95,32 @@ function step(): void {
   else setImmediate(step)
 }
 
+/**
+ * What a router asks an engine before it routes to it, answered as vLLM's server does, so that SMG (the
+ * Shepherd Model Gateway) registers the stand-in as an HTTP worker. SMG's worker registration, followed here
+ * (lightseekorg/smg, model_gateway/src/workflow/steps): `GET /health` must answer 2xx for the worker to be
+ * reachable over HTTP (util.rs, try_http_reachable; the same path is its periodic health check); `GET /v1/models`
+ * names the engine in `owned_by` (local/detect_backend.rs, detect_via_models_endpoint: "vllm") and the model in
+ * `id`, which becomes the worker's model and must match the requests' `model` (local/discover_metadata.rs,
+ * fetch_vllm_http_metadata, with `root` as model path and `max_model_len`); `GET /version` is vLLM's
+ * (try_vllm_version). Without these the stand-in would answer a probe with a completion stream.
+ */
+const probes: Record<string, object> = {
+  '/health': {},
+  '/v1/models': {
+    object: 'list',
+    data: [{ id: 'gpt-oss', object: 'model', created: 1, owned_by: 'vllm', root: 'gpt-oss', max_model_len: 131072 }],
+  },
+  '/version': { version: 'engine-stand-in' },
+}
+
 const server = createServer((request, response) => {
+  const probe = request.method === 'GET' ? probes[request.url ?? ''] : undefined
+  if (probe) {
+    response.writeHead(200, { 'content-type': 'application/json' })
+    response.end(JSON.stringify(probe))
+    return
+  }
   let body = ''
   request.setEncoding('utf8')
   request.on('data', (chunk) => (body += chunk))

@@ -1,42 +1,57 @@
 /**
- * harmony-stream's gateway beside LiteLLM's proxy, side by side on one machine and load: each in front of an
- * engine stand-in over HTTP (engine-stand-in.mts, its own process) streaming the same gpt-oss completion, one
- * token per engine step, to the same streaming Chat Completions clients. The gateway reads vLLM's token stream
- * (`/v1/completions` with token ids) and parses the Harmony itself; LiteLLM reads the chunks vLLM's own server
- * sends once it has parsed the Harmony (`/v1/chat/completions`), which is how it serves gpt-oss. Reported: the
- * CPU each proxy process (with its children) spent per streamed token, tokens/s, time to first byte and the gaps
- * between chunks. Bounded: every client makes a fixed number of requests, and everything started is stopped.
+ * harmony-stream's gateway beside its peers, side by side on one machine and load: LiteLLM's proxy and SMG (the
+ * Shepherd Model Gateway, the Rust router of the SGLang lineage, in HTTP mode), each in front of an engine
+ * stand-in over HTTP (engine-stand-in.mts, its own process) streaming the same gpt-oss completion, one token per
+ * engine step, to the same streaming Chat Completions clients. The gateway (native parser and js parser, one
+ * process each) reads vLLM's token stream (`/v1/completions` with token ids) and parses the Harmony itself;
+ * LiteLLM and SMG read the chunks vLLM's own server sends once it has parsed the Harmony
+ * (`/v1/chat/completions`), which is how they serve gpt-oss over HTTP. Reported, per proxy and case: the CPU
+ * each proxy process (with its children and threads) spent per streamed token, tokens/s, time to the first chunk
+ * of the stream (TTFC) and the gaps between chunks. Bounded: every client makes a fixed number of requests, and
+ * everything started is stopped.
  *
- * LiteLLM comes from PyPI into a virtualenv this benchmark makes once under ~/.cache/harmony-stream, pinned with
- * its dependencies in benchmark/peers-requirements.txt (litellm 1.108.7, one worker, its model price map read
- * from the package rather than fetched).
+ * LiteLLM and SMG come from PyPI into a virtualenv this benchmark makes once under ~/.cache/harmony-stream,
+ * pinned with their dependencies in benchmark/peers-requirements.txt (LiteLLM with one worker and its model
+ * price map read from the package rather than fetched; SMG's router with the stand-in as its one worker).
  *
- *   npm run bench:peers                       64 and 16 clients, 2 requests each
- *   PEERS_CLIENTS=64 npm run bench:peers       one load only
+ *   npm run bench:peers                          3 rounds of 16 clients × 3 requests and 64 × 2, every proxy
+ *   PEERS_ROUNDS=1 npm run bench:peers            one round
+ *   PEERS_CASES=64x2 npm run bench:peers          one case (clients x requests per client, comma-separated)
+ *   PEERS_PROXIES=native,smg npm run bench:peers  some proxies only (native, js, litellm, smg)
+ *
+ * Within a round every case runs each proxy in turn, and the order of the proxies turns by one each round, so
+ * that all meet the same moments of a shared machine.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
-import { homedir } from 'node:os'
+import { homedir, loadavg } from 'node:os'
 import { join } from 'node:path'
 
 import { freePort } from '../__test__/helpers/free-port.mjs'
-import { deliveryPercentiles, replayFile, streamingPost } from './gateway-process.mjs'
+import { deliveryPercentiles, percentile, replayFile, streamingPost } from './gateway-process.mjs'
 
 const root = join(import.meta.dirname, '..')
 const venv = join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'harmony-stream', 'peers-venv')
 const requirements = join(root, 'benchmark', 'peers-requirements.txt')
 
-/** The virtualenv with LiteLLM, made (or remade, when the requirements changed) here. */
-function litellmBinary(): string {
+/** The virtualenv with LiteLLM and SMG, made (or remade, when the requirements changed) here. */
+function peersVenv(): string {
   const stamp = join(venv, 'requirements.txt')
   const wanted = readFileSync(requirements, 'utf8')
   if (!existsSync(stamp) || readFileSync(stamp, 'utf8') !== wanted) {
-    console.log(`making ${venv} (litellm from PyPI, once)`)
+    console.log(`making ${venv} (litellm and smg from PyPI, once)`)
     execFileSync('python3', ['-m', 'venv', '--clear', venv], { stdio: 'inherit' })
     execFileSync(join(venv, 'bin', 'pip'), ['install', '--quiet', '-r', requirements], { stdio: 'inherit' })
     writeFileSync(stamp, wanted)
   }
-  return join(venv, 'bin', 'litellm')
+  return join(venv, 'bin')
+}
+
+/** The version `name` is pinned at in the requirements, for the tables. */
+function pinned(name: string): string {
+  const found = new RegExp(`^${name}==(\\S+)$`, 'mi').exec(readFileSync(requirements, 'utf8'))
+  if (!found) throw new Error(`${requirements} pins no ${name}`)
+  return found[1]!
 }
 
 /** Starts `command` and resolves with it once a line of its output matches `ready` (its first group, if any). */
@@ -49,10 +64,17 @@ function start(
   const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   return new Promise((resolve, reject) => {
     let out = ''
+    let done = false
     const look = (data: Buffer) => {
+      // Once ready, the output is still read (a full pipe would stall the child) but no longer kept or searched.
+      if (done) return
       out += data
       const found = ready.exec(out)
-      if (found) resolve({ child, match: found[1] ?? found[0] })
+      if (found) {
+        done = true
+        out = ''
+        resolve({ child, match: found[1] ?? found[0] })
+      }
     }
     child.stdout!.on('data', look)
     child.stderr!.on('data', look)
@@ -60,7 +82,7 @@ function start(
   })
 }
 
-/** CPU milliseconds of `pid` and every process under it (Linux /proc; clock ticks of 10 ms). */
+/** CPU milliseconds of `pid` (all its threads) and every process under it (Linux /proc; clock ticks of 10 ms). */
 function treeCpuMs(pid: number): number {
   let total = 0
   const children = new Map<number, number[]>()
@@ -82,7 +104,7 @@ function treeCpuMs(pid: number): number {
 }
 
 async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return
+  if (child.exitCode !== null || child.signalCode !== null) return
   const exited = new Promise((resolve) => child.once('exit', resolve))
   child.kill('SIGTERM')
   const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)
@@ -90,18 +112,35 @@ async function stop(child: ChildProcess): Promise<void> {
   clearTimeout(timer)
 }
 
+interface Proxy {
+  key: string
+  name: string
+  port: number
+  pid: number
+  /** The stand-in it reads from, whose CPU is shown beside its own: both share the machine's cores. */
+  enginePid: number
+}
+
+interface Case {
+  clients: number
+  requests: number
+}
+
 interface Row {
   proxy: string
+  round: number
   clients: number
+  requests: number
   tokensPerSecond: number
   cpuUsPerToken: number
+  engineCpuUsPerToken: number
   ttfbP50: number
   gapP50: number
   gapP99: number
 }
 
-/** `clients` streaming clients, `requests` each, against the proxy at `port` (process `pid`). */
-async function load(proxy: string, port: number, pid: number, clients: number, requests: number, tokens: number): Promise<Row> {
+/** `clients` streaming clients, `requests` each, against `proxy`. */
+async function load(proxy: Proxy, round: number, { clients, requests }: Case, tokens: number): Promise<Row> {
   const body = {
     model: 'gpt-oss',
     stream: true,
@@ -110,14 +149,15 @@ async function load(proxy: string, port: number, pid: number, clients: number, r
   }
   // Each stream's tokens as its usage says: a request that failed (no usage) fails the benchmark.
   const usage = /"completion_tokens":(\d+)/
-  // Warm up: a request through, so that neither pays its first-request costs in the measurement.
-  await streamingPost(port, '/v1/chat/completions', body, usage)
-  const cpu = treeCpuMs(pid)
+  // Warm up: a request through, so that none pays its first-request costs in the measurement.
+  await streamingPost(proxy.port, '/v1/chat/completions', body, usage)
+  const cpu = treeCpuMs(proxy.pid)
+  const engineCpu = treeCpuMs(proxy.enginePid)
   const started = performance.now()
   const deliveries = await Promise.all(
     Array.from({ length: clients }, async () => {
       const mine = []
-      for (let i = 0; i < requests; i++) mine.push(await streamingPost(port, '/v1/chat/completions', body, usage))
+      for (let i = 0; i < requests; i++) mine.push(await streamingPost(proxy.port, '/v1/chat/completions', body, usage))
       return mine
     }),
   )
@@ -125,22 +165,40 @@ async function load(proxy: string, port: number, pid: number, clients: number, r
   const all = deliveries.flat()
   // A proxy may count the tokens again itself: a stream counts as delivered when it ended with a usage chunk.
   const failed = all.filter((d) => d.tokens === 0).length
-  if (failed > 0) throw new Error(`${proxy}: ${failed} of ${all.length} streams failed (no usage chunk at their end)`)
+  if (failed > 0) throw new Error(`${proxy.name}: ${failed} of ${all.length} streams failed (no usage chunk at their end)`)
   const streamed = clients * requests * tokens
   return {
-    proxy,
+    proxy: proxy.name,
+    round,
     clients,
+    requests,
     tokensPerSecond: streamed / seconds,
-    cpuUsPerToken: ((treeCpuMs(pid) - cpu) * 1000) / streamed,
+    cpuUsPerToken: ((treeCpuMs(proxy.pid) - cpu) * 1000) / streamed,
+    engineCpuUsPerToken: ((treeCpuMs(proxy.enginePid) - engineCpu) * 1000) / streamed,
     ...deliveryPercentiles(all),
   }
 }
 
+function positive(name: string, value: string): number {
+  const n = Number(value)
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${name}: ${JSON.stringify(value)} is not a whole number above 0`)
+  return n
+}
+
+const rounds = positive('PEERS_ROUNDS', process.env.PEERS_ROUNDS ?? '3')
+const cases: Case[] = (process.env.PEERS_CASES ?? '16x3,64x2').split(',').map((text) => {
+  const [clients, requests, extra] = text.trim().split('x')
+  if (clients === undefined || requests === undefined || extra !== undefined)
+    throw new Error(`PEERS_CASES: ${JSON.stringify(text)} is not CLIENTSxREQUESTS, e.g. 64x2`)
+  return { clients: positive('PEERS_CASES clients', clients), requests: positive('PEERS_CASES requests', requests) }
+})
+const known = ['native', 'js', 'litellm', 'smg']
+const wanted = (process.env.PEERS_PROXIES ?? known.join(',')).split(',').map((key) => key.trim())
+for (const key of wanted) if (!known.includes(key)) throw new Error(`PEERS_PROXIES: ${key} is none of ${known.join(', ')}`)
+
 const replay = replayFile()
 const [{ tokens: completion }] = JSON.parse(readFileSync(replay, 'utf8')) as { tokens: number[] }[]
-const loads = process.env.PEERS_CLIENTS ? [Number(process.env.PEERS_CLIENTS)] : [64, 16]
-const requests = 2
-const litellm = litellmBinary()
+const bin = wanted.includes('litellm') || wanted.includes('smg') ? peersVenv() : ''
 const standIn = (face: string) =>
   start(
     process.execPath,
@@ -148,85 +206,167 @@ const standIn = (face: string) =>
     {},
     /listening on (http:\/\/\S+)/,
   )
+const loads = () =>
+  loadavg()
+    .map((n) => n.toFixed(2))
+    .join(', ')
 
 const rows: Row[] = []
 const started: ChildProcess[] = []
+const proxies: Proxy[] = []
 try {
   const vllm = await standIn('vllm')
   const chat = await standIn('chat')
   started.push(vllm.child, chat.child)
-  const gateway = await start(
-    process.execPath,
-    [join(root, 'examples', 'gateway', 'server.mjs')],
-    {
-      PORT: '0',
-      HARMONY_ENGINE: 'vllm',
-      ENGINE_URL: vllm.match,
-      ENGINE_MODEL: 'gpt-oss',
-      GATEWAY_WORKERS: '1',
-      REQUEST_LOG: '0',
-      LOG_DIAGNOSTICS: '0',
-    },
-    /127\.0\.0\.1:(\d+)/,
-  )
-  started.push(gateway.child)
-  const config = join(root, 'target', 'peers-litellm.yaml')
-  writeFileSync(
-    config,
-    [
-      'model_list:',
-      '  - model_name: gpt-oss',
-      '    litellm_params:',
-      '      model: openai/gpt-oss',
-      `      api_base: ${chat.match}/v1`,
-      '      api_key: none',
-      'litellm_settings:',
-      '  telemetry: false',
-      '',
-    ].join('\n'),
-  )
-  const proxy = await start(
-    litellm,
-    ['--config', config, '--host', '127.0.0.1', '--port', String(await freePort()), '--num_workers', '1'],
-    {
-      LITELLM_LOCAL_MODEL_COST_MAP: 'True',
-      NO_DOCS: 'True',
-      // No keys on either side (the gateway runs without them too), on 127.0.0.1 only.
-      LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY: 'true',
-    },
-    /Uvicorn running on http:\/\/127\.0\.0\.1:(\d+)/,
-  )
-  started.push(proxy.child)
-  for (const clients of loads) {
-    // Alternating, so that both meet the same moment of a shared machine.
-    rows.push(
-      await load(
-        'harmony-stream gateway (vLLM token stream)',
-        Number(gateway.match),
-        gateway.child.pid!,
-        clients,
-        requests,
-        completion.length,
-      ),
+  for (const impl of ['native', 'js'].filter((key) => wanted.includes(key))) {
+    const gateway = await start(
+      process.execPath,
+      [join(root, 'examples', 'gateway', 'server.mjs')],
+      {
+        PORT: '0',
+        HARMONY_ENGINE: 'vllm',
+        HARMONY_STREAM_IMPL: impl,
+        ENGINE_URL: vllm.match,
+        ENGINE_MODEL: 'gpt-oss',
+        GATEWAY_WORKERS: '1',
+        REQUEST_LOG: '0',
+        LOG_DIAGNOSTICS: '0',
+      },
+      /127\.0\.0\.1:(\d+)/,
     )
-    rows.push(
-      await load('LiteLLM proxy 1.108.7 (chat chunks)', Number(proxy.match), proxy.child.pid!, clients, requests, completion.length),
-    )
+    started.push(gateway.child)
+    proxies.push({
+      key: impl,
+      name: `harmony-stream gateway, ${impl} (vLLM token stream)`,
+      port: Number(gateway.match),
+      pid: gateway.child.pid!,
+      enginePid: vllm.child.pid!,
+    })
   }
+  if (wanted.includes('litellm')) {
+    const config = join(root, 'target', 'peers-litellm.yaml')
+    writeFileSync(
+      config,
+      [
+        'model_list:',
+        '  - model_name: gpt-oss',
+        '    litellm_params:',
+        '      model: openai/gpt-oss',
+        `      api_base: ${chat.match}/v1`,
+        '      api_key: none',
+        'litellm_settings:',
+        '  telemetry: false',
+        '',
+      ].join('\n'),
+    )
+    const litellm = await start(
+      join(bin, 'litellm'),
+      ['--config', config, '--host', '127.0.0.1', '--port', String(await freePort()), '--num_workers', '1'],
+      {
+        LITELLM_LOCAL_MODEL_COST_MAP: 'True',
+        NO_DOCS: 'True',
+        // No keys on either side (the gateway runs without them too), on 127.0.0.1 only.
+        LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY: 'true',
+      },
+      /Uvicorn running on http:\/\/127\.0\.0\.1:(\d+)/,
+    )
+    started.push(litellm.child)
+    proxies.push({
+      key: 'litellm',
+      name: `LiteLLM proxy ${pinned('litellm')} (chat chunks)`,
+      port: Number(litellm.match),
+      pid: litellm.child.pid!,
+      enginePid: chat.child.pid!,
+    })
+  }
+  if (wanted.includes('smg')) {
+    // `smg launch` (smg/cli.py, smg/launch_router.py, smg/router_args.py in the wheel): the router in front of
+    // the given worker URLs; an http:// URL makes it an HTTP worker, whose streamed chat chunks the router relays
+    // as bytes (lightseekorg/smg model_gateway/src/routers/http/router.rs, send_typed_request). One worker, so
+    // round_robin: nothing to balance, and no cache-aware tree kept for it. Its Prometheus listener, on
+    // 0.0.0.0:29000 by default, is put on 127.0.0.1 and a free port. It logs through RUST_LOG
+    // (model_gateway/src/observability/logging.rs): warnings, as the gateway runs without its request log, and
+    // the one line that says the worker has been registered (workflow/steps/shared/activate.rs), which is when
+    // the router routes to it.
+    const port = await freePort()
+    const smg = await start(
+      join(bin, 'smg'),
+      [
+        'launch',
+        '--worker-urls',
+        chat.match,
+        '--host',
+        '127.0.0.1',
+        '--port',
+        String(port),
+        '--policy',
+        'round_robin',
+        '--prometheus-host',
+        '127.0.0.1',
+        '--prometheus-port',
+        String(await freePort()),
+      ],
+      { RUST_LOG: 'warn,smg::workflow::steps::shared::activate=info' },
+      /Activated 1 of 1 worker/,
+    )
+    started.push(smg.child)
+    proxies.push({
+      key: 'smg',
+      name: `SMG ${pinned('smg')} router, HTTP mode (chat chunks)`,
+      port,
+      pid: smg.child.pid!,
+      enginePid: chat.child.pid!,
+    })
+  }
+  proxies.sort((a, b) => wanted.indexOf(a.key) - wanted.indexOf(b.key))
+  for (let round = 1; round <= rounds; round++) {
+    console.log(`round ${round} of ${rounds}: load average ${loads()}`)
+    for (const each of cases) {
+      const turned = proxies.map((_, i) => proxies[(i + round - 1) % proxies.length]!)
+      for (const proxy of turned) {
+        const row = await load(proxy, round, each, completion.length)
+        rows.push(row)
+        console.log(
+          `  ${each.clients}x${each.requests} ${proxy.name}: ${row.cpuUsPerToken.toFixed(1)} µs CPU per token, ${Math.round(row.tokensPerSecond)} tokens/s`,
+        )
+      }
+    }
+  }
+  console.log(`after the last round: load average ${loads()}`)
 } finally {
   for (const child of started.reverse()) await stop(child)
 }
 
-console.log(`\nPeers: ${completion.length}-token completion, one token per engine step, ${requests} requests per client\n`)
-console.log('| proxy | clients | tokens/s | CPU µs per token | TTFB p50 | gap p50 | gap p99 |')
-console.log('|---|---:|---:|---:|---:|---:|---:|')
+const median = (values: number[]) => percentile(values, 50)
+const range = (values: number[], digits: number) => `${Math.min(...values).toFixed(digits)}–${Math.max(...values).toFixed(digits)}`
+
+console.log(`\nPeers: ${completion.length}-token completion, one token per engine step; ${rounds} round(s), every row one proxy process\n`)
+console.log(
+  '| proxy | clients × requests | round | tokens/s | CPU µs per token | stand-in CPU µs per token | TTFC p50 | gap p50 | gap p99 |',
+)
+console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|')
 for (const r of rows) {
   console.log(
-    `| ${r.proxy} | ${r.clients} | ${Math.round(r.tokensPerSecond)} | ${r.cpuUsPerToken.toFixed(1)} | ${r.ttfbP50.toFixed(1)} ms | ${r.gapP50.toFixed(2)} ms | ${r.gapP99.toFixed(2)} ms |`,
+    `| ${r.proxy} | ${r.clients} × ${r.requests} | ${r.round} | ${Math.round(r.tokensPerSecond)} | ${r.cpuUsPerToken.toFixed(1)} | ${r.engineCpuUsPerToken.toFixed(1)} | ${r.ttfbP50.toFixed(1)} ms | ${r.gapP50.toFixed(2)} ms | ${r.gapP99.toFixed(2)} ms |`,
   )
 }
-for (const clients of loads) {
-  const [ours, theirs] = rows.filter((r) => r.clients === clients)
-  if (ours && theirs)
-    console.log(`${clients} clients: LiteLLM spent ${(theirs.cpuUsPerToken / ours.cpuUsPerToken).toFixed(0)}× the CPU per token`)
+console.log(`\nMedians of the ${rounds} round(s) (CPU: lowest–highest round)\n`)
+console.log('| proxy | clients × requests | k tokens/s | CPU µs per token | stand-in CPU µs per token | TTFC p50 | gap p50 / p99 |')
+console.log('|---|---:|---:|---:|---:|---:|---:|')
+const ratios: string[] = []
+for (const each of cases) {
+  const mine = rows.filter((r) => r.clients === each.clients && r.requests === each.requests)
+  const of = (proxy: Proxy, value: (r: Row) => number) => median(mine.filter((r) => r.proxy === proxy.name).map(value))
+  for (const proxy of proxies) {
+    const cpu = mine.filter((r) => r.proxy === proxy.name).map((r) => r.cpuUsPerToken)
+    console.log(
+      `| ${proxy.name} | ${each.clients} × ${each.requests} | ${(of(proxy, (r) => r.tokensPerSecond) / 1000).toFixed(1)} | ${median(cpu).toFixed(1)} (${range(cpu, 1)}) | ${of(proxy, (r) => r.engineCpuUsPerToken).toFixed(1)} | ${of(proxy, (r) => r.ttfbP50).toFixed(1)} ms | ${of(proxy, (r) => r.gapP50).toFixed(2)} / ${of(proxy, (r) => r.gapP99).toFixed(2)} ms |`,
+    )
+  }
+  const base = of(proxies[0]!, (r) => r.cpuUsPerToken)
+  for (const proxy of proxies.slice(1))
+    ratios.push(
+      `${each.clients} × ${each.requests}: ${proxy.name} spent ${(of(proxy, (r) => r.cpuUsPerToken) / base).toPrecision(2)}× the CPU per token of ${proxies[0]!.name}`,
+    )
 }
+console.log(`\n${ratios.join('\n')}`)
