@@ -13,8 +13,6 @@ import { requireGatewayPackage } from '../base/optional-package'
 
 export const { pino } = requireGatewayPackage<typeof Pino>('pino')
 export const { AggregatorRegistry, Counter, Gauge, Histogram, Registry } = requireGatewayPackage<typeof PromClient>('prom-client')
-/** A prom-client registry (the type of `new Registry()`). */
-export type Registry = PromClient.Registry
 export const { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } =
   requireGatewayPackage<typeof OpenTelemetry>('@opentelemetry/api')
 

@@ -18,7 +18,11 @@
  */
 import cluster, { type Worker } from 'node:cluster'
 
-import { AggregatorRegistry, type Registry } from '../gateway-packages'
+// The type from prom-client itself: this module's typings are public (serveClusterMetrics), and gateway-packages'
+// own typings import those of every gateway package, ws's included, which a user's program may not have.
+import type { Registry } from 'prom-client'
+
+import { AggregatorRegistry } from '../gateway-packages'
 
 /** A registry's metrics as prom-client gives them for aggregation. */
 type MetricsJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>
