@@ -9,6 +9,7 @@
  */
 import { isRecord } from '../base/records'
 import { EngineError } from './errors'
+import { KnownEventShape } from './known-events'
 import { vllmLogprobs } from './logprobs'
 import type { StepReader } from './skeleton'
 import { step, tokenIds, withStopToken } from './steps'
@@ -34,10 +35,20 @@ export class CompletionReader implements StepReader {
   private generated = 0
   private finished: { tokens: number[]; finishReason: EngineFinishReason; logprobs?: (TokenLogprob | null)[] } | null = null
   private usage: EngineUsage | undefined
+  /** The last event that carried only ids, to read the next such events without parsing them. */
+  private readonly known = new KnownEventShape('token_ids')
 
   constructor(private readonly options: CompletionStreamOptions) {}
 
-  *read(json: Record<string, unknown>): Generator<EngineStep, boolean> {
+  readKnown(data: string): number[] | undefined {
+    const tokens = this.finished === null ? this.known.ids(data) : null
+    if (tokens === null) return undefined
+    this.last = tokens[tokens.length - 1]
+    this.generated += tokens.length
+    return tokens
+  }
+
+  *read(json: Record<string, unknown>, data: string): Generator<EngineStep, boolean> {
     const { engine, stops } = this.options
     if (isRecord(json.usage)) this.usage = usageOf(json.usage)
     const choice = Array.isArray(json.choices) ? json.choices[0] : undefined
@@ -49,6 +60,8 @@ export class CompletionReader implements StepReader {
       if (tokens.length === 0) return false
       this.last = tokens[tokens.length - 1]
       this.generated += tokens.length
+      // Only ids: what `readKnown` does with the like of it. (Usage and log probabilities are read from more.)
+      if (json.usage === undefined && this.options.logprobs === undefined) this.known.learn(data, tokens)
       yield step(tokens, undefined, undefined, undefined, this.logprobsOf(choice, tokens))
       return false
     }

@@ -61,7 +61,9 @@ function withTrace(options: HttpOptions, request: { traceparent?: string; traces
 
 /**
  * POSTs `body` (as JSON) to `url`, with the trace context of `request` (`withTrace`), and yields the events of
- * the answer. `engineMessage` extracts the engine's
+ * the answer, as many at a time as one read of the socket completed (never an empty batch): an engine that
+ * runs ahead of the gateway sends hundreds per read, and its caller handles them together (one step, one
+ * write to the client) instead of one by one. `engineMessage` extracts the engine's
  * own error text from a JSON error body (null when it is not in the engine's shape: the raw text is kept
  * then). Nothing is sent until the first `next()`; breaking out of the loop, or aborting `signal`, closes the
  * connection at once.
@@ -73,7 +75,7 @@ export async function* postEvents(
   options: HttpOptions,
   request: Pick<GenerateRequest, 'signal' | 'traceparent' | 'tracestate'>,
   engineMessage: (json: unknown) => string | null,
-): AsyncGenerator<SseEvent> {
+): AsyncGenerator<SseEvent[]> {
   const { signal } = request
   if (signal?.aborted) throw aborted(engine, 'before it was sent')
   const readTimeout = options.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS
@@ -101,13 +103,13 @@ export async function* postEvents(
       } catch (error) {
         throw new EngineError('engine-protocol-error', `${engine}: ${(error as Error).message}`, { engine, cause: error })
       }
-      for (const event of events) {
-        // Nothing more once aborted, not even what one chunk already held.
-        if (signal?.aborted) throw aborted(engine)
-        yield event
-      }
+      if (events.length === 0) continue
+      // Nothing more once aborted, not even what one chunk already held.
+      if (signal?.aborted) throw aborted(engine)
+      yield events
     }
-    for (const event of reader.end()) yield event
+    const last = reader.end()
+    if (last.length > 0) yield last
   } finally {
     // Whatever ended the loop (done, break, error, abort): the connection goes, and with it the sequence.
     signal?.removeEventListener('abort', onAbort)
@@ -115,7 +117,7 @@ export async function* postEvents(
   }
 }
 
-function aborted(engine: string, when = ''): EngineError {
+export function aborted(engine: string, when = ''): EngineError {
   return new EngineError('engine-aborted', `${engine}: the request was aborted${when ? ` ${when}` : ''}`, { engine })
 }
 

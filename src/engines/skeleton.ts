@@ -10,7 +10,7 @@
  */
 import { isRecord } from '../base/records'
 import { EngineError } from './errors'
-import { type HttpOptions, postEvents } from './http'
+import { aborted, type HttpOptions, postEvents } from './http'
 import { checkEngineOptions, HTTP_ENGINE_OPTIONS } from './options'
 import { checkGenerateRequest, GENERATION_STOP_TOKENS } from './request'
 import type { SseEvent } from './sse'
@@ -48,7 +48,12 @@ export interface StepReader {
    * The steps this event makes (none, one or several); returns true when the generation is over with them,
    * which ends the read and closes the connection (the engine frees the sequence).
    */
-  read(json: Record<string, unknown>): Generator<EngineStep, boolean>
+  read(json: Record<string, unknown>, data: string): Generator<EngineStep, boolean>
+  /**
+   * The ids of an event read from its text (`data`) alone, when it is the like of one `read` has read (only
+   * ids: see known-events.ts): a step of those ids; undefined to have it parsed and `read`.
+   */
+  readKnown?(data: string): number[] | undefined
   /**
    * The stream ended before `read` said the generation was over (`sawDone`: with `data: [DONE]`, not cut off):
    * the last step, or an `EngineError` when the stream cannot end there.
@@ -85,21 +90,127 @@ export abstract class HttpEngine<O extends HttpEngineOptions> implements Engine 
     const engine = this.name
     const stops = request.stopTokens ?? GENERATION_STOP_TOKENS
     const reader = this.reader(request, stops)
+    const { signal } = request
     let sawDone = false
-    for await (const event of postEvents(engine, this.endpoint, this.body(request, stops), this.options, request, openAIStyleMessage)) {
-      if (event.data === '[DONE]') {
-        sawDone = true
-        break
+    for await (const events of postEvents(engine, this.endpoint, this.body(request, stops), this.options, request, openAIStyleMessage)) {
+      // The steps of one read's events, yielded joined (`joinSteps`) once they are all read.
+      const steps = new ReadSteps()
+      let over = false
+      // An event that fails the stream fails it after the ids before it are delivered, as one by one.
+      let failed: { error: unknown } | null = null
+      try {
+        for (const event of events) {
+          if (event.data === '[DONE]') {
+            sawDone = true
+            break
+          }
+          over = this.readEvent(reader, event, steps)
+          if (over) break
+        }
+      } catch (error) {
+        failed = { error }
       }
-      const framed = this.shape.eventError?.(event) ?? null
-      if (framed !== null) throw framed
-      const json = parseEvent(engine, event)
-      const failure = streamError(engine, json)
-      if (failure !== null) throw failure
-      if (!isRecord(json)) throw new EngineError('engine-protocol-error', `${engine} sent an event that is not an object`, { engine })
+      for (const joined of steps.joined()) {
+        // Nothing more once aborted, not even what one read already held.
+        if (signal?.aborted) throw aborted(engine)
+        yield joined
+      }
+      if (failed !== null) throw failed.error
       // Leaving the loop here ends postEvents, which closes the connection.
-      if (yield* reader.read(json)) return
+      if (over) return
+      if (sawDone) break
     }
     yield reader.end(sawDone)
   }
+
+  /** Reads one event's steps into `steps`; true when the generation is over with them (`StepReader.read`). */
+  private readEvent(reader: StepReader, event: SseEvent, steps: ReadSteps): boolean {
+    const engine = this.name
+    const framed = this.shape.eventError?.(event) ?? null
+    if (framed !== null) throw framed
+    const known = reader.readKnown?.(event.data)
+    if (known !== undefined) {
+      steps.pushIds(known)
+      return false
+    }
+    const json = parseEvent(engine, event)
+    const failure = streamError(engine, json)
+    if (failure !== null) throw failure
+    if (!isRecord(json)) throw new EngineError('engine-protocol-error', `${engine} sent an event that is not an object`, { engine })
+    const reading = reader.read(json, event.data)
+    for (let next = reading.next(); ; next = reading.next()) {
+      if (next.done === true) return next.value
+      steps.push(next.value)
+    }
+  }
+}
+
+/** The steps of one read's events, and the ids of its known events (`readKnown`) as one step each run of them. */
+class ReadSteps {
+  private readonly steps: EngineStep[] = []
+  private ids: number[] = []
+
+  pushIds(ids: readonly number[]): void {
+    for (const id of ids) this.ids.push(id)
+  }
+
+  push(step: EngineStep): void {
+    this.flushIds()
+    this.steps.push(step)
+  }
+
+  /** Every step, in order, joined (`joinSteps`). */
+  joined(): EngineStep[] {
+    this.flushIds()
+    return joinSteps(this.steps)
+  }
+
+  private flushIds(): void {
+    if (this.ids.length === 0) return
+    this.steps.push({ tokens: Uint32Array.from(this.ids) })
+    this.ids = []
+  }
+}
+
+/**
+ * `steps` (in order) with each run of steps that only carry ids joined into one: the ids the engine had sent by
+ * the time the gateway read them are one step, parsed in one push and written to the client in one frame (at
+ * one write per step, a step per id was most of a gateway's CPU under load: docs/PERFORMANCE.md). A step with
+ * a finish reason, usage or diagnostics is never joined, so what they say stays attached to the same ids; log
+ * probabilities are joined with their ids (one entry per id either way).
+ */
+export function joinSteps(steps: readonly EngineStep[]): EngineStep[] {
+  if (steps.length < 2) return steps as EngineStep[]
+  const out: EngineStep[] = []
+  let start = 0
+  for (let i = 1; i <= steps.length; i++) {
+    if (i < steps.length && joinable(steps[start]!, steps[i]!)) continue
+    out.push(i - start === 1 ? steps[start]! : joined(steps, start, i))
+    start = i
+  }
+  return out
+}
+
+/** Only ids (and their log probabilities, in both or in neither). */
+function joinable(first: EngineStep, next: EngineStep): boolean {
+  return plain(first) && plain(next) && (first.logprobs === undefined) === (next.logprobs === undefined)
+}
+
+function plain(step: EngineStep): boolean {
+  return step.finishReason === undefined && step.usage === undefined && step.diagnostics === undefined
+}
+
+function joined(steps: readonly EngineStep[], start: number, end: number): EngineStep {
+  let length = 0
+  for (let i = start; i < end; i++) length += steps[i]!.tokens.length
+  const tokens = new Uint32Array(length)
+  let at = 0
+  for (let i = start; i < end; i++) {
+    tokens.set(steps[i]!.tokens, at)
+    at += steps[i]!.tokens.length
+  }
+  if (steps[start]!.logprobs === undefined) return { tokens }
+  const logprobs: EngineStep['logprobs'] = []
+  for (let i = start; i < end; i++) logprobs.push(...steps[i]!.logprobs!)
+  return { tokens, logprobs }
 }

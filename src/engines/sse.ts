@@ -28,11 +28,14 @@ export class SseReader {
     this.pending += this.decoder.decode(chunk, { stream: true })
     const events: SseEvent[] = []
     let start = 0
+    const { pending } = this
     for (;;) {
-      const newline = this.pending.indexOf('\n', start)
+      const newline = pending.indexOf('\n', start)
       if (newline < 0) break
-      const end = newline > start && this.pending[newline - 1] === '\r' ? newline - 1 : newline
-      this.line(this.pending.slice(start, end), events)
+      const end = newline > start && pending.charCodeAt(newline - 1) === CR ? newline - 1 : newline
+      // `data: …` lines, nearly every line of an engine's stream, are read without slicing the line first.
+      if (isDataLine(pending, start, end)) this.value(pending.slice(start + DATA.length, end))
+      else this.line(pending.slice(start, end), events)
       start = newline + 1
     }
     this.pending = this.pending.slice(start)
@@ -50,9 +53,17 @@ export class SseReader {
     return events
   }
 
+  /** The value of a `data: ` line. */
+  private value(value: string): void {
+    this.size += value.length
+    if (this.size > this.maxEventBytes) throw new Error(`an event is larger than ${this.maxEventBytes} bytes`)
+    this.data.push(value)
+  }
+
   private line(line: string, events: SseEvent[]): void {
     if (line === '') {
-      if (this.data.length > 0) events.push({ event: this.event, data: this.data.join('\n') })
+      const { data } = this
+      if (data.length > 0) events.push({ event: this.event, data: data.length === 1 ? data[0]! : data.join('\n') })
       this.data = []
       this.event = 'message'
       this.size = 0
@@ -72,4 +83,12 @@ export class SseReader {
       this.data.push(value)
     }
   }
+}
+
+const CR = 13
+const DATA = 'data: '
+
+/** `text[start, end)` is a line that begins `data: ` (the field and its one optional space). */
+function isDataLine(text: string, start: number, end: number): boolean {
+  return end - start >= DATA.length && text.startsWith(DATA, start)
 }
