@@ -12,9 +12,6 @@
  */
 import { isTokenId } from './request'
 
-/** Plain JSON integers separated by commas: what a JSON writer makes of an array of ids. */
-const IDS = /^(?:0|[1-9]\d{0,9})(?:,(?:0|[1-9]\d{0,9}))*$/
-
 export class KnownEventShape {
   /** The learnt event's text up to and including `"<field>":[`, and from the `]` that closes the ids on; '' when none. */
   private before = ''
@@ -39,21 +36,46 @@ export class KnownEventShape {
   /** The ids of `data` when it is the learnt event but for them; null when it is not (parse it). */
   ids(data: string): number[] | null {
     const { before, after } = this
-    if (before === '' || data.length <= before.length + after.length || !data.startsWith(before) || !data.endsWith(after)) return null
-    const text = data.slice(before.length, data.length - after.length)
-    if (!IDS.test(text)) return null
-    const ids: number[] = []
-    for (const part of text.split(',')) {
-      const id = Number(part)
-      if (!isTokenId(id)) return null
-      ids.push(id)
-    }
-    return ids
+    const end = data.length - after.length
+    if (before === '' || end <= before.length || !data.startsWith(before) || !data.endsWith(after)) return null
+    return idsOf(data, before.length, end)
   }
+
 }
 
+/**
+ * The ids written in `text[start, end)`, as JSON writes integers (no sign, no leading zero, no space), each a
+ * token id; null for anything else. Read digit by digit: this runs for every event of a stream.
+ */
+function idsOf(text: string, start: number, end: number): number[] | null {
+  const ids: number[] = []
+  let id = 0
+  let digits = 0
+  for (let at = start; at < end; at++) {
+    const code = text.charCodeAt(at)
+    if (code === COMMA) {
+      if (digits === 0) return null
+      ids.push(id)
+      id = 0
+      digits = 0
+    } else if (code >= ZERO && code <= NINE) {
+      // A leading zero is JSON only alone; past ten digits no id is left (the vocabulary is far smaller).
+      if ((digits === 1 && id === 0) || digits === 10) return null
+      id = id * 10 + (code - ZERO)
+      digits++
+    } else return null
+  }
+  if (digits === 0) return null
+  ids.push(id)
+  for (const each of ids) if (!isTokenId(each)) return null
+  return ids
+}
+
+const COMMA = 44
+const ZERO = 48
+const NINE = 57
+
 function sameIds(text: string, ids: readonly number[]): boolean {
-  if (!IDS.test(text)) return false
-  const parts = text.split(',')
-  return parts.length === ids.length && parts.every((part, i) => Number(part) === ids[i])
+  const read = idsOf(text, 0, text.length)
+  return read !== null && read.length === ids.length && read.every((id, i) => id === ids[i])
 }
