@@ -9,6 +9,8 @@
  * broken or hostile engine cannot make the reader buffer without limit. (The count is in UTF-16 code units of
  * the decoded text, never more than the UTF-8 bytes it came from.)
  */
+import { StringDecoder } from 'node:string_decoder'
+
 export interface SseEvent {
   /** `message` (plain `data:` events) or the `event:` field; `error` for llama.cpp's `error:` lines. */
   event: string
@@ -17,7 +19,9 @@ export interface SseEvent {
 
 export class SseReader {
   private pending = ''
-  private readonly decoder = new TextDecoder('utf-8')
+  // Node's decoder, not TextDecoder: it makes one-byte strings of ASCII (every event of an engine's token stream
+  // but its text), which the reader and the event readers then scan several times faster, and decodes 5-8x faster.
+  private readonly decoder = new StringDecoder('utf8')
   private data: string[] = []
   private event = 'message'
   private size = 0
@@ -25,7 +29,7 @@ export class SseReader {
   constructor(private readonly maxEventBytes: number) {}
 
   push(chunk: Uint8Array): SseEvent[] {
-    this.pending += this.decoder.decode(chunk, { stream: true })
+    this.pending += this.decoder.write(chunk)
     const events: SseEvent[] = []
     let start = 0
     const { pending } = this
@@ -46,7 +50,7 @@ export class SseReader {
   /** The end of the body: a last event not followed by a blank line still counts. */
   end(): SseEvent[] {
     const events: SseEvent[] = []
-    this.pending += this.decoder.decode()
+    this.pending += this.decoder.end()
     if (this.pending !== '') this.line(this.pending.replace(/\r$/, ''), events)
     this.pending = ''
     this.line('', events)
