@@ -149,8 +149,10 @@ async function load(proxy: Proxy, round: number, { clients, requests }: Case, to
   }
   // Each stream's tokens as its usage says: a request that failed (no usage) fails the benchmark.
   const usage = /"completion_tokens":(\d+)/
-  // Warm up: a request through, so that none pays its first-request costs in the measurement.
-  await streamingPost(proxy.port, '/v1/chat/completions', body, usage)
+  // Warm up: as many requests at once as the case has clients, so that the measurement pays neither a first
+  // request's costs nor, for the gateway, V8 compiling its hot paths (one request left the first case's CPU per
+  // token 1.3-1.7x the second's: the same load, the code not yet optimised). Every proxy gets the same.
+  await Promise.all(Array.from({ length: clients }, () => streamingPost(proxy.port, '/v1/chat/completions', body, usage)))
   const cpu = treeCpuMs(proxy.pid)
   const engineCpu = treeCpuMs(proxy.enginePid)
   const started = performance.now()
