@@ -114,11 +114,12 @@ function readAll(events: string[], known: boolean): { steps: EngineStep[] } | { 
   const steps: EngineStep[] = []
   try {
     for (const data of events) {
-      const quick = known ? reader.readKnown(data) : undefined
-      if (quick !== undefined) {
-        steps.push({ tokens: Uint32Array.from(quick) })
+      const ids: number[] = []
+      if (known && reader.readKnown(data, ids)) {
+        steps.push({ tokens: Uint32Array.from(ids) })
         continue
       }
+      if (ids.length > 0) throw new Error('readKnown left ids behind when it did not read the event')
       const reading = reader.read(JSON.parse(data), data)
       for (let next = reading.next(); !next.done; next = reading.next()) steps.push(next.value)
     }

@@ -40,12 +40,12 @@ export class CompletionReader implements StepReader {
 
   constructor(private readonly options: CompletionStreamOptions) {}
 
-  readKnown(data: string): number[] | undefined {
-    const tokens = this.finished === null ? this.known.ids(data) : null
-    if (tokens === null) return undefined
-    this.last = tokens[tokens.length - 1]
-    this.generated += tokens.length
-    return tokens
+  readKnown(data: string, into: number[]): boolean {
+    const count = this.finished === null ? this.known.readInto(data, into) : 0
+    if (count === 0) return false
+    this.last = into[into.length - 1]
+    this.generated += count
+    return true
   }
 
   *read(json: Record<string, unknown>, data: string): Generator<EngineStep, boolean> {

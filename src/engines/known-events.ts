@@ -33,14 +33,17 @@ export class KnownEventShape {
     this.after = data.slice(end)
   }
 
-  /** The ids of `data` when it is the learnt event but for them; null when it is not (parse it). */
-  ids(data: string): number[] | null {
+  /**
+   * When `data` is the learnt event but for its ids: appends them to `into` and returns how many; 0 when it is
+   * not (parse it), `into` left as it was. Appending spares an array per event.
+   */
+  readInto(data: string, into: number[]): number {
     const { before, after } = this
     const end = data.length - after.length
     // Sliced and compared, not startsWith/endsWith: on V8 (Node 20) those took 1.3 us an event on the sliced
     // strings an SSE read is made of, this 0.15.
-    if (before === '' || end <= before.length || data.slice(0, before.length) !== before || data.slice(end) !== after) return null
-    return idsOf(data, before.length, end)
+    if (before === '' || end <= before.length || data.slice(0, before.length) !== before || data.slice(end) !== after) return 0
+    return appendIds(data, before.length, end, into)
   }
 }
 
@@ -49,34 +52,37 @@ const ZERO = 48
 const NINE = 57
 
 /**
- * The ids written in `text[start, end)`, as JSON writes integers (no sign, no leading zero, no space), each a
- * token id; null for anything else. Read digit by digit: this runs for every event of a stream.
+ * Appends the ids written in `text[start, end)` to `into`, as JSON writes integers (no sign, no leading zero, no
+ * space), each a token id, and returns how many; 0 for anything else, `into` left as it was. Read digit by
+ * digit: this runs for every event of a stream.
  */
-function idsOf(text: string, start: number, end: number): number[] | null {
-  const ids: number[] = []
+function appendIds(text: string, start: number, end: number, into: number[]): number {
+  const mark = into.length
   let id = 0
   let digits = 0
-  for (let at = start; at < end; at++) {
-    const code = text.charCodeAt(at)
+  for (let at = start; at <= end; at++) {
+    const code = at === end ? COMMA : text.charCodeAt(at)
     if (code === COMMA) {
-      if (digits === 0) return null
-      ids.push(id)
+      if (digits === 0 || !isTokenId(id)) {
+        into.length = mark
+        return 0
+      }
+      into.push(id)
       id = 0
       digits = 0
-    } else if (code >= ZERO && code <= NINE) {
+    } else if (code >= ZERO && code <= NINE && !(digits === 1 && id === 0) && digits < 10) {
       // A leading zero is JSON only alone; past ten digits no id is left (the vocabulary is far smaller).
-      if ((digits === 1 && id === 0) || digits === 10) return null
       id = id * 10 + (code - ZERO)
       digits++
-    } else return null
+    } else {
+      into.length = mark
+      return 0
+    }
   }
-  if (digits === 0) return null
-  ids.push(id)
-  for (const each of ids) if (!isTokenId(each)) return null
-  return ids
+  return into.length - mark
 }
 
 function sameIds(text: string, ids: readonly number[]): boolean {
-  const read = idsOf(text, 0, text.length)
-  return read !== null && read.length === ids.length && read.every((id, i) => id === ids[i])
+  const read: number[] = []
+  return appendIds(text, 0, text.length, read) === ids.length && read.every((id, i) => id === ids[i])
 }

@@ -50,10 +50,11 @@ export interface StepReader {
    */
   read(json: Record<string, unknown>, data: string): Generator<EngineStep, boolean>
   /**
-   * The ids of an event read from its text (`data`) alone, when it is the like of one `read` has read (only
-   * ids: see known-events.ts): a step of those ids; undefined to have it parsed and `read`.
+   * Reads an event from its text (`data`) alone when it is the like of one `read` has read (only ids: see
+   * known-events.ts): appends its ids to `into` (a step of them) and returns true; false, `into` left as it was,
+   * to have it parsed and `read`.
    */
-  readKnown?(data: string): number[] | undefined
+  readKnown?(data: string, into: number[]): boolean
   /**
    * The stream ended before `read` said the generation was over (`sawDone`: with `data: [DONE]`, not cut off):
    * the last step, or an `EngineError` when the stream cannot end there.
@@ -128,11 +129,7 @@ export abstract class HttpEngine<O extends HttpEngineOptions> implements Engine 
     const engine = this.name
     const framed = this.shape.eventError?.(event) ?? null
     if (framed !== null) throw framed
-    const known = reader.readKnown?.(event.data)
-    if (known !== undefined) {
-      steps.pushIds(known)
-      return false
-    }
+    if (reader.readKnown?.(event.data, steps.ids) === true) return false
     const json = parseEvent(engine, event)
     const failure = streamError(engine, json)
     if (failure !== null) throw failure
@@ -148,11 +145,8 @@ export abstract class HttpEngine<O extends HttpEngineOptions> implements Engine 
 /** The steps of one read's events, and the ids of its known events (`readKnown`) as one step each run of them. */
 class ReadSteps {
   private readonly steps: EngineStep[] = []
-  private ids: number[] = []
-
-  pushIds(ids: readonly number[]): void {
-    for (const id of ids) this.ids.push(id)
-  }
+  /** The ids of the known events since the last other step, which `readKnown` appends to. */
+  ids: number[] = []
 
   push(step: EngineStep): void {
     this.flushIds()

@@ -22,7 +22,7 @@ export class SseReader {
   // Node's decoder, not TextDecoder: it makes one-byte strings of ASCII (every event of an engine's token stream
   // but its text), which the reader and the event readers then scan several times faster, and decodes 5-8x faster.
   private readonly decoder = new StringDecoder('utf8')
-  private data: string[] = []
+  private readonly data: string[] = []
   private event = 'message'
   private size = 0
 
@@ -68,7 +68,8 @@ export class SseReader {
     if (line === '') {
       const { data } = this
       if (data.length > 0) events.push({ event: this.event, data: data.length === 1 ? data[0]! : data.join('\n') })
-      this.data = []
+      // Emptied, not replaced: one array for the stream, not one per event.
+      data.length = 0
       this.event = 'message'
       this.size = 0
       return
