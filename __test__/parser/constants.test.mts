@@ -117,6 +117,7 @@ const RUST_ONLY: Readonly<Record<string, string>> = {
   'core/header.rs:cache::MAX_TOKENS': 'the TypeScript backend has no header cache',
   'core/header.rs:cache::MAX_TEXT_BYTES': 'the TypeScript backend has no header cache',
   'core/frames.rs:write_json_string::HEX': 'JSON escapes, which JSON.stringify writes in TypeScript',
+  'node/lib.rs:MAX_KEPT_UNITS': "the binding's buffer reuse",
 }
 
 /** Constants of the TypeScript modules read that have no Rust counterpart, and why. */

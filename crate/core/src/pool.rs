@@ -381,6 +381,11 @@ impl StreamPool {
         Ok(&self.text)
     }
 
+    /// The text of the last `step`, `finish` or `call_one` that succeeded (what it returned).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
     /// Whether stream `id` takes ordinary tokens as plain content now (`StreamParser::takes_plain_content`)
     /// and is neither broken nor claimed for `step_frames`, which would read it without the caller.
     pub fn takes_plain_content(&self, id: u32) -> bool {

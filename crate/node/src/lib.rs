@@ -19,8 +19,8 @@ use harmony_stream_core::tokens::FIRST_SPECIAL;
 use harmony_stream_core::{
     Diagnostic, Encoder, FrameSlot, FrameTemplate, Header, ParseError, ParserOptions, PoolError, State, StreamPool, Vocabulary,
 };
-use napi::bindgen_prelude::{BufferSlice, Uint32Array, Uint32ArraySlice};
-use napi::{Env, Error, JsString, Result};
+use napi::bindgen_prelude::{BufferSlice, ToNapiValue, Uint32Array, Uint32ArraySlice};
+use napi::{sys, Env, Error, JsString, Result};
 use napi_derive::napi;
 
 /// Loaded once per process and shared by every stream (worker threads included: they share this library).
@@ -108,6 +108,46 @@ fn status_or_throw(error: PoolError, out: &mut [u32]) -> Result<&'static str> {
     }
 }
 
+/// UTF-16 units `js_string` keeps allocated between calls at most.
+const MAX_KEPT_UNITS: usize = 1 << 16;
+
+/// `text` as a JavaScript string without V8's UTF-8 decoder, which reads the bytes twice (to size the string,
+/// then to fill it) and measured as more than the parse itself in profiles of a push at batch 16 and 64: ASCII
+/// goes as Latin-1 (a copy), other text as UTF-16 transcoded here in one pass into `units` (reused).
+///
+/// # Safety
+/// `env` must be the live env of the current call.
+unsafe fn js_string(env: sys::napi_env, text: &str, units: &mut Vec<u16>) -> Result<sys::napi_value> {
+    let mut value = std::ptr::null_mut();
+    let status = if text.is_ascii() {
+        // SAFETY: ASCII bytes are their Latin-1 code points; the pointer and length are the slice's.
+        unsafe { sys::napi_create_string_latin1(env, text.as_ptr().cast(), text.len() as isize, &mut value) }
+    } else {
+        units.clear();
+        units.extend(text.encode_utf16());
+        // SAFETY: as above, for the UTF-16 code units just written.
+        let status = unsafe { sys::napi_create_string_utf16(env, units.as_ptr(), units.len() as isize, &mut value) };
+        // One huge text must not keep its buffer for good.
+        if units.capacity() > MAX_KEPT_UNITS {
+            *units = Vec::new();
+        }
+        status
+    };
+    if status != sys::Status::napi_ok {
+        return Err(Error::from_reason("cannot create a string"));
+    }
+    Ok(value)
+}
+
+/// `js_string` for a `JsString` result.
+fn create_string<'env>(env: &'env Env, text: &str, units: &mut Vec<u16>) -> Result<JsString<'env>> {
+    // SAFETY: `env` is the current call's, and the value returned is a string.
+    unsafe {
+        let value = js_string(env.raw(), text, units)?;
+        napi::bindgen_prelude::FromNapiValue::from_napi_value(env.raw(), value)
+    }
+}
+
 // ---- the default pool of this thread, behind HarmonyStreamParser ----
 
 struct ThreadPool {
@@ -118,6 +158,8 @@ struct ThreadPool {
     /// `parserStepFrames`: the frames and the streams left to the caller (both reused).
     frames: Vec<u8>,
     slow: Vec<u32>,
+    /// The UTF-16 units `js_string` writes (reused).
+    units: Vec<u16>,
 }
 
 thread_local! {
@@ -134,6 +176,7 @@ fn with_thread_pool<T>(call: impl FnOnce(&mut ThreadPool) -> Result<T>) -> Resul
                 output: None,
                 frames: Vec::new(),
                 slow: Vec::new(),
+                units: Vec::new(),
             });
         }
         call(slot.as_mut().expect("created above"))
@@ -196,9 +239,9 @@ const REPLY_OPENS: u32 = 8;
 
 /// Parses tokens for a stream, both named in the bound input (`INPUT_*` slots); results in the bound
 /// output. No parameters, not even `Env`: napi-rs then skips reading the call's arguments, which costs
-/// more (about 50 ns) than copying the text into the `String` it returns.
-#[napi]
-pub fn parser_push() -> Result<String> {
+/// about 50 ns; the text becomes a JavaScript string as napi-rs converts the result (`PushText`).
+#[napi(ts_return_type = "string")]
+pub fn parser_push() -> Result<PushText> {
     with_thread_pool(|thread| {
         let (Some(input), Some(output)) = (thread.input.as_mut(), thread.output.as_mut()) else {
             return Err(Error::from_reason("call parserBind first"));
@@ -218,14 +261,15 @@ pub fn parser_push() -> Result<String> {
         // slice, and parserBind refused arrays that overlap.
         let out = unsafe { output.as_mut() };
         let text = match pool.call_one(id, Some(tokens), out) {
-            Ok(text) => text.to_owned(),
-            Err(error) => status_or_throw(error, out)?.to_owned(),
+            Ok(text) => text,
+            Err(error) => status_or_throw(error, out)?,
         };
+        let empty = text.is_empty();
         let ok = out[AT_STATUS] == STATUS_OK;
         let plain = pool.takes_plain_content(id);
         // Plain before, not after, no text, still in the message (the state this call wrote): the token's bytes
         // are the start of a character.
-        let begins_character = alone && ok && !own_text && !plain && text.is_empty() && out[AT_STATE] == State::Content as u32;
+        let begins_character = alone && ok && !own_text && !plain && empty && out[AT_STATE] == State::Content as u32;
         let (opens, room) = pool.silent_room(id);
         let reply = if plain { REPLY_PLAIN } else { 0 }
             | if own_text && ok { REPLY_OWN_TEXT } else { 0 }
@@ -235,8 +279,26 @@ pub fn parser_push() -> Result<String> {
         let input = unsafe { input.as_mut() };
         input[INPUT_REPLY] = reply;
         input[INPUT_ROOM] = u32::try_from(room).unwrap_or(u32::MAX);
-        Ok(text)
+        Ok(PushText { empty })
     })
+}
+
+/// What `parserPush` returns: the text of the call, which stays in the thread's pool (`StreamPool::text`)
+/// until it is made a JavaScript string here, where napi-rs hands over the env (the call itself takes none).
+pub struct PushText {
+    empty: bool,
+}
+
+impl ToNapiValue for PushText {
+    unsafe fn to_napi_value(env: sys::napi_env, value: Self) -> Result<sys::napi_value> {
+        THREAD_POOL.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            let thread = slot.as_mut().ok_or_else(|| Error::from_reason("no parser pool on this thread"))?;
+            let text = if value.empty { "" } else { thread.pool.text() };
+            // SAFETY: napi-rs passes the env of the call being answered.
+            unsafe { js_string(env, text, &mut thread.units) }
+        })
+    }
 }
 
 #[napi]
@@ -245,10 +307,11 @@ pub fn parser_finish(env: &Env, id: u32) -> Result<JsString<'_>> {
         let Some(output) = thread.output.as_mut() else { return Err(Error::from_reason("call parserBind first")) };
         // SAFETY: as in parser_push.
         let out = unsafe { output.as_mut() };
-        match thread.pool.call_one(id, None, out) {
-            Ok(text) => env.create_string(text),
-            Err(error) => env.create_string(status_or_throw(error, out)?),
-        }
+        let text = match thread.pool.call_one(id, None, out) {
+            Ok(text) => text,
+            Err(error) => status_or_throw(error, out)?,
+        };
+        create_string(env, text, &mut thread.units)
     })
 }
 
@@ -414,13 +477,15 @@ pub fn parser_step_frames<'env>(
 #[napi]
 pub struct NativePool {
     pool: StreamPool,
+    /// The UTF-16 units `js_string` writes (reused).
+    units: Vec<u16>,
 }
 
 #[napi]
 impl NativePool {
     #[napi(constructor)]
     pub fn new() -> Result<Self> {
-        Ok(NativePool { pool: StreamPool::new(shared_vocabulary()?) })
+        Ok(NativePool { pool: StreamPool::new(shared_vocabulary()?), units: Vec::new() })
     }
 
     #[napi]
@@ -448,19 +513,21 @@ impl NativePool {
         mut out: Uint32ArraySlice,
     ) -> Result<JsString<'env>> {
         let out = writable(&mut out, &[&streams, &offsets, &tokens])?;
-        match self.pool.step(&streams, &offsets, &tokens, out) {
-            Ok(text) => env.create_string(text),
-            Err(error) => env.create_string(status_or_throw(error, out)?),
-        }
+        let text = match self.pool.step(&streams, &offsets, &tokens, out) {
+            Ok(text) => text,
+            Err(error) => status_or_throw(error, out)?,
+        };
+        create_string(env, text, &mut self.units)
     }
 
     #[napi]
     pub fn finish<'env>(&mut self, env: &'env Env, streams: Uint32ArraySlice, mut out: Uint32ArraySlice) -> Result<JsString<'env>> {
         let out = writable(&mut out, &[&streams])?;
-        match self.pool.finish(&streams, out) {
-            Ok(text) => env.create_string(text),
-            Err(error) => env.create_string(status_or_throw(error, out)?),
-        }
+        let text = match self.pool.finish(&streams, out) {
+            Ok(text) => text,
+            Err(error) => status_or_throw(error, out)?,
+        };
+        create_string(env, text, &mut self.units)
     }
 
     #[napi]
