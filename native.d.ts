@@ -80,12 +80,27 @@ export declare function parserClose(id: number): boolean
  */
 export declare function parserDebugPanic(id: number): number
 
+/**
+ * `parserFinish` for the object API, without arguments: the stream is named in the bound input
+ * (`INPUT_STREAM`), and if the call left nothing to take (no diagnostics, error or header too long to
+ * intern), it is closed too, which `REPLY_RELEASED` in `INPUT_REPLY` says: one crossing instead of two.
+ */
+export declare function parserEnd(): string
+
 export declare function parserFinish(id: number): string
 
 /** Names the default pool interned, with ids `from + 1` onwards. */
 export declare function parserNames(from: number): Array<string>
 
 export declare function parserOpen(role: string | undefined | null, strict: boolean, maxHeaderTokens: number, toolNames: Array<string>): number
+
+/**
+ * `parserOpen` without arguments, for the options most parsers have (no tool names; role `assistant` or
+ * none), read from the bound input: `INPUT_STREAM` holds `OPEN_ROLE_*`, `INPUT_COUNT` the header bound and
+ * `INPUT_SKIPPED` 1 for strict mode. Reading a string and an array argument cost more than the rest of
+ * opening a stream.
+ */
+export declare function parserOpenBound(): number
 
 /**
  * Parses tokens for a stream, both named in the bound input (`INPUT_*` slots); results in the bound

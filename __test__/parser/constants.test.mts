@@ -105,6 +105,9 @@ const PAIRS: readonly (readonly [rust: string, typescript: string])[] = [
   ['node/lib.rs:REPLY_OWN_TEXT', 'backend/native:REPLY_OWN_TEXT'],
   ['node/lib.rs:REPLY_BEGINS_CHARACTER', 'backend/native:REPLY_BEGINS_CHARACTER'],
   ['node/lib.rs:REPLY_OPENS', 'backend/native:REPLY_OPENS'],
+  ['node/lib.rs:REPLY_RELEASED', 'backend/native:REPLY_RELEASED'],
+  ['node/lib.rs:OPEN_ROLE_NONE', 'backend/native:OPEN_ROLE_NONE'],
+  ['node/lib.rs:OPEN_ROLE_ASSISTANT', 'backend/native:OPEN_ROLE_ASSISTANT'],
 ]
 
 /** Constants of the Rust files read that have no TypeScript mirror, and why. */

@@ -9,6 +9,7 @@ import {
   COMPACT_FIRST_RECORD,
   COMPACT_RECORD_SLOTS,
   COMPACT_RECORDS,
+  COMPACT_STATE,
   COMPACT_STATUS,
   COMPACT_STATUS_INVALID_TOKEN,
   compactCapacity,
@@ -27,6 +28,8 @@ import {
   type RawHeader,
   type RawParseError,
   type ResultVisitor,
+  STATE_EXPECT_START,
+  STATE_HEADER,
   TERMINATOR_NONE,
 } from './protocol'
 import { END_OF_TEXT, FIRST_SPECIAL, LAST_TOKEN, MESSAGE, START, terminatorOf } from './tokens'
@@ -39,6 +42,10 @@ export interface NativeBinding {
   parserClose(id: number): boolean
   /** Parses for the stream and tokens written in the bound input (`INPUT_*` slots). */
   parserPush(): string
+  /** `parserFinish` of the stream in the bound input, which it closes too when nothing is left to take (REPLY_RELEASED). */
+  parserEnd(): string
+  /** `parserOpen` with no tool names and the role (`OPEN_ROLE_*`), bound and strictness in the bound input. */
+  parserOpenBound(): number
   parserFinish(id: number): string
   parserTakeDiagnostics(id: number): RawDiagnostic[]
   parserTakeHeaders(id: number): RawHeader[]
@@ -77,6 +84,14 @@ export const REPLY_OWN_TEXT = 2
 export const REPLY_BEGINS_CHARACTER = 4
 /** Reply bit: a `<|start|>` would open a header silently now. Mirrors REPLY_OPENS in crate/node/src/lib.rs. @mirrored */
 export const REPLY_OPENS = 8
+
+/** Reply bit of `parserEnd`: the stream was closed too. Mirrors REPLY_RELEASED in crate/node/src/lib.rs. @mirrored */
+export const REPLY_RELEASED = 16
+
+/** `parserOpenBound`'s role codes (INPUT_STREAM): none, as `role: null`. Mirrors OPEN_ROLE_NONE in crate/node/src/lib.rs. @mirrored */
+export const OPEN_ROLE_NONE = 0
+/** `parserOpenBound`'s role code for `assistant`. Mirrors OPEN_ROLE_ASSISTANT in crate/node/src/lib.rs. @mirrored */
+export const OPEN_ROLE_ASSISTANT = 1
 
 /** A token the parser takes silently in a header with room, in both modes (as `silent_room` in stream_parser.rs). */
 function isHeaderToken(token: number): boolean {
@@ -138,6 +153,15 @@ export class NativeStream implements BackendStream {
   readonly id: number
 
   private closed = false
+  /** Closed by `parserEnd` (REPLY_RELEASED). */
+  private released = false
+  /**
+   * The parser's state after everything given so far (STATE_*), as Rust wrote it after each call and as the
+   * tokens taken here leave it, so that reading it costs no crossing. Not kept once a lane stepper claimed
+   * the stream (`laned`): its steps change the state without a call here.
+   */
+  private lastState: number
+  private laned = false
   /**
    * Rust's reply to the last push: the stream takes plain content, so `takeText` may take ordinary tokens
    * whose text is known here; `skipped` counts them until the next crossing tells Rust (INPUT_SKIPPED).
@@ -162,7 +186,15 @@ export class NativeStream implements BackendStream {
     // As a new parser starts (stream_parser.rs): reading the given role's header, or expecting `<|start|>`.
     this.opens = role === null
     this.room = role === null ? 0 : maxHeaderTokens
-    this.id = binding.parserOpen(role, strict, maxHeaderTokens, toolNames)
+    this.lastState = role === null ? STATE_EXPECT_START : STATE_HEADER
+    if (toolNames.length === 0 && (role === null || role === 'assistant')) {
+      // Most parsers: the options go in the bound input, as a push's do (arguments cost more than the open).
+      const input = channel.input
+      input[INPUT_STREAM] = role === null ? OPEN_ROLE_NONE : OPEN_ROLE_ASSISTANT
+      input[INPUT_COUNT] = maxHeaderTokens
+      input[INPUT_SKIPPED] = strict ? 1 : 0
+      this.id = binding.parserOpenBound()
+    } else this.id = binding.parserOpen(role, strict, maxHeaderTokens, toolNames)
     channel.streams.register(this, this.id, this)
   }
 
@@ -170,6 +202,7 @@ export class NativeStream implements BackendStream {
   close(): void {
     if (this.closed) return
     this.closed = true
+    if (this.released) return
     this.channel.streams.unregister(this)
     this.channel.binding.parserClose(this.id)
   }
@@ -199,6 +232,7 @@ export class NativeStream implements BackendStream {
     // Held ids were checked in range: a bad id is one of the caller's, at its index in `tokens`.
     if (held > 0 && channel.out[COMPACT_STATUS] === COMPACT_STATUS_INVALID_TOKEN) channel.out[COMPACT_BAD_INDEX] -= held
     const reply = input[INPUT_REPLY]
+    this.lastState = channel.out[COMPACT_STATE]
     this.plain = (reply & REPLY_PLAIN) !== 0
     this.opens = (reply & REPLY_OPENS) !== 0
     this.room = input[INPUT_ROOM]
@@ -228,6 +262,8 @@ export class NativeStream implements BackendStream {
     this.opens = opens
     this.room = room
     for (let i = 0; i < tokens.length; i++) this.held.push(tokens[i])
+    // A `<|start|>` opens a header, and header tokens leave the parser in one.
+    if (tokens.length > 0) this.lastState = STATE_HEADER
     return true
   }
 
@@ -277,6 +313,7 @@ export class NativeStream implements BackendStream {
   giveToLane(): void {
     this.settle()
     this.answerNothingHere()
+    this.laned = true
   }
 
   /** `takeText` and `takeSilently` off until Rust's next reply says otherwise. */
@@ -288,12 +325,32 @@ export class NativeStream implements BackendStream {
 
   finish(): string {
     this.settle()
-    return this.channel.binding.parserFinish(this.id)
+    const text = this.channel.binding.parserFinish(this.id)
+    this.lastState = this.channel.out[COMPACT_STATE]
+    return text
   }
 
   read(tokens: Uint32Array | null, visitor: ResultVisitor): void {
-    const text = tokens === null ? this.finish() : this.push(tokens)
+    const text = tokens === null ? this.end() : this.push(tokens)
     this.visitRecords(text, visitor)
+  }
+
+  /**
+   * The object API's finish, after which the parser is closed: when the call left nothing to take, Rust
+   * closes the stream in the same crossing (REPLY_RELEASED), and `close` has nothing to do.
+   */
+  private end(): string {
+    this.settle()
+    const channel = this.channel
+    channel.input[INPUT_STREAM] = this.id
+    const text = channel.binding.parserEnd()
+    this.lastState = channel.out[COMPACT_STATE]
+    if ((channel.input[INPUT_REPLY] & REPLY_RELEASED) !== 0) {
+      // Its id may name another stream from now on: the registry must never close it.
+      this.released = true
+      channel.streams.unregister(this)
+    }
+    return text
   }
 
   /** Decodes the records of the last call for `visitor`. */
@@ -334,6 +391,7 @@ export class NativeStream implements BackendStream {
   }
 
   get state(): number {
+    if (!this.laned || this.released) return this.lastState
     this.settle()
     return this.channel.binding.parserState(this.id)
   }

@@ -14,7 +14,10 @@
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 
-use harmony_stream_core::compact::{AT_BAD_INDEX, AT_STATE, AT_STATUS, HEADER_SLOTS, STATUS_INTERNAL_ERROR, STATUS_OK};
+use harmony_stream_core::compact::{
+    AT_BAD_INDEX, AT_DIAGNOSTICS, AT_RECORDS, AT_STATE, AT_STATUS, FIELDS, HEADER_SLOTS, NOT_INTERNED, OPEN, RECORD_SLOTS,
+    STATUS_INTERNAL_ERROR, STATUS_OK,
+};
 use harmony_stream_core::tokens::FIRST_SPECIAL;
 use harmony_stream_core::{
     Diagnostic, Encoder, FrameSlot, FrameTemplate, Header, ParseError, ParserOptions, PoolError, State, StreamPool, Vocabulary,
@@ -236,6 +239,8 @@ const REPLY_PLAIN: u32 = 1;
 const REPLY_OWN_TEXT: u32 = 2;
 const REPLY_BEGINS_CHARACTER: u32 = 4;
 const REPLY_OPENS: u32 = 8;
+/// Reply bit of `parserEnd`: the stream was closed as well.
+const REPLY_RELEASED: u32 = 16;
 
 /// Parses tokens for a stream, both named in the bound input (`INPUT_*` slots); results in the bound
 /// output. No parameters, not even `Env`: napi-rs then skips reading the call's arguments, which costs
@@ -300,6 +305,69 @@ impl ToNapiValue for PushText {
         })
     }
 }
+
+/// `parserFinish` for the object API, without arguments: the stream is named in the bound input
+/// (`INPUT_STREAM`), and if the call left nothing to take (no diagnostics, error or header too long to
+/// intern), it is closed too, which `REPLY_RELEASED` in `INPUT_REPLY` says: one crossing instead of two.
+#[napi(ts_return_type = "string")]
+pub fn parser_end() -> Result<PushText> {
+    with_thread_pool(|thread| {
+        let (Some(input), Some(output)) = (thread.input.as_mut(), thread.output.as_mut()) else {
+            return Err(Error::from_reason("call parserBind first"));
+        };
+        // SAFETY: as in parser_push.
+        let (input, out) = unsafe { (input.as_mut(), output.as_mut()) };
+        let id = input[INPUT_STREAM];
+        let empty = match thread.pool.call_one(id, None, out) {
+            Ok(text) => text.is_empty(),
+            Err(error) => status_or_throw(error, out)?.is_empty(),
+        };
+        let released = out[AT_STATUS] == STATUS_OK && out[AT_DIAGNOSTICS] == 0 && names_interned(out) && thread.pool.close(id);
+        input[INPUT_REPLY] = if released { REPLY_RELEASED } else { 0 };
+        Ok(PushText { empty })
+    })
+}
+
+/// Whether every header field of the records in `out` was interned (none has to come from `takeHeaders`).
+fn names_interned(out: &[u32]) -> bool {
+    let records = out[AT_RECORDS] as usize;
+    let mut at = HEADER_SLOTS;
+    for _ in 0..records {
+        let record = &out[at..at + RECORD_SLOTS];
+        if (record[0] == OPEN || record[0] == FIELDS) && record[1..].contains(&NOT_INTERNED) {
+            return false;
+        }
+        at += RECORD_SLOTS;
+    }
+    true
+}
+
+/// `parserOpen` without arguments, for the options most parsers have (no tool names; role `assistant` or
+/// none), read from the bound input: `INPUT_STREAM` holds `OPEN_ROLE_*`, `INPUT_COUNT` the header bound and
+/// `INPUT_SKIPPED` 1 for strict mode. Reading a string and an array argument cost more than the rest of
+/// opening a stream.
+#[napi]
+pub fn parser_open_bound() -> Result<u32> {
+    with_thread_pool(|thread| {
+        let Some(input) = thread.input.as_ref() else { return Err(Error::from_reason("call parserBind first")) };
+        let role = match input[INPUT_STREAM] {
+            OPEN_ROLE_NONE => None,
+            OPEN_ROLE_ASSISTANT => Some("assistant".to_owned()),
+            other => return Err(Error::from_reason(format!("unknown role code {other}"))),
+        };
+        let options = ParserOptions {
+            role,
+            strict: input[INPUT_SKIPPED] != 0,
+            max_header_tokens: input[INPUT_COUNT] as usize,
+            tool_names: Vec::new(),
+        };
+        thread.pool.open(options).map_err(pool_error)
+    })
+}
+
+/// Role codes of `parserOpenBound`. Mirror OPEN_ROLE_* in src/backend/native.ts.
+const OPEN_ROLE_NONE: u32 = 0;
+const OPEN_ROLE_ASSISTANT: u32 = 1;
 
 #[napi]
 pub fn parser_finish(env: &Env, id: u32) -> Result<JsString<'_>> {
