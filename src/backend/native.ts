@@ -78,9 +78,12 @@ export const INPUT_ROOM = 4
 export const INPUT_TOKENS = 5
 /** Reply bit: after the push the stream takes plain content (`takeText` may serve it). Mirrors REPLY_PLAIN in crate/node/src/lib.rs. @mirrored */
 export const REPLY_PLAIN = 1
-/** Reply bit: the push was one token whose own text is the push's text. Mirrors REPLY_OWN_TEXT in crate/node/src/lib.rs. @mirrored */
+/**
+ * Reply bit: the push was ordinary tokens taken from plain content and back to it, so its text is theirs in any
+ * message (a token's own text, or a character split across them). Mirrors REPLY_OWN_TEXT in crate/node/src/lib.rs. @mirrored
+ */
 export const REPLY_OWN_TEXT = 2
-/** Reply bit: the push was one such token that only began a character. Mirrors REPLY_BEGINS_CHARACTER in crate/node/src/lib.rs. @mirrored */
+/** Reply bit: the same, except that they only began a character (no text yet). Mirrors REPLY_BEGINS_CHARACTER in crate/node/src/lib.rs. @mirrored */
 export const REPLY_BEGINS_CHARACTER = 4
 /** Reply bit: a `<|start|>` would open a header silently now. Mirrors REPLY_OPENS in crate/node/src/lib.rs. @mirrored */
 export const REPLY_OPENS = 8
@@ -104,18 +107,36 @@ function isHeaderToken(token: number): boolean {
  */
 const PLAIN_BATCH = 4
 
+/** Entries of `Channel.pieces` at most. */
+const MAX_PIECES = 4096
+
+/**
+ * What ordinary tokens taken from plain content give when they leave a character pending (REPLY_BEGINS_CHARACTER)
+ * or complete one begun by the earlier of them (REPLY_OWN_TEXT): `text` (whole characters only) and whether the
+ * stream takes plain content again after them (`complete`).
+ */
+interface Piece {
+  readonly text: string
+  readonly complete: boolean
+}
+
 /** What all native parsers of this thread share: the binding, the bound arrays and the names. */
 class Channel {
   input = new Uint32Array(INPUT_TOKENS + 64)
   out = new Uint32Array(compactCapacity(64))
   readonly names: NameMirror
   /**
-   * The text of each ordinary token that Rust reported as its own (REPLY_OWN_TEXT), by id, or '' for a token
-   * that only begins a character (REPLY_BEGINS_CHARACTER): what `takeText` serves without a crossing.
-   * Filled as tokens are seen, at most one string per token of the vocabulary (preallocated holey, so that
-   * it never becomes a slow dictionary).
+   * The text of each ordinary token that Rust reported as its own (REPLY_OWN_TEXT), by id: what `takeText`
+   * serves without a crossing. Filled as tokens are seen, at most one string per token of the vocabulary
+   * (preallocated holey, so that it never becomes a slow dictionary).
    */
   readonly texts: (string | undefined)[] = new Array(FIRST_SPECIAL)
+  /**
+   * The same for characters split across tokens, by the ids from the first piece on (taken from plain content,
+   * joined with ','): a token that leaves a character pending (with the text of the whole characters before
+   * it, often none), and the pieces up to each later one. Bounded: emptied when full.
+   */
+  readonly pieces = new Map<string, Piece>()
   /** Releases a parser's stream in the Rust pool when the parser is collected. */
   readonly streams: FinalizationRegistry<number>
 
@@ -175,6 +196,13 @@ export class NativeStream implements BackendStream {
    * silently: whether a `<|start|>` opens a header (REPLY_OPENS), and the room left in the header being read.
    */
   private readonly held: number[] = []
+  /**
+   * When `held` are the pieces of a character begun from plain content (taken by `takeText`), their ids joined
+   * with ',' (the key of `Channel.pieces`), and how much of their text (UTF-16 units) was returned already;
+   * '' and 0 otherwise. Rust, given them later, writes that text again: `push` cuts it off.
+   */
+  private pieces = ''
+  private returned = 0
   private opens = false
   private room = 0
   private readonly maxHeaderTokens: number
@@ -221,24 +249,75 @@ export class NativeStream implements BackendStream {
     input[INPUT_COUNT] = count
     input[INPUT_SKIPPED] = this.skipped
     this.skipped = 0
-    if (held > 0) {
-      for (let i = 0; i < held; i++) input[INPUT_TOKENS + i] = this.held[i]
-      this.held.length = 0
-    }
+    if (held > 0) for (let i = 0; i < held; i++) input[INPUT_TOKENS + i] = this.held[i]
     // A loop beats TypedArray#set for the short batches that dominate streaming.
     if (tokens.length <= 16) for (let i = 0; i < tokens.length; i++) input[INPUT_TOKENS + held + i] = tokens[i]
     else input.set(tokens, INPUT_TOKENS + held)
     const text = channel.binding.parserPush()
-    // Held ids were checked in range: a bad id is one of the caller's, at its index in `tokens`.
-    if (held > 0 && channel.out[COMPACT_STATUS] === COMPACT_STATUS_INVALID_TOKEN) channel.out[COMPACT_BAD_INDEX] -= held
+    const out = channel.out
+    // Nothing was consumed, the held tokens neither: they stay held, and everything here stays as it was.
+    // Held ids were checked in range: the bad id is one of the caller's, at its index in `tokens`.
+    if (out[COMPACT_STATUS] === COMPACT_STATUS_INVALID_TOKEN) out[COMPACT_BAD_INDEX] -= held
+    else if (held > 0) this.held.length = 0
+    else if (tokens.length !== 1) {
+      // The common call of bigger batches: nothing held, and nothing to learn.
+      this.takeReply(input, out)
+      return text
+    }
+    return this.afterHeldOrOne(text, tokens, held)
+  }
+
+  /** Rust's reply to a push: what `takeText` and `takeSilently` may take now, and the state. */
+  private takeReply(input: Uint32Array, out: Uint32Array): void {
     const reply = input[INPUT_REPLY]
-    this.lastState = channel.out[COMPACT_STATE]
+    this.lastState = out[COMPACT_STATE]
     this.plain = (reply & REPLY_PLAIN) !== 0
     this.opens = (reply & REPLY_OPENS) !== 0
     this.room = input[INPUT_ROOM]
-    if ((reply & REPLY_OWN_TEXT) !== 0) channel.texts[tokens[0]] = text
-    else if ((reply & REPLY_BEGINS_CHARACTER) !== 0) channel.texts[tokens[0]] = ''
-    return text
+  }
+
+  /**
+   * The rest of a push that sent held tokens or a single token: the reply, what Rust said of the tokens' text
+   * (kept for `takeText`), and the text of held pieces returned already cut off.
+   */
+  private afterHeldOrOne(text: string, tokens: Uint32Array, held: number): string {
+    const channel = this.channel
+    const input = channel.input
+    const out = channel.out
+    if (out[COMPACT_STATUS] === COMPACT_STATUS_INVALID_TOKEN) return text
+    const pieces = this.pieces
+    const returned = this.returned
+    this.pieces = ''
+    this.returned = 0
+    this.takeReply(input, out)
+    const reply = input[INPUT_REPLY]
+    if ((reply & (REPLY_OWN_TEXT | REPLY_BEGINS_CHARACTER)) !== 0 && tokens.length === 1) {
+      const complete = (reply & REPLY_OWN_TEXT) !== 0
+      if (held === 0 && complete) channel.texts[tokens[0]] = text
+      else if (held === 0 || pieces !== '') {
+        // A token leaving a character pending, or the held pieces and the next: the keys `takeText` looks up.
+        const known = channel.pieces
+        if (known.size >= MAX_PIECES) known.clear()
+        known.set(held === 0 ? String(tokens[0]) : `${pieces},${tokens[0]}`, { text, complete })
+      }
+    }
+    return returned > 0 ? this.cutReturned(text, returned) : text
+  }
+
+  /**
+   * The call's results without the first `returned` UTF-16 units of its text, which `takeText` returned
+   * already for the held pieces that began it: the text of the first TEXT record, the open message's.
+   */
+  private cutReturned(text: string, returned: number): string {
+    const out = this.channel.out
+    const end = COMPACT_FIRST_RECORD + COMPACT_RECORD_SLOTS * out[COMPACT_RECORDS]
+    for (let at = COMPACT_FIRST_RECORD; at < end; at += COMPACT_RECORD_SLOTS) {
+      if (out[at] !== RECORD_TEXT) continue
+      // The first record's start is 0: the pieces' text is where it begins.
+      out[at + 2] = Math.max(out[at + 2] - returned, 0)
+      out[at + 3] -= returned
+    }
+    return text.slice(returned)
   }
 
   /**
@@ -274,19 +353,13 @@ export class NativeStream implements BackendStream {
    * this may happen (REPLY_PLAIN), so nothing here needs to know the parser's rules.
    */
   takeText(tokens: Uint32Array): string | null {
-    if (!this.plain) return null
-    const texts = this.channel.texts
     const count = tokens.length
+    if (!this.plain) return this.pieces !== '' && count === 1 ? this.takePiece(tokens[0]) : null
+    const texts = this.channel.texts
     if (count === 1) {
       const token = tokens[0]
       const text = texts[token]
-      if (text === undefined) return null
-      if (text === '') {
-        // The first piece of a split character: no text yet; Rust gets it with the piece that completes it.
-        this.plain = false
-        this.held.push(token)
-        return ''
-      }
+      if (text === undefined) return this.takePiece(token)
       this.skipped++
       return text
     }
@@ -298,6 +371,33 @@ export class NativeStream implements BackendStream {
       text += piece
     }
     this.skipped += count
+    return text
+  }
+
+  /**
+   * A token that leaves a character pending, or the next piece of one whose earlier pieces are held, if Rust
+   * gave what these tokens give before (`Channel.pieces`): the text of the whole characters not returned yet.
+   * A character left pending is held (Rust gets its pieces with the next crossing, unless the pieces that
+   * complete it are known here too); a completed one is counted with its pieces as taken, and Rust never sees
+   * them. Null, with nothing taken, otherwise.
+   */
+  private takePiece(token: number): string | null {
+    const key = this.pieces === '' ? String(token) : `${this.pieces},${token}`
+    const piece = this.channel.pieces.get(key)
+    if (piece === undefined) return null
+    const text = this.returned === 0 ? piece.text : piece.text.slice(this.returned)
+    if (piece.complete) {
+      this.skipped += this.held.length + 1
+      this.held.length = 0
+      this.pieces = ''
+      this.returned = 0
+      this.plain = true
+    } else {
+      this.held.push(token)
+      this.pieces = key
+      this.returned = piece.text.length
+      this.plain = false
+    }
     return text
   }
 
@@ -362,7 +462,8 @@ export class NativeStream implements BackendStream {
     for (let at = COMPACT_FIRST_RECORD; at < end; at += COMPACT_RECORD_SLOTS) {
       const kind = out[at]
       if (kind === RECORD_TEXT) {
-        visitor.text(out[at + 1], text.slice(out[at + 2], out[at + 3]))
+        // Empty only where `cutReturned` cut all of it (Rust writes no empty record).
+        if (out[at + 2] !== out[at + 3]) visitor.text(out[at + 1], text.slice(out[at + 2], out[at + 3]))
       } else if (kind === RECORD_OPEN) {
         let header = headerOf(this.channel.names, out, at)
         if (header === null) {

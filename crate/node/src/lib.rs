@@ -231,9 +231,11 @@ const INPUT_ROOM: usize = 4;
 const INPUT_TOKENS: usize = 5;
 
 /// Reply bits of `parserPush`, after the call: the stream takes plain content (`StreamPool::takes_plain_content`);
-/// the call was one token whose own text is the call's text (`StreamPool::has_own_text`), which the wrapper
-/// may keep; the call was one such token that only began a character (no text, its bytes wait for the next
-/// token's), which the wrapper may hold back next time; a `<|start|>` would open a header silently
+/// the call's tokens were all ordinary, the stream took plain content before them and takes it again after
+/// them, so the call's text is what these tokens give inside any message (a token's own text, or a character
+/// split across them), which the wrapper may keep; the same, except that they left a character pending (the
+/// text is that of the whole characters before it, often none), so the wrapper may hold them back next time,
+/// returning that text itself; a `<|start|>` would open a header silently
 /// (`StreamPool::silent_room`, whose header room goes in INPUT_ROOM). Mirror REPLY_* in src/backend/native.ts.
 const REPLY_PLAIN: u32 = 1;
 const REPLY_OWN_TEXT: u32 = 2;
@@ -259,9 +261,8 @@ pub fn parser_push() -> Result<PushText> {
         if skipped > 0 {
             pool.skip_content(id, skipped);
         }
-        // One ordinary token while the stream takes plain content: its text (or its lack of one) is the token's.
-        let alone = count == 1 && tokens[0] < FIRST_SPECIAL && pool.takes_plain_content(id);
-        let own_text = alone && pool.has_own_text(tokens[0]);
+        // Ordinary tokens while the stream takes plain content: their text (or its lack) is theirs alone.
+        let from_plain = count > 0 && tokens.iter().all(|&token| token < FIRST_SPECIAL) && pool.takes_plain_content(id);
         // SAFETY: the call is synchronous, so JavaScript cannot touch the buffer while Rust holds the
         // slice, and parserBind refused arrays that overlap.
         let out = unsafe { output.as_mut() };
@@ -270,14 +271,15 @@ pub fn parser_push() -> Result<PushText> {
             Err(error) => status_or_throw(error, out)?,
         };
         let empty = text.is_empty();
-        let ok = out[AT_STATUS] == STATUS_OK;
+        let ok = out[AT_STATUS] == STATUS_OK && out[AT_DIAGNOSTICS] == 0;
         let plain = pool.takes_plain_content(id);
-        // Plain before, not after, no text, still in the message (the state this call wrote): the token's bytes
-        // are the start of a character.
-        let begins_character = alone && ok && !own_text && !plain && empty && out[AT_STATE] == State::Content as u32;
+        let own_text = from_plain && ok && plain;
+        // Plain before, not after, still in the message (the state this call wrote): the tokens' bytes end with
+        // the start of a character.
+        let begins_character = from_plain && ok && !plain && out[AT_STATE] == State::Content as u32;
         let (opens, room) = pool.silent_room(id);
         let reply = if plain { REPLY_PLAIN } else { 0 }
-            | if own_text && ok { REPLY_OWN_TEXT } else { 0 }
+            | if own_text { REPLY_OWN_TEXT } else { 0 }
             | if begins_character { REPLY_BEGINS_CHARACTER } else { 0 }
             | if opens { REPLY_OPENS } else { 0 };
         // SAFETY: as above; the token slice is no longer used.
