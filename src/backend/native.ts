@@ -107,6 +107,9 @@ function isHeaderToken(token: number): boolean {
  */
 const PLAIN_BATCH = 4
 
+/** Parsers `Channel.track` keeps before it registers them at once. */
+const PENDING_PARSERS = 256
+
 /** Entries of `Channel.pieces` at most. */
 const MAX_PIECES = 4096
 
@@ -139,11 +142,38 @@ class Channel {
   readonly pieces = new Map<string, Piece>()
   /** Releases a parser's stream in the Rust pool when the parser is collected. */
   readonly streams: FinalizationRegistry<number>
+  /**
+   * Parsers not yet in `streams`: registering one and taking it out again cost about a fifth of a native
+   * parser's fixed cost, and most parsers made in a stretch of synchronous code are finished (released) before
+   * it ends. They are registered at the next microtask, unless closed by then, or here once there are
+   * PENDING_PARSERS of them; until then this list keeps them alive.
+   */
+  private pending: NativeStream[] = []
+  private flushQueued = false
 
   constructor(readonly binding: NativeBinding) {
     binding.parserBind(this.input, this.out)
     this.names = new NameMirror((from) => binding.parserNames(from))
     this.streams = new FinalizationRegistry((id) => binding.parserClose(id))
+  }
+
+  /** Registers `stream` in `streams` soon (`pending`). */
+  track(stream: NativeStream): void {
+    this.pending.push(stream)
+    if (this.pending.length >= PENDING_PARSERS) this.flush()
+    else if (!this.flushQueued) {
+      this.flushQueued = true
+      queueMicrotask(() => {
+        this.flushQueued = false
+        this.flush()
+      })
+    }
+  }
+
+  private flush(): void {
+    const pending = this.pending
+    this.pending = []
+    for (const stream of pending) stream.registerUnlessClosed(this.streams)
   }
 
   /** Rebinds arrays with room for `count` tokens. */
@@ -176,6 +206,8 @@ export class NativeStream implements BackendStream {
   private closed = false
   /** Closed by `parserEnd` (REPLY_RELEASED). */
   private released = false
+  /** In `Channel.streams` (`Channel.track`). */
+  private registered = false
   /**
    * The parser's state after everything given so far (STATE_*), as Rust wrote it after each call and as the
    * tokens taken here leave it, so that reading it costs no crossing. Not kept once a lane stepper claimed
@@ -223,7 +255,14 @@ export class NativeStream implements BackendStream {
       input[INPUT_SKIPPED] = strict ? 1 : 0
       this.id = binding.parserOpenBound()
     } else this.id = binding.parserOpen(role, strict, maxHeaderTokens, toolNames)
-    channel.streams.register(this, this.id, this)
+    channel.track(this)
+  }
+
+  /** For `Channel.track`: puts a live stream in the registry that releases it when the parser is collected. */
+  registerUnlessClosed(streams: FinalizationRegistry<number>): void {
+    if (this.closed || this.released) return
+    streams.register(this, this.id, this)
+    this.registered = true
   }
 
   /** Releases the Rust stream now rather than at garbage collection. */
@@ -231,7 +270,7 @@ export class NativeStream implements BackendStream {
     if (this.closed) return
     this.closed = true
     if (this.released) return
-    this.channel.streams.unregister(this)
+    if (this.registered) this.channel.streams.unregister(this)
     this.channel.binding.parserClose(this.id)
   }
 
@@ -448,7 +487,7 @@ export class NativeStream implements BackendStream {
     if ((channel.input[INPUT_REPLY] & REPLY_RELEASED) !== 0) {
       // Its id may name another stream from now on: the registry must never close it.
       this.released = true
-      channel.streams.unregister(this)
+      if (this.registered) channel.streams.unregister(this)
     }
     return text
   }
