@@ -62,10 +62,38 @@ fn shared_encoder() -> Result<Arc<Encoder>> {
 }
 
 /// The o200k tokens of `text` as ordinary text (special-token spellings stay text).
-#[napi]
-pub fn encode_ordinary(text: String) -> Result<Uint32Array> {
+#[napi(ts_return_type = "Uint32Array")]
+pub fn encode_ordinary(text: String) -> Result<Tokens> {
     let tokens = shared_encoder()?.try_encode_ordinary(&text).map_err(|e| Error::from_reason(e.to_string()))?;
-    Ok(Uint32Array::new(tokens))
+    Ok(Tokens(tokens))
+}
+
+/// Tokens as a `Uint32Array` in memory JavaScript allocates, copied there: napi-rs's `Uint32Array` hands over
+/// the `Vec` as an external buffer, whose finalizer every garbage collection after a render then runs, once
+/// per message (a first render of a long conversation left hundreds).
+pub struct Tokens(Vec<u32>);
+
+impl ToNapiValue for Tokens {
+    unsafe fn to_napi_value(env: sys::napi_env, value: Self) -> Result<sys::napi_value> {
+        let tokens = value.0;
+        let bytes = std::mem::size_of_val(tokens.as_slice());
+        let (mut buffer, mut data, mut array) = (std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut());
+        // SAFETY: `env` is the call's; the new buffer has room for `bytes`, which `tokens` holds.
+        unsafe {
+            if sys::napi_create_arraybuffer(env, bytes, &mut data, &mut buffer) != sys::Status::napi_ok {
+                return Err(Error::from_reason("cannot allocate the tokens"));
+            }
+            if bytes > 0 {
+                std::ptr::copy_nonoverlapping(tokens.as_ptr().cast::<u8>(), data.cast::<u8>(), bytes);
+            }
+            if sys::napi_create_typedarray(env, sys::TypedarrayType::uint32_array, tokens.len(), buffer, 0, &mut array)
+                != sys::Status::napi_ok
+            {
+                return Err(Error::from_reason("cannot make the tokens' array"));
+            }
+        }
+        Ok(array)
+    }
 }
 
 #[napi(object)]
