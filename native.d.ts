@@ -47,12 +47,6 @@ export interface NativeHeader {
   contentType?: string
 }
 
-export interface NativeLaneProgress {
-  text: string
-  tokens: number
-  counter: number
-}
-
 export interface NativeParseError {
   code: string
   message: string
@@ -67,6 +61,14 @@ export interface NativeParseError {
 export declare function parserBind(input: Uint32Array, output: Uint32Array): void
 
 /**
+ * Binds the memory `parserStepFrames` copies frames into from now on, from its start: a chunk JavaScript
+ * allocated and keeps while it is bound, never to be written twice (a socket may still hold a view of a
+ * frame), replaced when full. Frames a step could not fit (FRAMES_NO_ROOM) are copied to its start: the chunk
+ * must have room for them.
+ */
+export declare function parserBindFrames(chunk: Uint8Array): void
+
+/**
  * Lets frame stepper `owner` (non-zero) serve parser `id` in `parserStepFrames`; false if `id` is not open
  * or another stepper has it.
  */
@@ -79,6 +81,18 @@ export declare function parserClose(id: number): boolean
  * error and the process lives on. Not part of the public API. Returns the status.
  */
 export declare function parserDebugPanic(id: number): number
+
+/**
+ * Keeps a frame template under the slot in the bound input's `INPUT_STREAM` (below `MAX_TEMPLATES`),
+ * replacing what it held: its frames are its literals with, between two of them, the text (`FRAME_TEXT`) or
+ * the counter (`FRAME_COUNTER`), the kinds of its `INPUT_COUNT` slots, from `INPUT_TOKENS` on. The literals
+ * come joined by U+0000, which none holds: they are JSON and SSE text, where that character is escaped.
+ * A lane is then given a template by its slot (`parserSetLaneBound`): an adapter's templates, the same for all
+ * its messages of one kind, cross once, not as strings at each message (which measured a tenth of a pool's
+ * step at 64 streams), and as one string (an array of strings cost 3 µs to read). A lane keeps its template if
+ * the slot is given another.
+ */
+export declare function parserDefineTemplate(literals: string): void
 
 /**
  * `parserFinish` for the object API, without arguments: the stream is named in the bound input
@@ -110,22 +124,24 @@ export declare function parserOpenBound(): number
 export declare function parserPush(): string
 
 /**
- * Sets the fast lane of parser `id`: its frames are `literals` with, between two of them, the text
- * (slot `FRAME_TEXT`) or the counter (slot `FRAME_COUNTER`); `literals` null removes it. False if `id`
- * is not open.
+ * Sets the fast lane of the parser named in the bound input (`INPUT_STREAM`) to the template kept under the
+ * slot in `INPUT_COUNT` (`parserDefineTemplate`; TEMPLATE_NONE: none), its counter going on from
+ * `INPUT_SKIPPED`. False if the parser is not open or not claimed. No parameters, as `parserPush`.
  */
-export declare function parserSetLane(id: number, literals: Array<string> | undefined | null, slots: Array<number>, counter: number): boolean
+export declare function parserSetLaneBound(): boolean
 
 /** The stream's parser state code, or `STATE_NOT_OPEN` (0xFFFFFFFF) if `id` is not open. */
 export declare function parserState(id: number): number
 
 /**
- * One engine step for many of this thread's parsers, those `owner` claimed (`StreamPool::step_frames`): returns the frames
- * the fast lane wrote, as one new buffer that JavaScript owns (never reused: a socket may still hold a
- * part of it), and the layout above in `ends` (`FRAMES_ENDS + FRAMES_SLOTS_PER_STREAM` × streams slots).
+ * One engine step for many of this thread's parsers, those `owner` claimed (`StreamPool::step_frames`): copies the
+ * frames the fast lane wrote into the chunk bound (`parserBindFrames`) after what earlier steps wrote there, and
+ * returns where they start (their ends are in `ends`, laid out as above: `FRAMES_ENDS + FRAMES_SLOTS_PER_STREAM`
+ * × streams slots), or FRAMES_NO_ROOM if they do not fit. A new buffer per step, which these copies replace,
+ * cost more than the lane's work for the streams (fresh memory, a Buffer, its collection).
  * A panic outside the streams' own guards becomes a JavaScript error (`catch_unwind`), never an abort.
  */
-export declare function parserStepFrames(owner: number, streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): Buffer
+export declare function parserStepFrames(owner: number, streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): number
 
 export declare function parserTakeDiagnostics(id: number): Array<NativeDiagnostic>
 
@@ -133,5 +149,10 @@ export declare function parserTakeError(id: number): NativeParseError | null
 
 export declare function parserTakeHeaders(id: number): Array<NativeHeader>
 
-/** What parser `id`'s fast lane did since it was last asked; null without a lane. */
-export declare function parserTakeLane(id: number): NativeLaneProgress | null
+/**
+ * What the fast lane of the parser named in the bound input (`INPUT_STREAM`) did since it was last asked: its
+ * text is returned, its tokens go in `INPUT_COUNT` and its counter in `INPUT_SKIPPED`; `INPUT_REPLY` is 0 if it
+ * has no lane (nothing else is then written), 1 otherwise. No parameters, as `parserPush`: an object with a
+ * string cost as much to make as the rest of a message's boundary step in the pool.
+ */
+export declare function parserTakeLaneBound(): string

@@ -94,6 +94,9 @@ const PAIRS: readonly (readonly [rust: string, typescript: string])[] = [
   ['node/lib.rs:FRAMES_SLOW', 'backend/frames:FRAMES_SLOW'],
   ['node/lib.rs:FRAMES_ENDS', 'backend/frames:FRAMES_ENDS'],
   ['node/lib.rs:FRAMES_SLOTS_PER_STREAM', 'backend/frames:FRAMES_SLOTS_PER_STREAM'],
+  ['node/lib.rs:FRAMES_NO_ROOM', 'backend/frames:FRAMES_NO_ROOM'],
+  ['node/lib.rs:MAX_TEMPLATES', 'backend/native:MAX_TEMPLATES'],
+  ['node/lib.rs:TEMPLATE_NONE', 'backend/native:TEMPLATE_NONE'],
   // The native parser's bound input (node/lib.rs, native.ts).
   ['node/lib.rs:INPUT_STREAM', 'backend/native:INPUT_STREAM'],
   ['node/lib.rs:INPUT_COUNT', 'backend/native:INPUT_COUNT'],

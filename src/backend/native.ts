@@ -18,7 +18,7 @@ import {
   RECORD_OPEN,
   RECORD_TEXT,
 } from './compact'
-import type { FrameTemplate, LaneProgress } from './frames'
+import { FRAMES_ENDS, FRAMES_NO_ROOM, FRAMES_STATUS, type FrameTemplate, type LaneProgress } from './frames'
 import { NameMirror } from './name-mirror'
 import {
   type BackendStream,
@@ -54,10 +54,19 @@ export interface NativeBinding {
   parserNames(from: number): string[]
   parserDebugPanic(id: number): number
   encodeOrdinary(text: string): Uint32Array
-  parserSetLane(id: number, literals: string[] | null, slots: number[], counter: number): boolean
-  parserTakeLane(id: number): LaneProgress | null
+  /**
+   * Keeps a frame template for `parserSetLaneBound`: its literals joined by U+0000; its slot (below
+   * MAX_TEMPLATES), the count and kinds of its slots in the bound input.
+   */
+  parserDefineTemplate(literals: string): void
+  /** Sets a lane: the stream, template slot (or TEMPLATE_NONE) and counter in the bound input. */
+  parserSetLaneBound(): boolean
+  /** What a lane did: its text; tokens, counter and whether it has a lane in the bound input. */
+  parserTakeLaneBound(): string
   parserClaim(id: number, owner: number): boolean
-  parserStepFrames(owner: number, streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): Uint8Array
+  /** Copies the step's frames into the chunk bound; where they start, or FRAMES_NO_ROOM. */
+  parserStepFrames(owner: number, streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): number
+  parserBindFrames(chunk: Uint8Array): void
 }
 
 /**
@@ -107,6 +116,22 @@ function isHeaderToken(token: number): boolean {
  */
 const PLAIN_BATCH = 4
 
+/**
+ * The chunks lane steps copy their frames into: frames of many steps share one, each a view of its part,
+ * so a socket still writing one keeps the chunk alive (a quarter of a MiB, the frames of ~1,300 text
+ * deltas), and a step whose frames do not fit starts the next.
+ */
+const FRAMES_CHUNK = 256 * 1024
+
+/** Frame templates Rust keeps for this thread's lanes, by slot. Mirrors MAX_TEMPLATES in crate/node/src/lib.rs. @mirrored */
+export const MAX_TEMPLATES = 4096
+/** `parserSetLaneBound`'s slot for no template. Mirrors TEMPLATE_NONE in crate/node/src/lib.rs. @mirrored */
+export const TEMPLATE_NONE = 0xffff_ffff
+
+/** Where a template says which slot of this thread's it was defined in (`Channel.templateSlot`). */
+const TEMPLATE_SLOT = Symbol('harmony-stream.native-template-slot')
+type SlottedTemplate = FrameTemplate & { [TEMPLATE_SLOT]?: number }
+
 /** Parsers `Channel.track` keeps before it registers them at once. */
 const PENDING_PARSERS = 256
 
@@ -155,6 +180,59 @@ class Channel {
     binding.parserBind(this.input, this.out)
     this.names = new NameMirror((from) => binding.parserNames(from))
     this.streams = new FinalizationRegistry((id) => binding.parserClose(id))
+  }
+
+  /**
+   * The frame templates Rust keeps (`parserDefineTemplate`), by slot, and each template's slot: an adapter's
+   * templates cross once. The slots are reused in turn; a template whose slot went to another is defined again.
+   */
+  private readonly templates: (FrameTemplate | undefined)[] = []
+  private nextTemplateSlot = 0
+
+  /** The slot under which Rust keeps `template`. */
+  templateSlot(template: FrameTemplate): number {
+    const known = (template as SlottedTemplate)[TEMPLATE_SLOT]
+    if (known !== undefined && this.templates[known] === template) return known
+    const slot = this.nextTemplateSlot
+    this.nextTemplateSlot = (slot + 1) % MAX_TEMPLATES
+    const { literals, slots } = template
+    if (INPUT_TOKENS + slots.length > this.input.length) this.grow(slots.length)
+    const input = this.input
+    input[INPUT_STREAM] = slot
+    input[INPUT_COUNT] = slots.length
+    for (let i = 0; i < slots.length; i++) input[INPUT_TOKENS + i] = slots[i]
+    // One string: the literals are JSON and SSE text, which never holds U+0000 unescaped.
+    this.binding.parserDefineTemplate(literals.join('\u0000'))
+    this.templates[slot] = template
+    // On the template itself: a WeakMap's set cost 0.6 µs, half of defining it in Rust.
+    ;(template as SlottedTemplate)[TEMPLATE_SLOT] = slot
+    return slot
+  }
+
+  /** The chunk lane steps copy frames into (`parserBindFrames`), bound when first needed. */
+  private chunk: Uint8Array | null = null
+
+  /** The frames of the lane step just made (`parserStepFrames` answered `at`, and wrote their ends in `ends`). */
+  framesOfStep(at: number, ends: Uint32Array, streams: number): Uint8Array {
+    const length = streams === 0 || ends[FRAMES_STATUS] !== 0 ? 0 : ends[FRAMES_ENDS + streams - 1]
+    if (at === FRAMES_NO_ROOM) {
+      // The step's frames wait in Rust for a chunk with room: bound, it gets them at its start.
+      this.bindChunk(length)
+      at = 0
+    }
+    return this.chunk!.subarray(at, at + length)
+  }
+
+  /** Binds a chunk before the first lane step, and when one is full. */
+  bindChunk(room = 0): void {
+    // Not zeroed (zeroing measured 10% of a step of 256 streams): only the parts Rust wrote are ever shown.
+    const chunk = Buffer.allocUnsafeSlow(Math.max(FRAMES_CHUNK, room))
+    this.binding.parserBindFrames(chunk)
+    this.chunk = chunk
+  }
+
+  get hasChunk(): boolean {
+    return this.chunk !== null
   }
 
   /** Registers `stream` in `streams` soon (`pending`). */
@@ -549,16 +627,21 @@ export class NativeStream implements BackendStream {
 
   setLane(template: FrameTemplate | null, counter: number): boolean {
     this.giveToLane()
-    return this.channel.binding.parserSetLane(
-      this.id,
-      template === null ? null : (template.literals as string[]),
-      template === null ? [] : (template.slots as number[]),
-      counter,
-    )
+    const channel = this.channel
+    const slot = template === null ? TEMPLATE_NONE : channel.templateSlot(template)
+    const input = channel.input
+    input[INPUT_STREAM] = this.id
+    input[INPUT_COUNT] = slot
+    input[INPUT_SKIPPED] = counter
+    return channel.binding.parserSetLaneBound()
   }
 
   takeLane(): LaneProgress | null {
-    return this.channel.binding.parserTakeLane(this.id)
+    const channel = this.channel
+    const input = channel.input
+    input[INPUT_STREAM] = this.id
+    const text = channel.binding.parserTakeLaneBound()
+    return input[INPUT_REPLY] === 0 ? null : { text, tokens: input[INPUT_COUNT], counter: input[INPUT_SKIPPED] }
   }
 }
 
@@ -583,7 +666,10 @@ export class NativeLaneStepper implements LaneStepper {
   remove(): void {}
 
   step(ids: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): Uint8Array {
-    return this.binding.parserStepFrames(this.owner, ids, offsets, tokens, ends)
+    // Every stream added is a native parser, which made the thread's channel.
+    const channel = holder[CHANNEL]!
+    if (!channel.hasChunk) channel.bindChunk()
+    return channel.framesOfStep(this.binding.parserStepFrames(this.owner, ids, offsets, tokens, ends), ends, ids.length)
   }
 }
 

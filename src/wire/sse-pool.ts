@@ -54,8 +54,13 @@ export interface SseStreamError {
  * `socket.write` as it is; the buffer is never reused, so a write still pending keeps its bytes.
  */
 export class SseFrames {
-  /** The lane's bytes as a plain `Uint8Array` (a view of one is made several times faster than a Buffer's `subarray`). */
-  private readonly bytes: Uint8Array | null
+  /**
+   * The buffer of the lane's bytes and where they start in it: a frame is a plain `Uint8Array` over it (made
+   * several times faster than a Buffer's `subarray`, and faster again without asking the array for its buffer
+   * each time).
+   */
+  private readonly buffer: ArrayBuffer | null
+  private readonly base: number
 
   constructor(
     frames: Uint8Array | string[],
@@ -68,18 +73,19 @@ export class SseFrames {
     /** Streams whose adapter threw: their frame is ''. */
     readonly errors: readonly SseStreamError[],
   ) {
-    this.bytes = Array.isArray(frames) ? null : new Uint8Array(frames.buffer, frames.byteOffset, frames.byteLength)
+    this.buffer = Array.isArray(frames) ? null : (frames.buffer as ArrayBuffer)
+    this.base = Array.isArray(frames) ? 0 : frames.byteOffset
   }
 
   frame(index: number): Uint8Array | string {
     if (!(Number.isInteger(index) && index >= 0 && index < this.length)) throw new RangeError(`no stream at index ${index} in this step`)
     const text = this.texts?.[index]
     if (text) return text
-    const { bytes, ends } = this
-    if (bytes === null || ends === null) return ''
+    const { buffer, ends } = this
+    if (buffer === null || ends === null) return ''
     const start = index === 0 ? 0 : ends[index - 1]
     const end = ends[index]
-    return start === end ? '' : new Uint8Array(bytes.buffer, bytes.byteOffset + start, end - start)
+    return start === end ? '' : new Uint8Array(buffer, this.base + start, end - start)
   }
 }
 

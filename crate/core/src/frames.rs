@@ -8,6 +8,8 @@
 //! slow lane: the adapter itself, on the same parser. The TypeScript mirror is `src/backend/js/lane.ts`.
 
 /// What goes between two literal pieces of a template.
+use std::sync::Arc;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FrameSlot {
     /// The step's text as a JSON string (quoted and escaped exactly as `JSON.stringify` writes it).
@@ -54,7 +56,8 @@ impl FrameTemplate {
 /// bookkeeping before it goes on. Without a template the lane still takes tokens that produce nothing.
 #[derive(Debug, Default)]
 pub struct Lane {
-    pub template: Option<FrameTemplate>,
+    /// Shared: a binding keeps each template once, for every lane that uses it.
+    pub template: Option<Arc<FrameTemplate>>,
     pub counter: u32,
     /// The text written since the adapter last looked: the open message's content goes on from it.
     pub text: String,

@@ -22,7 +22,7 @@ use harmony_stream_core::tokens::FIRST_SPECIAL;
 use harmony_stream_core::{
     Diagnostic, Encoder, FrameSlot, FrameTemplate, Header, ParseError, ParserOptions, PoolError, State, StreamPool, Vocabulary,
 };
-use napi::bindgen_prelude::{BufferSlice, ToNapiValue, Uint32Array, Uint32ArraySlice};
+use napi::bindgen_prelude::{ToNapiValue, Uint32Array, Uint32ArraySlice, Uint8Array};
 use napi::{sys, Env, Error, JsString, Result};
 use napi_derive::napi;
 
@@ -189,6 +189,14 @@ struct ThreadPool {
     /// `parserStepFrames`: the frames and the streams left to the caller (both reused).
     frames: Vec<u8>,
     slow: Vec<u32>,
+    /// Where `parserStepFrames` copies each step's frames (`parserBindFrames`), how much of it is used, and
+    /// whether `frames` holds a step's frames that did not fit in it (for the next chunk bound).
+    chunk: Option<Uint8Array>,
+    chunk_used: usize,
+    frames_pending: bool,
+    /// `parserDefineTemplate`'s templates, and the text `parserTakeLaneBound` returns.
+    templates: Vec<Option<Arc<FrameTemplate>>>,
+    lane_text: String,
     /// The UTF-16 units `js_string` writes (reused).
     units: Vec<u16>,
 }
@@ -207,6 +215,11 @@ fn with_thread_pool<T>(call: impl FnOnce(&mut ThreadPool) -> Result<T>) -> Resul
                 output: None,
                 frames: Vec::new(),
                 slow: Vec::new(),
+                chunk: None,
+                chunk_used: 0,
+                frames_pending: false,
+                templates: Vec::new(),
+                lane_text: String::new(),
                 units: Vec::new(),
             });
         }
@@ -457,37 +470,118 @@ pub fn parser_debug_panic(id: u32) -> Result<u32> {
 const FRAME_TEXT: u32 = 0;
 const FRAME_COUNTER: u32 = 1;
 
-/// Sets the fast lane of parser `id`: its frames are `literals` with, between two of them, the text
-/// (slot `FRAME_TEXT`) or the counter (slot `FRAME_COUNTER`); `literals` null removes it. False if `id`
-/// is not open.
+/// Keeps a frame template under the slot in the bound input's `INPUT_STREAM` (below `MAX_TEMPLATES`),
+/// replacing what it held: its frames are its literals with, between two of them, the text (`FRAME_TEXT`) or
+/// the counter (`FRAME_COUNTER`), the kinds of its `INPUT_COUNT` slots, from `INPUT_TOKENS` on. The literals
+/// come joined by U+0000, which none holds: they are JSON and SSE text, where that character is escaped.
+/// A lane is then given a template by its slot (`parserSetLaneBound`): an adapter's templates, the same for all
+/// its messages of one kind, cross once, not as strings at each message (which measured a tenth of a pool's
+/// step at 64 streams), and as one string (an array of strings cost 3 µs to read). A lane keeps its template if
+/// the slot is given another.
 #[napi]
-pub fn parser_set_lane(id: u32, literals: Option<Vec<String>>, slots: Vec<u32>, counter: u32) -> Result<bool> {
-    let template = match literals {
-        None => None,
-        Some(literals) => {
-            let slots = slots
-                .iter()
-                .map(|&slot| match slot {
-                    FRAME_TEXT => Ok(FrameSlot::Text),
-                    FRAME_COUNTER => Ok(FrameSlot::Counter),
-                    _ => Err(Error::from_reason(format!("unknown frame slot {slot}"))),
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let literals = literals.into_iter().map(String::into_boxed_str).collect();
-            Some(
-                FrameTemplate::new(literals, slots)
-                    .ok_or_else(|| Error::from_reason("a frame template has one literal more than slots"))?,
-            )
+pub fn parser_define_template(literals: String) -> Result<()> {
+    with_thread_pool(|thread| {
+        let Some(input) = thread.input.as_ref() else { return Err(Error::from_reason("call parserBind first")) };
+        let (slot, count) = (input[INPUT_STREAM], input[INPUT_COUNT] as usize);
+        let index = slot as usize;
+        if index >= MAX_TEMPLATES {
+            return Err(Error::from_reason(format!("template slot {slot} is not below {MAX_TEMPLATES}")));
         }
-    };
-    with_thread_pool(|thread| Ok(thread.pool.set_lane(id, template, counter)))
+        let kinds = input.get(INPUT_TOKENS..INPUT_TOKENS.saturating_add(count)).ok_or_else(|| Error::from_reason("too many slots"))?;
+        let template = template_of(&literals, kinds)?;
+        if thread.templates.len() <= index {
+            thread.templates.resize(index + 1, None);
+        }
+        thread.templates[index] = Some(Arc::new(template));
+        Ok(())
+    })
 }
 
-#[napi(object)]
-pub struct NativeLaneProgress {
-    pub text: String,
-    pub tokens: f64,
-    pub counter: u32,
+/// A frame template from its literals joined by U+0000 and the kinds of its slots.
+fn template_of(literals: &str, kinds: &[u32]) -> Result<FrameTemplate> {
+    let slots = kinds
+        .iter()
+        .map(|&slot| match slot {
+            FRAME_TEXT => Ok(FrameSlot::Text),
+            FRAME_COUNTER => Ok(FrameSlot::Counter),
+            _ => Err(Error::from_reason(format!("unknown frame slot {slot}"))),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let literals = literals.split('\0').map(Box::from).collect();
+    FrameTemplate::new(literals, slots).ok_or_else(|| Error::from_reason("a frame template has one literal more than slots"))
+}
+
+/// Slots of `parserDefineTemplate` at most. Mirrors MAX_TEMPLATES in src/backend/native.ts.
+const MAX_TEMPLATES: usize = 4096;
+/// `parserSetLaneBound`'s template slot for none (the lane writes no frames). Mirrors TEMPLATE_NONE in
+/// src/backend/native.ts.
+const TEMPLATE_NONE: u32 = u32::MAX;
+
+/// Sets the fast lane of the parser named in the bound input (`INPUT_STREAM`) to the template kept under the
+/// slot in `INPUT_COUNT` (`parserDefineTemplate`; TEMPLATE_NONE: none), its counter going on from
+/// `INPUT_SKIPPED`. False if the parser is not open or not claimed. No parameters, as `parserPush`.
+#[napi]
+pub fn parser_set_lane_bound() -> Result<bool> {
+    with_thread_pool(|thread| {
+        let Some(input) = thread.input.as_ref() else { return Err(Error::from_reason("call parserBind first")) };
+        let (id, slot, counter) = (input[INPUT_STREAM], input[INPUT_COUNT], input[INPUT_SKIPPED]);
+        let template = match slot {
+            TEMPLATE_NONE => None,
+            _ => Some(
+                thread
+                    .templates
+                    .get(slot as usize)
+                    .and_then(Option::clone)
+                    .ok_or_else(|| Error::from_reason(format!("no template in slot {slot}")))?,
+            ),
+        };
+        Ok(thread.pool.set_shared_lane(id, template, counter))
+    })
+}
+
+/// What the fast lane of the parser named in the bound input (`INPUT_STREAM`) did since it was last asked: its
+/// text is returned, its tokens go in `INPUT_COUNT` and its counter in `INPUT_SKIPPED`; `INPUT_REPLY` is 0 if it
+/// has no lane (nothing else is then written), 1 otherwise. No parameters, as `parserPush`: an object with a
+/// string cost as much to make as the rest of a message's boundary step in the pool.
+#[napi(ts_return_type = "string")]
+pub fn parser_take_lane_bound() -> Result<LaneText> {
+    with_thread_pool(|thread| {
+        let Some(input) = thread.input.as_mut() else { return Err(Error::from_reason("call parserBind first")) };
+        // SAFETY: as in parser_push.
+        let input = unsafe { input.as_mut() };
+        match thread.pool.take_lane(input[INPUT_STREAM]) {
+            Some(progress) => {
+                input[INPUT_REPLY] = 1;
+                input[INPUT_COUNT] = u32::try_from(progress.tokens).unwrap_or(u32::MAX);
+                input[INPUT_SKIPPED] = progress.counter;
+                thread.lane_text = progress.text;
+            }
+            None => {
+                input[INPUT_REPLY] = 0;
+                thread.lane_text.clear();
+            }
+        }
+        Ok(LaneText)
+    })
+}
+
+/// What `parserTakeLaneBound` returns: the text it took, kept in the thread's pool until napi-rs converts it.
+pub struct LaneText;
+
+impl ToNapiValue for LaneText {
+    unsafe fn to_napi_value(env: sys::napi_env, _: Self) -> Result<sys::napi_value> {
+        THREAD_POOL.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            let thread = slot.as_mut().ok_or_else(|| Error::from_reason("no parser pool on this thread"))?;
+            let text = std::mem::take(&mut thread.lane_text);
+            // SAFETY: napi-rs passes the env of the call being answered.
+            let value = unsafe { js_string(env, &text, &mut thread.units) };
+            // The buffer, emptied, serves the next call.
+            thread.lane_text = text;
+            thread.lane_text.clear();
+            value
+        })
+    }
 }
 
 /// Lets frame stepper `owner` (non-zero) serve parser `id` in `parserStepFrames`; false if `id` is not open
@@ -495,18 +589,6 @@ pub struct NativeLaneProgress {
 #[napi]
 pub fn parser_claim(id: u32, owner: u32) -> Result<bool> {
     with_thread_pool(|thread| Ok(thread.pool.claim(id, owner)))
-}
-
-/// What parser `id`'s fast lane did since it was last asked; null without a lane.
-#[napi]
-pub fn parser_take_lane(id: u32) -> Result<Option<NativeLaneProgress>> {
-    with_thread_pool(|thread| {
-        Ok(thread.pool.take_lane(id).map(|progress| NativeLaneProgress {
-            text: progress.text,
-            tokens: progress.tokens as f64,
-            counter: progress.counter,
-        }))
-    })
 }
 
 /// Where `parserStepFrames` writes into its `ends` argument: a status (a `COMPACT_STATUS_*`), the index
@@ -520,19 +602,47 @@ const FRAMES_ENDS: usize = 3;
 /// Slots `ends` needs per stream past `FRAMES_ENDS`: its end, and its index and report if left to the caller.
 const FRAMES_SLOTS_PER_STREAM: usize = 3;
 
-/// One engine step for many of this thread's parsers, those `owner` claimed (`StreamPool::step_frames`): returns the frames
-/// the fast lane wrote, as one new buffer that JavaScript owns (never reused: a socket may still hold a
-/// part of it), and the layout above in `ends` (`FRAMES_ENDS + FRAMES_SLOTS_PER_STREAM` × streams slots).
+/// `parserStepFrames`' answer when a step's frames do not fit in the chunk bound: they wait here for the next
+/// `parserBindFrames`. Mirrors FRAMES_NO_ROOM in src/backend/frames.ts.
+const FRAMES_NO_ROOM: u32 = u32::MAX;
+
+/// Binds the memory `parserStepFrames` copies frames into from now on, from its start: a chunk JavaScript
+/// allocated and keeps while it is bound, never to be written twice (a socket may still hold a view of a
+/// frame), replaced when full. Frames a step could not fit (FRAMES_NO_ROOM) are copied to its start: the chunk
+/// must have room for them.
+#[napi]
+pub fn parser_bind_frames(chunk: Uint8Array) -> Result<()> {
+    with_thread_pool(|thread| {
+        let mut chunk = chunk;
+        thread.chunk_used = 0;
+        if thread.frames_pending {
+            let frames = &thread.frames;
+            // SAFETY: the call is synchronous and JavaScript keeps the chunk (the bound input's contract).
+            let memory = unsafe { chunk.as_mut() };
+            let target = memory.get_mut(..frames.len()).ok_or_else(|| Error::from_reason("the chunk has no room for the frames"))?;
+            target.copy_from_slice(frames);
+            thread.chunk_used = frames.len();
+            thread.frames_pending = false;
+        }
+        thread.chunk = Some(chunk);
+        Ok(())
+    })
+}
+
+/// One engine step for many of this thread's parsers, those `owner` claimed (`StreamPool::step_frames`): copies the
+/// frames the fast lane wrote into the chunk bound (`parserBindFrames`) after what earlier steps wrote there, and
+/// returns where they start (their ends are in `ends`, laid out as above: `FRAMES_ENDS + FRAMES_SLOTS_PER_STREAM`
+/// × streams slots), or FRAMES_NO_ROOM if they do not fit. A new buffer per step, which these copies replace,
+/// cost more than the lane's work for the streams (fresh memory, a Buffer, its collection).
 /// A panic outside the streams' own guards becomes a JavaScript error (`catch_unwind`), never an abort.
 #[napi(catch_unwind)]
-pub fn parser_step_frames<'env>(
-    env: &'env Env,
+pub fn parser_step_frames(
     owner: u32,
     streams: Uint32ArraySlice,
     offsets: Uint32ArraySlice,
     tokens: Uint32ArraySlice,
     mut ends: Uint32ArraySlice,
-) -> Result<BufferSlice<'env>> {
+) -> Result<u32> {
     let ends = writable(&mut ends, &[&streams, &offsets, &tokens])?;
     let count = streams.len();
     if ends.len() < FRAMES_ENDS + FRAMES_SLOTS_PER_STREAM * count {
@@ -541,6 +651,7 @@ pub fn parser_step_frames<'env>(
     with_thread_pool(|thread| {
         let mut bytes = std::mem::take(&mut thread.frames);
         bytes.clear();
+        thread.frames_pending = false;
         let mut slow = std::mem::take(&mut thread.slow);
         slow.clear();
         let (head, rest) = ends.split_at_mut(FRAMES_ENDS);
@@ -561,11 +672,25 @@ pub fn parser_step_frames<'env>(
             }
         }
         thread.slow = slow;
-        // A copy that JavaScript owns, made from a buffer reused here: handing the buffer itself over (an
-        // external buffer) took fresh pages and a finalizer per step, which cost more than the copy.
-        let frames = BufferSlice::copy_from(env, &bytes);
+        let at = thread.chunk_used;
+        let fits = match thread.chunk.as_mut() {
+            // SAFETY: as in parserBindFrames; the part written was never written before.
+            Some(chunk) => match unsafe { chunk.as_mut() }.get_mut(at..at + bytes.len()) {
+                Some(target) => {
+                    target.copy_from_slice(&bytes);
+                    true
+                }
+                None => false,
+            },
+            None => false,
+        };
         thread.frames = bytes;
-        frames
+        if !fits {
+            thread.frames_pending = true;
+            return Ok(FRAMES_NO_ROOM);
+        }
+        thread.chunk_used = at + thread.frames.len();
+        Ok(at as u32)
     })
 }
 
