@@ -3,13 +3,27 @@
  * seen before without a crossing: it holds them, returns the text of the whole characters before a pending one at
  * once, and Rust, given the held pieces later, writes that text again (cut off there). Each call must give what the
  * js backend's gives, in a first pass and once the pieces are known, with state reads between calls or without,
- * and an id outside the vocabulary between two pieces must leave what is held as it was.
+ * and an id outside the vocabulary between two pieces must leave what is held as it was. The fast path
+ * (`pushCompact`), which answers such calls without its backend's parse too, must give what the object API gives.
  */
 import test from 'ava'
 
-import { HarmonyParseError, HarmonyStreamParser, type HarmonyStreamParserOptions, type Implementation } from 'harmony-stream'
+import {
+  COMPACT_DIAGNOSTICS,
+  COMPACT_FIRST_RECORD,
+  COMPACT_RECORDS,
+  COMPACT_STATE,
+  compactCapacity,
+  HarmonyParseError,
+  HarmonyStreamParser,
+  type HarmonyStreamParserOptions,
+  type Implementation,
+  RECORD_CLOSE,
+  RECORD_OPEN,
+  RECORD_TEXT,
+} from 'harmony-stream'
 
-import { harmony, nativeTest, random, SPECIAL } from '../helpers/harmony.mjs'
+import { harmony, NATIVE, nativeTest, random, SPECIAL } from '../helpers/harmony.mjs'
 import { byteTokens, tokenBytes } from '../helpers/token-bytes.mjs'
 
 /**
@@ -94,7 +108,11 @@ function replay(
     log.push(outcome(() => parser.push(Uint32Array.of(token))))
     if (states) log.push(parser.state)
   })
-  log.push(outcome(() => parser.finish()), parser.messages, parser.state)
+  log.push(
+    outcome(() => parser.finish()),
+    parser.messages,
+    parser.state,
+  )
   return log
 }
 
@@ -113,6 +131,71 @@ nativeTest(test)('split characters one token per call: native gives what js give
           const native = replay(tokens, badBefore, options, 'native', states)
           const js = replay(tokens, badBefore, options, 'js', states)
           t.deepEqual(native, js, `pass ${pass}, stream ${i}, ${JSON.stringify(options)}, states ${states}: ${JSON.stringify(tokens)}`)
+          compared++
+        }
+      }
+    }
+  }
+  t.log(`${compared} replays compared`)
+})
+
+/** What one call of the fast path gave, in the terms the object API gives it: text per message, opened and closed counts. */
+function compactReplay(tokens: number[], options: HarmonyStreamParserOptions, implementation: Implementation): unknown[] {
+  const parser = new HarmonyStreamParser({ ...options, implementation })
+  const out = new Uint32Array(compactCapacity(1))
+  const log: unknown[] = []
+  const read = (text: string) => {
+    const texts: [number, string][] = []
+    let opened = 0
+    let closed = 0
+    for (let i = 0; i < out[COMPACT_RECORDS]; i++) {
+      const at = COMPACT_FIRST_RECORD + 4 * i
+      if (out[at] === RECORD_TEXT) texts.push([out[at + 1], text.slice(out[at + 2], out[at + 3])])
+      else if (out[at] === RECORD_OPEN) opened++
+      else if (out[at] === RECORD_CLOSE) closed++
+    }
+    const diagnostics = out[COMPACT_DIAGNOSTICS] > 0 ? parser.takeDiagnostics().map((d) => d.code) : []
+    log.push({ text, texts, opened, closed, diagnostics, state: out[COMPACT_STATE] })
+  }
+  for (const token of tokens) read(parser.pushCompact(Uint32Array.of(token), out))
+  read(parser.finishCompact(out))
+  return log
+}
+
+function objectReplay(tokens: number[], options: HarmonyStreamParserOptions, implementation: Implementation): unknown[] {
+  const parser = new HarmonyStreamParser({ ...options, implementation })
+  const states = { 'expect-start': 0, header: 1, content: 2 }
+  const log: unknown[] = []
+  const read = (batch: ReturnType<HarmonyStreamParser['push']>) =>
+    log.push({
+      text: batch.segments.map((s) => s.text).join(''),
+      texts: batch.segments.map((s) => [s.messageIndex, s.text]),
+      opened: batch.opened.length,
+      closed: batch.completed.length,
+      diagnostics: batch.diagnostics.map((d) => d.code),
+      state: states[parser.state],
+    })
+  for (const token of tokens) read(parser.push(Uint32Array.of(token)))
+  read(parser.finish())
+  return log
+}
+
+test('split characters one token per call: the fast path gives what the object API gives, on both implementations', (t) => {
+  const implementations: Implementation[] = NATIVE ? ['native', 'js'] : ['js']
+  let compared = 0
+  for (const pass of [1, 2]) {
+    const next = random(20261129)
+    for (let i = 0; i < 150; i++) {
+      const tokens = stream(next)
+      for (const options of [{}, { role: null }] as HarmonyStreamParserOptions[]) {
+        for (const implementation of implementations) {
+          const compact = compactReplay(tokens, options, implementation)
+          const objects = objectReplay(tokens, options, implementation)
+          t.deepEqual(
+            compact,
+            objects,
+            `pass ${pass}, stream ${i}, ${implementation}, ${JSON.stringify(options)}: ${JSON.stringify(tokens)}`,
+          )
           compared++
         }
       }

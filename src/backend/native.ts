@@ -428,12 +428,18 @@ export class NativeStream implements BackendStream {
   private cutReturned(text: string, returned: number): string {
     const out = this.channel.out
     const end = COMPACT_FIRST_RECORD + COMPACT_RECORD_SLOTS * out[COMPACT_RECORDS]
+    let to = COMPACT_FIRST_RECORD
     for (let at = COMPACT_FIRST_RECORD; at < end; at += COMPACT_RECORD_SLOTS) {
-      if (out[at] !== RECORD_TEXT) continue
-      // The first record's start is 0: the pieces' text is where it begins.
-      out[at + 2] = Math.max(out[at + 2] - returned, 0)
-      out[at + 3] -= returned
+      if (out[at] === RECORD_TEXT) {
+        // The first record's start is 0: the pieces' text is where it begins. A record left empty goes.
+        out[at + 2] = Math.max(out[at + 2] - returned, 0)
+        out[at + 3] -= returned
+        if (out[at + 2] === out[at + 3]) continue
+      }
+      if (to !== at) out.copyWithin(to, at, at + COMPACT_RECORD_SLOTS)
+      to += COMPACT_RECORD_SLOTS
     }
+    out[COMPACT_RECORDS] = (to - COMPACT_FIRST_RECORD) / COMPACT_RECORD_SLOTS
     return text.slice(returned)
   }
 
@@ -579,8 +585,7 @@ export class NativeStream implements BackendStream {
     for (let at = COMPACT_FIRST_RECORD; at < end; at += COMPACT_RECORD_SLOTS) {
       const kind = out[at]
       if (kind === RECORD_TEXT) {
-        // Empty only where `cutReturned` cut all of it (Rust writes no empty record).
-        if (out[at + 2] !== out[at + 3]) visitor.text(out[at + 1], text.slice(out[at + 2], out[at + 3]))
+        visitor.text(out[at + 1], text.slice(out[at + 2], out[at + 3]))
       } else if (kind === RECORD_OPEN) {
         let header = headerOf(this.channel.names, out, at)
         if (header === null) {
