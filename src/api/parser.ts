@@ -323,6 +323,11 @@ export class HarmonyStreamParser {
     return collector.collected
   }
 
+  /** @internal Whether nothing was pushed, finished or closed yet (an adapter's parser may then be replaced). */
+  fresh(): boolean {
+    return this.mode === null && !this.done && this.closedState === null
+  }
+
   /** @internal The backend stream under this parser, for `SsePool`'s fast lane. */
   laneStream(): BackendStream {
     this.checkLive()

@@ -18,7 +18,7 @@
 
 import { internalError } from '../api/parser'
 import { plainUint32Array, poolImplementation, throwForStepStatus } from '../api/pool'
-import { createLaneStepper } from '../backend/choose'
+import { createLaneStepper, forcedImplementation } from '../backend/choose'
 import {
   FRAMES_BAD_INDEX,
   FRAMES_ENDS,
@@ -36,9 +36,22 @@ import type { FinishOptions } from './finish'
 import type { LaneTemplate, PooledAdapter } from './lane'
 
 export interface SsePoolOptions {
-  /** Run on a given implementation instead of the process-wide one; adapters added must use the same. */
+  /**
+   * Run on a given implementation. Without it: js, which measured faster here than native (docs/API.md
+   * "Implementation choice"), unless HARMONY_STREAM_IMPL forces one. Adapters added run on the pool's
+   * implementation: one made without `parser.implementation` and fed nothing yet is moved onto it.
+   */
   implementation?: Implementation
 }
+
+/**
+ * The pool's implementation when its options name none. js: over many streams at one token per step native
+ * measured slower in `npm run bench:side-by-side` (0.82-0.86 of js on 64 Chat streams of short messages, 0.93-0.96
+ * on 1,024 streams or long messages, level to 1.10 on 1,024 Responses streams): the step's frames are a
+ * `Uint8Array` view per stream, the message boundaries go through the adapters in JavaScript on either
+ * implementation, and each boundary on native crosses into Rust (docs/PERFORMANCE.md "Native and js side by side").
+ */
+const SSE_POOL_DEFAULT: Implementation = 'js'
 
 /** A stream whose adapter threw in a step (e.g. a strict-mode parse error): send an error frame and remove it. */
 export interface SseStreamError {
@@ -114,7 +127,7 @@ export class SsePool {
   private ends = new Uint32Array(FRAMES_ENDS + FRAMES_SLOTS_PER_STREAM * 64)
 
   constructor(options: SsePoolOptions = {}) {
-    this.implementation = poolImplementation(options, 'SsePool')
+    this.implementation = poolImplementation(options, 'SsePool', forcedImplementation ?? SSE_POOL_DEFAULT)
     this.stepper = createLaneStepper(this.implementation)
   }
 
@@ -138,8 +151,13 @@ export class SsePool {
     if ((candidate.options as { logprobs?: boolean } | undefined)?.logprobs === true)
       throw new TypeError('the pool feeds token ids: an adapter with logprobs reads them from engine steps (push or pushSse)')
     if (pooled.has(adapter)) throw new TypeError('this adapter is already in a pool')
-    const backend = candidate.laneStream!()
-    if (backend === null) throw new TypeError('this adapter is finished or closed')
+    if (candidate.laneStream!() === null) throw new TypeError('this adapter is finished or closed')
+    if (!candidate.laneOn!(this.implementation)) {
+      throw new TypeError(
+        `this pool runs on the ${this.implementation} implementation and the adapter's parser does not: make the adapter with parser: { implementation: '${this.implementation}' }, add it before its first token, or make the pool with the adapter's implementation`,
+      )
+    }
+    const backend = candidate.laneStream!()!
     const id = this.addToStepper(backend)
     pooled.add(adapter)
     const entry: Entry = { adapter, backend, laneOpen: false, template: null, counter: 0 }
