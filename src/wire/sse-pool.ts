@@ -46,7 +46,7 @@ export interface SsePoolOptions {
 
 /**
  * The pool's implementation when its options name none. js: over many streams at one token per step native
- * measured slower in `npm run bench:side-by-side` (0.82-0.86 of js on 64 Chat streams of short messages, 0.93-0.96
+ * measured slower in `npm run bench:side-by-side` (0.82-0.87 of js on 64 Chat streams of short messages, 0.93-0.96
  * on 1,024 streams or long messages, level to 1.10 on 1,024 Responses streams): the step's frames are a
  * `Uint8Array` view per stream, the message boundaries go through the adapters in JavaScript on either
  * implementation, and each boundary on native crosses into Rust (docs/PERFORMANCE.md "Native and js side by side").
