@@ -47,12 +47,6 @@ export interface NativeHeader {
   contentType?: string
 }
 
-export interface NativeLaneProgress {
-  text: string
-  tokens: number
-  counter: number
-}
-
 export interface NativeParseError {
   code: string
   message: string
@@ -65,6 +59,14 @@ export interface NativeParseError {
  * private (never resized, transferred or shared), so the memory stays valid while they are bound.
  */
 export declare function parserBind(input: Uint32Array, output: Uint32Array): void
+
+/**
+ * Binds the memory `parserStepFrames` copies frames into from now on, from its start: a chunk JavaScript
+ * allocated and keeps while it is bound, never to be written twice (a socket may still hold a view of a
+ * frame), replaced when full. Frames a step could not fit (FRAMES_NO_ROOM) are copied to its start: the chunk
+ * must have room for them.
+ */
+export declare function parserBindFrames(chunk: Uint8Array): void
 
 /**
  * Lets frame stepper `owner` (non-zero) serve parser `id` in `parserStepFrames`; false if `id` is not open
@@ -80,6 +82,25 @@ export declare function parserClose(id: number): boolean
  */
 export declare function parserDebugPanic(id: number): number
 
+/**
+ * Keeps a frame template under the slot in the bound input's `INPUT_STREAM` (below `MAX_TEMPLATES`),
+ * replacing what it held: its frames are its literals with, between two of them, the text (`FRAME_TEXT`) or
+ * the counter (`FRAME_COUNTER`), the kinds of its `INPUT_COUNT` slots, from `INPUT_TOKENS` on. The literals
+ * come joined by U+0000, which none holds: they are JSON and SSE text, where that character is escaped.
+ * A lane is then given a template by its slot (`parserSetLaneBound`): an adapter's templates, the same for all
+ * its messages of one kind, cross once, not as strings at each message (which measured a tenth of a pool's
+ * step at 64 streams), and as one string (an array of strings cost 3 µs to read). A lane keeps its template if
+ * the slot is given another.
+ */
+export declare function parserDefineTemplate(literals: string): void
+
+/**
+ * `parserFinish` for the object API, without arguments: the stream is named in the bound input
+ * (`INPUT_STREAM`), and if the call left nothing to take (no diagnostics, error or header too long to
+ * intern), it is closed too, which `REPLY_RELEASED` in `INPUT_REPLY` says: one crossing instead of two.
+ */
+export declare function parserEnd(): string
+
 export declare function parserFinish(id: number): string
 
 /** Names the default pool interned, with ids `from + 1` onwards. */
@@ -88,29 +109,39 @@ export declare function parserNames(from: number): Array<string>
 export declare function parserOpen(role: string | undefined | null, strict: boolean, maxHeaderTokens: number, toolNames: Array<string>): number
 
 /**
+ * `parserOpen` without arguments, for the options most parsers have (no tool names; role `assistant` or
+ * none), read from the bound input: `INPUT_STREAM` holds `OPEN_ROLE_*`, `INPUT_COUNT` the header bound and
+ * `INPUT_SKIPPED` 1 for strict mode. Reading a string and an array argument cost more than the rest of
+ * opening a stream.
+ */
+export declare function parserOpenBound(): number
+
+/**
  * Parses tokens for a stream, both named in the bound input (`INPUT_*` slots); results in the bound
  * output. No parameters, not even `Env`: napi-rs then skips reading the call's arguments, which costs
- * more (about 50 ns) than copying the text into the `String` it returns.
+ * about 50 ns; the text becomes a JavaScript string as napi-rs converts the result (`PushText`).
  */
 export declare function parserPush(): string
 
 /**
- * Sets the fast lane of parser `id`: its frames are `literals` with, between two of them, the text
- * (slot `FRAME_TEXT`) or the counter (slot `FRAME_COUNTER`); `literals` null removes it. False if `id`
- * is not open.
+ * Sets the fast lane of the parser named in the bound input (`INPUT_STREAM`) to the template kept under the
+ * slot in `INPUT_COUNT` (`parserDefineTemplate`; TEMPLATE_NONE: none), its counter going on from
+ * `INPUT_SKIPPED`. False if the parser is not open or not claimed. No parameters, as `parserPush`.
  */
-export declare function parserSetLane(id: number, literals: Array<string> | undefined | null, slots: Array<number>, counter: number): boolean
+export declare function parserSetLaneBound(): boolean
 
 /** The stream's parser state code, or `STATE_NOT_OPEN` (0xFFFFFFFF) if `id` is not open. */
 export declare function parserState(id: number): number
 
 /**
- * One engine step for many of this thread's parsers, those `owner` claimed (`StreamPool::step_frames`): returns the frames
- * the fast lane wrote, as one new buffer that JavaScript owns (never reused: a socket may still hold a
- * part of it), and the layout above in `ends` (`FRAMES_ENDS + FRAMES_SLOTS_PER_STREAM` × streams slots).
+ * One engine step for many of this thread's parsers, those `owner` claimed (`StreamPool::step_frames`): copies the
+ * frames the fast lane wrote into the chunk bound (`parserBindFrames`) after what earlier steps wrote there, and
+ * returns where they start (their ends are in `ends`, laid out as above: `FRAMES_ENDS + FRAMES_SLOTS_PER_STREAM`
+ * × streams slots), or FRAMES_NO_ROOM if they do not fit. A new buffer per step, which these copies replace,
+ * cost more than the lane's work for the streams (fresh memory, a Buffer, its collection).
  * A panic outside the streams' own guards becomes a JavaScript error (`catch_unwind`), never an abort.
  */
-export declare function parserStepFrames(owner: number, streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): Buffer
+export declare function parserStepFrames(owner: number, streams: Uint32Array, offsets: Uint32Array, tokens: Uint32Array, ends: Uint32Array): number
 
 export declare function parserTakeDiagnostics(id: number): Array<NativeDiagnostic>
 
@@ -118,5 +149,10 @@ export declare function parserTakeError(id: number): NativeParseError | null
 
 export declare function parserTakeHeaders(id: number): Array<NativeHeader>
 
-/** What parser `id`'s fast lane did since it was last asked; null without a lane. */
-export declare function parserTakeLane(id: number): NativeLaneProgress | null
+/**
+ * What the fast lane of the parser named in the bound input (`INPUT_STREAM`) did since it was last asked: its
+ * text is returned, its tokens go in `INPUT_COUNT` and its counter in `INPUT_SKIPPED`; `INPUT_REPLY` is 0 if it
+ * has no lane (nothing else is then written), 1 otherwise. No parameters, as `parserPush`: an object with a
+ * string cost as much to make as the rest of a message's boundary step in the pool.
+ */
+export declare function parserTakeLaneBound(): string

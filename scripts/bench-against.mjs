@@ -2,12 +2,13 @@
 // case's ratio: the way to say whether a change made the hot path slower (machines here are shared and
 // noisy, so numbers from different runs do not compare).
 //
-//   node scripts/bench-against.mjs REV [bench|gateway|responses] [rounds]
+//   node scripts/bench-against.mjs REV [bench|side-by-side|gateway|responses] [rounds]
 //   BENCH_QUICK=1 BENCH_FILTER=SsePool node scripts/bench-against.mjs HEAD~3 bench 2
 //
 // REV is checked out (detached) under target/bench-against/REV, with this checkout's node_modules and native
 // addon (rebuilt there when crate/ differs), and its own dist/ built. The two trees run alternately, `rounds`
-// times each (default 2), each with its own benchmark sources; a case's number is its median over the rounds.
+// times each (default 2), each with its own benchmark sources (a benchmark module REV lacks is copied there from
+// this checkout); a case's number is its median over the rounds.
 import { execFileSync, spawnSync } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs'
 import { join, resolve } from 'node:path'
@@ -17,6 +18,16 @@ const [rev, which = 'bench', roundsText = '2'] = process.argv.slice(2)
 const BENCHES = {
   // | case | M tokens/s | …: higher is better.
   bench: { file: 'benchmark/bench.mts', key: [0], values: [{ column: 1, name: 'M tokens/s', higher: true }] },
+  // | case | native M tokens/s | js M tokens/s | native ÷ js (best) | native ÷ js (median) | samples |: each tree's
+  // ratios of native to js, measured side by side in its own runs.
+  'side-by-side': {
+    file: 'benchmark/side-by-side.mts',
+    key: [0],
+    values: [
+      { column: 3, name: 'native ÷ js (best)', higher: true },
+      { column: 4, name: 'native ÷ js (median)', higher: true },
+    ],
+  },
   // | clients | interval | case | k tokens/s | TTFB | gaps | CPU ms per 1M tokens | GC |
   gateway: {
     file: 'benchmark/gateway.mts',
@@ -39,7 +50,7 @@ const BENCHES = {
 const bench = BENCHES[which]
 const rounds = Number(roundsText)
 if (!rev || !bench || !Number.isInteger(rounds) || rounds < 1) {
-  console.error('usage: node scripts/bench-against.mjs REV [bench|gateway|responses] [rounds]')
+  console.error('usage: node scripts/bench-against.mjs REV [bench|side-by-side|gateway|responses] [rounds]')
   process.exit(2)
 }
 
@@ -58,6 +69,12 @@ if (!existsSync(base)) {
 }
 // The benchmarks write their inputs under target/ (ignored by git, so a new worktree has none).
 mkdirSync(join(base, 'target'), { recursive: true })
+// A benchmark REV does not have yet (side-by-side.mts, and the modules it added beside it) runs there as it is
+// here: its modules are copied in, and REV's own are left as they are.
+for (const file of readdirSync(join(here, 'benchmark'))) {
+  if (file.endsWith('.mts') && !existsSync(join(base, 'benchmark', file)))
+    cpSync(join(here, 'benchmark', file), join(base, 'benchmark', file))
+}
 
 /** The markdown rows of one run: key → numbers of the value columns. */
 function runOnce(cwd) {

@@ -94,6 +94,9 @@ const PAIRS: readonly (readonly [rust: string, typescript: string])[] = [
   ['node/lib.rs:FRAMES_SLOW', 'backend/frames:FRAMES_SLOW'],
   ['node/lib.rs:FRAMES_ENDS', 'backend/frames:FRAMES_ENDS'],
   ['node/lib.rs:FRAMES_SLOTS_PER_STREAM', 'backend/frames:FRAMES_SLOTS_PER_STREAM'],
+  ['node/lib.rs:FRAMES_NO_ROOM', 'backend/frames:FRAMES_NO_ROOM'],
+  ['node/lib.rs:MAX_TEMPLATES', 'backend/native:MAX_TEMPLATES'],
+  ['node/lib.rs:TEMPLATE_NONE', 'backend/native:TEMPLATE_NONE'],
   // The native parser's bound input (node/lib.rs, native.ts).
   ['node/lib.rs:INPUT_STREAM', 'backend/native:INPUT_STREAM'],
   ['node/lib.rs:INPUT_COUNT', 'backend/native:INPUT_COUNT'],
@@ -105,6 +108,9 @@ const PAIRS: readonly (readonly [rust: string, typescript: string])[] = [
   ['node/lib.rs:REPLY_OWN_TEXT', 'backend/native:REPLY_OWN_TEXT'],
   ['node/lib.rs:REPLY_BEGINS_CHARACTER', 'backend/native:REPLY_BEGINS_CHARACTER'],
   ['node/lib.rs:REPLY_OPENS', 'backend/native:REPLY_OPENS'],
+  ['node/lib.rs:REPLY_RELEASED', 'backend/native:REPLY_RELEASED'],
+  ['node/lib.rs:OPEN_ROLE_NONE', 'backend/native:OPEN_ROLE_NONE'],
+  ['node/lib.rs:OPEN_ROLE_ASSISTANT', 'backend/native:OPEN_ROLE_ASSISTANT'],
 ]
 
 /** Constants of the Rust files read that have no TypeScript mirror, and why. */
@@ -117,6 +123,7 @@ const RUST_ONLY: Readonly<Record<string, string>> = {
   'core/header.rs:cache::MAX_TOKENS': 'the TypeScript backend has no header cache',
   'core/header.rs:cache::MAX_TEXT_BYTES': 'the TypeScript backend has no header cache',
   'core/frames.rs:write_json_string::HEX': 'JSON escapes, which JSON.stringify writes in TypeScript',
+  'node/lib.rs:MAX_KEPT_UNITS': "the binding's buffer reuse",
 }
 
 /** Constants of the TypeScript modules read that have no Rust counterpart, and why. */

@@ -4,6 +4,8 @@
  * generated completions interleaved at random batchings, every option that changes the wire, both
  * implementations; the two implementations agree; bad arguments are refused before anything is consumed.
  */
+import { spawnSync } from 'node:child_process'
+
 import test from 'ava'
 
 import {
@@ -312,3 +314,71 @@ for (const implementation of IMPLEMENTATIONS) {
     t.true(usage.completion_tokens_details.reasoning_tokens > 0)
   })
 }
+
+/** The implementation an adapter's parser runs on (internal: adapters do not expose it). */
+function parserImplementation(adapter: Adapter): Implementation {
+  return (adapter as unknown as { stream: { parser: { implementation: Implementation } } }).stream.parser.implementation
+}
+
+/** What `new SsePool()` runs on in this process: js (docs/API.md "Implementation choice"), unless the environment forces one. */
+const POOL_DEFAULT: Implementation = process.env.HARMONY_STREAM_IMPL === 'native' ? 'native' : 'js'
+
+test('a pool made without an implementation runs on js, and adapters made without one, fed nothing yet, move onto it', (t) => {
+  const pool = new SsePool()
+  t.is(pool.implementation, POOL_DEFAULT)
+  const chat = new ChatCompletionsStream({ model: 'm', id: 'chatcmpl-default', created: 1 })
+  const responses = new ResponsesStream({ model: 'm', id: 'resp_default', createdAt: 1, completedAt: 2 })
+  const ids = [pool.add(chat), pool.add(responses)]
+  t.is(parserImplementation(chat), pool.implementation)
+  t.is(parserImplementation(responses), pool.implementation)
+  // They write what adapters made on that implementation write alone.
+  const alone = [
+    new ChatCompletionsStream({ model: 'm', id: 'chatcmpl-default', created: 1, parser: { implementation: POOL_DEFAULT } }),
+    new ResponsesStream({ model: 'm', id: 'resp_default', createdAt: 1, completedAt: 2, parser: { implementation: POOL_DEFAULT } }),
+  ]
+  const tokens = TOKENS[0]
+  for (const token of tokens) {
+    const frames = pool.step(Uint32Array.from(ids), Uint32Array.of(0, 1, 2), Uint32Array.of(token, token))
+    for (const [i, adapter] of alone.entries()) t.is(Buffer.from(frames.frame(i)).toString(), adapter.pushSse([token]))
+  }
+  t.is(pool.finish(ids[0]), alone[0].finishSse())
+  t.is(pool.finish(ids[1]), alone[1].finishSse())
+})
+
+nativeTest(test)(
+  'an adapter on the other implementation that cannot move is refused, naming the fix; a native pool takes native adapters',
+  (t) => {
+    const other: Implementation = POOL_DEFAULT === 'js' ? 'native' : 'js'
+    const pool = new SsePool()
+    // Made on the other implementation by name: the user chose it.
+    const chosen = new ChatCompletionsStream({ model: 'm', parser: { implementation: other } })
+    t.throws(() => pool.add(chosen), {
+      instanceOf: TypeError,
+      message: new RegExp(`runs on the ${POOL_DEFAULT} implementation.*parser: \\{ implementation`),
+    })
+    t.is(parserImplementation(chosen), other)
+    // Made without one but already fed: its parser holds the stream so far.
+    const running = new ChatCompletionsStream({ model: 'm' })
+    running.pushSse(harmony('<|channel|>'))
+    if (parserImplementation(running) !== POOL_DEFAULT) {
+      t.throws(() => new SsePool().add(running), { instanceOf: TypeError, message: /before its first token/ })
+    }
+    // Named, the pool runs on native and takes the adapters made on it.
+    const native = new SsePool({ implementation: 'native' })
+    t.is(native.implementation, 'native')
+    t.notThrows(() => native.add(new ChatCompletionsStream({ model: 'm', parser: { implementation: 'native' } })))
+    t.notThrows(() => native.add(new ResponsesStream({ model: 'm' })))
+  },
+)
+
+nativeTest(test)('HARMONY_STREAM_IMPL=native makes pools made without an implementation native', (t) => {
+  const script =
+    "const { SsePool, ChatCompletionsStream } = require('harmony-stream'); const pool = new SsePool(); pool.add(new ChatCompletionsStream({ model: 'm' })); console.log(pool.implementation)"
+  for (const [forced, expected] of [
+    ['native', 'native'],
+    ['js', 'js'],
+  ]) {
+    const run = spawnSync(process.execPath, ['-e', script], { env: { ...process.env, HARMONY_STREAM_IMPL: forced }, encoding: 'utf8' })
+    t.is(run.stdout.trim(), expected, run.stderr)
+  }
+})

@@ -10,6 +10,7 @@ import {
   COMPACT_FIRST_RECORD,
   COMPACT_RECORD_SLOTS,
   COMPACT_RECORDS,
+  COMPACT_STATE,
   COMPACT_STATUS,
   COMPACT_STATUS_FINISHED,
   COMPACT_STATUS_INTERNAL_ERROR,
@@ -17,6 +18,9 @@ import {
   COMPACT_STATUS_OK,
   COMPACT_STATUS_PARSE_ERROR,
   compactCapacity,
+  RECORD_CLOSE,
+  RECORD_OPEN,
+  RECORD_TEXT,
 } from '../backend/compact'
 import { type BackendStream, DEFAULT_MAX_HEADER_TOKENS, type RawHeader, STATE_CONTENT, STATE_HEADER } from '../backend/protocol'
 import { FIRST_SPECIAL, LAST_TOKEN } from '../backend/tokens'
@@ -131,6 +135,12 @@ export class HarmonyStreamParser {
   private mode: 'objects' | 'compact' | null = null
   /** Set by `close()`: the state when the backend stream was released. */
   private closedState: ParserState | null = null
+  /**
+   * The fast path's own record of its last backend call: the message being read (-1 for none), and whether
+   * the call left no headers or diagnostics to take (`pushCompact` answers the hot paths itself only then).
+   */
+  private compactMessage = -1
+  private compactQuiet = true
 
   constructor(options: HarmonyStreamParserOptions = {}) {
     checkParserOptions(options)
@@ -196,6 +206,17 @@ export class HarmonyStreamParser {
     const ids = tokenArray(tokens)
     checkOut(out, ids.length)
     this.use('compact')
+    // The streaming hot paths, as in `push`: tokens that only add their text to the open message, and tokens
+    // that produce nothing yet. Not after a call whose headers or diagnostics may still be taken: these answer
+    // for the last call, and a call taken here leaves the backend's as they were.
+    if (ids.length > 0 && this.compactQuiet) {
+      if (this.compactMessage !== -1) {
+        const text = this.guardedTakeText(ids)
+        if (text !== null) return writeTextOnly(out, this.compactMessage, text)
+      } else if (this.guardedTakeSilently(ids)) {
+        return writeTextOnly(out, -1, '')
+      }
+    }
     return this.copyCompact(this.call(ids), ids, out)
   }
 
@@ -302,6 +323,11 @@ export class HarmonyStreamParser {
     return collector.collected
   }
 
+  /** @internal Whether nothing was pushed, finished or closed yet (an adapter's parser may then be replaced). */
+  fresh(): boolean {
+    return this.mode === null && !this.done && this.closedState === null
+  }
+
   /** @internal The backend stream under this parser, for `SsePool`'s fast lane. */
   laneStream(): BackendStream {
     this.checkLive()
@@ -402,12 +428,42 @@ export class HarmonyStreamParser {
   private copyCompact(text: string, tokens: Uint32Array | null, out: Uint32Array): string {
     const source = this.backend.out
     const status = source[COMPACT_STATUS]
+    this.compactQuiet = false
     if (status !== COMPACT_STATUS_OK) this.checkStatus(status, tokens)
     // A loop: `subarray` would allocate a view per call, which costs more than copying the few slots.
     const end = COMPACT_FIRST_RECORD + COMPACT_RECORD_SLOTS * source[COMPACT_RECORDS]
+    let quiet = status === COMPACT_STATUS_OK && source[COMPACT_DIAGNOSTICS] === 0
     for (let i = 0; i < end; i++) out[i] = source[i]
+    for (let at = COMPACT_FIRST_RECORD; at < end; at += COMPACT_RECORD_SLOTS) {
+      const kind = source[at]
+      if (kind === RECORD_OPEN) {
+        this.compactMessage = source[at + 1]
+        quiet = false
+      } else if (kind === RECORD_CLOSE) this.compactMessage = -1
+    }
+    this.compactQuiet = quiet
     return text
   }
+}
+
+/**
+ * The compact results of a call that only added `text` to message `message` (none when it is ''), or took
+ * tokens silently (`message` -1: a header is being read).
+ */
+function writeTextOnly(out: Uint32Array, message: number, text: string): string {
+  out.fill(0, 0, COMPACT_FIRST_RECORD)
+  if (message === -1) {
+    out[COMPACT_STATE] = STATE_HEADER
+    return text
+  }
+  out[COMPACT_STATE] = STATE_CONTENT
+  if (text === '') return text
+  out[COMPACT_RECORDS] = 1
+  out[COMPACT_FIRST_RECORD] = RECORD_TEXT
+  out[COMPACT_FIRST_RECORD + 1] = message
+  out[COMPACT_FIRST_RECORD + 2] = 0
+  out[COMPACT_FIRST_RECORD + 3] = text.length
+  return text
 }
 
 /** Checks a caller's compact output array before anything is consumed. */

@@ -78,9 +78,9 @@ export function throwForStepStatus(status: number, index: number, streams: Uint3
 /** A pool's options: the implementation its streams run on. */
 const POOL_OPTIONS: OptionSpec = { implementation: is.oneOf('native', 'js') }
 
-/** The implementation a pool's options ask for (checked), else the process-wide one. */
-export function poolImplementation(options: unknown, where: string): Implementation {
-  return checkOptions<{ implementation?: Implementation }>(options, POOL_OPTIONS, where).implementation ?? defaultImplementation
+/** The implementation a pool's options ask for (checked), else `otherwise` (the process-wide one unless given). */
+export function poolImplementation(options: unknown, where: string, otherwise: Implementation = defaultImplementation): Implementation {
+  return checkOptions<{ implementation?: Implementation }>(options, POOL_OPTIONS, where).implementation ?? otherwise
 }
 
 export class HarmonyStreamPool {

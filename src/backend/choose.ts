@@ -114,6 +114,10 @@ function choose(): Implementation {
 /** The implementation parsers use unless told otherwise. */
 export const implementation: Implementation = choose()
 
+/** The implementation HARMONY_STREAM_IMPL forces (checked by `choose` above), or null where it is not set. */
+export const forcedImplementation: Implementation | null =
+  process.env.HARMONY_STREAM_IMPL === 'js' || process.env.HARMONY_STREAM_IMPL === 'native' ? process.env.HARMONY_STREAM_IMPL : null
+
 let nativeVocabularyLoaded = false
 
 /** The native binding with the vocabulary loaded; throws, naming why, where it is not available. */

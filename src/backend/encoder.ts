@@ -1,8 +1,9 @@
 /**
  * BPE for rendering: text between special tokens → o200k tokens, every character sequence taken as ordinary
  * text (a user writing `<|start|>` gets those characters, never the token), as the reference's
- * `encode_ordinary`. Native: tiktoken-rs in the addon (crate/core/src/encoder.rs); js: gpt-tokenizer. Both
- * read gpt-tokenizer's vocabulary and give identical tokens (tested).
+ * `encode_ordinary`. Native: tiktoken's algorithm in the addon (crate/core/src/encoder.rs), with a cache of
+ * pieces per thread; js: gpt-tokenizer, with its own. Both read gpt-tokenizer's vocabulary and give identical
+ * tokens (tested).
  */
 
 import type { Implementation } from '../base/types'

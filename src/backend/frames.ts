@@ -74,3 +74,8 @@ export const FRAMES_SLOW = 2
 export const FRAMES_ENDS = 3
 /** Slots `ends` needs per stream past FRAMES_ENDS: its end, and its index and report if left to the caller. */
 export const FRAMES_SLOTS_PER_STREAM = 3
+/**
+ * `parserStepFrames`' answer when the step's frames do not fit in the chunk bound (they go to the start of the
+ * next one). Mirrors FRAMES_NO_ROOM in crate/node/src/lib.rs.
+ */
+export const FRAMES_NO_ROOM = 0xffff_ffff

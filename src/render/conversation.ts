@@ -124,10 +124,11 @@ export class MessageRenderer {
   /** How many of a text message's tokens are `<|start|>` and its author (`assistant`, `:name`): the training mask's prompt part. */
   authorLength(message: TextMessage): number {
     const parts = messageParts(message, false)
-    return 1 + this.#piece(parts.author).length + (parts.name === undefined ? 0 : this.#piece(`:${parts.name}`).length)
+    return 1 + this.piece(parts.author).length + (parts.name === undefined ? 0 : this.piece(`:${parts.name}`).length)
   }
 
-  #piece(text: string): ArrayLike<number> {
+  /** The tokens of a header piece (`assistant`, ` to=functions.x`), encoded once per renderer. */
+  piece(text: string): ArrayLike<number> {
     let tokens = this.#pieces.get(text)
     if (tokens === undefined) {
       tokens = this.encoder.encode(text)
@@ -139,18 +140,18 @@ export class MessageRenderer {
   }
 
   #renderParts(parts: MessageParts): Uint32Array {
-    const pieces: (number | ArrayLike<number>)[] = [START, this.#piece(parts.author)]
-    if (parts.name !== undefined) pieces.push(this.#piece(`:${parts.name}`))
-    if (parts.recipient !== undefined && parts.recipient !== 'all') pieces.push(this.#piece(` to=${parts.recipient}`))
-    if (parts.channel !== undefined) pieces.push(CHANNEL, this.#piece(parts.channel))
+    const pieces: (number | ArrayLike<number>)[] = [START, this.piece(parts.author)]
+    if (parts.name !== undefined) pieces.push(this.piece(`:${parts.name}`))
+    if (parts.recipient !== undefined && parts.recipient !== 'all') pieces.push(this.piece(` to=${parts.recipient}`))
+    if (parts.channel !== undefined) pieces.push(CHANNEL, this.piece(parts.channel))
     if (parts.contentType !== undefined) {
       if (parts.contentType.startsWith(CONSTRAIN_MARKER)) {
         // The reference: a space, the constrain token, then the rest (if any) as text.
         const rest = parts.contentType.slice(CONSTRAIN_MARKER.length)
-        pieces.push(this.#piece(' '), CONSTRAIN)
-        if (rest !== '') pieces.push(this.#piece(rest))
+        pieces.push(this.piece(' '), CONSTRAIN)
+        if (rest !== '') pieces.push(this.piece(rest))
       } else {
-        pieces.push(this.#piece(` ${parts.contentType}`))
+        pieces.push(this.piece(` ${parts.contentType}`))
       }
     }
     pieces.push(MESSAGE, this.encoder.encode(parts.body), parts.terminator)
@@ -177,5 +178,5 @@ export function concat(pieces: readonly (number | ArrayLike<number>)[]): Uint32A
 
 /** `<|start|>assistant`: where a prompt for the model's next turn ends. */
 export function nextTurnTokens(renderer: MessageRenderer, role: string): ArrayLike<number>[] {
-  return [[START], renderer.encoder.encode(role)]
+  return [[START], renderer.piece(role)]
 }

@@ -22,7 +22,7 @@ import type { BackendStream } from '../backend/protocol'
 import { FIRST_SPECIAL } from '../backend/tokens'
 import { HarmonyStateError, type OpenAIAnswer } from '../base/errors'
 import { checkOptions } from '../base/options'
-import type { HarmonyMessage } from '../base/types'
+import type { HarmonyMessage, Implementation } from '../base/types'
 import type { AdapterDiagnostic, AdapterOptions, ErrorAnswer, WireFormat, WireMessage } from './adapter-types'
 import { type FinishOptions, type FinishReason, finishReasonOf } from './finish'
 import { type AdapterInput, type EngineStepInput, engineStepOf, type StepFinishReason, type TokenIds } from './input'
@@ -625,6 +625,14 @@ export abstract class WireAdapter<Event extends object, Kept, Options extends Ad
   /** @internal `SsePool`: the backend stream under this adapter's parser. */
   laneStream(): BackendStream | null {
     return this.done ? null : this.stream.parser.laneStream()
+  }
+
+  /**
+   * @internal `SsePool`: runs the adapter's parser on the pool's implementation when it can (made without one,
+   * nothing fed yet); false if it runs on the other and cannot move.
+   */
+  laneOn(implementation: Implementation): boolean {
+    return !this.done && this.stream.moveTo(implementation)
   }
 
   /** @internal `SsePool`: whether the lane may take steps that write nothing. */

@@ -5,6 +5,7 @@
 
 import type { FrameTemplate, LaneProgress } from '../backend/frames'
 import type { BackendStream } from '../backend/protocol'
+import type { Implementation } from '../base/types'
 import type { FinishOptions } from './finish'
 
 /** A message whose text is sent nowhere (a dropped message): a template without slots, which writes nothing. */
@@ -17,6 +18,11 @@ export interface LaneTemplate {
 }
 
 export interface PooledAdapter {
+  /**
+   * Moves the adapter's parser onto `implementation` if it can (made without one, nothing fed yet); false if
+   * it runs on the other and cannot.
+   */
+  laneOn(implementation: Implementation): boolean
   /** The backend stream under the adapter's parser; null once the parser is released. */
   laneStream(): BackendStream | null
   /**

@@ -21,6 +21,7 @@ import type {
   HarmonyOpened,
   HarmonySegment,
   HarmonyStreamParserOptions,
+  Implementation,
 } from '../base/types'
 
 export type MessageEvent =
@@ -56,7 +57,7 @@ function part(tokens: Uint32Array | readonly number[], from: number, to: number)
 }
 
 export class MessageStream {
-  readonly parser: HarmonyStreamParser
+  parser: HarmonyStreamParser
   /**
    * Tokens pushed so far. For text input, counted by encoding the text with the o200k tokenizer (markers
    * count one each): exact when the text is the decoding of the model's tokens, as servers send it.
@@ -85,7 +86,7 @@ export class MessageStream {
   private unweighed = ''
 
   constructor(
-    options: HarmonyStreamParserOptions = {},
+    private readonly options: HarmonyStreamParserOptions = {},
     readonly input: InputKind = 'tokens',
   ) {
     // For text, the parser reads single-byte tokens: its header limit counts bytes (as HarmonyTextParser's).
@@ -93,6 +94,19 @@ export class MessageStream {
     this.parser = new HarmonyStreamParser(text ? { maxHeaderTokens: DEFAULT_MAX_HEADER_BYTES, ...options } : options)
     this.scanner = text ? new MarkerScanner() : null
     this.stripped = input === 'stripped' ? new StrippedRewriter() : null
+  }
+
+  /**
+   * Runs on `implementation` from now on, if it can: a parser made without one (the process-wide default) and
+   * fed nothing yet is replaced by one on `implementation`. False if the parser runs elsewhere and cannot move.
+   */
+  moveTo(implementation: Implementation): boolean {
+    if (this.parser.implementation === implementation) return true
+    if (this.options.implementation !== undefined || this.tokens > 0 || this.input !== 'tokens' || !this.parser.fresh()) return false
+    const parser = new HarmonyStreamParser({ ...this.options, implementation })
+    this.parser.close()
+    this.parser = parser
+    return true
   }
 
   /** Stripped input: the chunk with its markers put back; the diagnostic once the form is recognised. */

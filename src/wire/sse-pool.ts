@@ -18,7 +18,7 @@
 
 import { internalError } from '../api/parser'
 import { plainUint32Array, poolImplementation, throwForStepStatus } from '../api/pool'
-import { createLaneStepper } from '../backend/choose'
+import { createLaneStepper, forcedImplementation } from '../backend/choose'
 import {
   FRAMES_BAD_INDEX,
   FRAMES_ENDS,
@@ -36,9 +36,22 @@ import type { FinishOptions } from './finish'
 import type { LaneTemplate, PooledAdapter } from './lane'
 
 export interface SsePoolOptions {
-  /** Run on a given implementation instead of the process-wide one; adapters added must use the same. */
+  /**
+   * Run on a given implementation. Without it: js, which measured faster here than native (docs/API.md
+   * "Implementation choice"), unless HARMONY_STREAM_IMPL forces one. Adapters added run on the pool's
+   * implementation: one made without `parser.implementation` and fed nothing yet is moved onto it.
+   */
   implementation?: Implementation
 }
+
+/**
+ * The pool's implementation when its options name none. js: over many streams at one token per step native
+ * measured slower in `npm run bench:side-by-side` (0.82-0.87 of js on 64 Chat streams of short messages, 0.93-0.96
+ * on 1,024 streams or long messages, level to 1.10 on 1,024 Responses streams): the step's frames are a
+ * `Uint8Array` view per stream, the message boundaries go through the adapters in JavaScript on either
+ * implementation, and each boundary on native crosses into Rust (docs/PERFORMANCE.md "Native and js side by side").
+ */
+const SSE_POOL_DEFAULT: Implementation = 'js'
 
 /** A stream whose adapter threw in a step (e.g. a strict-mode parse error): send an error frame and remove it. */
 export interface SseStreamError {
@@ -54,8 +67,13 @@ export interface SseStreamError {
  * `socket.write` as it is; the buffer is never reused, so a write still pending keeps its bytes.
  */
 export class SseFrames {
-  /** The lane's bytes as a plain `Uint8Array` (a view of one is made several times faster than a Buffer's `subarray`). */
-  private readonly bytes: Uint8Array | null
+  /**
+   * The buffer of the lane's bytes and where they start in it: a frame is a plain `Uint8Array` over it (made
+   * several times faster than a Buffer's `subarray`, and faster again without asking the array for its buffer
+   * each time).
+   */
+  private readonly buffer: ArrayBuffer | null
+  private readonly base: number
 
   constructor(
     frames: Uint8Array | string[],
@@ -68,18 +86,19 @@ export class SseFrames {
     /** Streams whose adapter threw: their frame is ''. */
     readonly errors: readonly SseStreamError[],
   ) {
-    this.bytes = Array.isArray(frames) ? null : new Uint8Array(frames.buffer, frames.byteOffset, frames.byteLength)
+    this.buffer = Array.isArray(frames) ? null : (frames.buffer as ArrayBuffer)
+    this.base = Array.isArray(frames) ? 0 : frames.byteOffset
   }
 
   frame(index: number): Uint8Array | string {
     if (!(Number.isInteger(index) && index >= 0 && index < this.length)) throw new RangeError(`no stream at index ${index} in this step`)
     const text = this.texts?.[index]
     if (text) return text
-    const { bytes, ends } = this
-    if (bytes === null || ends === null) return ''
+    const { buffer, ends } = this
+    if (buffer === null || ends === null) return ''
     const start = index === 0 ? 0 : ends[index - 1]
     const end = ends[index]
-    return start === end ? '' : new Uint8Array(bytes.buffer, bytes.byteOffset + start, end - start)
+    return start === end ? '' : new Uint8Array(buffer, this.base + start, end - start)
   }
 }
 
@@ -108,7 +127,7 @@ export class SsePool {
   private ends = new Uint32Array(FRAMES_ENDS + FRAMES_SLOTS_PER_STREAM * 64)
 
   constructor(options: SsePoolOptions = {}) {
-    this.implementation = poolImplementation(options, 'SsePool')
+    this.implementation = poolImplementation(options, 'SsePool', forcedImplementation ?? SSE_POOL_DEFAULT)
     this.stepper = createLaneStepper(this.implementation)
   }
 
@@ -132,8 +151,13 @@ export class SsePool {
     if ((candidate.options as { logprobs?: boolean } | undefined)?.logprobs === true)
       throw new TypeError('the pool feeds token ids: an adapter with logprobs reads them from engine steps (push or pushSse)')
     if (pooled.has(adapter)) throw new TypeError('this adapter is already in a pool')
-    const backend = candidate.laneStream!()
-    if (backend === null) throw new TypeError('this adapter is finished or closed')
+    if (candidate.laneStream!() === null) throw new TypeError('this adapter is finished or closed')
+    if (!candidate.laneOn!(this.implementation)) {
+      throw new TypeError(
+        `this pool runs on the ${this.implementation} implementation and the adapter's parser does not: make the adapter with parser: { implementation: '${this.implementation}' }, add it before its first token, or make the pool with the adapter's implementation`,
+      )
+    }
+    const backend = candidate.laneStream!()!
     const id = this.addToStepper(backend)
     pooled.add(adapter)
     const entry: Entry = { adapter, backend, laneOpen: false, template: null, counter: 0 }

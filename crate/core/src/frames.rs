@@ -7,6 +7,8 @@
 //! JavaScript (`StreamPool::step_frames`). Everything else (headers, closes, diagnostics, errors) takes the
 //! slow lane: the adapter itself, on the same parser. The TypeScript mirror is `src/backend/js/lane.ts`.
 
+use std::sync::Arc;
+
 /// What goes between two literal pieces of a template.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FrameSlot {
@@ -54,7 +56,8 @@ impl FrameTemplate {
 /// bookkeeping before it goes on. Without a template the lane still takes tokens that produce nothing.
 #[derive(Debug, Default)]
 pub struct Lane {
-    pub template: Option<FrameTemplate>,
+    /// Shared: a binding keeps each template once, for every lane that uses it.
+    pub template: Option<Arc<FrameTemplate>>,
     pub counter: u32,
     /// The text written since the adapter last looked: the open message's content goes on from it.
     pub text: String,

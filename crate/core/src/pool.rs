@@ -232,6 +232,11 @@ impl StreamPool {
     /// open or not claimed. `step_frames` writes the template's frames while the stream reads content; the
     /// caller sets it again after each step it served itself.
     pub fn set_lane(&mut self, id: u32, template: Option<FrameTemplate>, counter: u32) -> bool {
+        self.set_shared_lane(id, template.map(Arc::new), counter)
+    }
+
+    /// `set_lane` with a template the caller keeps too (a binding registers each template once).
+    pub fn set_shared_lane(&mut self, id: u32, template: Option<Arc<FrameTemplate>>, counter: u32) -> bool {
         let Some(stream) = self.stream_mut(id).filter(|stream| stream.owner != 0) else { return false };
         let lane = stream.lane.get_or_insert_with(Box::default);
         lane.template = template;
@@ -283,7 +288,7 @@ impl StreamPool {
         for (index, (&id, range)) in streams.iter().zip(offsets.windows(2)).enumerate() {
             let batch = &tokens[range[0] as usize..range[1] as usize];
             let stream = stream_in(&mut self.slots, id).expect("checked above");
-            if !serve_in_lane(stream, batch, bytes) {
+            if !serve_in_lane(stream, batch, bytes, &self.vocabulary) {
                 slow.extend([index as u32, stream.lane.as_deref_mut().map_or(0, LaneReport::of)]);
             }
             ends[index] = bytes.len() as u32;
@@ -379,6 +384,11 @@ impl StreamPool {
             self.text.push_str(&output.text.text);
         }
         Ok(&self.text)
+    }
+
+    /// The text of the last `step`, `finish` or `call_one` that succeeded (what it returned).
+    pub fn text(&self) -> &str {
+        &self.text
     }
 
     /// Whether stream `id` takes ordinary tokens as plain content now (`StreamParser::takes_plain_content`)
@@ -478,7 +488,23 @@ impl LaneReport {
 /// tokens can only add text to the open message (no event, diagnostic or error), which is what makes the
 /// lane exact. A batch the parser takes silently is taken too, with no frame. False, with nothing
 /// consumed, when the batch is not for the lane.
-fn serve_in_lane(stream: &mut Stream, batch: &[u32], bytes: &mut Vec<u8>) -> bool {
+fn serve_in_lane(stream: &mut Stream, batch: &[u32], bytes: &mut Vec<u8>, vocabulary: &Vocabulary) -> bool {
+    if let ([token], false) = (batch, stream.broken) {
+        // The commonest step: one ordinary token with a text of its own while no part of a character is
+        // pending, which only adds that text (`takes_plain_content`): taken without a parse, as `skip_content`.
+        if let (Some(lane), Some((text, _))) = (stream.lane.as_deref_mut(), vocabulary.text(*token)) {
+            if let Some(template) = lane.template.as_ref().filter(|_| *token < FIRST_SPECIAL && stream.parser.takes_plain_content()) {
+                stream.parser.skip_content(1);
+                lane.tokens += 1;
+                lane.text.push_str(text);
+                if !template.is_silent() {
+                    template.write(text, lane.counter, bytes);
+                    lane.counter = lane.counter.wrapping_add(1);
+                }
+                return true;
+            }
+        }
+    }
     let parser = &stream.parser;
     let Some(lane) = stream.lane.as_deref() else { return false };
     let writes_text = lane.template.is_some()

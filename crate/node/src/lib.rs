@@ -14,13 +14,16 @@
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 
-use harmony_stream_core::compact::{AT_BAD_INDEX, AT_STATE, AT_STATUS, HEADER_SLOTS, STATUS_INTERNAL_ERROR, STATUS_OK};
+use harmony_stream_core::compact::{
+    AT_BAD_INDEX, AT_DIAGNOSTICS, AT_RECORDS, AT_STATE, AT_STATUS, FIELDS, HEADER_SLOTS, NOT_INTERNED, OPEN, RECORD_SLOTS,
+    STATUS_INTERNAL_ERROR, STATUS_OK,
+};
 use harmony_stream_core::tokens::FIRST_SPECIAL;
 use harmony_stream_core::{
     Diagnostic, Encoder, FrameSlot, FrameTemplate, Header, ParseError, ParserOptions, PoolError, State, StreamPool, Vocabulary,
 };
-use napi::bindgen_prelude::{BufferSlice, Uint32Array, Uint32ArraySlice};
-use napi::{Env, Error, JsString, Result};
+use napi::bindgen_prelude::{ToNapiValue, Uint32Array, Uint32ArraySlice, Uint8Array};
+use napi::{sys, Env, Error, JsString, Result};
 use napi_derive::napi;
 
 /// Loaded once per process and shared by every stream (worker threads included: they share this library).
@@ -59,10 +62,38 @@ fn shared_encoder() -> Result<Arc<Encoder>> {
 }
 
 /// The o200k tokens of `text` as ordinary text (special-token spellings stay text).
-#[napi]
-pub fn encode_ordinary(text: String) -> Result<Uint32Array> {
+#[napi(ts_return_type = "Uint32Array")]
+pub fn encode_ordinary(text: String) -> Result<Tokens> {
     let tokens = shared_encoder()?.try_encode_ordinary(&text).map_err(|e| Error::from_reason(e.to_string()))?;
-    Ok(Uint32Array::new(tokens))
+    Ok(Tokens(tokens))
+}
+
+/// Tokens as a `Uint32Array` in memory JavaScript allocates, copied there: napi-rs's `Uint32Array` hands over
+/// the `Vec` as an external buffer, whose finalizer every garbage collection after a render then runs, once
+/// per message (a first render of a long conversation left hundreds).
+pub struct Tokens(Vec<u32>);
+
+impl ToNapiValue for Tokens {
+    unsafe fn to_napi_value(env: sys::napi_env, value: Self) -> Result<sys::napi_value> {
+        let tokens = value.0;
+        let bytes = std::mem::size_of_val(tokens.as_slice());
+        let (mut buffer, mut data, mut array) = (std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut());
+        // SAFETY: `env` is the call's; the new buffer has room for `bytes`, which `tokens` holds.
+        unsafe {
+            if sys::napi_create_arraybuffer(env, bytes, &mut data, &mut buffer) != sys::Status::napi_ok {
+                return Err(Error::from_reason("cannot allocate the tokens"));
+            }
+            if bytes > 0 {
+                std::ptr::copy_nonoverlapping(tokens.as_ptr().cast::<u8>(), data.cast::<u8>(), bytes);
+            }
+            if sys::napi_create_typedarray(env, sys::TypedarrayType::uint32_array, tokens.len(), buffer, 0, &mut array)
+                != sys::Status::napi_ok
+            {
+                return Err(Error::from_reason("cannot make the tokens' array"));
+            }
+        }
+        Ok(array)
+    }
 }
 
 #[napi(object)]
@@ -108,6 +139,46 @@ fn status_or_throw(error: PoolError, out: &mut [u32]) -> Result<&'static str> {
     }
 }
 
+/// UTF-16 units `js_string` keeps allocated between calls at most.
+const MAX_KEPT_UNITS: usize = 1 << 16;
+
+/// `text` as a JavaScript string without V8's UTF-8 decoder, which reads the bytes twice (to size the string,
+/// then to fill it) and measured as more than the parse itself in profiles of a push at batch 16 and 64: ASCII
+/// goes as Latin-1 (a copy), other text as UTF-16 transcoded here in one pass into `units` (reused).
+///
+/// # Safety
+/// `env` must be the live env of the current call.
+unsafe fn js_string(env: sys::napi_env, text: &str, units: &mut Vec<u16>) -> Result<sys::napi_value> {
+    let mut value = std::ptr::null_mut();
+    let status = if text.is_ascii() {
+        // SAFETY: ASCII bytes are their Latin-1 code points; the pointer and length are the slice's.
+        unsafe { sys::napi_create_string_latin1(env, text.as_ptr().cast(), text.len() as isize, &mut value) }
+    } else {
+        units.clear();
+        units.extend(text.encode_utf16());
+        // SAFETY: as above, for the UTF-16 code units just written.
+        let status = unsafe { sys::napi_create_string_utf16(env, units.as_ptr(), units.len() as isize, &mut value) };
+        // One huge text must not keep its buffer for good.
+        if units.capacity() > MAX_KEPT_UNITS {
+            *units = Vec::new();
+        }
+        status
+    };
+    if status != sys::Status::napi_ok {
+        return Err(Error::from_reason("cannot create a string"));
+    }
+    Ok(value)
+}
+
+/// `js_string` for a `JsString` result.
+fn create_string<'env>(env: &'env Env, text: &str, units: &mut Vec<u16>) -> Result<JsString<'env>> {
+    // SAFETY: `env` is the current call's, and the value returned is a string.
+    unsafe {
+        let value = js_string(env.raw(), text, units)?;
+        napi::bindgen_prelude::FromNapiValue::from_napi_value(env.raw(), value)
+    }
+}
+
 // ---- the default pool of this thread, behind HarmonyStreamParser ----
 
 struct ThreadPool {
@@ -118,6 +189,16 @@ struct ThreadPool {
     /// `parserStepFrames`: the frames and the streams left to the caller (both reused).
     frames: Vec<u8>,
     slow: Vec<u32>,
+    /// Where `parserStepFrames` copies each step's frames (`parserBindFrames`), how much of it is used, and
+    /// whether `frames` holds a step's frames that did not fit in it (for the next chunk bound).
+    chunk: Option<Uint8Array>,
+    chunk_used: usize,
+    frames_pending: bool,
+    /// `parserDefineTemplate`'s templates, and the text `parserTakeLaneBound` returns.
+    templates: Vec<Option<Arc<FrameTemplate>>>,
+    lane_text: String,
+    /// The UTF-16 units `js_string` writes (reused).
+    units: Vec<u16>,
 }
 
 thread_local! {
@@ -134,6 +215,12 @@ fn with_thread_pool<T>(call: impl FnOnce(&mut ThreadPool) -> Result<T>) -> Resul
                 output: None,
                 frames: Vec::new(),
                 slow: Vec::new(),
+                chunk: None,
+                chunk_used: 0,
+                frames_pending: false,
+                templates: Vec::new(),
+                lane_text: String::new(),
+                units: Vec::new(),
             });
         }
         call(slot.as_mut().expect("created above"))
@@ -185,20 +272,24 @@ const INPUT_ROOM: usize = 4;
 const INPUT_TOKENS: usize = 5;
 
 /// Reply bits of `parserPush`, after the call: the stream takes plain content (`StreamPool::takes_plain_content`);
-/// the call was one token whose own text is the call's text (`StreamPool::has_own_text`), which the wrapper
-/// may keep; the call was one such token that only began a character (no text, its bytes wait for the next
-/// token's), which the wrapper may hold back next time; a `<|start|>` would open a header silently
+/// the call's tokens were all ordinary, the stream took plain content before them and takes it again after
+/// them, so the call's text is what these tokens give inside any message (a token's own text, or a character
+/// split across them), which the wrapper may keep; the same, except that they left a character pending (the
+/// text is that of the whole characters before it, often none), so the wrapper may hold them back next time,
+/// returning that text itself; a `<|start|>` would open a header silently
 /// (`StreamPool::silent_room`, whose header room goes in INPUT_ROOM). Mirror REPLY_* in src/backend/native.ts.
 const REPLY_PLAIN: u32 = 1;
 const REPLY_OWN_TEXT: u32 = 2;
 const REPLY_BEGINS_CHARACTER: u32 = 4;
 const REPLY_OPENS: u32 = 8;
+/// Reply bit of `parserEnd`: the stream was closed as well.
+const REPLY_RELEASED: u32 = 16;
 
 /// Parses tokens for a stream, both named in the bound input (`INPUT_*` slots); results in the bound
 /// output. No parameters, not even `Env`: napi-rs then skips reading the call's arguments, which costs
-/// more (about 50 ns) than copying the text into the `String` it returns.
-#[napi]
-pub fn parser_push() -> Result<String> {
+/// about 50 ns; the text becomes a JavaScript string as napi-rs converts the result (`PushText`).
+#[napi(ts_return_type = "string")]
+pub fn parser_push() -> Result<PushText> {
     with_thread_pool(|thread| {
         let (Some(input), Some(output)) = (thread.input.as_mut(), thread.output.as_mut()) else {
             return Err(Error::from_reason("call parserBind first"));
@@ -211,33 +302,115 @@ pub fn parser_push() -> Result<String> {
         if skipped > 0 {
             pool.skip_content(id, skipped);
         }
-        // One ordinary token while the stream takes plain content: its text (or its lack of one) is the token's.
-        let alone = count == 1 && tokens[0] < FIRST_SPECIAL && pool.takes_plain_content(id);
-        let own_text = alone && pool.has_own_text(tokens[0]);
+        // Ordinary tokens while the stream takes plain content: their text (or its lack) is theirs alone.
+        let from_plain = count > 0 && tokens.iter().all(|&token| token < FIRST_SPECIAL) && pool.takes_plain_content(id);
         // SAFETY: the call is synchronous, so JavaScript cannot touch the buffer while Rust holds the
         // slice, and parserBind refused arrays that overlap.
         let out = unsafe { output.as_mut() };
         let text = match pool.call_one(id, Some(tokens), out) {
-            Ok(text) => text.to_owned(),
-            Err(error) => status_or_throw(error, out)?.to_owned(),
+            Ok(text) => text,
+            Err(error) => status_or_throw(error, out)?,
         };
-        let ok = out[AT_STATUS] == STATUS_OK;
+        let empty = text.is_empty();
+        let ok = out[AT_STATUS] == STATUS_OK && out[AT_DIAGNOSTICS] == 0;
         let plain = pool.takes_plain_content(id);
-        // Plain before, not after, no text, still in the message (the state this call wrote): the token's bytes
-        // are the start of a character.
-        let begins_character = alone && ok && !own_text && !plain && text.is_empty() && out[AT_STATE] == State::Content as u32;
+        let own_text = from_plain && ok && plain;
+        // Plain before, not after, still in the message (the state this call wrote): the tokens' bytes end with
+        // the start of a character.
+        let begins_character = from_plain && ok && !plain && out[AT_STATE] == State::Content as u32;
         let (opens, room) = pool.silent_room(id);
         let reply = if plain { REPLY_PLAIN } else { 0 }
-            | if own_text && ok { REPLY_OWN_TEXT } else { 0 }
+            | if own_text { REPLY_OWN_TEXT } else { 0 }
             | if begins_character { REPLY_BEGINS_CHARACTER } else { 0 }
             | if opens { REPLY_OPENS } else { 0 };
         // SAFETY: as above; the token slice is no longer used.
         let input = unsafe { input.as_mut() };
         input[INPUT_REPLY] = reply;
         input[INPUT_ROOM] = u32::try_from(room).unwrap_or(u32::MAX);
-        Ok(text)
+        Ok(PushText { empty })
     })
 }
+
+/// What `parserPush` returns: the text of the call, which stays in the thread's pool (`StreamPool::text`)
+/// until it is made a JavaScript string here, where napi-rs hands over the env (the call itself takes none).
+pub struct PushText {
+    empty: bool,
+}
+
+impl ToNapiValue for PushText {
+    unsafe fn to_napi_value(env: sys::napi_env, value: Self) -> Result<sys::napi_value> {
+        THREAD_POOL.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            let thread = slot.as_mut().ok_or_else(|| Error::from_reason("no parser pool on this thread"))?;
+            let text = if value.empty { "" } else { thread.pool.text() };
+            // SAFETY: napi-rs passes the env of the call being answered.
+            unsafe { js_string(env, text, &mut thread.units) }
+        })
+    }
+}
+
+/// `parserFinish` for the object API, without arguments: the stream is named in the bound input
+/// (`INPUT_STREAM`), and if the call left nothing to take (no diagnostics, error or header too long to
+/// intern), it is closed too, which `REPLY_RELEASED` in `INPUT_REPLY` says: one crossing instead of two.
+#[napi(ts_return_type = "string")]
+pub fn parser_end() -> Result<PushText> {
+    with_thread_pool(|thread| {
+        let (Some(input), Some(output)) = (thread.input.as_mut(), thread.output.as_mut()) else {
+            return Err(Error::from_reason("call parserBind first"));
+        };
+        // SAFETY: as in parser_push.
+        let (input, out) = unsafe { (input.as_mut(), output.as_mut()) };
+        let id = input[INPUT_STREAM];
+        let empty = match thread.pool.call_one(id, None, out) {
+            Ok(text) => text.is_empty(),
+            Err(error) => status_or_throw(error, out)?.is_empty(),
+        };
+        let released = out[AT_STATUS] == STATUS_OK && out[AT_DIAGNOSTICS] == 0 && names_interned(out) && thread.pool.close(id);
+        input[INPUT_REPLY] = if released { REPLY_RELEASED } else { 0 };
+        Ok(PushText { empty })
+    })
+}
+
+/// Whether every header field of the records in `out` was interned (none has to come from `takeHeaders`).
+fn names_interned(out: &[u32]) -> bool {
+    let records = out[AT_RECORDS] as usize;
+    let mut at = HEADER_SLOTS;
+    for _ in 0..records {
+        let record = &out[at..at + RECORD_SLOTS];
+        if (record[0] == OPEN || record[0] == FIELDS) && record[1..].contains(&NOT_INTERNED) {
+            return false;
+        }
+        at += RECORD_SLOTS;
+    }
+    true
+}
+
+/// `parserOpen` without arguments, for the options most parsers have (no tool names; role `assistant` or
+/// none), read from the bound input: `INPUT_STREAM` holds `OPEN_ROLE_*`, `INPUT_COUNT` the header bound and
+/// `INPUT_SKIPPED` 1 for strict mode. Reading a string and an array argument cost more than the rest of
+/// opening a stream.
+#[napi]
+pub fn parser_open_bound() -> Result<u32> {
+    with_thread_pool(|thread| {
+        let Some(input) = thread.input.as_ref() else { return Err(Error::from_reason("call parserBind first")) };
+        let role = match input[INPUT_STREAM] {
+            OPEN_ROLE_NONE => None,
+            OPEN_ROLE_ASSISTANT => Some("assistant".to_owned()),
+            other => return Err(Error::from_reason(format!("unknown role code {other}"))),
+        };
+        let options = ParserOptions {
+            role,
+            strict: input[INPUT_SKIPPED] != 0,
+            max_header_tokens: input[INPUT_COUNT] as usize,
+            tool_names: Vec::new(),
+        };
+        thread.pool.open(options).map_err(pool_error)
+    })
+}
+
+/// Role codes of `parserOpenBound`. Mirror OPEN_ROLE_* in src/backend/native.ts.
+const OPEN_ROLE_NONE: u32 = 0;
+const OPEN_ROLE_ASSISTANT: u32 = 1;
 
 #[napi]
 pub fn parser_finish(env: &Env, id: u32) -> Result<JsString<'_>> {
@@ -245,10 +418,11 @@ pub fn parser_finish(env: &Env, id: u32) -> Result<JsString<'_>> {
         let Some(output) = thread.output.as_mut() else { return Err(Error::from_reason("call parserBind first")) };
         // SAFETY: as in parser_push.
         let out = unsafe { output.as_mut() };
-        match thread.pool.call_one(id, None, out) {
-            Ok(text) => env.create_string(text),
-            Err(error) => env.create_string(status_or_throw(error, out)?),
-        }
+        let text = match thread.pool.call_one(id, None, out) {
+            Ok(text) => text,
+            Err(error) => status_or_throw(error, out)?,
+        };
+        create_string(env, text, &mut thread.units)
     })
 }
 
@@ -296,37 +470,118 @@ pub fn parser_debug_panic(id: u32) -> Result<u32> {
 const FRAME_TEXT: u32 = 0;
 const FRAME_COUNTER: u32 = 1;
 
-/// Sets the fast lane of parser `id`: its frames are `literals` with, between two of them, the text
-/// (slot `FRAME_TEXT`) or the counter (slot `FRAME_COUNTER`); `literals` null removes it. False if `id`
-/// is not open.
+/// Keeps a frame template under the slot in the bound input's `INPUT_STREAM` (below `MAX_TEMPLATES`),
+/// replacing what it held: its frames are its literals with, between two of them, the text (`FRAME_TEXT`) or
+/// the counter (`FRAME_COUNTER`), the kinds of its `INPUT_COUNT` slots, from `INPUT_TOKENS` on. The literals
+/// come joined by U+0000, which none holds: they are JSON and SSE text, where that character is escaped.
+/// A lane is then given a template by its slot (`parserSetLaneBound`): an adapter's templates, the same for all
+/// its messages of one kind, cross once, not as strings at each message (which measured a tenth of a pool's
+/// step at 64 streams), and as one string (an array of strings cost 3 µs to read). A lane keeps its template if
+/// the slot is given another.
 #[napi]
-pub fn parser_set_lane(id: u32, literals: Option<Vec<String>>, slots: Vec<u32>, counter: u32) -> Result<bool> {
-    let template = match literals {
-        None => None,
-        Some(literals) => {
-            let slots = slots
-                .iter()
-                .map(|&slot| match slot {
-                    FRAME_TEXT => Ok(FrameSlot::Text),
-                    FRAME_COUNTER => Ok(FrameSlot::Counter),
-                    _ => Err(Error::from_reason(format!("unknown frame slot {slot}"))),
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let literals = literals.into_iter().map(String::into_boxed_str).collect();
-            Some(
-                FrameTemplate::new(literals, slots)
-                    .ok_or_else(|| Error::from_reason("a frame template has one literal more than slots"))?,
-            )
+pub fn parser_define_template(literals: String) -> Result<()> {
+    with_thread_pool(|thread| {
+        let Some(input) = thread.input.as_ref() else { return Err(Error::from_reason("call parserBind first")) };
+        let (slot, count) = (input[INPUT_STREAM], input[INPUT_COUNT] as usize);
+        let index = slot as usize;
+        if index >= MAX_TEMPLATES {
+            return Err(Error::from_reason(format!("template slot {slot} is not below {MAX_TEMPLATES}")));
         }
-    };
-    with_thread_pool(|thread| Ok(thread.pool.set_lane(id, template, counter)))
+        let kinds = input.get(INPUT_TOKENS..INPUT_TOKENS.saturating_add(count)).ok_or_else(|| Error::from_reason("too many slots"))?;
+        let template = template_of(&literals, kinds)?;
+        if thread.templates.len() <= index {
+            thread.templates.resize(index + 1, None);
+        }
+        thread.templates[index] = Some(Arc::new(template));
+        Ok(())
+    })
 }
 
-#[napi(object)]
-pub struct NativeLaneProgress {
-    pub text: String,
-    pub tokens: f64,
-    pub counter: u32,
+/// A frame template from its literals joined by U+0000 and the kinds of its slots.
+fn template_of(literals: &str, kinds: &[u32]) -> Result<FrameTemplate> {
+    let slots = kinds
+        .iter()
+        .map(|&slot| match slot {
+            FRAME_TEXT => Ok(FrameSlot::Text),
+            FRAME_COUNTER => Ok(FrameSlot::Counter),
+            _ => Err(Error::from_reason(format!("unknown frame slot {slot}"))),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let literals = literals.split('\0').map(Box::from).collect();
+    FrameTemplate::new(literals, slots).ok_or_else(|| Error::from_reason("a frame template has one literal more than slots"))
+}
+
+/// Slots of `parserDefineTemplate` at most. Mirrors MAX_TEMPLATES in src/backend/native.ts.
+const MAX_TEMPLATES: usize = 4096;
+/// `parserSetLaneBound`'s template slot for none (the lane writes no frames). Mirrors TEMPLATE_NONE in
+/// src/backend/native.ts.
+const TEMPLATE_NONE: u32 = u32::MAX;
+
+/// Sets the fast lane of the parser named in the bound input (`INPUT_STREAM`) to the template kept under the
+/// slot in `INPUT_COUNT` (`parserDefineTemplate`; TEMPLATE_NONE: none), its counter going on from
+/// `INPUT_SKIPPED`. False if the parser is not open or not claimed. No parameters, as `parserPush`.
+#[napi]
+pub fn parser_set_lane_bound() -> Result<bool> {
+    with_thread_pool(|thread| {
+        let Some(input) = thread.input.as_ref() else { return Err(Error::from_reason("call parserBind first")) };
+        let (id, slot, counter) = (input[INPUT_STREAM], input[INPUT_COUNT], input[INPUT_SKIPPED]);
+        let template = match slot {
+            TEMPLATE_NONE => None,
+            _ => Some(
+                thread
+                    .templates
+                    .get(slot as usize)
+                    .and_then(Option::clone)
+                    .ok_or_else(|| Error::from_reason(format!("no template in slot {slot}")))?,
+            ),
+        };
+        Ok(thread.pool.set_shared_lane(id, template, counter))
+    })
+}
+
+/// What the fast lane of the parser named in the bound input (`INPUT_STREAM`) did since it was last asked: its
+/// text is returned, its tokens go in `INPUT_COUNT` and its counter in `INPUT_SKIPPED`; `INPUT_REPLY` is 0 if it
+/// has no lane (nothing else is then written), 1 otherwise. No parameters, as `parserPush`: an object with a
+/// string cost as much to make as the rest of a message's boundary step in the pool.
+#[napi(ts_return_type = "string")]
+pub fn parser_take_lane_bound() -> Result<LaneText> {
+    with_thread_pool(|thread| {
+        let Some(input) = thread.input.as_mut() else { return Err(Error::from_reason("call parserBind first")) };
+        // SAFETY: as in parser_push.
+        let input = unsafe { input.as_mut() };
+        match thread.pool.take_lane(input[INPUT_STREAM]) {
+            Some(progress) => {
+                input[INPUT_REPLY] = 1;
+                input[INPUT_COUNT] = u32::try_from(progress.tokens).unwrap_or(u32::MAX);
+                input[INPUT_SKIPPED] = progress.counter;
+                thread.lane_text = progress.text;
+            }
+            None => {
+                input[INPUT_REPLY] = 0;
+                thread.lane_text.clear();
+            }
+        }
+        Ok(LaneText)
+    })
+}
+
+/// What `parserTakeLaneBound` returns: the text it took, kept in the thread's pool until napi-rs converts it.
+pub struct LaneText;
+
+impl ToNapiValue for LaneText {
+    unsafe fn to_napi_value(env: sys::napi_env, _: Self) -> Result<sys::napi_value> {
+        THREAD_POOL.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            let thread = slot.as_mut().ok_or_else(|| Error::from_reason("no parser pool on this thread"))?;
+            let text = std::mem::take(&mut thread.lane_text);
+            // SAFETY: napi-rs passes the env of the call being answered.
+            let value = unsafe { js_string(env, &text, &mut thread.units) };
+            // The buffer, emptied, serves the next call.
+            thread.lane_text = text;
+            thread.lane_text.clear();
+            value
+        })
+    }
 }
 
 /// Lets frame stepper `owner` (non-zero) serve parser `id` in `parserStepFrames`; false if `id` is not open
@@ -334,18 +589,6 @@ pub struct NativeLaneProgress {
 #[napi]
 pub fn parser_claim(id: u32, owner: u32) -> Result<bool> {
     with_thread_pool(|thread| Ok(thread.pool.claim(id, owner)))
-}
-
-/// What parser `id`'s fast lane did since it was last asked; null without a lane.
-#[napi]
-pub fn parser_take_lane(id: u32) -> Result<Option<NativeLaneProgress>> {
-    with_thread_pool(|thread| {
-        Ok(thread.pool.take_lane(id).map(|progress| NativeLaneProgress {
-            text: progress.text,
-            tokens: progress.tokens as f64,
-            counter: progress.counter,
-        }))
-    })
 }
 
 /// Where `parserStepFrames` writes into its `ends` argument: a status (a `COMPACT_STATUS_*`), the index
@@ -359,19 +602,47 @@ const FRAMES_ENDS: usize = 3;
 /// Slots `ends` needs per stream past `FRAMES_ENDS`: its end, and its index and report if left to the caller.
 const FRAMES_SLOTS_PER_STREAM: usize = 3;
 
-/// One engine step for many of this thread's parsers, those `owner` claimed (`StreamPool::step_frames`): returns the frames
-/// the fast lane wrote, as one new buffer that JavaScript owns (never reused: a socket may still hold a
-/// part of it), and the layout above in `ends` (`FRAMES_ENDS + FRAMES_SLOTS_PER_STREAM` × streams slots).
+/// `parserStepFrames`' answer when a step's frames do not fit in the chunk bound: they wait here for the next
+/// `parserBindFrames`. Mirrors FRAMES_NO_ROOM in src/backend/frames.ts.
+const FRAMES_NO_ROOM: u32 = u32::MAX;
+
+/// Binds the memory `parserStepFrames` copies frames into from now on, from its start: a chunk JavaScript
+/// allocated and keeps while it is bound, never to be written twice (a socket may still hold a view of a
+/// frame), replaced when full. Frames a step could not fit (FRAMES_NO_ROOM) are copied to its start: the chunk
+/// must have room for them.
+#[napi]
+pub fn parser_bind_frames(chunk: Uint8Array) -> Result<()> {
+    with_thread_pool(|thread| {
+        let mut chunk = chunk;
+        thread.chunk_used = 0;
+        if thread.frames_pending {
+            let frames = &thread.frames;
+            // SAFETY: the call is synchronous and JavaScript keeps the chunk (the bound input's contract).
+            let memory = unsafe { chunk.as_mut() };
+            let target = memory.get_mut(..frames.len()).ok_or_else(|| Error::from_reason("the chunk has no room for the frames"))?;
+            target.copy_from_slice(frames);
+            thread.chunk_used = frames.len();
+            thread.frames_pending = false;
+        }
+        thread.chunk = Some(chunk);
+        Ok(())
+    })
+}
+
+/// One engine step for many of this thread's parsers, those `owner` claimed (`StreamPool::step_frames`): copies the
+/// frames the fast lane wrote into the chunk bound (`parserBindFrames`) after what earlier steps wrote there, and
+/// returns where they start (their ends are in `ends`, laid out as above: `FRAMES_ENDS + FRAMES_SLOTS_PER_STREAM`
+/// × streams slots), or FRAMES_NO_ROOM if they do not fit. A new buffer per step, which these copies replace,
+/// cost more than the lane's work for the streams (fresh memory, a Buffer, its collection).
 /// A panic outside the streams' own guards becomes a JavaScript error (`catch_unwind`), never an abort.
 #[napi(catch_unwind)]
-pub fn parser_step_frames<'env>(
-    env: &'env Env,
+pub fn parser_step_frames(
     owner: u32,
     streams: Uint32ArraySlice,
     offsets: Uint32ArraySlice,
     tokens: Uint32ArraySlice,
     mut ends: Uint32ArraySlice,
-) -> Result<BufferSlice<'env>> {
+) -> Result<u32> {
     let ends = writable(&mut ends, &[&streams, &offsets, &tokens])?;
     let count = streams.len();
     if ends.len() < FRAMES_ENDS + FRAMES_SLOTS_PER_STREAM * count {
@@ -380,6 +651,7 @@ pub fn parser_step_frames<'env>(
     with_thread_pool(|thread| {
         let mut bytes = std::mem::take(&mut thread.frames);
         bytes.clear();
+        thread.frames_pending = false;
         let mut slow = std::mem::take(&mut thread.slow);
         slow.clear();
         let (head, rest) = ends.split_at_mut(FRAMES_ENDS);
@@ -400,11 +672,25 @@ pub fn parser_step_frames<'env>(
             }
         }
         thread.slow = slow;
-        // A copy that JavaScript owns, made from a buffer reused here: handing the buffer itself over (an
-        // external buffer) took fresh pages and a finalizer per step, which cost more than the copy.
-        let frames = BufferSlice::copy_from(env, &bytes);
+        let at = thread.chunk_used;
+        let fits = match thread.chunk.as_mut() {
+            // SAFETY: as in parserBindFrames; the part written was never written before.
+            Some(chunk) => match unsafe { chunk.as_mut() }.get_mut(at..at + bytes.len()) {
+                Some(target) => {
+                    target.copy_from_slice(&bytes);
+                    true
+                }
+                None => false,
+            },
+            None => false,
+        };
         thread.frames = bytes;
-        frames
+        if !fits {
+            thread.frames_pending = true;
+            return Ok(FRAMES_NO_ROOM);
+        }
+        thread.chunk_used = at + thread.frames.len();
+        Ok(at as u32)
     })
 }
 
@@ -414,13 +700,15 @@ pub fn parser_step_frames<'env>(
 #[napi]
 pub struct NativePool {
     pool: StreamPool,
+    /// The UTF-16 units `js_string` writes (reused).
+    units: Vec<u16>,
 }
 
 #[napi]
 impl NativePool {
     #[napi(constructor)]
     pub fn new() -> Result<Self> {
-        Ok(NativePool { pool: StreamPool::new(shared_vocabulary()?) })
+        Ok(NativePool { pool: StreamPool::new(shared_vocabulary()?), units: Vec::new() })
     }
 
     #[napi]
@@ -448,19 +736,21 @@ impl NativePool {
         mut out: Uint32ArraySlice,
     ) -> Result<JsString<'env>> {
         let out = writable(&mut out, &[&streams, &offsets, &tokens])?;
-        match self.pool.step(&streams, &offsets, &tokens, out) {
-            Ok(text) => env.create_string(text),
-            Err(error) => env.create_string(status_or_throw(error, out)?),
-        }
+        let text = match self.pool.step(&streams, &offsets, &tokens, out) {
+            Ok(text) => text,
+            Err(error) => status_or_throw(error, out)?,
+        };
+        create_string(env, text, &mut self.units)
     }
 
     #[napi]
     pub fn finish<'env>(&mut self, env: &'env Env, streams: Uint32ArraySlice, mut out: Uint32ArraySlice) -> Result<JsString<'env>> {
         let out = writable(&mut out, &[&streams])?;
-        match self.pool.finish(&streams, out) {
-            Ok(text) => env.create_string(text),
-            Err(error) => env.create_string(status_or_throw(error, out)?),
-        }
+        let text = match self.pool.finish(&streams, out) {
+            Ok(text) => text,
+            Err(error) => status_or_throw(error, out)?,
+        };
+        create_string(env, text, &mut self.units)
     }
 
     #[napi]
