@@ -375,9 +375,10 @@ real('a character split over three ids (F0, 9F, AA BD): both held ids are found 
   t.deepEqual(streamed.tokens, chain('split3').tokens)
   t.is(streamed.usage?.completionTokens, chain('split3').tokens.length)
   t.true(streamed.steps.every((step) => step.diagnostics === undefined))
-  // The held ids come in the step that completes the character, before its own id.
-  const whole = streamed.steps.find((step) => step.tokens.length === 3)
-  t.deepEqual(Array.from(whole?.tokens ?? []), chain('split3').tokens.slice(0, 3))
+  // The held ids come in the step that completes the character, before its own id: the first step with ids
+  // opens with all three (the client may join the ids of later events of the same read to it).
+  const whole = streamed.steps.find((step) => step.tokens.length > 0)
+  t.deepEqual(Array.from(whole?.tokens ?? []).slice(0, 3), chain('split3').tokens.slice(0, 3))
 })
 
 real('a held id the server never reveals (the limit falls inside a character): a diagnostic says so, and usage counts it', async (t) => {
