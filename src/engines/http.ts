@@ -3,12 +3,14 @@
  * read only as fast as the caller asks for them (the socket is paused between reads, so a slow gateway holds
  * the engine back through TCP instead of buffering its output), with connect and idle timeouts, an
  * AbortSignal that destroys the connection (the engine sees it close and frees the sequence), and every
- * failure as an `EngineError`.
+ * failure as an `EngineError`. Connections are kept alive and reused (keep-alive.ts): a stream read to its end
+ * gives its socket back, any other closes it.
  */
-import { type ClientRequest, request as httpRequest, type IncomingMessage } from 'node:http'
+import { type Agent, type ClientRequest, request as httpRequest, type IncomingMessage } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 import type { Socket } from 'node:net'
 import { EngineError } from './errors'
+import { isLostRequest, poolOf, release } from './keep-alive'
 import { type SseEvent, SseReader } from './sse'
 import type { GenerateRequest } from './types'
 
@@ -32,6 +34,14 @@ export interface HttpOptions {
    * limit, or one sending events without ids). Default 256 MiB: far above a whole context's worth of events.
    */
   maxStreamBytes?: number
+  /**
+   * Keep connections to the engine open between generations and reuse them. Default true: a pool per client,
+   * idle connections closed after 2 s (before the engine's server closes them: 5 s for uvicorn, llama.cpp's
+   * server and the others) or sooner when the server's `Keep-Alive` says so; a connection is reused only after a
+   * stream that ended cleanly, and a request lost to an idle connection the engine was closing at that moment is
+   * sent again once on a new one. false: a connection per generation, closed at its end.
+   */
+  keepAlive?: boolean
 }
 
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000
@@ -79,15 +89,20 @@ export async function* postEvents(
   const { signal } = request
   if (signal?.aborted) throw aborted(engine, 'before it was sent')
   const readTimeout = options.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS
-  const response = await open(engine, url, body, withTrace(options, request), readTimeout, signal)
+  const pool = poolOf(options, url)
+  const response = await open(engine, url, body, withTrace(options, request), readTimeout, signal, pool)
   // From here on an abort destroys the response at once, even while the consumer is busy elsewhere and no
   // read is waiting: the engine must not keep generating for a caller that left.
   const onAbort = () => response.destroy()
   signal?.addEventListener('abort', onAbort, { once: true })
+  const reader = new SseReader(options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES)
+  // How the loop was left: its caller stopped at a yield ('left'; `sawDone`: the events it was last given ended
+  // with `data: [DONE]`), the body was read to its end ('ended'), or anything failed.
+  let outcome: 'failed' | 'left' | 'ended' = 'failed'
+  let sawDone = false
   try {
     const status = response.statusCode ?? 0
     if (status < 200 || status >= 300) throw await httpError(engine, response, status, readTimeout, signal, engineMessage)
-    const reader = new SseReader(options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES)
     let left = options.maxStreamBytes ?? DEFAULT_MAX_STREAM_BYTES
     for (;;) {
       const chunk = await nextChunk(engine, response, readTimeout, signal)
@@ -106,14 +121,21 @@ export async function* postEvents(
       if (events.length === 0) continue
       // Nothing more once aborted, not even what one chunk already held.
       if (signal?.aborted) throw aborted(engine)
+      sawDone = events[events.length - 1]!.data === '[DONE]'
+      outcome = 'left'
       yield events
+      outcome = 'failed'
     }
     const last = reader.end()
+    outcome = 'ended'
     if (last.length > 0) yield last
   } finally {
-    // Whatever ended the loop (done, break, error, abort): the connection goes, and with it the sequence.
     signal?.removeEventListener('abort', onAbort)
-    response.destroy()
+    // Read to its end, the socket is back in the pool already (Node gives it back at the body's end); left at a
+    // yield, it goes back if nothing but the body's end is left (`release`); else (an error, an abort, a timeout,
+    // an HTTP error) the connection goes, and with it the sequence.
+    if (outcome === 'left' && pool !== false && !signal?.aborted) release(response, reader, sawDone)
+    else if (outcome !== 'ended' || !response.complete) response.destroy()
   }
 }
 
@@ -123,28 +145,63 @@ export function aborted(engine: string, when = ''): EngineError {
 
 /**
  * Sends the request and resolves with the response head. Two clocks: `connectTimeoutMs` until the socket is
- * connected (and TLS done), then `readTimeout` until the head arrives.
+ * connected (and TLS done), then `readTimeout` until the head arrives. A request lost to a pooled socket the engine
+ * was closing (`isLostRequest`) is sent once more, on a new connection, under both clocks and the signal again.
  */
-function open(
+async function open(
   engine: string,
   url: URL,
   body: unknown,
   options: HttpOptions,
   readTimeout: number,
   signal: AbortSignal | undefined,
+  pool: Agent | false,
 ): Promise<IncomingMessage> {
   const payload = Buffer.from(JSON.stringify(body))
-  const send = url.protocol === 'https:' ? httpsRequest : httpRequest
+  const response = await send(engine, url, payload, options, readTimeout, signal, pool)
+  if (response !== LOST) return response
+  // Outside the pool: a new connection for sure (another idle one may be closing too), closed after this stream.
+  const again = await send(engine, url, payload, options, readTimeout, signal, false)
+  // A new connection is never retried, so never LOST; the check keeps the type honest.
+  if (again === LOST) throw new EngineError('engine-connection-error', `${engine}: cannot reach ${url.origin}`, { engine })
+  return again
+}
+
+/** What `send` resolves with when its request was lost to a closing pooled socket and may be sent again. */
+const LOST = Symbol('lost')
+
+/** One try of `open`: the response head, or LOST. */
+function send(
+  engine: string,
+  url: URL,
+  payload: Buffer,
+  options: HttpOptions,
+  readTimeout: number,
+  signal: AbortSignal | undefined,
+  pool: Agent | false,
+): Promise<IncomingMessage | typeof LOST> {
+  if (signal?.aborted) return Promise.reject(aborted(engine))
+  const post = url.protocol === 'https:' ? httpsRequest : httpRequest
   const connectTimeout = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS
   return new Promise((resolve, reject) => {
     let timer: NodeJS.Timeout | undefined
     let settled = false
-    const settle = (error: EngineError | null, response?: IncomingMessage) => {
+    // A reused socket: whether any byte of an answer came on it (then the request is never sent again).
+    let reused: Socket | null = null
+    let answered = false
+    const onBytes = () => {
+      answered = true
+    }
+    const settle = (error: EngineError | typeof LOST | null, response?: IncomingMessage) => {
       if (settled) return
       settled = true
       clearTimeout(timer)
       signal?.removeEventListener('abort', onAbort)
-      if (error !== null) {
+      reused?.off('data', onBytes)
+      if (error === LOST) {
+        request.destroy()
+        resolve(LOST)
+      } else if (error !== null) {
         request.destroy()
         reject(error)
       } else resolve(response!)
@@ -164,20 +221,21 @@ function open(
       )
     }
     const onAbort = () => settle(aborted(engine))
-    const request: ClientRequest = send(
+    const request: ClientRequest = post(
       url,
       {
         method: 'POST',
         // The engine's own framing needs these; the caller's headers come first so they cannot break it.
         headers: { accept: 'text/event-stream', ...options.headers, 'content-type': 'application/json', 'content-length': payload.length },
-        // A connection per generation, never a kept-alive one: a stream cut short takes its socket anyway, and
-        // a reused idle socket can be one the engine is closing at that moment (uvicorn drops idle connections
-        // after 5 s), which would fail a request the engine never saw.
-        agent: false,
+        agent: pool,
       },
       (response) => {
         // Paused: bytes are read only when `nextChunk` asks, so TCP holds the engine back.
         response.pause()
+        // An error answer's body is read to its end too (`httpError`): its connection is closed all the same, not
+        // given back (Node closes it at the body's end then), as a failed stream's is.
+        const status = response.statusCode ?? 0
+        if (status < 200 || status >= 300) request.shouldKeepAlive = false
         settle(null, response)
       },
     )
@@ -191,14 +249,20 @@ function open(
       connectTimeout,
     )
     request.on('socket', (socket: Socket) => {
-      // The socket is still connecting here and reports `connect` (plain) or `secureConnect` (TLS, after the
-      // handshake); were it ever connected already, the wait for the head starts now.
+      if (request.reusedSocket) {
+        reused = socket
+        socket.once('data', onBytes)
+      }
+      // A new socket is still connecting here and reports `connect` (plain) or `secureConnect` (TLS, after the
+      // handshake); a pooled one is connected already, and the wait for the head starts now.
       if (socket.connecting) socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', waitForHead)
       else waitForHead()
     })
     request.on('error', (error) =>
       settle(
-        new EngineError('engine-connection-error', `${engine}: cannot reach ${url.origin}: ${error.message}`, { engine, cause: error }),
+        isLostRequest(request, error, answered)
+          ? LOST
+          : new EngineError('engine-connection-error', `${engine}: cannot reach ${url.origin}: ${error.message}`, { engine, cause: error }),
       ),
     )
     signal?.addEventListener('abort', onAbort, { once: true })

@@ -15,10 +15,18 @@ export function knownOptions(options: unknown, where: string, known: readonly st
 }
 
 /** The options every HTTP engine client takes (`HttpOptions` and the base `url`). */
-export const HTTP_ENGINE_OPTIONS = ['url', 'connectTimeoutMs', 'readTimeoutMs', 'headers', 'maxEventBytes', 'maxStreamBytes'] as const
+export const HTTP_ENGINE_OPTIONS = [
+  'url',
+  'connectTimeoutMs',
+  'readTimeoutMs',
+  'headers',
+  'maxEventBytes',
+  'maxStreamBytes',
+  'keepAlive',
+] as const
 
 /**
- * Checks what every HTTP engine client takes (`url`, timeouts, `headers`, `maxEventBytes`, `maxStreamBytes`, and `model` where
+ * Checks what every HTTP engine client takes (`url`, timeouts, `headers`, `maxEventBytes`, `maxStreamBytes`, `keepAlive`, and `model` where
  * it is known) and that no other option is present; returns the base URL with a trailing slash, so endpoint
  * paths resolve under it (`http://host/prefix` + `generate` → `http://host/prefix/generate`).
  */
@@ -36,6 +44,11 @@ export function checkEngineOptions(options: unknown, where: string, known: reado
   if (url.search !== '' || url.hash !== '')
     throw optionError(TypeError, `${where}: option 'url' must be a base URL without query or fragment`)
   for (const key of ['connectTimeoutMs', 'readTimeoutMs', 'maxEventBytes', 'maxStreamBytes']) positiveInteger(o, key, where)
+  if (o.keepAlive !== undefined && typeof o.keepAlive !== 'boolean')
+    throw optionError(
+      TypeError,
+      `${where}: option 'keepAlive' must be true or false, not ${JSON.stringify(o.keepAlive) ?? String(o.keepAlive)}`,
+    )
   if (o.model !== undefined && (typeof o.model !== 'string' || o.model === ''))
     throw optionError(TypeError, `${where}: option 'model' must be a non-empty string`)
   if (
