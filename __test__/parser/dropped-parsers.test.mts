@@ -4,17 +4,13 @@
  * in synchronous code), so that parsers finished meanwhile are never registered: whichever way a parser goes,
  * its stream must be freed.
  */
-import { execFileSync } from 'node:child_process'
-import { join } from 'node:path'
-
 import test from 'ava'
 
 import { harmony, nativeTest } from '../helpers/harmony.mjs'
-
-const root = join(import.meta.dirname, '..', '..')
+import { describeGrowth, growthWindows } from '../helpers/memory-growth.mjs'
 
 nativeTest(test)('native parsers dropped unfinished, in synchronous code and across turns, leave no growth (--expose-gc)', (t) => {
-  const script = `
+  const windows = growthWindows(`
     const { HarmonyStreamParser } = require('harmony-stream')
     const tokens = Uint32Array.from(${JSON.stringify(harmony('<|channel|>final<|message|>Hello there, friend.'))})
     // Dropped with their message open: only the registry can free their streams. Every third is kept to the
@@ -29,24 +25,8 @@ nativeTest(test)('native parsers dropped unfinished, in synchronous code and acr
         if (i % 1000 === 0) { await null; kept = [] }
       }
       kept = []
-    }
-    const settle = async () => { for (let i = 0; i < 6; i++) { global.gc(); await new Promise((r) => setImmediate(r)) } }
-    ;(async () => {
-      for (let i = 0; i < 4; i++) { await round(10000); await settle() }
-      const windows = []
-      for (let w = 0; w < 2; w++) {
-        const before = process.memoryUsage()
-        for (let i = 0; i < 5; i++) { await round(10000); await settle() }
-        const after = process.memoryUsage()
-        windows.push({ rss: after.rss - before.rss, heap: after.heapUsed - before.heapUsed })
-      }
-      console.log(JSON.stringify(windows))
-    })()`
-  const output = execFileSync(process.execPath, ['--expose-gc', '-e', script], { cwd: root, encoding: 'utf8' })
-  const windows = JSON.parse(output) as { rss: number; heap: number }[]
-  t.log(
-    `growth over two windows of 5 × 10^4 parsers: ${windows.map((w) => `rss ${(w.rss / 1e6).toFixed(1)} MB, heap ${(w.heap / 1e6).toFixed(1)} MB`).join('; ')}`,
-  )
+    }`)
+  t.log(describeGrowth(windows))
   // As in limits.test.mts: a leaked stream (a Rust StreamParser with its buffers, over 400 bytes) would be 16 MB
   // in each window (4 in 5 parsers are not finished), and a leaked JS parser object over 2 MB of heap.
   t.true(Math.min(...windows.map((w) => w.heap)) < 2e6, `heap grew ${windows.map((w) => w.heap)} bytes`)

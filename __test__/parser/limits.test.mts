@@ -2,7 +2,6 @@
  * Bad input and limits: a panic in native code, a 10^6-token message, headers that never end, and memory
  * over 10^5 parsers. Nothing here is timed: a quadratic rescan would show as a timeout, not a failed ratio.
  */
-import { execFileSync } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
 
@@ -20,6 +19,7 @@ import {
 } from 'harmony-stream'
 
 import { harmony, IMPLEMENTATIONS, nativeTest, SPECIAL } from '../helpers/harmony.mjs'
+import { describeGrowth, growthWindows } from '../helpers/memory-growth.mjs'
 
 const root = join(import.meta.dirname, '..', '..')
 
@@ -100,33 +100,13 @@ for (const implementation of IMPLEMENTATIONS) {
   })
 
   test(`${implementation}: 10^5 parsers created and finished leave no growth (--expose-gc)`, (t) => {
-    const script = `
+    const windows = growthWindows(`
       const { HarmonyStreamParser } = require('harmony-stream')
       const tokens = Uint32Array.from(${JSON.stringify(harmony('<|channel|>final<|message|>Hello there, friend.<|return|>'))})
-      const round = (n) => { for (let i = 0; i < n; i++) { const p = new HarmonyStreamParser({ implementation: '${implementation}' }); p.push(tokens); p.finish() } }
-      // Parsers are released by finalizers that run on a later turn of the event loop; the native heap
-      // reaches its first plateau after about 3 rounds (allocator pools), so 4 rounds warm up.
-      const settle = async () => { for (let i = 0; i < 6; i++) { global.gc(); await new Promise((r) => setImmediate(r)) } }
-      ;(async () => {
-        for (let i = 0; i < 4; i++) { round(10000); await settle() }
-        const windows = []
-        for (let w = 0; w < 2; w++) {
-          const before = process.memoryUsage()
-          for (let i = 0; i < 5; i++) { round(10000); await settle() }
-          const after = process.memoryUsage()
-          windows.push({ rss: after.rss - before.rss, heap: after.heapUsed - before.heapUsed })
-        }
-        console.log(JSON.stringify(windows))
-      })()`
-    const output = execFileSync(process.execPath, ['--expose-gc', '-e', script], { cwd: root, encoding: 'utf8' })
-    const windows = JSON.parse(output) as { rss: number; heap: number }[]
-    t.log(
-      `growth over two windows of 5 × 10^4 parsers: ${windows.map((w) => `rss ${(w.rss / 1e6).toFixed(1)} MB, heap ${(w.heap / 1e6).toFixed(1)} MB`).join('; ')}`,
-    )
-    // A leak grows memory in both windows; the allocators' one-time steps (a new plateau when more parsers
-    // happen to be alive before their finalizers run, more so on a loaded machine) show in one. A leaked
-    // stream (a Rust StreamParser with its buffers is over 400 bytes) would be 20 MB in each window, and a
-    // leaked JS parser object over 2 MB of heap.
+      const round = (n) => { for (let i = 0; i < n; i++) { const p = new HarmonyStreamParser({ implementation: '${implementation}' }); p.push(tokens); p.finish() } }`)
+    t.log(describeGrowth(windows))
+    // A leaked stream (a Rust StreamParser with its buffers is over 400 bytes) would be 20 MB in each window,
+    // and a leaked JS parser object over 2 MB of heap.
     t.true(Math.min(...windows.map((w) => w.heap)) < 2e6, `heap grew ${windows.map((w) => w.heap)} bytes`)
     t.true(Math.min(...windows.map((w) => w.rss)) < 10e6, `rss grew ${windows.map((w) => w.rss)} bytes`)
   })

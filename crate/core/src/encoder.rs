@@ -20,42 +20,34 @@ use rustc_hash::FxHashMap;
 use crate::tokens::FIRST_SPECIAL;
 use crate::vocabulary::Vocabulary;
 
+/// The alternatives of o200k_base's pre-tokenisation pattern up to its white space without a line break, which
+/// both patterns below share: letters (two ways), numbers, punctuation, line breaks.
+macro_rules! o200k_up_to_spaces {
+    () => {
+        concat!(
+            r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+            "|",
+            r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+            "|",
+            r"\p{N}{1,3}",
+            "|",
+            r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
+            "|",
+            r"\s*[\r\n]+",
+        )
+    };
+}
+
 /// The pre-tokenisation pattern of o200k_base (tiktoken's `o200k_base` definition, as `tiktoken-rs`'s
 /// `O200K_BASE_PAT_STR`): BPE never merges across the pieces it splits text into.
 #[cfg(test)]
-const O200K_PATTERN: &str = concat!(
-    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-    "|",
-    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-    "|",
-    r"\p{N}{1,3}",
-    "|",
-    r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
-    "|",
-    r"\s*[\r\n]+",
-    "|",
-    r"\s+(?!\S)",
-    "|",
-    r"\s+",
-);
+const O200K_PATTERN: &str = concat!(o200k_up_to_spaces!(), "|", r"\s+(?!\S)", "|", r"\s+");
 
 /// `O200K_PATTERN` without its one look-ahead, for the `regex` crate (a DFA: several times faster than the
 /// backtracking `fancy_regex` tiktoken uses, whose matching was most of an encode): its last two alternatives,
-/// `\s+(?!\S)|\s+`, become `\s+`, and `split` gives such a match back its last character when it is longer
-/// than one and text follows (what the look-ahead makes the first of the two match).
-const PATTERN: &str = concat!(
-    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-    "|",
-    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-    "|",
-    r"\p{N}{1,3}",
-    "|",
-    r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
-    "|",
-    r"\s*[\r\n]+",
-    "|",
-    r"\s+",
-);
+/// `\s+(?!\S)|\s+`, become `\s+`, and `Encoder::piece` gives such a match back its last character when it is
+/// longer than one and text follows (what the look-ahead makes the first of the two match).
+const PATTERN: &str = concat!(o200k_up_to_spaces!(), "|", r"\s+");
 
 type Rank = u32;
 
