@@ -205,6 +205,7 @@ function joined(steps: readonly EngineStep[], start: number, end: number): Engin
   }
   if (steps[start]!.logprobs === undefined) return { tokens }
   const logprobs: EngineStep['logprobs'] = []
-  for (let i = start; i < end; i++) logprobs.push(...steps[i]!.logprobs!)
+  // A loop, not push(...spread): a spread call takes every entry as an argument.
+  for (let i = start; i < end; i++) for (const entry of steps[i]!.logprobs!) logprobs.push(entry)
   return { tokens, logprobs }
 }
