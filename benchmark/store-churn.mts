@@ -15,23 +15,14 @@ import { spawnSync } from 'node:child_process'
 
 import type { MemoryResponseStore as Store, StoredResponse } from 'harmony-stream/server'
 
+// mulberry32: the same records on every run.
+import { random } from '../__test__/helpers/random.mjs'
+
 const MIB = 2 ** 20
 
 function argument(name: string, fallback: string): string {
   const at = process.argv.indexOf(name)
   return at === -1 ? fallback : (process.argv[at + 1] ?? fallback)
-}
-
-/** A small seeded generator (mulberry32): the same records on every run. */
-function random(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32
-  }
 }
 
 /**

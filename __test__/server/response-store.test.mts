@@ -22,6 +22,7 @@ import {
   type StoredResponse,
 } from 'harmony-stream/server'
 
+import { random } from '../helpers/random.mjs'
 import { redisForFile } from '../helpers/redis-server.mjs'
 
 /** The stores' clock (seconds), a field the tests may move: the module the package entry uses. */
@@ -307,18 +308,6 @@ test('the memory store counts what it holds: its bytes match the memory its reco
   }
 })
 
-/** A small seeded generator (mulberry32), so that a failure can be run again. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32
-  }
-}
-
 /** Text of `length` code points from `alphabet` (one to four bytes each in UTF-8, one or two UTF-16 units). */
 function textOf(next: () => number, alphabet: string, length: number): string {
   const letters = [...alphabet]
@@ -335,7 +324,7 @@ const ALPHABETS = {
 }
 
 test('the memory store counts at least the bytes it keeps for a record, whatever its characters and shape', async (t) => {
-  const next = seeded(7)
+  const next = random(7)
   const shapes: [string, StoredResponse][] = [
     ['an empty record', { id: 'resp_e', createdAt: 1, response: {}, input: [] }],
     ['a side record', { id: 'cancel-request:resp_e', createdAt: 1, response: { at: 1 }, input: [], owner: 'team-a' }],
@@ -362,7 +351,7 @@ test('the memory store counts at least the bytes it keeps for a record, whatever
 })
 
 test('the memory store holds no more than maxBytes, and its records come back whole through churn (records in scattered blocks, characters cut at their ends)', async (t) => {
-  const next = seeded(11)
+  const next = random(11)
   const maxBytes = 256 * 1024
   const store = new MemoryResponseStore({ maxBytes, maxEntries: 1_000_000 })
   t.teardown(() => store.close())
