@@ -67,25 +67,24 @@ export function poolOf(options: { keepAlive?: boolean }, url: URL): HttpAgent | 
  * a stream (whose silences http.ts times itself) and be re-armed on every read. So it is left off a new socket and
  * cleared when an idle one is taken; `keepSocketAlive` (Node's) sets it when a socket goes idle.
  */
-class EngineHttpAgent extends HttpAgent {
-  override createConnection(options: ClientRequestArgs, callback?: (error: Error | null, stream: Duplex) => void) {
-    return super.createConnection({ ...options, timeout: undefined }, callback)
-  }
-  override reuseSocket(socket: Duplex, request: ClientRequest): void {
-    super.reuseSocket(socket, request)
-    ;(socket as Socket).setTimeout(0)
+// biome-ignore lint/suspicious/noExplicitAny: TypeScript takes a class to extend only as a constructor of any[].
+type AgentClass = new (...args: any[]) => HttpAgent
+
+/** `Agent` (http's or https's, which extends it) with its `timeout` on idle sockets only. */
+function idleTimeoutOnly<Base extends AgentClass>(Agent: Base) {
+  return class extends Agent {
+    override createConnection(options: ClientRequestArgs, callback?: (error: Error | null, stream: Duplex) => void) {
+      return super.createConnection({ ...options, timeout: undefined }, callback)
+    }
+    override reuseSocket(socket: Duplex, request: ClientRequest): void {
+      super.reuseSocket(socket, request)
+      ;(socket as Socket).setTimeout(0)
+    }
   }
 }
 
-class EngineHttpsAgent extends HttpsAgent {
-  override createConnection(options: ClientRequestArgs, callback?: (error: Error | null, stream: Duplex) => void) {
-    return super.createConnection({ ...options, timeout: undefined }, callback)
-  }
-  override reuseSocket(socket: Duplex, request: ClientRequest): void {
-    super.reuseSocket(socket, request)
-    ;(socket as Socket).setTimeout(0)
-  }
-}
+const EngineHttpAgent = idleTimeoutOnly(HttpAgent)
+const EngineHttpsAgent = idleTimeoutOnly(HttpsAgent)
 
 /** What a socket the peer closed says when a request is written on it, or read from it (`socket hang up` is ECONNRESET). */
 const LOST = new Set(['ECONNRESET', 'EPIPE'])
