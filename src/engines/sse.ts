@@ -57,11 +57,16 @@ export class SseReader {
     return events
   }
 
-  /** The value of a `data: ` line. */
+  /** The value of a `data` line, counted and kept. */
   private value(value: string): void {
+    this.count(value)
+    this.data.push(value)
+  }
+
+  /** A field's value counted towards its event's size, which must stay within `maxEventBytes`. */
+  private count(value: string): void {
     this.size += value.length
     if (this.size > this.maxEventBytes) throw new Error(`an event is larger than ${this.maxEventBytes} bytes`)
-    this.data.push(value)
   }
 
   private line(line: string, events: SseEvent[]): void {
@@ -79,10 +84,12 @@ export class SseReader {
     const field = colon < 0 ? line : line.slice(0, colon)
     let value = colon < 0 ? '' : line.slice(colon + 1)
     if (value.startsWith(' ')) value = value.slice(1)
-    this.size += value.length
-    if (this.size > this.maxEventBytes) throw new Error(`an event is larger than ${this.maxEventBytes} bytes`)
-    if (field === 'data') this.data.push(value)
-    else if (field === 'event') this.event = value
+    if (field === 'data') {
+      this.value(value)
+      return
+    }
+    this.count(value)
+    if (field === 'event') this.event = value
     else if (field === 'error') {
       this.event = 'error'
       this.data.push(value)
