@@ -12,6 +12,7 @@ import { isRecord } from '../base/records'
 import { EngineError } from './errors'
 import { aborted, type HttpOptions, postEvents } from './http'
 import { checkEngineOptions, HTTP_ENGINE_OPTIONS } from './options'
+import { engineReads } from './read-budget'
 import { checkGenerateRequest, GENERATION_STOP_TOKENS } from './request'
 import type { SseEvent } from './sse'
 import { openAIStyleMessage, parseEvent, streamError, withinLimit } from './steps'
@@ -93,7 +94,13 @@ export abstract class HttpEngine<O extends HttpEngineOptions> implements Engine 
     const reader = this.reader(request, stops)
     const { signal } = request
     let sawDone = false
+    let first = true
     for await (const events of postEvents(engine, this.endpoint, this.body(request, stops), this.options, request, openAIStyleMessage)) {
+      // A read waits for a later turn when this one has had its share (read-budget.ts, shared by every client of the
+      // process); the stream is not read meanwhile.
+      const turn = engineReads.take(events.length, first)
+      first = false
+      if (turn !== null) await turn
       // The steps of one read's events, yielded joined (`joinSteps`) once they are all read.
       const steps = new ReadSteps()
       let over = false

@@ -1,0 +1,155 @@
+/**
+ * A read budget for the engines' streams (read-budget.ts): a turn of the event loop handles at most its budget
+ * of engine events, the reads past it wait in order for later turns, a stream's first read never waits, and
+ * nothing waits or is scheduled while the budget holds. The turns are driven by hand here (`Schedule`), so no
+ * test waits on the clock; the last test runs real streams through the process's own budget.
+ */
+import { once } from 'node:events'
+import { createServer } from 'node:http'
+import { createRequire } from 'node:module'
+import type { AddressInfo } from 'node:net'
+
+import test from 'ava'
+import { VllmEngine } from 'harmony-stream/engines'
+
+import type * as ReadBudgetModule from '../../src/engines/read-budget.ts'
+
+// Required, not imported: the engines entry is loaded as CommonJS, and an import of the file would load a second
+// copy of it, whose `engineReads` no engine uses.
+const { engineReads, ReadBudget } = createRequire(import.meta.url)('../../src/engines/read-budget.ts') as typeof ReadBudgetModule
+type ReadBudget = ReadBudgetModule.ReadBudget
+
+/** ReadBudget whose next turn runs when the test says (`turn()`). */
+function manual(budget: number) {
+  const pending: Array<() => void> = []
+  const reads = new ReadBudget(budget, (callback) => pending.push(callback))
+  return {
+    reads,
+    scheduled: () => pending.length,
+    /** Runs the next turn, then lets the reads it let go on run (their promises' continuations). */
+    async turn() {
+      const callbacks = pending.splice(0)
+      for (const callback of callbacks) callback()
+      await new Promise((resolve) => setImmediate(resolve))
+    },
+  }
+}
+
+/** Starts a read of `cost` events (a stream's `first` or not), noting in `order` when it may go on. */
+function read(reads: ReadBudget, name: string, cost: number, order: string[], first = false): void {
+  const wait = reads.take(cost, first)
+  if (wait === null) order.push(name)
+  else void wait.then(() => order.push(name))
+}
+
+test('below the budget every read goes on at once, and a turn is scheduled only to forget what was spent', async (t) => {
+  const { reads, scheduled, turn } = manual(10)
+  t.is(reads.take(4, false), null)
+  t.is(reads.take(5, false), null)
+  t.is(scheduled(), 1)
+  await turn()
+  // Nothing was spent in that turn, so none follows it: an idle gateway schedules nothing.
+  t.is(scheduled(), 0)
+  t.is(reads.take(9, false), null)
+})
+
+test('past the budget reads wait for later turns, in the order they came, a budget a turn', async (t) => {
+  const { reads, turn } = manual(10)
+  const order: string[] = []
+  read(reads, 'a', 10, order)
+  for (const name of ['b', 'c', 'd']) read(reads, name, 6, order)
+  await new Promise((resolve) => setImmediate(resolve))
+  t.deepEqual(order, ['a'])
+  t.is(reads.queued, 3)
+  // b (6) leaves the turn under its budget, so c goes too; d waits for the next one.
+  await turn()
+  t.deepEqual(order, ['a', 'b', 'c'])
+  await turn()
+  t.deepEqual(order, ['a', 'b', 'c', 'd'])
+  t.is(reads.queued, 0)
+})
+
+test('no read passes one that waits, even one the budget would have room for', async (t) => {
+  const { reads, turn } = manual(10)
+  const order: string[] = []
+  read(reads, 'a', 10, order)
+  read(reads, 'b', 1, order)
+  await turn()
+  // That turn let b go and spent 1; nothing waits now, so c and d go at once (d past the budget)…
+  read(reads, 'c', 1, order)
+  read(reads, 'd', 20, order)
+  read(reads, 'e', 1, order)
+  await new Promise((resolve) => setImmediate(resolve))
+  t.deepEqual(order, ['a', 'b', 'c', 'd'])
+  // …and e waits for the next turn, small as it is.
+  t.is(reads.queued, 1)
+  await turn()
+  t.deepEqual(order, ['a', 'b', 'c', 'd', 'e'])
+})
+
+test("a stream's first read never waits, whatever the turn has spent", async (t) => {
+  const { reads, turn } = manual(10)
+  const order: string[] = []
+  read(reads, 'a', 50, order)
+  read(reads, 'b', 5, order)
+  read(reads, 'first', 300, order, true)
+  await new Promise((resolve) => setImmediate(resolve))
+  t.deepEqual(order, ['a', 'first'])
+  await turn()
+  t.deepEqual(order, ['a', 'first', 'b'])
+})
+
+test('the budget is a positive integer', (t) => {
+  for (const budget of [0, -1, 1.5, Number.NaN])
+    t.throws(() => new ReadBudget(budget), { instanceOf: RangeError, message: /budget must be a positive integer/ })
+})
+
+const PROMPT = [200006, 1428, 200008, 13225, 200007, 200006, 173781]
+const RETURN = 200002
+
+/** vLLM's `/v1/completions` stream of `ids`, an event each, the whole body written at once (an engine far ahead). */
+function wholeStream(ids: readonly number[]): string {
+  const event = (choice: Record<string, unknown>) =>
+    `data: ${JSON.stringify({ id: 'cmpl-1', object: 'text_completion', created: 1, model: 'gpt-oss', choices: [choice] })}\n\n`
+  let body = ''
+  for (const id of ids.slice(0, -1))
+    body += event({ index: 0, text: '', logprobs: null, finish_reason: null, stop_reason: null, token_ids: [id] })
+  body += event({ index: 0, text: '', logprobs: null, finish_reason: 'stop', stop_reason: RETURN, token_ids: [RETURN] })
+  return `${body}data: [DONE]\n\n`
+}
+
+test('streams that run far past the budget wait their turns and each still gets all its ids, in order', async (t) => {
+  const streams = Array.from({ length: 8 }, (_, s) => [
+    ...Array.from({ length: 4 * engineReads.budget }, (_, i) => 1000 + ((i * 7919 + s * 104_729) % 50_000)),
+    RETURN,
+  ])
+  const server = createServer((req, res) => {
+    // `/<stream>/v1/completions`: the stream's number is the base URL's path prefix.
+    const ids = streams[Number(req.url?.split('/')[1])]!
+    req.resume()
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' })
+      res.end(wholeStream(ids))
+    })
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  let mostWaiting = 0
+  const got = await Promise.all(
+    streams.map(async (_, s) => {
+      const engine = new VllmEngine({ url: `${base}/${s}`, keepAlive: false })
+      const ids: number[] = []
+      for await (const step of engine.generate({ tokens: PROMPT })) {
+        ids.push(...step.tokens)
+        mostWaiting = Math.max(mostWaiting, engineReads.queued)
+      }
+      return ids
+    }),
+  )
+  t.deepEqual(got, streams)
+  // Eight streams of 4 budgets each, read in socket-sized pieces: some reads waited for a later turn.
+  t.true(mostWaiting > 0)
+  t.is(engineReads.queued, 0)
+})
