@@ -1,5 +1,5 @@
 /**
- * Codex CLI (the npm package `@openai/codex` 0.169, its own binary) against the gateway with its defaults
+ * Codex CLI (the npm package `@openai/codex` 0.171, its own binary) against the gateway with its defaults
  * (issue 29): a provider speaking the Responses API, as docs/CLIENTS.md configures it. Codex sends, every turn,
  * `store: false`, `include: ['reasoning.encrypted_content']`, `client_metadata`, `prompt_cache_key`, a
  * `reasoning.summary`, and tools of types the gateway does not run (`web_search`) beside its functions; it
