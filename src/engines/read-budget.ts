@@ -7,9 +7,10 @@
  *
  * So a turn handles at most `budget` engine events, and reads past it wait, in order, for later turns; a stream
  * that waits is not read from (postEvents reads only when asked), so the engine is held back by TCP, not
- * buffered. A stream's first read never waits: a new request's first token goes out in the turn its engine's
- * answer arrives. Below the budget nothing waits at all, and nothing is held back (no timer, no added latency).
- * An aborted stream that waits loses nothing by it: the abort closes its connection at once (postEvents).
+ * buffered: a waiting stream holds the one read it has, nothing more. A stream's first read never waits: a new
+ * request's first token goes out in the turn its engine's answer arrives. Below the budget nothing waits at all,
+ * and nothing is held back (no timer, no added latency). An aborted stream that waits loses nothing by it: the
+ * abort closes its connection at once (postEvents).
  */
 
 /** Runs a callback on a later turn of the event loop, after its I/O (`setImmediate`); tests pass their own. */
