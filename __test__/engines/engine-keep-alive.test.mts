@@ -10,7 +10,7 @@ import { type Agent, createServer, type ServerResponse } from 'node:http'
 import { createRequire } from 'node:module'
 import { type AddressInfo, createServer as createNetServer, type Server, type Socket } from 'node:net'
 
-import test from 'ava'
+import test, { type ExecutionContext } from 'ava'
 import { collectSteps, EngineError, LlamaCppEngine, VllmEngine } from 'harmony-stream/engines'
 
 // Through require, as the clients load it: an import of the file would be a second instance, with pools of its own.
@@ -145,6 +145,32 @@ async function closed(socket: Socket | undefined): Promise<void> {
 
 const prompt = { tokens: [200006, 1428, 200008], maxTokens: 50 }
 
+/**
+ * An engine whose first generation sends one id and is still generating when its reader leaves; later ones stream
+ * [7, 8].
+ */
+function stillGeneratingFirst(): Promise<TestEngine> {
+  return httpEngine((response, n) => {
+    if (n > 0) return stream(response, generation([7, 8]))
+    // Never ends by itself.
+    response.writeHead(200, { 'content-type': 'text/event-stream' })
+    response.write(chunk([1]))
+  })
+}
+
+/**
+ * After a first generation that took its connection with it: the next one is read whole on a new connection, at
+ * once (not when an idle connection would time out), the engine sees the first connection close (it frees the
+ * sequence then), and the pool took only the second back.
+ */
+async function tookItsConnection(t: ExecutionContext, engine: TestEngine, client: VllmEngine, taken: { count: number }): Promise<void> {
+  t.deepEqual([...(await collectSteps(client.generate(prompt))).tokens], read([7, 8]))
+  t.is(engine.connections.length, 2)
+  await closed(engine.connections[0])
+  await idle(client, engine.url)
+  t.is(taken.count, 1)
+}
+
 test('two generations one after the other share one connection', async (t) => {
   const engine = await httpEngine((response, n) => stream(response, chunk([10 + n]), chunk([20 + n], 'stop', RETURN), DONE))
   t.teardown(engine.close)
@@ -220,12 +246,7 @@ test('a stream without [DONE] that ends (llama.cpp) gives its connection back to
 })
 
 test('a stream cut short by its reader takes its connection: the next generation opens a new one', async (t) => {
-  const engine = await httpEngine((response, n) => {
-    if (n > 0) return stream(response, generation([7, 8]))
-    // Still generating when the reader leaves: never ends by itself.
-    response.writeHead(200, { 'content-type': 'text/event-stream' })
-    response.write(chunk([1]))
-  })
+  const engine = await stillGeneratingFirst()
   t.teardown(engine.close)
   const client = new VllmEngine({ url: engine.url })
   const taken = frees(client, engine.url)
@@ -233,21 +254,11 @@ test('a stream cut short by its reader takes its connection: the next generation
     t.deepEqual([...step.tokens], [1])
     break
   }
-  // At once, not when an idle connection would time out.
-  t.deepEqual([...(await collectSteps(client.generate(prompt))).tokens], read([7, 8]))
-  t.is(engine.connections.length, 2)
-  // The client closed it, and the engine saw it go (it frees the sequence then); the pool took only the second back.
-  await closed(engine.connections[0])
-  await idle(client, engine.url)
-  t.is(taken.count, 1)
+  await tookItsConnection(t, engine, client, taken)
 })
 
 test('an aborted stream takes its connection', async (t) => {
-  const engine = await httpEngine((response, n) => {
-    if (n > 0) return stream(response, generation([7, 8]))
-    response.writeHead(200, { 'content-type': 'text/event-stream' })
-    response.write(chunk([1]))
-  })
+  const engine = await stillGeneratingFirst()
   t.teardown(engine.close)
   const client = new VllmEngine({ url: engine.url })
   const taken = frees(client, engine.url)
@@ -256,11 +267,7 @@ test('an aborted stream takes its connection', async (t) => {
     for await (const _ of client.generate({ ...prompt, signal: controller.signal })) controller.abort()
   })
   t.is((error as EngineError).code, 'engine-aborted')
-  t.deepEqual([...(await collectSteps(client.generate(prompt))).tokens], read([7, 8]))
-  t.is(engine.connections.length, 2)
-  await closed(engine.connections[0])
-  await idle(client, engine.url)
-  t.is(taken.count, 1)
+  await tookItsConnection(t, engine, client, taken)
 })
 
 test('an HTTP error status takes its connection, its body read or not', async (t) => {
@@ -274,11 +281,7 @@ test('an HTTP error status takes its connection, its body read or not', async (t
   const error = await t.throwsAsync(collectSteps(client.generate(prompt)))
   t.is((error as EngineError).code, 'engine-http-error')
   t.is((error as EngineError).engineMessage, 'too long')
-  t.deepEqual([...(await collectSteps(client.generate(prompt))).tokens], read([7, 8]))
-  t.is(engine.connections.length, 2)
-  await closed(engine.connections[0])
-  await idle(client, engine.url)
-  t.is(taken.count, 1)
+  await tookItsConnection(t, engine, client, taken)
 })
 
 test('a stream whose body does not end after [DONE] is not kept', async (t) => {
