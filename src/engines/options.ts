@@ -3,7 +3,7 @@
  * configuration fails at startup rather than on the first request, or never (an unknown option is an error,
  * not something quietly ignored).
  */
-import { checkOptions, is, optionError } from '../base/options'
+import { checkOptions, describe, is, optionError } from '../base/options'
 
 /**
  * Through the option kit: an object, and no option but `known` (an unknown one is named with the closest valid
@@ -26,9 +26,9 @@ export const HTTP_ENGINE_OPTIONS = [
 ] as const
 
 /**
- * Checks what every HTTP engine client takes (`url`, timeouts, `headers`, `maxEventBytes`, `maxStreamBytes`, `keepAlive`, and `model` where
- * it is known) and that no other option is present; returns the base URL with a trailing slash, so endpoint
- * paths resolve under it (`http://host/prefix` + `generate` → `http://host/prefix/generate`).
+ * Checks what every HTTP engine client takes (`url`, timeouts, `headers`, `maxEventBytes`, `maxStreamBytes`,
+ * `keepAlive`, and `model` where it is known) and that no other option is present; returns the base URL with a
+ * trailing slash, so endpoint paths resolve under it (`http://host/prefix` + `generate` → `http://host/prefix/generate`).
  */
 export function checkEngineOptions(options: unknown, where: string, known: readonly string[]): URL {
   const o = knownOptions(options, where, known)
@@ -45,10 +45,7 @@ export function checkEngineOptions(options: unknown, where: string, known: reado
     throw optionError(TypeError, `${where}: option 'url' must be a base URL without query or fragment`)
   for (const key of ['connectTimeoutMs', 'readTimeoutMs', 'maxEventBytes', 'maxStreamBytes']) positiveInteger(o, key, where)
   if (o.keepAlive !== undefined && typeof o.keepAlive !== 'boolean')
-    throw optionError(
-      TypeError,
-      `${where}: option 'keepAlive' must be true or false, not ${JSON.stringify(o.keepAlive) ?? String(o.keepAlive)}`,
-    )
+    throw optionError(TypeError, `${where}: option 'keepAlive' must be true or false, not ${describe(o.keepAlive)}`)
   if (o.model !== undefined && (typeof o.model !== 'string' || o.model === ''))
     throw optionError(TypeError, `${where}: option 'model' must be a non-empty string`)
   if (
