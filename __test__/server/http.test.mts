@@ -242,6 +242,24 @@ test('pipeSse: Chat frames end with [DONE], Responses frames are typed events, o
   t.regex(events.at(-1)!, /^event: response\.completed\n/)
 })
 
+test('pipeSse: a client that asked for Connection: close gets its stream, then the connection closed', async (t) => {
+  const { port, close } = await serve(async (_request, response) => {
+    await pipeSse(response, new ChatCompletionsStream({ model: 'm' }), steps(COMPLETION))
+  })
+  t.teardown(close)
+  // RFC 9112 section 9.6: a server that receives "close" closes the connection after its response. Node does,
+  // unless the response's own headers say keep-alive.
+  const socket = connect(port, '127.0.0.1')
+  let answer = ''
+  socket.setEncoding('utf8').on('data', (data: string) => (answer += data))
+  socket.write('GET / HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n')
+  await once(socket, 'close')
+  const head = answer.slice(0, answer.indexOf('\r\n\r\n')).toLowerCase()
+  t.regex(head, /^http\/1\.1 200 /)
+  t.regex(head, /\r\nconnection: close\r\n/)
+  t.true(answer.includes('data: [DONE]'))
+})
+
 test('pipeSse: a client that stops reading stops the engine being pulled; a disconnect aborts it', async (t) => {
   let pulled = 0
   let finished: (() => void) | null = null

@@ -79,10 +79,13 @@ export interface PipeSseResult {
   error?: unknown
 }
 
+/**
+ * No `connection` header: Node sets it from the request (keep-alive, or close for a client that asked to close:
+ * an explicit keep-alive kept such a connection open after the stream), and HTTP/2 forbids it.
+ */
 export const SSE_HEADERS = Object.freeze({
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-cache',
-  connection: 'keep-alive',
   'x-accel-buffering': 'no',
 })
 
