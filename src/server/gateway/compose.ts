@@ -3,6 +3,8 @@
  * `ResponsesGateway`…) filled in, the parts one folder plugs into another's (background runs into Responses'
  * `detach`) joined here, at the top, so that no folder below imports one beside it.
  */
+import { setMaxListeners } from 'node:events'
+
 import { type BackgroundGateway, serveBackground } from '../background/detached'
 import { BackgroundResponses } from '../background/runs'
 import type { ChatGateway } from '../chat/chat-face'
@@ -52,6 +54,9 @@ export function gatewayOf(settings: GatewaySettings): WholeGateway {
         }
   background = store === null ? null : new BackgroundResponses({ store, onError, onDiagnostic })
   const stop = new AbortController()
+  // Every running generation listens to it (limitedSteps' `stop`): past ten at once, Node would warn of a leak
+  // that is none.
+  setMaxListeners(0, stop.signal)
   return {
     ...settings,
     parameterOptions,
