@@ -1,8 +1,9 @@
 /**
- * A read budget for the engines' streams (read-budget.ts): a turn of the event loop handles at most its budget
- * of engine events, the reads past it wait in order for later turns, a stream's first read never waits, and
- * nothing waits or is scheduled while the budget holds. The turns are driven by hand here (`Schedule`), so no
- * test waits on the clock; the last test runs real streams through the process's own budget.
+ * The turn budget (base/turn-budget.ts) as the engines' streams use it (engines/read-budget.ts): a turn of the
+ * event loop handles at most its budget of engine events, the reads past it wait in order for later turns, a
+ * stream's first read never waits, and nothing waits or is scheduled while the budget holds. The turns are
+ * driven by hand here (`Schedule`), so no test waits on the clock; the last test runs real streams through the
+ * process's own budget.
  */
 import { once } from 'node:events'
 import { createServer } from 'node:http'
@@ -12,17 +13,17 @@ import type { AddressInfo } from 'node:net'
 import test from 'ava'
 import { VllmEngine } from 'harmony-stream/engines'
 
+import { TurnBudget } from '../../src/base/turn-budget.ts'
 import type * as ReadBudgetModule from '../../src/engines/read-budget.ts'
 
 // Required, not imported: the engines entry is loaded as CommonJS, and an import of the file would load a second
 // copy of it, whose `engineReads` no engine uses.
-const { engineReads, ReadBudget } = createRequire(import.meta.url)('../../src/engines/read-budget.ts') as typeof ReadBudgetModule
-type ReadBudget = ReadBudgetModule.ReadBudget
+const { engineReads } = createRequire(import.meta.url)('../../src/engines/read-budget.ts') as typeof ReadBudgetModule
 
-/** ReadBudget whose next turn runs when the test says (`turn()`). */
+/** A TurnBudget whose turns end when the test says (`turn()`). */
 function manual(budget: number) {
   const pending: Array<() => void> = []
-  const reads = new ReadBudget(budget, (callback) => pending.push(callback))
+  const reads = new TurnBudget(budget, (callback) => pending.push(callback))
   return {
     reads,
     scheduled: () => pending.length,
@@ -36,7 +37,7 @@ function manual(budget: number) {
 }
 
 /** Starts a read of `cost` events (a stream's `first` or not), noting in `order` when it may go on. */
-function read(reads: ReadBudget, name: string, cost: number, order: string[], first = false): void {
+function read(reads: TurnBudget, name: string, cost: number, order: string[], first = false): void {
   const wait = reads.take(cost, first)
   if (wait === null) order.push(name)
   else void wait.then(() => order.push(name))
@@ -61,7 +62,10 @@ test('past the budget reads wait for later turns, in the order they came, a budg
   await new Promise((resolve) => setImmediate(resolve))
   t.deepEqual(order, ['a'])
   t.is(reads.queued, 3)
-  // b (6) leaves the turn under its budget, so c goes too; d waits for the next one.
+  // a spent the whole of its turn, so none goes on at its end: nothing but I/O comes between them and a.
+  await turn()
+  t.deepEqual(order, ['a'])
+  // b (6) leaves the next turn under its budget, so c goes too; d waits for the one after.
   await turn()
   t.deepEqual(order, ['a', 'b', 'c'])
   await turn()
@@ -69,22 +73,41 @@ test('past the budget reads wait for later turns, in the order they came, a budg
   t.is(reads.queued, 0)
 })
 
+test('what went on at once in a turn counts against it: the waiting get what the turn has left', async (t) => {
+  const { reads, turn } = manual(10)
+  const order: string[] = []
+  read(reads, 'a', 10, order)
+  for (const name of ['b', 'c', 'd']) read(reads, name, 4, order)
+  await turn()
+  t.deepEqual(order, ['a'])
+  // In the next turn's I/O, a stream's first read (7) goes on at once; at the turn's end only b fits in the 3 left…
+  read(reads, 'first', 7, order, true)
+  await new Promise((resolve) => setImmediate(resolve))
+  await turn()
+  t.deepEqual(order, ['a', 'first', 'b'])
+  // …and c and d go on in the turn after, with the whole budget.
+  await turn()
+  t.deepEqual(order, ['a', 'first', 'b', 'c', 'd'])
+  t.is(reads.queued, 0)
+})
+
 test('no read passes one that waits, even one the budget would have room for', async (t) => {
   const { reads, turn } = manual(10)
   const order: string[] = []
   read(reads, 'a', 10, order)
-  read(reads, 'b', 1, order)
-  await turn()
-  // That turn let b go and spent 1; nothing waits now, so c and d go at once (d past the budget)…
+  read(reads, 'b', 12, order)
   read(reads, 'c', 1, order)
-  read(reads, 'd', 20, order)
+  await turn()
+  await turn()
+  // That turn let b go, whose 12 left no room for c; the next turn starts with nothing spent…
+  t.deepEqual(order, ['a', 'b'])
   read(reads, 'e', 1, order)
   await new Promise((resolve) => setImmediate(resolve))
-  t.deepEqual(order, ['a', 'b', 'c', 'd'])
-  // …and e waits for the next turn, small as it is.
-  t.is(reads.queued, 1)
+  // …and e waits all the same, behind c.
+  t.deepEqual(order, ['a', 'b'])
+  t.is(reads.queued, 2)
   await turn()
-  t.deepEqual(order, ['a', 'b', 'c', 'd', 'e'])
+  t.deepEqual(order, ['a', 'b', 'c', 'e'])
 })
 
 test("a stream's first read never waits, whatever the turn has spent", async (t) => {
@@ -96,12 +119,13 @@ test("a stream's first read never waits, whatever the turn has spent", async (t)
   await new Promise((resolve) => setImmediate(resolve))
   t.deepEqual(order, ['a', 'first'])
   await turn()
+  await turn()
   t.deepEqual(order, ['a', 'first', 'b'])
 })
 
 test('the budget is a positive integer', (t) => {
   for (const budget of [0, -1, 1.5, Number.NaN])
-    t.throws(() => new ReadBudget(budget), { instanceOf: RangeError, message: /budget must be a positive integer/ })
+    t.throws(() => new TurnBudget(budget), { instanceOf: RangeError, message: /budget must be a positive integer/ })
 })
 
 const PROMPT = [200006, 1428, 200008, 13225, 200007, 200006, 173781]

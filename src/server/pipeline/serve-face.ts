@@ -14,6 +14,7 @@ import type { EngineTrail } from '../observe/engine-trail'
 import { noteDiagnostics } from '../observe/request-log'
 import { inSpan } from '../observe/tracing'
 import type { ToolCaller } from '../tools/loop'
+import { beginTurn } from './begin-budget'
 import { type Gateway, writeBound } from './context'
 import type { Choices, Face } from './face'
 import { admit, admitChoices, generate } from './generate'
@@ -106,6 +107,9 @@ export async function serveFace<G extends Gateway, O, A extends object, D extend
   request: IncomingMessage,
   response: ServerResponse,
 ): Promise<void> {
+  // A burst of requests is begun a few a turn, so that the first ones' answers go out while the rest wait.
+  const due = beginTurn()
+  if (due !== null) await due
   const prepared = await inSpan('prepare', () => face.prepare(gateway, request))
   try {
     await servePrepared(face, gateway, request, response, prepared)

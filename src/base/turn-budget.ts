@@ -1,0 +1,71 @@
+/**
+ * A budget of work per turn of the event loop, shared by everything of one kind that runs on the one thread:
+ * a turn does at most `budget` units, and what asks past it waits, in the order it asked, for later turns. Below
+ * the budget nothing waits and nothing is held back (no timer, no added latency); a turn is scheduled only to
+ * forget what was spent. The gateway has two (docs/PERFORMANCE.md, "The first token under load"): the engines'
+ * stream reads (engines/read-budget.ts), a unit an event, and the beginning of requests
+ * (server/pipeline/begin-budget.ts), a unit a request.
+ */
+
+/** Runs a callback on a later turn of the event loop, after its I/O (`setImmediate`); tests pass their own. */
+export type Schedule = (callback: () => void) => void
+
+export class TurnBudget {
+  private spent = 0
+  private scheduled = false
+  private readonly waiting: Array<{ cost: number; go: () => void }> = []
+
+  constructor(
+    /** Units a turn does before what asks waits. */
+    readonly budget: number,
+    private readonly schedule: Schedule = setImmediate,
+  ) {
+    if (!Number.isInteger(budget) || budget < 1) throw new RangeError(`TurnBudget: budget must be a positive integer, got ${budget}`)
+  }
+
+  /**
+   * Asks to do `cost` units now. null: go on at once. A promise: wait for it (a later turn). `atOnce`: goes on
+   * at once whatever was spent, and is counted (a stream's first read).
+   */
+  take(cost: number, atOnce = false): Promise<void> | null {
+    if (atOnce || (this.waiting.length === 0 && this.spent < this.budget)) {
+      this.spend(cost)
+      return null
+    }
+    return new Promise((go) => {
+      this.waiting.push({ cost, go })
+      this.next()
+    })
+  }
+
+  /** What waits for a turn. */
+  get queued(): number {
+    return this.waiting.length
+  }
+
+  private spend(cost: number): void {
+    this.spent += cost
+    this.next()
+  }
+
+  /**
+   * The end of this turn (after its I/O): the longest waiting go on with what the turn has left of its budget,
+   * then what was spent is forgotten. What went on at once in the turn's I/O counts: granted a whole budget
+   * afresh here, the waiting would go on with no I/O between them and what went before (the engines' answers to
+   * the requests just begun could not be read between the two).
+   */
+  private next(): void {
+    if (this.scheduled) return
+    this.scheduled = true
+    this.schedule(() => {
+      this.scheduled = false
+      while (this.waiting.length > 0 && this.spent < this.budget) {
+        const { cost, go } = this.waiting.shift()!
+        this.spent += cost
+        go()
+      }
+      this.spent = 0
+      if (this.waiting.length > 0) this.next()
+    })
+  }
+}
