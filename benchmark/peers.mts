@@ -139,6 +139,9 @@ interface Row {
   gapP99: number
 }
 
+/** Waves of warm-up requests before each measurement (`load`). */
+const WARM_UP_WAVES = 3
+
 /** `clients` streaming clients, `requests` each, against `proxy`. */
 async function load(proxy: Proxy, round: number, { clients, requests }: Case, tokens: number): Promise<Row> {
   const body = {
@@ -149,10 +152,13 @@ async function load(proxy: Proxy, round: number, { clients, requests }: Case, to
   }
   // Each stream's tokens as its usage says: a request that failed (no usage) fails the benchmark.
   const usage = /"completion_tokens":(\d+)/
-  // Warm up: as many requests at once as the case has clients, so that the measurement pays neither a first
-  // request's costs nor, for the gateway, V8 compiling its hot paths (one request left the first case's CPU per
-  // token 1.3-1.7x the second's: the same load, the code not yet optimised). Every proxy gets the same.
-  await Promise.all(Array.from({ length: clients }, () => streamingPost(proxy.port, '/v1/chat/completions', body, usage)))
+  // Warm up: waves of as many requests at once as the case has clients, so that the measurement pays neither a
+  // first request's costs nor, for the gateway, V8 compiling its hot paths (one request left the first case's CPU
+  // per token 1.3-1.7x the second's: the same load, the code not yet optimised; one wave left beginning a request
+  // at about 2 ms, where warm V8 code takes 0.6: docs/PERFORMANCE.md). A gateway serves warm for hours; every
+  // proxy gets the same.
+  for (let wave = 0; wave < WARM_UP_WAVES; wave++)
+    await Promise.all(Array.from({ length: clients }, () => streamingPost(proxy.port, '/v1/chat/completions', body, usage)))
   const cpu = treeCpuMs(proxy.pid)
   const engineCpu = treeCpuMs(proxy.enginePid)
   const started = performance.now()
