@@ -62,14 +62,27 @@ test('past the budget reads wait for later turns, in the order they came, a budg
   await new Promise((resolve) => setImmediate(resolve))
   t.deepEqual(order, ['a'])
   t.is(reads.queued, 3)
-  // a spent the whole of its turn, so none goes on at its end: nothing but I/O comes between them and a.
+  // a spent the whole of its turn: at its end only the longest waiting, b, goes on.
   await turn()
-  t.deepEqual(order, ['a'])
-  // b (6) leaves the next turn under its budget, so c goes too; d waits for the one after.
-  await turn()
-  t.deepEqual(order, ['a', 'b', 'c'])
+  t.deepEqual(order, ['a', 'b'])
+  // c (6) leaves the next turn under its budget, so d goes too.
   await turn()
   t.deepEqual(order, ['a', 'b', 'c', 'd'])
+  t.is(reads.queued, 0)
+})
+
+test('what goes on at once in every turn never starves the longest waiting', async (t) => {
+  const { reads, turn } = manual(10)
+  const order: string[] = []
+  read(reads, 'a', 10, order)
+  for (const name of ['b', 'c']) read(reads, name, 1, order)
+  // A new stream's first read, past the budget on its own, in each of the next turns' I/O: b, then c, go all the same.
+  for (let i = 1; i <= 2; i++) {
+    await turn()
+    read(reads, `first ${i}`, 10, order, true)
+  }
+  await turn()
+  t.deepEqual(order, ['a', 'b', 'first 1', 'c', 'first 2'])
   t.is(reads.queued, 0)
 })
 
@@ -77,17 +90,18 @@ test('what went on at once in a turn counts against it: the waiting get what the
   const { reads, turn } = manual(10)
   const order: string[] = []
   read(reads, 'a', 10, order)
-  for (const name of ['b', 'c', 'd']) read(reads, name, 4, order)
+  for (const name of ['b', 'c', 'd', 'e']) read(reads, name, 4, order)
   await turn()
-  t.deepEqual(order, ['a'])
-  // In the next turn's I/O, a stream's first read (7) goes on at once; at the turn's end only b fits in the 3 left…
-  read(reads, 'first', 7, order, true)
+  t.deepEqual(order, ['a', 'b'])
+  // In the next turn's I/O, a stream's first read (3) goes on at once; at the turn's end c (4) and d (4) fit in
+  // the 7 left, with the budget passed by the last…
+  read(reads, 'first', 3, order, true)
   await new Promise((resolve) => setImmediate(resolve))
   await turn()
-  t.deepEqual(order, ['a', 'first', 'b'])
-  // …and c and d go on in the turn after, with the whole budget.
+  t.deepEqual(order, ['a', 'b', 'first', 'c', 'd'])
+  // …and e goes on in the turn after.
   await turn()
-  t.deepEqual(order, ['a', 'first', 'b', 'c', 'd'])
+  t.deepEqual(order, ['a', 'b', 'first', 'c', 'd', 'e'])
   t.is(reads.queued, 0)
 })
 
@@ -97,7 +111,6 @@ test('no read passes one that waits, even one the budget would have room for', a
   read(reads, 'a', 10, order)
   read(reads, 'b', 12, order)
   read(reads, 'c', 1, order)
-  await turn()
   await turn()
   // That turn let b go, whose 12 left no room for c; the next turn starts with nothing spent…
   t.deepEqual(order, ['a', 'b'])
@@ -118,7 +131,6 @@ test("a stream's first read never waits, whatever the turn has spent", async (t)
   read(reads, 'first', 300, order, true)
   await new Promise((resolve) => setImmediate(resolve))
   t.deepEqual(order, ['a', 'first'])
-  await turn()
   await turn()
   t.deepEqual(order, ['a', 'first', 'b'])
 })

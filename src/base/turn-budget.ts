@@ -1,8 +1,8 @@
 /**
  * A budget of work per turn of the event loop, shared by everything of one kind that runs on the one thread:
- * a turn does at most `budget` units, and what asks past it waits, in the order it asked, for later turns. Below
- * the budget nothing waits and nothing is held back (no timer, no added latency); a turn is scheduled only to
- * forget what was spent. The gateway has two (docs/PERFORMANCE.md, "The first token under load"): the engines'
+ * a turn does about `budget` units (what goes on at once, and the longest waiting, may pass it), and what asks
+ * past it waits, in the order it asked, for later turns. Below the budget nothing waits and nothing is held back
+ * (no timer, no added latency); a turn is scheduled only to forget what was spent. The gateway has two (docs/PERFORMANCE.md, "The first token under load"): the engines'
  * stream reads (engines/read-budget.ts), a unit an event, and the beginning of requests
  * (server/pipeline/begin-budget.ts), a unit a request.
  */
@@ -49,19 +49,23 @@ export class TurnBudget {
   }
 
   /**
-   * The end of this turn (after its I/O): the longest waiting go on with what the turn has left of its budget,
-   * then what was spent is forgotten. What went on at once in the turn's I/O counts: granted a whole budget
-   * afresh here, the waiting would go on with no I/O between them and what went before (the engines' answers to
-   * the requests just begun could not be read between the two).
+   * The end of this turn (after its I/O): the longest waiting goes on whatever the turn spent, and those after it
+   * with what the turn has left of its budget; then what was spent is forgotten. What went on at once in the
+   * turn's I/O counts: granted a whole budget afresh here, the waiting would go on with no I/O between them and
+   * what went before (the engines' answers to the requests just begun could not be read between the two). The
+   * longest waiting goes on all the same, so that what goes on at once (a new stream's first read, every turn)
+   * never starves what waits.
    */
   private next(): void {
     if (this.scheduled) return
     this.scheduled = true
     this.schedule(() => {
       this.scheduled = false
-      while (this.waiting.length > 0 && this.spent < this.budget) {
+      let granted = false
+      while (this.waiting.length > 0 && (this.spent < this.budget || !granted)) {
         const { cost, go } = this.waiting.shift()!
         this.spent += cost
+        granted = true
         go()
       }
       this.spent = 0
