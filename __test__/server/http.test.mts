@@ -69,6 +69,34 @@ test('readJsonBody: 415 for a non-JSON content type, 400 for bad JSON or a non-o
   t.deepEqual(JSON.parse((await post(port, '{"a":1}', { 'content-type': 'application/json; charset=utf-8' })).body), { got: { a: 1 } })
 })
 
+test('readJsonBody of a request whose client left before it was read: a 400 at once, not a wait for ever', async (t) => {
+  let failure: unknown = null
+  const read = new Promise<void>((resolve) => {
+    const handler = async (request: IncomingMessage) => {
+      // As a request that waited its turn (a gateway's begin budget): read only once its client has gone.
+      if (!request.destroyed) await new Promise((resolve) => request.once('close', resolve))
+      try {
+        await readJsonBody(request)
+      } catch (error) {
+        failure = error
+      }
+      resolve()
+    }
+    void serve(handler).then(({ port, close }) => {
+      t.teardown(close)
+      const socket = connect(port, '127.0.0.1')
+      socket.on('error', () => {})
+      socket.write('POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 7\r\n\r\n{"a":1}', () =>
+        socket.destroy(),
+      )
+    })
+  })
+  await read
+  t.true(failure instanceof HttpError)
+  t.is((failure as HttpError).status, 400)
+  t.is((failure as HttpError).code, 'body-unreadable')
+})
+
 test('readJsonBody: 413 from content-length before reading, and mid-body without it; the rest is never read', async (t) => {
   let handled = 0
   const { port, close } = await serve(async (request, response) => {

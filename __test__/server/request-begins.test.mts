@@ -10,6 +10,7 @@ import { connect, type Socket } from 'node:net'
 
 import test, { type ExecutionContext } from 'ava'
 import { type GenerateRequest, ReplayEngine } from 'harmony-stream/engines'
+import type { GatewayServer } from 'harmony-stream/server'
 
 import type * as BeginBudgetModule from '../../src/server/pipeline/begin-budget.ts'
 import { startGateway } from '../helpers/gateway.mjs'
@@ -38,8 +39,12 @@ async function countingGateway(t: ExecutionContext) {
     },
   }
   const { server, port } = await startGateway(t, { engine })
+  // Stopped whatever the test's end: the chain of turns would keep the process busy.
+  t.teardown(() => {
+    turns.running = false
+  })
   return {
-    server,
+    server: server as GatewayServer,
     port,
     begunIn,
     startCounting() {
@@ -55,11 +60,13 @@ async function countingGateway(t: ExecutionContext) {
 /** `count` connections, each accepted by `server` before this resolves. */
 async function connected(server: import('node:http').Server, port: number, count: number): Promise<Socket[]> {
   let accepted = 0
-  const all = new Promise<void>((resolve) =>
-    server.on('connection', () => {
+  let onConnection = () => {}
+  const all = new Promise<void>((resolve) => {
+    onConnection = () => {
       if (++accepted === count) resolve()
-    }),
-  )
+    }
+    server.on('connection', onConnection)
+  })
   const sockets = await Promise.all(
     Array.from({ length: count }, async () => {
       const socket = connect(port, '127.0.0.1')
@@ -68,6 +75,7 @@ async function connected(server: import('node:http').Server, port: number, count
     }),
   )
   await all
+  server.off('connection', onConnection)
   return sockets
 }
 
@@ -87,7 +95,8 @@ function answerOf(socket: Socket): Promise<string> {
   return once(socket, 'close').then(() => answer)
 }
 
-test('requests that arrive together are begun a budget a turn, and every one is answered', async (t) => {
+// Serial: both use the process's one budget, and count what waits in it.
+test.serial('requests that arrive together are begun a budget a turn, and every one is answered', async (t) => {
   const { budget } = requestBegins
   const count = budget * 3 + 1
   // More than ten generations at once, each listening to the gateway's shutdown: no leak to warn of.
@@ -118,7 +127,7 @@ test('requests that arrive together are begun a budget a turn, and every one is 
   )
 })
 
-test('clients that leave while their requests wait take nothing from the rest, and the gateway goes on', async (t) => {
+test.serial('clients that leave while their requests wait are counted as gone, and the gateway still shuts down', async (t) => {
   const { budget } = requestBegins
   const count = budget * 3
   const gateway = await countingGateway(t)
@@ -126,13 +135,24 @@ test('clients that leave while their requests wait take nothing from the rest, a
   const answers = sockets.map(answerOf)
   for (const socket of sockets) socket.write(chatRequest(true))
   // Every other client leaves at once: most of them while their requests wait for a turn.
-  for (const [i, socket] of sockets.entries()) if (i % 2 === 1) socket.destroy()
+  const left = sockets.filter((_, i) => i % 2 === 1)
+  for (const socket of left) socket.destroy()
   const got = await Promise.all(answers)
   for (const [i, answer] of got.entries()) if (i % 2 === 0) t.regex(answer, /^HTTP\/1\.1 200 [\s\S]*data: \[DONE\]/)
-  t.true(gateway.begunIn.length <= count)
-  t.is(requestBegins.queued, 0)
+  // The gateway is still whole: another request is answered…
   const [after] = await connected(gateway.server, gateway.port, 1)
   const answer = answerOf(after!)
   after!.write(chatRequest(false))
   t.regex(await answer, /^HTTP\/1\.1 200 [\s\S]*Hello there\./)
+  // …and once it shuts down, every request has ended: each that stayed completed, each that left was counted
+  // as gone, whether it left while it waited or once begun (a request that never ended would hold this for ever).
+  await gateway.server.shutdown(0)
+  t.is(requestBegins.queued, 0)
+  const { completed, clientClosed, failed } = gateway.server.outcomes
+  // The outcomes count streams: the last request, answered whole, is not one.
+  t.is(failed, 0)
+  t.is(completed + clientClosed, count)
+  // A client that left may still have had its whole answer written before the gateway saw it go.
+  t.true(completed >= count / 2)
+  t.true(gateway.begunIn.length <= count + 1)
 })

@@ -134,6 +134,10 @@ export function parseJsonBody(bytes: Uint8Array): Record<string, unknown> {
  * at most `limit` and one chunk of each (16 KiB), whatever the body would inflate to.
  */
 function readAtMost(request: IncomingMessage, limit: number, codings: readonly string[]): Promise<Buffer> {
+  // Destroyed before its body was read (its client left while the request waited, as for a gateway's begin
+  // budget), a request says nothing more: no data, no end, no close. Waited for, it would never settle.
+  if (request.destroyed)
+    return Promise.reject(new HttpError(400, 'the client closed the connection before the body was read', { code: 'body-unreadable' }))
   return new Promise((resolve, reject) => {
     const decoders = codings.map((coding) => DECODERS[coding]!())
     const first = decoders[0]
