@@ -119,8 +119,9 @@ test.serial('requests that arrive together are begun a budget a turn, and every 
   t.is(gateway.begunIn.length, count)
   const perTurn = new Map<number, number>()
   for (const turn of gateway.begunIn) perTurn.set(turn, (perTurn.get(turn) ?? 0) + 1)
-  t.true(Math.max(...perTurn.values()) <= budget, `begun per turn: ${JSON.stringify([...perTurn])}`)
-  t.true(perTurn.size >= Math.ceil(count / budget))
+  // A turn begins its budget, and the longest waiting at its end whatever it spent (turn-budget.ts).
+  t.true(Math.max(...perTurn.values()) <= budget + 1, `begun per turn: ${JSON.stringify([...perTurn])}`)
+  t.true(perTurn.size >= Math.ceil(count / (budget + 1)))
   t.deepEqual(
     warnings.map((w) => w.name),
     [],

@@ -2,9 +2,9 @@
  * A budget of work per turn of the event loop, shared by everything of one kind that runs on the one thread:
  * a turn does about `budget` units (what goes on at once, and the longest waiting, may pass it), and what asks
  * past it waits, in the order it asked, for later turns. Below the budget nothing waits and nothing is held back
- * (no timer, no added latency); a turn is scheduled only to forget what was spent. The gateway has two (docs/PERFORMANCE.md, "The first token under load"): the engines'
- * stream reads (engines/read-budget.ts), a unit an event, and the beginning of requests
- * (server/pipeline/begin-budget.ts), a unit a request.
+ * (no timer, no added latency); a turn is scheduled only to forget what was spent. The gateway has two
+ * (docs/PERFORMANCE.md, "The first token under load"): the engines' stream reads (engines/read-budget.ts), a unit
+ * an event, and the beginning of requests (server/pipeline/begin-budget.ts), a unit a request.
  */
 
 /** Runs a callback on a later turn of the event loop, after its I/O (`setImmediate`); tests pass their own. */

@@ -5,7 +5,7 @@
  * grew with the number of streams (about 100 ms at 64), and a new request waited a turn for its request to be
  * read and another for its first token (docs/PERFORMANCE.md, "The first token under load").
  *
- * So a turn handles at most 512 engine events, and reads past them wait, in order, for later turns; a stream
+ * So a turn handles about 512 engine events, and reads past them wait, in order, for later turns; a stream
  * that waits is not read from (postEvents reads only when asked), so the engine is held back by TCP, not
  * buffered: a waiting stream holds the one read it has, nothing more. A stream's first read never waits
  * (`take(events, true)`): a new request's first token goes out in the turn its engine's answer arrives. An
