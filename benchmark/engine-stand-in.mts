@@ -14,7 +14,8 @@
  *
  * Like a batching engine, it steps every running request at once: each step writes one frame per request, one
  * token each, then waits for the next turn of the event loop (`STEP_MS`: or that many milliseconds). Every
- * request gets the same completion (the first of the replay file given as argument).
+ * request gets the same completion (the first of the replay file given as argument), cut at its `max_tokens`
+ * (then finished for `length`, as vLLM does) on both faces.
  *
  *   node --import tsx benchmark/engine-stand-in.mts vllm|chat target/bench-replay.json   prints `listening on http://127.0.0.1:PORT`
  */
@@ -29,13 +30,24 @@ if (face !== 'vllm' && face !== 'chat') throw new Error('engine-stand-in: the fi
 const [{ tokens: completion }] = JSON.parse(readFileSync(process.argv[3]!, 'utf8')) as { tokens: number[] }[]
 const stepMs = Number(process.env.STEP_MS ?? 0)
 
-/** The `chat` face's frames: one per token that has text, then the finish chunk, usage and `[DONE]`. */
-const chatFrames = (() => {
-  const adapter = new ChatCompletionsStream({ model: 'gpt-oss', id: 'chatcmpl-1', created: 1, includeUsage: true })
-  const frames = completion.map((id) => adapter.pushSse([id])).filter((frame) => frame !== '')
-  frames.push(adapter.finishSse())
+/**
+ * The `chat` face's frames of the completion's first `tokens`: one per token that has text, then the finish chunk
+ * (`length` when cut short, as the adapter says of a message left open), usage and `[DONE]`. Made once per length.
+ */
+const chatFramesByLength = new Map<number, string[]>()
+function chatFrames(tokens: number): string[] {
+  let frames = chatFramesByLength.get(tokens)
+  if (frames === undefined) {
+    const adapter = new ChatCompletionsStream({ model: 'gpt-oss', id: 'chatcmpl-1', created: 1, includeUsage: true })
+    frames = completion
+      .slice(0, tokens)
+      .map((id) => adapter.pushSse([id]))
+      .filter((frame) => frame !== '')
+    frames.push(adapter.finishSse())
+    chatFramesByLength.set(tokens, frames)
+  }
   return frames
-})()
+}
 
 interface Running {
   response: ServerResponse
@@ -76,7 +88,9 @@ function step(): void {
     }
     const id = request.ids[request.sent++]!
     if (request.sent === request.ids.length) {
-      let out = frame({ index: 0, text: '', logprobs: null, finish_reason: 'stop', stop_reason: null, token_ids: [id] })
+      // Cut at max_tokens, vLLM says `length`.
+      const finish = request.ids.length < completion.length ? 'length' : 'stop'
+      let out = frame({ index: 0, text: '', logprobs: null, finish_reason: finish, stop_reason: null, token_ids: [id] })
       const usage = {
         prompt_tokens: request.promptTokens,
         completion_tokens: request.sent,
@@ -129,7 +143,7 @@ const server = createServer((request, response) => {
     response.socket?.setNoDelay(true)
     response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
     const ids = completion.slice(0, maxTokens ?? completion.length)
-    running.add({ response, ids, frames: chatFrames, sent: 0, promptTokens: prompt?.length ?? 0 })
+    running.add({ response, ids, frames: face === 'chat' ? chatFrames(ids.length) : [], sent: 0, promptTokens: prompt?.length ?? 0 })
     if (!stepping) {
       stepping = true
       setImmediate(step)

@@ -14,9 +14,10 @@
  * pinned with their dependencies in benchmark/peers-requirements.txt (LiteLLM with one worker and its model
  * price map read from the package rather than fetched; SMG's router with the stand-in as its one worker).
  *
- *   npm run bench:peers                          3 rounds of 16 clients × 3 requests and 64 × 2, every proxy
+ *   npm run bench:peers                          3 rounds of 16 clients × 3 requests, 64 × 2, and 16 × 40 of 32 tokens
  *   PEERS_ROUNDS=1 npm run bench:peers            one round
  *   PEERS_CASES=64x2 npm run bench:peers          one case (clients x requests per client, comma-separated)
+ *   PEERS_CASES=16x40x32 npm run bench:peers      …each request cut at 32 tokens (max_tokens): an agent's short turns
  *   PEERS_PROXIES=native,smg npm run bench:peers  some proxies only (native, js, litellm, smg)
  *
  * Within a round every case runs each proxy in turn, and the order of the proxies turns by one each round, so
@@ -124,13 +125,19 @@ interface Proxy {
 interface Case {
   clients: number
   requests: number
+  /** Each request's `max_tokens` (the completion cut there), or null: the whole completion. */
+  maxTokens: number | null
+}
+
+/** How a case is named in the output: `16 × 3`, or `16 × 40 × 32 tokens`. */
+function caseName({ clients, requests, maxTokens }: Case): string {
+  return `${clients} × ${requests}${maxTokens === null ? '' : ` × ${maxTokens} tokens`}`
 }
 
 interface Row {
   proxy: string
   round: number
-  clients: number
-  requests: number
+  case: string
   tokensPerSecond: number
   cpuUsPerToken: number
   engineCpuUsPerToken: number
@@ -141,22 +148,30 @@ interface Row {
 
 /** Waves of warm-up requests before each measurement (`load`). */
 const WARM_UP_WAVES = 3
+/** Short requests (`max_tokens` 32), 16 at a time, that warm the path of beginning and ending a request first. */
+const WARM_UP_SHORT_REQUESTS = 512
 
 /** `clients` streaming clients, `requests` each, against `proxy`. */
-async function load(proxy: Proxy, round: number, { clients, requests }: Case, tokens: number): Promise<Row> {
+async function load(proxy: Proxy, round: number, each: Case, completionTokens: number): Promise<Row> {
+  const { clients, requests, maxTokens } = each
+  const tokens = maxTokens === null ? completionTokens : Math.min(maxTokens, completionTokens)
   const body = {
     model: 'gpt-oss',
     stream: true,
     stream_options: { include_usage: true },
     messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
+    ...(maxTokens === null ? {} : { max_tokens: maxTokens }),
   }
   // Each stream's tokens as its usage says: a request that failed (no usage) fails the benchmark.
   const usage = /"completion_tokens":(\d+)/
   // Warm up: waves of as many requests at once as the case has clients, so that the measurement pays neither a
   // first request's costs nor, for the gateway, V8 compiling its hot paths (one request left the first case's CPU
   // per token 1.3-1.7x the second's: the same load, the code not yet optimised; one wave left beginning a request
-  // at about 2 ms, where warm V8 code takes 0.6: docs/PERFORMANCE.md). A gateway serves warm for hours; every
-  // proxy gets the same.
+  // at about 2 ms, where warm V8 code takes 0.6: docs/PERFORMANCE.md), that path first by short requests, which
+  // take little time. A gateway serves warm for hours; every proxy gets the same.
+  const short = { ...body, max_tokens: 32 }
+  for (let wave = 0; wave < WARM_UP_SHORT_REQUESTS / 16; wave++)
+    await Promise.all(Array.from({ length: 16 }, () => streamingPost(proxy.port, '/v1/chat/completions', short, usage)))
   for (let wave = 0; wave < WARM_UP_WAVES; wave++)
     await Promise.all(Array.from({ length: clients }, () => streamingPost(proxy.port, '/v1/chat/completions', body, usage)))
   const cpu = treeCpuMs(proxy.pid)
@@ -178,8 +193,7 @@ async function load(proxy: Proxy, round: number, { clients, requests }: Case, to
   return {
     proxy: proxy.name,
     round,
-    clients,
-    requests,
+    case: caseName(each),
     tokensPerSecond: streamed / seconds,
     cpuUsPerToken: ((treeCpuMs(proxy.pid) - cpu) * 1000) / streamed,
     engineCpuUsPerToken: ((treeCpuMs(proxy.enginePid) - engineCpu) * 1000) / streamed,
@@ -194,11 +208,15 @@ function positive(name: string, value: string): number {
 }
 
 const rounds = positive('PEERS_ROUNDS', process.env.PEERS_ROUNDS ?? '3')
-const cases: Case[] = (process.env.PEERS_CASES ?? '16x3,64x2').split(',').map((text) => {
-  const [clients, requests, extra] = text.trim().split('x')
+const cases: Case[] = (process.env.PEERS_CASES ?? '16x3,64x2,16x40x32').split(',').map((text) => {
+  const [clients, requests, maxTokens, extra] = text.trim().split('x')
   if (clients === undefined || requests === undefined || extra !== undefined)
-    throw new Error(`PEERS_CASES: ${JSON.stringify(text)} is not CLIENTSxREQUESTS, e.g. 64x2`)
-  return { clients: positive('PEERS_CASES clients', clients), requests: positive('PEERS_CASES requests', requests) }
+    throw new Error(`PEERS_CASES: ${JSON.stringify(text)} is not CLIENTSxREQUESTS[xMAX_TOKENS], e.g. 64x2 or 16x40x32`)
+  return {
+    clients: positive('PEERS_CASES clients', clients),
+    requests: positive('PEERS_CASES requests', requests),
+    maxTokens: maxTokens === undefined ? null : positive('PEERS_CASES max tokens', maxTokens),
+  }
 })
 const known = ['native', 'js', 'litellm', 'smg']
 const wanted = (process.env.PEERS_PROXIES ?? known.join(',')).split(',').map((key) => key.trim())
@@ -335,7 +353,7 @@ try {
         const row = await load(proxy, round, each, completion.length)
         rows.push(row)
         console.log(
-          `  ${each.clients}x${each.requests} ${proxy.name}: ${row.cpuUsPerToken.toFixed(1)} µs CPU per token, ${Math.round(row.tokensPerSecond)} tokens/s`,
+          `  ${row.case} ${proxy.name}: ${row.cpuUsPerToken.toFixed(1)} µs CPU per token, ${Math.round(row.tokensPerSecond)} tokens/s`,
         )
       }
     }
@@ -355,7 +373,7 @@ console.log(
 console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|')
 for (const r of rows) {
   console.log(
-    `| ${r.proxy} | ${r.clients} × ${r.requests} | ${r.round} | ${Math.round(r.tokensPerSecond)} | ${r.cpuUsPerToken.toFixed(1)} | ${r.engineCpuUsPerToken.toFixed(1)} | ${r.ttfbP50.toFixed(1)} ms | ${r.gapP50.toFixed(2)} ms | ${r.gapP99.toFixed(2)} ms |`,
+    `| ${r.proxy} | ${r.case} | ${r.round} | ${Math.round(r.tokensPerSecond)} | ${r.cpuUsPerToken.toFixed(1)} | ${r.engineCpuUsPerToken.toFixed(1)} | ${r.ttfbP50.toFixed(1)} ms | ${r.gapP50.toFixed(2)} ms | ${r.gapP99.toFixed(2)} ms |`,
   )
 }
 console.log(`\nMedians of the ${rounds} round(s) (CPU: lowest–highest round)\n`)
@@ -363,18 +381,18 @@ console.log('| proxy | clients × requests | k tokens/s | CPU µs per token | st
 console.log('|---|---:|---:|---:|---:|---:|---:|')
 const ratios: string[] = []
 for (const each of cases) {
-  const mine = rows.filter((r) => r.clients === each.clients && r.requests === each.requests)
+  const mine = rows.filter((r) => r.case === caseName(each))
   const of = (proxy: Proxy, value: (r: Row) => number) => median(mine.filter((r) => r.proxy === proxy.name).map(value))
   for (const proxy of proxies) {
     const cpu = mine.filter((r) => r.proxy === proxy.name).map((r) => r.cpuUsPerToken)
     console.log(
-      `| ${proxy.name} | ${each.clients} × ${each.requests} | ${(of(proxy, (r) => r.tokensPerSecond) / 1000).toFixed(1)} | ${median(cpu).toFixed(1)} (${range(cpu, 1)}) | ${of(proxy, (r) => r.engineCpuUsPerToken).toFixed(1)} | ${of(proxy, (r) => r.ttfbP50).toFixed(1)} ms | ${of(proxy, (r) => r.gapP50).toFixed(2)} / ${of(proxy, (r) => r.gapP99).toFixed(2)} ms |`,
+      `| ${proxy.name} | ${caseName(each)} | ${(of(proxy, (r) => r.tokensPerSecond) / 1000).toFixed(1)} | ${median(cpu).toFixed(1)} (${range(cpu, 1)}) | ${of(proxy, (r) => r.engineCpuUsPerToken).toFixed(1)} | ${of(proxy, (r) => r.ttfbP50).toFixed(1)} ms | ${of(proxy, (r) => r.gapP50).toFixed(2)} / ${of(proxy, (r) => r.gapP99).toFixed(2)} ms |`,
     )
   }
   const base = of(proxies[0]!, (r) => r.cpuUsPerToken)
   for (const proxy of proxies.slice(1))
     ratios.push(
-      `${each.clients} × ${each.requests}: ${proxy.name} spent ${(of(proxy, (r) => r.cpuUsPerToken) / base).toPrecision(2)}× the CPU per token of ${proxies[0]!.name}`,
+      `${caseName(each)}: ${proxy.name} spent ${(of(proxy, (r) => r.cpuUsPerToken) / base).toPrecision(2)}× the CPU per token of ${proxies[0]!.name}`,
     )
 }
 console.log(`\n${ratios.join('\n')}`)
