@@ -7,6 +7,7 @@
  * (docs/PERFORMANCE.md, "The first token under load"). Below the budget nothing waits and nothing is scheduled.
  */
 import { TurnBudget } from '../../base/turn-budget'
+import { type Gateway, gatewayShutdown } from './context'
 
 /**
  * Requests begun a turn before the rest wait: 5–7 ms of a turn's work, about as long as its engine reads
@@ -18,7 +19,16 @@ const BEGINS_PER_TURN = 8
 /** The budget every face and WebSocket turn of the process shares: they share its one event loop. */
 export const requestBegins = new TurnBudget(BEGINS_PER_TURN)
 
-/** null: begin now; a promise: begin when it settles, a later turn. */
-export function beginTurn(): Promise<void> | null {
-  return requestBegins.take(1)
+/**
+ * null: begin now; a promise: begin when it settles, a later turn. It rejects with `gatewayShutdown()` when the
+ * gateway's grace period ended while the request waited: such a gateway begins nothing. (A client that left while
+ * its request waited needs nothing here: its body is not read, readJsonBytes.)
+ */
+export function beginTurn(gateway: Pick<Gateway, 'stopping'>): Promise<void> | null {
+  const due = requestBegins.take(1)
+  return (
+    due?.then(() => {
+      if (gateway.stopping.aborted) throw gatewayShutdown()
+    }) ?? null
+  )
 }

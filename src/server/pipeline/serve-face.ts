@@ -15,7 +15,7 @@ import { noteDiagnostics } from '../observe/request-log'
 import { inSpan } from '../observe/tracing'
 import type { ToolCaller } from '../tools/loop'
 import { beginTurn } from './begin-budget'
-import { type Gateway, gatewayShutdown, writeBound } from './context'
+import { type Gateway, writeBound } from './context'
 import type { Choices, Face } from './face'
 import { admit, admitChoices, generate } from './generate'
 import { type Prepared, releasePrepared } from './prepared'
@@ -108,13 +108,8 @@ export async function serveFace<G extends Gateway, O, A extends object, D extend
   response: ServerResponse,
 ): Promise<void> {
   // A burst of requests is begun a few a turn, so that the first ones' answers go out while the rest wait.
-  const due = beginTurn()
-  if (due !== null) {
-    await due
-    // A gateway whose grace period ended meanwhile begins nothing (a client that left meanwhile: its body is
-    // not read, readJsonBytes).
-    if (gateway.stopping.aborted) throw gatewayShutdown()
-  }
+  const due = beginTurn(gateway)
+  if (due !== null) await due
   const prepared = await inSpan('prepare', () => face.prepare(gateway, request))
   try {
     await servePrepared(face, gateway, request, response, prepared)

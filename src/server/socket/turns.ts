@@ -12,7 +12,7 @@ import { webSockets } from '../gateway-packages'
 import type { EngineTrail } from '../observe/engine-trail'
 import { rememberCalls } from '../pipeline/answering-calls'
 import { beginTurn } from '../pipeline/begin-budget'
-import { gatewayFor, gatewayShutdown, tracked } from '../pipeline/context'
+import { gatewayFor, tracked } from '../pipeline/context'
 import { admit, generate } from '../pipeline/generate'
 import { reportPrepared, tellDiagnostics } from '../pipeline/serve-face'
 import { responseRecord } from '../responses/conversation'
@@ -50,11 +50,8 @@ const DEFAULT_SOCKETS_PER_KEY = 64
 async function socketTurn(gateway: SocketGateway, request: IncomingMessage, turn: SocketTurn): Promise<StoredResponse> {
   const { body, previous, emit, signal, size } = turn
   // Begun a few a turn as HTTP requests are (begin-budget.ts).
-  const due = beginTurn()
-  if (due !== null) {
-    await due
-    if (gateway.stopping.aborted) throw gatewayShutdown()
-  }
+  const due = beginTurn(gateway)
+  if (due !== null) await due
   const prepared = await prepareResponsesBody(gateway, body, previous, size > gateway.renderInlineBytes)
   // No headers on a WebSocket turn: what was not applied goes to the log.
   reportPrepared(gateway, prepared, null)
