@@ -169,18 +169,18 @@ async function load(proxy: Proxy, round: number, each: Case, completionTokens: n
   // per token 1.3-1.7x the second's: the same load, the code not yet optimised; one wave left beginning a request
   // at about 2 ms, where warm V8 code takes 0.6: docs/PERFORMANCE.md), that path first by short requests, which
   // take little time. A gateway serves warm for hours; every proxy gets the same.
+  const post = (request: object) => streamingPost(proxy.port, '/v1/chat/completions', request, usage)
+  const wave = (size: number, request: object) => Promise.all(Array.from({ length: size }, () => post(request)))
   const short = { ...body, max_tokens: 32 }
-  for (let wave = 0; wave < WARM_UP_SHORT_REQUESTS / 16; wave++)
-    await Promise.all(Array.from({ length: 16 }, () => streamingPost(proxy.port, '/v1/chat/completions', short, usage)))
-  for (let wave = 0; wave < WARM_UP_WAVES; wave++)
-    await Promise.all(Array.from({ length: clients }, () => streamingPost(proxy.port, '/v1/chat/completions', body, usage)))
+  for (let i = 0; i < WARM_UP_SHORT_REQUESTS / 16; i++) await wave(16, short)
+  for (let i = 0; i < WARM_UP_WAVES; i++) await wave(clients, body)
   const cpu = treeCpuMs(proxy.pid)
   const engineCpu = treeCpuMs(proxy.enginePid)
   const started = performance.now()
   const deliveries = await Promise.all(
     Array.from({ length: clients }, async () => {
       const mine = []
-      for (let i = 0; i < requests; i++) mine.push(await streamingPost(proxy.port, '/v1/chat/completions', body, usage))
+      for (let i = 0; i < requests; i++) mine.push(await post(body))
       return mine
     }),
   )
