@@ -6,7 +6,7 @@
  * tests wait for events (the server's connections closing, the client's pool taking a socket back), never a clock.
  */
 import { once } from 'node:events'
-import { type Agent, createServer, type ServerResponse } from 'node:http'
+import { createServer, type ServerResponse } from 'node:http'
 import { createRequire } from 'node:module'
 import { type AddressInfo, createServer as createNetServer, type Server, type Socket } from 'node:net'
 
@@ -117,24 +117,35 @@ async function rawEngine(ids: number[], later: (socket: Socket) => void): Promis
 }
 
 /** The client's pool (one per client: keyed by the options object the client keeps). */
-function poolOfClient(engine: VllmEngine | LlamaCppEngine, url: string): Agent {
+function poolOfClient(engine: VllmEngine | LlamaCppEngine, url: string) {
   const pool = poolOf((engine as unknown as { options: object }).options, new URL(url))
   if (pool === false) throw new Error('no pool')
   return pool
 }
 
-/** Once `count` sockets of the client's pool are idle: the agent's own 'free' event, no clock. */
+/** Once `count` connections of the client's pool are idle: the pool's own 'idle' event, no clock. */
 async function idle(engine: VllmEngine | LlamaCppEngine, url: string, count = 1): Promise<void> {
   const pool = poolOfClient(engine, url)
-  const free = () => Object.values(pool.freeSockets).reduce((n, sockets) => n + (sockets?.length ?? 0), 0)
-  while (free() < count) await once(pool, 'free')
+  while (pool.idleCount < count) await once(pool, 'idle')
 }
 
-/** Counts the sockets the client's pool takes back from now on. */
+/** Counts the connections the client's pool takes back from now on. */
 function frees(engine: VllmEngine | LlamaCppEngine, url: string): { count: number } {
   const counter = { count: 0 }
-  poolOfClient(engine, url).on('free', () => counter.count++)
+  poolOfClient(engine, url).on('idle', () => counter.count++)
   return counter
+}
+
+/**
+ * Once the server's end of `socket` is closed: true when the client closed it first (the server read its end of
+ * the stream), false when the server did (its own keep-alive timeout).
+ */
+function closedByClient(socket: Socket | undefined): Promise<boolean> {
+  if (socket === undefined) throw new Error('no such connection')
+  return new Promise((resolve) => {
+    socket.once('end', () => resolve(true))
+    socket.once('close', () => resolve(false))
+  })
 }
 
 /** Once the server's end of `socket` is closed (at once when it is already). */
@@ -184,28 +195,23 @@ test('two generations one after the other share one connection', async (t) => {
   t.is(engine.connections.length, 1)
 })
 
-test('an idle connection is closed before the engine would close it; one in use has no idle timer', async (t) => {
-  // Node's server says `Keep-Alive: timeout=5` by default (uvicorn says nothing, and closes after 5 s too).
+test('an idle connection is closed by the client before the engine would close it', async (t) => {
+  // Node's server closes an idle connection after 5 s and says `Keep-Alive: timeout=5` (uvicorn says nothing, and
+  // closes after 5 s too): the client keeps it 2 s, and its close comes first.
   const engine = await httpEngine((response) => stream(response, generation([1, 2])))
   t.teardown(engine.close)
   const client = new VllmEngine({ url: engine.url })
-  const pool = poolOfClient(client, engine.url)
-  const sockets = (list: NodeJS.ReadOnlyDict<import('node:net').Socket[]>) => Object.values(list).flatMap((each) => each ?? [])
   for (let i = 0; i < 2; i++) {
-    for await (const _ of client.generate(prompt)) {
-      // Streaming: whatever the socket (new, then reused), no timer of the pool's runs on it.
-      const [inUse] = sockets(pool.sockets as NodeJS.ReadOnlyDict<import('node:net').Socket[]>)
-      t.truthy(inUse)
-      t.falsy(inUse!.timeout)
-    }
+    t.deepEqual([...(await collectSteps(client.generate(prompt))).tokens], read([1, 2]))
     await idle(client, engine.url)
-    // Idle: 2 s, under the engine's 5 s (Node's agent would take the hint less a second, 4 s: the shorter wins).
-    t.is(sockets(pool.freeSockets as NodeJS.ReadOnlyDict<import('node:net').Socket[]>)[0]!.timeout, 2000)
   }
   t.is(engine.connections.length, 1)
+  t.true(await closedByClient(engine.connections[0]))
 })
 
-test("a server's shorter Keep-Alive timeout is honoured, as Node's agent reads it", async (t) => {
+test("a server's shorter Keep-Alive timeout is honoured: the client closes first", async (t) => {
+  // `Keep-Alive: timeout=2`: kept a second less (1 s), so that the client gives the connection up before the server.
+  // With the client's own 2 s, the two would close it at once.
   const connections: Socket[] = []
   const server = createServer({ keepAliveTimeout: 2000 }, async (request, response) => {
     for await (const _ of request);
@@ -217,9 +223,23 @@ test("a server's shorter Keep-Alive timeout is honoured, as Node's agent reads i
   const client = new VllmEngine({ url })
   await collectSteps(client.generate(prompt))
   await idle(client, url)
-  const pool = poolOfClient(client, url)
-  // `Keep-Alive: timeout=2`: a second less, so that the client gives the connection up first.
-  t.is(Object.values(pool.freeSockets).flatMap((each) => each ?? [])[0]!.timeout, 1000)
+  t.true(await closedByClient(connections[0]))
+})
+
+test("a server's Keep-Alive timeout of a second keeps nothing: the next generation opens a new connection", async (t) => {
+  const connections: Socket[] = []
+  const server = createServer({ keepAliveTimeout: 1000 }, async (request, response) => {
+    for await (const _ of request);
+    stream(response, generation([1, 2]))
+  })
+  server.on('connection', (socket: Socket) => connections.push(socket))
+  const url = await listening(server)
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
+  const client = new VllmEngine({ url })
+  await collectSteps(client.generate(prompt))
+  t.true(await closedByClient(connections[0]))
+  await collectSteps(client.generate(prompt))
+  t.is(connections.length, 2)
 })
 
 test('a stream without [DONE] that ends (llama.cpp) gives its connection back too', async (t) => {

@@ -135,6 +135,21 @@ test("a stream's first read never waits, whatever the turn has spent", async (t)
   t.deepEqual(order, ['a', 'first', 'b'])
 })
 
+test('exhausted, a turn lets nothing more go on at once: the reads after it wait for its end', async (t) => {
+  const { reads, turn } = manual(10)
+  const order: string[] = []
+  read(reads, 'a', 2, order)
+  // A request was just sent on a kept-alive connection (http.ts): undici writes it at the turn's end.
+  reads.exhaust()
+  read(reads, 'b', 1, order)
+  read(reads, 'first', 1, order, true)
+  t.deepEqual(order, ['a', 'first'])
+  await turn()
+  t.deepEqual(order, ['a', 'first', 'b'])
+  // The next turn has its whole budget.
+  t.is(reads.take(9, false), null)
+})
+
 test('the budget is a positive integer', (t) => {
   for (const budget of [0, -1, 1.5, Number.NaN])
     t.throws(() => new TurnBudget(budget), { instanceOf: RangeError, message: /budget must be a positive integer/ })

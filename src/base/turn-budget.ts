@@ -38,6 +38,11 @@ export class TurnBudget {
     })
   }
 
+  /** Nothing more at once in this turn: what asks from now on waits for its end. */
+  exhaust(): void {
+    this.spend(Math.max(0, this.budget - this.spent))
+  }
+
   /** What waits for a turn. */
   get queued(): number {
     return this.waiting.length

@@ -1,16 +1,18 @@
 /**
  * The one HTTP client of the engine clients: a JSON POST whose answer streams back as server-sent events,
- * read only as fast as the caller asks for them (the socket is paused between reads, so a slow gateway holds
- * the engine back through TCP instead of buffering its output), with connect and idle timeouts, an
- * AbortSignal that destroys the connection (the engine sees it close and frees the sequence), and every
+ * read only as fast as the caller asks for them (undici's parser stops between reads, exchange.ts, so a slow
+ * gateway holds the engine back through TCP instead of buffering its output), with connect and idle timeouts,
+ * an AbortSignal that closes the connection (the engine sees it close and frees the sequence), and every
  * failure as an `EngineError`. Connections are kept alive and reused (keep-alive.ts): a stream read to its end
- * gives its socket back, any other closes it.
+ * gives its connection back, any other closes it.
  */
-import { type Agent, type ClientRequest, request as httpRequest, type IncomingMessage } from 'node:http'
-import { request as httpsRequest } from 'node:https'
-import type { Socket } from 'node:net'
 import { EngineError } from './errors'
-import { isLostRequest, poolOf, release } from './keep-alive'
+import { Exchange } from './exchange'
+import { Connection, connectTimeoutOf, type EnginePool, isLostRequest, poolOf, release } from './keep-alive'
+
+export { DEFAULT_CONNECT_TIMEOUT_MS } from './keep-alive'
+
+import { engineReads } from './read-budget'
 import { type SseEvent, SseReader } from './sse'
 import type { GenerateRequest } from './types'
 
@@ -44,7 +46,6 @@ export interface HttpOptions {
   keepAlive?: boolean
 }
 
-export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000
 export const DEFAULT_READ_TIMEOUT_MS = 120_000
 export const DEFAULT_MAX_EVENT_BYTES = 1 << 20
 export const DEFAULT_MAX_STREAM_BYTES = 256 * (1 << 20)
@@ -90,10 +91,10 @@ export async function* postEvents(
   if (signal?.aborted) throw aborted(engine, 'before it was sent')
   const readTimeout = options.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS
   const pool = poolOf(options, url)
-  const response = await open(engine, url, body, withTrace(options, request), readTimeout, signal, pool)
-  // From here on an abort destroys the response at once, even while the consumer is busy elsewhere and no
-  // read is waiting: the engine must not keep generating for a caller that left.
-  const onAbort = () => response.destroy()
+  const { connection, exchange } = await open(engine, url, body, withTrace(options, request), readTimeout, signal, pool)
+  // From here on an abort closes the connection at once, even while the consumer is busy elsewhere and no read is
+  // waiting: the engine must not keep generating for a caller that left.
+  const onAbort = () => connection.close()
   signal?.addEventListener('abort', onAbort, { once: true })
   const reader = new SseReader(options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES)
   // How the loop was left: its caller stopped at a yield ('left'; `sawDone`: the events it was last given ended
@@ -101,11 +102,11 @@ export async function* postEvents(
   let outcome: 'failed' | 'left' | 'ended' = 'failed'
   let sawDone = false
   try {
-    const status = response.statusCode ?? 0
-    if (status < 200 || status >= 300) throw await httpError(engine, response, status, readTimeout, signal, engineMessage)
+    const status = exchange.statusCode
+    if (status < 200 || status >= 300) throw await httpError(engine, exchange, status, readTimeout, signal, engineMessage)
     let left = options.maxStreamBytes ?? DEFAULT_MAX_STREAM_BYTES
     for (;;) {
-      const chunk = await nextChunk(engine, response, readTimeout, signal)
+      const chunk = await nextChunk(engine, exchange, readTimeout, signal)
       if (chunk === null) break
       left -= chunk.length
       if (left < 0) {
@@ -131,11 +132,19 @@ export async function* postEvents(
     if (last.length > 0) yield last
   } finally {
     signal?.removeEventListener('abort', onAbort)
-    // Read to its end, the socket is back in the pool already (Node gives it back at the body's end); left at a
-    // yield, it goes back if nothing but the body's end is left (`release`); else (an error, an abort, a timeout,
-    // an HTTP error) the connection goes, and with it the sequence.
-    if (outcome === 'left' && pool !== false && !signal?.aborted) release(response, reader, sawDone)
-    else if (outcome !== 'ended' || !response.complete) response.destroy()
+    // Read to its end, the connection goes back to the pool; left at a yield, it goes back if nothing but the body's
+    // end is left (`release`); else (an error, an abort, a timeout, an HTTP error) the connection goes, and with it
+    // the sequence.
+    if (pool === false || signal?.aborted || outcome === 'failed') connection.close()
+    else if (outcome === 'ended') pool.give(connection)
+    else
+      release(
+        exchange,
+        reader,
+        sawDone,
+        () => pool.give(connection),
+        () => connection.close(),
+      )
   }
 }
 
@@ -143,10 +152,17 @@ export function aborted(engine: string, when = ''): EngineError {
   return new EngineError('engine-aborted', `${engine}: the request was aborted${when ? ` ${when}` : ''}`, { engine })
 }
 
+/** A request's connection and its answer, once the answer's head came. */
+interface Answer {
+  connection: Connection
+  exchange: Exchange
+}
+
 /**
- * Sends the request and resolves with the response head. Two clocks: `connectTimeoutMs` until the socket is
- * connected (and TLS done), then `readTimeout` until the head arrives. A request lost to a pooled socket the engine
- * was closing (`isLostRequest`) is sent once more, on a new connection, under both clocks and the signal again.
+ * Sends the request and resolves with the answer's head. Two clocks: `connectTimeoutMs` until the socket is
+ * connected (and TLS done: undici's own clock, set on the connection), then `readTimeout` until the head arrives.
+ * A request lost to a pooled connection the engine was closing (`isLostRequest`) is sent once more, on a new
+ * connection, under both clocks and the signal again.
  */
 async function open(
   engine: string,
@@ -155,11 +171,11 @@ async function open(
   options: HttpOptions,
   readTimeout: number,
   signal: AbortSignal | undefined,
-  pool: Agent | false,
-): Promise<IncomingMessage> {
+  pool: EnginePool | false,
+): Promise<Answer> {
   const payload = Buffer.from(JSON.stringify(body))
-  const response = await send(engine, url, payload, options, readTimeout, signal, pool)
-  if (response !== LOST) return response
+  const answer = await send(engine, url, payload, options, readTimeout, signal, pool)
+  if (answer !== LOST) return answer
   // Outside the pool: a new connection for sure (another idle one may be closing too), closed after this stream.
   const again = await send(engine, url, payload, options, readTimeout, signal, false)
   // A new connection is never retried, so never LOST; the check keeps the type honest.
@@ -167,10 +183,10 @@ async function open(
   return again
 }
 
-/** What `send` resolves with when its request was lost to a closing pooled socket and may be sent again. */
+/** What `send` resolves with when its request was lost to a closing pooled connection and may be sent again. */
 const LOST = Symbol('lost')
 
-/** One try of `open`: the response head, or LOST. */
+/** One try of `open`: the answer, or LOST. */
 function send(
   engine: string,
   url: URL,
@@ -178,33 +194,29 @@ function send(
   options: HttpOptions,
   readTimeout: number,
   signal: AbortSignal | undefined,
-  pool: Agent | false,
-): Promise<IncomingMessage | typeof LOST> {
+  pool: EnginePool | false,
+): Promise<Answer | typeof LOST> {
   if (signal?.aborted) return Promise.reject(aborted(engine))
-  const post = url.protocol === 'https:' ? httpsRequest : httpRequest
-  const connectTimeout = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS
+  const connectTimeout = connectTimeoutOf(options)
+  const connection = pool === false ? new Connection(url.origin, connectTimeout) : pool.take()
+  // Whether it goes out on a socket connected before it, and which (isLostRequest).
+  const reused = connection.open
+  const connects = connection.connects
+  const exchange = new Exchange()
   return new Promise((resolve, reject) => {
     let timer: NodeJS.Timeout | undefined
-    let settled = false
-    // A reused socket: whether any byte of an answer came on it (then the request is never sent again).
-    let reused: Socket | null = null
-    let answered = false
-    const onBytes = () => {
-      answered = true
-    }
-    const settle = (error: EngineError | typeof LOST | null, response?: IncomingMessage) => {
-      if (settled) return
-      settled = true
+    const settle = (error: EngineError | typeof LOST | null) => {
       clearTimeout(timer)
       signal?.removeEventListener('abort', onAbort)
-      reused?.off('data', onBytes)
-      if (error === LOST) {
-        request.destroy()
-        resolve(LOST)
-      } else if (error !== null) {
-        request.destroy()
-        reject(error)
-      } else resolve(response!)
+      connection.client.off('connect', waitForHead)
+      exchange.stopWaiting()
+      if (error === null) {
+        resolve({ connection, exchange })
+        return
+      }
+      connection.close()
+      if (error === LOST) resolve(LOST)
+      else reject(error)
     }
     const waitForHead = () => {
       clearTimeout(timer)
@@ -221,91 +233,75 @@ function send(
       )
     }
     const onAbort = () => settle(aborted(engine))
-    const request: ClientRequest = post(
-      url,
+    const onEvent = () => {
+      const { failure } = exchange
+      if (failure !== null)
+        settle(isLostRequest(connection, reused, connects, exchange) ? LOST : unreachable(engine, url, connectTimeout, failure))
+      else if (exchange.statusCode !== 0) settle(null)
+      else exchange.wait(onEvent)
+    }
+    exchange.wait(onEvent)
+    signal?.addEventListener('abort', onAbort, { once: true })
+    // A new connection connects first (undici's clock): the wait for the head starts when it has; on a pooled one, now.
+    if (reused) waitForHead()
+    else connection.client.once('connect', waitForHead)
+    connection.client.dispatch(
       {
         method: 'POST',
+        path: url.pathname + url.search,
         // The engine's own framing needs these; the caller's headers come first so they cannot break it.
-        headers: { accept: 'text/event-stream', ...options.headers, 'content-type': 'application/json', 'content-length': payload.length },
-        agent: pool,
+        headers: {
+          accept: 'text/event-stream',
+          ...options.headers,
+          'content-type': 'application/json',
+          ...(pool === false ? { connection: 'close' } : {}),
+        },
+        body: payload,
       },
-      (response) => {
-        // Paused: bytes are read only when `nextChunk` asks, so TCP holds the engine back.
-        response.pause()
-        // An error answer's body is read to its end too (`httpError`): its connection is closed all the same, not
-        // given back (Node closes it at the body's end then), as a failed stream's is.
-        const status = response.statusCode ?? 0
-        if (status < 200 || status >= 300) request.shouldKeepAlive = false
-        settle(null, response)
-      },
+      exchange,
     )
-    timer = setTimeout(
-      () =>
-        settle(
-          new EngineError('engine-connect-timeout', `${engine}: could not connect to ${url.origin} within ${connectTimeout} ms`, {
-            engine,
-          }),
-        ),
-      connectTimeout,
-    )
-    request.on('socket', (socket: Socket) => {
-      if (request.reusedSocket) {
-        reused = socket
-        socket.once('data', onBytes)
-      }
-      // A new socket is still connecting here and reports `connect` (plain) or `secureConnect` (TLS, after the
-      // handshake); a pooled one is connected already, and the wait for the head starts now.
-      if (socket.connecting) socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', waitForHead)
-      else waitForHead()
-    })
-    request.on('error', (error) =>
-      settle(
-        isLostRequest(request, error, answered)
-          ? LOST
-          : new EngineError('engine-connection-error', `${engine}: cannot reach ${url.origin}: ${error.message}`, { engine, cause: error }),
-      ),
-    )
-    signal?.addEventListener('abort', onAbort, { once: true })
-    request.end(payload)
+    // undici writes a request on a kept-alive connection only at the end of the turn's I/O (its check of the idle
+    // socket, client-h1.js `scheduleIdleSocketValidation`): the reads left in this turn would hold it back.
+    if (reused) engineReads.exhaust()
   })
 }
 
+/** Why a request got no answer, as an EngineError: undici's connect timeout, or any other failure to reach the engine. */
+function unreachable(engine: string, url: URL, connectTimeout: number, failure: Error): EngineError {
+  if ((failure as NodeJS.ErrnoException).code === 'UND_ERR_CONNECT_TIMEOUT')
+    return new EngineError('engine-connect-timeout', `${engine}: could not connect to ${url.origin} within ${connectTimeout} ms`, {
+      engine,
+      cause: failure,
+    })
+  return new EngineError('engine-connection-error', `${engine}: cannot reach ${url.origin}: ${failure.message}`, { engine, cause: failure })
+}
+
 /**
- * The next chunk of the body (null at its end), waiting at most `timeoutMs` for it. The stream is in paused
- * mode: `read()` takes what is buffered, and only an empty buffer makes Node read more from the socket.
+ * The next chunk of the body (null at its end), waiting at most `timeoutMs` for it: all the exchange gathered
+ * since the last one (a socket read's worth), or the next that comes.
  */
-function nextChunk(engine: string, response: IncomingMessage, timeoutMs: number, signal: AbortSignal | undefined): Promise<Buffer | null> {
-  // Aborted while the caller was busy with the last events (the abort destroyed the response then).
+function nextChunk(engine: string, exchange: Exchange, timeoutMs: number, signal: AbortSignal | undefined): Promise<Buffer | null> {
+  // Aborted while the caller was busy with the last events (the abort closed the connection then).
   if (signal?.aborted) return Promise.reject(aborted(engine))
-  const ready = response.read() as Buffer | null
+  const ready = exchange.read()
   if (ready !== null) return Promise.resolve(ready)
-  if (response.readableEnded) return Promise.resolve(null)
-  // The connection broke while nobody was waiting: its `close` event has come and gone.
-  if (response.destroyed) return Promise.reject(broken(engine))
+  if (exchange.complete) return Promise.resolve(null)
+  if (exchange.failure !== null) return Promise.reject(broken(engine, exchange.failure, signal))
   return new Promise((resolve, reject) => {
     const done = () => {
       clearTimeout(timer)
-      response.off('readable', onReadable).off('end', onEnd).off('error', onError).off('close', onClose)
+      exchange.stopWaiting()
       signal?.removeEventListener('abort', onAbort)
     }
-    const onReadable = () => {
-      const chunk = response.read() as Buffer | null
-      if (chunk === null) return
-      done()
-      resolve(chunk)
-    }
-    const onEnd = () => {
-      done()
-      resolve(null)
-    }
-    const onError = (error: Error) => {
-      done()
-      reject(new EngineError('engine-connection-error', `${engine}: the stream broke: ${error.message}`, { engine, cause: error }))
-    }
-    const onClose = () => {
-      done()
-      if (response.readableEnded) resolve(null)
-      else reject(signal?.aborted ? aborted(engine) : broken(engine))
+    const look = () => {
+      const chunk = exchange.read()
+      if (chunk !== null || exchange.complete) {
+        done()
+        resolve(chunk)
+      } else if (exchange.failure !== null) {
+        done()
+        reject(broken(engine, exchange.failure, signal))
+      } else exchange.wait(look)
     }
     const onAbort = () => {
       done()
@@ -315,13 +311,20 @@ function nextChunk(engine: string, response: IncomingMessage, timeoutMs: number,
       done()
       reject(new EngineError('engine-read-timeout', `${engine}: nothing received for ${timeoutMs} ms`, { engine }))
     }, timeoutMs)
-    response.on('readable', onReadable).on('end', onEnd).on('error', onError).on('close', onClose)
+    exchange.wait(look)
     signal?.addEventListener('abort', onAbort, { once: true })
   })
 }
 
-function broken(engine: string): EngineError {
-  return new EngineError('engine-connection-error', `${engine}: the connection closed before the stream ended`, { engine })
+/** A stream that failed before its end: the connection closed (or was reset) under it, or anything else broke it. */
+function broken(engine: string, failure: Error, signal: AbortSignal | undefined): EngineError {
+  if (signal?.aborted) return aborted(engine)
+  if ((failure as NodeJS.ErrnoException).code === 'UND_ERR_SOCKET')
+    return new EngineError('engine-connection-error', `${engine}: the connection closed before the stream ended`, {
+      engine,
+      cause: failure,
+    })
+  return new EngineError('engine-connection-error', `${engine}: the stream broke: ${failure.message}`, { engine, cause: failure })
 }
 
 /**
@@ -330,7 +333,7 @@ function broken(engine: string): EngineError {
  */
 async function httpError(
   engine: string,
-  response: IncomingMessage,
+  exchange: Exchange,
   status: number,
   timeoutMs: number,
   signal: AbortSignal | undefined,
@@ -340,9 +343,9 @@ async function httpError(
   let size = 0
   try {
     for (
-      let chunk = await nextChunk(engine, response, timeoutMs, signal);
+      let chunk = await nextChunk(engine, exchange, timeoutMs, signal);
       chunk !== null && size < MAX_ERROR_BODY;
-      chunk = await nextChunk(engine, response, timeoutMs, signal)
+      chunk = await nextChunk(engine, exchange, timeoutMs, signal)
     ) {
       chunks.push(chunk)
       size += chunk.length
@@ -368,7 +371,7 @@ async function httpError(
       engine,
       status,
       engineMessage: message,
-      retryAfter: overloaded ? retryAfterOf(response.headers['retry-after']) : null,
+      retryAfter: overloaded ? retryAfterOf(exchange.retryAfter) : null,
     },
   )
 }

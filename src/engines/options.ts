@@ -3,6 +3,7 @@
  * configuration fails at startup rather than on the first request, or never (an unknown option is an error,
  * not something quietly ignored).
  */
+import { validateHeaderName, validateHeaderValue } from 'node:http'
 import { checkOptions, describe, is, optionError } from '../base/options'
 
 /**
@@ -54,7 +55,28 @@ export function checkEngineOptions(options: unknown, where: string, known: reado
   ) {
     throw optionError(TypeError, `${where}: option 'headers' must map header names to strings`)
   }
+  if (o.headers !== undefined) checkHeaders(o.headers as Record<string, string>, where)
   return url
+}
+
+/**
+ * The headers of a connection and of a body's framing, which the client sets itself (http.ts, and undici under it,
+ * which refuses a request that names one: lib/core/request.js, `processHeader`).
+ */
+const FRAMING_HEADERS = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'expect', 'content-length'])
+
+/** Each header a valid HTTP field (Node's own checks), and none of the client's own (`FRAMING_HEADERS`). */
+function checkHeaders(headers: Record<string, string>, where: string): void {
+  for (const [name, value] of Object.entries(headers)) {
+    try {
+      validateHeaderName(name)
+      validateHeaderValue(name, value)
+    } catch (error) {
+      throw optionError(TypeError, `${where}: option 'headers': ${(error as Error).message}`)
+    }
+    if (FRAMING_HEADERS.has(name.toLowerCase()))
+      throw optionError(TypeError, `${where}: option 'headers' cannot set ${name}: the client sets it for each request`)
+  }
 }
 
 /** An optional option that must be a positive integer when present. */
