@@ -137,6 +137,22 @@ function frees(engine: VllmEngine | LlamaCppEngine, url: string): { count: numbe
 }
 
 /**
+ * An engine whose server closes an idle connection after `keepAliveTimeout` ms and says so (`Keep-Alive: timeout=N`,
+ * in seconds, as Node's server writes it), streaming `generation([1, 2])` to every request.
+ */
+async function hintingEngine(t: ExecutionContext, keepAliveTimeout: number): Promise<{ url: string; connections: Socket[] }> {
+  const connections: Socket[] = []
+  const server = createServer({ keepAliveTimeout }, async (request, response) => {
+    for await (const _ of request);
+    stream(response, generation([1, 2]))
+  })
+  server.on('connection', (socket: Socket) => connections.push(socket))
+  const url = await listening(server)
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
+  return { url, connections }
+}
+
+/**
  * Once the server's end of `socket` is closed: true when the client closed it first (the server read its end of
  * the stream), false when the server did (its own keep-alive timeout).
  */
@@ -212,14 +228,7 @@ test('an idle connection is closed by the client before the engine would close i
 test("a server's shorter Keep-Alive timeout is honoured: the client closes first", async (t) => {
   // `Keep-Alive: timeout=2`: kept a second less (1 s), so that the client gives the connection up before the server.
   // With the client's own 2 s, the two would close it at once.
-  const connections: Socket[] = []
-  const server = createServer({ keepAliveTimeout: 2000 }, async (request, response) => {
-    for await (const _ of request);
-    stream(response, generation([1, 2]))
-  })
-  server.on('connection', (socket: Socket) => connections.push(socket))
-  const url = await listening(server)
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
+  const { url, connections } = await hintingEngine(t, 2000)
   const client = new VllmEngine({ url })
   await collectSteps(client.generate(prompt))
   await idle(client, url)
@@ -227,14 +236,7 @@ test("a server's shorter Keep-Alive timeout is honoured: the client closes first
 })
 
 test("a server's Keep-Alive timeout of a second keeps nothing: the next generation opens a new connection", async (t) => {
-  const connections: Socket[] = []
-  const server = createServer({ keepAliveTimeout: 1000 }, async (request, response) => {
-    for await (const _ of request);
-    stream(response, generation([1, 2]))
-  })
-  server.on('connection', (socket: Socket) => connections.push(socket))
-  const url = await listening(server)
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
+  const { url, connections } = await hintingEngine(t, 1000)
   const client = new VllmEngine({ url })
   await collectSteps(client.generate(prompt))
   t.true(await closedByClient(connections[0]))
