@@ -13,6 +13,10 @@ export type Schedule = (callback: () => void) => void
 export class TurnBudget {
   private spent = 0
   private scheduled = false
+  /** The turn ended early (`exhaust`): nothing more goes on at once until its end. */
+  private closed = false
+  /** Which scheduled end of the turn is the live one (`exhaust` moves it later; an earlier one then does nothing). */
+  private ends = 0
   private readonly waiting: Array<{ cost: number; go: () => void }> = []
 
   constructor(
@@ -28,7 +32,7 @@ export class TurnBudget {
    * at once whatever was spent, and is counted (a stream's first read).
    */
   take(cost: number, atOnce = false): Promise<void> | null {
-    if (atOnce || (this.waiting.length === 0 && this.spent < this.budget)) {
+    if (atOnce || (!this.closed && this.waiting.length === 0 && this.spent < this.budget)) {
       this.spend(cost)
       return null
     }
@@ -38,9 +42,15 @@ export class TurnBudget {
     })
   }
 
-  /** Nothing more at once in this turn: what asks from now on waits for its end. */
+  /**
+   * Nothing more at once in this turn: what asks from now on waits for its end, and that end comes after every
+   * callback scheduled so far (such as undici's write of a request just sent: engines/http.ts). There, what waits
+   * goes on as at any turn's end, within what the turn has left of its budget.
+   */
   exhaust(): void {
-    this.spend(Math.max(0, this.budget - this.spent))
+    this.closed = true
+    this.scheduled = false
+    this.next()
   }
 
   /** What waits for a turn. */
@@ -64,8 +74,11 @@ export class TurnBudget {
   private next(): void {
     if (this.scheduled) return
     this.scheduled = true
+    const end = ++this.ends
     this.schedule(() => {
+      if (end !== this.ends) return
       this.scheduled = false
+      this.closed = false
       let granted = false
       while (this.waiting.length > 0 && (this.spent < this.budget || !granted)) {
         const { cost, go } = this.waiting.shift()!
