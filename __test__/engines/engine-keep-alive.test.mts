@@ -3,7 +3,9 @@
  * each other share one connection; a stream cut short, aborted or refused takes its connection with it; a request
  * sent on an idle connection the engine closes at that moment is sent again on a new one, and the engine sees it
  * once; never a request that got any byte of an answer; `keepAlive: false` opens a connection per generation. The
- * tests wait for events (the server's connections closing, the client's pool taking a socket back), never a clock.
+ * tests wait for events (the server's connections closing, the client's pool taking a connection back), never a
+ * clock of their own; the idle tests wait for the client's real idle timer (1 to 2 s) and check who closed the
+ * connection first, with a second or more between the two sides' timers.
  */
 import { once } from 'node:events'
 import { createServer, type ServerResponse } from 'node:http'
@@ -15,6 +17,7 @@ import { collectSteps, EngineError, LlamaCppEngine, VllmEngine } from 'harmony-s
 
 // Through require, as the clients load it: an import of the file would be a second instance, with pools of its own.
 const { poolOf } = createRequire(import.meta.url)('../../src/engines/keep-alive.ts') as typeof import('../../src/engines/keep-alive.ts')
+const { postEvents } = createRequire(import.meta.url)('../../src/engines/http.ts') as typeof import('../../src/engines/http.ts')
 
 const RETURN = 200002
 
@@ -368,6 +371,42 @@ test('a reused connection that breaks after the head fails the stream as before,
   const error = await t.throwsAsync(collectSteps(client.generate(prompt)))
   t.is((error as EngineError).code, 'engine-connection-error')
   t.is(engine.connections.length, 1)
+})
+
+test('an answer that closes its connection, reset while its reader is not reading, fails its stream and nothing else', async (t) => {
+  // undici 6 asserts, uncaught, when such a connection is reset while its parser is stopped (exchange.ts): the
+  // client must not stop it. The engine says `Connection: close`, sends far more than the client gathers before
+  // it would stop, and resets the connection while the reader waits elsewhere.
+  const event = `data: ${'x'.repeat(1000)}\n\n`
+  const framed = `${event.length.toString(16)}\r\n${event}\r\n`
+  let socket: Socket | undefined
+  const server = createNetServer((accepted) => {
+    socket = accepted
+    accepted.on('error', () => {})
+    accepted.once('data', () =>
+      accepted.write(
+        `HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\ntransfer-encoding: chunked\r\n\r\n${framed}`,
+      ),
+    )
+  })
+  const url = await listening(server)
+  t.teardown(() => server.close())
+  const events = postEvents('test', new URL(url), {}, {}, {}, () => null)
+  t.is((await events.next()).value?.length, 1)
+  // 70 KiB more, read by the client while its reader does not ask (turns of the loop, not a clock): past what it
+  // gathers before it would stop, and short of what would fill the socket (then the reset would go unseen).
+  const turns = async () => {
+    for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve))
+  }
+  socket!.write(framed.repeat(70))
+  await turns()
+  // The reset, seen by the client while its reader still does not ask.
+  socket!.resetAndDestroy()
+  await turns()
+  const error = await t.throwsAsync(async () => {
+    for (let next = await events.next(); !next.done; next = await events.next());
+  })
+  t.is((error as EngineError).code, 'engine-connection-error')
 })
 
 test('keepAlive: false opens a connection per generation', async (t) => {

@@ -463,6 +463,31 @@ test('https: a server that never completes the TLS handshake is a connect timeou
   t.true(await until(() => sockets.length === 1 && sockets[0].destroyed), `the client hung up: ${sockets.map((s) => s.destroyed)}`)
 })
 
+test("headers go out once each, the client's own last, and credentials in the URL as Basic authorization", async (t) => {
+  const seen: string[][] = []
+  const server = createServer((request, response) => {
+    seen.push(request.rawHeaders)
+    request.resume()
+    response.writeHead(200, { 'content-type': 'text/event-stream' }).end(data('[DONE]'))
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => server.close())
+  const { port } = server.address() as AddressInfo
+  const headers = { Accept: 'application/json', 'Content-Type': 'text/plain', 'X-Trace': 'a' }
+  await collect(new VllmEngine({ url: `http://127.0.0.1:${port}`, headers }).generate({ tokens: PROMPT })).catch(() => {})
+  await collect(new VllmEngine({ url: `http://us%40er:p%3Ass@127.0.0.1:${port}` }).generate({ tokens: PROMPT })).catch(() => {})
+  const named = (raw: string[], name: string) =>
+    raw.flatMap((value, i) => (i % 2 === 0 && value.toLowerCase() === name ? [raw[i + 1]] : []))
+  const [first, second] = seen
+  // The caller's accept replaces the client's; the client's content-type (the body's framing) replaces the caller's.
+  t.deepEqual(named(first!, 'accept'), ['application/json'])
+  t.deepEqual(named(first!, 'content-type'), ['application/json'])
+  t.deepEqual(named(first!, 'x-trace'), ['a'])
+  t.deepEqual(named(second!, 'authorization'), [`Basic ${Buffer.from('us@er:p:ss').toString('base64')}`])
+  t.deepEqual(named(first!, 'authorization'), [])
+})
+
 /** A server answering every request with `frames` as SSE: for streams no fake engine sends on its own. */
 async function raw(frames: string[]): Promise<{ url: string; close(): Promise<void> }> {
   const server = createServer((_req: IncomingMessage, res: ServerResponse) => {

@@ -9,11 +9,20 @@
  * is through the read), so that the reader makes one step of all the tokens they hold. When nobody reads, the
  * chunks gather up to `HIGH_WATER` bytes, then the parser stops in the middle of the read (its `onData` says so)
  * and the socket is not read: TCP holds the engine back, and nothing more is buffered.
+ *
+ * Except on an answer that closes its connection (`Connection: close`): undici 6 fails an assertion, uncaught,
+ * when such a connection is reset while its parser is stopped (lib/dispatcher/client-h1.js: the socket's `error`
+ * listener calls `parser.finish()`, which asserts that the parser runs; fixed upstream only in undici 8). Such an
+ * answer is gathered whole while nobody reads: one generation's stream at most, until its reader goes on or the
+ * generation ends.
  */
 import type { Dispatcher } from 'undici'
 
 /** Bytes gathered for a reader that is not reading before the parser stops: about one socket read (64 KiB). */
 const HIGH_WATER = 64 * 1024
+
+/** A `Connection` header's value that holds the `close` option. */
+const CLOSE = /(^|,)\s*close\s*(,|$)/i
 
 export class Exchange implements Dispatcher.DispatchHandlers {
   /** The answer's status (0 until its head came). */
@@ -26,6 +35,8 @@ export class Exchange implements Dispatcher.DispatchHandlers {
   complete = false
   /** How the exchange failed (a socket error, an abort, a destroyed connection), once it has. */
   failure: Error | null = null
+  /** The answer said `Connection: close`: its connection ends with it, and its parser is never stopped. */
+  closing = false
 
   private chunks: Buffer[] = []
   private size = 0
@@ -48,8 +59,9 @@ export class Exchange implements Dispatcher.DispatchHandlers {
     this.statusCode = statusCode
     this.resume = resume
     for (let i = 0; i < headers.length; i += 2) {
-      if (headers[i]!.length === 11 && headers[i]!.toString('latin1').toLowerCase() === 'retry-after')
-        this.retryAfter = headers[i + 1]!.toString('latin1')
+      const name = headers[i]!.toString('latin1').toLowerCase()
+      if (name === 'retry-after') this.retryAfter = headers[i + 1]!.toString('latin1')
+      else if (name === 'connection' && CLOSE.test(headers[i + 1]!.toString('latin1'))) this.closing = true
     }
     this.wake()
     return true
@@ -66,7 +78,7 @@ export class Exchange implements Dispatcher.DispatchHandlers {
         this.wake()
       })
     }
-    if (this.size < HIGH_WATER) return true
+    if (this.size < HIGH_WATER || this.closing) return true
     this.stopped = true
     return false
   }

@@ -135,7 +135,7 @@ export async function* postEvents(
     // Read to its end, the connection goes back to the pool; left at a yield, it goes back if nothing but the body's
     // end is left (`release`); else (an error, an abort, a timeout, an HTTP error) the connection goes, and with it
     // the sequence.
-    if (pool === false || signal?.aborted || outcome === 'failed') connection.close()
+    if (pool === false || exchange.closing || signal?.aborted || outcome === 'failed') connection.close()
     else if (outcome === 'ended') pool.give(connection)
     else
       release(
@@ -250,12 +250,8 @@ function send(
         method: 'POST',
         path: url.pathname + url.search,
         // The engine's own framing needs these; the caller's headers come first so they cannot break it.
-        headers: {
-          accept: 'text/event-stream',
-          ...options.headers,
-          'content-type': 'application/json',
-          ...(pool === false ? { connection: 'close' } : {}),
-        },
+        // Names in lower case, as undici sends them as given: `Accept` beside `accept` would go out twice.
+        headers: { accept: 'text/event-stream', ...credentialsOf(url), ...lowerCased(options.headers), 'content-type': 'application/json' },
         body: payload,
       },
       exchange,
@@ -264,6 +260,23 @@ function send(
     // socket, client-h1.js `scheduleIdleSocketValidation`): the reads left in this turn would hold it back.
     if (reused) engineReads.exhaust()
   })
+}
+
+/** Header names in lower case (a later name that differs only in case wins). */
+function lowerCased(headers: Record<string, string> | undefined): Record<string, string> {
+  const lower: Record<string, string> = {}
+  if (headers !== undefined) for (const [name, value] of Object.entries(headers)) lower[name.toLowerCase()] = value
+  return lower
+}
+
+/**
+ * The user and password of the base URL (`http://user:secret@host`) as Basic authorization, as `node:http` sends
+ * them (its `urlToHttpOptions`); undici connects to the origin alone and would drop them.
+ */
+function credentialsOf(url: URL): { authorization?: string } {
+  if (url.username === '' && url.password === '') return {}
+  const pair = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`
+  return { authorization: `Basic ${Buffer.from(pair).toString('base64')}` }
 }
 
 /** Why a request got no answer, as an EngineError: undici's connect timeout, or any other failure to reach the engine. */
@@ -311,15 +324,17 @@ function nextChunk(engine: string, exchange: Exchange, timeoutMs: number, signal
       done()
       reject(new EngineError('engine-read-timeout', `${engine}: nothing received for ${timeoutMs} ms`, { engine }))
     }, timeoutMs)
-    exchange.wait(look)
     signal?.addEventListener('abort', onAbort, { once: true })
+    exchange.wait(look)
   })
 }
 
 /** A stream that failed before its end: the connection closed (or was reset) under it, or anything else broke it. */
 function broken(engine: string, failure: Error, signal: AbortSignal | undefined): EngineError {
   if (signal?.aborted) return aborted(engine)
-  if ((failure as NodeJS.ErrnoException).code === 'UND_ERR_SOCKET')
+  // Closed under the answer: undici's own error, or its parser's when a `Connection: close` answer ended mid-body.
+  const code = (failure as NodeJS.ErrnoException).code
+  if (code === 'UND_ERR_SOCKET' || code === 'HPE_INVALID_EOF_STATE')
     return new EngineError('engine-connection-error', `${engine}: the connection closed before the stream ended`, {
       engine,
       cause: failure,

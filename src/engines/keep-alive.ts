@@ -58,7 +58,8 @@ const MAX_TAIL_BYTES = 4096
  */
 let undici: typeof import('undici') | undefined
 
-function loadUndici(): typeof import('undici') {
+/** Loads undici now (engine clients do at construction), so that the first request does not wait for it. */
+export function loadUndici(): typeof import('undici') {
   undici ??= require('undici') as typeof import('undici')
   return undici
 }
@@ -114,7 +115,6 @@ export class EnginePool extends EventEmitter<{ idle: [] }> {
     private readonly connectTimeoutMs: number,
   ) {
     super()
-    loadUndici()
   }
 
   /** The idle connection used last (the one the engine is least likely to be closing), or a new one. */

@@ -11,7 +11,7 @@
 import { isRecord } from '../base/records'
 import { EngineError } from './errors'
 import { aborted, type HttpOptions, postEvents } from './http'
-import { poolOf } from './keep-alive'
+import { loadUndici } from './keep-alive'
 import { checkEngineOptions, HTTP_ENGINE_OPTIONS } from './options'
 import { engineReads } from './read-budget'
 import { checkGenerateRequest, GENERATION_STOP_TOKENS } from './request'
@@ -76,8 +76,7 @@ export abstract class HttpEngine<O extends HttpEngineOptions> implements Engine 
     this.options = { ...options }
     this.shape = shape
     this.endpoint = new URL(shape.path(options), url)
-    // The connections' pool now, so that the first request does not wait for the HTTP client to load.
-    poolOf(this.options, this.endpoint)
+    loadUndici()
   }
 
   generate(request: GenerateRequest): AsyncIterable<EngineStep> {
