@@ -10,11 +10,12 @@
  * chunks gather up to `HIGH_WATER` bytes, then the parser stops in the middle of the read (its `onData` says so)
  * and the socket is not read: TCP holds the engine back, and nothing more is buffered.
  *
- * Except on an answer that closes its connection (`Connection: close`): undici 6 fails an assertion, uncaught,
- * when such a connection is reset while its parser is stopped (lib/dispatcher/client-h1.js: the socket's `error`
- * listener calls `parser.finish()`, which asserts that the parser runs; fixed upstream only in undici 8). Such an
- * answer is gathered whole while nobody reads: one generation's stream at most, until its reader goes on or the
- * generation ends.
+ * Except on an answer whose connection is not kept after it (`Connection: close`, or a body that is not chunked:
+ * HTTP/1.0, or read to the connection's end): undici 6 fails an assertion, uncaught, when such a connection is
+ * reset while its parser is stopped (lib/dispatcher/client-h1.js: the socket's `error` listener calls
+ * `parser.finish()`, which asserts that the parser runs; fixed upstream only in undici 8). Such an answer is
+ * gathered whole while nobody reads: one generation's stream at most, until its reader goes on or the generation
+ * ends. The engines stream chunked, on kept-alive connections.
  */
 import type { Dispatcher } from 'undici'
 
@@ -23,6 +24,8 @@ const HIGH_WATER = 64 * 1024
 
 /** A `Connection` header's value that holds the `close` option. */
 const CLOSE = /(^|,)\s*close\s*(,|$)/i
+/** A `Transfer-Encoding` header's value whose last coding is `chunked` (RFC 9112, 6.1). */
+const CHUNKED = /(^|,)\s*chunked\s*$/i
 
 export class Exchange implements Dispatcher.DispatchHandlers {
   /** The answer's status (0 until its head came). */
@@ -35,8 +38,10 @@ export class Exchange implements Dispatcher.DispatchHandlers {
   complete = false
   /** How the exchange failed (a socket error, an abort, a destroyed connection), once it has. */
   failure: Error | null = null
-  /** The answer said `Connection: close`: its connection ends with it, and its parser is never stopped. */
+  /** The answer said `Connection: close`: its connection ends with it. */
   closing = false
+  /** The parser may be stopped in the middle of the body: a chunked answer on a connection kept after it. */
+  private stoppable = false
 
   private chunks: Buffer[] = []
   private size = 0
@@ -62,7 +67,9 @@ export class Exchange implements Dispatcher.DispatchHandlers {
       const name = headers[i]!.toString('latin1').toLowerCase()
       if (name === 'retry-after') this.retryAfter = headers[i + 1]!.toString('latin1')
       else if (name === 'connection' && CLOSE.test(headers[i + 1]!.toString('latin1'))) this.closing = true
+      else if (name === 'transfer-encoding' && CHUNKED.test(headers[i + 1]!.toString('latin1'))) this.stoppable = true
     }
+    if (this.closing) this.stoppable = false
     this.wake()
     return true
   }
@@ -78,7 +85,7 @@ export class Exchange implements Dispatcher.DispatchHandlers {
         this.wake()
       })
     }
-    if (this.size < HIGH_WATER || this.closing) return true
+    if (this.size < HIGH_WATER || !this.stoppable) return true
     this.stopped = true
     return false
   }
