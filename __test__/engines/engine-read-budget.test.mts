@@ -136,27 +136,37 @@ test("a stream's first read never waits, whatever the turn has spent", async (t)
 })
 
 test('exhausted, a turn lets nothing more go on at once: the reads after it wait for its end, then go on within the budget', async (t) => {
-  const callbacks: Array<() => void> = []
-  const reads = new TurnBudget(10, (callback) => callbacks.push(callback))
+  const { reads, turn } = manual(10)
   const log: string[] = []
   read(reads, 'a', 2, log)
-  // Scheduled before the turn's end, as undici schedules the write of a request just sent on a kept-alive
-  // connection (http.ts).
-  callbacks.push(() => log.push('request written'))
   reads.exhaust()
   read(reads, 'b', 3, log)
   read(reads, 'c', 3, log)
   read(reads, 'first', 1, log, true)
   t.deepEqual(log, ['a', 'first'])
-  // The turn's end: the callbacks in the order scheduled, each followed by what it let run, as Node runs them.
-  for (const callback of callbacks.splice(0)) {
-    callback()
-    await new Promise((resolve) => setImmediate(resolve))
-  }
-  // The end moved after the write; what waited got what the turn had left (6 of 10), not only the longest waiting.
-  t.deepEqual(log, ['a', 'first', 'request written', 'b', 'c'])
+  await turn()
+  // What waited got what the turn had left (6 of 10), not only the longest waiting.
+  t.deepEqual(log, ['a', 'first', 'b', 'c'])
   // The next turn has its whole budget, and takes at once again.
   t.is(reads.take(9, false), null)
+})
+
+test('postponed, the ends of the turn of the budgets on the event loop come after what was scheduled before', async (t) => {
+  // As the engines' reads and the request begins do, on the loop's own turns (setImmediate).
+  const reads = new TurnBudget(10)
+  const begins = new TurnBudget(1)
+  const log: string[] = []
+  read(reads, 'read', 10, log)
+  read(reads, 'waiting read', 1, log)
+  read(begins, 'begin', 1, log)
+  read(begins, 'waiting begin', 1, log)
+  // undici's write of a request just sent on a kept-alive connection, scheduled after both ends (http.ts).
+  setImmediate(() => log.push('request written'))
+  TurnBudget.postponeTurnEnds()
+  await new Promise((resolve) => setImmediate(resolve))
+  await new Promise((resolve) => setImmediate(resolve))
+  t.deepEqual(log.slice(0, 3), ['read', 'begin', 'request written'])
+  t.deepEqual(log.slice(3).sort(), ['waiting begin', 'waiting read'])
 })
 
 test('the budget is a positive integer', (t) => {

@@ -11,11 +11,26 @@
 export type Schedule = (callback: () => void) => void
 
 export class TurnBudget {
+  /** The budgets on the event loop's own turns (`setImmediate`) whose end of this turn is scheduled. */
+  private static readonly ending = new Set<TurnBudget>()
+
+  /**
+   * Moves this turn's end of every budget on the event loop after the callbacks scheduled so far. What was just
+   * scheduled (undici's write of a request sent on a kept-alive connection: engines/http.ts) then does not wait
+   * for the work a turn's end lets go on: the reads, and the request begins, that waited.
+   */
+  static postponeTurnEnds(): void {
+    for (const budget of [...TurnBudget.ending]) {
+      budget.scheduled = false
+      budget.next()
+    }
+  }
+
   private spent = 0
   private scheduled = false
   /** The turn ended early (`exhaust`): nothing more goes on at once until its end. */
   private closed = false
-  /** Which scheduled end of the turn is the live one (`exhaust` moves it later; an earlier one then does nothing). */
+  /** Which scheduled end of the turn is the live one (`postponeTurnEnds` moves it; an earlier one then does nothing). */
   private ends = 0
   private readonly waiting: Array<{ cost: number; go: () => void }> = []
 
@@ -43,13 +58,11 @@ export class TurnBudget {
   }
 
   /**
-   * Nothing more at once in this turn: what asks from now on waits for its end, and that end comes after every
-   * callback scheduled so far (such as undici's write of a request just sent: engines/http.ts). There, what waits
-   * goes on as at any turn's end, within what the turn has left of its budget.
+   * Nothing more at once in this turn: what asks from now on waits for its end, where it goes on as at any turn's
+   * end, within what the turn has left of its budget.
    */
   exhaust(): void {
     this.closed = true
-    this.scheduled = false
     this.next()
   }
 
@@ -75,8 +88,10 @@ export class TurnBudget {
     if (this.scheduled) return
     this.scheduled = true
     const end = ++this.ends
+    if (this.schedule === setImmediate) TurnBudget.ending.add(this)
     this.schedule(() => {
       if (end !== this.ends) return
+      TurnBudget.ending.delete(this)
       this.scheduled = false
       this.closed = false
       let granted = false

@@ -6,6 +6,7 @@
  * failure as an `EngineError`. Connections are kept alive and reused (keep-alive.ts): a stream read to its end
  * gives its connection back, any other closes it.
  */
+import { TurnBudget } from '../base/turn-budget'
 import { EngineError } from './errors'
 import { Exchange } from './exchange'
 import { Connection, connectTimeoutOf, type EnginePool, isLostRequest, poolOf, release } from './keep-alive'
@@ -257,8 +258,12 @@ function send(
       exchange,
     )
     // undici writes a request on a kept-alive connection only at the end of the turn's I/O (its check of the idle
-    // socket, client-h1.js `scheduleIdleSocketValidation`): the reads left in this turn would hold it back.
-    if (reused) engineReads.exhaust()
+    // socket, client-h1.js `scheduleIdleSocketValidation`): the reads left in this turn would hold it back, and so
+    // would what the budgets let go on at the turn's end, were it to come first.
+    if (reused) {
+      engineReads.exhaust()
+      TurnBudget.postponeTurnEnds()
+    }
   })
 }
 
