@@ -10,12 +10,11 @@ import { TurnBudget } from '../base/turn-budget'
 import { EngineError } from './errors'
 import { Exchange } from './exchange'
 import { Connection, connectTimeoutOf, type EnginePool, isLostRequest, poolOf, release } from './keep-alive'
-
-export { DEFAULT_CONNECT_TIMEOUT_MS } from './keep-alive'
-
 import { engineReads } from './read-budget'
 import { type SseEvent, SseReader } from './sse'
 import type { GenerateRequest } from './types'
+
+export { DEFAULT_CONNECT_TIMEOUT_MS } from './keep-alive'
 
 export interface HttpOptions {
   /**
