@@ -113,11 +113,6 @@ export class Exchange implements Dispatcher.DispatchHandlers {
     return chunk
   }
 
-  /** Whether the body was read to its end and all of it taken. */
-  get ended(): boolean {
-    return this.complete && this.size === 0
-  }
-
   /**
    * Calls `then` once, when something happens: the head, a chunk, the end, a failure (or at once, when one already
    * waits to be seen). One waiter at a time; `stopWaiting` takes it back.

@@ -259,9 +259,10 @@ function send(
     // undici writes a request on a kept-alive connection only at the end of the turn's I/O (its check of the idle
     // socket, client-h1.js `scheduleIdleSocketValidation`): the reads left in this turn would hold it back, and so
     // would what the budgets let go on at the turn's end, were it to come first.
+    // Postponed first: closing the reads then schedules their end after the write too, only if none was.
     if (reused) {
-      engineReads.exhaust()
       TurnBudget.postponeTurnEnds()
+      engineReads.exhaust()
     }
   })
 }

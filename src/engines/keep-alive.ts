@@ -217,7 +217,8 @@ export function release(exchange: Exchange, reader: SseReader, sawDone: boolean,
         return true
       }
     }
-    if (exchange.ended) keep()
+    // All that came is taken (the loop above): complete, the body ended with it.
+    if (exchange.complete) keep()
     // Failed, or cut short as far as anything that came says: the engine may be generating still.
     else if (exchange.failure !== null || !done) drop()
     else return false
